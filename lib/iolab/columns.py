@@ -1,0 +1,70 @@
+"""The column registry: every tidy-table column with its unit, meaning and source.
+
+Plots take their axis labels from here (``label("clat_p99_us")`` -> "clat p99 (µs)"),
+so a unit is written once. Columns not listed are parameters or ids.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    unit: str
+    meaning: str
+    source: str
+
+
+_C = Column
+COLUMNS: dict[str, Column] = {c.name: c for c in [
+    _C("job_index", "", "position of the job in fio's jobs/client_stats array", "fio JSON"),
+    _C("job", "", "fio job name (jobname)", "fio JSON"),
+    _C("groupid", "", "fio reporting group", "fio JSON"),
+    _C("hostname", "", "fio server host (client/server mode), else empty", "fio JSON"),
+    _C("direction", "", "read, write, trim, mixed; 'none' for a job that did no I/O", "fio JSON"),
+    _C("iops", "IO/s", "I/O operations per second", "fio JSON iops"),
+    _C("bw_bytes_s", "B/s", "bandwidth", "fio bw_bytes, or bw KiB/s x 1024 before fio 3.2"),
+    _C("io_bytes", "B", "bytes transferred", "fio io_bytes (KiB x 1024 in fio 2.x)"),
+    _C("total_ios", "IOs", "I/Os completed", "fio JSON total_ios"),
+    _C("runtime_ms", "ms", "time the direction was active", "fio JSON runtime"),
+    _C("slat_mean_us", "µs", "mean submission latency", "fio slat_ns / 1000"),
+    _C("clat_mean_us", "µs", "mean completion latency", "fio clat_ns / 1000"),
+    _C("clat_min_us", "µs", "minimum completion latency", "fio clat_ns"),
+    _C("clat_max_us", "µs", "maximum completion latency", "fio clat_ns"),
+    _C("clat_stddev_us", "µs", "standard deviation of completion latency", "fio clat_ns"),
+    _C("lat_mean_us", "µs", "mean total latency (submission + completion)", "fio lat_ns / 1000"),
+    _C("usr_cpu_pct", "%", "fio process user CPU (rusage) relative to one CPU", "fio usr_cpu"),
+    _C("sys_cpu_pct", "%", "fio process system CPU (rusage) relative to one CPU", "fio sys_cpu"),
+    _C("ctx", "", "context switches of the fio job", "fio ctx"),
+    _C("error", "", "fio's error number for the job (0 = none)", "fio error"),
+    _C("fio_version", "", "fio version that wrote the output", "fio JSON"),
+    _C("percentile_source", "", "which latency carries percentiles: clat, lat or none", "iolab"),
+    _C("percentiles_from", "", "'bins' (recomputed from json+ histogram) or 'reported'", "iolab"),
+    _C("qd", "IOs", "queue depth (fio iodepth)", "iolab params"),
+    _C("cpu_busy_pct", "%", "busy share of the pinned CPUs (user+nice+system+irq+softirq)", "/proc/stat"),
+    _C("cpu_usr_pct", "%", "user share of the pinned CPUs", "/proc/stat"),
+    _C("cpu_sys_pct", "%", "system share of the pinned CPUs", "/proc/stat"),
+    _C("cpu_irq_pct", "%", "hard-interrupt share of the pinned CPUs", "/proc/stat"),
+    _C("cpu_softirq_pct", "%", "softirq share of the pinned CPUs", "/proc/stat"),
+    _C("busy_cpu_s", "CPU·s", "busy CPU seconds on the pinned CPUs over the trimmed window", "/proc/stat"),
+    _C("cpu_freq_mhz", "MHz", "mean frequency of the pinned CPUs, trimmed 10 % each end", "scaling_cur_freq or /proc/cpuinfo"),
+    _C("freq_source", "", "where cpu_freq_mhz came from", "iolab"),
+    _C("cycles_per_io", "cycles/IO", "busy CPU seconds x frequency / IOs", "iolab analysis"),
+    _C("littles_qd", "IOs", "IOPS x mean latency (Little's law estimate of outstanding IOs)", "iolab analysis"),
+]}
+for _p in ("50", "90", "95", "99", "99_9", "99_99"):
+    for _kind in ("clat", "lat"):
+        COLUMNS[f"{_kind}_p{_p}_us"] = Column(
+            f"{_kind}_p{_p}_us", "µs", f"{_p.replace('_', '.')}th percentile of {_kind}",
+            "json+ bins (as fio computes them) or fio's reported percentile")
+
+
+def label(name: str) -> str:
+    """Axis label for a column: words and unit, e.g. ``clat p99 (µs)``."""
+    col = COLUMNS.get(name)
+    words = name.rsplit("_", 1)[0] if col and col.unit and name.endswith(("_us", "_pct", "_s", "_mhz")) else name
+    words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
+    if name == "bw_bytes_s":
+        words = "bandwidth"
+    return f"{words} ({col.unit})" if col and col.unit else words

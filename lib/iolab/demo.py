@@ -1,0 +1,22 @@
+"""``make demo`` / ``iolab demo``: run the flagship notebooks headless with short settings
+against the default scratch-file target, and export each to HTML without code cells."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import paths
+from .publish import execute, to_html
+
+FLAGSHIP = {
+    "01_queue_depth_knee.ipynb": lambda rt: {"runtime_s": rt, "queue_depths": [1, 2, 4, 8, 16, 32, 64],
+                                             "size": "256m"},
+}
+
+
+def run_demo(out_dir: Path | None = None, runtime_s: float = 1.0) -> list[Path]:
+    out_dir = Path(out_dir or paths.PAPERMILL_RUNS)
+    written = []
+    for name, params in FLAGSHIP.items():
+        executed = execute(paths.NOTEBOOKS / name, out_dir / name, params(runtime_s))
+        written += [executed, to_html(executed)]
+    return written

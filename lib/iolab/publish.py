@@ -1,0 +1,59 @@
+"""Notebooks headless: papermill execution and HTML export without code cells.
+
+    execute("notebooks/01_queue_depth_knee.ipynb", "papermill_runs/01.ipynb", {"runtime_s": 1})
+    to_html("papermill_runs/01.ipynb", "papermill_runs/01.html")
+
+Runs set IOLAB_HEADLESS=1 and TQDM_DISABLE=1 so progress bars stay quiet, and use the
+``python3`` kernel of the running interpreter; the kernel's cwd is the notebook's folder,
+as in JupyterLab.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import IolabError
+
+
+def execute(notebook: str | os.PathLike, output: str | os.PathLike,
+            parameters: Mapping[str, Any] | None = None, timeout_s: int = 1800) -> Path:
+    """Run a notebook with papermill. Raises IolabError naming the failing cell; the
+    executed notebook (with papermill's error banner) is written first."""
+    import papermill as pm
+
+    notebook, output = Path(notebook).resolve(), Path(output).resolve()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    known = pm.inspect_notebook(str(notebook))
+    unknown = set(parameters or {}) - set(known)
+    if unknown:
+        raise IolabError(f"{notebook.name} has no parameter(s) {', '.join(sorted(unknown))}; "
+                         f"it takes: {', '.join(known)}")
+    os.environ.setdefault("IOLAB_HEADLESS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    try:
+        pm.execute_notebook(str(notebook), str(output), parameters=dict(parameters or {}),
+                            kernel_name="python3", progress_bar=False, cwd=str(notebook.parent),
+                            execution_timeout=timeout_s)
+    except pm.PapermillExecutionError as exc:
+        raise IolabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
+                         f"{exc.evalue}. The executed notebook with the error is {output}") from exc
+    return output
+
+
+def to_html(executed: str | os.PathLike, html: str | os.PathLike | None = None,
+            no_input: bool = True) -> Path:
+    """Export an executed notebook to a self-contained HTML report (figures inline as
+    PNG; code cells left out unless ``no_input=False``), written atomically."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from .store import write_atomic
+
+    executed = Path(executed)
+    html = Path(html) if html else executed.with_suffix(".html")
+    exporter = HTMLExporter(exclude_input=no_input, exclude_input_prompt=no_input,
+                            exclude_output_prompt=no_input)
+    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
+    write_atomic(html, body)
+    return html

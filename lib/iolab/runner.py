@@ -1,0 +1,88 @@
+"""One measured run: target + fio options -> fio with samplers around it -> a stored run.
+
+    from iolab.runner import measure
+    result = measure({"rw": "randread", "bs": "4k", "iodepth": 32}, target, cpus=[0],
+                     runs_dir="data/runs", swept={"qd": 32})
+    result.table          # the tidy table of that run (fio rows + sampler summary + params)
+
+The job is pinned with fio's ``cpus_allowed`` to ``cpus``; the samplers watch those CPUs.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from .errors import FioError
+from .fio import fio_argv, fio_binary, job_errors, run_fio, to_jobfile
+from .sampling import Sampler
+from .store import run_folder, run_table
+from .system import snapshot
+from .target import Target, guard_write
+
+DEFAULTS = {"ioengine": "io_uring", "direct": 1, "rw": "randread", "bs": "4k", "iodepth": 1,
+            "time_based": 1, "runtime": "2s", "group_reporting": 1}
+
+
+@dataclass
+class RunResult:
+    path: Path
+    table: pd.DataFrame
+
+
+def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | None) -> dict[str, Any]:
+    """The full option dict of a run: iolab defaults < target < the caller's options."""
+    opts: dict[str, Any] = {**DEFAULTS, **target.fio_options, **dict(options)}
+    if cpus is not None and "cpus_allowed" not in options:
+        opts["cpus_allowed"] = ",".join(str(c) for c in cpus)
+    return opts
+
+
+def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
+            runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
+            label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
+            timeout_s: float | None = None) -> RunResult:
+    """Run fio once with samplers and store the run. Raises FioError (fio's message and
+    exit code), RunInterrupted, UnsafeTargetError; the run folder is kept either way."""
+    fio = fio_binary()
+    opts = job_options(options, target, cpus)
+    guard_write(target, opts, allow_destructive)
+    sample_cpus = cpus if cpus is not None else list(range(__import__("os").cpu_count() or 1))
+    with run_folder(runs_dir, label) as folder:
+        name = str(opts.pop("name", label or "iolab"))
+        folder.write_text("job.fio", to_jobfile({name: opts}))
+        folder.write_json("params.json", {"swept": dict(swept or {}), "fio_options": opts,
+                                          "cpus": cpus, "target": target.describe()})
+        folder.write_json("system.json", snapshot(target.device, cpus))
+        folder.meta["target"] = target.describe()
+        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio)
+        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>"})
+        sampler = Sampler(sample_cpus, sample_interval_s)
+        try:
+            run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path,
+                          timeout_s=timeout_s, on_start=lambda pid: sampler.start())
+        finally:
+            samples = sampler.stop() if sampler._thread else None
+            if samples is not None:
+                folder.write_samples(samples)
+        folder.write_text("fio.stderr", run.stderr)
+        folder.meta["wall_s"] = run.wall_s
+        table = run_table_from(folder.path)
+        errors = job_errors(table)
+        if errors:
+            raise FioError("fio reported job errors:\n" + "\n".join(errors) +
+                           f"\nfio said: {run.stderr.strip() or '(nothing on stderr)'}", 0, run.stderr)
+    return RunResult(folder.path, run_table(folder.path))
+
+
+def run_table_from(tmp_path: Path) -> pd.DataFrame:
+    """The fio part of the table, readable before the folder is finished."""
+    from .fio import load_document, tidy
+    return tidy(load_document(tmp_path / "fio.json"))
+
+
+def params_of(path: Path) -> dict:
+    return json.loads((Path(path) / "params.json").read_text())

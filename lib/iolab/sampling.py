@@ -1,0 +1,182 @@
+"""Background samplers around a run: CPU frequency and per-CPU busy time.
+
+Every ``interval_s`` (0.5 s, as AiSIO samples ``scaling_cur_freq``, seed 003) one thread
+reads, for the CPUs in use:
+
+* the frequency from ``/sys/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq`` (kHz), or,
+  where there is no cpufreq, ``cpu MHz`` of ``/proc/cpuinfo`` — labelled
+  ``freq_source="proc_cpuinfo"``, because on a VM it is a nominal clock;
+* the cumulative ``/proc/stat`` counters (user, nice, system, idle, iowait, irq, softirq,
+  steal; USER_HZ ticks), so kernel work done on the CPU (softirq completions) counts.
+
+The raw series are kept as tidy frames (``freq``: t_s, cpu, freq_mhz, freq_source;
+``stat``: t_s, cpu, and one column per counter). ``summarise`` trims the first and last
+10 % of the window (the AiSIO method) before averaging.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .system import SYS_CPU, cpuinfo_mhz
+
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
+USER_HZ = os.sysconf("SC_CLK_TCK")
+
+
+def read_proc_stat(cpus: list[int] | None = None) -> dict[int, dict[str, int]]:
+    """Per-CPU cumulative counters from /proc/stat in USER_HZ ticks."""
+    out: dict[int, dict[str, int]] = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if not line.startswith("cpu") or line.startswith("cpu "):
+                continue
+            parts = line.split()
+            cpu = int(parts[0][3:])
+            if cpus is None or cpu in cpus:
+                out[cpu] = dict(zip(STAT_FIELDS, map(int, parts[1:9])))
+    return out
+
+
+def read_freq_mhz(cpus: list[int]) -> tuple[dict[int, float], str]:
+    """Current frequency per CPU (MHz) and where it came from."""
+    out = {}
+    for cpu in cpus:
+        try:
+            out[cpu] = int(Path(SYS_CPU / f"cpu{cpu}/cpufreq/scaling_cur_freq").read_text()) / 1000.0
+        except (OSError, ValueError):
+            break
+    else:
+        return out, "scaling_cur_freq"
+    info = cpuinfo_mhz()
+    return {c: info[c] for c in cpus if c in info}, "proc_cpuinfo"
+
+
+class Sampler:
+    """Samples frequency and /proc/stat for ``cpus`` on a thread until stopped.
+
+    Use as a context manager, or ``start()`` / ``stop()``; the thread is always joined."""
+
+    def __init__(self, cpus: list[int], interval_s: float = 0.5):
+        self.cpus, self.interval_s = list(cpus), interval_s
+        self._freq: list[tuple] = []
+        self._stat: list[tuple] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.t0 = 0.0
+
+    def _sample(self) -> None:
+        t = time.monotonic() - self.t0
+        freqs, source = read_freq_mhz(self.cpus)
+        for cpu, mhz in freqs.items():
+            self._freq.append((t, cpu, mhz, source))
+        for cpu, counters in read_proc_stat(self.cpus).items():
+            self._stat.append((t, cpu, *(counters[f] for f in STAT_FIELDS)))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def start(self) -> "Sampler":
+        self.t0 = time.monotonic()
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, name="iolab-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> "Samples":
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self._sample()  # closing sample, so the window covers the whole run
+        return self.samples()
+
+    def __enter__(self) -> "Sampler":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if not self._stop.is_set():
+            self.stop()
+
+    def samples(self) -> "Samples":
+        freq = pd.DataFrame(self._freq, columns=["t_s", "cpu", "freq_mhz", "freq_source"])
+        stat = pd.DataFrame(self._stat, columns=["t_s", "cpu", *STAT_FIELDS])
+        return Samples(freq, stat)
+
+
+@dataclass
+class Samples:
+    freq: pd.DataFrame
+    stat: pd.DataFrame
+
+
+def trim(frame: pd.DataFrame, fraction: float = 0.10, col: str = "t_s") -> pd.DataFrame:
+    """Rows inside the window without its first and last ``fraction`` (AiSIO, seed 003)."""
+    if frame.empty:
+        return frame
+    lo, hi = frame[col].min(), frame[col].max()
+    span = hi - lo
+    return frame[(frame[col] >= lo + fraction * span) & (frame[col] <= hi - fraction * span)]
+
+
+def cpu_utilisation(stat: pd.DataFrame) -> pd.DataFrame:
+    """Per-interval utilisation (%) per CPU from the cumulative counters:
+    t_s, cpu, busy_pct, usr_pct, sys_pct, irq_pct, softirq_pct, iowait_pct."""
+    rows = []
+    for cpu, g in stat.sort_values("t_s").groupby("cpu"):
+        d = g[list(STAT_FIELDS)].diff().iloc[1:]
+        total = d.sum(axis=1).replace(0, float("nan"))
+        out = pd.DataFrame({
+            "t_s": g["t_s"].iloc[1:].to_numpy(), "cpu": cpu,
+            "busy_pct": 100 * d[list(BUSY_FIELDS)].sum(axis=1) / total,
+            "usr_pct": 100 * (d["user"] + d["nice"]) / total,
+            "sys_pct": 100 * d["system"] / total,
+            "irq_pct": 100 * d["irq"] / total,
+            "softirq_pct": 100 * d["softirq"] / total,
+            "iowait_pct": 100 * d["iowait"] / total,
+        })
+        rows.append(out)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def summarise(samples: Samples, fraction: float = 0.10) -> dict:
+    """One-line summary of a run's samples over the trimmed window.
+
+    busy_cpu_s is summed over the CPUs sampled (so 2 fully busy CPUs for 1 s = 2 CPU·s);
+    percentages are averaged over them. Frequency is the mean over CPUs and time."""
+    out: dict = {}
+    stat = trim(samples.stat, fraction)
+    if len(stat["t_s"].unique()) < 2:  # run too short to trim: use the whole window
+        stat = samples.stat
+    if not stat.empty:
+        first = stat.sort_values("t_s").groupby("cpu").first()
+        last = stat.sort_values("t_s").groupby("cpu").last()
+        d = (last[list(STAT_FIELDS)] - first[list(STAT_FIELDS)]).sum()
+        total = d.sum()
+        busy = d[list(BUSY_FIELDS)].sum()
+        ncpu = len(first)
+        out.update({
+            "window_s": float((last["t_s"] - first["t_s"]).mean()),
+            "busy_cpu_s": float(busy / USER_HZ),
+            "cpu_busy_pct": float(100 * busy / total) if total else float("nan"),
+            "cpu_usr_pct": float(100 * (d["user"] + d["nice"]) / total) if total else float("nan"),
+            "cpu_sys_pct": float(100 * d["system"] / total) if total else float("nan"),
+            "cpu_irq_pct": float(100 * d["irq"] / total) if total else float("nan"),
+            "cpu_softirq_pct": float(100 * d["softirq"] / total) if total else float("nan"),
+            "cpus_sampled": ncpu,
+        })
+    freq = trim(samples.freq, fraction)
+    if freq.empty:
+        freq = samples.freq
+    if not freq.empty:
+        out["cpu_freq_mhz"] = float(freq["freq_mhz"].mean())
+        out["freq_source"] = str(freq["freq_source"].iloc[0])
+    else:
+        out["cpu_freq_mhz"], out["freq_source"] = float("nan"), "none"
+    return out

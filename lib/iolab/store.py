@@ -1,0 +1,177 @@
+"""One folder per run under ``data/runs/``, written atomically; a loader for many runs.
+
+A run folder (raw files are never edited after the run)::
+
+    data/runs/20261122T023400Z-qd32-3f9a/
+        run.json          schema_version, iolab version, status, times, target, error
+        params.json       every swept value and the full fio option dict
+        job.fio           the job file fio ran
+        argv.json         the exact fio command line
+        fio.json          fio's raw json+ output, byte for byte
+        fio.stderr        what fio printed on stderr
+        system.json       the machine snapshot (iolab.system.snapshot)
+        samples_freq.csv  t_s, cpu, freq_mhz, freq_source
+        samples_stat.csv  t_s, cpu, /proc/stat counters (USER_HZ ticks)
+
+The folder is built under ``.tmp-<id>`` and renamed into place, so a reader never sees a
+half-written run; a failed or interrupted run is still renamed, with ``status`` saying so.
+
+Format history:
+    1 (2026-11-22)  first version.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import secrets
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import pandas as pd
+
+from . import __version__
+from .errors import DiskFullError, IolabError, SchemaError
+from .fio import load_document, tidy
+from .sampling import Samples, summarise
+
+SCHEMA_VERSION = 1
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to a temporary name beside ``path``, then rename over it."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.errno == errno.ENOSPC:
+            raise DiskFullError(f"no space left to write {path}: free space on "
+                                f"{path.parent} or point data_dir elsewhere") from exc
+        raise
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    write_atomic(path, json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def new_run_id(label: str = "") -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in label)[:40]
+    return f"{stamp}-{slug + '-' if slug else ''}{secrets.token_hex(3)}"
+
+
+class RunFolder:
+    """A run folder being written. ``finish(status)`` renames it into place."""
+
+    def __init__(self, root: str | os.PathLike, label: str = ""):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.run_id = new_run_id(label)
+        self.path = self.root / f".tmp-{self.run_id}"
+        self.path.mkdir()
+        self.meta: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "iolab_version": __version__,
+                                     "run_id": self.run_id, "status": "running",
+                                     "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def write_text(self, name: str, text: str) -> None:
+        write_atomic(self.file(name), text)
+
+    def write_json(self, name: str, obj: Any) -> None:
+        write_json(self.file(name), obj)
+
+    def write_samples(self, samples: Samples) -> None:
+        self.write_text("samples_freq.csv", samples.freq.to_csv(index=False))
+        self.write_text("samples_stat.csv", samples.stat.to_csv(index=False))
+
+    def finish(self, status: str = "ok", error: str | None = None) -> Path:
+        self.meta.update(status=status, error=error,
+                         finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        self.write_json("run.json", self.meta)
+        final = self.root / self.run_id
+        os.replace(self.path, final)
+        self.path = final
+        return final
+
+
+@contextmanager
+def run_folder(root: str | os.PathLike, label: str = "") -> Iterator[RunFolder]:
+    """A RunFolder that is finished as ``ok``, ``failed`` or ``interrupted`` whatever happens."""
+    folder = RunFolder(root, label)
+    try:
+        yield folder
+    except KeyboardInterrupt:
+        folder.finish("interrupted", "KeyboardInterrupt")
+        raise
+    except BaseException as exc:
+        from .errors import RunInterrupted
+        folder.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed",
+                      f"{type(exc).__name__}: {exc}")
+        raise
+    else:
+        folder.finish("ok")
+
+
+# ---------------------------------------------------------------- loading
+def read_run(path: str | os.PathLike) -> dict[str, Any]:
+    """run.json of a run folder, checked against the schema version."""
+    path = Path(path)
+    meta = json.loads((path / "run.json").read_text())
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        newer = isinstance(version, int) and version > SCHEMA_VERSION
+        raise SchemaError(f"{path} was written with run schema {version}; this iolab reads "
+                          f"{SCHEMA_VERSION}. " + ("Upgrade iolab (git pull; make setup)."
+                                                   if newer else "Re-run the experiment to refresh it."))
+    return meta
+
+
+def run_table(path: str | os.PathLike) -> pd.DataFrame:
+    """The tidy table of one run folder: fio rows + params + sampler summary + run id."""
+    path = Path(path)
+    meta = read_run(path)
+    params = json.loads((path / "params.json").read_text()) if (path / "params.json").exists() else {}
+    frame = tidy(load_document(path / "fio.json"))
+    summary = {}
+    if (path / "samples_stat.csv").exists():
+        samples = Samples(pd.read_csv(path / "samples_freq.csv"), pd.read_csv(path / "samples_stat.csv"))
+        summary = summarise(samples)
+    for key, value in {**summary, **params.get("swept", {})}.items():
+        frame[key] = value if not isinstance(value, (list, dict)) else json.dumps(value)
+    frame.insert(0, "run_id", meta["run_id"])
+    frame["status"] = meta["status"]
+    return frame
+
+
+def find_runs(root: str | os.PathLike) -> list[Path]:
+    """Finished run folders below ``root`` (temporary ``.tmp-*`` folders are skipped)."""
+    root = Path(root)
+    return sorted(p for p in root.glob("*/run.json") if not p.parent.name.startswith("."))
+
+
+def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike,
+              status: str | None = "ok") -> pd.DataFrame:
+    """Any set of run folders (or a folder holding them) -> one tidy DataFrame.
+
+    Unreadable runs are skipped with a warning; ``status=None`` keeps failed runs too."""
+    import warnings
+    if isinstance(paths, (str, os.PathLike)):
+        p = Path(paths)
+        paths = [r.parent for r in find_runs(p)] if not (p / "run.json").exists() else [p]
+    frames = []
+    for path in paths:
+        try:
+            meta = read_run(path)
+            if status and meta["status"] != status:
+                continue
+            frames.append(run_table(path))
+        except (OSError, ValueError, IolabError) as exc:
+            warnings.warn(f"skipping run {path}: {exc}", stacklevel=2)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

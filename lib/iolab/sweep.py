@@ -1,0 +1,68 @@
+"""Parameter grids with repeats, progress and resume.
+
+    grid = {"iodepth": [1, 2, 4, 8]}                   # any fio option, or several
+    table = sweep(grid, base={"rw": "randread"}, target=t, cpus=[0], repeats=3,
+                  runs_dir="data/runs/qd-knee")
+
+Each (cell, repeat) is one stored run whose ``params.json`` records the swept values and
+the repeat index; they are columns of the returned table. Re-running the same sweep into
+the same folder skips cells already measured (resume after a crash or Ctrl-C).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from .runner import measure
+from .store import find_runs, load_runs
+from .target import Target
+
+
+def cells(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Cartesian product of a grid, in the order given: {"a": [1, 2], "b": [x]} ->
+    [{"a": 1, "b": x}, {"a": 2, "b": x}]."""
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def headless() -> bool:
+    """True under papermill / batch runs (IOLAB_HEADLESS=1): progress bars stay quiet."""
+    return os.environ.get("IOLAB_HEADLESS") == "1" or os.environ.get("TQDM_DISABLE") == "1"
+
+
+def _done(runs_dir: Path) -> set[str]:
+    keys = set()
+    for run_json in find_runs(runs_dir):
+        meta = json.loads(run_json.read_text())
+        if meta.get("status") != "ok":
+            continue
+        params = json.loads((run_json.parent / "params.json").read_text())
+        keys.add(json.dumps(params.get("swept", {}), sort_keys=True))
+    return keys
+
+
+def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str, Any] | None = None,
+          cpus: list[int] | None = None, repeats: int = 1, runs_dir: str | Path = "data/runs/sweep",
+          resume: bool = True, aliases: Mapping[str, str] | None = None, **measure_kw) -> pd.DataFrame:
+    """Run every cell of ``grid`` ``repeats`` times; return the tidy table of all its runs.
+
+    ``aliases`` renames swept fio options into table columns ({"iodepth": "qd"})."""
+    from tqdm.auto import tqdm
+
+    runs_dir = Path(runs_dir)
+    aliases = dict(aliases or {})
+    done = _done(runs_dir) if resume and runs_dir.exists() else set()
+    plan = [(cell, r) for cell in cells(grid) for r in range(repeats)]
+    for cell, rep in tqdm(plan, desc="fio runs", unit="run", disable=headless()):
+        swept = {aliases.get(k, k): v for k, v in cell.items()} | {"repeat": rep}
+        if json.dumps(swept, sort_keys=True) in done:
+            continue
+        label = "-".join(f"{aliases.get(k, k)}{v}" for k, v in cell.items()) + f"-r{rep}"
+        measure({**(base or {}), **cell}, target, cpus=cpus, runs_dir=runs_dir, swept=swept,
+                label=label, **measure_kw)
+    return load_runs(runs_dir)

@@ -1,0 +1,170 @@
+"""A snapshot of the machine a run was made on, and temporary knob changes.
+
+``snapshot(device="loop0", cpus=[0])`` -> a JSON-safe dict: CPU model, online CPUs, SMT,
+governor, turbo, per-CPU ``scaling_cur_freq`` (kHz), kernel, fio and perf versions, and the
+target's block-queue knobs. What is absent on this machine is recorded as ``None`` with a
+reason in ``absent`` — never as a made-up value.
+
+``temporary_value(path, value)`` writes a ``/sys`` or ``/proc`` file and always puts the
+old value back (on success, error and Ctrl-C).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import __version__
+
+SYS_CPU = Path("/sys/devices/system/cpu")
+QUEUE_KNOBS = ("scheduler", "read_ahead_kb", "nr_requests", "io_poll", "rotational",
+               "logical_block_size", "max_sectors_kb", "nomerges", "rq_affinity")
+
+
+def read_text(path: str | os.PathLike) -> str | None:
+    """Contents of a small /sys or /proc file, stripped; None if absent or unreadable."""
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """``0-3,8`` -> [0, 1, 2, 3, 8] (kernel cpulist format)."""
+    cpus: list[int] = []
+    for part in filter(None, str(text).strip().split(",")):
+        if "-" in part:
+            lo, hi = part.split("-")
+            cpus += range(int(lo), int(hi) + 1)
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+def cpu_model() -> str | None:
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def cpuinfo_mhz() -> dict[int, float]:
+    """Per-CPU 'cpu MHz' from /proc/cpuinfo (x86). On a VM this is often the nominal
+    clock, not a live reading: callers label it as the fallback it is."""
+    out: dict[int, float] = {}
+    cpu = None
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("processor"):
+            cpu = int(line.split(":")[1])
+        elif line.startswith("cpu MHz") and cpu is not None:
+            out[cpu] = float(line.split(":")[1])
+    return out
+
+
+def turbo_state() -> tuple[bool | None, str]:
+    no_turbo = read_text(SYS_CPU / "intel_pstate/no_turbo")
+    if no_turbo is not None:
+        return no_turbo == "0", "intel_pstate/no_turbo"
+    boost = read_text(SYS_CPU / "cpufreq/boost")
+    if boost is not None:
+        return boost == "1", "cpufreq/boost"
+    return None, "no intel_pstate or cpufreq boost file"
+
+
+def tool_version(argv: list[str]) -> str | None:
+    if not shutil.which(argv[0]):
+        return None
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else None
+
+
+def queue_knobs(device: str | None) -> dict[str, Any]:
+    """Block-queue settings of ``/sys/block/<device>/queue`` (None where absent)."""
+    if not device:
+        return {}
+    qdir = Path(f"/sys/block/{device}/queue")
+    knobs = {k: read_text(qdir / k) for k in QUEUE_KNOBS}
+    sched = knobs.get("scheduler")
+    if sched and "[" in sched:
+        knobs["scheduler_active"] = sched[sched.index("[") + 1:sched.index("]")]
+        knobs["schedulers_available"] = sched.replace("[", "").replace("]", "").split()
+    return knobs
+
+
+def nvme_params() -> dict[str, Any]:
+    """NVMe driver module parameters (poll_queues, write_queues, io_queue_depth)."""
+    pdir = Path("/sys/module/nvme/parameters")
+    if not pdir.exists():
+        return {}
+    return {p.name: read_text(p) for p in pdir.iterdir()}
+
+
+def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[str, Any]:
+    """The machine as it is now. ``absent`` lists what could not be read and why."""
+    absent: dict[str, str] = {}
+    online = parse_cpu_list(read_text(SYS_CPU / "online") or "0")
+    smt = read_text(SYS_CPU / "smt/control")
+    if smt is None:
+        absent["smt"] = "no /sys/devices/system/cpu/smt/control"
+    governors, cur_khz = {}, {}
+    for cpu in online:
+        freq_dir = SYS_CPU / f"cpu{cpu}/cpufreq"
+        governors[cpu] = read_text(freq_dir / "scaling_governor")
+        cur = read_text(freq_dir / "scaling_cur_freq")
+        cur_khz[cpu] = int(cur) if cur else None
+    if all(v is None for v in cur_khz.values()):
+        absent["cpufreq"] = ("no /sys/devices/system/cpu/cpu*/cpufreq: frequency falls back "
+                             "to /proc/cpuinfo 'cpu MHz' (nominal on many VMs)")
+    turbo, turbo_src = turbo_state()
+    if turbo is None:
+        absent["turbo"] = turbo_src
+    snap = {
+        "iolab_version": __version__,
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "cpu_model": cpu_model(),
+        "cpus_online": online,
+        "cpus_in_use": cpus,
+        "smt": smt,
+        "governor": governors,
+        "turbo": turbo,
+        "scaling_cur_freq_khz": cur_khz,
+        "cpuinfo_mhz": cpuinfo_mhz(),
+        "fio_version": tool_version(["fio", "--version"]),
+        "perf_version": tool_version(["perf", "--version"]),
+        "perf_event_paranoid": read_text("/proc/sys/kernel/perf_event_paranoid"),
+        "device": device,
+        "queue": queue_knobs(device),
+        "nvme": nvme_params(),
+        "absent": absent,
+    }
+    if device and not snap["queue"].get("scheduler"):
+        absent["queue"] = f"no /sys/block/{device}/queue"
+    if not snap["nvme"]:
+        absent["nvme"] = "nvme driver not loaded (no /sys/module/nvme/parameters)"
+    if snap["fio_version"] is None:
+        absent["fio"] = "fio not installed"
+    if snap["perf_version"] is None:
+        absent["perf"] = "perf not installed (Debian: linux-perf)"
+    return snap
+
+
+@contextlib.contextmanager
+def temporary_value(path: str | os.PathLike, value: str) -> Iterator[str]:
+    """Write ``value`` to a /sys or /proc file for the duration of the block; the old
+    value is always written back. Yields the old value. (A Python write, not ``echo >``.)"""
+    path = Path(path)
+    old = read_text(path)
+    if old is None:
+        raise FileNotFoundError(f"{path} does not exist on this machine")
+    if "[" in old:  # selector files such as queue/scheduler: "[none] mq-deadline"
+        old = old[old.index("[") + 1:old.index("]")]
+    path.write_text(str(value))
+    try:
+        yield old
+    finally:
+        path.write_text(old)

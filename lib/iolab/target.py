@@ -1,0 +1,218 @@
+"""What fio runs against, and the guard that refuses to destroy data.
+
+Three kinds of target:
+
+* ``scratch_file(dir, size)`` — the default: a file created once (filled by fio's
+  layout on first use) and reused;
+* ``block_device("/dev/nvme0n1")`` — a real device, probed for what it holds;
+* ``loop_device(size)`` — a context manager: a file in ``/dev/shm`` (tmpfs) behind a
+  loop device with ``--direct-io=on``; always detached on exit (root only).
+
+``guard_write(target, options)`` refuses a write workload on a block device that holds a
+filesystem signature, partitions, a mount, swap or holders, unless ``allow_destructive``.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from .errors import TargetError, ToolMissing, UnsafeTargetError
+
+WRITE_MODES = {"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim",
+               "trimwrite", "randtrimwrite"}
+SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(text: str | int) -> int:
+    """fio-style size to bytes: ``4k`` -> 4096, ``1g`` -> 2**30 (base 2, as fio's default)."""
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(text).lower())
+    if not m:
+        raise TargetError(f"cannot read size {text!r}: use a number with k, m, g or t (e.g. 1g)")
+    return int(float(m.group(1)) * SIZE_UNITS[m.group(2)])
+
+
+@dataclass
+class Target:
+    """A target fio can run against. ``fio_options`` are what to merge into the job."""
+    kind: str                      # scratch | file | block | loop
+    path: Path
+    size_bytes: int | None = None
+    device: str | None = None      # kernel name under /sys/block (nvme0n1, loop3), if any
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fio_options(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {"filename": str(self.path)}
+        if self.kind in ("scratch", "file") and self.size_bytes:
+            opts["size"] = self.size_bytes
+        return opts
+
+    def describe(self) -> str:
+        size = f", {self.size_bytes / 2**20:.0f} MiB" if self.size_bytes else ""
+        dev = f" (/sys/block/{self.device})" if self.device and self.kind != "block" else ""
+        return f"{self.kind} {self.path}{dev}{size}"
+
+
+def scratch_file(directory: str | os.PathLike, size: str | int = "1g",
+                 name: str = "iolab-scratch.dat") -> Target:
+    """The default target: a scratch file of ``size`` bytes under ``directory``.
+
+    The file is created (sparse) if missing and reused otherwise; fio lays it out on
+    first use. The device below it is recorded so its queue knobs can be snapshot."""
+    directory = Path(directory).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    size_bytes = parse_size(size)
+    free = shutil.disk_usage(directory).free
+    have = path.stat().st_size if path.exists() else 0
+    if size_bytes - have > free:
+        raise TargetError(f"scratch file of {size_bytes / 2**30:.1f} GiB does not fit in "
+                          f"{directory} ({free / 2**30:.1f} GiB free): pass a smaller size")
+    return Target("scratch", path, size_bytes, device=device_of_path(directory))
+
+
+def existing_path(path: str | os.PathLike) -> Target:
+    """A file or block device the user names. Raises TargetError when it does not exist."""
+    p = Path(path).absolute()
+    if not p.exists():
+        raise TargetError(f"target {p} does not exist: give an existing file or block device, "
+                          "or 'scratch' for the default scratch file")
+    mode = p.stat().st_mode
+    if stat.S_ISBLK(mode):
+        return Target("block", p, block_size_bytes(p.resolve().name), device=p.resolve().name)
+    if stat.S_ISCHR(mode):
+        return Target("char", p, None, device=p.name)  # e.g. /dev/ng0n1 for io_uring_cmd
+    if stat.S_ISREG(mode):
+        return Target("file", p, p.stat().st_size, device=device_of_path(p))
+    raise TargetError(f"target {p} is neither a regular file nor a block or character device")
+
+
+def resolve(spec: str | os.PathLike, scratch_dir: str | os.PathLike, size: str | int = "1g") -> Target:
+    """``'scratch'`` -> the default scratch file; anything else -> that path."""
+    if str(spec) in ("scratch", "", "default"):
+        return scratch_file(scratch_dir, size)
+    return existing_path(spec)
+
+
+def block_size_bytes(dev: str) -> int | None:
+    try:
+        return int(Path(f"/sys/class/block/{dev}/size").read_text()) * 512
+    except OSError:
+        return None
+
+
+def device_of_path(path: str | os.PathLike) -> str | None:
+    """Kernel name of the whole block device holding ``path`` (``vda``, ``nvme0n1``), or None
+    (tmpfs, overlay)."""
+    st = os.stat(path)
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    link = Path(f"/sys/dev/block/{major}:{minor}")
+    if not link.exists():
+        return None
+    real = link.resolve()
+    if (real / "partition").exists():
+        real = real.parent
+    return real.name
+
+
+# ---------------------------------------------------------------- the data guard
+def holds_data(device_path: str | os.PathLike) -> list[str]:
+    """What is on a block device that a write would destroy: filesystem or RAID
+    signatures (``blkid -p``), partitions, mounts, swap, holders (dm, md). Empty = blank."""
+    dev = Path(device_path).resolve()
+    name = dev.name
+    found: list[str] = []
+    if shutil.which("blkid"):
+        probe = subprocess.run(["blkid", "-p", "-o", "export", str(dev)],
+                               capture_output=True, text=True, check=False)
+        if probe.returncode == 0:
+            info = dict(line.split("=", 1) for line in probe.stdout.splitlines() if "=" in line)
+            what = info.get("TYPE") or info.get("PTTYPE") or "unknown"
+            found.append(f"a {what} signature (blkid -p)")
+    else:
+        found.append("no blkid to check for signatures (install util-linux)")
+    sysdir = Path(f"/sys/class/block/{name}")
+    parts = sorted(p.name for p in sysdir.glob(f"{name}*") if (p / "partition").exists())
+    if parts:
+        found.append(f"partitions {', '.join(parts)}")
+    majmin = {_read(sysdir / "dev")} | {_read(sysdir / p / "dev") for p in parts}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        if fields[2] in majmin:
+            found.append(f"a mount at {fields[4]}")
+    for line in Path("/proc/swaps").read_text().splitlines()[1:]:
+        swapdev = Path(line.split()[0])
+        if swapdev.exists() and swapdev.resolve().name in {name, *parts}:
+            found.append(f"active swap {line.split()[0]}")
+    holders = [h.name for h in (sysdir / "holders").glob("*")] if (sysdir / "holders").exists() else []
+    if holders:
+        found.append(f"holders {', '.join(holders)} (device-mapper / md)")
+    return found
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text().strip()
+    except OSError:
+        return ""
+
+
+def is_write_workload(options: Mapping[str, Any]) -> bool:
+    rw = str(options.get("rw", options.get("readwrite", "read"))).split(":")[0]
+    return rw in WRITE_MODES or bool(options.get("verify")) or bool(options.get("do_verify"))
+
+
+def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:
+    """Refuse a write workload on a block device that holds data. fio's own
+    ``allow_mounted_write`` is never turned on by iolab."""
+    if target.kind not in ("block", "char") or not is_write_workload(options):
+        return
+    if str(options.get("allow_mounted_write", "0")) not in ("0", "False", "false"):
+        raise UnsafeTargetError("iolab never sets fio's allow_mounted_write; remove it")
+    found = holds_data(target.path) if target.kind == "block" else []
+    if found and not allow_destructive:
+        raise UnsafeTargetError(
+            f"refusing to write to {target.path}: it holds {'; '.join(found)}. Writing would "
+            "destroy that data. Use a scratch file or an empty device, or pass "
+            "allow_destructive=True (CLI: --allow-destructive) if you really mean it.")
+
+
+# ---------------------------------------------------------------- tmpfs-backed loop device
+@contextlib.contextmanager
+def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
+                direct_io: bool = True) -> Iterator[Target]:
+    """A loop device over a file in tmpfs, detached (by its own name) and the file removed
+    on exit, whatever happens inside. Needs root and ``losetup`` (util-linux)."""
+    if os.geteuid() != 0:
+        raise TargetError("a loop device needs root: run as root, or use the scratch-file target")
+    if not shutil.which("losetup"):
+        raise ToolMissing("losetup", "util-linux")
+    fd, backing = tempfile.mkstemp(prefix="iolab-loop-", suffix=".img", dir=backing_dir)
+    os.close(fd)
+    dev = None
+    try:
+        os.truncate(backing, parse_size(size))
+        argv = ["losetup", "--find", "--show"]
+        if direct_io:
+            argv.append("--direct-io=on")
+        out = subprocess.run(argv + [backing], capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            raise TargetError(f"losetup failed: {out.stderr.strip()} (is the loop module loaded?)")
+        dev = out.stdout.strip()
+        yield Target("loop", Path(dev), parse_size(size), device=Path(dev).name,
+                     notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"])
+    finally:
+        if dev:
+            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(backing)

@@ -1,0 +1,74 @@
+"""fio's ``t/io_uring`` peak-IOPS tool: parse its text output into a tidy table.
+
+Input (one line per second after a header per submitter)::
+
+    submitter=0, tid=380209, file=/dev/ng0n1, nfiles=1, node=-1
+    polled=1, fixedbufs=1, register_files=1, buffered=1, QD=512
+    IOPS=2.81M, BW=10.96GiB/s, IOS/call=43/43
+    Maximum IOPS=2.81M
+
+Output: one row per reported second: ``second, iops, bw_bytes_s, ios_per_submit_call,
+ios_per_reap_call``, with the header facts (``polled``, ``qd``, ``submitters``,
+``max_iops``) as columns. Older t/io_uring prints plain integers (``IOPS=290123``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import FioOutputError
+
+SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+BW_UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
+           "KB": 1e3, "MB": 1e6, "GB": 1e9}
+_IOPS = re.compile(r"^IOPS=([\d.]+)([KMG]?), (?:BW=([\d.]+)([KMGT]?i?B)/s, )?IOS/call=(\d+)/(\d+)")
+_MAX = re.compile(r"^Maximum IOPS=([\d.]+)([KMG]?)")
+
+
+def looks_like_tio(text: str) -> bool:
+    return "IOS/call=" in text or text.lstrip().startswith("submitter=")
+
+
+def _num(value: str, suffix: str) -> float:
+    return float(value) * SUFFIX[suffix]
+
+
+def parse_tio_text(text: str) -> pd.DataFrame:
+    header: dict[str, object] = {"submitters": 0}
+    rows, max_iops = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("submitter="):
+            header["submitters"] = int(header["submitters"]) + 1
+            for key, value in re.findall(r"(\w+)=([^,\s]+)", line):
+                if key in ("file", "nfiles"):
+                    header[key] = value
+        elif line.startswith("polled="):
+            for key, value in re.findall(r"(\w+)=([^,\s]+)", line):
+                header["qd" if key == "QD" else key] = int(value) if value.lstrip("-").isdigit() else value
+        elif m := _IOPS.match(line):
+            bw = float(m.group(3)) * BW_UNIT[m.group(4)] if m.group(3) else float("nan")
+            rows.append({"second": len(rows) + 1, "iops": _num(m.group(1), m.group(2)),
+                         "bw_bytes_s": bw, "ios_per_submit_call": int(m.group(5)),
+                         "ios_per_reap_call": int(m.group(6))})
+        elif m := _MAX.match(line):
+            max_iops = _num(m.group(1), m.group(2))
+    if not rows:
+        raise FioOutputError("no t/io_uring 'IOPS=..., IOS/call=...' lines found: "
+                             "is this t/io_uring output? " + _failure_reason(text))
+    frame = pd.DataFrame(rows)
+    for key, value in header.items():
+        frame[key] = value
+    frame["max_iops"] = max_iops if max_iops is not None else frame["iops"].max()
+    return frame
+
+
+def _failure_reason(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return ("It said: " + " | ".join(lines[:4])) if lines else "The output is empty."
+
+
+def parse_tio(path: str | Path) -> pd.DataFrame:
+    return parse_tio_text(Path(path).read_text(errors="replace"))
