@@ -173,3 +173,34 @@ def qd_summary(table: pd.DataFrame, x: str = "qd", latency_target_us: float | No
     if latency_target_us is not None:
         out["p99_under_target"] = out["clat_p99_us"] <= latency_target_us
     return out.reset_index()
+
+
+def describe_qd_study(summary: pd.DataFrame, knee: Knee, saturation_qd: float | None,
+                      latency_qd: float | None, latency_target_us: float | None = None) -> str:
+    """The reading of a queue-depth sweep in words, with its numbers."""
+    best = summary.loc[summary["iops"].idxmax()]
+    parts = [f"Peak: {best['iops']:,.0f} IOPS at QD {best['qd']:g}."]
+    if knee.x is not None:
+        parts.append(f"Kneedle puts the knee at QD {knee.x:g} ({knee.y:,.0f} IOPS); "
+                     "beyond it extra queue depth buys little IOPS and adds latency.")
+    else:
+        parts.append(f"No knee: {knee.reason}.")
+    if saturation_qd is not None:
+        parts.append(f"QD {saturation_qd:g} is the smallest reaching 95 % of the peak.")
+    if latency_target_us is not None:
+        parts.append(f"The largest QD with p99 ≤ {latency_target_us:g} µs is "
+                     f"{'QD %g' % latency_qd if latency_qd is not None else 'none (every QD exceeds it)'}.")
+    if "cpu_busy_pct" in summary and summary["cpu_busy_pct"].notna().any():
+        top = summary.loc[summary["iops"].idxmax()]
+        parts.append(f"At the peak the pinned CPU is {top['cpu_busy_pct']:.0f} % busy"
+                     + (" — CPU-bound, as the seed 000 E-core was." if top["cpu_busy_pct"] > 90 else "."))
+    if "cycles_per_io" in summary and summary["cycles_per_io"].notna().any():
+        src = summary["freq_source"].iloc[0] if "freq_source" in summary else "?"
+        parts.append(f"Cycles per IO at the peak: {best['cycles_per_io']:,.0f} (frequency from {src}"
+                     + (", a nominal clock: this machine has no cpufreq" if src == "proc_cpuinfo" else "")
+                     + "); seed 001 measured 8,666 on a 3.9 GHz Threadripper core.")
+    bad = summary[~summary["littles_ok"]] if "littles_ok" in summary else summary.iloc[:0]
+    if len(bad):
+        parts.append("Little's law is off by more than 20 % at QD "
+                     + ", ".join(f"{q:g}" for q in bad["qd"]) + ": the queue was not kept full there.")
+    return " ".join(parts)

@@ -136,17 +136,19 @@ def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
     import time
     argv = fio_argv(jobfile, output_path, fio)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    # own process group: fio forks one process per job, and all of them are stopped together
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            start_new_session=True)
     if on_start:
         on_start(proc.pid)
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
-        proc.send_signal(signal.SIGINT)  # fio then writes what it has measured so far
+        _signal_group(proc.pid, signal.SIGINT)  # fio then writes what it has measured so far
         try:
             stdout, stderr = proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(proc.pid, signal.SIGKILL)
             stdout, stderr = proc.communicate()
         raise RunInterrupted(
             f"fio (pid {proc.pid}) was stopped before it finished "
@@ -155,6 +157,7 @@ def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
     run = FioRun(argv, Path(cwd or '.') / output_path, proc.returncode, stdout, stderr,
                  time.monotonic() - start, proc.pid)
     if proc.returncode < 0:
+        _signal_group(proc.pid, signal.SIGKILL)  # job processes orphaned by the kill
         raise RunInterrupted(
             f"fio (pid {proc.pid}) was killed by signal {-proc.returncode} "
             f"({signal.Signals(-proc.returncode).name}); partial output, if any, is in {output_path}")
@@ -164,6 +167,13 @@ def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
                        f"Check the fio options (see `man fio`); the job file is {jobfile}.",
                        proc.returncode, stderr)
     return run
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
 
 
 # ---------------------------------------------------------------- locating the JSON

@@ -66,3 +66,23 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
         measure({**(base or {}), **cell}, target, cpus=cpus, runs_dir=runs_dir, swept=swept,
                 label=label, **measure_kw)
     return load_runs(runs_dir)
+
+
+def new_sweep_dir(name: str) -> Path:
+    """A fresh folder for one sweep under data/runs: ``<name>-<UTC time>``."""
+    import time
+
+    from .paths import runs_dir
+    return runs_dir() / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+
+
+def qd_sweep(target: Target, queue_depths: Sequence[int], options: Mapping[str, Any], *,
+             cpu: int = 0, repeats: int = 1, runs_dir: str | Path | None = None) -> pd.DataFrame:
+    """The queue-depth study of seed 000: one job pinned to ``cpu``, ``iodepth`` swept,
+    the table returned with ``qd``, ``repeat`` and ``cycles_per_io`` columns."""
+    from .analysis import add_cycles_per_io
+
+    table = sweep({"iodepth": list(queue_depths)}, target=target, base=options, cpus=[cpu],
+                  repeats=repeats, runs_dir=runs_dir or new_sweep_dir("qd-knee"),
+                  aliases={"iodepth": "qd"})
+    return add_cycles_per_io(table).sort_values(["qd", "repeat"], ignore_index=True)

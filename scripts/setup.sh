@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install what iolab needs and is missing; quick when everything is there.
+#   system tools: fio, perf (Debian: linux-perf), python3-venv  (apt-get, as root)
+#   .venv with iolab and its Python dependencies (pip, editable)
+#   the python3 Jupyter kernel inside .venv (papermill uses it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+missing=()
+command -v fio >/dev/null 2>&1 || missing+=(fio)
+command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
+command -v losetup >/dev/null 2>&1 || missing+=(util-linux)
+command -v blkid >/dev/null 2>&1 || missing+=(util-linux)
+command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
+if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    missing+=(python3-venv)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+    pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing $pkgs"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
+    else
+        echo "setup: missing $pkgs" >&2
+        echo "setup: install them as root: apt-get install $pkgs   (conda users: see environment.yml)" >&2
+        exit 1
+    fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+    echo "setup: installing Python dependencies into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[dev]'
+    touch .venv/.installed
+fi
+if ! .venv/bin/python -m jupyter kernelspec list 2>/dev/null | grep -q '^ *python3 .*\.venv'; then
+    .venv/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (iolab)" >/dev/null
+fi

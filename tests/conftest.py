@@ -1,0 +1,44 @@
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+if not SHARED.exists():  # CI: shared/ beside the clone
+    SHARED = Path(os.environ.get("IOLAB_SHARED", REPO.parent / "shared"))
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PUBLISHED = SHARED / "fixtures"
+
+is_root = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not is_root, reason="needs root (loop devices, mounts)")
+needs_shared = pytest.mark.skipif(not PUBLISHED.exists(), reason="shared/fixtures not beside the checkout")
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    from iolab.target import scratch_file
+    return scratch_file(tmp_path / "scratch", "32m")
+
+
+@pytest.fixture
+def runs(tmp_path):
+    return tmp_path / "runs"
+
+
+@pytest.fixture
+def loopdev():
+    from iolab.target import loop_device
+    if not is_root:
+        pytest.skip("needs root")
+    with loop_device("64m") as dev:
+        yield dev
+
+
+def mkfs_ext4(device):
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(device)], check=True, capture_output=True)
+
+
+QUICK = {"runtime": "1s", "ioengine": "psync", "rw": "randread", "bs": "4k"}

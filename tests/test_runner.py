@@ -1,0 +1,88 @@
+"""Real fio runs through iolab: stored, parsed, with samplers; and the failures."""
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import QUICK
+from iolab.errors import FioError, RunInterrupted, TargetError, ToolMissing
+from iolab.runner import measure
+from iolab.store import load_runs, read_run
+from iolab.target import resolve
+
+
+def test_measure_stores_everything(scratch, runs):
+    result = measure({**QUICK, "iodepth": 1}, scratch, cpus=[0], runs_dir=runs, swept={"qd": 1})
+    names = {p.name for p in result.path.iterdir()}
+    assert {"run.json", "params.json", "job.fio", "argv.json", "fio.json", "fio.stderr",
+            "system.json", "samples_freq.csv", "samples_stat.csv"} <= names
+    assert read_run(result.path)["status"] == "ok"
+    argv = json.loads((result.path / "argv.json").read_text())["argv"]
+    assert argv[1:] == ["--output-format=json+", "--output=fio.json", "job.fio"]
+    assert "cpus_allowed=0" in (result.path / "job.fio").read_text()
+    row = result.table.iloc[0]
+    assert row.iops > 1000 and row.qd == 1 and row.percentiles_from == "bins"
+    assert 0 < row.cpu_busy_pct <= 100 and row.cpu_freq_mhz > 0
+    assert not list(runs.glob(".tmp-*"))  # renamed into place
+
+
+def test_bad_fio_option_carries_fios_message(scratch, runs):
+    with pytest.raises(FioError) as err:
+        measure({**QUICK, "no_such_option": 1}, scratch, runs_dir=runs)
+    assert err.value.returncode == 1 and "no_such_option" in str(err.value)
+    assert read_run(next(runs.iterdir()))["status"] == "failed"
+
+
+def test_job_error_is_raised(tmp_path, runs):
+    target = resolve("scratch", tmp_path, "1m")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FioError, match="Not a directory|error 20"):
+        measure({**QUICK, "filename": str(tmp_path / "file" / "x"), "time_based": 0}, target, runs_dir=runs)
+
+
+def test_missing_target(tmp_path):
+    with pytest.raises(TargetError, match="does not exist"):
+        resolve(tmp_path / "nope", tmp_path)
+
+
+def test_no_fio(monkeypatch, scratch, runs):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolMissing, match="apt-get install fio"):
+        measure(QUICK, scratch, runs_dir=runs)
+
+
+def _fio_pids_under(folder):
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(str(folder)) and \
+                    open(f"/proc/{pid}/comm").read().strip() == "fio":
+                pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
+def test_killed_run_is_kept_and_marked(scratch, runs):
+    """fio killed with SIGKILL: RunInterrupted, the folder kept as 'interrupted', and no
+    fio process of ours left behind."""
+    def kill_fio():
+        for _ in range(100):
+            time.sleep(0.1)
+            pids = _fio_pids_under(runs)
+            if pids:
+                os.kill(min(pids), signal.SIGKILL)
+                return
+    killer = threading.Thread(target=kill_fio)
+    killer.start()
+    with pytest.raises(RunInterrupted, match="signal 9"):
+        measure({**QUICK, "runtime": "20s"}, scratch, runs_dir=runs)
+    killer.join()
+    run = next(runs.iterdir())
+    assert read_run(run)["status"] == "interrupted"
+    assert load_runs(runs).empty  # interrupted runs are not mixed into results
+    time.sleep(0.2)
+    assert _fio_pids_under(runs) == []

@@ -1,0 +1,44 @@
+"""Samplers around real fio runs, cross-checked against fio's own CPU accounting."""
+import pandas as pd
+import pytest
+
+from conftest import QUICK
+from iolab.runner import measure
+from iolab.sampling import Sampler, cpu_utilisation, read_freq_mhz, read_proc_stat, summarise, trim
+
+
+def test_sampler_sees_the_pinned_cpu_busy(scratch, runs):
+    result = measure({**QUICK, "runtime": "2s", "ioengine": "io_uring", "iodepth": 8, "direct": 1},
+                     scratch, cpus=[0], runs_dir=runs)
+    stat = pd.read_csv(result.path / "samples_stat.csv")
+    freq = pd.read_csv(result.path / "samples_freq.csv")
+    assert set(stat.cpu) == {0} and len(stat) >= 4  # 0.5 s samples over 2 s
+    assert stat.t_s.diff().dropna().between(0.3, 1.0).all()
+    assert freq.freq_source.iloc[0] in ("scaling_cur_freq", "proc_cpuinfo")
+    row = result.table.iloc[0]
+    fio_cpu = row.usr_cpu_pct + row.sys_cpu_pct
+    # /proc/stat also counts irq/softirq and kernel work fio's rusage misses: it is at least
+    # fio's own share (less sampling slack)
+    assert row.cpu_busy_pct >= 0.8 * fio_cpu
+    assert row.cpu_busy_pct <= 100
+
+
+def test_utilisation_and_trim():
+    s = Sampler([0], 0.05).start()
+    x = 0
+    for i in range(2_000_000):
+        x += i
+    samples = s.stop()
+    util = cpu_utilisation(samples.stat)
+    assert {"busy_pct", "usr_pct", "sys_pct", "irq_pct", "softirq_pct"} <= set(util.columns)
+    assert util.busy_pct.dropna().between(0, 100).all()
+    t = trim(samples.stat)
+    assert t.t_s.min() >= samples.stat.t_s.min() and t.t_s.max() <= samples.stat.t_s.max()
+    summary = summarise(samples)
+    assert summary["busy_cpu_s"] >= 0 and summary["freq_source"] in ("scaling_cur_freq", "proc_cpuinfo")
+
+
+def test_readers():
+    assert set(read_proc_stat([0])[0]) >= {"user", "system", "irq", "softirq", "idle"}
+    mhz, source = read_freq_mhz([0])
+    assert mhz[0] > 0 and source in ("scaling_cur_freq", "proc_cpuinfo")

@@ -1,0 +1,95 @@
+"""Targets and the guard that refuses to destroy data (on real loop devices)."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import QUICK, mkfs_ext4, needs_root
+from iolab.errors import UnsafeTargetError
+from iolab.runner import measure
+from iolab.target import (existing_path, guard_write, holds_data, loop_device, parse_size,
+                          scratch_file)
+
+
+def test_parse_size():
+    assert parse_size("4k") == 4096 and parse_size("1g") == 2**30 and parse_size(512) == 512
+    assert parse_size("256MiB") == 256 * 2**20
+
+
+def test_scratch_file_is_created_once_and_reused(tmp_path, runs):
+    t = scratch_file(tmp_path, "8m")
+    measure({**QUICK, "runtime": "1s"}, t, runs_dir=runs)
+    inode = t.path.stat().st_ino
+    t2 = scratch_file(tmp_path, "8m")
+    assert t2.path == t.path and t2.path.stat().st_ino == inode and t2.path.stat().st_size == 8 * 2**20
+
+
+def test_scratch_file_too_big(tmp_path):
+    with pytest.raises(Exception, match="does not fit"):
+        scratch_file(tmp_path, "100t")
+
+
+@needs_root
+def test_loop_device_is_detached_and_its_file_removed():
+    with loop_device("16m") as dev:
+        name, backing = dev.device, dev.notes[0].split("(")[1].rstrip(")")
+        assert Path(f"/sys/block/{name}/queue/scheduler").exists()
+        assert holds_data(dev.path) == []
+    assert not Path(f"/sys/block/{name}/loop/backing_file").exists()
+    assert not Path(backing).exists()
+
+
+@needs_root
+def test_guard_refuses_writes_to_a_filesystem(loopdev, runs):
+    mkfs_ext4(loopdev.path)
+    found = holds_data(loopdev.path)
+    assert any("ext4" in f for f in found)
+    with pytest.raises(UnsafeTargetError, match="ext4.*allow_destructive"):
+        measure({**QUICK, "rw": "randwrite"}, existing_path(loopdev.path), runs_dir=runs)
+    assert not runs.exists() or not list(runs.iterdir())  # refused before anything ran
+    # reads are fine, and an explicit allow lets the write through
+    measure({**QUICK, "rw": "randread", "direct": 1}, existing_path(loopdev.path), runs_dir=runs)
+    guard_write(existing_path(loopdev.path), {"rw": "write"}, allow_destructive=True)
+
+
+@needs_root
+def test_guard_sees_mounts(loopdev, tmp_path):
+    mkfs_ext4(loopdev.path)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", str(loopdev.path), str(mnt)], check=True)
+    try:
+        assert any("mount at" in f for f in holds_data(loopdev.path))
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def write_dos_label(device):
+    """One MBR partition (type 0x83, sectors 2048..18431) written by hand: no fdisk needed."""
+    import struct
+    entry = struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", 2048, 16384)
+    with open(device, "r+b") as f:
+        f.seek(446)
+        f.write(entry + bytes(48) + b"\x55\xaa")
+
+
+@needs_root
+def test_guard_sees_partitions(loopdev, runs):
+    write_dos_label(loopdev.path)
+    subprocess.run(["partx", "-a", str(loopdev.path)], capture_output=True)
+    try:
+        found = holds_data(loopdev.path)
+        assert any("dos" in f or "partitions" in f for f in found)
+        with pytest.raises(UnsafeTargetError):
+            measure({**QUICK, "rw": "write"}, existing_path(loopdev.path), runs_dir=runs)
+    finally:
+        subprocess.run(["partx", "-d", str(loopdev.path)], capture_output=True)
+
+
+def test_guard_ignores_files_and_reads(tmp_path):
+    t = scratch_file(tmp_path, "1m")
+    guard_write(t, {"rw": "randwrite"})  # a scratch file is ours to overwrite
+    with pytest.raises(UnsafeTargetError, match="allow_mounted_write"):
+        from iolab.target import Target
+        guard_write(Target("block", Path("/dev/null")), {"rw": "write", "allow_mounted_write": 1})
