@@ -80,6 +80,11 @@ class Sampler:
             self._stat.append((t, cpu, *(counters[f] for f in STAT_FIELDS)))
 
     def _loop(self) -> None:
+        # Keep the sampler off the CPUs it measures when there are others (on Linux,
+        # sched_setaffinity(0, ...) applies to the calling thread only).
+        others = set(os.sched_getaffinity(0)) - set(self.cpus)
+        if others:
+            os.sched_setaffinity(0, others)
         while not self._stop.wait(self.interval_s):
             self._sample()
 

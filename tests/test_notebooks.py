@@ -1,0 +1,28 @@
+"""Notebooks run headless through papermill with short settings, and export to HTML with
+their figures as inline pictures."""
+import nbformat
+import pytest
+
+from conftest import REPO
+from iolab.publish import execute, to_html
+
+
+@pytest.mark.slow
+def test_queue_depth_knee_notebook(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    out = execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "01.ipynb",
+                  {"queue_depths": [1, 4, 16, 64], "runtime_s": 1, "size": "64m", "interactive": False})
+    nb = nbformat.read(out, as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "IOPS at QD" in text and "Cycles per IO" in text
+    images = sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+    assert images >= 4
+    html = to_html(out).read_text()
+    assert html.count("data:image/png;base64") >= 4 and "qd_sweep(" not in html  # no code cells
+    assert list((tmp_path / "data/runs").glob("qd-knee-*/*/fio.json"))
+
+
+def test_unknown_parameter_is_refused(tmp_path):
+    from iolab.errors import IolabError
+    with pytest.raises(IolabError, match="no parameter.*queue_depth"):
+        execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "x.ipynb", {"queue_depth": [1]})
