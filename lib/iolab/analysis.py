@@ -111,6 +111,11 @@ def add_cycles_per_io(table: pd.DataFrame) -> pd.DataFrame:
     out = table.copy()
     busy_per_s = out["cpu_busy_pct"] / 100.0 * out["cpus_sampled"]
     out["cycles_per_io"] = busy_per_s * out["cpu_freq_mhz"] * 1e6 / out["iops"].where(out["iops"] > 0)
+    if "perf_cycles" in out:
+        # perf stat counted over its own window: IOs in it = IOPS x window
+        ios = out["iops"] * out["perf_window_s"]
+        out["cycles_per_io_perf"] = out["perf_cycles"] / ios.where(ios > 0)
+        out["cycles_per_io_disagreement_pct"] = 100 * (out["cycles_per_io_perf"] / out["cycles_per_io"] - 1)
     return out
 
 

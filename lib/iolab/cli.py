@@ -3,6 +3,7 @@
     iolab run --target scratch --rw=randread --bs=4k --iodepth=32   # any fio long option
     iolab parse fio.json --format csv
     iolab knee table.csv --x qd --y iops
+    iolab fold perf.script.txt --kernel        # or a perf.data file
     iolab sysinfo
     iolab demo
 """
@@ -75,6 +76,27 @@ def cmd_knee(args, _extra) -> int:
     return 0
 
 
+def cmd_fold(args, _extra) -> int:
+    from .fold import FoldOptions, fold_file
+    from .perf import fold_perf_data
+
+    opts = FoldOptions(pid=args.pid, tid=args.tid, kernel=args.kernel or args.all,
+                       jit=args.jit or args.all, addrs=args.addrs, event_filter=args.event_filter or "")
+    path = Path(args.input)
+    if not path.exists():
+        raise IolabError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        is_perf_data = f.read(8) == b"PERFILE2"
+    folded = fold_perf_data(path, opts) if is_perf_data else fold_file(path, opts)
+    sys.stdout.write(folded.text())
+    if folded.skipped_other_events:
+        print(f"iolab fold: kept only '{folded.event}' samples; skipped {folded.skipped_other_events} "
+              "of other events (--event-filter to choose)", file=sys.stderr)
+    if folded.unrecognized_lines:
+        print(f"iolab fold: {folded.unrecognized_lines} lines not recognised", file=sys.stderr)
+    return 0
+
+
 def cmd_sysinfo(args, _extra) -> int:
     from .system import snapshot
 
@@ -114,6 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--linear", action="store_true", help="use x as is instead of log2(x)")
     p.add_argument("-v", "--verbose", action="store_true", help="say why when there is no knee")
     p.set_defaults(func=cmd_knee)
+    p = sub.add_parser("fold", help="perf script text (or perf.data) -> folded stacks, as stackcollapse-perf.pl")
+    p.add_argument("input", help="perf script output, or a perf.data file")
+    for flag, text in (("--pid", "append -PID to the process name"), ("--tid", "append -PID/TID"),
+                       ("--kernel", "mark kernel frames _[k]"), ("--jit", "mark JIT frames _[j]"),
+                       ("--all", "--kernel and --jit"), ("--addrs", "keep addresses of unknown frames")):
+        p.add_argument(flag, action="store_true", help=text)
+    p.add_argument("--event-filter", help="keep this event (default: the first one seen)")
+    p.set_defaults(func=cmd_fold)
     p = sub.add_parser("sysinfo", help="the system snapshot as JSON")
     p.add_argument("--device", help="block device name for queue knobs, e.g. nvme0n1")
     p.set_defaults(func=cmd_sysinfo)

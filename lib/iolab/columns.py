@@ -68,3 +68,12 @@ def label(name: str) -> str:
     if name == "bw_bytes_s":
         words = "bandwidth"
     return f"{words} ({col.unit})" if col and col.unit else words
+for _c in [
+    Column("perf_cycles", "cycles", "CPU cycles on the pinned CPUs over the perf window", "perf stat -e cycles -a -C"),
+    Column("perf_window_s", "s", "how long perf stat counted", "iolab"),
+    Column("cycles_per_io_perf", "cycles/IO", "perf stat cycles / (IOPS x window)", "perf stat"),
+    Column("cycles_per_io_disagreement_pct", "%", "perf-based vs busy-time-based cycles/IO", "iolab analysis"),
+    Column("self_pct", "%", "share of samples whose leaf is this frame", "folded stacks"),
+    Column("inclusive_pct", "%", "share of samples with this frame anywhere on the stack", "folded stacks"),
+]:
+    COLUMNS[_c.name] = _c

@@ -124,12 +124,14 @@ def fio_argv(jobfile: Path, output_path: Path, fio: str | None = None) -> list[s
 
 
 def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
-            timeout_s: float | None = None, on_start=None, cwd: Path | None = None) -> FioRun:
+            timeout_s: float | None = None, on_start=None, cwd: Path | None = None,
+            cpus: list[int] | None = None) -> FioRun:
     """Run ``fio --output-format=json+ --output=OUTPUT JOBFILE``.
 
     fio's raw output is left untouched in ``output_path``. ``on_start(pid)`` is called
     once fio is running (the samplers start there). Relative paths are relative to
-    ``cwd``. Raises FioError carrying fio's
+    ``cwd``. ``cpus`` pins the whole fio process tree (as ``taskset -c`` does in the seeds),
+    so its job processes are born on the measured CPUs. Raises FioError carrying fio's
     message and exit code when fio fails, RunInterrupted when fio was stopped by a
     signal or Ctrl-C (fio is then stopped by its pid, and its partial output kept).
     """
@@ -138,7 +140,8 @@ def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
     start = time.monotonic()
     # own process group: fio forks one process per job, and all of them are stopped together
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     if on_start:
         on_start(proc.pid)
     try:

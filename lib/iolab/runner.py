@@ -23,6 +23,9 @@ from .store import run_folder, run_table
 from .system import snapshot
 from .target import Target, guard_write
 
+if False:  # typing only
+    from .perf import ProfileSpec
+
 DEFAULTS = {"ioengine": "io_uring", "direct": 1, "rw": "randread", "bs": "4k", "iodepth": 1,
             "time_based": 1, "runtime": "2s", "group_reporting": 1}
 
@@ -44,9 +47,10 @@ def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | No
 def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
             runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
             label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
-            timeout_s: float | None = None) -> RunResult:
-    """Run fio once with samplers and store the run. Raises FioError (fio's message and
-    exit code), RunInterrupted, UnsafeTargetError; the run folder is kept either way."""
+            timeout_s: float | None = None, profile: "ProfileSpec | None" = None) -> RunResult:
+    """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
+    Raises FioError (fio's message and exit code), RunInterrupted, UnsafeTargetError,
+    PerfError; the run folder is kept either way."""
     fio = fio_binary()
     opts = job_options(options, target, cpus)
     guard_write(target, opts, allow_destructive)
@@ -59,15 +63,30 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         folder.write_json("system.json", snapshot(target.device, cpus))
         folder.meta["target"] = target.describe()
         argv = fio_argv(Path("job.fio"), Path("fio.json"), fio)
-        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>"})
+        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
         sampler = Sampler(sample_cpus, sample_interval_s)
+        profiler = None
+        if profile is not None:
+            from .perf import Profiler
+            profiler = Profiler(folder.path, cpus, profile)
+
+        def started(pid: int) -> None:
+            sampler.start()
+            if profiler and profile.mode == "process":
+                profiler.start(pid)
+        if profiler and profile.mode != "process":
+            profiler.start()
         try:
             run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path,
-                          timeout_s=timeout_s, on_start=lambda pid: sampler.start())
+                          timeout_s=timeout_s, on_start=started, cpus=cpus)
         finally:
+            if profiler:
+                profiler.stop()
             samples = sampler.stop() if sampler._thread else None
             if samples is not None:
                 folder.write_samples(samples)
+        if profiler:
+            profiler.collect()
         folder.write_text("fio.stderr", run.stderr)
         folder.meta["wall_s"] = run.wall_s
         table = run_table_from(folder.path)

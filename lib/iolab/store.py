@@ -143,11 +143,26 @@ def run_table(path: str | os.PathLike) -> pd.DataFrame:
     if (path / "samples_stat.csv").exists():
         samples = Samples(pd.read_csv(path / "samples_freq.csv"), pd.read_csv(path / "samples_stat.csv"))
         summary = summarise(samples)
+    summary.update(perf_summary(path))
     for key, value in {**summary, **params.get("swept", {})}.items():
         frame[key] = value if not isinstance(value, (list, dict)) else json.dumps(value)
     frame.insert(0, "run_id", meta["run_id"])
     frame["status"] = meta["status"]
     return frame
+
+
+def perf_summary(path: Path) -> dict:
+    """perf stat figures of a run folder, if it was profiled: perf_cycles (NaN when the
+    machine has no hardware counters), perf_window_s, and where cycles came from."""
+    tidy_stat = Path(path) / "perf_stat_tidy.csv"
+    if not tidy_stat.exists():
+        return {}
+    stat = pd.read_csv(tidy_stat).set_index("event")
+    cycles = stat["value"].get("cycles", float("nan"))
+    return {"perf_cycles": cycles, "perf_window_s": stat["value"].get("window_s", float("nan")),
+            "perf_task_clock_ms": stat["value"].get("task-clock", float("nan")),
+            "perf_cycles_source": "perf stat cycles" if pd.notna(cycles) else
+            "none: no hardware counters (cycles not supported)"}
 
 
 def find_runs(root: str | os.PathLike) -> list[Path]:

@@ -1,0 +1,327 @@
+"""Folded stacks -> flame graph pictures, and the reading of a profile in numbers.
+
+Input is the folded-stack Counter of ``iolab.fold`` (``{"fio;td_io_queue;io_submit_sqes_[k]": 812}``).
+
+Pictures (no network needed anywhere):
+* ``draw(stacks, ax)`` — static matplotlib flame graph (PNG in notebooks and HTML reports);
+  ``icicle=True`` hangs it from the top; ``diff=`` colours it red (grew) / blue (shrank);
+* ``svg(stacks)`` — a self-contained interactive SVG for JupyterLab and browsers: click a
+  frame to zoom into it, click the background to reset, type in the search box to highlight
+  matching frames and see their share.
+
+Reading (what the picture shows, in numbers):
+* ``frames(stacks)`` — self and inclusive share of every function;
+* ``share_under(stacks, "td_io_commit")`` — the share of samples under a named function;
+* ``categories(stacks, rules)`` — samples by kind (idle, interrupt/softirq, io_uring, block
+  layer, driver, other kernel, user) with editable, ordered regex rules;
+* ``diff(a, b)`` — two profiles normalised to equal totals, the biggest movers both ways;
+* ``describe(stacks)`` / ``describe_diff(...)`` — the main facts as a short paragraph.
+
+Layout follows FlameGraph's flamegraph.pl: the x axis is the share of samples, frames merged
+by name and sorted alphabetically — it is not time.
+"""
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.patches import Rectangle
+
+DEFAULT_RULES: list[tuple[str, str]] = [
+    ("idle", r"^(swapper|cpu_idle|do_idle|default_idle|.*safe_halt|cpuidle_|intel_idle|acpi_idle)"),
+    ("interrupt/softirq", r"(softirq|^irq_|^__irq_|^handle_irq|^handle_\w+_irq$|_irq_handler|^common_interrupt|"
+                          r"^asm_(common_interrupt|sysvec_)|^sysvec_|^__sysvec|^net_rx_action)"),
+    ("io_uring", r"(io_uring|^io_submit_sqes|^io_issue_sqe|^io_read|^io_write|^io_cq|^__io_|^io_do_iopoll)"),
+    ("block layer", r"^(blk_|__blk_|bio_|submit_bio|__submit_bio|bdev_|blkdev_|iomap_dio|__iomap_dio|mpage_)"),
+    ("driver", r"^(nvme_|loop_|lo_|virtblk_|virtio_|scsi_|ata_|ahci_|null_)"),
+    ("page cache", r"^(filemap_|page_cache_|folio_|__filemap_|readahead|page_cache_ra|ondemand_readahead)"),
+]
+CATEGORY_COLORS = {
+    "idle": "#c7c7c7", "interrupt/softirq": "#d62728", "io_uring": "#ff7f0e", "block layer": "#2ca02c",
+    "driver": "#8c564b", "page cache": "#bcbd22", "kernel": "#e9967a", "user": "#6baed6",
+}
+
+
+def _bare(frame: str) -> str:
+    return re.sub(r"_\[[kij]\]$", "", frame)
+
+
+def frame_category(frame: str, rules=DEFAULT_RULES) -> str:
+    name = _bare(frame)
+    for category, pattern in rules:
+        if re.search(pattern, name):
+            return category
+    return "kernel" if frame.endswith("_[k]") else "user"
+
+
+def stack_category(stack: str, rules=DEFAULT_RULES) -> str:
+    """A sample's kind: idle if the process is swapper or any frame is idle; otherwise
+    the kind of its deepest (leaf-most) frame that a rule names; else kernel/user by leaf."""
+    frames = stack.split(";")
+    if frames[0].startswith("swapper") or any(frame_category(f, rules[:1]) == "idle" for f in frames[1:]):
+        return "idle"
+    for frame in reversed(frames[1:]):
+        cat = frame_category(frame, rules)
+        if cat not in ("kernel", "user"):
+            return cat
+    return frame_category(frames[-1], rules) if len(frames) > 1 else "user"
+
+
+# ---------------------------------------------------------------- reading
+def frames(stacks: Counter, top: int | None = None) -> pd.DataFrame:
+    """function, self and inclusive sample shares (%), kind. A function recursing on one
+    stack counts once for inclusive."""
+    total = sum(stacks.values()) or 1
+    self_c: Counter = Counter()
+    incl: Counter = Counter()
+    for stack, n in stacks.items():
+        parts = stack.split(";")[1:] or stack.split(";")
+        self_c[parts[-1]] += n
+        for f in set(parts):
+            incl[f] += n
+    out = pd.DataFrame({"function": list(incl)})
+    out["self_pct"] = out.function.map(lambda f: 100 * self_c[f] / total)
+    out["inclusive_pct"] = out.function.map(lambda f: 100 * incl[f] / total)
+    out["kind"] = out.function.map(frame_category)
+    out = out.sort_values(["self_pct", "inclusive_pct"], ascending=False, ignore_index=True)
+    return out.head(top) if top else out
+
+
+def share_under(stacks: Counter, function: str) -> float:
+    """% of samples whose stack contains ``function`` (exact name, with or without _[k])."""
+    total = sum(stacks.values()) or 1
+    hit = sum(n for s, n in stacks.items() if function in {_bare(f) for f in s.split(";")})
+    return 100 * hit / total
+
+
+def categories(stacks: Counter, rules=DEFAULT_RULES) -> pd.DataFrame:
+    """Samples by kind (% of all samples), largest first."""
+    total = sum(stacks.values()) or 1
+    by: Counter = Counter()
+    for stack, n in stacks.items():
+        by[stack_category(stack, rules)] += n
+    return pd.DataFrame([{"kind": k, "pct": 100 * v / total} for k, v in by.most_common()])
+
+
+def kernel_user_split(stacks: Counter, include_idle: bool = False) -> dict[str, float]:
+    """% of (non-idle) samples whose leaf frame is in the kernel vs in user space."""
+    k = u = 0
+    for stack, n in stacks.items():
+        if not include_idle and stack_category(stack) == "idle":
+            continue
+        if stack.split(";")[-1].endswith("_[k]"):
+            k += n
+        else:
+            u += n
+    total = (k + u) or 1
+    return {"kernel_pct": 100 * k / total, "user_pct": 100 * u / total}
+
+
+def without_idle(stacks: Counter) -> Counter:
+    return Counter({s: n for s, n in stacks.items() if stack_category(s) != "idle"})
+
+
+@dataclass
+class Diff:
+    """Two profiles normalised to equal totals. ``stacks``: stack -> (a, b_scaled)."""
+    stacks: dict[str, tuple[float, float]]
+    movers: pd.DataFrame          # function, a_pct, b_pct, delta_pct (inclusive share)
+    scale: float                  # b counts were multiplied by this
+
+
+def diff(a: Counter, b: Counter, labels: tuple[str, str] = ("A", "B")) -> Diff:
+    """Compare profile ``b`` against ``a`` (as difffolded.pl -n: b normalised to a's total).
+    Movers are by inclusive share, sorted by absolute change; positive = grew in b."""
+    ta, tb = sum(a.values()) or 1, sum(b.values()) or 1
+    scale = ta / tb
+    stacks = {s: (float(a.get(s, 0)), b.get(s, 0) * scale) for s in set(a) | set(b)}
+    fa, fb = frames(a).set_index("function"), frames(b).set_index("function")
+    movers = pd.DataFrame({f"{labels[0]}_pct": fa.inclusive_pct, f"{labels[1]}_pct": fb.inclusive_pct}).fillna(0.0)
+    movers["delta_pct"] = movers.iloc[:, 1] - movers.iloc[:, 0]
+    movers = movers.reindex(movers.delta_pct.abs().sort_values(ascending=False).index)
+    return Diff(stacks, movers.rename_axis("function").reset_index(), scale)
+
+
+def describe(stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_uring_enter",
+                                                          "_raw_spin_lock_irq", "filemap_read")) -> str:
+    """The main facts of a profile in words, with numbers."""
+    total = sum(stacks.values())
+    busy = without_idle(stacks)
+    if not total:
+        return "The profile holds no samples: did perf record run on the CPUs fio used?"
+    cats = categories(busy) if busy else pd.DataFrame(columns=["kind", "pct"])
+    idle_pct = 100 * (1 - sum(busy.values()) / total)
+    top = frames(busy, 3) if busy else frames(stacks, 3)
+    ku = kernel_user_split(stacks)
+    parts = [f"{idle_pct:.0f} % of the samples are idle."]
+    if len(cats):
+        parts.append("Of the busy time: " + ", ".join(f"{r.kind} {r.pct:.0f} %" for r in cats.head(4).itertuples()) + ".")
+    parts.append(f"{ku['kernel_pct']:.0f} % of busy samples end in the kernel, {ku['user_pct']:.0f} % in user space.")
+    parts.append("Hottest functions (self): " + ", ".join(f"{_bare(r.function)} {r.self_pct:.1f} %"
+                                                        for r in top.itertuples()) + ".")
+    watched = [(w, share_under(busy or stacks, w)) for w in watch]
+    watched = [(w, p) for w, p in watched if p > 0]
+    if watched:
+        parts.append("Under named functions (of busy): " + ", ".join(f"{w} {p:.1f} %" for w, p in watched) + ".")
+    if total < 200:
+        parts.append(f"Only {total} samples: raise the sampling frequency or run longer before trusting small shares.")
+    return " ".join(parts)
+
+
+def describe_diff(d: Diff, labels: tuple[str, str] = ("A", "B"), n: int = 3) -> str:
+    grew = d.movers[d.movers.delta_pct > 0].head(n)
+    shrank = d.movers[d.movers.delta_pct < 0].head(n)
+    fmt = lambda rows: ", ".join(f"{_bare(r.function)} {r.delta_pct:+.1f} pts" for r in rows.itertuples())
+    return (f"Normalised to equal totals, {labels[1]} vs {labels[0]}: grew — {fmt(grew) or 'nothing'}; "
+            f"shrank — {fmt(shrank) or 'nothing'} (inclusive share of samples).")
+
+
+# ---------------------------------------------------------------- layout
+@dataclass
+class Box:
+    name: str
+    depth: int
+    x: float       # start, in samples
+    width: float   # samples
+    delta: float = 0.0
+
+
+def layout(stacks, min_fraction: float = 0.0) -> list[Box]:
+    """Flame-graph boxes: merge by name per parent, children sorted alphabetically.
+    ``stacks`` maps stack -> count, or -> (a, b) for a diff (width b, delta b - a)."""
+    tree: dict = {}
+    for stack, value in stacks.items():
+        a, b = value if isinstance(value, tuple) else (value, value)
+        node = tree
+        for frame in stack.split(";"):
+            entry = node.setdefault(frame, [0.0, 0.0, {}])
+            entry[0] += b
+            entry[1] += b - a
+            node = entry[2]
+    total = sum(e[0] for e in tree.values()) or 1.0
+    boxes: list[Box] = []
+
+    def walk(node, depth, x):
+        for name in sorted(node):
+            width, delta, children = node[name]
+            if width / total >= min_fraction:
+                boxes.append(Box(name, depth, x, width, delta))
+                walk(children, depth + 1, x)
+            x += width
+    walk(tree, 0, 0.0)
+    return boxes
+
+
+def _color(box: Box, diff_mode: bool, max_delta: float) -> str:
+    if diff_mode:
+        if max_delta <= 0 or box.width <= 0:
+            return "#dddddd"
+        s = max(-1.0, min(1.0, box.delta / max_delta))
+        return (f"#ff{int(255 * (1 - s)):02x}{int(255 * (1 - s)):02x}" if s >= 0
+                else f"#{int(255 * (1 + s)):02x}{int(255 * (1 + s)):02x}ff")
+    if box.depth == 0:
+        return "#e0e0e0"
+    return CATEGORY_COLORS.get(frame_category(box.name), CATEGORY_COLORS["user"])
+
+
+def _prepare(stacks, merge_unknowns: bool):
+    if merge_unknowns and stacks and not isinstance(next(iter(stacks.values())), tuple):
+        from .fold import merge_unknown
+        return merge_unknown(Counter(stacks))
+    return stacks
+
+
+def draw(stacks, ax=None, title: str = "Flame graph", icicle: bool = False,
+         min_fraction: float = 0.002, count_name: str = "samples", merge_unknowns: bool = True):
+    """Static flame graph on a matplotlib axis. ``stacks``: Counter, or a Diff's
+    ``stacks`` for a differential graph (widths from the second profile). Runs of
+    ``[unknown]`` frames are drawn as one unless ``merge_unknowns=False``."""
+    diff_mode = bool(stacks) and isinstance(next(iter(stacks.values())), tuple)
+    stacks = _prepare(stacks, merge_unknowns)
+    boxes = layout(stacks, min_fraction)
+    total = sum(b.width for b in boxes if b.depth == 0) or 1.0
+    depth = max((b.depth for b in boxes), default=0) + 1
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, max(3.0, 0.22 * depth + 1)))
+    max_delta = max((abs(b.delta) for b in boxes), default=0.0)
+    for b in boxes:
+        y = depth - 1 - b.depth if icicle else b.depth
+        ax.add_patch(Rectangle((b.x / total, y), b.width / total, 0.95,
+                               facecolor=_color(b, diff_mode, max_delta), edgecolor="white", linewidth=0.3))
+        if b.width / total > 0.04:
+            label = _bare(b.name)
+            chars = int(b.width / total * 160)
+            ax.text(b.x / total + 0.002, y + 0.45, label if len(label) <= chars else label[:max(chars - 2, 1)] + "..",
+                    fontsize=6.5, va="center", clip_on=True)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, depth)
+    ax.set_yticks([])
+    ax.set_xlabel(f"share of {count_name} (frames merged and sorted by name: not time)")
+    ax.set_title(title)
+    if not diff_mode:
+        used = {frame_category(b.name) for b in boxes if b.depth > 0}
+        handles = [Rectangle((0, 0), 1, 1, color=c) for k, c in CATEGORY_COLORS.items() if k in used]
+        ax.legend(handles, [k for k in CATEGORY_COLORS if k in used], fontsize=7, loc="upper left",
+                  bbox_to_anchor=(0, -0.08 - 0.6 / depth), ncol=8, frameon=False)
+    else:
+        ax.legend([Rectangle((0, 0), 1, 1, color="#ff6666"), Rectangle((0, 0), 1, 1, color="#6666ff")],
+                  ["grew", "shrank"], fontsize=7, loc="upper right")
+    return ax
+
+
+def svg(stacks, title: str = "Flame graph", width: int = 1200, row: int = 16,
+        min_fraction: float = 0.001, merge_unknowns: bool = True) -> str:
+    """A self-contained interactive SVG (click to zoom, search box). No external scripts."""
+    diff_mode = bool(stacks) and isinstance(next(iter(stacks.values())), tuple)
+    stacks = _prepare(stacks, merge_unknowns)
+    boxes = layout(stacks, min_fraction)
+    total = sum(b.width for b in boxes if b.depth == 0) or 1.0
+    depth = max((b.depth for b in boxes), default=0) + 1
+    height = (depth + 3) * row
+    max_delta = max((abs(b.delta) for b in boxes), default=0.0)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="monospace" font-size="11" class="iolab-flame">',
+           f'<text x="4" y="14" font-size="13">{html.escape(title)}</text>',
+           f'<text class="status" x="{width - 4}" y="14" text-anchor="end"></text>',
+           f'<rect class="bg" x="0" y="20" width="{width}" height="{height - 20}" fill="#fff"/>',
+           '<foreignObject x="300" y="1" width="260" height="18"><input xmlns="http://www.w3.org/1999/xhtml" '
+           'class="q" placeholder="search (regex)" style="width:250px;font-size:10px"/></foreignObject>']
+    for b in boxes:
+        y = height - (b.depth + 1) * row
+        pct = 100 * b.width / total
+        tip = f"{_bare(b.name)} ({pct:.2f} %" + (f", {100 * b.delta / total:+.2f} pts" if diff_mode else "") + ")"
+        out.append(f'<g data-x="{b.x / total:.6f}" data-w="{b.width / total:.6f}" data-d="{b.depth}">'
+                   f'<title>{html.escape(tip)}</title>'
+                   f'<rect x="0" y="{y}" width="0" height="{row - 1}" fill="{_color(b, diff_mode, max_delta)}" rx="1"/>'
+                   f'<text x="0" y="{y + row - 4}">{html.escape(_bare(b.name))}</text></g>')
+    out.append(f"<script><![CDATA[{_SVG_JS % {'W': width}}]]></script></svg>")
+    return "\n".join(out)
+
+
+_SVG_JS = r"""
+(function(){
+var svg=document.currentScript.closest('svg'), W=%(W)d, gs=svg.querySelectorAll('g[data-x]');
+function draw(x0,w0,d0){gs.forEach(function(g){var x=+g.dataset.x,w=+g.dataset.w,d=+g.dataset.d;
+ var r=g.querySelector('rect'),t=g.querySelector('text');
+ var inside=(x+w>x0+1e-9&&x<x0+w0-1e-9);var px=(x-x0)/w0*W,pw=w/w0*W;
+ if(!inside||pw<0.5){g.style.display='none';return;} g.style.display='';
+ r.setAttribute('x',px);r.setAttribute('width',Math.max(pw-0.5,0.5));
+ t.setAttribute('x',px+2);var n=t.textContent,c=Math.floor((pw-4)/7);
+ t.style.display=c<3?'none':'';if(c>=3&&n.length>c){t.textContent=n.slice(0,c-2)+'..';t.dataset.full=n;}
+ else if(t.dataset.full&&t.dataset.full.length<=c){t.textContent=t.dataset.full;}});}
+gs.forEach(function(g){g.style.cursor='pointer';g.addEventListener('click',function(e){e.stopPropagation();
+ draw(+g.dataset.x,+g.dataset.w,+g.dataset.d);});});
+svg.querySelector('.bg').addEventListener('click',function(){draw(0,1,0);});
+svg.querySelector('.q').addEventListener('input',function(e){var q=e.target.value,re=null,hit=0;
+ try{re=q?new RegExp(q):null}catch(err){re=null}
+ var seen=[];gs.forEach(function(g){var r=g.querySelector('rect'),n=(g.querySelector('title').textContent||'').split(' (')[0];
+  if(!r.dataset.fill)r.dataset.fill=r.getAttribute('fill');
+  var m=re&&re.test(n);r.setAttribute('fill',m?'#e040fb':r.dataset.fill);
+  if(m){var x=+g.dataset.x,w=+g.dataset.w;if(!seen.some(function(s){return x>=s[0]&&x+w<=s[0]+s[1]+1e-9})){seen.push([x,w]);hit+=w;}}});
+ svg.querySelector('.status').textContent=re?('matched '+(100*hit).toFixed(1)+' %%'):'';});
+draw(0,1,0);})();
+"""

@@ -1,0 +1,219 @@
+"""perf around a run: ``perf record`` (call graphs) and ``perf stat`` (counters), probing
+first what this machine allows, and perf.data -> folded stacks without a text file.
+
+    caps = probe()                 # perf installed? paranoid? hardware counters? kptr_restrict?
+    with Profiler(run_dir, cpus=[0], spec=ProfileSpec(call_graph="dwarf")) as prof:
+        ...fio runs...
+    prof.folded                    # iolab.fold.Folded of the samples on those CPUs
+    prof.stat                      # DataFrame: event, value, unit, supported
+
+``ProfileSpec.mode``: ``"cpus"`` (default) records everything on the pinned CPUs with
+``-C`` — so softirq and interrupt work done there for fio counts; ``"process"`` follows the
+fio process (``-p``). fio's own frames are ``[unknown]`` with frame pointers on a stripped
+fio: use ``call_graph="dwarf"`` for them (larger perf.data, slower ``perf script``).
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import PerfError
+from .fold import FoldOptions, Folded, fold_lines
+from .system import read_text
+
+STAT_EVENTS_HW = ("cycles", "instructions", "task-clock", "context-switches", "cpu-clock")
+SCRIPT_FIELDS = "comm,pid,tid,time,period,event,ip,sym,dso"  # time: the folder reads the period after it
+
+
+@dataclass
+class PerfCapabilities:
+    perf: str | None
+    paranoid: int | None
+    kptr_restrict: int | None
+    hardware_counters: bool
+    can_record: bool
+    problems: list[str] = field(default_factory=list)
+
+    def explain(self) -> str:
+        return "; ".join(self.problems) or "perf is ready (record and stat)"
+
+
+def probe() -> PerfCapabilities:
+    """What perf can do here, with what to do about each limit."""
+    perf = shutil.which("perf")
+    paranoid = read_text("/proc/sys/kernel/perf_event_paranoid")
+    kptr = read_text("/proc/sys/kernel/kptr_restrict")
+    caps = PerfCapabilities(perf, int(paranoid) if paranoid else None, int(kptr) if kptr else None,
+                            False, False)
+    if not perf:
+        caps.problems.append("perf is not installed: apt-get install linux-perf (Debian) or "
+                             "linux-tools-$(uname -r) (Ubuntu)")
+        return caps
+    root = os.geteuid() == 0
+    if not root and caps.paranoid is not None and caps.paranoid > 1:
+        caps.problems.append(f"perf_event_paranoid is {caps.paranoid}: CPU-wide profiles and kernel "
+                             "stacks need root, or: sysctl kernel.perf_event_paranoid=1")
+    if not root and caps.kptr_restrict:
+        caps.problems.append(f"kptr_restrict is {caps.kptr_restrict}: kernel symbols are hidden "
+                             "(frames show as addresses); run as root or sysctl kernel.kptr_restrict=0")
+    out = subprocess.run([perf, "stat", "-x,", "-e", "cycles", "--", "true"], capture_output=True,
+                         text=True, check=False)
+    caps.hardware_counters = out.returncode == 0 and "<not supported>" not in out.stderr \
+        and "<not counted>" not in out.stderr and "cycles" in out.stderr
+    if not caps.hardware_counters:
+        caps.problems.append("no hardware counters (cycles <not supported>, typical in a VM): "
+                             "profiles use the software cpu-clock event and cycles/IO comes from "
+                             "busy CPU time x frequency only")
+    test = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"],
+                          capture_output=True, text=True, check=False)
+    caps.can_record = test.returncode == 0
+    if not caps.can_record:
+        caps.problems.append(f"perf record failed: {test.stderr.strip().splitlines()[-1:]}")
+    return caps
+
+
+@dataclass
+class ProfileSpec:
+    """How to profile a run. ``freq_hz``: samples per second per CPU (perf -F)."""
+    mode: str = "cpus"              # cpus | process
+    freq_hz: int = 999
+    call_graph: str = "fp"          # fp | dwarf | none
+    event: str | None = None        # default: cycles with hardware counters, else cpu-clock
+    stat: bool = True
+    kernel_annotate: bool = True    # mark kernel frames _[k] in the folded stacks
+
+
+def record_argv(out: Path, spec: ProfileSpec, cpus: list[int] | None, pid: int | None,
+                hardware: bool) -> list[str]:
+    event = spec.event or ("cycles" if hardware else "cpu-clock")
+    argv = ["perf", "record", "-q", "-e", event, "-F", str(spec.freq_hz), "-o", str(out)]
+    if spec.call_graph == "dwarf":
+        argv += ["--call-graph", "dwarf,16384"]
+    elif spec.call_graph == "fp":
+        argv += ["-g"]
+    if spec.mode == "process" and pid:
+        argv += ["-p", str(pid)]
+    elif cpus:
+        argv += ["-C", ",".join(map(str, cpus))]
+    else:
+        argv += ["-a"]
+    return argv
+
+
+def stat_argv(out: Path, cpus: list[int] | None, hardware: bool) -> list[str]:
+    events = STAT_EVENTS_HW if hardware else ("task-clock", "cpu-clock", "context-switches")
+    target = ["-a", "-C", ",".join(map(str, cpus))] if cpus else ["-a"]
+    return ["perf", "stat", "-x,", "-o", str(out), "-e", ",".join(events), *target]
+
+
+def parse_stat(path: str | Path) -> pd.DataFrame:
+    """``perf stat -x,`` output -> event, value, unit, supported, running_pct."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split(",")
+        if len(parts) < 3:
+            continue
+        value, unit, event = parts[0], parts[1], parts[2]
+        supported = not value.startswith("<")
+        rows.append({"event": event, "value": float(value) if supported else float("nan"),
+                     "unit": unit, "supported": supported,
+                     "running_pct": float(parts[4]) if len(parts) > 4 and parts[4] else float("nan")})
+    return pd.DataFrame(rows, columns=["event", "value", "unit", "supported", "running_pct"])
+
+
+def _stop(proc: subprocess.Popen | None, timeout: float = 30) -> None:
+    """perf writes its data on SIGINT; stop it by its own pid and wait."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def script_argv(perf_data: Path, pid_fields: bool = True) -> list[str]:
+    """The least text ``perf script`` can print for folding: only the fields the folder
+    reads, no inline resolution (addr2line per address is what makes perf script slow)."""
+    fields = SCRIPT_FIELDS if pid_fields else SCRIPT_FIELDS.replace("pid,", "")
+    return ["perf", "script", "-i", str(perf_data), "-F", fields, "--no-inline"]
+
+
+def fold_perf_data(perf_data: str | Path, options: FoldOptions | None = None) -> Folded:
+    """perf.data -> folded stacks, streaming ``perf script`` into the folder (no text file)."""
+    proc = subprocess.Popen(script_argv(Path(perf_data)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+    folded = fold_lines(proc.stdout, options)
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise PerfError(f"perf script failed on {perf_data}: {err.strip()[-300:]}")
+    return folded
+
+
+class Profiler:
+    """perf record (+ perf stat) on ``cpus`` (or a pid) from ``start(pid)`` to ``stop()``.
+
+    In ``cpus`` mode start it before fio, so the fio job processes forked at start are
+    seen with their names (a process perf did not see start shows as ``:PID``).
+
+    Writes ``perf.data``, ``perf.folded`` and ``perf_stat.csv`` into ``run_dir``. The perf
+    processes are stopped by their own pids, on success, error and Ctrl-C."""
+
+    def __init__(self, run_dir: Path, cpus: list[int] | None, spec: ProfileSpec | None = None,
+                 caps: PerfCapabilities | None = None):
+        self.dir, self.cpus = Path(run_dir), cpus
+        self.spec = spec or ProfileSpec()
+        self.caps = caps or probe()
+        if not self.caps.perf or not self.caps.can_record:
+            raise PerfError(f"cannot profile: {self.caps.explain()}")
+        self._record = self._stat = None
+        self.window_s = float("nan")
+        self.folded: Folded | None = None
+        self.stat: pd.DataFrame | None = None
+
+    def start(self, pid: int | None = None) -> None:
+        hw = self.caps.hardware_counters
+        argv = record_argv(self.dir / "perf.data", self.spec, self.cpus, pid, hw)
+        self._record = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if self.spec.stat:
+            self._stat = subprocess.Popen(stat_argv(self.dir / "perf_stat.csv", self.cpus, hw),
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self._t0 = time.monotonic()
+        deadline = self._t0 + 5  # perf creates perf.data once its counters are set up
+        while not (self.dir / "perf.data").exists() and time.monotonic() < deadline \
+                and self._record.poll() is None:
+            time.sleep(0.02)
+        if self._record.poll() is not None:
+            raise PerfError(f"perf record exited at once: {self._record.stderr.read().strip()[-300:]}")
+
+    def stop(self) -> None:
+        self.window_s = time.monotonic() - getattr(self, "_t0", time.monotonic())
+        _stop(self._stat)
+        _stop(self._record)
+        if self._record is not None and not (self.dir / "perf.data").exists():
+            raise PerfError(f"perf record wrote no perf.data: {self._record.stderr.read()[-300:]}")
+
+    def collect(self) -> None:
+        """Fold perf.data and read the counters (after ``stop``)."""
+        if (self.dir / "perf.data").exists():
+            self.folded = fold_perf_data(self.dir / "perf.data", FoldOptions(kernel=self.spec.kernel_annotate))
+            (self.dir / "perf.folded").write_text(self.folded.text())
+        if self.spec.stat and (self.dir / "perf_stat.csv").exists():
+            self.stat = parse_stat(self.dir / "perf_stat.csv")
+            window = pd.DataFrame([{"event": "window_s", "value": self.window_s, "unit": "s",
+                                    "supported": True, "running_pct": 100.0}])
+            self.stat = pd.concat([self.stat, window], ignore_index=True)
+            buf = io.StringIO()
+            self.stat.to_csv(buf, index=False)
+            (self.dir / "perf_stat_tidy.csv").write_text(buf.getvalue())
