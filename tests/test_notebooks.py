@@ -26,3 +26,15 @@ def test_unknown_parameter_is_refused(tmp_path):
     from iolab.errors import IolabError
     with pytest.raises(IolabError, match="no parameter.*queue_depth"):
         execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "x.ipynb", {"queue_depth": [1]})
+
+
+@pytest.mark.slow
+def test_flame_graph_notebook(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    out = execute(REPO / "notebooks/04_flame_graph.ipynb", tmp_path / "04.ipynb",
+                  {"runtime_s": 1, "size": "64m", "interactive": False})
+    nb = nbformat.read(out, as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "of the samples are idle" in text and "Normalised to equal totals" in text
+    html = to_html(out).read_text()
+    assert html.count("data:image/png;base64") >= 2  # both flame graphs are pictures

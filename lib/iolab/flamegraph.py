@@ -91,10 +91,17 @@ def frames(stacks: Counter, top: int | None = None) -> pd.DataFrame:
     return out.head(top) if top else out
 
 
+def _names(function: str, frame: str) -> bool:
+    """``function`` names ``frame``: the same name, or its syscall wrappers
+    (``io_uring_enter`` names ``__do_sys_io_uring_enter`` and ``__x64_sys_io_uring_enter``)."""
+    bare = _bare(frame)
+    return bare == function or bare.endswith("_sys_" + function)
+
+
 def share_under(stacks: Counter, function: str) -> float:
-    """% of samples whose stack contains ``function`` (exact name, with or without _[k])."""
+    """% of samples whose stack contains ``function`` (see ``_names``), with or without _[k]."""
     total = sum(stacks.values()) or 1
-    hit = sum(n for s, n in stacks.items() if function in {_bare(f) for f in s.split(";")})
+    hit = sum(n for s, n in stacks.items() if any(_names(function, f) for f in s.split(";")))
     return 100 * hit / total
 
 
@@ -133,9 +140,12 @@ class Diff:
     scale: float                  # b counts were multiplied by this
 
 
-def diff(a: Counter, b: Counter, labels: tuple[str, str] = ("A", "B")) -> Diff:
+def diff(a: Counter, b: Counter, labels: tuple[str, str] = ("A", "B"), merge_unknowns: bool = True) -> Diff:
     """Compare profile ``b`` against ``a`` (as difffolded.pl -n: b normalised to a's total).
     Movers are by inclusive share, sorted by absolute change; positive = grew in b."""
+    if merge_unknowns:
+        from .fold import merge_unknown
+        a, b = merge_unknown(a), merge_unknown(b)
     ta, tb = sum(a.values()) or 1, sum(b.values()) or 1
     scale = ta / tb
     stacks = {s: (float(a.get(s, 0)), b.get(s, 0) * scale) for s in set(a) | set(b)}

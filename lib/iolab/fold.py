@@ -96,25 +96,46 @@ def fold_lines(lines: Iterable[str], options: FoldOptions | None = None) -> Fold
     pname: str | None = None
     period = 1
     skip = False
+    # the same (function, module) pairs recur in almost every sample: tidy each once
+    cache: dict[tuple, list[str]] = {}
+    frame_match, header_match = _FRAME.match, _HEADER.match
     for raw in lines:
-        if raw.startswith("#"):
+        first = raw[:1]
+        if first == "#":
+            continue
+        indented = first in ("\t", " ")
+        f = None
+        if not skip and (indented or (first not in ("\n", "") and not header_match(raw))):
+            f = frame_match(raw)  # frames are indented, except in very old perf script output
+        if f is not None:
+            pc, rawfunc, mod = f.groups()
+            key = (rawfunc, mod, pname == "java", pc if opts.addrs else None)
+            frames = cache.get(key)
+            if frames is None:
+                frames = []
+                bare = _OFFSET.sub("", rawfunc)
+                if not bare.startswith("("):
+                    for func in bare.split("->"):
+                        frames.append(_tidy(func, mod, pc, pname or "", opts, bool(frames)))
+                cache[key] = frames
+            stack.extend(reversed(frames))  # leaf first here; reversed once per sample
             continue
         line = raw.rstrip("\n")
         if not line:
             if not skip:
                 if stack or pname is not None:
-                    stack.insert(0, pname or "")
+                    stack.append(pname or "")
                 if stack:
-                    out.stacks[";".join(stack)] += period
+                    out.stacks[";".join(reversed(stack))] += period
                     out.samples += 1
             stack, pname, skip, period = [], None, False, 1
             continue
         if skip:
             continue
-        m = _HEADER.match(line)
+        m = header_match(line)
         if m:
-            comm, first, second = m.group(1), m.group(2), m.group(3)
-            pid, tid = (first, second) if second else ("?", first)
+            comm, first_id, second_id = m.group(1), m.group(2), m.group(3)
+            pid, tid = (first_id, second_id) if second_id else ("?", first_id)
             pname = f"{comm}-{pid}/{tid}" if opts.tid else f"{comm}-{pid}" if opts.pid else comm
             pname = pname.replace(" ", "_")
             ev = _EVENT.search(line)
@@ -127,17 +148,6 @@ def fold_lines(lines: Iterable[str], options: FoldOptions | None = None) -> Fold
                     skip = True
                     continue
                 period = int(ev.group(1)) if ev.group(1) else 1
-            continue
-        f = _FRAME.match(line)
-        if f:
-            pc, rawfunc, mod = f.groups()
-            rawfunc = _OFFSET.sub("", rawfunc)
-            if rawfunc.startswith("("):
-                continue
-            frames: list[str] = []
-            for func in rawfunc.split("->"):
-                frames.append(_tidy(func, mod, pc, pname or "", opts, bool(frames)))
-            stack[0:0] = frames
             continue
         out.unrecognized_lines += 1
     # perf script ends every sample with a blank line; like stackcollapse-perf.pl, a

@@ -46,8 +46,9 @@ class PerfCapabilities:
         return "; ".join(self.problems) or "perf is ready (record and stat)"
 
 
-def probe() -> PerfCapabilities:
-    """What perf can do here, with what to do about each limit."""
+def probe(as_root: bool | None = None) -> PerfCapabilities:
+    """What perf can do here, with what to do about each limit. ``as_root=False`` asks
+    what an unprivileged user would be told on this machine."""
     perf = shutil.which("perf")
     paranoid = read_text("/proc/sys/kernel/perf_event_paranoid")
     kptr = read_text("/proc/sys/kernel/kptr_restrict")
@@ -57,7 +58,7 @@ def probe() -> PerfCapabilities:
         caps.problems.append("perf is not installed: apt-get install linux-perf (Debian) or "
                              "linux-tools-$(uname -r) (Ubuntu)")
         return caps
-    root = os.geteuid() == 0
+    root = os.geteuid() == 0 if as_root is None else as_root
     if not root and caps.paranoid is not None and caps.paranoid > 1:
         caps.problems.append(f"perf_event_paranoid is {caps.paranoid}: CPU-wide profiles and kernel "
                              "stacks need root, or: sysctl kernel.perf_event_paranoid=1")

@@ -190,3 +190,12 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike,
         except (OSError, ValueError, IolabError) as exc:
             warnings.warn(f"skipping run {path}: {exc}", stacklevel=2)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def load_stacks(path: str | os.PathLike):
+    """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
+    from .fold import read_folded
+    folded = Path(path) / "perf.folded"
+    if not folded.exists():
+        raise FileNotFoundError(f"{path} has no perf.folded: run it with profile=ProfileSpec()")
+    return read_folded(folded)

@@ -1,0 +1,87 @@
+"""perf around real fio runs (the software cpu-clock event works in this VM)."""
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import QUICK
+from iolab import flamegraph as fg
+from iolab.errors import PerfError
+from iolab.fold import FoldOptions, fold_lines
+from iolab.perf import ProfileSpec, Profiler, fold_perf_data, parse_stat, probe, script_argv
+from iolab.runner import measure
+from iolab.store import load_runs, load_stacks
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="CPU-wide perf needs root here")
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory):
+    from iolab.target import scratch_file
+    tmp = tmp_path_factory.mktemp("perf")
+    target = scratch_file(tmp, "32m")
+    return measure({**QUICK, "ioengine": "io_uring", "iodepth": 8, "direct": 1, "runtime": "2s"},
+                   target, cpus=[0], runs_dir=tmp / "runs", profile=ProfileSpec(freq_hz=499))
+
+
+def test_probe_explains_this_machine():
+    caps = probe()
+    assert caps.perf and caps.can_record
+    if not caps.hardware_counters:
+        assert "no hardware counters" in caps.explain()
+
+
+@root_only
+def test_profile_of_a_real_run(profiled):
+    names = {p.name for p in profiled.path.iterdir()}
+    assert {"perf.data", "perf.folded", "perf_stat.csv", "perf_stat_tidy.csv"} <= names
+    stacks = load_stacks(profiled.path)
+    fio_weight = sum(n for s, n in stacks.items() if s.startswith("fio;"))
+    assert fio_weight > 0.2 * sum(stacks.values())  # fio's job process is named (pinned at birth)
+    assert fg.share_under(stacks, "io_uring_enter") > 10  # io_uring submissions are on the CPU
+    cats = fg.categories(fg.without_idle(stacks))
+    assert abs(cats.pct.sum() - 100) < 1e-6 and "io_uring" in set(cats.kind)
+
+
+@root_only
+def test_folding_perf_data_directly_equals_the_text_route(profiled):
+    data = profiled.path / "perf.data"
+    text = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True).stdout
+    via_text = fold_lines(text.splitlines(keepends=True), FoldOptions(kernel=True))
+    direct = fold_perf_data(data, FoldOptions(kernel=True))
+    assert direct.stacks == via_text.stacks and direct.total > 0
+    assert "time" in script_argv(data)[script_argv(data).index("-F") + 1]
+
+
+@root_only
+def test_perf_stat_and_cycles_two_ways(profiled):
+    stat = parse_stat(profiled.path / "perf_stat.csv")
+    assert {"task-clock", "context-switches"} <= set(stat.event)
+    table = load_runs(profiled.path.parent)
+    from iolab.analysis import add_cycles_per_io
+    t = add_cycles_per_io(table)
+    assert t.cycles_per_io.iloc[0] > 0 and t.perf_window_s.iloc[0] > 1.5
+    if probe().hardware_counters:
+        assert t.cycles_per_io_perf.iloc[0] > 0
+    else:
+        assert pd.isna(t.cycles_per_io_perf.iloc[0]) and "no hardware counters" in t.perf_cycles_source.iloc[0]
+
+
+def test_no_perf_is_explained(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    caps = probe()
+    assert not caps.perf and "apt-get install linux-perf" in caps.explain()
+    with pytest.raises(PerfError, match="linux-perf"):
+        Profiler(tmp_path, [0], caps=caps)
+
+
+def test_unprivileged_user_is_told_about_paranoid_and_kptr():
+    paranoid = int(open("/proc/sys/kernel/perf_event_paranoid").read())
+    kptr = int(open("/proc/sys/kernel/kptr_restrict").read())
+    text = probe(as_root=False).explain()
+    assert ("perf_event_paranoid is" in text) == (paranoid > 1)
+    assert ("kptr_restrict is" in text) == (kptr > 0)
+    if paranoid > 1:
+        assert "sysctl kernel.perf_event_paranoid=1" in text
