@@ -77,3 +77,11 @@ for _c in [
     Column("inclusive_pct", "%", "share of samples with this frame anywhere on the stack", "folded stacks"),
 ]:
     COLUMNS[_c.name] = _c
+for _c in [
+    Column("dev_read_ios", "IOs", "read requests the device completed during the run (whole device)", "/sys/block/<dev>/stat"),
+    Column("dev_read_req_kib", "KiB", "mean read request size the device saw", "/sys/block/<dev>/stat sectors x 512 / IOs"),
+    Column("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat"),
+    Column("lat_mean_us_littles", "µs", "mean latency implied by a full queue: QD x threads / IOPS", "Little's law (estimate)"),
+    Column("max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring"),
+]:
+    COLUMNS[_c.name] = _c

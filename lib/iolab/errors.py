@@ -55,3 +55,7 @@ class DiskFullError(IolabError):
 
 class SchemaError(IolabError):
     """A stored run was written by another iolab schema version."""
+
+
+class TioError(IolabError):
+    """t/io_uring reported a failure (it exits 0 even when polled IO is unsupported)."""

@@ -151,3 +151,63 @@ def explore(df: pd.DataFrame, x: str = "qd"):
     choice.observe(draw, names="value")
     draw()
     display(widgets.VBox([choice, out]))
+
+
+def ladder_waterfall(ladder: pd.DataFrame, ax=None, reference: pd.DataFrame | None = None):
+    """IOPS per ladder step with the gain over the previous step; skipped steps are drawn
+    as empty slots labelled 'skipped' (the reason is in the table). ``reference``: the
+    published ladder (label, iops) drawn as markers."""
+    ax = _ax(ax)
+    names = [f"{r.step}. {r.name}" for r in ladder.itertuples()]
+    y = range(len(ladder))
+    for i, r in enumerate(ladder.itertuples()):
+        if r.status == "measured":
+            color = "#dd8452" if r.tool == "tio" else ("#bbbbbb" if not r.carried_forward else "#4c72b0")
+            ax.barh(i, r.iops, color=color)
+            gain = "" if pd.isna(r.gain_pct) else f"  {r.gain_pct:+.0f} %"
+            ax.text(r.iops, i, f" {r.iops:,.0f}{gain}", va="center", fontsize=8)
+        else:
+            ax.text(0, i, f"  {r.status}", va="center", fontsize=8, color="0.4", style="italic")
+    if reference is not None and len(reference) == len(ladder):
+        ax.scatter(reference["iops"], list(y), marker="|", s=200, color="k", label="published (seed 000)")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_yticks(list(y))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(label("iops"))
+    ax.set_title("Single-core tuning ladder: IOPS per step (gain vs the previous kept step)")
+    source_note(ax, "fio json+ / t/io_uring output per step; grey: peak-only step not carried forward; "
+                    "orange: t/io_uring")
+    return ax
+
+
+def ladder_cpu(ladder: pd.DataFrame, ax=None):
+    """CPU busy (%) and cycles per IO per measured ladder step."""
+    ax = _ax(ax)
+    m = ladder[ladder.status == "measured"]
+    labels = [f"{r.step}" for r in m.itertuples()]
+    ax.bar(labels, m["cycles_per_io"], color="#55a868")
+    ax.set_ylabel(label("cycles_per_io"))
+    ax.set_xlabel("ladder step")
+    twin = ax.twinx()
+    twin.plot(labels, m["cpu_busy_pct"], "o-", color="#c44e52")
+    twin.set_ylabel("CPU busy (%)")
+    twin.set_ylim(0, 105)
+    src = ", ".join(sorted(m["freq_source"].dropna().unique())) if "freq_source" in m else "?"
+    ax.set_title("Cycles per IO (bars) and CPU busy (line) per step")
+    source_note(ax, f"/proc/stat busy time x frequency ({src}) / IOs")
+    return ax
+
+
+def by_setting(df: pd.DataFrame, x: str, y: str = "iops", ax=None, title: str | None = None,
+               source: str = "fio json+; /proc/stat", order=None):
+    """Any measured column against any swept setting (bars; ±1 sd over repeats)."""
+    ax = _ax(ax)
+    sns.barplot(data=df, x=x, y=y, errorbar="sd", ax=ax, color="#4c72b0", order=order)
+    for container in ax.containers:
+        ax.bar_label(container, fmt="{:,.0f}", fontsize=8)
+    ax.set_xlabel(label(x))
+    ax.set_ylabel(label(y))
+    ax.set_title(title or f"{label(y)} by {x}")
+    source_note(ax, source)
+    return ax

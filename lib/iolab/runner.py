@@ -20,7 +20,7 @@ from .errors import FioError
 from .fio import fio_argv, fio_binary, job_errors, run_fio, to_jobfile
 from .sampling import Sampler
 from .store import run_folder, run_table
-from .system import snapshot
+from .system import block_stat, snapshot
 from .target import Target, guard_write
 
 if False:  # typing only
@@ -76,6 +76,7 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
                 profiler.start(pid)
         if profiler and profile.mode != "process":
             profiler.start()
+        stat_before = block_stat(target.device)
         try:
             run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path,
                           timeout_s=timeout_s, on_start=started, cpus=cpus)
@@ -85,6 +86,9 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             samples = sampler.stop() if sampler._thread else None
             if samples is not None:
                 folder.write_samples(samples)
+        if stat_before is not None:
+            folder.write_json("blockstat.json", {"device": target.device, "before": stat_before,
+                                                 "after": block_stat(target.device)})
         if profiler:
             profiler.collect()
         folder.write_text("fio.stderr", run.stderr)
@@ -105,3 +109,47 @@ def run_table_from(tmp_path: Path) -> pd.DataFrame:
 
 def params_of(path: Path) -> dict:
     return json.loads((Path(path) / "params.json").read_text())
+
+
+def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
+                runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
+                label: str = "tio", tio: str | Path | None = None, timeout_s: float = 120) -> RunResult:
+    """Run fio's t/io_uring pinned to ``cpus`` with samplers, stored like a fio run
+    (``tio.txt`` instead of ``fio.json``). Raises TioError when its output says it failed
+    (it exits 0 when polled IO is unsupported)."""
+    import os
+    import subprocess
+
+    from .errors import RunInterrupted, TioError
+    from .tio import failure, tio_argv
+
+    flags = {"r": 3, **dict(flags)}
+    argv = tio_argv(target.path, flags, tio)
+    sample_cpus = cpus if cpus is not None else list(range(os.cpu_count() or 1))
+    with run_folder(runs_dir, label) as folder:
+        folder.write_json("params.json", {"swept": dict(swept or {}), "tio_flags": flags, "cpus": cpus,
+                                          "target": target.describe()})
+        folder.write_json("argv.json", {"argv": argv, "cpu_affinity": cpus})
+        folder.write_json("system.json", snapshot(target.device, cpus))
+        folder.meta["target"] = target.describe()
+        sampler = Sampler(sample_cpus)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True,
+                                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+        sampler.start()
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
+            os.killpg(proc.pid, 9)
+            proc.communicate()
+            raise RunInterrupted(f"t/io_uring (pid {proc.pid}) was stopped before it finished") from exc
+        finally:
+            folder.write_samples(sampler.stop())
+        folder.write_text("tio.txt", out)
+        reason = failure(out)
+        if reason or proc.returncode != 0:
+            raise TioError(f"t/io_uring failed on {target.path}: {reason or out.strip()[-300:]} "
+                           f"(exit {proc.returncode})" +
+                           (". Polled IO needs poll queues (NVMe: nvme.poll_queues=N); use -p 0 here."
+                            if reason and "polled" in reason else ""))
+    return RunResult(folder.path, run_table(folder.path))

@@ -138,12 +138,21 @@ def run_table(path: str | os.PathLike) -> pd.DataFrame:
     path = Path(path)
     meta = read_run(path)
     params = json.loads((path / "params.json").read_text()) if (path / "params.json").exists() else {}
-    frame = tidy(load_document(path / "fio.json"))
+    if (path / "tio.txt").exists():
+        from .tio import parse_tio, summarise_tio
+        frame = pd.DataFrame([{"job_index": 0, "job": "t/io_uring", "direction": "read",
+                               **summarise_tio(parse_tio(path / "tio.txt"))}])
+    else:
+        frame = tidy(load_document(path / "fio.json"))
     summary = {}
     if (path / "samples_stat.csv").exists():
         samples = Samples(pd.read_csv(path / "samples_freq.csv"), pd.read_csv(path / "samples_stat.csv"))
         summary = summarise(samples)
     summary.update(perf_summary(path))
+    if (path / "blockstat.json").exists():
+        from .system import request_sizes
+        bs = json.loads((path / "blockstat.json").read_text())
+        summary.update(request_sizes(bs["before"], bs["after"]))
     for key, value in {**summary, **params.get("swept", {})}.items():
         frame[key] = value if not isinstance(value, (list, dict)) else json.dumps(value)
     frame.insert(0, "run_id", meta["run_id"])

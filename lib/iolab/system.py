@@ -140,10 +140,15 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
         "device": device,
         "queue": queue_knobs(device),
         "nvme": nvme_params(),
+        "pci": pci_topology(device),
         "absent": absent,
     }
     if device and not snap["queue"].get("scheduler"):
         absent["queue"] = f"no /sys/block/{device}/queue"
+    if not snap["pci"].get("link_speed"):
+        absent["pci_link"] = f"{device or 'the target'} has no PCIe link in sysfs (virtual device?)"
+    if "lspci_tree" not in snap["pci"]:
+        absent["lspci"] = "pciutils not installed (apt-get install pciutils)"
     if not snap["nvme"]:
         absent["nvme"] = "nvme driver not loaded (no /sys/module/nvme/parameters)"
     if snap["fio_version"] is None:
@@ -168,3 +173,78 @@ def temporary_value(path: str | os.PathLike, value: str) -> Iterator[str]:
         yield old
     finally:
         path.write_text(old)
+
+
+def drop_caches() -> None:
+    """Write back dirty pages, then drop the page cache, dentries and inodes
+    (``sync; echo 3 > /proc/sys/vm/drop_caches``, done with Python calls, not a shell)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3")
+
+
+BLOCK_STAT_FIELDS = ("read_ios", "read_merges", "read_sectors", "read_ticks_ms", "write_ios",
+                     "write_merges", "write_sectors", "write_ticks_ms", "in_flight", "io_ticks_ms",
+                     "time_in_queue_ms")
+
+
+def block_stat(device: str | None) -> dict[str, int] | None:
+    """Counters of ``/sys/block/<device>/stat`` (Documentation/block/stat.rst; sectors are
+    512 bytes whatever the device's block size)."""
+    text = read_text(f"/sys/block/{device}/stat") if device else None
+    if not text:
+        return None
+    return dict(zip(BLOCK_STAT_FIELDS, map(int, text.split())))
+
+
+def request_sizes(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """What the device saw between two ``block_stat`` readings: IOs, merges and the mean
+    request size in KiB, per direction."""
+    d = {k: after[k] - before[k] for k in BLOCK_STAT_FIELDS if k in before and k in after}
+    out = {}
+    for rw in ("read", "write"):
+        ios = d.get(f"{rw}_ios", 0)
+        out[f"dev_{rw}_ios"] = float(ios)
+        out[f"dev_{rw}_merges"] = float(d.get(f"{rw}_merges", 0))
+        out[f"dev_{rw}_req_kib"] = d.get(f"{rw}_sectors", 0) * 512 / 1024 / ios if ios else float("nan")
+    return out
+
+
+@contextlib.contextmanager
+def nvme_feature(controller: str, feature: int, value: int) -> Iterator[int]:
+    """Set an NVMe feature (e.g. 0x08 interrupt coalescing: value 0x320 = 32 completions
+    or 300 µs, seed 000) with nvme-cli for the block, restoring the value read first."""
+    if not shutil.which("nvme"):
+        raise FileNotFoundError("nvme-cli is not installed: apt-get install nvme-cli")
+
+    def get() -> int:
+        out = subprocess.run(["nvme", "get-feature", controller, "-f", hex(feature), "-H"],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out.split("Current value:")[1].split()[0], 16) if "Current value:" in out else \
+            int(out.split("value:")[1].split(",")[0], 16)
+
+    old = get()
+    subprocess.run(["nvme", "set-feature", controller, "-f", hex(feature), "-V", hex(value)],
+                   capture_output=True, check=True)
+    try:
+        yield old
+    finally:
+        subprocess.run(["nvme", "set-feature", controller, "-f", hex(feature), "-V", hex(old)],
+                       capture_output=True, check=True)
+
+
+def pci_topology(device: str | None) -> dict[str, Any]:
+    """PCIe path, link speed and width of a block device's controller (from sysfs), and
+    ``lspci -tv`` when pciutils is installed."""
+    out: dict[str, Any] = {}
+    if device:
+        dev = Path(f"/sys/block/{device}/device").resolve() if Path(f"/sys/block/{device}/device").exists() else None
+        pci = next((p for p in ([dev] + list(dev.parents) if dev else []) if (p / "current_link_speed").exists()), None)
+        if pci:
+            out.update({"pci_address": pci.name, "link_speed": read_text(pci / "current_link_speed"),
+                        "link_width": read_text(pci / "current_link_width"),
+                        "max_link_speed": read_text(pci / "max_link_speed"),
+                        "max_link_width": read_text(pci / "max_link_width"),
+                        "numa_node": read_text(pci / "numa_node")})
+    if shutil.which("lspci"):
+        out["lspci_tree"] = subprocess.run(["lspci", "-tv"], capture_output=True, text=True).stdout
+    return out

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import FioOutputError
+from .errors import FioError, FioOutputError, ToolMissing
+from .paths import REPO
 
 SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
 BW_UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
@@ -72,3 +73,47 @@ def _failure_reason(text: str) -> str:
 
 def parse_tio(path: str | Path) -> pd.DataFrame:
     return parse_tio_text(Path(path).read_text(errors="replace"))
+
+
+UNSUPPORTED = ("doesn't support polled IO", "unexpected ret=", "Invalid argument",
+               "Operation not supported", "open: ")
+
+
+def failure(text: str) -> str | None:
+    """t/io_uring exits 0 even when polled IO is unsupported ('unexpected ret=-95'):
+    the reason, if its output says the run failed."""
+    hits = [line.strip() for line in text.splitlines() if any(u in line for u in UNSUPPORTED)]
+    return "; ".join(dict.fromkeys(hits)) if hits else None
+
+
+def binary(path: str | Path | None = None) -> Path:
+    """The built t/io_uring (``make tio``), or a path the user gives."""
+    p = Path(path) if path else REPO / "tools" / "t_io_uring"
+    if not p.exists():
+        raise ToolMissing("t/io_uring", "fio's source: run `make tio` in the iolab checkout "
+                          "(or FIO_SRC=/path/to/fio make tio)")
+    return p
+
+
+def tio_argv(target: str | Path, flags: dict, tio: str | Path | None = None) -> list[str]:
+    """t/io_uring command line from flags {'d': 128, 'b': 512, 'p': 0, 'r': 3, ...}."""
+    argv = [str(binary(tio))]
+    for key, value in flags.items():
+        argv += [f"-{key}", str(int(value) if isinstance(value, bool) else value)]
+    return argv + [str(target)]
+
+
+def summarise_tio(frame: pd.DataFrame) -> dict:
+    """One row per run: steady IOPS (mean of the per-second lines, first one dropped when
+    there are 3 or more: ramp-up), the maximum, IOs per call, and the mean latency Little's
+    law gives for a full queue (QD x submitters / IOPS) — an estimate, labelled as such."""
+    steady = frame.iloc[1:] if len(frame) >= 3 else frame
+    iops = float(steady["iops"].mean())
+    qd = float(frame["qd"].iloc[0]) if "qd" in frame else float("nan")
+    subs = int(frame["submitters"].iloc[0]) if "submitters" in frame else 1
+    return {"tool": "t/io_uring", "iops": iops, "max_iops": float(frame["max_iops"].iloc[0]),
+            "bw_bytes_s": float(steady["bw_bytes_s"].mean()),
+            "ios_per_submit_call": float(steady["ios_per_submit_call"].mean()),
+            "qd": qd, "submitters": subs, "polled": frame.get("polled", pd.Series([None])).iloc[0],
+            "lat_mean_us_littles": qd * subs / iops * 1e6 if iops else float("nan"),
+            "seconds": len(frame)}
