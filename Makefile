@@ -11,7 +11,7 @@ demo: setup
 	$(PY) -m iolab.cli demo
 
 ## test: the whole test suite (real fio runs, short)
-test: setup
+test: setup tio
 	$(PY) -m pytest -q -ra tests
 
 ## tio: build fio's t/io_uring from the source of the installed fio version

@@ -38,3 +38,24 @@ def test_flame_graph_notebook(tmp_path, monkeypatch):
     assert "of the samples are idle" in text and "Normalised to equal totals" in text
     html = to_html(out).read_text()
     assert html.count("data:image/png;base64") >= 2  # both flame graphs are pictures
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="loop devices need root")
+@pytest.mark.parametrize("name,params,expect", [
+    ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 1, "size": "128m"}, "skipped"),
+    ("03_io_uring_per_core.ipynb", {"runtime_s": 1, "size": "128m", "queue_depths": [1, 16]}, "Little's law estimate"),
+    ("06_kernel_io_path.ipynb", {"runtime_s": 1, "size": "128m", "block_sizes": ["4k", "256k"],
+                                 "readahead_kb": [0, 512]}, "queue knobs restored"),
+])
+def test_loop_device_notebooks(name, params, expect, tmp_path, monkeypatch):
+    import subprocess
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    loops_before = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    out = execute(REPO / "notebooks" / name, tmp_path / name, params)
+    nb = nbformat.read(out, as_version=4)
+    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for c in nb.cells for o in c.get("outputs", []))
+    assert expect in text
+    assert to_html(out).read_text().count("data:image/png;base64") >= 1
+    assert subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout == loops_before

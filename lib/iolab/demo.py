@@ -10,6 +10,7 @@ from .publish import execute, to_html
 FLAGSHIP = {
     "01_queue_depth_knee.ipynb": lambda rt: {"runtime_s": rt, "queue_depths": [1, 2, 4, 8, 16, 32, 64],
                                              "size": "256m"},
+    "04_flame_graph.ipynb": lambda rt: {"runtime_s": max(rt, 2.0), "size": "256m"},
 }
 
 

@@ -86,3 +86,41 @@ def qd_sweep(target: Target, queue_depths: Sequence[int], options: Mapping[str, 
                   repeats=repeats, runs_dir=runs_dir or new_sweep_dir("qd-knee"),
                   aliases={"iodepth": "qd"})
     return add_cycles_per_io(table).sort_values(["qd", "repeat"], ignore_index=True)
+
+
+def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: str = "512",
+             cpu: int = 0, runtime_s: float = 2.0, polled: bool = False,
+             runs_dir: str | Path | None = None) -> pd.DataFrame:
+    """Seed 002's table: IOPS and mean latency of one core at each queue depth, random
+    ``bs`` reads with registered buffers and files, through t/io_uring and fio side by side.
+
+    fio's mean latency is measured (lat_mean_us); t/io_uring's is Little's law on a full
+    queue (QD / IOPS, ``lat_mean_us_littles``), labelled as the estimate it is."""
+    from .analysis import add_cycles_per_io
+    from .errors import ToolMissing
+    from .runner import measure_tio
+    from .tio import binary
+
+    runs_dir = Path(runs_dir or new_sweep_dir("per-core"))
+    have_tio = True
+    try:
+        binary()
+    except ToolMissing:
+        have_tio = False
+    for qd in queue_depths:
+        batch = min(32, qd)
+        fio_opts = {"rw": "randread", "bs": bs, "ioengine": "io_uring", "direct": 1, "iodepth": qd,
+                    "fixedbufs": 1, "registerfiles": 1, "norandommap": 1, "hipri": int(polled),
+                    "iodepth_batch_submit": batch, "iodepth_batch_complete": batch,
+                    "runtime": f"{runtime_s}s"}
+        measure(fio_opts, target, cpus=[cpu], runs_dir=runs_dir, swept={"qd": qd, "tool": "fio"},
+                label=f"fio-qd{qd}")
+        if have_tio:
+            measure_tio({"d": qd, "b": bs, "p": int(polled), "B": 1, "F": 1, "s": batch, "c": batch,
+                         "r": max(2, int(runtime_s))}, target, cpus=[cpu], runs_dir=runs_dir,
+                        swept={"qd": qd, "tool": "t/io_uring"}, label=f"tio-qd{qd}")
+    table = add_cycles_per_io(load_runs(runs_dir))
+    table["mean_lat_us"] = table["lat_mean_us"].fillna(table.get("lat_mean_us_littles"))
+    table["mean_lat_source"] = table["tool"].map({"fio": "fio lat_ns mean (measured)",
+                                                  "t/io_uring": "QD / IOPS (Little's law estimate)"})
+    return table.sort_values(["qd", "tool"], ignore_index=True)

@@ -57,6 +57,9 @@ def parse_tio_text(text: str) -> pd.DataFrame:
         elif m := _MAX.match(line):
             max_iops = _num(m.group(1), m.group(2))
     if not rows:
+        reason = failure(text)
+        if reason:
+            raise FioOutputError(f"t/io_uring reported a failure and measured nothing: {reason}")
         raise FioOutputError("no t/io_uring 'IOPS=..., IOS/call=...' lines found: "
                              "is this t/io_uring output? " + _failure_reason(text))
     frame = pd.DataFrame(rows)

@@ -1,0 +1,29 @@
+"""The tuning ladder on a loop device: which steps run, which are skipped and why."""
+import pytest
+
+from conftest import needs_root
+from iolab import ladder as lad
+
+
+@needs_root
+def test_capabilities_of_a_loop_device(loopdev):
+    caps = lad.capabilities(loopdev)
+    assert caps["poll"].startswith(f"no poll queues: /sys/block/{loopdev.device}/queue/io_poll is 0")
+    assert caps["nvme"].startswith("not NVMe") and "not NVMe" in caps["nvme_ng"]
+    assert "opt_in" in lad.capabilities(loopdev, opt_in=False) and lad.capabilities(loopdev, opt_in=True)["opt_in"] is None
+
+
+@needs_root
+def test_short_ladder(loopdev, tmp_path):
+    steps = [lad.Step("baseline", {"ioengine": "io_uring", "direct": 1, "iodepth": 8}),
+             lad.Step("hipri", {"hipri": 1}, ["poll"]),
+             lad.Step("fixedbufs", {"fixedbufs": 1, "registerfiles": 1}),
+             lad.Step("gtod_reduce", {"gtod_reduce": 1}, peak_only=True),
+             lad.Step("batching", {"iodepth": 32, "iodepth_batch_submit": 16, "iodepth_batch_complete": 4})]
+    t = lad.run_ladder(steps, loopdev, cpu=0, runtime_s=1, runs_dir=tmp_path)
+    assert list(t.status) == ["measured", "skipped", "measured", "measured", "measured"]
+    assert "io_poll is 0" in t.reason[1]
+    assert t.iops[0] > 1e4 and pytest.approx(t.gain_pct[2]) == 100 * (t.iops[2] / t.iops[0] - 1)
+    # gtod_reduce is peak-only: no latency there, and batching is compared with fixedbufs
+    assert t.clat_p99_us.isna()[3] and t.clat_p99_us[4] > 0
+    assert pytest.approx(t.gain_pct[4]) == 100 * (t.iops[4] / t.iops[2] - 1)
