@@ -41,3 +41,15 @@ def test_gitignore_keeps_the_package():
     out = subprocess.run(["git", "check-ignore", "-q", "lib/iolab/fio.py"], cwd=REPO)
     assert out.returncode == 1  # not ignored
     assert subprocess.run(["git", "check-ignore", "-q", "data/runs/x/run.json"], cwd=REPO).returncode == 0
+
+
+def test_every_column_and_cli_command_is_described():
+    from iolab.cli import build_parser
+    from iolab.columns import COLUMNS, label
+    for col in COLUMNS.values():
+        assert col.meaning and col.source, col.name
+        if col.unit:
+            assert label(col.name).endswith(f"({col.unit})")
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert {c.dest for c in sub._choices_actions} == set(sub.choices)
+    assert all(c.help for c in sub._choices_actions)

@@ -52,6 +52,17 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("freq_source", "", "where cpu_freq_mhz came from", "iolab"),
     _C("cycles_per_io", "cycles/IO", "busy CPU seconds x frequency / IOs", "iolab analysis"),
     _C("littles_qd", "IOs", "IOPS x mean latency (Little's law estimate of outstanding IOs)", "iolab analysis"),
+    _C("perf_cycles", "cycles", "CPU cycles on the pinned CPUs over the perf window", "perf stat -e cycles -a -C"),
+    _C("perf_window_s", "s", "how long perf stat counted", "iolab"),
+    _C("cycles_per_io_perf", "cycles/IO", "perf stat cycles / (IOPS x window)", "perf stat"),
+    _C("cycles_per_io_disagreement_pct", "%", "perf-based vs busy-time-based cycles/IO", "iolab analysis"),
+    _C("self_pct", "%", "share of samples whose leaf is this frame", "folded stacks"),
+    _C("inclusive_pct", "%", "share of samples with this frame anywhere on the stack", "folded stacks"),
+    _C("dev_read_ios", "IOs", "read requests the device completed during the run (whole device)", "/sys/block/<dev>/stat"),
+    _C("dev_read_req_kib", "KiB", "mean read request size the device saw", "/sys/block/<dev>/stat sectors x 512 / IOs"),
+    _C("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat"),
+    _C("lat_mean_us_littles", "µs", "mean latency implied by a full queue: QD x threads / IOPS", "Little's law (estimate)"),
+    _C("max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring"),
 ]}
 for _p in ("50", "90", "95", "99", "99_9", "99_99"):
     for _kind in ("clat", "lat"):
@@ -63,25 +74,7 @@ for _p in ("50", "90", "95", "99", "99_9", "99_99"):
 def label(name: str) -> str:
     """Axis label for a column: words and unit, e.g. ``clat p99 (µs)``."""
     col = COLUMNS.get(name)
-    words = name.rsplit("_", 1)[0] if col and col.unit and name.endswith(("_us", "_pct", "_s", "_mhz")) else name
+    words = name.rsplit("_", 1)[0] if col and col.unit and name.endswith(("_us", "_pct", "_s", "_mhz", "_kib")) else name
     words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
-    if name == "bw_bytes_s":
-        words = "bandwidth"
+    words = {"bw_bytes_s": "bandwidth", "qd": "queue depth", "iops": "IOPS"}.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words
-for _c in [
-    Column("perf_cycles", "cycles", "CPU cycles on the pinned CPUs over the perf window", "perf stat -e cycles -a -C"),
-    Column("perf_window_s", "s", "how long perf stat counted", "iolab"),
-    Column("cycles_per_io_perf", "cycles/IO", "perf stat cycles / (IOPS x window)", "perf stat"),
-    Column("cycles_per_io_disagreement_pct", "%", "perf-based vs busy-time-based cycles/IO", "iolab analysis"),
-    Column("self_pct", "%", "share of samples whose leaf is this frame", "folded stacks"),
-    Column("inclusive_pct", "%", "share of samples with this frame anywhere on the stack", "folded stacks"),
-]:
-    COLUMNS[_c.name] = _c
-for _c in [
-    Column("dev_read_ios", "IOs", "read requests the device completed during the run (whole device)", "/sys/block/<dev>/stat"),
-    Column("dev_read_req_kib", "KiB", "mean read request size the device saw", "/sys/block/<dev>/stat sectors x 512 / IOs"),
-    Column("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat"),
-    Column("lat_mean_us_littles", "µs", "mean latency implied by a full queue: QD x threads / IOPS", "Little's law (estimate)"),
-    Column("max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring"),
-]:
-    COLUMNS[_c.name] = _c
