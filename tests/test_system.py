@@ -13,7 +13,8 @@ def test_snapshot_records_what_is_absent():
     if not Path("/sys/devices/system/cpu/cpu0/cpufreq").exists():
         assert "cpufreq" in snap["absent"] and snap["scaling_cur_freq_khz"][0] is None
         assert snap["cpuinfo_mhz"][0] > 0
-    assert isinstance(snap["absent"], dict)
+    assert isinstance(snap["absent"], dict) and "pci" in snap and "nvme" in snap
+    assert snap["pci"].get("link_speed") or "pci_link" in snap["absent"]
 
 
 def test_cpu_list():
