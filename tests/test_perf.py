@@ -85,3 +85,13 @@ def test_unprivileged_user_is_told_about_paranoid_and_kptr():
     assert ("kptr_restrict is" in text) == (kptr > 0)
     if paranoid > 1:
         assert "sysctl kernel.perf_event_paranoid=1" in text
+
+
+def test_process_mode_follows_fio_from_its_start(tmp_path):
+    from iolab.target import scratch_file
+    r = measure({**QUICK, "ioengine": "io_uring", "iodepth": 4, "runtime": "1s"}, scratch_file(tmp_path, "16m"),
+                cpus=[0], runs_dir=tmp_path / "runs", profile=ProfileSpec(mode="process", freq_hz=499))
+    roots = {s.split(";")[0] for s in load_stacks(r.path)}
+    assert roots == {"fio"}  # only fio's own tree, every process named
+    import json
+    assert json.loads((r.path / "argv.json").read_text())["argv"][:2] == ["perf", "record"]

@@ -118,14 +118,16 @@ class FioRun:
     extra: dict = field(default_factory=dict)
 
 
-def fio_argv(jobfile: Path, output_path: Path, fio: str | None = None) -> list[str]:
-    """The exact command line iolab runs fio with (json+, so percentiles come from bins)."""
-    return [fio or fio_binary(), "--output-format=json+", f"--output={output_path}", str(jobfile)]
+def fio_argv(jobfile: Path, output_path: Path, fio: str | None = None,
+             wrap: list[str] | None = None) -> list[str]:
+    """The exact command line iolab runs fio with (json+, so percentiles come from bins),
+    optionally under a wrapper such as ``perf record ... --``."""
+    return [*(wrap or []), fio or fio_binary(), "--output-format=json+", f"--output={output_path}", str(jobfile)]
 
 
 def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
             timeout_s: float | None = None, on_start=None, cwd: Path | None = None,
-            cpus: list[int] | None = None) -> FioRun:
+            cpus: list[int] | None = None, wrap: list[str] | None = None) -> FioRun:
     """Run ``fio --output-format=json+ --output=OUTPUT JOBFILE``.
 
     fio's raw output is left untouched in ``output_path``. ``on_start(pid)`` is called
@@ -136,7 +138,7 @@ def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
     signal or Ctrl-C (fio is then stopped by its pid, and its partial output kept).
     """
     import time
-    argv = fio_argv(jobfile, output_path, fio)
+    argv = fio_argv(jobfile, output_path, fio, wrap)
     start = time.monotonic()
     # own process group: fio forks one process per job, and all of them are stopped together
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,

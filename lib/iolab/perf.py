@@ -8,8 +8,9 @@ first what this machine allows, and perf.data -> folded stacks without a text fi
     prof.stat                      # DataFrame: event, value, unit, supported
 
 ``ProfileSpec.mode``: ``"cpus"`` (default) records everything on the pinned CPUs with
-``-C`` — so softirq and interrupt work done there for fio counts; ``"process"`` follows the
-fio process (``-p``). fio's own frames are ``[unknown]`` with frame pointers on a stripped
+``-C`` — so softirq and interrupt work done there for fio counts; ``"process"`` runs fio
+under ``perf record --`` so that fio and the job processes it forks are followed from
+their first instruction. fio's own frames are ``[unknown]`` with frame pointers on a stripped
 fio: use ``call_graph="dwarf"`` for them (larger perf.data, slower ``perf script``).
 """
 from __future__ import annotations
@@ -100,8 +101,8 @@ def record_argv(out: Path, spec: ProfileSpec, cpus: list[int] | None, pid: int |
         argv += ["--call-graph", "dwarf,16384"]
     elif spec.call_graph == "fp":
         argv += ["-g"]
-    if spec.mode == "process" and pid:
-        argv += ["-p", str(pid)]
+    if spec.mode == "process":
+        argv += ["--"]  # the command to profile (fio) follows: perf sees its whole process tree
     elif cpus:
         argv += ["-C", ",".join(map(str, cpus))]
     else:
@@ -183,14 +184,25 @@ class Profiler:
         self.folded: Folded | None = None
         self.stat: pd.DataFrame | None = None
 
+    def wrap(self) -> list[str]:
+        """In ``process`` mode: the argv prefix fio runs under (``perf record ... --``)."""
+        if self.spec.mode != "process":
+            return []
+        return record_argv(self.dir / "perf.data", self.spec, self.cpus, None, self.caps.hardware_counters)
+
     def start(self, pid: int | None = None) -> None:
+        """Start perf stat, and perf record in ``cpus`` mode (in ``process`` mode perf
+        record is already running as fio's parent: see ``wrap``)."""
         hw = self.caps.hardware_counters
-        argv = record_argv(self.dir / "perf.data", self.spec, self.cpus, pid, hw)
-        self._record = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if self.spec.mode != "process":
+            argv = record_argv(self.dir / "perf.data", self.spec, self.cpus, pid, hw)
+            self._record = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if self.spec.stat:
             self._stat = subprocess.Popen(stat_argv(self.dir / "perf_stat.csv", self.cpus, hw),
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self._t0 = time.monotonic()
+        if self._record is None:
+            return
         deadline = self._t0 + 5  # perf creates perf.data once its counters are set up
         while not (self.dir / "perf.data").exists() and time.monotonic() < deadline \
                 and self._record.poll() is None:
@@ -202,8 +214,9 @@ class Profiler:
         self.window_s = time.monotonic() - getattr(self, "_t0", time.monotonic())
         _stop(self._stat)
         _stop(self._record)
-        if self._record is not None and not (self.dir / "perf.data").exists():
-            raise PerfError(f"perf record wrote no perf.data: {self._record.stderr.read()[-300:]}")
+        if not (self.dir / "perf.data").exists():
+            why = self._record.stderr.read()[-300:] if self._record is not None else "perf record -- fio failed"
+            raise PerfError(f"perf record wrote no perf.data: {why}")
 
     def collect(self) -> None:
         """Fold perf.data and read the counters (after ``stop``)."""

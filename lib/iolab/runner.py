@@ -62,24 +62,22 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
                                           "cpus": cpus, "target": target.describe()})
         folder.write_json("system.json", snapshot(target.device, cpus))
         folder.meta["target"] = target.describe()
-        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio)
-        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
         sampler = Sampler(sample_cpus, sample_interval_s)
         profiler = None
         if profile is not None:
             from .perf import Profiler
             profiler = Profiler(folder.path, cpus, profile)
+        wrap = profiler.wrap() if profiler else []
+        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio, wrap)
+        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
 
-        def started(pid: int) -> None:
-            sampler.start()
-            if profiler and profile.mode == "process":
-                profiler.start(pid)
-        if profiler and profile.mode != "process":
+        if profiler:
             profiler.start()
         stat_before = block_stat(target.device)
         try:
             run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path,
-                          timeout_s=timeout_s, on_start=started, cpus=cpus)
+                          timeout_s=timeout_s, on_start=lambda pid: sampler.start(), cpus=cpus,
+                          wrap=wrap)
         finally:
             if profiler:
                 profiler.stop()
