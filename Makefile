@@ -25,7 +25,7 @@ bench: setup
 
 ## strip: remove outputs from the committed notebooks
 strip: setup
-	.venv/bin/nbstripout --keep-metadata-keys=metadata.tags notebooks/*.ipynb
+	.venv/bin/nbstripout --keep-id notebooks/*.ipynb
 
 ## clean: remove generated runs and executed notebooks (keeps the scratch file)
 clean:

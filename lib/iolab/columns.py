@@ -25,6 +25,7 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("direction", "", "read, write, trim, mixed; 'none' for a job that did no I/O", "fio JSON"),
     _C("iops", "IO/s", "I/O operations per second", "fio JSON iops"),
     _C("bw_bytes_s", "B/s", "bandwidth", "fio bw_bytes, or bw KiB/s x 1024 before fio 3.2"),
+    _C("bw_mib_s", "MiB/s", "bandwidth", "fio bw_bytes / 2**20"),
     _C("io_bytes", "B", "bytes transferred", "fio io_bytes (KiB x 1024 in fio 2.x)"),
     _C("total_ios", "IOs", "I/Os completed", "fio JSON total_ios"),
     _C("runtime_ms", "ms", "time the direction was active", "fio JSON runtime"),
@@ -76,5 +77,5 @@ def label(name: str) -> str:
     col = COLUMNS.get(name)
     words = name.rsplit("_", 1)[0] if col and col.unit and name.endswith(("_us", "_pct", "_s", "_mhz", "_kib")) else name
     words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
-    words = {"bw_bytes_s": "bandwidth", "qd": "queue depth", "iops": "IOPS"}.get(name, words)
+    words = {"bw_bytes_s": "bandwidth", "bw_mib_s": "bandwidth", "qd": "queue depth", "iops": "IOPS"}.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words

@@ -23,7 +23,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,8 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from .errors import FioError, FioOutputError, RunInterrupted, ToolMissing
+from .errors import FioError, FioOutputError, ToolMissing
+from .process import run_pinned
 
 DIRECTIONS = ("read", "write", "trim", "mixed")
 PERCENTILES = {"50": 50.0, "90": 90.0, "95": 95.0, "99": 99.0, "99_9": 99.9, "99_99": 99.99}
@@ -128,57 +128,22 @@ def fio_argv(jobfile: Path, output_path: Path, fio: str | None = None,
 def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
             timeout_s: float | None = None, on_start=None, cwd: Path | None = None,
             cpus: list[int] | None = None, wrap: list[str] | None = None) -> FioRun:
-    """Run ``fio --output-format=json+ --output=OUTPUT JOBFILE``.
+    """Run ``fio --output-format=json+ --output=OUTPUT JOBFILE`` with ``iolab.process.run_pinned``.
 
-    fio's raw output is left untouched in ``output_path``. ``on_start(pid)`` is called
-    once fio is running (the samplers start there). Relative paths are relative to
-    ``cwd``. ``cpus`` pins the whole fio process tree (as ``taskset -c`` does in the seeds),
-    so its job processes are born on the measured CPUs. Raises FioError carrying fio's
-    message and exit code when fio fails, RunInterrupted when fio was stopped by a
-    signal or Ctrl-C (fio is then stopped by its pid, and its partial output kept).
+    fio's raw output is left untouched in ``output_path`` (relative paths are relative to
+    ``cwd``). Raises FioError carrying fio's message and exit code when fio fails,
+    RunInterrupted when it was stopped by a signal or Ctrl-C (its partial output kept).
     """
-    import time
-    argv = fio_argv(jobfile, output_path, fio, wrap)
-    start = time.monotonic()
-    # own process group: fio forks one process per job, and all of them are stopped together
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                            start_new_session=True,
-                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-    if on_start:
-        on_start(proc.pid)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
-        _signal_group(proc.pid, signal.SIGINT)  # fio then writes what it has measured so far
-        try:
-            stdout, stderr = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            _signal_group(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-        raise RunInterrupted(
-            f"fio (pid {proc.pid}) was stopped before it finished "
-            f"({'timeout' if isinstance(exc, subprocess.TimeoutExpired) else 'interrupted'}); "
-            f"its partial output is kept in {output_path}") from exc
-    run = FioRun(argv, Path(cwd or '.') / output_path, proc.returncode, stdout, stderr,
-                 time.monotonic() - start, proc.pid)
-    if proc.returncode < 0:
-        _signal_group(proc.pid, signal.SIGKILL)  # job processes orphaned by the kill
-        raise RunInterrupted(
-            f"fio (pid {proc.pid}) was killed by signal {-proc.returncode} "
-            f"({signal.Signals(-proc.returncode).name}); partial output, if any, is in {output_path}")
-    if proc.returncode != 0:
-        words = "\n".join(line for line in (stderr + stdout).splitlines() if line.strip())
-        raise FioError(f"fio exited with code {proc.returncode}: {words or '(no message)'}\n"
+    done = run_pinned(fio_argv(jobfile, output_path, fio, wrap), name="fio", cwd=cwd, cpus=cpus,
+                      timeout_s=timeout_s, on_start=on_start,
+                      kept=f"its partial output, if any, is kept in {output_path}")
+    if done.returncode != 0:
+        words = "\n".join(line for line in (done.stderr + done.stdout).splitlines() if line.strip())
+        raise FioError(f"fio exited with code {done.returncode}: {words or '(no message)'}\n"
                        f"Check the fio options (see `man fio`); the job file is {jobfile}.",
-                       proc.returncode, stderr)
-    return run
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
+                       done.returncode, done.stderr)
+    return FioRun(done.argv, Path(cwd or ".") / output_path, done.returncode, done.stdout, done.stderr,
+                  done.wall_s, done.pid)
 
 
 # ---------------------------------------------------------------- locating the JSON

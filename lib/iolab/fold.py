@@ -161,8 +161,8 @@ def fold_file(path: str | Path, options: FoldOptions | None = None) -> Folded:
 
 
 def read_folded(source: str | Path | TextIO) -> Counter:
-    """Folded-stack text (``a;b;c 12`` per line) -> Counter. A second count column, as
-    written by FlameGraph's difffolded.pl, is ignored here."""
+    """Folded-stack text (``a;b;c 12`` per line) -> Counter. Of the two count columns
+    FlameGraph's difffolded.pl writes (before, after), the last one is read."""
     text = Path(source).read_text() if isinstance(source, (str, Path)) else source.read()
     stacks: Counter = Counter()
     for line in text.splitlines():

@@ -72,6 +72,7 @@ def block_sizes(target: Target, sizes: Sequence[str], job: dict[str, Any], *, cp
     table = add_cycles_per_io(load_runs(runs_dir))
     from .target import parse_size
     table["bs_bytes"] = table["bs"].map(parse_size)
+    table["bw_mib_s"] = table["bw_bytes_s"] / 2**20
     return table.sort_values("bs_bytes", ignore_index=True)
 
 

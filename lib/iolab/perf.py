@@ -93,8 +93,7 @@ class ProfileSpec:
     kernel_annotate: bool = True    # mark kernel frames _[k] in the folded stacks
 
 
-def record_argv(out: Path, spec: ProfileSpec, cpus: list[int] | None, pid: int | None,
-                hardware: bool) -> list[str]:
+def record_argv(out: Path, spec: ProfileSpec, cpus: list[int] | None, hardware: bool) -> list[str]:
     event = spec.event or ("cycles" if hardware else "cpu-clock")
     argv = ["perf", "record", "-q", "-e", event, "-F", str(spec.freq_hz), "-o", str(out)]
     if spec.call_graph == "dwarf":
@@ -164,7 +163,8 @@ def fold_perf_data(perf_data: str | Path, options: FoldOptions | None = None) ->
 
 
 class Profiler:
-    """perf record (+ perf stat) on ``cpus`` (or a pid) from ``start(pid)`` to ``stop()``.
+    """perf record (+ perf stat) on ``cpus`` from ``start()`` to ``stop()`` (or perf record
+    as fio's parent in ``process`` mode: ``wrap()``).
 
     In ``cpus`` mode start it before fio, so the fio job processes forked at start are
     seen with their names (a process perf did not see start shows as ``:PID``).
@@ -188,14 +188,14 @@ class Profiler:
         """In ``process`` mode: the argv prefix fio runs under (``perf record ... --``)."""
         if self.spec.mode != "process":
             return []
-        return record_argv(self.dir / "perf.data", self.spec, self.cpus, None, self.caps.hardware_counters)
+        return record_argv(self.dir / "perf.data", self.spec, self.cpus, self.caps.hardware_counters)
 
-    def start(self, pid: int | None = None) -> None:
+    def start(self) -> None:
         """Start perf stat, and perf record in ``cpus`` mode (in ``process`` mode perf
         record is already running as fio's parent: see ``wrap``)."""
         hw = self.caps.hardware_counters
         if self.spec.mode != "process":
-            argv = record_argv(self.dir / "perf.data", self.spec, self.cpus, pid, hw)
+            argv = record_argv(self.dir / "perf.data", self.spec, self.cpus, hw)
             self._record = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if self.spec.stat:
             self._stat = subprocess.Popen(stat_argv(self.dir / "perf_stat.csv", self.cpus, hw),

@@ -9,21 +9,21 @@ The job is pinned with fio's ``cpus_allowed`` to ``cpus``; the samplers watch th
 """
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
 from .errors import FioError
-from .fio import fio_argv, fio_binary, job_errors, run_fio, to_jobfile
+from .fio import fio_argv, fio_binary, job_errors, load_document, run_fio, tidy, to_jobfile
 from .sampling import Sampler
-from .store import run_folder, run_table
+from .store import RunFolder, run_folder, run_table
 from .system import block_stat, snapshot
 from .target import Target, guard_write
 
-if False:  # typing only
+if TYPE_CHECKING:
     from .perf import ProfileSpec
 
 DEFAULTS = {"ioengine": "io_uring", "direct": 1, "rw": "randread", "bs": "4k", "iodepth": 1,
@@ -44,6 +44,14 @@ def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | No
     return opts
 
 
+def _record_setup(folder: RunFolder, target: Target, cpus: list[int] | None, params: dict) -> Sampler:
+    """What every run folder records before the tool starts; the sampler for its CPUs."""
+    folder.write_json("params.json", {**params, "cpus": cpus, "target": target.describe()})
+    folder.write_json("system.json", snapshot(target.device, cpus))
+    folder.meta["target"] = target.describe()
+    return Sampler(cpus if cpus is not None else list(range(os.cpu_count() or 1)))
+
+
 def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
             runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
             label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
@@ -54,15 +62,11 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
     fio = fio_binary()
     opts = job_options(options, target, cpus)
     guard_write(target, opts, allow_destructive)
-    sample_cpus = cpus if cpus is not None else list(range(__import__("os").cpu_count() or 1))
     with run_folder(runs_dir, label) as folder:
         name = str(opts.pop("name", label or "iolab"))
         folder.write_text("job.fio", to_jobfile({name: opts}))
-        folder.write_json("params.json", {"swept": dict(swept or {}), "fio_options": opts,
-                                          "cpus": cpus, "target": target.describe()})
-        folder.write_json("system.json", snapshot(target.device, cpus))
-        folder.meta["target"] = target.describe()
-        sampler = Sampler(sample_cpus, sample_interval_s)
+        sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "fio_options": opts})
+        sampler.interval_s = sample_interval_s
         profiler = None
         if profile is not None:
             from .perf import Profiler
@@ -81,9 +85,8 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         finally:
             if profiler:
                 profiler.stop()
-            samples = sampler.stop() if sampler._thread else None
-            if samples is not None:
-                folder.write_samples(samples)
+            if sampler.started:
+                folder.write_samples(sampler.stop())
         if stat_before is not None:
             folder.write_json("blockstat.json", {"device": target.device, "before": stat_before,
                                                  "after": block_stat(target.device)})
@@ -91,22 +94,11 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             profiler.collect()
         folder.write_text("fio.stderr", run.stderr)
         folder.meta["wall_s"] = run.wall_s
-        table = run_table_from(folder.path)
-        errors = job_errors(table)
+        errors = job_errors(tidy(load_document(folder.file("fio.json"))))
         if errors:
             raise FioError("fio reported job errors:\n" + "\n".join(errors) +
                            f"\nfio said: {run.stderr.strip() or '(nothing on stderr)'}", 0, run.stderr)
     return RunResult(folder.path, run_table(folder.path))
-
-
-def run_table_from(tmp_path: Path) -> pd.DataFrame:
-    """The fio part of the table, readable before the folder is finished."""
-    from .fio import load_document, tidy
-    return tidy(load_document(tmp_path / "fio.json"))
-
-
-def params_of(path: Path) -> dict:
-    return json.loads((Path(path) / "params.json").read_text())
 
 
 def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
@@ -115,39 +107,26 @@ def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | N
     """Run fio's t/io_uring pinned to ``cpus`` with samplers, stored like a fio run
     (``tio.txt`` instead of ``fio.json``). Raises TioError when its output says it failed
     (it exits 0 when polled IO is unsupported)."""
-    import os
-    import subprocess
-
-    from .errors import RunInterrupted, TioError
+    from .errors import TioError
+    from .process import run_pinned
     from .tio import failure, tio_argv
 
     flags = {"r": 3, **dict(flags)}
     argv = tio_argv(target.path, flags, tio)
-    sample_cpus = cpus if cpus is not None else list(range(os.cpu_count() or 1))
     with run_folder(runs_dir, label) as folder:
-        folder.write_json("params.json", {"swept": dict(swept or {}), "tio_flags": flags, "cpus": cpus,
-                                          "target": target.describe()})
+        sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "tio_flags": flags})
         folder.write_json("argv.json", {"argv": argv, "cpu_affinity": cpus})
-        folder.write_json("system.json", snapshot(target.device, cpus))
-        folder.meta["target"] = target.describe()
-        sampler = Sampler(sample_cpus)
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True,
-                                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-        sampler.start()
         try:
-            out, _ = proc.communicate(timeout=timeout_s)
-        except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
-            os.killpg(proc.pid, 9)
-            proc.communicate()
-            raise RunInterrupted(f"t/io_uring (pid {proc.pid}) was stopped before it finished") from exc
+            done = run_pinned(argv, name="t/io_uring", cpus=cpus, timeout_s=timeout_s,
+                              on_start=lambda pid: sampler.start(), merge_stderr=True)
         finally:
-            folder.write_samples(sampler.stop())
-        folder.write_text("tio.txt", out)
-        reason = failure(out)
-        if reason or proc.returncode != 0:
-            raise TioError(f"t/io_uring failed on {target.path}: {reason or out.strip()[-300:]} "
-                           f"(exit {proc.returncode})" +
+            if sampler.started:
+                folder.write_samples(sampler.stop())
+        folder.write_text("tio.txt", done.stdout)
+        reason = failure(done.stdout)
+        if reason or done.returncode != 0:
+            raise TioError(f"t/io_uring failed on {target.path}: {reason or done.stdout.strip()[-300:]} "
+                           f"(exit {done.returncode})" +
                            (". Polled IO needs poll queues (NVMe: nvme.poll_queues=N); use -p 0 here."
                             if reason and "polled" in reason else ""))
     return RunResult(folder.path, run_table(folder.path))

@@ -95,6 +95,10 @@ class Sampler:
         self._thread.start()
         return self
 
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
     def stop(self) -> "Samples":
         self._stop.set()
         if self._thread:

@@ -216,3 +216,13 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
             subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(backing)
+
+
+def open_target(spec: str | os.PathLike, size: str | int = "1g",
+                scratch_dir: str | os.PathLike | None = None) -> contextlib.AbstractContextManager[Target]:
+    """What the notebooks' ``target`` parameter names, as a context manager: ``'loop'`` a
+    tmpfs-backed loop device (detached on exit), anything else as ``resolve`` reads it."""
+    if str(spec) == "loop":
+        return loop_device(size)
+    from .paths import scratch_dir as default_scratch
+    return contextlib.nullcontext(resolve(spec, scratch_dir or default_scratch(), size))
