@@ -1,9 +1,16 @@
 """The iolab command line: a thin shell, errors as one line."""
 import json
+import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
-from conftest import FIXTURES
+import pytest
+
+from conftest import FIXTURES, REPO, needs_root
 
 
 def iolab(*args, **kw):
@@ -47,3 +54,166 @@ def test_run_with_bad_option_and_missing_target(tmp_path):
 def test_sysinfo():
     snap = json.loads(iolab("sysinfo").stdout)
     assert "kernel" in snap and "absent" in snap
+
+
+# ---------------------------------------------------------------- one line for every user mistake
+PYTHON = str(REPO / ".venv/bin/python")
+NOTES = ("iolab: CPU ", "iolab cleanup: ")  # notes of the CPU locks and the ledger, not errors
+
+
+def cli(*args, user=None, **kw):
+    """``.venv/bin/python -m iolab.cli ARGS``, optionally as another user (setpriv)."""
+    prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user is not None else []
+    return subprocess.run([*prefix, PYTHON, "-m", "iolab.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+def one_line(out, *words, code=1):
+    """Exit ``code``; stderr is one line starting ``iolab <cmd>:``, with ``words``, no traceback."""
+    lines = [line for line in out.stderr.splitlines() if not line.startswith(NOTES)]
+    assert out.returncode == code, (out.returncode, out.stderr)
+    assert len(lines) == 1 and lines[0].startswith("iolab "), out.stderr
+    assert "Traceback" not in out.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+def run_args(tmp_path, *more):
+    return ["run", "--size", "16m", "--scratch-dir", tmp_path / "s", "--runs-dir", tmp_path / "r", *more]
+
+
+def test_run_accepts_cpulist_ranges(tmp_path):
+    allowed = sorted(os.sched_getaffinity(0))
+    spec = f"{allowed[0]}-{allowed[1]}" if len(allowed) > 1 and allowed[1] == allowed[0] + 1 else str(allowed[0])
+    out = cli(*run_args(tmp_path, "--cpus", spec, "--runtime=1", "--ioengine=psync"))
+    assert out.returncode == 0, out.stderr
+    params = json.loads(next((tmp_path / "r").glob("*/params.json")).read_text())
+    from iolab.validate import cpu_list
+    assert params["cpus"] == cpu_list(spec) and "cpus_allowed" in params["fio_options"]
+
+
+@pytest.mark.parametrize("more,words", [
+    (["--cpus", "{absent}"], ["CPU {absent} does not exist", "online CPUs"]),
+    (["--cpus", "zero"], ["cannot read the CPU list", "0-3"]),
+    (["--runtime=-5"], ["runtime", "negative"]),
+    (["--runtime=0.5"], ["runtime", "500ms"]),
+    (["--iodepth=0"], ["iodepth", ">= 1"]),
+    (["--iodepth=-3"], ["iodepth", ">= 1"]),
+    (["--iodepth=2.5"], ["iodepth", "whole number"]),
+    (["--numjobs=0"], ["numjobs", ">= 1"]),
+    (["--bs=1.5m"], ["bs", "size"]),
+    (["rw=read"], ["unexpected argument", "--name=value"]),
+])
+def test_run_refuses_bad_input_before_running(tmp_path, more, words):
+    absent = str((os.cpu_count() or 1) + 64)
+    out = cli(*run_args(tmp_path, *[m.format(absent=absent) for m in more]))
+    one_line(out, "iolab run:", *[w.format(absent=absent) for w in words])
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir())  # nothing ran
+
+
+@needs_root
+def test_run_as_non_root_into_a_root_owned_folder():
+    top = Path(tempfile.mkdtemp(prefix="iolab-root-owned-"))  # root's, 0755: nobody cannot write
+    try:
+        top.chmod(0o755)
+        out = cli("run", "--runs-dir", top / "runs", "--scratch-dir", top / "s", "--runtime=1", user=65534, cwd="/")
+        one_line(out, "iolab run:", f"runs folder {top / 'runs'}", "Permission denied", "--runs-dir", "IOLAB_DATA")
+        out = cli("run", "--runtime=1", user=65534, cwd="/", env={**os.environ, "IOLAB_DATA": str(top / "data")})
+        one_line(out, "iolab run:", str(top / "data" / "runs"), "--runs-dir", "IOLAB_DATA")
+    finally:
+        import shutil
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@needs_root
+def test_run_into_a_read_only_folder(tmp_path):
+    from test_validation import tmpfs
+    with tmpfs(tmp_path / "ro") as ro:
+        out = cli("run", "--size", "16m", "--scratch-dir", tmp_path / "s", "--runs-dir", ro / "runs", "--runtime=1")
+        one_line(out, "iolab run:", "Read-only file system", "--runs-dir")
+
+
+@needs_root
+def test_write_to_a_read_only_file(tmp_path):
+    from test_validation import tmpfs
+    with tmpfs(tmp_path / "ro", files={"data": bytes(4 << 20)}) as ro:
+        out = cli("run", "--target", ro / "data", "--runs-dir", tmp_path / "r", "--rw=randwrite",
+                  "--runtime=1", "--ioengine=psync")
+    line = one_line(out, "iolab run:", "fio error 30 (Read-only file system)")
+    assert "(no message)" not in line
+
+
+def test_parse_mistakes(tmp_path):
+    one_line(cli("parse", tmp_path), "iolab parse:", "is a folder", "give a file")
+    (tmp_path / "fio.json").write_text((FIXTURES / "fio/json_randread.json").read_text())
+    one_line(cli("parse", tmp_path), "iolab parse:", f"e.g. {tmp_path / 'fio.json'}")
+    one_line(cli("parse", tmp_path / "missing.json"), "iolab parse:", "no such", "check the path")
+    (tmp_path / "other.json").write_text('{"jobs": [{"name": "x", "read": {"iops": 5}}]}')
+    one_line(cli("parse", tmp_path / "other.json"), "iolab parse:", "no fio JSON", "fio version")
+
+
+def test_fold_mistakes(tmp_path):
+    one_line(cli("fold", tmp_path), "iolab fold:", "is a folder")
+    one_line(cli("fold", tmp_path / "missing"), "iolab fold:", "no such", "check the path")
+
+
+@pytest.mark.parametrize("text,words", [
+    (None, ["no such CSV file"]),
+    ("", ["is empty"]),
+    ("qd,iops\n", ["no rows"]),
+    ("qd,iops\n1,10\n2,lots\n4,30\n", ["'iops'", "'lots'", "not a number"]),
+    ("qd,iops\n0,1\n1,10\n2,20\n4,30\n", ["log2", "--linear"]),
+])
+def test_knee_mistakes(tmp_path, text, words):
+    csv = tmp_path / "t.csv"
+    if text is not None:
+        csv.write_text(text)
+    one_line(cli("knee", csv, "--x", "qd", "--y", "iops"), "iolab knee:", *words)
+
+
+def test_knee_of_a_falling_curve_is_none_with_the_reason(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("qd,iops\n1,50\n2,49\n4,47\n8,38\n16,20\n32,10\n")
+    out = cli("knee", csv, "--x", "qd", "--y", "iops")
+    assert out.stdout.strip() == "none"
+    one_line(out, "iolab knee: no knee", "not increasing", code=0)
+
+
+def test_demo_refuses_a_runtime_of_zero():
+    one_line(cli("demo", "--runtime", "0"), "iolab demo:", "--runtime 0", "> 0")
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    for args in (["--debug", "parse", tmp_path / "missing"], ["parse", tmp_path / "missing", "--debug"]):
+        out = cli(*args)
+        assert out.returncode == 1 and "Traceback" in out.stderr
+        assert out.stderr.strip().splitlines()[-1].startswith("iolab parse:")
+
+
+def test_os_errors_are_one_line(tmp_path):
+    from iolab.cli import _os_error
+    line = _os_error(PermissionError(13, "Permission denied", "/data/runs"), "run")
+    assert line == "/data/runs: Permission denied; check its permissions, or choose a folder you can " \
+                   "write (--runs-dir / --scratch-dir, or IOLAB_DATA=DIR)"
+    assert "free space" in _os_error(OSError(28, "No space left on device", "/x"), "run")
+    assert "give a file" in _os_error(IsADirectoryError(21, "Is a directory", "/x"), "parse")
+
+
+def test_usage_errors_exit_2():
+    out = cli("knee")
+    assert out.returncode == 2 and "usage:" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_ctrl_c_is_one_line_and_130(tmp_path):
+    proc = subprocess.Popen([PYTHON, "-m", "iolab.cli", *map(str, run_args(tmp_path, "--runtime=30",
+                             "--ioengine=psync"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list((tmp_path / "r").glob(".tmp-*/job.fio")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.splitlines() if not line.startswith(NOTES)]
+    assert proc.returncode == 130, err
+    assert len(lines) == 1 and lines[0].startswith("iolab run:") and "Traceback" not in err, err

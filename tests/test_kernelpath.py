@@ -16,13 +16,21 @@ from iolab.system import block_stat, drop_caches, queue_knobs, request_sizes
 def test_interrupted_sweep_restores_the_knob(loopdev, tmp_path):
     """Ctrl-C in the middle of a scheduler sweep: the run is stopped and marked, and the
     scheduler is back to what it was."""
+    from test_signals import fio_running
+
     before = queue_knobs(loopdev.device)
-    timer = threading.Timer(1.0, signal.raise_signal, (signal.SIGINT,))
+
+    def ctrl_c_once_fio_runs():  # not on a timer: the run may first wait for its CPU lock
+        deadline = time.monotonic() + 60
+        while not fio_running(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.raise_signal(signal.SIGINT)
+    timer = threading.Thread(target=ctrl_c_once_fio_runs)
     timer.start()
     with pytest.raises((KeyboardInterrupt, RunInterrupted)):
         kp.knob_sweep(loopdev, "scheduler", ["mq-deadline", "kyber"], {**QUICK, "runtime": "10s"},
                       runs_dir=tmp_path)
-    timer.cancel()
+    timer.join()
     assert queue_knobs(loopdev.device) == before
     run = next(tmp_path.iterdir())
     assert '"interrupted"' in (run / "run.json").read_text()

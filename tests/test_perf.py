@@ -37,7 +37,8 @@ def test_probe_explains_this_machine():
 def test_profile_of_a_real_run(profiled):
     names = {p.name for p in profiled.path.iterdir()}
     assert {"perf.data", "perf.folded", "perf_stat.csv", "perf_stat_tidy.csv"} <= names
-    stacks = load_stacks(profiled.path)
+    # shares of the busy samples: idle time on the pinned CPU varies with the VM's load
+    stacks = fg.without_idle(load_stacks(profiled.path))
     fio_weight = sum(n for s, n in stacks.items() if s.startswith("fio;"))
     assert fio_weight > 0.2 * sum(stacks.values())  # fio's job process is named (pinned at birth)
     assert fg.share_under(stacks, "io_uring_enter") > 10  # io_uring submissions are on the CPU

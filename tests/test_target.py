@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUICK, mkfs_ext4, needs_root
+from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
 from iolab.errors import UnsafeTargetError
 from iolab.runner import measure
 from iolab.target import (existing_path, guard_write, holds_data, loop_device, parse_size,
@@ -63,15 +63,6 @@ def test_guard_sees_mounts(loopdev, tmp_path):
         assert any("mount at" in f for f in holds_data(loopdev.path))
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
-
-
-def write_dos_label(device):
-    """One MBR partition (type 0x83, sectors 2048..18431) written by hand: no fdisk needed."""
-    import struct
-    entry = struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", 2048, 16384)
-    with open(device, "r+b") as f:
-        f.seek(446)
-        f.write(entry + bytes(48) + b"\x55\xaa")
 
 
 @needs_root

@@ -36,19 +36,34 @@ def find_knee(x: Sequence[float], y: Sequence[float], *, log2_x: bool = True, S:
     Haystack: Detecting Knee Points in System Behavior", ICDCS Workshops 2011; via the
     ``kneed`` package (interp1d, so the knee is one of the sampled x). Queue depths are
     geometric, so x is taken as log2(x) by default (the knee is returned in the original
-    units). Repeated x are averaged first. "No knee" is a valid answer: ``Knee.x is None``.
+    units). Repeated x are averaged first. "No knee" is a valid answer: ``Knee.x is None``,
+    also for a curve that does not go the way ``direction`` says (an "increasing" curve whose
+    y never rises above its first value: Kneedle would name a point of a falling curve).
+    x <= 0 on the log2 axis is refused (InputError): log2 is undefined there.
     """
     from kneed import KneeLocator
+
+    from .errors import InputError
 
     frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
     frame = frame.groupby("x", as_index=False)["y"].mean().sort_values("x")
     method = f"kneedle (kneed, S={S}, {curve}/{direction}{', log2 x' if log2_x else ''})"
+    if log2_x and (frame["x"] <= 0).any():
+        bad = ", ".join(f"{v:g}" for v in frame.loc[frame["x"] <= 0, "x"])
+        raise InputError(f"x = {bad} cannot go on a log2 axis (log2 needs x > 0); drop those rows, "
+                         "or use a linear x axis (--linear in `iolab knee`, log2_x=False in Python)")
     if len(frame) < 3:
         return Knee(None, None, method, f"need at least 3 distinct x values, got {len(frame)}", log2_x)
     xs = np.log2(frame["x"].to_numpy()) if log2_x else frame["x"].to_numpy()
     ys = frame["y"].to_numpy()
     if np.ptp(ys) == 0:
         return Knee(None, None, method, "y is flat: no knee", log2_x, list(frame.x), list(ys))
+    never = ys.max() <= ys[0] if direction == "increasing" else ys.min() >= ys[0]
+    if never:
+        way = "rises above" if direction == "increasing" else "falls below"
+        return Knee(None, None, method, f"y never {way} its value at the first x ({ys[0]:g} at x="
+                    f"{frame.x.iloc[0]:g}; {ys[-1]:g} at x={frame.x.iloc[-1]:g}): the curve is not "
+                    f"{direction}, so it has no knee", log2_x, list(frame.x), list(ys))
     kl = KneeLocator(xs, ys, S=S, curve=curve, direction=direction, online=online,
                      interp_method="interp1d")
     diff = list(getattr(kl, "y_difference", []))

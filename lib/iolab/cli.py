@@ -1,5 +1,10 @@
 """``iolab`` commands: a thin shell over the library (errors become one line and exit 1).
 
+Every iolab error and OS error (permission, read-only file system, no space, a folder given
+for a file) is one line on stderr, ``iolab <cmd>: <what happened>; <what to do>``, exit 1;
+``--debug`` shows the traceback too. Ctrl-C: one line, exit 130. Usage errors: argparse's
+message, exit 2.
+
     iolab run --target scratch --rw=randread --bs=4k --iodepth=32   # any fio long option
     iolab parse fio.json --format csv
     iolab knee table.csv --x qd --y iops
@@ -10,33 +15,42 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
 
 from . import paths
-from .errors import IolabError
+from .errors import InputError, IolabError
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
     """``--rw=randread --hipri`` -> {"rw": "randread", "hipri": True}."""
     opts: dict[str, str | bool] = {}
     for arg in extra:
-        if not arg.startswith("--"):
-            raise IolabError(f"unexpected argument {arg!r}: fio options are written --name=value")
         key, eq, value = arg[2:].partition("=")
+        if not arg.startswith("--") or not key:
+            raise InputError(f"unexpected argument {arg!r}; fio options are written --name=value, "
+                             "e.g. --iodepth=32")
         opts[key] = value if eq else True
     return opts
 
 
 def cmd_run(args, extra) -> int:
+    from . import validate
     from .analysis import add_cycles_per_io
     from .runner import measure
     from .target import resolve
 
-    target = resolve(args.target, args.scratch_dir or paths.scratch_dir(), args.size)
-    cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
-    result = measure(_fio_options(extra), target, cpus=cpus, runs_dir=args.runs_dir or paths.runs_dir(),
+    options = _fio_options(extra)
+    validate.check_fio_options(options)
+    cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
+    runs_dir = validate.writable_dir(args.runs_dir or paths.runs_dir(), "runs folder", "--runs-dir DIR")
+    scratch_dir = Path(args.scratch_dir or paths.scratch_dir())
+    if args.target == "scratch":
+        validate.writable_dir(scratch_dir, "scratch folder", "--scratch-dir DIR")
+    target = resolve(args.target, scratch_dir, args.size)
+    result = measure(options, target, cpus=cpus, runs_dir=runs_dir,
                      allow_destructive=args.allow_destructive, label="cli")
     table = add_cycles_per_io(result.table)
     cols = [c for c in ("job", "direction", "iops", "bw_bytes_s", "clat_mean_us", "clat_p50_us",
@@ -44,14 +58,19 @@ def cmd_run(args, extra) -> int:
             if c in table]
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     print(f"stored: {result.path}")
+    warnings = table["fio_warnings"].iloc[0] if "fio_warnings" in table and len(table) else ""
+    if warnings:
+        print(f"iolab run: fio warnings (kept in run.json and the fio_warnings column): {warnings}",
+              file=sys.stderr)
     return 0
 
 
 def cmd_parse(args, _extra) -> int:
     from .fio import parse_output
     from .tio import looks_like_tio, parse_tio
+    from .validate import input_file
 
-    text = Path(args.file).read_text(errors="replace") if Path(args.file).exists() else ""
+    text = input_file(args.file, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
     table = parse_tio(args.file) if looks_like_tio(text) else parse_output(args.file)
     if args.format == "json":
         print(table.to_json(orient="records", indent=1))
@@ -61,19 +80,45 @@ def cmd_parse(args, _extra) -> int:
 
 
 def cmd_knee(args, _extra) -> int:
-    import pandas as pd
-
     from .analysis import find_knee
 
-    table = pd.read_csv(args.csv)
-    for col in (args.x, args.y):
-        if col not in table:
-            raise IolabError(f"{args.csv} has no column {col!r}; it has: {', '.join(table.columns)}")
+    table = _read_curve(args.csv, args.x, args.y)
     knee = find_knee(table[args.x], table[args.y], log2_x=not args.linear)
     print("none" if knee.x is None else f"{knee.x:g}")
-    if knee.x is None and args.verbose:
-        print(knee.reason, file=sys.stderr)
+    if knee.x is None:
+        print(f"iolab knee: no knee: {knee.reason}", file=sys.stderr)
     return 0
+
+
+def _read_curve(csv: str, x: str, y: str):
+    """The x and y columns of a CSV as numbers; InputError for a missing, empty or
+    unreadable file, a missing column, or a value that is not a number."""
+    import pandas as pd
+
+    from .validate import input_file
+
+    path = input_file(csv, "CSV file")
+    try:
+        table = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{csv} is empty; give a CSV with a header row and columns {x!r} and {y!r}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"{csv} is not a CSV pandas can read ({str(exc).strip().splitlines()[0]}); "
+                         f"give a comma-separated file with columns {x!r} and {y!r}") from None
+    for col in (x, y):
+        if col not in table:
+            raise InputError(f"{csv} has no column {col!r}; it has: {', '.join(map(str, table.columns))}; "
+                             "name the columns with --x and --y")
+    if table.empty:
+        raise InputError(f"{csv} has a header but no rows; give one row per point of the curve")
+    for col in (x, y):
+        numbers = pd.to_numeric(table[col], errors="coerce")
+        bad = table[col][numbers.isna() & table[col].notna()]
+        if len(bad):
+            raise InputError(f"{csv} column {col!r} has {bad.iloc[0]!r} (row {bad.index[0] + 1}), which is "
+                             "not a number; give numbers only (empty cells are skipped)")
+        table[col] = numbers
+    return table
 
 
 def cmd_fold(args, _extra) -> int:
@@ -82,9 +127,9 @@ def cmd_fold(args, _extra) -> int:
 
     opts = FoldOptions(pid=args.pid, tid=args.tid, kernel=args.kernel or args.all,
                        jit=args.jit or args.all, addrs=args.addrs, event_filter=args.event_filter or "")
-    path = Path(args.input)
-    if not path.exists():
-        raise IolabError(f"{path}: no such file")
+    from .validate import input_file
+
+    path = input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
     with open(path, "rb") as f:
         is_perf_data = f.read(8) == b"PERFILE2"
     folded = fold_perf_data(path, opts) if is_perf_data else fold_file(path, opts)
@@ -104,9 +149,29 @@ def cmd_sysinfo(args, _extra) -> int:
     return 0
 
 
+def cmd_cleanup(args, _extra) -> int:
+    """Repair what dead iolab processes left behind (the ledger), and list what live ones hold."""
+    from . import ledger
+
+    done = ledger.recover()
+    for line in done:
+        print(line)
+    if not done:
+        print("nothing to clean up: no iolab process died holding anything")
+    for entry in ledger.pending():
+        what = entry.get("device") or entry.get("path") or entry.get("name") or ""
+        print(f"held by live iolab pid {entry['owner_pid']}: {entry['kind']} {what}")
+    return 0
+
+
 def cmd_demo(args, _extra) -> int:
     from .demo import run_demo
+    from .fio import fio_time
 
+    try:
+        fio_time(args.runtime)
+    except InputError as exc:
+        raise InputError(f"--runtime {args.runtime:g}: {exc}") from None
     for path in run_demo(out_dir=Path(args.out) if args.out else paths.PAPERMILL_RUNS,
                          runtime_s=args.runtime):
         print(f"wrote {path}")
@@ -115,28 +180,36 @@ def cmd_demo(args, _extra) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="iolab", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    common = argparse.ArgumentParser(add_help=False)  # --debug after the command too
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="one fio run with samplers, stored; any --fio-option=value passes through")
+
+    def add(name: str, **kw) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kw)
+
+    p = add("run", help="one fio run with samplers, stored; any --fio-option=value passes through")
     p.add_argument("--target", default="scratch", help="'scratch' (default) or a file / block device path")
     p.add_argument("--size", default="1g", help="scratch file size (fio units, default 1g)")
-    p.add_argument("--cpus", help="CPUs to pin fio to and sample, e.g. 0 or 0,1")
+    p.add_argument("--cpus", help="CPUs to pin fio to and sample, e.g. 0, 0,1 or 0-3 (as taskset -c)")
     p.add_argument("--runs-dir", help="where run folders go (default data/runs)")
     p.add_argument("--scratch-dir", help="where the scratch file lives (default data/scratch)")
     p.add_argument("--allow-destructive", action="store_true",
                    help="allow writes to a block device that holds a filesystem, partitions or mounts")
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
+    p = add("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
     p.add_argument("file")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.set_defaults(func=cmd_parse)
-    p = sub.add_parser("knee", help="knee of a curve in a CSV (prints its x, or 'none')")
+    p = add("knee", help="knee of a curve in a CSV (prints its x, or 'none')")
     p.add_argument("csv")
     p.add_argument("--x", required=True, help="column for x (e.g. qd)")
     p.add_argument("--y", required=True, help="column for y (e.g. iops)")
     p.add_argument("--linear", action="store_true", help="use x as is instead of log2(x)")
-    p.add_argument("-v", "--verbose", action="store_true", help="say why when there is no knee")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="(kept for old scripts: why there is no knee is always said on stderr)")
     p.set_defaults(func=cmd_knee)
-    p = sub.add_parser("fold", help="perf script text (or perf.data) -> folded stacks, as stackcollapse-perf.pl")
+    p = add("fold", help="perf script text (or perf.data) -> folded stacks, as stackcollapse-perf.pl")
     p.add_argument("input", help="perf script output, or a perf.data file")
     for flag, text in (("--pid", "append -PID to the process name"), ("--tid", "append -PID/TID"),
                        ("--kernel", "mark kernel frames _[k]"), ("--jit", "mark JIT frames _[j]"),
@@ -144,10 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, action="store_true", help=text)
     p.add_argument("--event-filter", help="keep this event (default: the first one seen)")
     p.set_defaults(func=cmd_fold)
-    p = sub.add_parser("sysinfo", help="the system snapshot as JSON")
+    p = add("sysinfo", help="the system snapshot as JSON")
     p.add_argument("--device", help="block device name for queue knobs, e.g. nvme0n1")
     p.set_defaults(func=cmd_sysinfo)
-    p = sub.add_parser("demo", help="run the flagship notebooks headless and write HTML reports")
+    p = add("cleanup", help="release loop devices, restore knobs, stop fio and mark runs that a "
+                                       "killed iolab process left behind")
+    p.set_defaults(func=cmd_cleanup)
+    p = add("demo", help="run the flagship notebooks headless and write HTML reports")
     p.add_argument("--out", help="output folder (default papermill_runs/)")
     p.add_argument("--runtime", type=float, default=1.0, help="seconds per fio run (default 1)")
     p.set_defaults(func=cmd_demo)
@@ -159,14 +235,58 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from . import ledger, signals
+
+    signals.raise_always()
     try:
+        if args.command != "cleanup":
+            ledger.recover_and_report()
         return args.func(args, extra)
-    except IolabError as exc:
-        print(f"iolab {args.command}: {exc}", file=sys.stderr)
-        return 1
+    except (IolabError, OSError) as exc:
+        if args.debug:
+            import traceback
+            traceback.print_exc()
+        what = str(exc) if isinstance(exc, IolabError) else _os_error(exc, args.command)
+        print(f"iolab {args.command}: {_one_line(what)}", file=sys.stderr)
+        ctrl_c = type(exc.__cause__) is KeyboardInterrupt  # a run stopped by Ctrl-C (RunInterrupted)
+        return 130 if ctrl_c else 1
+    except signals.Terminated as exc:
+        print(f"iolab {args.command}: {exc}; what was running was stopped and its run marked "
+              "interrupted", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
-        print(f"iolab {args.command}: interrupted", file=sys.stderr)
+        if args.debug:
+            import traceback
+            traceback.print_exc()
+        print(f"iolab {args.command}: interrupted (Ctrl-C); a run that had started is kept, marked "
+              "interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line(text: str) -> str:
+    """A message on one line: its non-empty lines joined with '; '."""
+    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip()) or "(no message)"
+
+
+_OS_ADVICE = {
+    errno.EACCES: "check its permissions, or choose a folder you can write ({where})",
+    errno.EPERM: "check its permissions, or choose a folder you can write ({where})",
+    errno.EROFS: "it is on a read-only file system: choose a folder on a writable one ({where})",
+    errno.ENOSPC: "free space there, or choose a folder on another file system ({where})",
+    errno.EDQUOT: "free space in your quota, or choose another folder ({where})",
+    errno.ENOENT: "check the path",
+    errno.EISDIR: "give a file, not a folder",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: check the path",
+}
+
+
+def _os_error(exc: OSError, command: str) -> str:
+    """'<path>: <strerror>; <what to do>' for an OSError that reached the command line."""
+    where = "--runs-dir / --scratch-dir, or IOLAB_DATA=DIR" if command == "run" else "IOLAB_DATA=DIR"
+    what = exc.strerror or str(exc)
+    names = " -> ".join(str(n) for n in (exc.filename, exc.filename2) if n)
+    advice = _OS_ADVICE.get(exc.errno, "check the path and try again").format(where=where)
+    return f"{names + ': ' if names else ''}{what}; {advice}"
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import paths
+from .locks import folder_locked
 from .publish import execute, to_html
 
 FLAGSHIP = {
@@ -16,8 +17,10 @@ FLAGSHIP = {
 
 def run_demo(out_dir: Path | None = None, runtime_s: float = 1.0) -> list[Path]:
     out_dir = Path(out_dir or paths.PAPERMILL_RUNS)
+    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, params in FLAGSHIP.items():
-        executed = execute(paths.NOTEBOOKS / name, out_dir / name, params(runtime_s))
-        written += [executed, to_html(executed)]
+    with folder_locked(out_dir):  # a second demo waits: reports are never interleaved
+        for name, params in FLAGSHIP.items():
+            executed = execute(paths.NOTEBOOKS / name, out_dir / name, params(runtime_s))
+            written += [executed, to_html(executed)]
     return written

@@ -59,3 +59,12 @@ class SchemaError(IolabError):
 
 class TioError(IolabError):
     """t/io_uring reported a failure (it exits 0 even when polled IO is unsupported)."""
+
+
+class BusyError(IolabError):
+    """Another measurement holds the CPUs (or output folder) this one needs."""
+
+
+class InputError(IolabError):
+    """A value given to iolab (option, parameter, CPU list, file or folder) cannot be used:
+    refused before anything runs, with the form that would work."""

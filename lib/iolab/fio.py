@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from .errors import FioError, FioOutputError, ToolMissing
+from .errors import FioError, FioOutputError, InputError, ToolMissing
 from .process import run_pinned
 
 DIRECTIONS = ("read", "write", "trim", "mixed")
@@ -47,6 +47,31 @@ def _fmt(value: Any) -> str | None:
     if isinstance(value, (list, tuple)):
         return ":".join(str(v) for v in value)
     return str(value)
+
+
+_TIME_UNITS = ((1, "s"), (1_000, "ms"), (1_000_000, "us"))
+
+
+def fio_time(seconds: float) -> str:
+    """Seconds -> fio's time syntax, exactly: ``2`` -> ``"2s"``, ``0.5`` -> ``"500ms"``,
+    ``0.0125`` -> ``"12500us"``.
+
+    fio reads a time as an integer with a unit suffix (s, ms, us; man fio, "time") and
+    drops any fraction: ``runtime=0.5s`` is read as 0 s and ``1.5s`` as 1 s. So the
+    coarsest unit that holds the value as a whole number is used; a value that is not a
+    whole number of microseconds, not finite, or not > 0 is refused."""
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        raise InputError(f"a time of {seconds!r} is not a number of seconds; give e.g. 2 or 0.5") from None
+    if isinstance(seconds, bool) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"a time of {seconds!r} s cannot be run; give a number of seconds > 0, e.g. 2 or 0.5")
+    for factor, unit in _TIME_UNITS:
+        scaled = value * factor
+        if abs(scaled - round(scaled)) <= 1e-9 * max(1.0, abs(scaled)):
+            return f"{round(scaled)}{unit}"
+    raise InputError(f"a time of {seconds!r} s is not a whole number of microseconds, the finest "
+                     "unit fio reads; round it, e.g. to 0.5 or 0.001")
 
 
 def to_argv(options: Mapping[str, Any], fio: str = "fio") -> list[str]:
@@ -119,28 +144,35 @@ class FioRun:
 
 
 def fio_argv(jobfile: Path, output_path: Path, fio: str | None = None,
-             wrap: list[str] | None = None) -> list[str]:
+             wrap: list[str] | None = None, readonly: bool = False) -> list[str]:
     """The exact command line iolab runs fio with (json+, so percentiles come from bins),
-    optionally under a wrapper such as ``perf record ... --``."""
-    return [*(wrap or []), fio or fio_binary(), "--output-format=json+", f"--output={output_path}", str(jobfile)]
+    optionally under a wrapper such as ``perf record ... --``. ``readonly`` adds fio's
+    ``--readonly``: fio then refuses any job that writes or trims."""
+    return [*(wrap or []), fio or fio_binary(), "--output-format=json+", f"--output={output_path}",
+            *(["--readonly"] if readonly else []), str(jobfile)]
 
 
 def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
             timeout_s: float | None = None, on_start=None, cwd: Path | None = None,
-            cpus: list[int] | None = None, wrap: list[str] | None = None) -> FioRun:
-    """Run ``fio --output-format=json+ --output=OUTPUT JOBFILE`` with ``iolab.process.run_pinned``.
+            cpus: list[int] | None = None, wrap: list[str] | None = None,
+            readonly: bool = False) -> FioRun:
+    """Run ``fio --output-format=json+ --output=OUTPUT [--readonly] JOBFILE`` with
+    ``iolab.process.run_pinned``.
 
     fio's raw output is left untouched in ``output_path`` (relative paths are relative to
     ``cwd``). Raises FioError carrying fio's message and exit code when fio fails,
     RunInterrupted when it was stopped by a signal or Ctrl-C (its partial output kept).
     """
-    done = run_pinned(fio_argv(jobfile, output_path, fio, wrap), name="fio", cwd=cwd, cpus=cpus,
+    done = run_pinned(fio_argv(jobfile, output_path, fio, wrap, readonly), name="fio", cwd=cwd, cpus=cpus,
                       timeout_s=timeout_s, on_start=on_start,
                       kept=f"its partial output, if any, is kept in {output_path}")
     if done.returncode != 0:
-        words = "\n".join(line for line in (done.stderr + done.stdout).splitlines() if line.strip())
-        raise FioError(f"fio exited with code {done.returncode}: {words or '(no message)'}\n"
-                       f"Check the fio options (see `man fio`); the job file is {jobfile}.",
+        said = _said(_output_errors(Path(cwd or ".") / output_path), done.stderr, done.stdout)
+        folder = Path(cwd or ".")  # a run folder .tmp-<id> is renamed <id> when it is finished
+        folder = folder.with_name(folder.name.removeprefix(".tmp-"))
+        raise FioError(f"fio exited with code {done.returncode}: {'; '.join(said) or '(no message)'}; "
+                       f"fix the cause fio names, or the options in the job file {folder / jobfile} "
+                       "(see `man fio`)",
                        done.returncode, done.stderr)
     return FioRun(done.argv, Path(cwd or ".") / output_path, done.returncode, done.stdout, done.stderr,
                   done.wall_s, done.pid)
@@ -156,7 +188,17 @@ class FioDocument:
 
 
 def _is_fio_doc(obj: Any) -> bool:
-    return isinstance(obj, dict) and ("jobs" in obj or "client_stats" in obj)
+    """An fio report: a ``jobs`` (or client/server ``client_stats``) list, and what makes it
+    fio's own — a ``"fio version"`` key (every fio since 2.0 writes it), or jobs that all
+    carry fio's ``jobname``. Another tool's ``{"jobs": [...]}`` is not taken for fio's."""
+    if not isinstance(obj, dict):
+        return False
+    jobs = obj.get("jobs", obj.get("client_stats"))
+    if not isinstance(jobs, list):
+        return False
+    if "fio version" in obj:
+        return True
+    return bool(jobs) and all(isinstance(j, dict) and "jobname" in j for j in jobs)
 
 
 def find_json(text: str) -> FioDocument:
@@ -185,8 +227,9 @@ def find_json(text: str) -> FioDocument:
         lines = [line for line in text.splitlines() if line.strip()][:3]
         hint = f" It begins: {' | '.join(lines)}" if lines else " It is empty."
         raise FioOutputError(
-            "no fio JSON output found (expected an object with 'jobs' or 'client_stats'; "
-            "run fio with --output-format=json or json+)." + hint)
+            "no fio JSON output found (expected fio's report: an object with 'fio version' and "
+            "'jobs' or 'client_stats'); give the file fio wrote with --output-format=json or "
+            "json+ (a run folder's fio.json)." + hint)
     start, end, obj = found
     before = [s for s in text[:start].splitlines() if s.strip()]
     after = [s for s in text[end:].splitlines() if s.strip()]
@@ -197,7 +240,11 @@ def load_document(path: str | os.PathLike) -> FioDocument:
     try:
         text = Path(path).read_text(errors="replace")
     except FileNotFoundError:
-        raise FioOutputError(f"{path}: no such file") from None
+        raise FioOutputError(f"{path}: no such file; check the path") from None
+    except IsADirectoryError:
+        inside = Path(path) / "fio.json"
+        raise FioOutputError(f"{path} is a folder, not fio output; give a file"
+                             + (f", e.g. {inside}" if inside.exists() else "")) from None
     try:
         return find_json(text)
     except FioOutputError as exc:
@@ -376,7 +423,80 @@ def parse_output(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def job_errors(frame: pd.DataFrame) -> list[str]:
-    """Human-readable lines for jobs that report a non-zero error."""
+    """Human-readable lines for jobs that report a non-zero error (fio's ``error`` is an
+    errno: "fio error 30 (Read-only file system)", os.strerror)."""
     bad = frame[frame["error"].fillna(0).astype(int) != 0]
     return [f"job {r.job!r} (index {r.job_index}): fio error {r.error} ({os.strerror(int(r.error))})"
             for r in bad.drop_duplicates("job_index").itertuples()]
+
+
+# ---------------------------------------------------------------- after a run: errors, warnings
+def _said(*texts: Iterable[str] | str) -> list[str]:
+    """Non-empty lines of several texts (or lists of lines), each once, in order."""
+    out: list[str] = []
+    for text in texts:
+        for line in (text.splitlines() if isinstance(text, str) else text):
+            line = line.strip()
+            if line and line not in out:
+                out.append(line)
+    return out
+
+
+def _output_errors(path: Path) -> list[str]:
+    """Job errors (errno translated) in the fio JSON at ``path``, if it holds one; else []."""
+    try:
+        return job_errors(tidy(load_document(path)))
+    except (OSError, FioOutputError, ValueError, KeyError, TypeError):
+        return []
+
+
+def read_output(path: str | os.PathLike, stderr: str = "", jobfile: str | os.PathLike = "job.fio") -> FioDocument:
+    """The report of a fio run that exited 0; FioError with fio's words when it wrote none
+    (fio exits 0 after refusing some options, e.g. a size smaller than one block)."""
+    try:
+        return load_document(path)
+    except FioOutputError as exc:
+        said = _said(stderr)
+        raise FioError(f"fio wrote no report: {'; '.join(said) or exc}; check the fio options "
+                       f"(see `man fio`) in the job file {jobfile}", 0, stderr) from None
+
+
+def raise_for_failure(doc: FioDocument, stderr: str = "", jobfile: str | os.PathLike = "job.fio") -> None:
+    """FioError when a run that exited 0 failed: a job reports an error (errno, translated),
+    or no job did any I/O — fio aborted, e.g. "appears mounted, and 'allow_mounted_write'
+    isn't set. Aborting." with an empty job row. fio's own words are in the message."""
+    frame = tidy(doc)
+    said = _said(doc.text_before, doc.text_after, stderr)
+    errors = job_errors(frame) if len(frame) else []
+    if errors:
+        raise FioError("fio reported job errors: " + "; ".join(errors + said) +
+                       f"; fix the cause or the options in the job file {jobfile}", 0, stderr)
+    if not len(frame) or ((frame["total_ios"].fillna(0) == 0).all() and (frame["io_bytes"].fillna(0) == 0).all()):
+        raise FioError("fio did no I/O (it aborted the run): " +
+                       ("; ".join(said) or "it said nothing and its report has no job that did I/O") +
+                       f"; fix what fio says, or the options in the job file {jobfile}", 0, stderr)
+
+
+def run_warnings(doc: FioDocument, stderr: str = "") -> list[str]:
+    """What fio said about a run that worked, plus the clamps iolab sees in its report:
+    every line fio printed on stderr or around its JSON, and, for each job that asked for
+    ``iodepth`` > 1 but whose ``iodepth_level`` (json) shows every IO submitted at depth 1,
+    fio's note "queue depth will be capped at 1" — which fio does not write at all when
+    ``--output`` is given (its job process never flushes it)."""
+    out = _said(doc.text_before, doc.text_after, stderr)
+    data = doc.data
+    global_depth = (data.get("global options") or {}).get("iodepth")
+    for job in data.get("jobs") or data.get("client_stats") or []:
+        depth = (job.get("job options") or {}).get("iodepth", global_depth)
+        levels = job.get("iodepth_level") or {}
+        try:
+            asked, at_one = int(str(depth)), float(levels.get("1", 0))
+        except (TypeError, ValueError):
+            continue
+        if asked > 1 and at_one >= 99.95:
+            note = (f"job {job.get('jobname', '')!r}: iodepth={asked} but every IO was submitted at "
+                    "depth 1 (fio iodepth_level): queue depth will be capped at 1 (a synchronous "
+                    "ioengine such as psync does this)")
+            if note not in out:
+                out.append(note)
+    return out

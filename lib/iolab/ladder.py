@@ -95,12 +95,13 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
     from tqdm.auto import tqdm
 
     from .analysis import add_cycles_per_io
+    from .fio import fio_time
     from .runner import measure, measure_tio
     from .sweep import headless
     from .system import nvme_feature
 
     caps = capabilities(target, opt_in)
-    current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": f"{runtime_s}s"}
+    current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
     rows = []
     for i, (step, reason) in enumerate(tqdm(plan(steps, caps), desc="ladder", disable=headless())):
         row = {"step": i, "name": step.name, "tool": step.tool}

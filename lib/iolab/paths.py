@@ -29,3 +29,23 @@ def scratch_dir() -> Path:
 
 def reference_dir() -> Path:
     return REPO / "data" / "reference"
+
+
+def state_dir() -> Path:
+    """Where iolab keeps its ledger and locks: ``$IOLAB_STATE``, else ``/run/iolab`` for root
+    (tmpfs: cleared at boot, like the loop devices and knob values it records), else
+    ``$XDG_RUNTIME_DIR/iolab`` or ``/tmp/iolab-<uid>``."""
+    if os.environ.get("IOLAB_STATE"):
+        return Path(os.environ["IOLAB_STATE"])
+    if os.geteuid() == 0 and Path("/run").is_dir():
+        return Path("/run/iolab")
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(runtime) / "iolab" if runtime else Path(f"/tmp/iolab-{os.geteuid()}")
+
+
+def lock_dir() -> Path:
+    """Per-CPU locks, shared by every user of the machine (a sticky, world-writable folder,
+    like /tmp): ``$IOLAB_LOCKS``, else ``/run/lock/iolab`` or ``/tmp/iolab-locks``."""
+    if os.environ.get("IOLAB_LOCKS"):
+        return Path(os.environ["IOLAB_LOCKS"])
+    return Path("/run/lock/iolab") if Path("/run/lock").is_dir() else Path("/tmp/iolab-locks")

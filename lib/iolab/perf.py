@@ -28,6 +28,7 @@ import pandas as pd
 
 from .errors import PerfError
 from .fold import FoldOptions, Folded, fold_lines
+from .process import spawn
 from .system import read_text
 
 STAT_EVENTS_HW = ("cycles", "instructions", "task-clock", "context-switches", "cpu-clock")
@@ -78,7 +79,7 @@ def probe(as_root: bool | None = None) -> PerfCapabilities:
                           capture_output=True, text=True, check=False)
     caps.can_record = test.returncode == 0
     if not caps.can_record:
-        caps.problems.append(f"perf record failed: {test.stderr.strip().splitlines()[-1:]}")
+        caps.problems.append(f"perf record failed: {_whole(test.stderr)}")
     return caps
 
 
@@ -144,6 +145,12 @@ def _stop(proc: subprocess.Popen | None, timeout: float = 30) -> None:
         proc.wait()
 
 
+def _whole(text: str) -> str:
+    """perf's message, whole: its non-empty lines joined (never cut: its advice — e.g. the
+    perf_event_paranoid levels for a non-root user — is at the end)."""
+    return " ".join(line.strip() for line in (text or "").splitlines() if line.strip()) or "(perf said nothing)"
+
+
 def script_argv(perf_data: Path, pid_fields: bool = True) -> list[str]:
     """The least text ``perf script`` can print for folding: only the fields the folder
     reads, no inline resolution (addr2line per address is what makes perf script slow)."""
@@ -158,7 +165,7 @@ def fold_perf_data(perf_data: str | Path, options: FoldOptions | None = None) ->
     folded = fold_lines(proc.stdout, options)
     _, err = proc.communicate()
     if proc.returncode != 0:
-        raise PerfError(f"perf script failed on {perf_data}: {err.strip()[-300:]}")
+        raise PerfError(f"perf script failed on {perf_data}: {_whole(err)}")
     return folded
 
 
@@ -180,6 +187,7 @@ class Profiler:
         if not self.caps.perf or not self.caps.can_record:
             raise PerfError(f"cannot profile: {self.caps.explain()}")
         self._record = self._stat = None
+        self._entries: dict = {}
         self.window_s = float("nan")
         self.folded: Folded | None = None
         self.stat: pd.DataFrame | None = None
@@ -196,10 +204,12 @@ class Profiler:
         hw = self.caps.hardware_counters
         if self.spec.mode != "process":
             argv = record_argv(self.dir / "perf.data", self.spec, self.cpus, hw)
-            self._record = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            self._record, self._entries["record"] = spawn(argv, name="perf record", stdout=subprocess.DEVNULL,
+                                                          stderr=subprocess.PIPE, text=True)
         if self.spec.stat:
-            self._stat = subprocess.Popen(stat_argv(self.dir / "perf_stat.csv", self.cpus, hw),
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            self._stat, self._entries["stat"] = spawn(stat_argv(self.dir / "perf_stat.csv", self.cpus, hw),
+                                                      name="perf stat", stdout=subprocess.DEVNULL,
+                                                      stderr=subprocess.PIPE, text=True)
         self._t0 = time.monotonic()
         if self._record is None:
             return
@@ -208,14 +218,17 @@ class Profiler:
                 and self._record.poll() is None:
             time.sleep(0.02)
         if self._record.poll() is not None:
-            raise PerfError(f"perf record exited at once: {self._record.stderr.read().strip()[-300:]}")
+            raise PerfError(f"perf record exited at once: {_whole(self._record.stderr.read())}; "
+                            "profile as root, or as perf says (kernel.perf_event_paranoid)")
 
     def stop(self) -> None:
         self.window_s = time.monotonic() - getattr(self, "_t0", time.monotonic())
         _stop(self._stat)
         _stop(self._record)
+        for entry in self._entries.values():
+            entry.release()
         if not (self.dir / "perf.data").exists():
-            why = self._record.stderr.read()[-300:] if self._record is not None else "perf record -- fio failed"
+            why = _whole(self._record.stderr.read()) if self._record is not None else "perf record -- fio failed"
             raise PerfError(f"perf record wrote no perf.data: {why}")
 
     def collect(self) -> None:

@@ -1,11 +1,23 @@
-"""Running a measurement tool (fio, t/io_uring): pinned to CPUs from birth, in its own
-process group, and stopped by its own pid — never by name.
+"""Running a measurement tool (fio, t/io_uring, perf): pinned to CPUs from birth, in its own
+process group, stopped by its own pid — never by name — and never outliving iolab.
 
     done = run_pinned(["fio", "job.fio"], name="fio", cpus=[0], on_start=sampler_start)
     done.returncode, done.stdout, done.stderr, done.wall_s
+
+How a child cannot outlive iolab:
+
+* it runs in its own session, so a Ctrl-C at the terminal reaches iolab only, which then
+  stops the child with SIGINT (fio writes what it measured) and SIGKILL 10 s later;
+* SIGTERM and SIGHUP unwind iolab the same way (``iolab.signals``);
+* if iolab dies without unwinding (SIGKILL), the kernel sends the child SIGTERM
+  (``PR_SET_PDEATHSIG``), and the ledger entry lets the next iolab command stop the rest of
+  its process group (``iolab.ledger``);
+* signals are held back between starting the child and recording it, so no Ctrl-C can
+  land in between and leave an unrecorded child running.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -13,7 +25,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import ledger, signals
 from .errors import RunInterrupted
+
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -33,35 +48,77 @@ def signal_group(pgid: int, sig: int) -> None:
         pass
 
 
+def _child_setup(cpus: list[int] | None, parent: int):
+    """Runs in the child between fork and exec: die with the parent, pin to ``cpus``."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def setup() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+    return setup
+
+
+def spawn(argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_kw) -> tuple[subprocess.Popen, ledger.Entry]:
+    """Start ``argv`` as described in the module docstring. Returns the process and its
+    ledger entry (release it once the process has been waited for)."""
+    with signals.deferred():
+        proc = subprocess.Popen(argv, start_new_session=True,
+                                preexec_fn=_child_setup(cpus, os.getpid()), **popen_kw)
+        entry = ledger.record("process", pid=proc.pid, start=ledger.start_time(proc.pid), name=name,
+                              argv=argv)
+    return proc, entry
+
+
 def run_pinned(argv: list[str], *, name: str, cwd: Path | None = None, cpus: list[int] | None = None,
                timeout_s: float | None = None, on_start=None, merge_stderr: bool = False,
                kept: str = "") -> Finished:
     """Run ``argv`` to completion. ``cpus`` pins the whole process tree (as ``taskset -c``
     does in the seeds), so forked workers are born on the measured CPUs. ``on_start(pid)``
-    is called once it runs. On Ctrl-C or timeout the group gets SIGINT (fio then writes what
-    it measured), SIGKILL 10 s later; a run killed by a signal has its orphans killed too.
-    Both raise RunInterrupted; ``kept`` says where partial output is."""
+    is called once it runs. On Ctrl-C, SIGTERM, SIGHUP or timeout the group gets SIGINT
+    (fio then writes what it measured), SIGKILL 10 s later; a run killed by a signal has
+    its orphans killed too. All raise RunInterrupted; ``kept`` says where partial output is."""
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE, text=True,
-                            cwd=cwd, start_new_session=True,
-                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-    if on_start:
-        on_start(proc.pid)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
-        signal_group(proc.pid, signal.SIGINT)
+    with signals.held():
+        proc, entry = spawn(argv, name=name, cpus=cpus, cwd=cwd, stdout=subprocess.PIPE, text=True,
+                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE)
         try:
-            proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            signal_group(proc.pid, signal.SIGKILL)
-            proc.communicate()
-        why = "timeout" if isinstance(exc, subprocess.TimeoutExpired) else "interrupted"
-        raise RunInterrupted(f"{name} (pid {proc.pid}) was stopped before it finished ({why})"
-                             + (f"; {kept}" if kept else "")) from exc
+            if on_start:
+                on_start(proc.pid)
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
+            stop_group(proc)
+            why = ("timeout" if isinstance(exc, subprocess.TimeoutExpired) else
+                   exc.args[0] if isinstance(exc, signals.Terminated) else "interrupted")
+            raise RunInterrupted(f"{name} (pid {proc.pid}) was stopped before it finished ({why})"
+                                 + (f"; {kept}" if kept else "")) from exc
+        except BaseException:
+            stop_group(proc)
+            raise
+        finally:
+            if proc.returncode is not None:
+                entry.release()
     if proc.returncode < 0:
         signal_group(proc.pid, signal.SIGKILL)  # workers orphaned by the kill
         raise RunInterrupted(f"{name} (pid {proc.pid}) was killed by signal {-proc.returncode} "
                              f"({signal.Signals(-proc.returncode).name})" + (f"; {kept}" if kept else ""))
     return Finished(argv, proc.returncode, stdout, stderr or "", time.monotonic() - start, proc.pid)
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGINT to the process group (fio writes its output), SIGKILL after ``grace_s``;
+    waits, and keeps waiting through a second Ctrl-C."""
+    signal_group(proc.pid, signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            break
+        except subprocess.TimeoutExpired:
+            signal_group(proc.pid, signal.SIGKILL)
+            deadline = time.monotonic() + grace_s
+        except KeyboardInterrupt:  # a second Ctrl-C: stop at once, still reap
+            signal_group(proc.pid, signal.SIGKILL)
+    signal_group(proc.pid, signal.SIGKILL)  # job processes left by a dying fio

@@ -31,14 +31,46 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
                          f"it takes: {', '.join(known)}")
     os.environ.setdefault("IOLAB_HEADLESS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
+    running = output.with_name(f".{output.stem}.{os.getpid()}.running{output.suffix}")
+    log = output.with_name(f".{output.stem}.kernel.log")
     try:
-        pm.execute_notebook(str(notebook), str(output), parameters=dict(parameters or {}),
+        pm.execute_notebook(str(notebook), str(running), parameters=dict(parameters or {}),
                             kernel_name="python3", progress_bar=False, cwd=str(notebook.parent),
-                            execution_timeout=timeout_s)
+                            execution_timeout=timeout_s, kernel_manager_class=_kernel_logging_to(log))
     except pm.PapermillExecutionError as exc:
+        kept = _keep_partial(running, output, "failed")
         raise IolabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
-                         f"{exc.evalue}. The executed notebook with the error is {output}") from exc
+                         f"{exc.evalue}. The executed notebook with the error is {kept} "
+                         f"(kernel log: {log})"
+                         + (f"; the last good one is still {output}" if output.exists() else "")) from exc
+    except BaseException:
+        _keep_partial(running, output, "partial")
+        raise
+    os.replace(running, output)
     return output
+
+
+def _kernel_logging_to(log: Path):
+    """A kernel manager whose kernel writes its own log (ZMQ warnings, its tracebacks when
+    interrupted) to ``log`` instead of the terminal; what cells print stays in the notebook."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KernelWithLog(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            with open(log, "ab") as sink:
+                kw["stdout"] = kw["stderr"] = sink
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return KernelWithLog
+
+
+def _keep_partial(running: Path, output: Path, why: str) -> Path:
+    """Put an unfinished executed notebook beside the last good one, named as such
+    (``01_x.partial.ipynb`` / ``01_x.failed.ipynb``); the good one is not touched."""
+    kept = output.with_name(f"{output.stem}.{why}{output.suffix}")
+    if running.exists():
+        os.replace(running, kept)
+    return kept
 
 
 def to_html(executed: str | os.PathLike, html: str | os.PathLike | None = None,

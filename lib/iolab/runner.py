@@ -9,6 +9,7 @@ The job is pinned with fio's ``cpus_allowed`` to ``cpus``; the samplers watch th
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +17,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
-from .errors import FioError
-from .fio import fio_argv, fio_binary, job_errors, load_document, run_fio, tidy, to_jobfile
+from . import ledger, signals
+from .fio import (fio_argv, fio_binary, raise_for_failure, read_output, run_fio, run_warnings,
+                  to_jobfile)
+from .jobcheck import guard_job_text
+from .locks import cpus_locked
 from .sampling import Sampler
-from .store import RunFolder, run_folder, run_table
+from .store import RunFolder, job_key, run_folder, run_table
 from .system import block_stat, snapshot
-from .target import Target, guard_write
+from .target import Target
+from .validate import check_cpus, check_measure
 
 if TYPE_CHECKING:
     from .perf import ProfileSpec
@@ -44,35 +49,59 @@ def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | No
     return opts
 
 
-def _record_setup(folder: RunFolder, target: Target, cpus: list[int] | None, params: dict) -> Sampler:
-    """What every run folder records before the tool starts; the sampler for its CPUs."""
-    folder.write_json("params.json", {**params, "cpus": cpus, "target": target.describe()})
+def _record_setup(folder: RunFolder, target: Target, cpus: list[int] | None, params: dict,
+                  described: str | None = None) -> Sampler:
+    """What every run folder records before the tool starts; the sampler for its CPUs.
+    ``described``: the target as the tool really used it, when options overrode it."""
+    described = described or target.describe()
+    folder.write_json("params.json", {**params, "cpus": cpus, "target": described})
     folder.write_json("system.json", snapshot(target.device, cpus))
-    folder.meta["target"] = target.describe()
+    folder.meta["target"] = described
     return Sampler(cpus if cpus is not None else list(range(os.cpu_count() or 1)))
 
 
+def exclusive(run):
+    """A run of ``run`` (measure, measure_tio) that first repairs what dead iolab processes
+    left behind, holds its CPUs against other measurements (``iolab.locks``) and unwinds
+    on SIGTERM/SIGHUP as on Ctrl-C (``iolab.signals``)."""
+    @functools.wraps(run)
+    def wrapper(options, target, *, cpus=None, **kw):
+        check_cpus(cpus)  # before its lock is taken
+        ledger.recover_and_report()
+        with signals.held(), cpus_locked(cpus):
+            return run(options, target, cpus=cpus, **kw)
+    return wrapper
+
+
+@exclusive
 def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
             runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
             label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
             timeout_s: float | None = None, profile: "ProfileSpec | None" = None) -> RunResult:
     """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
-    Raises FioError (fio's message and exit code), RunInterrupted, UnsafeTargetError,
-    PerfError; the run folder is kept either way."""
+    Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
+    folder exists; once fio has started, FioError (fio's message and exit code),
+    RunInterrupted and PerfError leave the run folder, marked failed or interrupted."""
+    check_measure(options, cpus=cpus, runs_dir=runs_dir)
     fio = fio_binary()
     opts = job_options(options, target, cpus)
-    guard_write(target, opts, allow_destructive)
+    key = job_key(opts, target.describe(), swept or {})
+    name = str(opts.pop("name", label or "iolab"))
+    jobtext = to_jobfile({name: opts})
+    # fio's own reading of this exact text, judged before a run folder exists; relative
+    # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
+    check = guard_job_text(jobtext, allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
     with run_folder(runs_dir, label) as folder:
-        name = str(opts.pop("name", label or "iolab"))
-        folder.write_text("job.fio", to_jobfile({name: opts}))
-        sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "fio_options": opts})
+        folder.write_text("job.fio", jobtext)
+        sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "fio_options": opts,
+                                                       "files": check.record(), "job_key": key}, check.describe_target(target))
         sampler.interval_s = sample_interval_s
         profiler = None
         if profile is not None:
             from .perf import Profiler
             profiler = Profiler(folder.path, cpus, profile)
         wrap = profiler.wrap() if profiler else []
-        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio, wrap)
+        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio, wrap, readonly=check.fio_readonly)
         folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
 
         if profiler:
@@ -81,7 +110,7 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         try:
             run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path,
                           timeout_s=timeout_s, on_start=lambda pid: sampler.start(), cpus=cpus,
-                          wrap=wrap)
+                          wrap=wrap, readonly=check.fio_readonly)
         finally:
             if profiler:
                 profiler.stop()
@@ -94,13 +123,14 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             profiler.collect()
         folder.write_text("fio.stderr", run.stderr)
         folder.meta["wall_s"] = run.wall_s
-        errors = job_errors(tidy(load_document(folder.file("fio.json"))))
-        if errors:
-            raise FioError("fio reported job errors:\n" + "\n".join(errors) +
-                           f"\nfio said: {run.stderr.strip() or '(nothing on stderr)'}", 0, run.stderr)
+        jobfile = folder.root / folder.run_id / "job.fio"  # where it is once the folder is finished
+        doc = read_output(folder.file("fio.json"), run.stderr, jobfile)  # FioError: fio wrote no report
+        folder.meta["fio_warnings"] = run_warnings(doc, run.stderr)  # fio's notes, never dropped
+        raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)
     return RunResult(folder.path, run_table(folder.path))
 
 
+@exclusive
 def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
                 runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
                 label: str = "tio", tio: str | Path | None = None, timeout_s: float = 120) -> RunResult:

@@ -28,13 +28,13 @@ import secrets
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import pandas as pd
 
-from . import __version__
+from . import __version__, ledger
 from .errors import DiskFullError, IolabError, SchemaError
-from .fio import load_document, tidy
+from .fio import load_document, run_warnings, tidy
 from .sampling import Samples, summarise
 
 SCHEMA_VERSION = 1
@@ -73,10 +73,13 @@ class RunFolder:
         self.root.mkdir(parents=True, exist_ok=True)
         self.run_id = new_run_id(label)
         self.path = self.root / f".tmp-{self.run_id}"
+        self._ledger = ledger.record("run", path=str(self.path.absolute()))
         self.path.mkdir()
         self.meta: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "iolab_version": __version__,
                                      "run_id": self.run_id, "status": "running",
-                                     "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                                     "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                     "pid": os.getpid()}
+        self.write_json("run.json", self.meta)  # status "running" until finish()
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -98,7 +101,25 @@ class RunFolder:
         final = self.root / self.run_id
         os.replace(self.path, final)
         self.path = final
+        self._ledger.release()
         return final
+
+
+def finish_abandoned(tmp: Path, why: str) -> str:
+    """Finish a ``.tmp-<id>`` run folder whose process died as ``interrupted`` (called by
+    ``iolab.ledger.recover``); what it holds is kept as it is."""
+    if not tmp.is_dir():
+        return f"run folder {tmp} was already finished"
+    meta_path = tmp / "run.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {
+        "schema_version": SCHEMA_VERSION, "iolab_version": __version__,
+        "run_id": tmp.name.removeprefix(".tmp-")}
+    meta.update(status="interrupted", error=why,
+                finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    write_json(meta_path, meta)
+    final = tmp.with_name(meta["run_id"])
+    os.replace(tmp, final)
+    return f"marked run {final} interrupted ({why})"
 
 
 @contextmanager
@@ -117,6 +138,28 @@ def run_folder(root: str | os.PathLike, label: str = "") -> Iterator[RunFolder]:
         raise
     else:
         folder.finish("ok")
+
+
+# ---------------------------------------------------------------- one job, one key
+def job_key(fio_options: Mapping[str, Any], target: str, swept: Mapping[str, Any]) -> str:
+    """A hash of everything that makes two runs the same job: the full fio option dict (as
+    stored in params.json, without ``name``), the target (``Target.describe()``) and the
+    swept values including ``repeat``. Sweeps resume on it; 16 hex digits of SHA-256 over
+    the sorted JSON, so it does not depend on dict order or on str/int spellings JSON keeps."""
+    import hashlib
+
+    opts = {k: v for k, v in dict(fio_options).items() if k != "name"}
+    body = json.dumps({"fio_options": opts, "target": str(target), "swept": dict(swept)},
+                      sort_keys=True, default=str)
+    body = json.dumps(json.loads(body), sort_keys=True)  # as stored: tuples -> lists, Paths -> str
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def stored_job_key(params: Mapping[str, Any]) -> str:
+    """The job key of a stored run from its params.json: ``job_key`` if recorded, else
+    computed from its fio_options, target and swept values (runs stored before the key)."""
+    return params.get("job_key") or job_key(params.get("fio_options", {}), params.get("target", ""),
+                                            params.get("swept", {}))
 
 
 # ---------------------------------------------------------------- loading
@@ -143,7 +186,10 @@ def run_table(path: str | os.PathLike) -> pd.DataFrame:
         frame = pd.DataFrame([{"job_index": 0, "job": "t/io_uring", "direction": "read",
                                **summarise_tio(parse_tio(path / "tio.txt"))}])
     else:
-        frame = tidy(load_document(path / "fio.json"))
+        doc = load_document(path / "fio.json")
+        frame = tidy(doc)
+        stderr = (path / "fio.stderr").read_text(errors="replace") if (path / "fio.stderr").exists() else ""
+        frame["fio_warnings"] = " | ".join(meta.get("fio_warnings") or run_warnings(doc, stderr))
     summary = {}
     if (path / "samples_stat.csv").exists():
         samples = Samples(pd.read_csv(path / "samples_freq.csv"), pd.read_csv(path / "samples_stat.csv"))

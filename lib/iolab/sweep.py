@@ -6,7 +6,9 @@
 
 Each (cell, repeat) is one stored run whose ``params.json`` records the swept values and
 the repeat index; they are columns of the returned table. Re-running the same sweep into
-the same folder skips cells already measured (resume after a crash or Ctrl-C).
+the same folder skips runs already measured (resume after a crash or Ctrl-C): a run is
+"the same" when its whole job matches — fio options, target, swept values and repeat
+(``iolab.store.job_key``) — so a sweep with other base options runs anew.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from .runner import measure
-from .store import find_runs, load_runs
+from .store import find_runs, job_key, load_runs, stored_job_key
 from .target import Target
 
 
@@ -35,37 +37,58 @@ def headless() -> bool:
     return os.environ.get("IOLAB_HEADLESS") == "1" or os.environ.get("TQDM_DISABLE") == "1"
 
 
-def _done(runs_dir: Path) -> set[str]:
-    keys = set()
+def _done(runs_dir: Path) -> dict[str, Path]:
+    """Finished ("ok") runs under ``runs_dir`` by job key (``iolab.store.stored_job_key``)."""
+    done: dict[str, Path] = {}
     for run_json in find_runs(runs_dir):
         meta = json.loads(run_json.read_text())
-        if meta.get("status") != "ok":
+        params_path = run_json.parent / "params.json"
+        if meta.get("status") != "ok" or not params_path.exists():
             continue
-        params = json.loads((run_json.parent / "params.json").read_text())
-        keys.add(json.dumps(params.get("swept", {}), sort_keys=True))
-    return keys
+        done.setdefault(stored_job_key(json.loads(params_path.read_text())), run_json.parent)
+    return done
 
 
 def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str, Any] | None = None,
           cpus: list[int] | None = None, repeats: int = 1, runs_dir: str | Path = "data/runs/sweep",
           resume: bool = True, aliases: Mapping[str, str] | None = None, **measure_kw) -> pd.DataFrame:
-    """Run every cell of ``grid`` ``repeats`` times; return the tidy table of all its runs.
+    """Run every cell of ``grid`` ``repeats`` times; return the tidy table of its runs (only
+    those: other runs in ``runs_dir`` are not mixed in).
 
+    Every cell is checked before the first run (``iolab.validate``). With ``resume``, a
+    (cell, repeat) whose whole job — full fio option dict, target, swept values and repeat
+    (``iolab.store.job_key``) — already has an "ok" run in ``runs_dir`` is not run again; a
+    sweep with other base options into the same folder runs anew.
     ``aliases`` renames swept fio options into table columns ({"iodepth": "qd"})."""
     from tqdm.auto import tqdm
 
+    from .runner import job_options
+    from .validate import check_cpus, check_fio_options, positive_ints, writable_dir
+
     runs_dir = Path(runs_dir)
     aliases = dict(aliases or {})
-    done = _done(runs_dir) if resume and runs_dir.exists() else set()
-    plan = [(cell, r) for cell in cells(grid) for r in range(repeats)]
-    for cell, rep in tqdm(plan, desc="fio runs", unit="run", disable=headless()):
-        swept = {aliases.get(k, k): v for k, v in cell.items()} | {"repeat": rep}
-        if json.dumps(swept, sort_keys=True) in done:
+    [repeats] = positive_ints("repeats", [repeats])
+    check_cpus(cpus)
+    plan = []
+    for cell in cells(grid):
+        opts = job_options({**(base or {}), **cell}, target, cpus)
+        check_fio_options(opts)
+        opts.pop("name", None)
+        for rep in range(repeats):
+            swept = {aliases.get(k, k): v for k, v in cell.items()} | {"repeat": rep}
+            plan.append((cell, rep, swept, job_key(opts, target.describe(), swept)))
+    writable_dir(runs_dir, "runs folder", "runs_dir=DIR")
+    done = _done(runs_dir) if resume else {}
+    paths = []
+    for cell, rep, swept, key in tqdm(plan, desc="fio runs", unit="run", disable=headless()):
+        if key in done:
+            paths.append(done[key])
             continue
         label = "-".join(f"{aliases.get(k, k)}{v}" for k, v in cell.items()) + f"-r{rep}"
-        measure({**(base or {}), **cell}, target, cpus=cpus, runs_dir=runs_dir, swept=swept,
-                label=label, **measure_kw)
-    return load_runs(runs_dir)
+        result = measure({**(base or {}), **cell}, target, cpus=cpus, runs_dir=runs_dir, swept=swept,
+                         label=label, **measure_kw)
+        paths.append(result.path)
+    return load_runs(paths)
 
 
 def new_sweep_dir(name: str) -> Path:
@@ -81,8 +104,10 @@ def qd_sweep(target: Target, queue_depths: Sequence[int], options: Mapping[str, 
     """The queue-depth study of seed 000: one job pinned to ``cpu``, ``iodepth`` swept,
     the table returned with ``qd``, ``repeat`` and ``cycles_per_io`` columns."""
     from .analysis import add_cycles_per_io
+    from .validate import positive_ints
 
-    table = sweep({"iodepth": list(queue_depths)}, target=target, base=options, cpus=[cpu],
+    queue_depths = positive_ints("queue_depths", queue_depths)
+    table = sweep({"iodepth": queue_depths}, target=target, base=options, cpus=[cpu],
                   repeats=repeats, runs_dir=runs_dir or new_sweep_dir("qd-knee"),
                   aliases={"iodepth": "qd"})
     return add_cycles_per_io(table).sort_values(["qd", "repeat"], ignore_index=True)
@@ -99,8 +124,13 @@ def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: 
     from .analysis import add_cycles_per_io
     from .errors import ToolMissing
     from .runner import measure_tio
+    from .fio import fio_time
     from .tio import binary
+    from .validate import check_cpus, positive_ints
 
+    queue_depths = positive_ints("queue_depths", queue_depths)
+    check_cpus([cpu])
+    runtime = fio_time(runtime_s)
     runs_dir = Path(runs_dir or new_sweep_dir("per-core"))
     have_tio = True
     try:
@@ -112,7 +142,7 @@ def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: 
         fio_opts = {"rw": "randread", "bs": bs, "ioengine": "io_uring", "direct": 1, "iodepth": qd,
                     "fixedbufs": 1, "registerfiles": 1, "norandommap": 1, "hipri": int(polled),
                     "iodepth_batch_submit": batch, "iodepth_batch_complete": batch,
-                    "runtime": f"{runtime_s}s"}
+                    "runtime": runtime}
         measure(fio_opts, target, cpus=[cpu], runs_dir=runs_dir, swept={"qd": qd, "tool": "fio"},
                 label=f"fio-qd{qd}")
         if have_tio:

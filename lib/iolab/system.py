@@ -168,11 +168,14 @@ def temporary_value(path: str | os.PathLike, value: str) -> Iterator[str]:
         raise FileNotFoundError(f"{path} does not exist on this machine")
     if "[" in old:  # selector files such as queue/scheduler: "[none] mq-deadline"
         old = old[old.index("[") + 1:old.index("]")]
-    path.write_text(str(value))
-    try:
-        yield old
-    finally:
-        path.write_text(old)
+    from . import ledger, signals
+
+    with signals.held(), ledger.recorded("knob", path=str(path), old=old, new=str(value)):
+        path.write_text(str(value))
+        try:
+            yield old
+        finally:
+            path.write_text(old)
 
 
 def drop_caches() -> None:

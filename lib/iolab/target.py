@@ -8,8 +8,9 @@ Three kinds of target:
 * ``loop_device(size)`` — a context manager: a file in ``/dev/shm`` (tmpfs) behind a
   loop device with ``--direct-io=on``; always detached on exit (root only).
 
-``guard_write(target, options)`` refuses a write workload on a block device that holds a
-filesystem signature, partitions, a mount, swap or holders, unless ``allow_destructive``.
+``holds_data(device)`` says what a write would destroy: a filesystem signature, partitions,
+a mount, swap or holders. The guard that judges the job fio will really run is
+``iolab.jobcheck.guard_job``; ``guard_write(target, options)`` applies it to an option dict.
 """
 from __future__ import annotations
 
@@ -26,8 +27,6 @@ from typing import Any, Iterator, Mapping
 
 from .errors import TargetError, ToolMissing, UnsafeTargetError
 
-WRITE_MODES = {"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim",
-               "trimwrite", "randtrimwrite"}
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
@@ -168,23 +167,21 @@ def _read(p: Path) -> str:
 
 
 def is_write_workload(options: Mapping[str, Any]) -> bool:
-    rw = str(options.get("rw", options.get("readwrite", "read"))).split(":")[0]
-    return rw in WRITE_MODES or bool(options.get("verify")) or bool(options.get("do_verify"))
+    """False only for a provably read-only option dict, read as fio reads it (aliases
+    resolved, blanks stripped; ``iolab.jobcheck.write_reasons``). Needs fio."""
+    from .jobcheck import normalise, write_reasons  # jobcheck imports this module
+    return bool(write_reasons(normalise(options)))
 
 
 def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:
-    """Refuse a write workload on a block device that holds data. fio's own
-    ``allow_mounted_write`` is never turned on by iolab."""
-    if target.kind not in ("block", "char") or not is_write_workload(options):
-        return
-    if str(options.get("allow_mounted_write", "0")) not in ("0", "False", "false"):
-        raise UnsafeTargetError("iolab never sets fio's allow_mounted_write; remove it")
-    found = holds_data(target.path) if target.kind == "block" else []
-    if found and not allow_destructive:
-        raise UnsafeTargetError(
-            f"refusing to write to {target.path}: it holds {'; '.join(found)}. Writing would "
-            "destroy that data. Use a scratch file or an empty device, or pass "
-            "allow_destructive=True (CLI: --allow-destructive) if you really mean it.")
+    """``iolab.jobcheck.guard_job`` on the one-job file of ``target`` + ``options``: refuses
+    (UnsafeTargetError) a job that is not provably read-only and opens a device holding
+    data, unless ``allow_destructive``; ``allow_mounted_write`` always. FioError when fio
+    rejects an option."""
+    from .fio import to_jobfile
+    from .jobcheck import guard_job_text
+    opts = {**target.fio_options, **dict(options)}
+    guard_job_text(to_jobfile({str(opts.pop("name", "iolab")): opts}), allow_destructive)
 
 
 # ---------------------------------------------------------------- tmpfs-backed loop device
@@ -197,25 +194,35 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
         raise TargetError("a loop device needs root: run as root, or use the scratch-file target")
     if not shutil.which("losetup"):
         raise ToolMissing("losetup", "util-linux")
-    fd, backing = tempfile.mkstemp(prefix="iolab-loop-", suffix=".img", dir=backing_dir)
-    os.close(fd)
-    dev = None
-    try:
-        os.truncate(backing, parse_size(size))
-        argv = ["losetup", "--find", "--show"]
-        if direct_io:
-            argv.append("--direct-io=on")
-        out = subprocess.run(argv + [backing], capture_output=True, text=True, check=False)
-        if out.returncode != 0:
-            raise TargetError(f"losetup failed: {out.stderr.strip()} (is the loop module loaded?)")
-        dev = out.stdout.strip()
-        yield Target("loop", Path(dev), parse_size(size), device=Path(dev).name,
-                     notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"])
-    finally:
-        if dev:
-            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(backing)
+    from . import ledger, signals
+
+    ledger.recover_and_report()
+    with signals.held():
+        with signals.deferred():  # the file exists only once the ledger knows it
+            fd, backing = tempfile.mkstemp(prefix="iolab-loop-", suffix=".img", dir=backing_dir)
+            os.close(fd)
+            entry = ledger.record("loop", device=None, backing=backing)
+        dev = None
+        try:
+            os.truncate(backing, parse_size(size))
+            argv = ["losetup", "--find", "--show"]
+            if direct_io:
+                argv.append("--direct-io=on")
+            with signals.deferred():
+                out = subprocess.run(argv + [backing], capture_output=True, text=True, check=False)
+                if out.returncode == 0:
+                    dev = out.stdout.strip()
+                    entry.update(device=dev)
+            if out.returncode != 0:
+                raise TargetError(f"losetup failed: {out.stderr.strip()} (is the loop module loaded?)")
+            yield Target("loop", Path(dev), parse_size(size), device=Path(dev).name,
+                         notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"])
+        finally:
+            if dev:
+                subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(backing)
+            entry.release()
 
 
 def open_target(spec: str | os.PathLike, size: str | int = "1g",

@@ -1,0 +1,276 @@
+"""Inputs checked before anything runs: CPUs, the fio options iolab knows, output folders,
+input files and notebook parameters. Each check raises ``InputError`` saying what is wrong
+and the form that works; none of them starts a process.
+
+    from iolab import validate
+    validate.check_measure({"iodepth": 32, "runtime": "2s"}, cpus=[0], runs_dir="data/runs")
+    validate.cpu_list("0-1")             # -> [0, 1] (kernel cpulist syntax, as taskset -c)
+
+Sources: fio's option types are those of ``man fio`` (fio 3.33), "Parameter types": a
+*time* is an integer with an optional d/h/m/s/ms/us suffix (seconds without one; fio drops
+a fraction, so 0.5s is read as 0); an *int* is a whole number; a size is an integer with
+an optional k/m/g/t/p suffix (``i``/``iB``/``B`` allowed).
+"""
+from __future__ import annotations
+
+import ast
+import errno
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import InputError
+
+# fio options iolab checks, by fio type: name -> smallest allowed value
+TIME_OPTIONS = {"runtime": 1, "ramp_time": 0, "startdelay": 0}
+INT_OPTIONS = {"iodepth": 1, "numjobs": 1, "iodepth_batch": 0, "iodepth_batch_submit": 0,
+               "iodepth_batch_complete": 0, "iodepth_batch_complete_min": 0,
+               "iodepth_batch_complete_max": 0}  # fio: 0 = "use iodepth" / "always poll"
+SIZE_OPTIONS = ("bs", "size")
+
+_TIME = re.compile(r"(\d+)(?:\.0*)?\s*(d|h|m|s|ms|msec|us|usec)?", re.I)
+_SIZE = re.compile(r"(\d+)\s*([kmgtp](?:i?b)?|b)?", re.I)
+
+
+# ---------------------------------------------------------------- CPUs
+def cpu_list(text: str | int | Sequence[int]) -> list[int]:
+    """CPUs from the kernel cpulist syntax ``taskset -c`` uses (``0``, ``0,1``, ``0-3,8``)
+    or a list of ints; InputError naming the bad part. Duplicates are dropped."""
+    from .system import parse_cpu_list
+
+    if isinstance(text, (list, tuple)):
+        items = list(text)
+        if not all(isinstance(c, int) and not isinstance(c, bool) for c in items):
+            raise InputError(f"CPUs {items!r} are not all whole numbers; give CPU numbers, e.g. [0, 1]")
+    else:
+        spec = str(text).strip()
+        if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", spec):
+            raise InputError(f"cannot read the CPU list {spec!r}; use CPU numbers and ranges as "
+                             "taskset -c does, e.g. 0, 0,1 or 0-3,8")
+        for lo, hi in re.findall(r"(\d+)-(\d+)", spec):
+            if int(hi) < int(lo):
+                raise InputError(f"the CPU range {lo}-{hi} in {spec!r} runs backwards; write {hi}-{lo}")
+        items = parse_cpu_list(spec)
+    return list(dict.fromkeys(items))
+
+
+def check_cpus(cpus: Sequence[int] | None) -> list[int] | None:
+    """``cpus`` when every one exists (``/sys/devices/system/cpu/online``) and this process
+    may run on it (``os.sched_getaffinity(0)``: cpusets, taskset, containers); else InputError
+    listing the CPUs that can be used. None (no pinning) passes."""
+    if cpus is None:
+        return None
+    from .system import SYS_CPU, parse_cpu_list, read_text
+
+    cpus = cpu_list(list(cpus))
+    if not cpus:
+        raise InputError("the CPU list is empty; give at least one CPU, e.g. 0")
+    online_text = read_text(SYS_CPU / "online")
+    online = set(parse_cpu_list(online_text)) if online_text else set(range(os.cpu_count() or 1))
+    allowed = os.sched_getaffinity(0)
+    missing = [c for c in cpus if c not in online]
+    if missing:
+        raise InputError(f"CPU {_fmt_cpus(missing)} does not exist on this machine (online CPUs: "
+                         f"{_fmt_cpus(sorted(online))}); choose from those")
+    barred = [c for c in cpus if c not in allowed]
+    if barred:
+        raise InputError(f"CPU {_fmt_cpus(barred)} is online but this process may not run on it "
+                         f"(its CPU affinity is {_fmt_cpus(sorted(allowed))}: a cpuset, taskset or "
+                         "container limit); choose from those")
+    return cpus
+
+
+def _fmt_cpus(cpus: Iterable[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5' (the kernel cpulist form)."""
+    out, run = [], []
+    for c in sorted(set(cpus)):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+# ---------------------------------------------------------------- fio options
+def _whole(name: str, value: Any, minimum: int, unit_hint: str) -> None:
+    if value is True or value is None:
+        raise InputError(f"fio option {name} needs a value; write {name}=N ({unit_hint})")
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        raise InputError(f"fio option {name}={value!r} is not a whole number and fio would drop the "
+                         f"fraction; give a whole number >= {minimum} ({unit_hint})")
+
+
+_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6}
+
+
+def check_time(name: str, value: Any, minimum: int = 0) -> None:
+    """A fio *time* option: whole number with an optional d/h/m/s/ms/us suffix, >= ``minimum``
+    (in its own unit; startdelay may be a range ``a-b``). A fraction is refused with the
+    exact spelling (``0.5s`` -> ``500ms``, see ``iolab.fio.fio_time``)."""
+    from .fio import fio_time
+
+    hint = "seconds, or with a unit: 500ms, 2s, 1m"
+    if value is True or value is None:
+        raise InputError(f"fio option {name} needs a value; write {name}=N ({hint})")
+    text = str(value).strip()
+    parts = text.split("-") if name == "startdelay" and "-" in text[1:] else [text]
+    for part in parts:
+        frac = re.fullmatch(r"(\d*\.\d+)\s*(d|h|m|s|ms|msec|us|usec)?", part.strip(), re.I)
+        if frac and not float(frac.group(1)).is_integer():
+            seconds = float(frac.group(1)) * _SECONDS[(frac.group(2) or "s").lower()]
+            try:
+                exact = f"; write {name}={fio_time(seconds)!r}"
+            except InputError:
+                exact = f"; give a whole number ({hint})"
+            read_as = f"{int(float(frac.group(1)))}{frac.group(2) or 's'}"
+            raise InputError(f"fio option {name}={value!r} would be read by fio as {read_as} "
+                             "(fio drops the fraction)" + exact)
+        m = _TIME.fullmatch(part.strip())
+        if part.strip().startswith("-"):
+            raise InputError(f"fio option {name}={value!r} is negative; give a time >= {minimum} "
+                             f"({hint}), e.g. {name}=2s")
+        if not m or isinstance(value, bool):
+            raise InputError(f"fio option {name}={value!r} is not a time fio reads exactly; give a "
+                             f"whole number >= {minimum} ({hint})")
+        if int(m.group(1)) < minimum:
+            raise InputError(f"fio option {name}={value!r} must be at least {minimum}"
+                             + (" (0 would not bound the run)" if name == "runtime" else "")
+                             + f"; give e.g. {name}=2s")
+
+
+def check_int(name: str, value: Any, minimum: int = 1) -> None:
+    """A fio *int* option given as an int or decimal digits, >= ``minimum``."""
+    _whole(name, value, minimum, f"e.g. {name}={max(minimum, 1)}")
+    text = str(int(value)) if isinstance(value, float) else str(value).strip()
+    if not re.fullmatch(r"-?\d+", text) or int(text) < minimum:
+        raise InputError(f"fio option {name}={value!r} must be a whole number >= {minimum}; "
+                         f"give e.g. {name}={max(minimum, 1)}")
+
+
+def check_size(name: str, value: Any) -> None:
+    """A fio size (``bs``, ``size``): a whole number > 0 with an optional k/m/g/t/p suffix
+    (``4k``, ``1g``, ``4KiB``); ``bs`` may give read,write,trim sizes (``4k,8k``) and
+    ``size`` a share of the file (``50%``)."""
+    hint = "a whole number of bytes with an optional unit, e.g. 4k, 512, 1g"
+    _whole(name, value, 1, hint)
+    parts = str(value).split(",") if name == "bs" else [str(value)]
+    for part in parts:
+        part = part.strip()
+        if name == "bs" and not part and len(parts) > 1:
+            continue  # bs=,8k: fio's default for reads, 8k for writes
+        if name == "size" and re.fullmatch(r"\d+(\.\d+)?%", part) and 0 < float(part[:-1]) <= 100:
+            continue
+        m = _SIZE.fullmatch(part)
+        if not m or int(m.group(1)) == 0:
+            raise InputError(f"fio option {name}={value!r} is not a size fio reads exactly "
+                             f"(fio drops fractions and reads 1.5m as 1 byte); give {hint}")
+
+
+def check_fio_options(options: Mapping[str, Any]) -> None:
+    """The fio options iolab knows, checked by fio's type for values fio would misread or
+    silently change: times (runtime > 0, ramp_time, startdelay), whole numbers (iodepth,
+    numjobs >= 1; iodepth_batch_* >= 0) and sizes (bs, size). Other options pass to fio."""
+    for name, value in options.items():
+        if name in TIME_OPTIONS:
+            check_time(name, value, TIME_OPTIONS[name])
+        elif name in INT_OPTIONS:
+            check_int(name, value, INT_OPTIONS[name])
+        elif name in SIZE_OPTIONS:
+            check_size(name, value)
+
+
+def positive_ints(name: str, values: Any) -> list[int]:
+    """A list of whole numbers >= 1 (queue depths, repeats): ints, or strings / floats that
+    are whole numbers; InputError naming the first bad value."""
+    values = list_param(name, values)
+    out = []
+    for v in values:
+        ok = not isinstance(v, bool) and (isinstance(v, int) or isinstance(v, float) and v.is_integer()
+                                          or isinstance(v, str) and v.strip().isdigit())
+        if not ok or int(float(v)) < 1:
+            raise InputError(f"{name} has {v!r}, which is not a whole number >= 1; give e.g. "
+                             f"{name}=[1, 2, 4, 8]")
+        out.append(int(float(v)))
+    if not out:
+        raise InputError(f"{name} is empty; give at least one value, e.g. {name}=[1, 2, 4, 8]")
+    return out
+
+
+# ---------------------------------------------------------------- folders and files
+def writable_dir(path: str | os.PathLike, what: str = "runs folder", how: str = "--runs-dir DIR") -> Path:
+    """``path`` created if missing and proven writable (a file is made and removed there);
+    else InputError naming the folder, why (permission, read-only file system, no space)
+    and how to choose another (``how``, e.g. ``--runs-dir DIR``, or ``IOLAB_DATA``)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".iolab-write-test-"):
+            pass
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        if exc.errno == errno.EEXIST or isinstance(exc, (FileExistsError, NotADirectoryError)):
+            why = "a file of that name (or above it) is in the way"
+        raise InputError(f"cannot write to the {what} {path} ({why}); choose a folder you can "
+                         f"write: {how}, or IOLAB_DATA=DIR for iolab's default folders") from None
+    return path
+
+
+def input_file(path: str | os.PathLike, what: str = "file", inside: Sequence[str] = ()) -> Path:
+    """``path`` when it is a readable file; InputError for a missing path or a folder (naming
+    a file ``inside`` it that would do, e.g. a run folder's fio.json)."""
+    path = Path(path)
+    if path.is_dir():
+        hits = [path / n for n in inside if (path / n).is_file()]
+        raise InputError(f"{path} is a folder, not a {what}; give a file"
+                         + (f", e.g. {hits[0]}" if hits else ""))
+    if not path.exists():
+        raise InputError(f"{path}: no such {what}; check the path")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{path}: permission denied; give a {what} you can read")
+    return path
+
+
+# ---------------------------------------------------------------- notebook parameters
+def list_param(name: str, value: Any) -> list:
+    """A notebook's list parameter as a list. papermill ``-p name '[1,2]'`` passes a string:
+    a JSON / Python list literal in a string is read; any other string is refused (it
+    would be iterated character by character) with the form that works."""
+    return _literal(name, value, (list, tuple), "[1, 2]", list)
+
+
+def dict_param(name: str, value: Any) -> dict:
+    """A notebook's dict parameter as a dict; a JSON / Python dict literal in a string is read."""
+    return _literal(name, value, (dict,), '{"direct": 1}', dict)
+
+
+def _literal(name: str, value: Any, kinds: tuple, example: str, cast):
+    if isinstance(value, kinds):
+        return cast(value)
+    if isinstance(value, str):
+        try:
+            parsed = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            parsed = None
+        if isinstance(parsed, kinds):
+            return cast(parsed)
+    kind = kinds[0].__name__
+    raise InputError(f"parameter {name} must be a {kind}, got {type(value).__name__} {value!r}; "
+                     f"with papermill give it as YAML: -y '{name}: {example}'")
+
+
+# ---------------------------------------------------------------- one call for a run
+def check_measure(options: Mapping[str, Any], *, cpus: Sequence[int] | None = None,
+                  runs_dir: str | os.PathLike | None = None) -> None:
+    """Everything about one run that can be refused before it starts: the fio options iolab
+    knows (:func:`check_fio_options`), the CPUs (:func:`check_cpus`) and the runs folder
+    (:func:`writable_dir`). Raises InputError; starts nothing."""
+    check_fio_options(options)
+    check_cpus(cpus)
+    if runs_dir is not None:
+        writable_dir(runs_dir, "runs folder", "--runs-dir DIR (runs_dir= in Python)")

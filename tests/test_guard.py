@@ -1,0 +1,245 @@
+"""The write guard judges the job fio will really run (iolab.jobcheck), on real loop devices.
+
+Every bypass a user found is tried against a real ext4 (or a DOS label, or a mount): it
+must be refused before a run folder exists, and ``fsck.ext4 -n -f`` must find the
+filesystem intact afterwards."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
+from iolab.errors import FioError, UnsafeTargetError
+from iolab.jobcheck import _block_of_char, _split, guard_job, normalise, parse_jobfile, write_reasons
+from iolab.runner import measure
+from iolab.target import existing_path
+
+
+def fsck_clean(device):
+    done = subprocess.run(["fsck.ext4", "-n", "-f", str(device)], capture_output=True, text=True)
+    assert done.returncode == 0, f"fsck.ext4 exit {done.returncode}: {done.stdout}{done.stderr}"
+
+
+def no_run_folder(runs):
+    assert not runs.exists() or not list(runs.iterdir())
+
+
+@pytest.fixture
+def ext4(loopdev):
+    mkfs_ext4(loopdev.path)
+    return loopdev
+
+
+# ---------------------------------------------------------------- fio's reading (no root)
+def test_fio_resolves_aliases_blanks_and_global_order(tmp_path):
+    job = tmp_path / "j.fio"
+    job.write_text("[global]\nreadwrite=randwrite\n[a]\nrw=randread \nverify=0\n"
+                   "[global]\nbs=8k\n[b]\n")
+    jobs, parsed_by, _ = parse_jobfile(job)
+    assert parsed_by == "fio --debug=parse"
+    assert [(j.name, j.options) for j in jobs] == [
+        ("a", {"rw": "randread", "verify": "0"}), ("b", {"rw": "randwrite", "bs": "8k"})]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[x]\nno_such_option=1\n", "Bad option <no_such_option=1>"),
+    ("[x]\nioengine=psync\nhipri\n", "Bad option <hipri>"),
+    ("[x]\nReadWrite=randwrite\n", "Bad option <ReadWrite=randwrite>"),
+    ("[x]\nrw=RANDWRITE\n", "failed parsing rw=RANDWRITE"),
+    ("[x]\nrw= randwrite\n", "failed parsing rw= randwrite"),
+])
+def test_a_dropped_job_is_a_fio_error(tmp_path, text, words):
+    job = tmp_path / "j.fio"
+    job.write_text(text)
+    with pytest.raises(FioError, match="Nothing was run") as err:
+        guard_job(job)
+    assert words in str(err.value) and "dropped" in str(err.value)
+
+
+def test_read_only_judgement():
+    assert write_reasons(normalise({"rw": "read", "verify": 0})) == []
+    assert write_reasons(normalise({"readwrite": "randread:8", "verify": "md5", "do_verify": 1})) == []
+    assert write_reasons(normalise({"readwrite": "randwrite "})) == ["rw=randwrite"]
+    for opts, reason in [({"rw": "read", "unlink": 1}, "unlink=1"),
+                         ({"rw": "read", "trim_percentage": 10}, "trim_percentage=10"),
+                         ({"rw": "read", "ioengine": "filedelete"}, "ioengine=filedelete"),
+                         ({"rw": "read", "exec_prerun": "true"}, "exec_prerun=true"),
+                         ({"rw": "read", "mem": "mmap:/x"}, "mem=mmap:/x")]:
+        assert reason in write_reasons(normalise(opts))
+    assert write_reasons(normalise({"rw": "read", "unlink": 0, "trim_backlog": "0"})) == []
+
+
+def test_file_lists_and_char_devices():
+    assert _split(r"/tmp/a\:b: /dev/x :") == ["/tmp/a:b", "/dev/x"]
+    assert _block_of_char("/dev/ng0n1") == "/dev/nvme0n1"
+    assert _block_of_char("/dev/null") is None
+
+
+# ---------------------------------------------------------------- bypasses, real ext4
+BYPASSES = {  # id: (target is the device?, options; {dev} is the device, {tmp} a temp dir)
+    "readwrite alias": (True, {"readwrite": "randwrite"}),
+    "trailing blank": (True, {"rw": "randwrite "}),
+    "filename overrides scratch": (False, {"rw": "randwrite", "filename": "{dev}"}),
+    "directory + filename": (False, {"rw": "write", "directory": "/dev", "filename": "{name}"}),
+    "second of two files": (False, {"rw": "write", "filename": "{tmp}/x:{dev}"}),
+    "escaped colon first": (False, {"rw": "write", "filename": r"{tmp}/a\:b:{dev}"}),
+    "symlink": (False, {"rw": "write", "filename": "{tmp}/link"}),
+    "opendir with a link": (False, {"rw": "write", "opendir": "{tmp}/dir", "filename": None}),
+    "loop backing file": (False, {"rw": "write", "filename": "{backing}"}),
+    "trim": (True, {"rw": "trim"}),
+    "randtrim": (True, {"rw": "randtrim"}),
+    "exec_postrun": (True, {"rw": "read", "exec_postrun": "true"}),
+    "exec_postrun on scratch": (False, {"rw": "read", "exec_postrun": "dd if=/dev/zero of={dev}"}),
+    "unlink": (True, {"rw": "read", "unlink": 1}),
+    "mem=mmap into the device": (False, {"rw": "read", "mem": "mmap:{dev}"}),
+    "write_iolog onto the device": (False, {"rw": "read", "write_iolog": "{dev}"}),
+    "filecreate engine": (True, {"rw": "read", "ioengine": "filecreate"}),
+}
+
+
+@needs_root
+@pytest.mark.parametrize("case", BYPASSES, ids=list(BYPASSES))
+def test_bypass_is_refused_and_ext4_survives(case, ext4, scratch, runs, tmp_path):
+    on_device, template = BYPASSES[case]
+    (tmp_path / "link").symlink_to(ext4.path)
+    (tmp_path / "dir" / "sub").mkdir(parents=True)
+    (tmp_path / "dir" / "sub" / "dev").symlink_to(ext4.path)
+    fill = {"dev": ext4.path, "name": ext4.path.name, "tmp": tmp_path,
+            "backing": ext4.notes[0].split("(")[1].rstrip(")")}
+    options = {k: v.format(**fill) if isinstance(v, str) else v for k, v in template.items()}
+    target = existing_path(ext4.path) if on_device else scratch
+    with pytest.raises(UnsafeTargetError, match="allow_destructive") as err:
+        measure({**QUICK, **options}, target, runs_dir=runs)
+    message = str(err.value)
+    assert "job [iolab]" in message
+    assert ("ext4" in message and str(ext4.path) in message) or "can write anywhere" in message
+    no_run_folder(runs)
+    fsck_clean(ext4.path)
+
+
+@needs_root
+def test_leading_blank_is_refused_by_fio(ext4, runs):
+    with pytest.raises(FioError, match="failed parsing rw= randwrite"):
+        measure({**QUICK, "rw": " randwrite"}, existing_path(ext4.path), runs_dir=runs)
+    no_run_folder(runs)
+    fsck_clean(ext4.path)
+
+
+@needs_root
+def test_global_inherited_write_is_refused(ext4, runs, tmp_path):
+    job = tmp_path / "j.fio"
+    job.write_text(f"[global]\nfilename={ext4.path}\nruntime=1s\nioengine=psync\n"
+                   "[reader]\nrw=read\n[global]\nreadwrite=randwrite\n[writer]\n")
+    with pytest.raises(UnsafeTargetError, match=r"job \[writer\].*rw=randwrite.*ext4"):
+        guard_job(job)
+    fsck_clean(ext4.path)
+
+
+@needs_root
+@pytest.mark.parametrize("bad", [{"no_such_option": 1}, {"hipri": True}])
+def test_bad_option_fails_before_a_run_folder(ext4, runs, bad):
+    with pytest.raises(FioError, match="Bad option") as err:
+        measure({**QUICK, **bad}, existing_path(ext4.path), runs_dir=runs)
+    assert err.value.returncode == 1
+    no_run_folder(runs)
+
+
+@needs_root
+def test_dos_label_and_the_ext4_in_its_partition(loopdev, scratch, runs):
+    write_dos_label(loopdev.path)
+    subprocess.run(["partx", "-a", str(loopdev.path)], check=True, capture_output=True)
+    part = Path(f"{loopdev.path}p1")
+    try:
+        mkfs_ext4(part)
+        with pytest.raises(UnsafeTargetError, match="dos.*partitions loop"):
+            measure({**QUICK, "rw": "write"}, existing_path(loopdev.path), runs_dir=runs)
+        with pytest.raises(UnsafeTargetError, match=f"{part}.*ext4"):
+            measure({**QUICK, "readwrite": "randwrite ", "filename": str(part)}, scratch, runs_dir=runs)
+        no_run_folder(runs)
+        fsck_clean(part)
+        with open(loopdev.path, "rb") as f:
+            f.seek(510)
+            assert f.read(2) == b"\x55\xaa"
+    finally:
+        subprocess.run(["partx", "-d", str(loopdev.path)], capture_output=True)
+
+
+@needs_root
+def test_mounted_filesystem(ext4, scratch, runs, tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", str(ext4.path), str(mnt)], check=True)
+    try:
+        with pytest.raises(UnsafeTargetError, match=f"mount at {mnt}"):
+            measure({**QUICK, "rw": "randwrite", "filename": str(ext4.path)}, scratch, runs_dir=runs)
+        with pytest.raises(UnsafeTargetError, match="allow_mounted_write"):
+            measure({**QUICK, "rw": "write", "allow_mounted_write": 1}, existing_path(ext4.path),
+                    runs_dir=runs, allow_destructive=True)
+        no_run_folder(runs)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    fsck_clean(ext4.path)
+
+
+# ---------------------------------------------------------------- what is allowed, really run
+def _argv(folder):
+    return json.loads((folder / "argv.json").read_text())["argv"]
+
+
+@needs_root
+def test_read_with_verify_0_runs_readonly(ext4, runs):
+    result = measure({**QUICK, "rw": "read", "verify": 0}, existing_path(ext4.path), runs_dir=runs)
+    argv = _argv(result.path)
+    assert argv[-2:] == ["--readonly", "job.fio"]
+    assert result.table.iloc[0].total_ios > 0
+    fsck_clean(ext4.path)
+
+
+@needs_root
+def test_randread_with_verify_md5_is_allowed_and_runs_readonly(ext4, runs):
+    """Allowed (verify on a read only reads); the run then fails verification because the
+    ext4 holds no fio verify headers: a FioError from the run, not a refusal."""
+    with pytest.raises(FioError, match="fio error 84|bad magic"):
+        measure({**QUICK, "rw": "randread", "verify": "md5"}, existing_path(ext4.path), runs_dir=runs)
+    (folder,) = list(runs.iterdir())
+    assert "--readonly" in _argv(folder)
+    fsck_clean(ext4.path)
+
+
+@needs_root
+def test_params_name_the_device_an_option_overrode_the_scratch_target_with(ext4, scratch, runs):
+    result = measure({**QUICK, "rw": "randread", "filename": str(ext4.path)}, scratch, runs_dir=runs)
+    params = json.loads((result.path / "params.json").read_text())
+    assert params["files"] == [{"job": "iolab", "option": "filename", "path": str(ext4.path),
+                                "kind": "block", "device": str(ext4.path)}]
+    assert params["target"].startswith(f"block {ext4.path} (fio options override the target scratch")
+    assert json.loads((result.path / "run.json").read_text())["target"] == params["target"]
+    assert "--readonly" in _argv(result.path)
+
+
+def test_scratch_file_run_records_its_file_and_no_readonly(scratch, runs):
+    result = measure({**QUICK, "rw": "randwrite"}, scratch, runs_dir=runs)
+    params = json.loads((result.path / "params.json").read_text())
+    (opened,) = params["files"]  # "missing" on first use: fio lays the file out
+    assert opened["path"] == os.path.realpath(scratch.path) and opened["kind"] in ("file", "missing")
+    assert opened["device"] is None
+    assert params["target"] == scratch.describe() and "--readonly" not in _argv(result.path)
+
+
+@needs_root
+def test_write_to_a_blank_device_is_allowed(loopdev, runs):
+    result = measure({**QUICK, "rw": "randwrite"}, existing_path(loopdev.path), runs_dir=runs)
+    assert "--readonly" not in _argv(result.path)
+
+
+def test_python_fallback_reads_like_fio(tmp_path):
+    """The fallback (fio built without parse debug) resolves aliases and blanks the same way."""
+    from iolab.jobcheck import _python_jobs
+    from iolab.fio import fio_binary
+    job = tmp_path / "j.fio"
+    job.write_text("[global]\nreadwrite=randwrite\n; note\n[a]\n  rw=randread  \ntime_based\n"
+                   "[global]\nbs=8k\n[b]\n")
+    fio_jobs = [(j.name, j.options) for j in parse_jobfile(job)[0]]
+    assert [(j.name, j.options) for j in _python_jobs(job, fio_binary())] == fio_jobs

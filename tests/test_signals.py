@@ -1,0 +1,252 @@
+"""Every way a process ends: real signals to real iolab processes running real fio.
+
+SIGINT, SIGTERM and SIGHUP unwind (fio stopped by its pid, run folder marked, loop device
+released, knob put back); SIGKILL leaves a ledger that the next iolab process repairs.
+Each test gets its own ledger folder (IOLAB_STATE) so concurrent tests cannot repair
+each other's leftovers.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, needs_root
+
+PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+
+RUN = """
+import sys
+from pathlib import Path
+from iolab.runner import measure
+from iolab.target import scratch_file
+tmp = Path(sys.argv[1])
+print("ready", flush=True)
+measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, scratch_file(tmp / "s", "16m"),
+        cpus=[0], runs_dir=tmp / "runs")
+"""
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from iolab.runner import measure
+from iolab.system import temporary_value
+from iolab.target import loop_device
+with loop_device("16m") as dev:
+    ra = Path(f"/sys/block/{dev.device}/queue/read_ahead_kb")
+    with temporary_value(ra, "0"):
+        print(dev.path, dev.notes[0].split("(")[1].rstrip(")"), flush=True)
+        measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, dev, cpus=[0],
+                runs_dir=Path(sys.argv[1]) / "runs")
+"""
+
+
+def env_for(tmp_path):
+    return {**os.environ, "IOLAB_STATE": str(tmp_path / "state"), "PYTHONPATH": str(REPO / "lib")}
+
+
+def start(script, tmp_path):
+    return subprocess.Popen([PY, "-c", textwrap.dedent(script), str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env_for(tmp_path))
+
+
+def fio_running(proc_pid_or_folder) -> list[int]:
+    """fio processes whose cwd is under a folder."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "fio" and \
+                    os.readlink(f"/proc/{pid}/cwd").startswith(str(proc_pid_or_folder)):
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def wait_for_fio(folder, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fio_running(folder):
+            return
+        time.sleep(0.05)
+    raise AssertionError("fio never started")
+
+
+def runs_of(tmp_path):
+    root = tmp_path / "runs"
+    return sorted(root.iterdir()) if root.exists() else []
+
+
+def gone(folder, timeout=15):
+    deadline = time.monotonic() + timeout
+    while fio_running(folder) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not fio_running(folder)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signal_stops_fio_and_marks_the_run(tmp_path, sig):
+    proc = start(RUN, tmp_path)
+    wait_for_fio(tmp_path)
+    time.sleep(1)  # fio is measuring (a signal during its start-up leaves no report to keep)
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert gone(tmp_path), "fio outlived iolab"
+    runs = runs_of(tmp_path)
+    assert len(runs) == 1 and not runs[0].name.startswith(".tmp-"), runs
+    meta = json.loads((runs[0] / "run.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert (runs[0] / "fio.json").stat().st_size > 0  # fio wrote what it measured
+    ledger = tmp_path / "state" / "ledger"
+    assert not list(ledger.glob("*.json")), "the ledger still lists what was released"
+
+
+def test_sigkill_leaves_nothing_that_cleanup_cannot_repair(tmp_path):
+    """SIGKILL: fio dies with its parent (PR_SET_PDEATHSIG); the hidden run folder is
+    finished as interrupted by the next iolab process, which says what it did."""
+    proc = start(RUN, tmp_path)
+    wait_for_fio(tmp_path)
+    proc.kill()
+    proc.communicate(timeout=10)
+    assert gone(tmp_path), "fio outlived a SIGKILLed iolab"
+    assert [r.name.startswith(".tmp-") for r in runs_of(tmp_path)] == [True]
+    done = subprocess.run([PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True,
+                          env=env_for(tmp_path), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "interrupted" in done.stdout and "died" in done.stdout
+    runs = runs_of(tmp_path)
+    assert len(runs) == 1 and not runs[0].name.startswith(".")
+    assert json.loads((runs[0] / "run.json").read_text())["status"] == "interrupted"
+    again = subprocess.run([PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True,
+                           env=env_for(tmp_path), timeout=60)
+    assert "nothing" in again.stdout.lower()
+
+
+def _loop_attached(device: str) -> bool:
+    return Path(f"/sys/block/{Path(device).name}/loop/backing_file").exists()
+
+
+@needs_root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_loop_device_and_knob_come_back(tmp_path, sig):
+    """A library user's process holding a loop device with read_ahead_kb changed, running
+    fio: SIGTERM unwinds everything at once; SIGKILL is repaired by `iolab cleanup`."""
+    proc = start(HOLD, tmp_path)
+    device, backing = proc.stdout.readline().split()
+    ra = Path(f"/sys/block/{Path(device).name}/queue/read_ahead_kb")
+    assert ra.read_text().strip() == "0"
+    wait_for_fio(tmp_path)
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -sig  # the signal still ends the process as its sender asked
+    assert gone(tmp_path)
+    if sig == signal.SIGKILL:
+        assert _loop_attached(device) and Path(backing).exists()
+        done = subprocess.run([PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True,
+                              env=env_for(tmp_path), timeout=60)
+        assert f"detached loop device {device}" in done.stdout, done.stdout + done.stderr
+        assert "read_ahead_kb" in done.stdout
+    assert not _loop_attached(device) and not Path(backing).exists()
+    if sig == signal.SIGKILL:
+        return  # the knob went with the device; its restore was reported above
+    assert [r.name.startswith(".") for r in runs_of(tmp_path)] == [False]
+
+
+def test_ctrl_c_at_any_moment_leaves_no_fio(tmp_path):
+    """Ctrl-C at odd moments right after the run starts (the window between starting fio
+    and recording it): always an interrupted run and no fio left."""
+    for i, delay in enumerate([0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5]):
+        sub = tmp_path / f"t{i}"
+        sub.mkdir()
+        proc = start(RUN, sub)
+        assert proc.stdout.readline().strip() == "ready"  # imports done; measure starts now
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+        assert gone(sub), f"fio outlived a Ctrl-C at +{delay}s"
+        assert not any(r.name.startswith(".tmp-") for r in runs_of(sub))
+
+
+def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch):
+    """Two measurements pinned to one CPU never overlap unknowingly: the second is refused
+    (IOLAB_LOCK_WAIT_S=0) with the holder named, or waits for it."""
+    from iolab.errors import BusyError
+    from iolab.locks import cpus_locked
+
+    env = {**env_for(tmp_path), "IOLAB_LOCK_WAIT_S": "0"}
+    with cpus_locked([0]):
+        done = subprocess.run([PY, "-m", "iolab.cli", "run", "--cpus", "0", "--runs-dir", str(tmp_path / "r"),
+                               "--scratch-dir", str(tmp_path / "s"), "--size", "8m", "--runtime=1"],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 1
+        assert f"CPU 0 is in use by pid {os.getpid()}" in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir())
+        with cpus_locked([0]):  # re-entrant within a process
+            pass
+    os.environ["IOLAB_LOCK_WAIT_S"] = "0"
+    try:
+        waiter = subprocess.Popen([PY, "-c", "import time\nfrom iolab.locks import cpus_locked\n"
+                                   "with cpus_locked([1]):\n    print('held', flush=True); time.sleep(1.5)"],
+                                  stdout=subprocess.PIPE, text=True, env=env_for(tmp_path))
+        assert waiter.stdout.readline().strip() == "held"
+        with pytest.raises(BusyError, match="CPU 1 is in use"):
+            with cpus_locked([0, 1]):
+                pass
+        with cpus_locked([0, 1], wait_s=20):  # waits for the holder to finish
+            assert waiter.poll() is not None
+    finally:
+        del os.environ["IOLAB_LOCK_WAIT_S"]
+        waiter.wait()
+
+
+@needs_root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypatch, sig):
+    """Notebook style: a loop device and a knob entered by hand in one cell, held across
+    cells; the kernel gets SIGTERM/SIGHUP while idle. Nothing is left behind."""
+    from jupyter_client.manager import start_new_kernel
+
+    monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
+    km, kc = start_new_kernel(kernel_name="python3")
+    out = []
+    try:
+        kc.execute_interactive(textwrap.dedent("""
+            from iolab.target import loop_device
+            from iolab.system import temporary_value
+            ctx = loop_device("16m"); dev = ctx.__enter__()
+            knob = temporary_value(f"/sys/block/{dev.device}/queue/read_ahead_kb", "0"); knob.__enter__()
+            print(dev.path, dev.notes[0].split("(")[1].rstrip(")"))
+            """), timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
+        device, backing = "".join(out).split()
+        assert _loop_attached(device)
+        os.kill(km.provisioner.pid, sig)
+        deadline = time.monotonic() + 20
+        while km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not km.is_alive()
+        assert not _loop_attached(device) and not Path(backing).exists()
+        assert not list((tmp_path / "state" / "ledger").glob("*.json"))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+@needs_root
+def test_a_second_user_sees_the_cpu_lock(tmp_path):
+    """User nobody and root share the per-CPU locks: nobody is refused while root holds
+    CPU 1, and gets it once root lets go."""
+    from iolab.locks import cpus_locked
+
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "IOLAB_LOCK_WAIT_S=0",
+            f"PYTHONPATH={REPO / 'lib'}", "/usr/bin/python3", "-c",
+            "from iolab.locks import cpus_locked\nwith cpus_locked([1]): print('got CPU 1')"]
+    with cpus_locked([1]):
+        busy = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert busy.returncode == 1 and f"CPU 1 is in use by pid {os.getpid()} (root" in busy.stderr
+    free = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert free.returncode == 0 and "got CPU 1" in free.stdout, free.stderr
