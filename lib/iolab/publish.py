@@ -9,6 +9,7 @@ as in JupyterLab.
 """
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -33,6 +34,13 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
     os.environ.setdefault("TQDM_DISABLE", "1")
     running = output.with_name(f".{output.stem}.{os.getpid()}.running{output.suffix}")
     log = output.with_name(f".{output.stem}.kernel.log")
+    from nbclient.exceptions import DeadKernelError
+
+    # papermill/nbclient log through logging's last-resort handler ("Kernel died while
+    # waiting…"): what matters reaches the user as the one IolabError line below
+    chatty = logging.getLogger("papermill")
+    level = chatty.level
+    chatty.setLevel(logging.CRITICAL)
     try:
         pm.execute_notebook(str(notebook), str(running), parameters=dict(parameters or {}),
                             kernel_name="python3", progress_bar=False, cwd=str(notebook.parent),
@@ -43,9 +51,17 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
                          f"{exc.evalue}. The executed notebook with the error is {kept} "
                          f"(kernel log: {log})"
                          + (f"; the last good one is still {output}" if output.exists() else "")) from exc
+    except DeadKernelError as exc:
+        kept = _keep_partial(running, output, "failed")
+        raise IolabError(f"{notebook.name}: its kernel died before the notebook finished; the partial "
+                         f"notebook is {kept}, the kernel's log {log}") from exc
     except BaseException:
         _keep_partial(running, output, "partial")
+        # the process is ending: asyncio would report nbclient's abandoned cell task at exit
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         raise
+    finally:
+        chatty.setLevel(level)
     os.replace(running, output)
     return output
 
