@@ -10,6 +10,10 @@ setup:
 demo: setup
 	$(PY) -m iolab.cli demo
 
+## lab: JupyterLab on notebooks/ with the project's kernel (http://127.0.0.1:8888; LAB_ARGS for more)
+lab: setup
+	.venv/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
 ## test: the whole test suite (real fio runs, short)
 test: setup tio
 	$(PY) -m pytest -q -ra tests
@@ -34,4 +38,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup demo test tio bench strip clean help
+.PHONY: setup demo lab test tio bench strip clean help

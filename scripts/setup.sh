@@ -39,6 +39,7 @@ if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
     .venv/bin/python -m pip install -q -e '.[dev]'
     touch .venv/.installed
 fi
-if ! .venv/bin/python -m jupyter kernelspec list 2>/dev/null | grep -q '^ *python3 .*\.venv'; then
+# ipykernel ships its own python3 spec in the venv; ours names the project
+if ! grep -qs '"Python 3 (iolab)"' .venv/share/jupyter/kernels/python3/kernel.json; then
     .venv/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (iolab)" >/dev/null
 fi
