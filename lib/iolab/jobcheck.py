@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import FioError, TargetError, UnsafeTargetError
-from .target import Target, holds_data
+from .target import Target, holds_data, loop_backing
 
 READ_MODES = {"read", "randread"}
 # engines whose rw=read/randread only reads the job's files (fio 3.33 `fio --enghelp`);
@@ -333,7 +333,7 @@ def _block_of_char(dev: str) -> str | None:
 def _loop_backed_by(path: str) -> str | None:
     """The loop device this regular file backs: writing the file writes that device."""
     for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
-        text = backing.read_text().strip().removesuffix(" (deleted)")
+        text = loop_backing(backing.parent.parent.name)
         if text and os.path.realpath(text) == path:
             return f"/dev/{backing.parent.parent.name}"
     return None

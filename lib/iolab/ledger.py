@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import paths
-
-KINDS = ("loop", "file", "knob", "process", "run")
+from .system import read_text, selected
+from .target import loop_backing
 
 
 def start_time(pid: int) -> int | None:
@@ -62,17 +62,15 @@ _atexit_registered = False
 def _release_own_at_exit() -> None:
     """At interpreter exit (also after SIGTERM/SIGHUP unwound a Jupyter kernel's loop),
     undo what this process still holds: nothing of iolab's outlives it."""
-    import sys
-    for line in recover(owner=os.getpid()):
-        print(f"iolab cleanup at exit: {line}", file=sys.stderr)
+    recover_and_report(owner=os.getpid(), prefix="iolab cleanup at exit")
 
 
 class Entry:
     """One ledger record; ``release()`` removes it (the thing was put back normally)."""
 
-    def __init__(self, kind: str, details: dict[str, Any], owner: int | None = None):
-        assert kind in KINDS, kind
-        pid = owner or os.getpid()
+    def __init__(self, kind: str, details: dict[str, Any]):
+        assert kind in UNDO, kind
+        pid = os.getpid()
         self.data = {"kind": kind, "owner_pid": pid, "owner_start": start_time(pid),
                      "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details}
         self.path = _dir() / f"{pid}-{kind}-{secrets.token_hex(4)}.json"
@@ -88,9 +86,8 @@ class Entry:
         self.write()
 
     def write(self) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, default=str))
-        os.replace(tmp, self.path)
+        from .store import write_atomic  # store imports this module
+        write_atomic(self.path, json.dumps(self.data, indent=1, default=str))
 
     def release(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -117,8 +114,8 @@ def _undo_loop(e: dict) -> str:
     msgs = []
     if dev:
         name = Path(dev).name
-        current = _read(f"/sys/block/{name}/loop/backing_file")
-        if current and backing and current.removesuffix(" (deleted)") == backing:
+        current = loop_backing(name)
+        if current and backing and current == backing:
             subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
             msgs.append(f"detached loop device {dev}")
         elif current:
@@ -139,11 +136,11 @@ def _undo_file(e: dict) -> str:
 
 def _undo_knob(e: dict) -> str:
     path, old, new = e["path"], str(e["old"]), str(e["new"])
-    current = _read(path)
+    current = read_text(path)
     if current is None:
         return f"{path} no longer exists"
-    if _selected(current) != _selected(new):
-        return f"left {path} at {_selected(current)!r}: changed since iolab set it to {new!r}"
+    if selected(current) != selected(new):
+        return f"left {path} at {selected(current)!r}: changed since iolab set it to {new!r}"
     Path(path).write_text(old)
     return f"restored {path} to {old!r} (was iolab's {new!r})"
 
@@ -153,9 +150,9 @@ def _undo_process(e: dict) -> str:
     members = [p for p in _pids() if _pgid(p) == pgid and (started is None or (start_time(p) or 0) >= started)]
     if not members:
         return f"{e.get('name', 'process')} (pid {pgid}) had already ended"
+    from .process import signal_group  # process imports this module
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, sig)
+        signal_group(pgid, sig)
         for _ in range(50):
             if not any(_pgid(p) == pgid for p in members):
                 return f"stopped {e.get('name', 'process')} (pid {pgid}) left running, with {len(members) - 1} child(ren)"
@@ -177,15 +174,8 @@ ORDER = {"process": 0, "run": 1, "knob": 2, "loop": 3, "file": 4}
 def recover(owner: int | None = None) -> list[str]:
     """Undo what dead iolab processes left behind (or, with ``owner``, what that process
     still holds); one line per thing done."""
-    folder = paths.state_dir() / "ledger"
-    if not folder.is_dir():
-        return []
     todo = []
-    for path in folder.glob("*.json"):
-        try:
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for path, entry in _entries():
         if owner is not None and entry["owner_pid"] != owner:
             continue
         if owner is None and alive(entry["owner_pid"], entry.get("owner_start")):
@@ -206,35 +196,28 @@ def recover(owner: int | None = None) -> list[str]:
     return done
 
 
-def recover_and_report() -> list[str]:
+def recover_and_report(owner: int | None = None, prefix: str = "iolab cleanup") -> list[str]:
     """``recover()``, each thing done said on stderr (a notebook shows it under the cell)."""
     import sys
-    done = recover()
+    done = recover(owner)
     for line in done:
-        print(f"iolab cleanup: {line}", file=sys.stderr)
+        print(f"{prefix}: {line}", file=sys.stderr)
     return done
 
 
 def pending() -> list[dict]:
     """Entries of live iolab processes (what they hold now)."""
+    return [entry for _, entry in _entries()]
+
+
+def _entries() -> Iterator[tuple[Path, dict]]:
+    """(file, entry) of every readable ledger entry, in name order."""
     folder = paths.state_dir() / "ledger"
-    out = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        with contextlib.suppress(OSError, ValueError):
-            out.append(json.loads(path.read_text()))
-    return out
-
-
-def _read(path: str | os.PathLike) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
-def _selected(text: str) -> str:
-    """The chosen value of a selector file ('[none] mq-deadline' -> 'none')."""
-    return text[text.index("[") + 1:text.index("]")] if "[" in text and "]" in text else text.strip()
+        try:
+            yield path, json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
 
 
 def _pids() -> list[int]:

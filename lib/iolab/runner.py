@@ -82,7 +82,7 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
     folder exists; once fio has started, FioError (fio's message and exit code),
     RunInterrupted and PerfError leave the run folder, marked failed or interrupted."""
-    check_measure(options, cpus=cpus, runs_dir=runs_dir)
+    check_measure(options, runs_dir=runs_dir)  # its CPUs were checked before their lock
     fio = fio_binary()
     opts = job_options(options, target, cpus)
     key = job_key(opts, target.describe(), swept or {})
@@ -123,7 +123,7 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             profiler.collect()
         folder.write_text("fio.stderr", run.stderr)
         folder.meta["wall_s"] = run.wall_s
-        jobfile = folder.root / folder.run_id / "job.fio"  # where it is once the folder is finished
+        jobfile = folder.final / "job.fio"  # where it is once the folder is finished
         doc = read_output(folder.file("fio.json"), run.stderr, jobfile)  # FioError: fio wrote no report
         folder.meta["fio_warnings"] = run_warnings(doc, run.stderr)  # fio's notes, never dropped
         raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)

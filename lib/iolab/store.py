@@ -75,11 +75,13 @@ class RunFolder:
         self.path = self.root / f".tmp-{self.run_id}"
         self._ledger = ledger.record("run", path=str(self.path.absolute()))
         self.path.mkdir()
-        self.meta: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "iolab_version": __version__,
-                                     "run_id": self.run_id, "status": "running",
-                                     "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                     "pid": os.getpid()}
+        self.meta: dict[str, Any] = _new_meta(self.run_id)
         self.write_json("run.json", self.meta)  # status "running" until finish()
+
+    @property
+    def final(self) -> Path:
+        """Where the folder is once finished."""
+        return self.root / self.run_id
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -95,14 +97,27 @@ class RunFolder:
         self.write_text("samples_stat.csv", samples.stat.to_csv(index=False))
 
     def finish(self, status: str = "ok", error: str | None = None) -> Path:
-        self.meta.update(status=status, error=error,
-                         finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        self.write_json("run.json", self.meta)
-        final = self.root / self.run_id
-        os.replace(self.path, final)
-        self.path = final
+        self.path = _finish(self.path, self.meta, status, error)
         self._ledger.release()
-        return final
+        return self.path
+
+
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _new_meta(run_id: str) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "iolab_version": __version__, "run_id": run_id,
+            "status": "running", "started_utc": _utc_now(), "pid": os.getpid()}
+
+
+def _finish(tmp: Path, meta: dict[str, Any], status: str, error: str | None) -> Path:
+    """Write the final run.json into ``tmp`` and rename it to ``<run_id>``."""
+    meta.update(status=status, error=error, finished_utc=_utc_now())
+    write_json(tmp / "run.json", meta)
+    final = tmp.with_name(meta["run_id"])
+    os.replace(tmp, final)
+    return final
 
 
 def finish_abandoned(tmp: Path, why: str) -> str:
@@ -114,11 +129,7 @@ def finish_abandoned(tmp: Path, why: str) -> str:
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {
         "schema_version": SCHEMA_VERSION, "iolab_version": __version__,
         "run_id": tmp.name.removeprefix(".tmp-")}
-    meta.update(status="interrupted", error=why,
-                finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    write_json(meta_path, meta)
-    final = tmp.with_name(meta["run_id"])
-    os.replace(tmp, final)
+    final = _finish(tmp, meta, "interrupted", why)
     return f"marked run {final} interrupted ({why})"
 
 

@@ -33,6 +33,12 @@ def read_text(path: str | os.PathLike) -> str | None:
         return None
 
 
+def selected(text: str) -> str:
+    """The chosen value of a selector file such as queue/scheduler ('[none] mq-deadline'
+    -> 'none'); any other text, stripped."""
+    return text[text.index("[") + 1:text.index("]")] if "[" in text and "]" in text else text.strip()
+
+
 def parse_cpu_list(text: str) -> list[int]:
     """``0-3,8`` -> [0, 1, 2, 3, 8] (kernel cpulist format)."""
     cpus: list[int] = []
@@ -90,7 +96,7 @@ def queue_knobs(device: str | None) -> dict[str, Any]:
     knobs = {k: read_text(qdir / k) for k in QUEUE_KNOBS}
     sched = knobs.get("scheduler")
     if sched and "[" in sched:
-        knobs["scheduler_active"] = sched[sched.index("[") + 1:sched.index("]")]
+        knobs["scheduler_active"] = selected(sched)
         knobs["schedulers_available"] = sched.replace("[", "").replace("]", "").split()
     return knobs
 
@@ -166,8 +172,7 @@ def temporary_value(path: str | os.PathLike, value: str) -> Iterator[str]:
     old = read_text(path)
     if old is None:
         raise FileNotFoundError(f"{path} does not exist on this machine")
-    if "[" in old:  # selector files such as queue/scheduler: "[none] mq-deadline"
-        old = old[old.index("[") + 1:old.index("]")]
+    old = selected(old)  # selector files such as queue/scheduler: "[none] mq-deadline"
     from . import ledger, signals
 
     with signals.held(), ledger.recorded("knob", path=str(path), old=old, new=str(value)):

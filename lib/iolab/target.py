@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from .errors import TargetError, ToolMissing, UnsafeTargetError
+from .errors import TargetError, ToolMissing
 
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
@@ -166,11 +166,10 @@ def _read(p: Path) -> str:
         return ""
 
 
-def is_write_workload(options: Mapping[str, Any]) -> bool:
-    """False only for a provably read-only option dict, read as fio reads it (aliases
-    resolved, blanks stripped; ``iolab.jobcheck.write_reasons``). Needs fio."""
-    from .jobcheck import normalise, write_reasons  # jobcheck imports this module
-    return bool(write_reasons(normalise(options)))
+def loop_backing(name: str) -> str | None:
+    """The file behind loop device ``name`` (``loop3``), or None when it is not attached."""
+    text = _read(Path(f"/sys/block/{name}/loop/backing_file"))
+    return text.removesuffix(" (deleted)") or None
 
 
 def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:
