@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from conftest import FIXTURES, PUBLISHED, needs_shared
-from iolab.fold import FoldOptions, fold_file, fold_lines, merge_unknown, read_folded
+from iolab.fold import FoldOptions, fold_file, fold_lines, read_folded
 
 OPTS = {"pid": dict(pid=True), "tid": dict(tid=True), "kernel": dict(kernel=True), "jit": dict(jit=True),
         "all": dict(kernel=True, jit=True), "addrs": dict(addrs=True), "default": {}}
@@ -79,9 +79,7 @@ def test_root_first_order_and_tidying():
     assert folded.lines() == ["fio;[libc.so.6];td_io_queue;io_submit_sqes_[k] 5"]
 
 
-def test_merge_unknown_and_read_folded(tmp_path):
-    stacks = Counter({"fio;[unknown];[unknown];[unknown];f": 3, "fio;[unknown];f": 2})
-    assert merge_unknown(stacks) == Counter({"fio;[unknown];f": 5})
+def test_read_folded(tmp_path):
     p = tmp_path / "x.folded"
     p.write_text("a;b 3\na;b 2\nc 1\n")
     assert read_folded(p) == Counter({"a;b": 5, "c": 1})

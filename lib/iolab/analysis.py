@@ -158,6 +158,19 @@ def littles_law(qd: float, iops: float, mean_latency_us: float, tolerance: float
 
 
 # ---------------------------------------------------------------- repeats
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t confidence interval of the mean of ``values`` (repeats of one setting):
+    (low, high); NaN for fewer than two values. Used for every "mean and interval" figure."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < 2:
+        return math.nan, math.nan
+    half = stats.t.ppf(0.5 + confidence / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return float(v.mean() - half), float(v.mean() + half)
+
+
 def summarise_repeats(table: pd.DataFrame, by: Sequence[str], value: str,
                       confidence: float = 0.95) -> pd.DataFrame:
     """Mean, standard deviation, coefficient of variation and a Student-t confidence

@@ -1,7 +1,11 @@
-"""The column registry: every tidy-table column with its unit, meaning and source.
+"""The column registry: every tidy-table column with its unit, meaning, source and role.
 
 Plots take their axis labels from here (``label("clat_p99_us")`` -> "clat p99 (µs)"),
-so a unit is written once. Columns not listed are parameters or ids.
+so a unit is written once. The role says what a column is for: a ``metric`` is measured
+(a y axis), a ``setting`` is swept or chosen (an x axis, a hue, a facet), an ``id`` is
+bookkeeping that is never plotted. ``scale`` is the natural axis: ``log2`` for settings
+that double (queue depth), ``linear`` otherwise. Columns not listed are swept settings
+(any fio option a sweep varied) or ids.
 """
 from __future__ import annotations
 
@@ -14,15 +18,17 @@ class Column:
     unit: str
     meaning: str
     source: str
+    role: str = "metric"     # metric | setting | id
+    scale: str = "linear"    # linear | log2
 
 
 _C = Column
 COLUMNS: dict[str, Column] = {c.name: c for c in [
-    _C("job_index", "", "position of the job in fio's jobs/client_stats array", "fio JSON"),
-    _C("job", "", "fio job name (jobname)", "fio JSON"),
-    _C("groupid", "", "fio reporting group", "fio JSON"),
-    _C("hostname", "", "fio server host (client/server mode), else empty", "fio JSON"),
-    _C("direction", "", "read, write, trim, mixed; 'none' for a job that did no I/O", "fio JSON"),
+    _C("job_index", "", "position of the job in fio's jobs/client_stats array", "fio JSON", "id"),
+    _C("job", "", "fio job name (jobname)", "fio JSON", "id"),
+    _C("groupid", "", "fio reporting group", "fio JSON", "id"),
+    _C("hostname", "", "fio server host (client/server mode), else empty", "fio JSON", "id"),
+    _C("direction", "", "read, write, trim, mixed; 'none' for a job that did no I/O", "fio JSON", "setting"),
     _C("iops", "IO/s", "I/O operations per second", "fio JSON iops"),
     _C("bw_bytes_s", "B/s", "bandwidth", "fio bw_bytes, or bw KiB/s x 1024 before fio 3.2"),
     _C("bw_mib_s", "MiB/s", "bandwidth", "fio bw_bytes / 2**20"),
@@ -37,12 +43,12 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("lat_mean_us", "µs", "mean total latency (submission + completion)", "fio lat_ns / 1000"),
     _C("usr_cpu_pct", "%", "fio process user CPU (rusage) relative to one CPU", "fio usr_cpu"),
     _C("sys_cpu_pct", "%", "fio process system CPU (rusage) relative to one CPU", "fio sys_cpu"),
-    _C("ctx", "", "context switches of the fio job", "fio ctx"),
-    _C("error", "", "fio's error number for the job (0 = none)", "fio error"),
-    _C("fio_version", "", "fio version that wrote the output", "fio JSON"),
-    _C("percentile_source", "", "which latency carries percentiles: clat, lat or none", "iolab"),
-    _C("percentiles_from", "", "'bins' (recomputed from json+ histogram) or 'reported'", "iolab"),
-    _C("qd", "IOs", "queue depth (fio iodepth)", "iolab params"),
+    _C("ctx", "", "context switches of the fio job", "fio ctx", "id"),
+    _C("error", "", "fio's error number for the job (0 = none)", "fio error", "id"),
+    _C("fio_version", "", "fio version that wrote the output", "fio JSON", "id"),
+    _C("percentile_source", "", "which latency carries percentiles: clat, lat or none", "iolab", "id"),
+    _C("percentiles_from", "", "'bins' (recomputed from json+ histogram) or 'reported'", "iolab", "id"),
+    _C("qd", "IOs", "queue depth (fio iodepth)", "iolab params", "setting", "log2"),
     _C("cpu_busy_pct", "%", "busy share of the pinned CPUs (user+nice+system+irq+softirq)", "/proc/stat"),
     _C("cpu_usr_pct", "%", "user share of the pinned CPUs", "/proc/stat"),
     _C("cpu_sys_pct", "%", "system share of the pinned CPUs", "/proc/stat"),
@@ -50,7 +56,7 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("cpu_softirq_pct", "%", "softirq share of the pinned CPUs", "/proc/stat"),
     _C("busy_cpu_s", "CPU·s", "busy CPU seconds on the pinned CPUs over the trimmed window", "/proc/stat"),
     _C("cpu_freq_mhz", "MHz", "mean frequency of the pinned CPUs, trimmed 10 % each end", "scaling_cur_freq or /proc/cpuinfo"),
-    _C("freq_source", "", "where cpu_freq_mhz came from", "iolab"),
+    _C("freq_source", "", "where cpu_freq_mhz came from", "iolab", "id"),
     _C("cycles_per_io", "cycles/IO", "busy CPU seconds x frequency / IOs", "iolab analysis"),
     _C("littles_qd", "IOs", "IOPS x mean latency (Little's law estimate of outstanding IOs)", "iolab analysis"),
     _C("perf_cycles", "cycles", "CPU cycles on the pinned CPUs over the perf window", "perf stat -e cycles -a -C"),
@@ -64,6 +70,27 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat"),
     _C("lat_mean_us_littles", "µs", "mean latency implied by a full queue: QD x threads / IOPS", "Little's law (estimate)"),
     _C("max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring"),
+    _C("mean_lat_us", "µs", "mean latency: fio's measured, or t/io_uring's Little's-law estimate", "see mean_lat_source"),
+    _C("mean_lat_source", "", "where mean_lat_us came from", "iolab", "id"),
+    _C("window_s", "s", "length of the trimmed /proc/stat sampling window", "iolab sampler"),
+    _C("dev_read_merges", "IOs", "read requests the block layer merged (whole device)", "/sys/block/<dev>/stat"),
+    _C("dev_write_ios", "IOs", "write requests the device completed during the run (whole device)", "/sys/block/<dev>/stat"),
+    _C("dev_write_merges", "IOs", "write requests the block layer merged (whole device)", "/sys/block/<dev>/stat"),
+    _C("perf_task_clock_ms", "ms", "CPU time perf stat counted on the pinned CPUs", "perf stat -e task-clock"),
+    _C("perf_cycles_source", "", "what perf_cycles counted (cycles, or an estimate)", "iolab", "id"),
+    _C("cpus_sampled", "", "the CPUs /proc/stat was sampled on", "iolab", "id"),
+    _C("fio_warnings", "", "warnings fio printed on stderr", "fio", "id"),
+    _C("run_id", "", "the run folder's name", "iolab", "id"),
+    _C("status", "", "ok, failed or interrupted", "iolab", "id"),
+    _C("repeat", "", "repeat index of a swept cell (0-based): what intervals are taken over", "iolab params", "id"),
+    _C("tool", "", "what drove the I/O: fio or t/io_uring", "iolab params", "setting"),
+    _C("mode", "", "direct (O_DIRECT) or buffered (page cache)", "iolab params", "setting"),
+    _C("scheduler", "", "the block device's I/O scheduler", "/sys/block/<dev>/queue/scheduler", "setting"),
+    _C("read_ahead_kb", "KiB", "the block device's readahead window", "/sys/block/<dev>/queue/read_ahead_kb", "setting"),
+    _C("bs", "", "block size, as fio reads it (4k, 1m: base 2)", "iolab params", "setting"),
+    _C("bs_bytes", "B", "block size in bytes", "iolab params", "setting", "log2"),
+    _C("device", "", "the block device a run used", "iolab params", "setting"),
+    _C("devices", "", "how many devices ran at once", "iolab params", "setting"),
 ]}
 for _p in ("50", "90", "95", "99", "99_9", "99_99"):
     for _kind in ("clat", "lat"):
@@ -75,7 +102,8 @@ for _p in ("50", "90", "95", "99", "99_9", "99_99"):
 def label(name: str) -> str:
     """Axis label for a column: words and unit, e.g. ``clat p99 (µs)``."""
     col = COLUMNS.get(name)
-    words = name.rsplit("_", 1)[0] if col and col.unit and name.endswith(("_us", "_pct", "_s", "_mhz", "_kib")) else name
+    words = name.rsplit("_", 1)[0] if col and col.unit and name.endswith(("_us", "_ms", "_pct", "_s", "_mhz", "_kib", "_kb")) else name
     words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
-    words = {"bw_bytes_s": "bandwidth", "bw_mib_s": "bandwidth", "qd": "queue depth", "iops": "IOPS"}.get(name, words)
+    words = {"bw_bytes_s": "bandwidth", "bw_mib_s": "bandwidth", "qd": "queue depth", "iops": "IOPS",
+             "bs": "block size", "read_ahead_kb": "readahead", "mean_lat_us": "mean latency"}.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words

@@ -174,12 +174,3 @@ def read_folded(source: str | Path | TextIO) -> Counter:
         stacks[stack] += int(count)
     return stacks
 
-
-def merge_unknown(stacks: Counter) -> Counter:
-    """Collapse runs of consecutive ``[unknown]`` frames into one. Frame-pointer unwinding
-    through code built without frame pointers (a stripped fio) yields long junk chains of
-    them; the samples and the known frames are unchanged."""
-    out: Counter = Counter()
-    for stack, n in stacks.items():
-        out[re.sub(r"(;\[unknown\])+", ";[unknown]", stack)] += n
-    return out

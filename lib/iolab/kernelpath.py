@@ -9,6 +9,7 @@ table of its runs with the changed setting as a column.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .analysis import add_cycles_per_io
+from .progress import bar
 from .runner import measure
 from .store import load_runs
 from .system import drop_caches, queue_knobs, temporary_value
@@ -39,10 +41,9 @@ def _run(options, target, cpu, runs_dir, swept, drop: bool) -> None:
 def direct_vs_buffered(target: Target, job: dict[str, Any], *, cpu: int = 0, runs_dir: Path,
                        repeats: int = 1) -> pd.DataFrame:
     """The same job with O_DIRECT and through the page cache (cache dropped before each)."""
-    for rep in range(repeats):
-        for direct in (1, 0):
-            _run({**job, "direct": direct}, target, cpu, runs_dir,
-                 {"mode": "direct" if direct else "buffered", "repeat": rep}, drop=True)
+    for rep, direct in bar(itertools.product(range(repeats), (1, 0)), "direct vs buffered", total=2 * repeats):
+        _run({**job, "direct": direct}, target, cpu, runs_dir,
+             {"mode": "direct" if direct else "buffered", "repeat": rep}, drop=True)
     return add_cycles_per_io(load_runs(runs_dir))
 
 
@@ -51,10 +52,9 @@ def knob_sweep(target: Target, knob: str, values: Sequence[Any], job: dict[str, 
     """The job once per value of ``/sys/block/<dev>/queue/<knob>`` (e.g. scheduler,
     read_ahead_kb, nomerges), each value set temporarily and the old one restored."""
     path = _queue(target, knob)
-    for rep in range(repeats):
-        for value in values:
-            with temporary_value(path, str(value)):
-                _run(job, target, cpu, runs_dir, {knob: value, "repeat": rep}, drop)
+    for rep, value in bar(itertools.product(range(repeats), values), knob, total=repeats * len(values)):
+        with temporary_value(path, str(value)):
+            _run(job, target, cpu, runs_dir, {knob: value, "repeat": rep}, drop)
     return add_cycles_per_io(load_runs(runs_dir))
 
 
@@ -67,7 +67,7 @@ def block_sizes(target: Target, sizes: Sequence[str], job: dict[str, Any], *, cp
                 runs_dir: Path) -> pd.DataFrame:
     """Throughput from small to large blocks, with the request size the device actually saw
     (``dev_read_req_kib``, from /sys/block/<dev>/stat deltas)."""
-    for bs in sizes:
+    for bs in bar(sizes, "block sizes"):
         _run({**job, "bs": bs}, target, cpu, runs_dir, {"bs": bs}, drop=False)
     table = add_cycles_per_io(load_runs(runs_dir))
     from .target import parse_size

@@ -92,18 +92,16 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
                runtime_s: float = 2.0, runs_dir: str | Path, opt_in: bool = False) -> pd.DataFrame:
     """Run the ladder; one row per step (skipped steps included, with their reason), with
     ``gain_pct`` against the previous measured carried-forward step."""
-    from tqdm.auto import tqdm
-
     from .analysis import add_cycles_per_io
     from .fio import fio_time
+    from .progress import bar
     from .runner import measure, measure_tio
-    from .sweep import headless
     from .system import nvme_feature
 
     caps = capabilities(target, opt_in)
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
     rows = []
-    for i, (step, reason) in enumerate(tqdm(plan(steps, caps), desc="ladder", disable=headless())):
+    for i, (step, reason) in enumerate(bar(plan(steps, caps), "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         if reason:
             rows.append({**row, "status": "skipped", "reason": reason})

@@ -127,32 +127,6 @@ def reference_bars(ref: pd.DataFrame, local: pd.DataFrame | None = None, ax=None
     return ax
 
 
-def explore(df: pd.DataFrame, x: str = "qd"):
-    """Widgets to plot any numeric column against ``x`` (JupyterLab only: headless runs
-    show the static figures instead)."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and c != x]
-    choice = widgets.Dropdown(options=numeric, value="iops" if "iops" in numeric else numeric[0],
-                              description="y")
-    out = widgets.Output()
-
-    def draw(*_):
-        with out:
-            out.clear_output(wait=True)
-            fig, ax = plt.subplots(figsize=(7, 3.5))
-            sns.lineplot(data=df, x=x, y=choice.value, marker="o", errorbar="sd", ax=ax)
-            ax.set_xscale("log", base=2)
-            ax.set_ylabel(label(choice.value))
-            ax.set_xlabel(label(x))
-            plt.show()
-
-    choice.observe(draw, names="value")
-    draw()
-    display(widgets.VBox([choice, out]))
-
-
 def ladder_waterfall(ladder: pd.DataFrame, ax=None, reference: pd.DataFrame | None = None):
     """IOPS per ladder step with the gain over the previous step; skipped steps are drawn
     as empty slots labelled 'skipped' (the reason is in the table). ``reference``: the

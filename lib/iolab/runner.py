@@ -96,10 +96,13 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "fio_options": opts,
                                                        "files": check.record(), "job_key": key}, check.describe_target(target))
         sampler.interval_s = sample_interval_s
-        profiler = None
+        profiler = stages = None
         if profile is not None:
             from .perf import Profiler
+            from .progress import Stages
             profiler = Profiler(folder.path, cpus, profile)
+            stages = Stages(f"profiled run {label}".strip(), [f"fio {opts.get('runtime', '')} under perf record",
+                                                              "perf script, folding stacks"])
         wrap = profiler.wrap() if profiler else []
         argv = fio_argv(Path("job.fio"), Path("fio.json"), fio, wrap, readonly=check.fio_readonly)
         folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
@@ -120,7 +123,9 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             folder.write_json("blockstat.json", {"device": target.device, "before": stat_before,
                                                  "after": block_stat(target.device)})
         if profiler:
+            stages.advance()
             profiler.collect()
+            stages.close()
         folder.write_text("fio.stderr", run.stderr)
         folder.meta["wall_s"] = run.wall_s
         jobfile = folder.final / "job.fio"  # where it is once the folder is finished

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from .progress import bar, headless  # noqa: F401  (headless: the notebooks' sweep.headless())
 from .runner import measure
 from .store import find_runs, job_key, load_runs, stored_job_key
 from .target import Target
@@ -30,11 +30,6 @@ def cells(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     [{"a": 1, "b": x}, {"a": 2, "b": x}]."""
     keys = list(grid)
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
-
-
-def headless() -> bool:
-    """True under papermill / batch runs (IOLAB_HEADLESS=1): progress bars stay quiet."""
-    return os.environ.get("IOLAB_HEADLESS") == "1" or os.environ.get("TQDM_DISABLE") == "1"
 
 
 def _done(runs_dir: Path) -> dict[str, Path]:
@@ -60,8 +55,6 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
     (``iolab.store.job_key``) — already has an "ok" run in ``runs_dir`` is not run again; a
     sweep with other base options into the same folder runs anew.
     ``aliases`` renames swept fio options into table columns ({"iodepth": "qd"})."""
-    from tqdm.auto import tqdm
-
     from .runner import job_options
     from .validate import check_cpus, check_fio_options, positive_ints, writable_dir
 
@@ -80,7 +73,7 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
     writable_dir(runs_dir, "runs folder", "runs_dir=DIR")
     done = _done(runs_dir) if resume else {}
     paths = []
-    for cell, rep, swept, key in tqdm(plan, desc="fio runs", unit="run", disable=headless()):
+    for cell, rep, swept, key in bar(plan, "fio runs"):
         if key in done:
             paths.append(done[key])
             continue

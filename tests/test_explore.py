@@ -1,0 +1,92 @@
+"""The explorer on a real sweep: what it offers, what it draws, the code it gives back."""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from iolab import analysis, explore, sweep  # noqa: E402
+from iolab.columns import label  # noqa: E402
+from iolab.fio import fio_time  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    """Two queue depths x two block sizes x two repeats of 1 s random reads on a scratch file."""
+    from iolab.target import scratch_file
+    tmp = tmp_path_factory.mktemp("explore")
+    tgt = scratch_file(tmp / "scratch", "32m")
+    t = sweep.sweep({"iodepth": [1, 4], "bs": ["64k", "4k"]}, target=tgt, cpus=[0], repeats=2,
+                    base={"rw": "randread", "runtime": fio_time(1)}, runs_dir=tmp / "runs",
+                    aliases={"iodepth": "qd"})
+    return analysis.add_cycles_per_io(t)
+
+
+def test_offers_settings_and_metrics_not_ids(table):
+    c = explore.choices(table)
+    assert set(c.settings) == {"qd", "bs"}
+    assert {"iops", "clat_p99_us", "cpu_busy_pct", "cycles_per_io"} <= set(c.metrics)
+    offered = set(c.settings) | set(c.metrics)
+    assert not offered & {"job_index", "groupid", "error", "ctx", "cpus_sampled", "repeat", "run_id"}
+    assert c.metrics[0] == "iops"  # registry order: the headline metric first
+    assert explore.default_axes(table) == ("qd", "iops")
+
+
+def test_line_is_the_mean_over_repeats_with_a_t_interval(table):
+    one_bs = table[table.bs == "4k"]
+    fig = explore.plot(one_bs, x="qd", y="iops")
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "IOPS (IO/s)" and ax.get_xlabel() == "queue depth (IOs)"
+    assert ax.get_xscale() == "log"  # the registry says qd doubles
+    xs, ys = ax.lines[0].get_data()
+    means = one_bs.groupby("qd").iops.mean()
+    assert list(xs) == [1, 4] and np.allclose(ys, means.to_numpy())
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    intervals = [analysis.t_interval(one_bs[one_bs.qd == q].iops) for q in (1, 4)]
+    assert np.isclose(band.min(), min(lo for lo, _ in intervals))
+    assert np.isclose(band.max(), max(hi for _, hi in intervals))
+    assert "2 run(s) per point; 95 % Student-t interval" in fig.texts[-1].get_text()
+    plt.close(fig)
+
+
+def test_categories_in_size_order_with_hue_and_facet(table):
+    fig = explore.plot(table, x="bs", y="clat_mean_us", hue="qd", facet="qd")
+    assert [ax.get_title() for ax in fig.axes] == ["queue depth (IOs) = 1", "queue depth (IOs) = 4"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["4k", "64k"]  # by bytes, not text
+    assert fig.axes[0].get_ylabel() == "clat mean (µs)"
+    plt.close(fig)
+
+
+def test_the_copied_code_draws_the_same_figure(table):
+    text = explore.code("bs", "cpu_busy_pct", hue="qd", log_y=True, table="table")
+    scope = {"table": table}
+    exec(text, scope)  # noqa: S102 - the point of the test
+    fig = plt.gcf()
+    assert fig.axes[0].get_ylabel() == label("cpu_busy_pct") == "cpu busy (%)"
+    assert fig.axes[0].get_yscale() == "log"
+    plt.close("all")
+
+
+def test_unknown_column_says_what_can_be_plotted(table):
+    with pytest.raises(KeyError, match="columns worth plotting: .*'qd'"):
+        explore.plot(table, x="queue_depth", y="iops")
+
+
+def test_widget_redraws_and_updates_the_code(table):
+    w = explore._Widget({"table": table, "other": table[table.qd == 1]})
+    assert "iolab-explorer" in w.box._dom_classes
+    assert w.code.value.endswith("explore.plot(table, x='qd', y='iops')")
+    w.x.value, w.y.value, w.hue.value = "bs", "clat_p99_us", "qd"
+    assert w.code.value.endswith("explore.plot(table, x='bs', y='clat_p99_us', hue='qd')")
+    w.table.value = "other"  # qd no longer varies there: not offered
+    assert [v for _, v in w.x.options] == ["bs"] and w.code.value.startswith("from iolab import explore")
+    assert "other" in w.code.value
+
+
+def test_t_interval():
+    low, high = analysis.t_interval([1.0, 2.0, 3.0])
+    assert math.isclose(high - 2.0, 4.302652729911275 / math.sqrt(3), rel_tol=1e-9)  # t(0.975, 2) s/sqrt(n)
+    assert math.isnan(analysis.t_interval([5.0])[0])
