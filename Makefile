@@ -1,6 +1,8 @@
 # iolab — `make help` lists the targets.
 .DEFAULT_GOAL := help
 PY := .venv/bin/python
+PORT ?= 8888
+IP ?= 127.0.0.1
 
 ## setup: install what is missing (fio, linux-perf, .venv, Jupyter kernel)
 setup:
@@ -10,13 +12,17 @@ setup:
 demo: setup
 	$(PY) -m iolab.cli demo
 
-## lab: JupyterLab on notebooks/ with the project's kernel (http://127.0.0.1:8888; LAB_ARGS for more)
+## lab: JupyterLab on notebooks/ with the project's kernel (http://127.0.0.1:8888; PORT=8889, IP=0.0.0.0, LAB_ARGS for more)
 lab: setup
-	.venv/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+	@$(PY) -m iolab.cli lab --port "$(PORT)" --ip "$(IP)" $(LAB_ARGS)
 
-## test: the whole test suite (real fio runs, short)
-test: setup tio
+## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium)
+test: setup-browser tio
 	$(PY) -m pytest -q -ra tests
+
+## setup-browser: setup, plus Debian's chromium for the browser tests (tests/test_browser.py)
+setup-browser:
+	@bash scripts/setup.sh --browser
 
 ## tio: build fio's t/io_uring from the source of the installed fio version
 tio: setup
@@ -38,4 +44,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup demo lab test tio bench strip clean help
+.PHONY: setup setup-browser demo lab test tio bench strip clean help

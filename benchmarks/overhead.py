@@ -13,7 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from iolab.fio import to_argv, tidy, find_json
+from iolab.fio import to_argv
+from iolab.fiojson import find_json, tidy
 from iolab.runner import job_options, measure
 from iolab.target import scratch_file
 

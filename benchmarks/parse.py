@@ -1,4 +1,4 @@
-"""Parse throughput: ``iolab.fio.parse_output`` (locate JSON, tidy table, percentiles from
+"""Parse throughput: ``iolab.fiojson.parse_output`` (locate JSON, tidy table, percentiles from
 json+ bins) vs plain ``json.loads`` of the same files, in one run.
 
     .venv/bin/python benchmarks/parse.py [--repeat 20]
@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from iolab.fio import parse_output
+from iolab.fiojson import parse_output
 
 
 

@@ -3,9 +3,15 @@
 #   system tools: fio, perf (Debian: linux-perf), python3-venv  (apt-get, as root)
 #   .venv with iolab and its Python dependencies (pip, editable)
 #   the python3 Jupyter kernel inside .venv (papermill uses it)
+#   --browser: also Debian's chromium, for the browser tests (make test; not make demo/lab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+case "${1:-}" in
+    "") browser=0 ;;
+    --browser) browser=1 ;;
+    *) echo "setup: unknown option '$1'; use: bash scripts/setup.sh [--browser]" >&2; exit 2 ;;
+esac
 
 missing=()
 command -v fio >/dev/null 2>&1 || missing+=(fio)
@@ -15,6 +21,13 @@ command -v blkid >/dev/null 2>&1 || missing+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     missing+=(python3-venv)
+fi
+if [ $browser -eq 1 ] && ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        missing+=(chromium)
+    else
+        echo "setup: chromium is missing, so the browser tests will be skipped; install it as root: apt-get install chromium" >&2
+    fi
 fi
 if [ ${#missing[@]} -gt 0 ]; then
     pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')

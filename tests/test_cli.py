@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, needs_root
+from conftest import FIXTURES, PUBLISHED, REPO, needs_root, needs_shared
 
 
 def iolab(*args, **kw):
@@ -24,10 +24,16 @@ def test_parse_csv_and_json():
     assert [r["direction"] for r in rows] == ["read", "write"]
 
 
+@needs_shared
 def test_knee(tmp_path):
+    """The published PM883 QD sweep (fio-plot's data) and kneed 0.9's own answer on log2 QD."""
+    folder = PUBLISHED / "knee-published" / "k01_published_ssd_pm883_randread"
+    curve = json.loads((folder / "curve.json").read_text())
+    expected = next(r for r in json.loads((folder / "expected_kneed.json").read_text())["results"]
+                    if r["x"] == "log2_qd" and r["y"] == "iops")
     csv = tmp_path / "t.csv"
-    csv.write_text("qd,iops\n1,10\n2,20\n4,38\n8,47\n16,49\n32,50\n64,50\n")
-    assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == "8"
+    csv.write_text("qd,iops\n" + "".join(f"{q},{i}\n" for q, i in zip(curve["qd"], curve["iops"])))
+    assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == f"{expected['knee_qd']:g}"
     csv.write_text("qd,iops\n1,5\n2,5\n4,5\n")
     assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == "none"
     bad = iolab("knee", str(csv), "--x", "nope", "--y", "iops")

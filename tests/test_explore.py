@@ -70,6 +70,17 @@ def test_the_copied_code_draws_the_same_figure(table):
     plt.close("all")
 
 
+def test_latency_against_iops_has_one_point_per_setting(table):
+    fig = explore.plot(table[table.bs == "4k"], x="iops", y="clat_p99_us")
+    ax = fig.axes[0]
+    xs, ys = ax.lines[0].get_data()
+    means = table[table.bs == "4k"].groupby("qd")[["iops", "clat_p99_us"]].mean()
+    assert np.allclose(xs, means.iops) and np.allclose(ys, means.clat_p99_us)  # joined in QD order
+    assert [t.get_text() for t in ax.texts if t.get_text() in ("1", "4")] == ["1", "4"]
+    assert "2 run(s) per point" in fig.texts[-1].get_text()
+    plt.close(fig)
+
+
 def test_unknown_column_says_what_can_be_plotted(table):
     with pytest.raises(KeyError, match="columns worth plotting: .*'qd'"):
         explore.plot(table, x="queue_depth", y="iops")
@@ -82,7 +93,8 @@ def test_widget_redraws_and_updates_the_code(table):
     w.x.value, w.y.value, w.hue.value = "bs", "clat_p99_us", "qd"
     assert w.code.value.endswith("explore.plot(table, x='bs', y='clat_p99_us', hue='qd')")
     w.table.value = "other"  # qd no longer varies there: not offered
-    assert [v for _, v in w.x.options] == ["bs"] and w.code.value.startswith("from iolab import explore")
+    assert [v for _, v in w.x.options][:2] == ["bs", "iops"]  # settings first, then measured columns
+    assert w.hue.value == explore.NONE and w.code.value.startswith("from iolab import explore")
     assert "other" in w.code.value
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import FIXTURES, PUBLISHED, needs_shared
 from iolab.errors import FioOutputError
-from iolab.fio import (load_document, merge_bins, parse_output, percentiles_from_bins, tidy,
-                       to_argv, to_jobfile)
+from iolab.fio import to_argv, to_jobfile
+from iolab.fiojson import load_document, merge_bins, parse_output, percentiles_from_bins, tidy
 
 REC = FIXTURES / "fio"
 REQUIRED = ["job_index", "job", "groupid", "hostname", "direction", "iops", "bw_bytes_s", "io_bytes",

@@ -6,8 +6,8 @@ import matplotlib
 import pytest
 
 from conftest import FIXTURES
-from iolab import flamegraph as fg
-from iolab.fold import FoldOptions, fold_file
+from iolab import flamegraph as fg, profile as prof
+from iolab.fold import FoldOptions, fold_file, fold_lines
 
 matplotlib.use("Agg")
 KNOWN = Counter({
@@ -19,35 +19,35 @@ KNOWN = Counter({
 
 
 def test_frames_and_shares():
-    f = fg.frames(KNOWN).set_index("function")
+    f = prof.frames(KNOWN).set_index("function")
     assert f.loc["blk_mq_submit_bio_[k]", "self_pct"] == 60
     assert f.loc["td_io_commit", "inclusive_pct"] == 80 and f.loc["td_io_commit", "self_pct"] == 0
-    assert fg.share_under(KNOWN, "td_io_commit") == 80
-    assert fg.share_under(KNOWN, "io_uring_enter") == 80
+    assert prof.share_under(KNOWN, "td_io_commit") == 80
+    assert prof.share_under(KNOWN, "io_uring_enter") == 80
 
 
 def test_categories_and_split():
-    cats = fg.categories(KNOWN).set_index("kind").pct
+    cats = prof.categories(KNOWN).set_index("kind").pct
     assert cats["block layer"] == 60 and cats["driver"] == 20 and cats["idle"] == 10 and cats["user"] == 10
-    assert fg.kernel_user_split(KNOWN) == pytest.approx({"kernel_pct": 100 * 80 / 90, "user_pct": 100 * 10 / 90})
-    custom = [("submit", r"submit")] + fg.DEFAULT_RULES
-    assert fg.categories(KNOWN, custom).set_index("kind").pct["submit"] == 60
+    assert prof.kernel_user_split(KNOWN) == pytest.approx({"kernel_pct": 100 * 80 / 90, "user_pct": 100 * 10 / 90})
+    custom = [("submit", r"submit")] + prof.DEFAULT_RULES
+    assert prof.categories(KNOWN, custom).set_index("kind").pct["submit"] == 60
 
 
 def test_diff_is_normalised_both_ways():
     a = Counter({"p;f": 10, "p;g": 10})
     b = Counter({"p;f": 60, "p;g": 20})  # 4x the samples; f went from 50 % to 75 %
-    d = fg.diff(a, b, ("a", "b"))
+    d = prof.diff(a, b, ("a", "b"))
     assert d.scale == pytest.approx(0.25) and d.stacks["p;f"] == (10, 15)
     m = d.movers.set_index("function")
     assert m.loc["f", "delta_pct"] == pytest.approx(25) and m.loc["g", "delta_pct"] == pytest.approx(-25)
-    assert "grew — f +25.0 pts" in fg.describe_diff(d, ("a", "b"))
-    back = fg.diff(b, a).movers.set_index("function")
+    assert "grew — f +25.0 pts" in prof.describe_diff(d, ("a", "b"))
+    back = prof.diff(b, a).movers.set_index("function")
     assert back.loc["f", "delta_pct"] == pytest.approx(-25)
 
 
 def test_describe_says_the_numbers():
-    text = fg.describe(KNOWN)
+    text = prof.describe(KNOWN)
     assert "10 % of the samples are idle" in text and "td_io_commit 88.9 %" in text
     assert "Only 100 samples" in text
 
@@ -63,7 +63,7 @@ def test_draw_and_svg_on_a_real_profile(tmp_path):
     doc = xml.dom.minidom.parseString(svg)  # well-formed, self-contained
     assert doc.getElementsByTagName("script") and "http" not in svg.replace("http://www.w3.org", "")
     assert len(doc.getElementsByTagName("g")) > 20
-    d = fg.diff(stacks, Counter({s: n * (2 if "io_uring" in s else 1) for s, n in stacks.items()}))
+    d = prof.diff(stacks, Counter({s: n * (2 if "io_uring" in s else 1) for s, n in stacks.items()}))
     fg.draw(d.stacks, title="diff").figure.savefig(tmp_path / "d.png")
     assert (tmp_path / "d.png").stat().st_size > 10_000
 
@@ -127,24 +127,23 @@ fio 4242/4242  4440.2:    1001001 cpu-clock:
 
 
 def test_junk_unknown_runs_are_one_frame_in_svg_and_draw_and_diff():
-    from iolab.fold import fold_lines
     stacks = fold_lines(_JUNK.splitlines(keepends=True), FoldOptions(kernel=True)).stacks
     assert "memfd:sealed-91;[unknown] ;[unknown];[unknown] ;[unknown] ;entry_SYSCALL_64_after_hwframe_[k];" \
            "fdget_raw_[k]" in stacks  # what perf's "(deleted)" modules fold to, as with stackcollapse-perf.pl
-    merged = fg.merge_unknown_runs(stacks)
+    merged = prof.merge_unknown_runs(stacks)
     assert set(merged) == {"memfd:sealed-91;[unknown];entry_SYSCALL_64_after_hwframe_[k];fdget_raw_[k]",
                            "fio;td_io_queue;[unknown];io_submit_sqes_[k]"}
     _, frames = _svg_frames(fg.svg(stacks))
     assert max(f[2] for f in frames) + 1 == 4 == fg.draw(stacks).get_ylim()[1]
     assert sum(f[3] == "[unknown]" for f in frames) == 2
-    raw = fg.diff(stacks, stacks, merge_unknowns=False).stacks  # a diff's (a, b) stacks merge too
+    raw = prof.diff(stacks, stacks, merge_unknowns=False).stacks  # a diff's (a, b) stacks merge too
     _, frames = _svg_frames(fg.svg(raw))
     assert max(f[2] for f in frames) + 1 == 4 == fg.draw(raw).get_ylim()[1]
-    assert fg.merge_unknown_runs(raw)["fio;td_io_queue;[unknown];io_submit_sqes_[k]"] == (1001001, 1001001)
+    assert prof.merge_unknown_runs(raw)["fio;td_io_queue;[unknown];io_submit_sqes_[k]"] == (1001001, 1001001)
 
 
 def test_differential_svg_fits_and_says_the_colours():
-    d = fg.diff(KNOWN, Counter({s: n * (3 if "nvme" in s else 1) for s, n in KNOWN.items()}))
+    d = prof.diff(KNOWN, Counter({s: n * (3 if "nvme" in s else 1) for s, n in KNOWN.items()}))
     svg = fg.svg(d.stacks, title="b vs a")
     root = xml.dom.minidom.parseString(svg).documentElement
     assert root.getAttribute("width") == "100%" and root.getAttribute("viewBox").startswith("0 0 1200 ")

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from conftest import QUICK, needs_root
-from iolab import kernelpath as kp
+from iolab.studies import kernel_path as kp
 from iolab.errors import RunInterrupted
-from iolab.system import block_stat, drop_caches, queue_knobs, request_sizes
+from iolab.knobs import drop_caches
+from iolab.system import block_stat, queue_knobs, request_sizes
 
 
 @needs_root

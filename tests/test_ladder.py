@@ -2,7 +2,7 @@
 import pytest
 
 from conftest import needs_root
-from iolab import ladder as lad
+from iolab.studies import ladder as lad
 
 
 @needs_root
@@ -27,3 +27,18 @@ def test_short_ladder(loopdev, tmp_path):
     # gtod_reduce is peak-only: no latency there, and batching is compared with fixedbufs
     assert t.clat_p99_us.isna()[3] and t.clat_p99_us[4] > 0
     assert pytest.approx(t.gain_pct[4]) == 100 * (t.iops[4] / t.iops[2] - 1)
+
+
+@needs_root
+def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, monkeypatch):
+    """nvme-cli exiting non-zero used to escape as CalledProcessError and abort the ladder."""
+    from iolab.target import Target
+    from test_knobs import failing_nvme
+    failing_nvme(tmp_path, monkeypatch)
+    as_nvme = Target(scratch.kind, scratch.path, scratch.size_bytes, device="nvme0n1")
+    steps = [lad.Step("baseline", {"ioengine": "psync", "iodepth": 1}),
+             lad.Step("coalescing", {}, knobs={"nvme_coalescing": 0x320}),
+             lad.Step("again", {})]
+    t = lad.run_ladder(steps, as_nvme, cpu=0, runtime_s=1, runs_dir=tmp_path / "runs")
+    assert list(t.status) == ["measured", "failed", "measured"]
+    assert "exit 2): NVMe status: Invalid Field" in t.reason[1]

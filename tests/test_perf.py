@@ -1,25 +1,28 @@
 """perf around real fio runs (the software cpu-clock event works in this VM)."""
+import json
 import os
+import shutil
 import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
-from conftest import QUICK
-from iolab import flamegraph as fg
+from conftest import FIXTURES, QUICK
+from iolab import producers, profile as prof, store
+from iolab.analysis import add_cycles_per_io
 from iolab.errors import PerfError
 from iolab.fold import FoldOptions, fold_lines
-from iolab.perf import ProfileSpec, Profiler, fold_perf_data, parse_stat, probe, script_argv
+from iolab.perf import (STAT_TIDY_V1, ProfileSpec, Profiler, fold_perf_data, parse_stat, probe, script_argv,
+                        stat_columns)
 from iolab.runner import measure
 from iolab.store import load_runs, load_stacks
+from iolab.target import scratch_file
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="CPU-wide perf needs root here")
 
 
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
-    from iolab.target import scratch_file
     tmp = tmp_path_factory.mktemp("perf")
     target = scratch_file(tmp, "32m")
     return measure({**QUICK, "ioengine": "io_uring", "iodepth": 8, "direct": 1, "runtime": "2s"},
@@ -36,13 +39,14 @@ def test_probe_explains_this_machine():
 @root_only
 def test_profile_of_a_real_run(profiled):
     names = {p.name for p in profiled.path.iterdir()}
-    assert {"perf.data", "perf.folded", "perf_stat.csv", "perf_stat_tidy.csv"} <= names
+    assert {"perf.data", "perf.folded", "perf_stat.csv", "perf_stat_window.json"} <= names
+    assert names <= {*store.FILES, *(f for p in producers.PRODUCERS for f in p.files)}  # all declared
     # shares of the busy samples: idle time on the pinned CPU varies with the VM's load
-    stacks = fg.without_idle(load_stacks(profiled.path))
+    stacks = prof.without_idle(load_stacks(profiled.path))
     fio_weight = sum(n for s, n in stacks.items() if s.startswith("fio;"))
     assert fio_weight > 0.2 * sum(stacks.values())  # fio's job process is named (pinned at birth)
-    assert fg.share_under(stacks, "io_uring_enter") > 10  # io_uring submissions are on the CPU
-    cats = fg.categories(fg.without_idle(stacks))
+    assert prof.share_under(stacks, "io_uring_enter") > 10  # io_uring submissions are on the CPU
+    cats = prof.categories(prof.without_idle(stacks))
     assert abs(cats.pct.sum() - 100) < 1e-6 and "io_uring" in set(cats.kind)
 
 
@@ -61,13 +65,34 @@ def test_perf_stat_and_cycles_two_ways(profiled):
     stat = parse_stat(profiled.path / "perf_stat.csv")
     assert {"task-clock", "context-switches"} <= set(stat.event)
     table = load_runs(profiled.path.parent)
-    from iolab.analysis import add_cycles_per_io
     t = add_cycles_per_io(table)
     assert t.cycles_per_io.iloc[0] > 0 and t.perf_window_s.iloc[0] > 1.5
     if probe().hardware_counters:
         assert t.cycles_per_io_perf.iloc[0] > 0
     else:
         assert pd.isna(t.cycles_per_io_perf.iloc[0]) and "no hardware counters" in t.perf_cycles_source.iloc[0]
+
+
+def test_perf_stat_columns_from_recorded_outputs(tmp_path):
+    """perf stat as the Profiler runs it, recorded here (tests/fixtures/record_perf_stat.sh)."""
+    shutil.copy(FIXTURES / "perf/stat_hardware_list.csv", tmp_path / "perf_stat.csv")
+    (tmp_path / "perf_stat_window.json").write_text(json.dumps({"window_s": 1.27}))
+    cols = stat_columns(tmp_path)
+    assert cols["perf_task_clock_ms"] == 1273.22 and cols["perf_window_s"] == 1.27
+    assert pd.isna(cols["perf_cycles"]) and cols["perf_cycles_source"].startswith("none: no hardware counters")
+
+
+def test_schema_1_perf_window_is_still_read(tmp_path):
+    """Schema 1 kept the window as a fake 'window_s' event appended to perf_stat_tidy.csv."""
+    shutil.copy(FIXTURES / "perf/stat_software.csv", tmp_path / "perf_stat.csv")
+    old = pd.concat([parse_stat(tmp_path / "perf_stat.csv"),
+                     pd.DataFrame([{"event": "window_s", "value": 1.31, "unit": "s", "supported": True,
+                                    "running_pct": 100.0}])], ignore_index=True)
+    old.to_csv(tmp_path / STAT_TIDY_V1, index=False)
+    cols = stat_columns(tmp_path)
+    assert cols["perf_window_s"] == 1.31 and cols["perf_task_clock_ms"] == 1313.80
+    (tmp_path / STAT_TIDY_V1).unlink()
+    assert pd.isna(stat_columns(tmp_path)["perf_window_s"])  # not recorded: NaN, never a guess
 
 
 def test_no_perf_is_explained(monkeypatch, tmp_path):
@@ -89,10 +114,8 @@ def test_unprivileged_user_is_told_about_paranoid_and_kptr():
 
 
 def test_process_mode_follows_fio_from_its_start(tmp_path):
-    from iolab.target import scratch_file
     r = measure({**QUICK, "ioengine": "io_uring", "iodepth": 4, "runtime": "1s"}, scratch_file(tmp_path, "16m"),
                 cpus=[0], runs_dir=tmp_path / "runs", profile=ProfileSpec(mode="process", freq_hz=499))
     roots = {s.split(";")[0] for s in load_stacks(r.path)}
     assert roots == {"fio"}  # only fio's own tree, every process named
-    import json
     assert json.loads((r.path / "argv.json").read_text())["argv"][:2] == ["perf", "record"]

@@ -1,6 +1,7 @@
 """Samplers around real fio runs, cross-checked against fio's own CPU accounting."""
+import time
+
 import pandas as pd
-import pytest
 
 from conftest import QUICK
 from iolab.runner import measure
@@ -24,7 +25,6 @@ def test_sampler_sees_the_pinned_cpu_busy(scratch, runs):
 
 
 def test_utilisation_and_trim():
-    import time
     s = Sampler([0], 0.05).start()
     end, x = time.monotonic() + 0.6, 0  # by the clock, not a count: >= 10 samples on any machine
     while time.monotonic() < end:

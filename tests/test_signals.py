@@ -35,7 +35,7 @@ HOLD = """
 import sys, time
 from pathlib import Path
 from iolab.runner import measure
-from iolab.system import temporary_value
+from iolab.knobs import temporary_value
 from iolab.target import loop_device
 with loop_device("16m") as dev:
     ra = Path(f"/sys/block/{dev.device}/queue/read_ahead_kb")
@@ -217,7 +217,7 @@ def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypa
     try:
         kc.execute_interactive(textwrap.dedent("""
             from iolab.target import loop_device
-            from iolab.system import temporary_value
+            from iolab.knobs import temporary_value
             ctx = loop_device("16m"); dev = ctx.__enter__()
             knob = temporary_value(f"/sys/block/{dev.device}/queue/read_ahead_kb", "0"); knob.__enter__()
             print(dev.path, dev.notes[0].split("(")[1].rstrip(")"))

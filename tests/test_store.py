@@ -2,12 +2,14 @@
 import json
 import subprocess
 
+import pandas as pd
 import pytest
 
 from conftest import QUICK, needs_root
-from iolab.errors import DiskFullError, SchemaError
+from iolab.atomic import write_atomic
+from iolab.errors import DiskFullError, FioOutputError, SchemaError
 from iolab.runner import measure
-from iolab.store import load_runs, read_run, run_folder, write_atomic
+from iolab.store import SCHEMA_VERSION, load_runs, read_run, run_folder, run_table, schema_of
 
 
 def test_load_many_runs_into_one_table(scratch, runs):
@@ -19,14 +21,47 @@ def test_load_many_runs_into_one_table(scratch, runs):
     assert {"cpu_busy_pct", "cpu_freq_mhz", "freq_source", "busy_cpu_s"} <= set(table.columns)
 
 
-def test_schema_mismatch_says_what_to_do(scratch, runs):
+def _rewrite_meta(path, **changes):
+    """run.json of ``path`` with ``changes`` (a value None drops the key)."""
+    meta = {**json.loads((path / "run.json").read_text()), **changes}
+    (path / "run.json").write_text(json.dumps({k: v for k, v in meta.items() if v is not None}))
+
+
+def test_newer_schema_says_what_to_do(scratch, runs):
     path = measure(QUICK, scratch, runs_dir=runs).path
-    meta = json.loads((path / "run.json").read_text())
-    (path / "run.json").write_text(json.dumps({**meta, "schema_version": 99}))
+    assert read_run(path)["schema"] == SCHEMA_VERSION
+    _rewrite_meta(path, schema=SCHEMA_VERSION + 1)
+    with pytest.raises(SchemaError, match=fr"schema {SCHEMA_VERSION + 1}; this iolab .* reads schemas 1 to "
+                                          fr"{SCHEMA_VERSION}\. Upgrade iolab \(git pull; make setup\)"):
+        read_run(path)
+    with pytest.warns(UserWarning, match="skipping run.*Upgrade iolab"):
+        assert load_runs(runs).empty
+    _rewrite_meta(path, schema=None, schema_version=99)  # a layout-1 style stamp from the future
     with pytest.raises(SchemaError, match="Upgrade iolab"):
         read_run(path)
-    with pytest.warns(UserWarning, match="skipping run"):
-        assert load_runs(runs).empty
+    _rewrite_meta(path, schema="two", schema_version=None)
+    with pytest.raises(SchemaError, match="which no iolab wrote.*Re-run the experiment"):
+        read_run(path)
+
+
+def test_runs_without_the_schema_field_load_as_version_1(scratch, runs):
+    """Schema 1 (run.json with ``schema_version`` or none at all) loads as it did."""
+    path = measure({**QUICK, "iodepth": 2}, scratch, runs_dir=runs, swept={"qd": 2}).path
+    before = load_runs(runs)
+    _rewrite_meta(path, schema=None, schema_version=1)
+    assert schema_of(read_run(path)) == 1
+    pd.testing.assert_frame_equal(load_runs(runs), before)
+    _rewrite_meta(path, schema_version=None)
+    assert schema_of(read_run(path)) == 1
+    pd.testing.assert_frame_equal(load_runs(runs), before)
+
+
+def test_a_folder_without_a_report_says_why(tmp_path):
+    with run_folder(tmp_path, "x"):
+        pass
+    (run,) = tmp_path.iterdir()
+    with pytest.raises(FioOutputError, match="holds no report.*run.json says why"):
+        run_table(run)
 
 
 def test_failed_block_is_finished_as_failed(tmp_path):

@@ -1,10 +1,7 @@
-"""The machine snapshot and temporary knob changes."""
+"""The machine snapshot and the read-only readers (knob changes: test_knobs.py)."""
 from pathlib import Path
 
-import pytest
-
-from conftest import needs_root
-from iolab.system import parse_cpu_list, snapshot, temporary_value
+from iolab.system import parse_cpu_list, snapshot, turbo_state
 
 
 def test_snapshot_records_what_is_absent():
@@ -21,16 +18,7 @@ def test_cpu_list():
     assert parse_cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
 
 
-@needs_root
-def test_temporary_value_restores_on_error(loopdev):
-    ra = Path(f"/sys/block/{loopdev.device}/queue/read_ahead_kb")
-    sched = Path(f"/sys/block/{loopdev.device}/queue/scheduler")
-    before_ra, before_sched = ra.read_text(), sched.read_text()
-    with pytest.raises(RuntimeError):
-        with temporary_value(ra, "0"), temporary_value(sched, "mq-deadline"):
-            assert ra.read_text().strip() == "0" and "[mq-deadline]" in sched.read_text()
-            raise RuntimeError("interrupted experiment")
-    assert ra.read_text() == before_ra and sched.read_text() == before_sched
-    snap = snapshot(loopdev.device)
-    assert snap["queue"]["read_ahead_kb"] == before_ra.strip()
-    assert "mq-deadline" in snap["queue"]["schedulers_available"]
+def test_turbo_state_says_where_it_looked():
+    on, source = turbo_state()
+    assert on in (True, False, None) and source
+    assert on is not None or "no intel_pstate" in source

@@ -1,15 +1,14 @@
 """Targets and the guard that refuses to destroy data (on real loop devices)."""
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
-from iolab.errors import UnsafeTargetError
+from iolab.errors import TargetError, UnsafeTargetError
+from iolab.jobcheck import guard_write
 from iolab.runner import measure
-from iolab.target import (existing_path, guard_write, holds_data, loop_device, parse_size,
-                          scratch_file)
+from iolab.target import existing_path, holds_data, loop_device, parse_size, scratch_file
 
 
 def test_parse_size():
@@ -26,7 +25,7 @@ def test_scratch_file_is_created_once_and_reused(tmp_path, runs):
 
 
 def test_scratch_file_too_big(tmp_path):
-    with pytest.raises(Exception, match="does not fit"):
+    with pytest.raises(TargetError, match=r"does not fit in .* GiB free\): pass a smaller size"):
         scratch_file(tmp_path, "100t")
 
 

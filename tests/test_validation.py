@@ -14,10 +14,12 @@ from conftest import FIXTURES, PUBLISHED, QUICK, REPO, mkfs_ext4, needs_root
 from iolab import validate
 from iolab.analysis import find_knee
 from iolab.errors import FioError, FioOutputError, InputError
-from iolab.fio import fio_time, find_json, parse_output, raise_for_failure, run_warnings
+from iolab.fio import fio_time, raise_for_failure
+from iolab.fiojson import find_json, parse_output, run_warnings
 from iolab.runner import measure
 from iolab.store import read_run
-from iolab.sweep import qd_sweep, sweep
+from iolab.studies import qd_sweep
+from iolab.sweep import sweep
 from iolab.target import resolve
 
 

@@ -11,6 +11,7 @@ message, exit 2.
     iolab fold perf.script.txt --kernel        # or a perf.data file
     iolab sysinfo
     iolab demo
+    iolab lab --port 8889                      # JupyterLab on notebooks/, as make lab
 """
 from __future__ import annotations
 
@@ -18,10 +19,16 @@ import argparse
 import errno
 import json
 import sys
+import traceback
 from pathlib import Path
 
-from . import paths
+from . import paths, signals, validate
+from .demo import run_demo
 from .errors import InputError, IolabError
+from .fold import FoldOptions, fold_file
+from .lab import serve
+from .system import snapshot
+from .target import TARGET_HELP, open_target, parse_spec
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
@@ -37,21 +44,19 @@ def _fio_options(extra: list[str]) -> dict[str, str | bool]:
 
 
 def cmd_run(args, extra) -> int:
-    from . import validate
-    from .analysis import add_cycles_per_io
-    from .runner import measure
-    from .target import resolve
+    from .analysis import add_cycles_per_io  # slow to import (pandas): only for this command
+    from .runner import measure  # slow to import (pandas): only for this command
 
     options = _fio_options(extra)
     validate.check_fio_options(options)
     cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
     runs_dir = validate.writable_dir(args.runs_dir or paths.runs_dir(), "runs folder", "--runs-dir DIR")
     scratch_dir = Path(args.scratch_dir or paths.scratch_dir())
-    if args.target == "scratch":
+    if parse_spec(args.target)[0] == "scratch":
         validate.writable_dir(scratch_dir, "scratch folder", "--scratch-dir DIR")
-    target = resolve(args.target, scratch_dir, args.size)
-    result = measure(options, target, cpus=cpus, runs_dir=runs_dir,
-                     allow_destructive=args.allow_destructive, label="cli")
+    with open_target(args.target, args.size, scratch_dir) as target:
+        result = measure(options, target, cpus=cpus, runs_dir=runs_dir,
+                         allow_destructive=args.allow_destructive, label="cli")
     table = add_cycles_per_io(result.table)
     cols = [c for c in ("job", "direction", "iops", "bw_bytes_s", "clat_mean_us", "clat_p50_us",
                         "clat_p99_us", "cpu_busy_pct", "cpu_freq_mhz", "freq_source", "cycles_per_io")
@@ -66,11 +71,10 @@ def cmd_run(args, extra) -> int:
 
 
 def cmd_parse(args, _extra) -> int:
-    from .fio import parse_output
-    from .tio import looks_like_tio, parse_tio
-    from .validate import input_file
+    from .fiojson import parse_output  # slow to import (pandas): only for this command
+    from .tio import looks_like_tio, parse_tio  # slow to import (pandas): only for this command
 
-    text = input_file(args.file, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
+    text = validate.input_file(args.file, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
     table = parse_tio(args.file) if looks_like_tio(text) else parse_output(args.file)
     if args.format == "json":
         print(table.to_json(orient="records", indent=1))
@@ -80,7 +84,7 @@ def cmd_parse(args, _extra) -> int:
 
 
 def cmd_knee(args, _extra) -> int:
-    from .analysis import find_knee
+    from .analysis import find_knee  # slow to import (pandas): only for this command
 
     table = _read_curve(args.csv, args.x, args.y)
     knee = find_knee(table[args.x], table[args.y], log2_x=not args.linear)
@@ -93,11 +97,9 @@ def cmd_knee(args, _extra) -> int:
 def _read_curve(csv: str, x: str, y: str):
     """The x and y columns of a CSV as numbers; InputError for a missing, empty or
     unreadable file, a missing column, or a value that is not a number."""
-    import pandas as pd
+    import pandas as pd  # slow to import: only for this command
 
-    from .validate import input_file
-
-    path = input_file(csv, "CSV file")
+    path = validate.input_file(csv, "CSV file")
     try:
         table = pd.read_csv(path)
     except pd.errors.EmptyDataError:
@@ -122,14 +124,11 @@ def _read_curve(csv: str, x: str, y: str):
 
 
 def cmd_fold(args, _extra) -> int:
-    from .fold import FoldOptions, fold_file
-    from .perf import fold_perf_data
+    from .perf import fold_perf_data  # slow to import (pandas): only for this command
 
     opts = FoldOptions(pid=args.pid, tid=args.tid, kernel=args.kernel or args.all,
                        jit=args.jit or args.all, addrs=args.addrs, event_filter=args.event_filter or "")
-    from .validate import input_file
-
-    path = input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
+    path = validate.input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
     with open(path, "rb") as f:
         is_perf_data = f.read(8) == b"PERFILE2"
     folded = fold_perf_data(path, opts) if is_perf_data else fold_file(path, opts)
@@ -143,30 +142,20 @@ def cmd_fold(args, _extra) -> int:
 
 
 def cmd_sysinfo(args, _extra) -> int:
-    from .system import snapshot
-
     print(json.dumps(snapshot(args.device), indent=1, default=str))
     return 0
 
 
 def cmd_cleanup(args, _extra) -> int:
     """Repair what dead iolab processes left behind (the ledger), and list what live ones hold."""
-    from . import ledger
+    from .repair import cleanup_report  # slow to import (pandas): only for this command
 
-    done = ledger.recover()
-    for line in done:
-        print(line)
-    if not done:
-        print("nothing to clean up: no iolab process died holding anything")
-    for entry in ledger.pending():
-        what = entry.get("device") or entry.get("path") or entry.get("name") or ""
-        print(f"held by live iolab pid {entry['owner_pid']}: {entry['kind']} {what}")
+    print("\n".join(cleanup_report()))
     return 0
 
 
 def cmd_demo(args, _extra) -> int:
-    from .demo import run_demo
-    from .fio import fio_time
+    from .fio import fio_time  # slow to import (pandas): only for this command
 
     try:
         fio_time(args.runtime)
@@ -176,6 +165,11 @@ def cmd_demo(args, _extra) -> int:
                          runtime_s=args.runtime):
         print(f"wrote {path}")
     return 0
+
+
+def cmd_lab(args, extra) -> int:
+    serve(args.notebook_dir or paths.NOTEBOOKS, port=args.port, ip=args.ip, extra=extra)
+    return 1  # serve returns only by raising
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,8 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], **kw)
 
     p = add("run", help="one fio run with samplers, stored; any --fio-option=value passes through")
-    p.add_argument("--target", default="scratch", help="'scratch' (default) or a file / block device path")
-    p.add_argument("--size", default="1g", help="scratch file size (fio units, default 1g)")
+    p.add_argument("--target", default="scratch", help=f"{TARGET_HELP} (default: scratch)")
+    p.add_argument("--size", default="1g", help="scratch file / loop device size (fio units, default 1g)")
     p.add_argument("--cpus", help="CPUs to pin fio to and sample, e.g. 0, 0,1 or 0-3 (as taskset -c)")
     p.add_argument("--runs-dir", help="where run folders go (default data/runs)")
     p.add_argument("--scratch-dir", help="where the scratch file lives (default data/scratch)")
@@ -227,24 +221,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default papermill_runs/)")
     p.add_argument("--runtime", type=float, default=1.0, help="seconds per fio run (default 1)")
     p.set_defaults(func=cmd_demo)
+    p = add("lab", allow_abbrev=False,
+            help="JupyterLab on notebooks/ with the project's kernel (as make lab); "
+                 "other --options pass through to JupyterLab")
+    p.add_argument("--port", default="8888", help="port on --ip (default 8888); a busy port is an error")
+    p.add_argument("--ip", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: reach it with ssh -L 8888:127.0.0.1:8888)")
+    p.add_argument("--notebook-dir", help="folder JupyterLab opens (default notebooks/)")
+    p.set_defaults(func=cmd_lab)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "run":
+    if extra and args.command not in ("run", "lab"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from . import ledger, signals
-
     signals.raise_always()
     try:
         if args.command != "cleanup":
-            ledger.recover_and_report()
+            from .repair import recover_and_report  # slow to import (pandas): not for --help or a usage error
+            recover_and_report()
         return args.func(args, extra)
     except (IolabError, OSError) as exc:
         if args.debug:
-            import traceback
             traceback.print_exc()
         what = str(exc) if isinstance(exc, IolabError) else _os_error(exc, args.command)
         print(f"iolab {args.command}: {_one_line(what)}", file=sys.stderr)
@@ -256,7 +256,6 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + exc.signum
     except KeyboardInterrupt:
         if args.debug:
-            import traceback
             traceback.print_exc()
         print(f"iolab {args.command}: interrupted (Ctrl-C); a run that had started is kept, marked "
               "interrupted", file=sys.stderr)

@@ -60,7 +60,7 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("cycles_per_io", "cycles/IO", "busy CPU seconds x frequency / IOs", "iolab analysis"),
     _C("littles_qd", "IOs", "IOPS x mean latency (Little's law estimate of outstanding IOs)", "iolab analysis"),
     _C("perf_cycles", "cycles", "CPU cycles on the pinned CPUs over the perf window", "perf stat -e cycles -a -C"),
-    _C("perf_window_s", "s", "how long perf stat counted", "iolab"),
+    _C("perf_window_s", "s", "how long perf stat counted", "iolab: perf_stat_window.json (time.monotonic)"),
     _C("cycles_per_io_perf", "cycles/IO", "perf stat cycles / (IOPS x window)", "perf stat"),
     _C("cycles_per_io_disagreement_pct", "%", "perf-based vs busy-time-based cycles/IO", "iolab analysis"),
     _C("self_pct", "%", "share of samples whose leaf is this frame", "folded stacks"),
@@ -70,6 +70,11 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat"),
     _C("lat_mean_us_littles", "µs", "mean latency implied by a full queue: QD x threads / IOPS", "Little's law (estimate)"),
     _C("max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring"),
+    _C("ios_per_submit_call", "IOs/call", "mean IOs submitted per io_uring_enter call (steady seconds)",
+       "t/io_uring IOS/call"),
+    _C("submitters", "threads", "submitter threads t/io_uring ran", "t/io_uring header", "setting"),
+    _C("polled", "", "1: t/io_uring polled for completions (-p 1), 0: interrupts", "t/io_uring header", "setting"),
+    _C("seconds", "s", "per-second lines t/io_uring printed", "t/io_uring", "id"),
     _C("mean_lat_us", "µs", "mean latency: fio's measured, or t/io_uring's Little's-law estimate", "see mean_lat_source"),
     _C("mean_lat_source", "", "where mean_lat_us came from", "iolab", "id"),
     _C("window_s", "s", "length of the trimmed /proc/stat sampling window", "iolab sampler"),
@@ -105,5 +110,6 @@ def label(name: str) -> str:
     words = name.rsplit("_", 1)[0] if col and col.unit and name.endswith(("_us", "_ms", "_pct", "_s", "_mhz", "_kib", "_kb")) else name
     words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
     words = {"bw_bytes_s": "bandwidth", "bw_mib_s": "bandwidth", "qd": "queue depth", "iops": "IOPS",
-             "bs": "block size", "read_ahead_kb": "readahead", "mean_lat_us": "mean latency"}.get(name, words)
+             "bs": "block size", "read_ahead_kb": "readahead", "mean_lat_us": "mean latency",
+             "cycles_per_io": "CPU cycles per IO", "cpu_freq_mhz": "CPU frequency"}.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words

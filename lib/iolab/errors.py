@@ -68,3 +68,22 @@ class BusyError(IolabError):
 class InputError(IolabError):
     """A value given to iolab (option, parameter, CPU list, file or folder) cannot be used:
     refused before anything runs, with the form that would work."""
+
+
+class KnobError(IolabError):
+    """A knob (``iolab.knobs``) could not be read, set or put back."""
+
+
+class KnobUnavailable(KnobError):
+    """This machine or target lacks a knob, or the value asked for: refused before
+    anything was changed, with the reason ``Knob.check`` gave."""
+
+
+class NvmeError(KnobError):
+    """nvme-cli failed. Carries its argv, exit code and stderr."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str):
+        self.argv, self.returncode, self.stderr = argv, returncode, stderr
+        words = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {words}. Check the "
+                         "controller path (`nvme list` shows them) and that iolab runs as root.")

@@ -28,6 +28,7 @@ from .errors import IolabError
 from .target import parse_size
 
 MAX_CATEGORIES = 30      # an unregistered column with more distinct values is not a setting
+NONE = "(none)"          # the hue / facet choice that means no split
 FEW_VALUES = 6           # a numeric setting with this many values or fewer is drawn as categories
 
 
@@ -104,7 +105,7 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     hue_order = _order(df[hue]) if hue else None
     for ax, value in zip(axes[0], panels):
         part = df if facet is None else df[df[facet] == value]
-        _draw(part, x, y, hue, hue_order, ax, full=df)
+        _draw(part, x, y, hue, hue_order, ax, full=df, facet=facet)
         ax.set_title(f"{label(facet)} = {value}" if facet else "", fontsize=9)
         if log_y:
             ax.set_yscale("log")
@@ -112,7 +113,9 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
             ax.get_legend().remove()
     axes[0][0].set_ylabel(label(y))
     fig.suptitle(title or f"{label(y)} by {label(x)}" + (f" and {label(hue)}" if hue else ""), fontsize=11)
-    n = df.groupby([c for c in (x, hue, facet) if c])[y].count()
+    c = choices(df)
+    xs = [s for s in c.settings if s not in (hue, facet)] if x in c.metrics else [x]
+    n = df.groupby(xs + [k for k in (hue, facet) if k])[y].count() if xs else df[y].agg(["count"])
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
     interval = "95 % Student-t interval" if n.max() > 1 else "no interval: one run per point"
     source = COLUMNS[y].source if y in COLUMNS else "this table"
@@ -122,9 +125,13 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     return fig
 
 
-def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataFrame) -> None:
+def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataFrame,
+          facet: str | None = None) -> None:
     kw = dict(data=part, x=x, y=y, hue=hue, hue_order=hue_order, errorbar=_interval, ax=ax)
-    if _line(full, x):
+    if x in choices(full).metrics:
+        by = [s for s in choices(full).settings if s not in (hue, facet)]
+        _metric_vs_metric(part, x, y, by, hue, hue_order, ax)
+    elif _line(full, x):
         sns.lineplot(marker="o", **kw)
         if _log2_axis(full, x):
             ticks = sorted(full[x].dropna().unique())
@@ -135,6 +142,34 @@ def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataF
     ax.set_xlabel(label(x))
     if hue and ax.get_legend():
         ax.get_legend().set_title(label(hue))
+
+
+def _metric_vs_metric(part: pd.DataFrame, x: str, y: str, by: list[str], hue, hue_order, ax) -> None:
+    """Two measured columns against each other (latency vs IOPS): one point per setting
+    (mean over repeats, 95 % t interval both ways), joined in the setting's order and
+    labelled with its value."""
+    groups = [(None, part)] if not hue else [(h, part[part[hue] == h]) for h in hue_order]
+    for h, g in groups:
+        if g.empty:
+            continue
+        keys = by or [x]
+        rank = lambda k: [_order(part[c]).index(v) for c, v in zip(keys, k)]
+        stats = sorted(g.groupby(keys), key=lambda kp: rank(kp[0]))
+        mx = [p[x].mean() for _, p in stats]
+        my = [p[y].mean() for _, p in stats]
+        err = lambda col, m: np.array([[m_ - _interval(p[col])[0], _interval(p[col])[1] - m_]
+                                       for (_, p), m_ in zip(stats, m)]).T
+        ax.errorbar(mx, my, xerr=err(x, mx), yerr=err(y, my), marker="o", capsize=2,
+                    label=None if h is None else f"{h}")
+        if by:
+            for (k, _), px, py in zip(stats, mx, my):
+                ax.annotate(", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in k), (px, py),
+                            textcoords="offset points", xytext=(4, 4), fontsize=7, color="0.3")
+    if hue:
+        ax.legend(title=label(hue), fontsize=8)
+    if by:
+        ax.text(0.99, 0.01, "points labelled with " + ", ".join(label(b) for b in by),
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.3")
 
 
 def code(x: str, y: str, hue: str | None = None, facet: str | None = None, log_y: bool = False,
@@ -209,9 +244,10 @@ class _Widget:
         x, y = default_axes(df)
         self._busy = True
         settings = [(f"{label(s)} [{s}]", s) for s in c.settings]
-        self.x.options, self.y.options = settings, [(f"{label(m)} [{m}]", m) for m in c.metrics]
-        self.hue.options = self.facet.options = [("(none)", None)] + settings
-        self.x.value, self.y.value, self.hue.value, self.facet.value = x, y, None, None
+        self.y.options = [(f"{label(m)} [{m}]", m) for m in c.metrics]
+        self.hue.options = self.facet.options = [(NONE, NONE)] + settings
+        self.x.options = settings + [(f"{label(m)} [{m}] (measured)", m) for m in c.metrics]
+        self.x.value, self.y.value, self.hue.value, self.facet.value = x, y, NONE, NONE
         self._busy = False
 
     def _table_changed(self, _change) -> None:
@@ -222,8 +258,9 @@ class _Widget:
         if self._busy:
             return
         df = self.tables[self.table.value]
-        args = dict(x=self.x.value, y=self.y.value, hue=self.hue.value, facet=self.facet.value,
-                    log_y=self.log_y.value)
+        args = dict(x=self.x.value, y=self.y.value, log_y=self.log_y.value,
+                    hue=None if self.hue.value == NONE else self.hue.value,
+                    facet=None if self.facet.value == NONE else self.facet.value)
         name = self.table.value
         self.code.value = code(**args, table=name)
         with self.out:

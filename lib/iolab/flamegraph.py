@@ -1,21 +1,17 @@
-"""Folded stacks -> flame graph pictures, and the reading of a profile in numbers.
+"""Folded stacks -> flame graph pictures.
 
-Input is the folded-stack Counter of ``iolab.fold`` (``{"fio;td_io_queue;io_submit_sqes_[k]": 812}``).
+Input is the folded-stack Counter of ``iolab.fold`` (``{"fio;td_io_queue;io_submit_sqes_[k]": 812}``),
+or a Diff's stacks (``iolab.profile.diff``: stack -> (a, b)) for a differential graph.
 
 Pictures (no network needed anywhere):
 * ``draw(stacks, ax)`` — static matplotlib flame graph (PNG in notebooks and HTML reports);
-  ``icicle=True`` hangs it from the top; ``diff=`` colours it red (grew) / blue (shrank);
+  ``icicle=True`` hangs it from the top; a Diff's stacks colour it red (grew) / blue (shrank);
 * ``svg(stacks)`` — a self-contained interactive SVG for JupyterLab and browsers that fits the
   output's width: click a frame to zoom into it, click the background or "Reset zoom" to zoom
   out, type a regex in the search box to highlight matching frames and see their share.
 
-Reading (what the picture shows, in numbers):
-* ``frames(stacks)`` — self and inclusive share of every function;
-* ``share_under(stacks, "td_io_commit")`` — the share of samples under a named function;
-* ``categories(stacks, rules)`` — samples by kind (idle, interrupt/softirq, io_uring, block
-  layer, driver, other kernel, user) with editable, ordered regex rules;
-* ``diff(a, b)`` — two profiles normalised to equal totals, the biggest movers both ways;
-* ``describe(stacks)`` / ``describe_diff(...)`` — the main facts as a short paragraph.
+The reading of the same stacks in numbers (shares, kinds, diffs, a paragraph) is
+``iolab.profile``; frames are coloured by its kinds (``frame_category``).
 
 Layout follows FlameGraph's flamegraph.pl: the x axis is the share of samples, frames merged
 by name and sorted alphabetically — it is not time.
@@ -23,193 +19,17 @@ by name and sorted alphabetically — it is not time.
 from __future__ import annotations
 
 import html
-import re
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
-import pandas as pd
 from matplotlib.patches import Rectangle
 
-DEFAULT_RULES: list[tuple[str, str]] = [
-    ("idle", r"^(swapper|cpu_idle|do_idle|default_idle|.*safe_halt|cpuidle_|intel_idle|acpi_idle)"),
-    ("interrupt/softirq", r"(softirq|^irq_|^__irq_|^handle_irq|^handle_\w+_irq$|_irq_handler|^common_interrupt|"
-                          r"^asm_(common_interrupt|sysvec_)|^sysvec_|^__sysvec|^net_rx_action)"),
-    ("io_uring", r"(io_uring|^io_submit_sqes|^io_issue_sqe|^io_read|^io_write|^io_cq|^__io_|^io_do_iopoll)"),
-    ("block layer", r"^(blk_|__blk_|bio_|submit_bio|__submit_bio|bdev_|blkdev_|iomap_dio|__iomap_dio|mpage_)"),
-    ("driver", r"^(nvme_|loop_|lo_|virtblk_|virtio_|scsi_|ata_|ahci_|null_)"),
-    ("page cache", r"^(filemap_|page_cache_|folio_|__filemap_|readahead|page_cache_ra|ondemand_readahead)"),
-]
+from .profile import bare, frame_category, is_diff, merge_unknown_runs
+
 CATEGORY_COLORS = {
     "idle": "#c7c7c7", "interrupt/softirq": "#d62728", "io_uring": "#ff7f0e", "block layer": "#2ca02c",
     "driver": "#8c564b", "page cache": "#bcbd22", "kernel": "#e9967a", "user": "#6baed6",
 }
-
-
-def _bare(frame: str) -> str:
-    return re.sub(r"_\[[kij]\]$", "", frame)
-
-
-def frame_category(frame: str, rules=DEFAULT_RULES) -> str:
-    name = _bare(frame)
-    for category, pattern in rules:
-        if re.search(pattern, name):
-            return category
-    return "kernel" if frame.endswith("_[k]") else "user"
-
-
-def stack_category(stack: str, rules=DEFAULT_RULES) -> str:
-    """A sample's kind: idle if the process is swapper or any frame is idle; otherwise
-    the kind of its deepest (leaf-most) frame that a rule names; else kernel/user by leaf."""
-    frames = stack.split(";")
-    if frames[0].startswith("swapper") or any(frame_category(f, rules[:1]) == "idle" for f in frames[1:]):
-        return "idle"
-    for frame in reversed(frames[1:]):
-        cat = frame_category(frame, rules)
-        if cat not in ("kernel", "user"):
-            return cat
-    return frame_category(frames[-1], rules) if len(frames) > 1 else "user"
-
-
-# ---------------------------------------------------------------- reading
-def frames(stacks: Counter, top: int | None = None) -> pd.DataFrame:
-    """function, self and inclusive sample shares (%), kind. A function recursing on one
-    stack counts once for inclusive."""
-    total = sum(stacks.values()) or 1
-    self_c: Counter = Counter()
-    incl: Counter = Counter()
-    for stack, n in stacks.items():
-        parts = stack.split(";")[1:] or stack.split(";")
-        self_c[parts[-1]] += n
-        for f in set(parts):
-            incl[f] += n
-    out = pd.DataFrame({"function": list(incl)})
-    out["self_pct"] = out.function.map(lambda f: 100 * self_c[f] / total)
-    out["inclusive_pct"] = out.function.map(lambda f: 100 * incl[f] / total)
-    out["kind"] = out.function.map(frame_category)
-    out = out.sort_values(["self_pct", "inclusive_pct"], ascending=False, ignore_index=True)
-    return out.head(top) if top else out
-
-
-def _names(function: str, frame: str) -> bool:
-    """``function`` names ``frame``: the same name, or its syscall wrappers
-    (``io_uring_enter`` names ``__do_sys_io_uring_enter`` and ``__x64_sys_io_uring_enter``)."""
-    bare = _bare(frame)
-    return bare == function or bare.endswith("_sys_" + function)
-
-
-def share_under(stacks: Counter, function: str) -> float:
-    """% of samples whose stack contains ``function`` (see ``_names``), with or without _[k]."""
-    total = sum(stacks.values()) or 1
-    hit = sum(n for s, n in stacks.items() if any(_names(function, f) for f in s.split(";")))
-    return 100 * hit / total
-
-
-def categories(stacks: Counter, rules=DEFAULT_RULES) -> pd.DataFrame:
-    """Samples by kind (% of all samples), largest first."""
-    total = sum(stacks.values()) or 1
-    by: Counter = Counter()
-    for stack, n in stacks.items():
-        by[stack_category(stack, rules)] += n
-    return pd.DataFrame([{"kind": k, "pct": 100 * v / total} for k, v in by.most_common()])
-
-
-def kernel_user_split(stacks: Counter, include_idle: bool = False) -> dict[str, float]:
-    """% of (non-idle) samples whose leaf frame is in the kernel vs in user space."""
-    k = u = 0
-    for stack, n in stacks.items():
-        if not include_idle and stack_category(stack) == "idle":
-            continue
-        if stack.split(";")[-1].endswith("_[k]"):
-            k += n
-        else:
-            u += n
-    total = (k + u) or 1
-    return {"kernel_pct": 100 * k / total, "user_pct": 100 * u / total}
-
-
-def without_idle(stacks: Counter) -> Counter:
-    return Counter({s: n for s, n in stacks.items() if stack_category(s) != "idle"})
-
-
-# a run of junk frames: ``[unknown]``; ``[unknown] `` (perf printed a module path with a blank,
-# ``(/memfd:x (deleted))``, and folding cut the name there, as stackcollapse-perf.pl does);
-# ``[unknown]_[k]``
-_UNKNOWN_RUN = re.compile(r"(?:;\[unknown\] *(?:_\[[kij]\])?(?=;|$))+")
-
-
-def _is_diff(stacks) -> bool:
-    return bool(stacks) and isinstance(next(iter(stacks.values())), tuple)
-
-
-def merge_unknown_runs(stacks):
-    """Each run of junk ``[unknown]`` frames (see ``_UNKNOWN_RUN``) made one ``[unknown]``;
-    samples and known frames unchanged. Frame-pointer unwinding through code built without
-    frame pointers (a stripped fio) yields long chains of them.
-    ``stacks``: Counter, or a Diff's stacks (stack -> (a, b); merged stacks add both)."""
-    pairs = _is_diff(stacks)
-    out = defaultdict(lambda: (0.0, 0.0)) if pairs else Counter()
-    for stack, value in stacks.items():
-        key = _UNKNOWN_RUN.sub(";[unknown]", stack)
-        out[key] = (out[key][0] + value[0], out[key][1] + value[1]) if pairs else out[key] + value
-    return dict(out) if pairs else out
-
-
-@dataclass
-class Diff:
-    """Two profiles normalised to equal totals. ``stacks``: stack -> (a, b_scaled)."""
-    stacks: dict[str, tuple[float, float]]
-    movers: pd.DataFrame          # function, a_pct, b_pct, delta_pct (inclusive share)
-    scale: float                  # b counts were multiplied by this
-
-
-def diff(a: Counter, b: Counter, labels: tuple[str, str] = ("A", "B"), merge_unknowns: bool = True) -> Diff:
-    """Compare profile ``b`` against ``a`` (as difffolded.pl -n: b normalised to a's total).
-    Movers are by inclusive share, sorted by absolute change; positive = grew in b."""
-    if merge_unknowns:
-        a, b = merge_unknown_runs(a), merge_unknown_runs(b)
-    ta, tb = sum(a.values()) or 1, sum(b.values()) or 1
-    scale = ta / tb
-    stacks = {s: (float(a.get(s, 0)), b.get(s, 0) * scale) for s in set(a) | set(b)}
-    fa, fb = frames(a).set_index("function"), frames(b).set_index("function")
-    movers = pd.DataFrame({f"{labels[0]}_pct": fa.inclusive_pct, f"{labels[1]}_pct": fb.inclusive_pct}).fillna(0.0)
-    movers["delta_pct"] = movers.iloc[:, 1] - movers.iloc[:, 0]
-    movers = movers.reindex(movers.delta_pct.abs().sort_values(ascending=False).index)
-    return Diff(stacks, movers.rename_axis("function").reset_index(), scale)
-
-
-def describe(stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_uring_enter",
-                                                          "_raw_spin_lock_irq", "filemap_read")) -> str:
-    """The main facts of a profile in words, with numbers."""
-    total = sum(stacks.values())
-    busy = without_idle(stacks)
-    if not total:
-        return "The profile holds no samples: did perf record run on the CPUs fio used?"
-    cats = categories(busy) if busy else pd.DataFrame(columns=["kind", "pct"])
-    idle_pct = 100 * (1 - sum(busy.values()) / total)
-    top = frames(busy, 3) if busy else frames(stacks, 3)
-    ku = kernel_user_split(stacks)
-    parts = [f"{idle_pct:.0f} % of the samples are idle."]
-    if len(cats):
-        parts.append("Of the busy time: " + ", ".join(f"{r.kind} {r.pct:.0f} %" for r in cats.head(4).itertuples()) + ".")
-    parts.append(f"{ku['kernel_pct']:.0f} % of busy samples end in the kernel, {ku['user_pct']:.0f} % in user space.")
-    parts.append("Hottest functions (self): " + ", ".join(f"{_bare(r.function)} {r.self_pct:.1f} %"
-                                                        for r in top.itertuples()) + ".")
-    watched = [(w, share_under(busy or stacks, w)) for w in watch]
-    watched = [(w, p) for w, p in watched if p > 0]
-    if watched:
-        parts.append("Under named functions (of busy): " + ", ".join(f"{w} {p:.1f} %" for w, p in watched) + ".")
-    if total < 200:
-        parts.append(f"Only {total} samples: raise the sampling frequency or run longer before trusting small shares.")
-    return " ".join(parts)
-
-
-def describe_diff(d: Diff, labels: tuple[str, str] = ("A", "B"), n: int = 3) -> str:
-    grew = d.movers[d.movers.delta_pct > 0].head(n)
-    shrank = d.movers[d.movers.delta_pct < 0].head(n)
-    fmt = lambda rows: ", ".join(f"{_bare(r.function)} {r.delta_pct:+.1f} pts" for r in rows.itertuples())
-    return (f"Normalised to equal totals, {labels[1]} vs {labels[0]}: grew — {fmt(grew) or 'nothing'}; "
-            f"shrank — {fmt(shrank) or 'nothing'} (inclusive share of samples).")
 
 
 # ---------------------------------------------------------------- layout
@@ -274,7 +94,7 @@ def _cut(label: str, chars: int) -> str:
 def _prepare(stacks, merge_unknowns: bool):
     """(diff mode, the stacks to draw, their boxes' total in samples): the one start of
     ``draw`` and ``svg`` so the two show the same frames."""
-    diff_mode = _is_diff(stacks)
+    diff_mode = is_diff(stacks)
     stacks = merge_unknown_runs(stacks) if merge_unknowns else stacks
     return diff_mode, stacks, total_width(stacks)
 
@@ -295,7 +115,7 @@ def draw(stacks, ax=None, title: str = "Flame graph", icicle: bool = False,
         ax.add_patch(Rectangle((b.x / total, y), b.width / total, 0.95,
                                facecolor=_color(b, diff_mode, max_delta), edgecolor="white", linewidth=0.3))
         if b.width / total > 0.04:
-            ax.text(b.x / total + 0.002, y + 0.45, _cut(_bare(b.name), int(b.width / total * 160)),
+            ax.text(b.x / total + 0.002, y + 0.45, _cut(bare(b.name), int(b.width / total * 160)),
                     fontsize=6.5, va="center", clip_on=True)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, depth)
@@ -339,7 +159,7 @@ def svg(stacks, title: str = "Flame graph", width: int = 1200, row: int = 16,
     max_delta = max((abs(b.delta) for b in boxes), default=0.0)
     out = [_svg_header(title, width, height, diff_mode)]
     for b in boxes:
-        tip = f"{_bare(b.name)} ({100 * b.width / total:.2f} %" + (
+        tip = f"{bare(b.name)} ({100 * b.width / total:.2f} %" + (
             f", {100 * b.delta / total:+.2f} pts" if diff_mode else "") + ")"
         out.append(_svg_frame(b, b.x / total, b.width / total, tip, _color(b, diff_mode, max_delta),
                               width, height - 4 - (b.depth + 1) * row, row))
@@ -367,7 +187,7 @@ def _svg_header(title: str, width: int, height: int, diff_mode: bool) -> str:
 
 def _svg_frame(b: Box, x: float, w: float, tip: str, fill: str, width: int, y: float, row: int) -> str:
     """One frame as ``g[data-x]``, placed for the unzoomed graph ``width`` px wide."""
-    name = _bare(b.name)
+    name = bare(b.name)
     return (f'<g data-x="{x:.9f}" data-w="{w:.9f}" data-d="{b.depth}" data-n="{html.escape(name)}">'
             f'<title>{html.escape(tip)}</title>'
             f'<rect x="{x * width:.1f}" y="{y}" width="{max(w * width - 0.5, 0.5):.1f}" height="{row - 1}" '

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import FioError, TargetError, UnsafeTargetError
+from .fio import _fmt, fio_binary, to_jobfile
 from .target import Target, holds_data, loop_backing
 
 READ_MODES = {"read", "randread"}
@@ -112,7 +113,6 @@ def parse_jobfile(jobfile: str | os.PathLike, fio: str | None = None,
     """(jobs, "fio --debug=parse" or "python fallback", fio's other stderr lines) for a job
     file (``shown``: how messages name it). Raises FioError with fio's words when fio
     rejects or drops a job."""
-    from .fio import fio_binary
     fio = fio or fio_binary()
     done = subprocess.run([fio, "--parse-only", "--debug=parse", str(jobfile)],
                           capture_output=True, text=True, check=False)
@@ -191,7 +191,6 @@ def normalise(options: Mapping[str, Any], fio: str | None = None) -> dict[str, s
     """An option dict as fio would read it (the fallback): alias names -> canonical
     (``readwrite`` -> ``rw``, from the "alias:" lines of ``fio --cmdhelp``), values as
     job-file text with surrounding blanks stripped. Names stay case-sensitive, as in fio."""
-    from .fio import _fmt, fio_binary
     fio = fio or fio_binary()
     names, aliases = _cmdhelp(fio, "all")
     out: dict[str, str | None] = {}
@@ -382,3 +381,12 @@ def guard_job_text(text: str, allow_destructive: bool = False, *, fio: str | Non
         f.write(text)
         f.flush()
         return guard_job(f.name, allow_destructive, fio=fio, cwd=cwd, shown="the job iolab built")
+
+
+def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:
+    """:func:`guard_job` on the one-job file of ``target`` + ``options``: refuses
+    (UnsafeTargetError) a job that is not provably read-only and opens a device holding
+    data, unless ``allow_destructive``; ``allow_mounted_write`` always. FioError when fio
+    rejects an option."""
+    opts = {**target.fio_options, **dict(options)}
+    guard_job_text(to_jobfile({str(opts.pop("name", "iolab")): opts}), allow_destructive)

@@ -5,34 +5,45 @@ first what this machine allows, and perf.data -> folded stacks without a text fi
     with Profiler(run_dir, cpus=[0], spec=ProfileSpec(call_graph="dwarf")) as prof:
         ...fio runs...
     prof.folded                    # iolab.fold.Folded of the samples on those CPUs
-    prof.stat                      # DataFrame: event, value, unit, supported
+    prof.stat                      # DataFrame: event, value, unit, supported, running_pct
+    prof.window_s                  # how long perf stat counted, s
 
 ``ProfileSpec.mode``: ``"cpus"`` (default) records everything on the pinned CPUs with
 ``-C`` — so softirq and interrupt work done there for fio counts; ``"process"`` runs fio
 under ``perf record --`` so that fio and the job processes it forks are followed from
 their first instruction. fio's own frames are ``[unknown]`` with frame pointers on a stripped
 fio: use ``call_graph="dwarf"`` for them (larger perf.data, slower ``perf script``).
+
+In a run folder (``iolab.producers``): ``perf.data`` and ``perf.folded`` (perf record; read by
+``read_stacks``), ``perf_stat.csv`` (perf stat's own ``-x,`` output) and
+``perf_stat_window.json`` (how long it counted; read with it by ``stat_columns``). Folders of
+schema 1 kept the window as a fake ``window_s`` event in ``perf_stat_tidy.csv``; it is read too.
 """
 from __future__ import annotations
 
-import io
+import json
+import math
 import os
 import shutil
 import signal
 import subprocess
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from .errors import PerfError
-from .fold import FoldOptions, Folded, fold_lines
+from .fold import FoldOptions, Folded, fold_lines, read_folded
 from .process import spawn
 from .system import read_text
 
 STAT_EVENTS_HW = ("cycles", "instructions", "task-clock", "context-switches", "cpu-clock")
 SCRIPT_FIELDS = "comm,pid,tid,time,period,event,ip,sym,dso"  # time: the folder reads the period after it
+RECORD_FILES = ("perf.data", "perf.folded")               # in a run folder: perf record
+STAT_FILES = ("perf_stat.csv", "perf_stat_window.json")   # in a run folder: perf stat
+STAT_TIDY_V1 = "perf_stat_tidy.csv"  # schema 1: parse_stat of perf_stat.csv plus a 'window_s' event row
 
 
 @dataclass
@@ -176,12 +187,13 @@ class Profiler:
     In ``cpus`` mode start it before fio, so the fio job processes forked at start are
     seen with their names (a process perf did not see start shows as ``:PID``).
 
-    Writes ``perf.data``, ``perf.folded`` and ``perf_stat.csv`` into ``run_dir``. The perf
-    processes are stopped by their own pids, on success, error and Ctrl-C."""
+    Writes ``RECORD_FILES`` and ``STAT_FILES`` into ``run_dir``. The perf processes are
+    stopped by their own pids, on success, error and Ctrl-C."""
 
     def __init__(self, run_dir: Path, cpus: list[int] | None, spec: ProfileSpec | None = None,
                  caps: PerfCapabilities | None = None):
         self.dir, self.cpus = Path(run_dir), cpus
+        self.data = self.dir / RECORD_FILES[0]
         self.spec = spec or ProfileSpec()
         self.caps = caps or probe()
         if not self.caps.perf or not self.caps.can_record:
@@ -196,25 +208,25 @@ class Profiler:
         """In ``process`` mode: the argv prefix fio runs under (``perf record ... --``)."""
         if self.spec.mode != "process":
             return []
-        return record_argv(self.dir / "perf.data", self.spec, self.cpus, self.caps.hardware_counters)
+        return record_argv(self.data, self.spec, self.cpus, self.caps.hardware_counters)
 
     def start(self) -> None:
         """Start perf stat, and perf record in ``cpus`` mode (in ``process`` mode perf
         record is already running as fio's parent: see ``wrap``)."""
         hw = self.caps.hardware_counters
         if self.spec.mode != "process":
-            argv = record_argv(self.dir / "perf.data", self.spec, self.cpus, hw)
+            argv = record_argv(self.data, self.spec, self.cpus, hw)
             self._record, self._entries["record"] = spawn(argv, name="perf record", stdout=subprocess.DEVNULL,
                                                           stderr=subprocess.PIPE, text=True)
         if self.spec.stat:
-            self._stat, self._entries["stat"] = spawn(stat_argv(self.dir / "perf_stat.csv", self.cpus, hw),
+            self._stat, self._entries["stat"] = spawn(stat_argv(self.dir / STAT_FILES[0], self.cpus, hw),
                                                       name="perf stat", stdout=subprocess.DEVNULL,
                                                       stderr=subprocess.PIPE, text=True)
         self._t0 = time.monotonic()
         if self._record is None:
             return
         deadline = self._t0 + 5  # perf creates perf.data once its counters are set up
-        while not (self.dir / "perf.data").exists() and time.monotonic() < deadline \
+        while not self.data.exists() and time.monotonic() < deadline \
                 and self._record.poll() is None:
             time.sleep(0.02)
         if self._record.poll() is not None:
@@ -222,25 +234,55 @@ class Profiler:
                             "profile as root, or as perf says (kernel.perf_event_paranoid)")
 
     def stop(self) -> None:
+        """Stop perf (stat first), and record how long perf stat counted."""
         self.window_s = time.monotonic() - getattr(self, "_t0", time.monotonic())
         _stop(self._stat)
+        if self._stat is not None:
+            (self.dir / STAT_FILES[1]).write_text(json.dumps(
+                {"window_s": self.window_s, "unit": "s",
+                 "source": "time.monotonic() from starting perf stat to stopping it"}) + "\n")
         _stop(self._record)
         for entry in self._entries.values():
             entry.release()
-        if not (self.dir / "perf.data").exists():
+        if not self.data.exists():
             why = _whole(self._record.stderr.read()) if self._record is not None else "perf record -- fio failed"
             raise PerfError(f"perf record wrote no perf.data: {why}")
 
     def collect(self) -> None:
         """Fold perf.data and read the counters (after ``stop``)."""
-        if (self.dir / "perf.data").exists():
-            self.folded = fold_perf_data(self.dir / "perf.data", FoldOptions(kernel=self.spec.kernel_annotate))
-            (self.dir / "perf.folded").write_text(self.folded.text())
-        if self.spec.stat and (self.dir / "perf_stat.csv").exists():
-            self.stat = parse_stat(self.dir / "perf_stat.csv")
-            window = pd.DataFrame([{"event": "window_s", "value": self.window_s, "unit": "s",
-                                    "supported": True, "running_pct": 100.0}])
-            self.stat = pd.concat([self.stat, window], ignore_index=True)
-            buf = io.StringIO()
-            self.stat.to_csv(buf, index=False)
-            (self.dir / "perf_stat_tidy.csv").write_text(buf.getvalue())
+        if self.data.exists():
+            self.folded = fold_perf_data(self.data, FoldOptions(kernel=self.spec.kernel_annotate))
+            (self.dir / RECORD_FILES[1]).write_text(self.folded.text())
+        if self.spec.stat and (self.dir / STAT_FILES[0]).exists():
+            self.stat = parse_stat(self.dir / STAT_FILES[0])
+
+
+# ---------------------------------------------------------------- a run folder's perf files
+def stat_columns(run_dir: str | Path) -> dict:
+    """perf stat figures of a profiled run folder: ``perf_cycles`` (NaN when the machine has
+    no hardware counters), ``perf_task_clock_ms``, ``perf_window_s`` and where cycles came from."""
+    value = parse_stat(Path(run_dir) / STAT_FILES[0]).set_index("event")["value"]
+    cycles = value.get("cycles", math.nan)
+    return {"perf_cycles": cycles, "perf_window_s": stat_window_s(run_dir),
+            "perf_task_clock_ms": value.get("task-clock", math.nan),
+            "perf_cycles_source": "perf stat cycles" if pd.notna(cycles) else
+            "none: no hardware counters (cycles not supported)"}
+
+
+def stat_window_s(run_dir: str | Path) -> float:
+    """How long perf stat counted, s: ``perf_stat_window.json``, or in a schema-1 folder the
+    ``window_s`` row of ``perf_stat_tidy.csv``; NaN when neither is there."""
+    window, old = Path(run_dir) / STAT_FILES[1], Path(run_dir) / STAT_TIDY_V1
+    if window.exists():
+        return float(json.loads(window.read_text())["window_s"])
+    if old.exists():
+        return float(pd.read_csv(old).set_index("event")["value"].get("window_s", math.nan))
+    return math.nan
+
+
+def read_stacks(run_dir: str | Path) -> Counter:
+    """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
+    folded = Path(run_dir) / RECORD_FILES[1]
+    if not folded.exists():
+        raise FileNotFoundError(f"{run_dir} has no perf.folded: run it with profile=ProfileSpec()")
+    return read_folded(folded)

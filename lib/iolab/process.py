@@ -11,7 +11,7 @@ How a child cannot outlive iolab:
 * SIGTERM and SIGHUP unwind iolab the same way (``iolab.signals``);
 * if iolab dies without unwinding (SIGKILL), the kernel sends the child SIGTERM
   (``PR_SET_PDEATHSIG``), and the ledger entry lets the next iolab command stop the rest of
-  its process group (``iolab.ledger``);
+  its process group (``iolab.ledger``, ``iolab.repair``);
 * signals are held back between starting the child and recording it, so no Ctrl-C can
   land in between and leave an unrecorded child running.
 """
@@ -67,8 +67,12 @@ def spawn(argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_
     with signals.deferred():
         proc = subprocess.Popen(argv, start_new_session=True,
                                 preexec_fn=_child_setup(cpus, os.getpid()), **popen_kw)
-        entry = ledger.record("process", pid=proc.pid, start=ledger.start_time(proc.pid), name=name,
-                              argv=argv)
+        try:
+            entry = ledger.record("process", pid=proc.pid, start=ledger.start_time(proc.pid), name=name,
+                                  argv=argv, undo=lambda: stop_group(proc))
+        except BaseException:  # unrecorded, it would outlive us: the caller never gets it to stop
+            stop_group(proc)
+            raise
     return proc, entry
 
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from .atomic import write_atomic
 from .errors import IolabError
 
 
@@ -21,7 +22,7 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
             parameters: Mapping[str, Any] | None = None, timeout_s: int = 1800) -> Path:
     """Run a notebook with papermill. Raises IolabError naming the failing cell; the
     executed notebook (with papermill's error banner) is written first."""
-    import papermill as pm
+    import papermill as pm  # papermill and nbclient take a second to import: only when running one
 
     notebook, output = Path(notebook).resolve(), Path(output).resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -34,7 +35,7 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
     os.environ.setdefault("TQDM_DISABLE", "1")
     running = output.with_name(f".{output.stem}.{os.getpid()}.running{output.suffix}")
     log = output.with_name(f".{output.stem}.kernel.log")
-    from nbclient.exceptions import DeadKernelError
+    from nbclient.exceptions import DeadKernelError  # as papermill: slow, only when running one
 
     # papermill/nbclient log through logging's last-resort handler ("Kernel died while
     # waiting…"): what matters reaches the user as the one IolabError line below
@@ -69,7 +70,7 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
 def _kernel_logging_to(log: Path):
     """A kernel manager whose kernel writes its own log (ZMQ warnings, its tracebacks when
     interrupted) to ``log`` instead of the terminal; what cells print stays in the notebook."""
-    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.manager import AsyncKernelManager  # as papermill: slow, only when running one
 
     class KernelWithLog(AsyncKernelManager):
         async def _async_launch_kernel(self, kernel_cmd, **kw):
@@ -93,10 +94,8 @@ def to_html(executed: str | os.PathLike, html: str | os.PathLike | None = None,
             no_input: bool = True) -> Path:
     """Export an executed notebook to a self-contained HTML report (figures inline as
     PNG; code cells left out unless ``no_input=False``), written atomically."""
-    import nbformat
+    import nbformat  # nbformat and nbconvert take a second to import: only when exporting
     from nbconvert import HTMLExporter
-
-    from .store import write_atomic
 
     executed = Path(executed)
     html = Path(html) if html else executed.with_suffix(".html")

@@ -13,23 +13,25 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 
-from . import ledger, signals
-from .fio import (fio_argv, fio_binary, raise_for_failure, read_output, run_fio, run_warnings,
-                  to_jobfile)
+from . import repair, signals
+from .errors import TargetError, TioError
+from .fio import fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
+from .fiojson import run_warnings
 from .jobcheck import guard_job_text
 from .locks import cpus_locked
+from .perf import Profiler, ProfileSpec
+from .process import run_pinned
+from .progress import Stages
 from .sampling import Sampler
 from .store import RunFolder, job_key, run_folder, run_table
 from .system import block_stat, snapshot
 from .target import Target
+from .tio import failure, tio_argv
 from .validate import check_cpus, check_measure
-
-if TYPE_CHECKING:
-    from .perf import ProfileSpec
 
 DEFAULTS = {"ioengine": "io_uring", "direct": 1, "rw": "randread", "bs": "4k", "iodepth": 1,
             "time_based": 1, "runtime": "2s", "group_reporting": 1}
@@ -66,8 +68,11 @@ def exclusive(run):
     on SIGTERM/SIGHUP as on Ctrl-C (``iolab.signals``)."""
     @functools.wraps(run)
     def wrapper(options, target, *, cpus=None, **kw):
+        if target.released:
+            raise TargetError(f"{target.describe()} was released (a cell failed, or release() ran): "
+                              "re-run the cell that opens the target")
         check_cpus(cpus)  # before its lock is taken
-        ledger.recover_and_report()
+        repair.recover_and_report()
         with signals.held(), cpus_locked(cpus):
             return run(options, target, cpus=cpus, **kw)
     return wrapper
@@ -77,7 +82,7 @@ def exclusive(run):
 def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
             runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
             label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
-            timeout_s: float | None = None, profile: "ProfileSpec | None" = None) -> RunResult:
+            timeout_s: float | None = None, profile: ProfileSpec | None = None) -> RunResult:
     """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
     folder exists; once fio has started, FioError (fio's message and exit code),
@@ -98,8 +103,6 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         sampler.interval_s = sample_interval_s
         profiler = stages = None
         if profile is not None:
-            from .perf import Profiler
-            from .progress import Stages
             profiler = Profiler(folder.path, cpus, profile)
             stages = Stages(f"profiled run {label}".strip(), [f"fio {opts.get('runtime', '')} under perf record",
                                                               "perf script, folding stacks"])
@@ -142,10 +145,6 @@ def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | N
     """Run fio's t/io_uring pinned to ``cpus`` with samplers, stored like a fio run
     (``tio.txt`` instead of ``fio.json``). Raises TioError when its output says it failed
     (it exits 0 when polled IO is unsupported)."""
-    from .errors import TioError
-    from .process import run_pinned
-    from .tio import failure, tio_argv
-
     flags = {"r": 3, **dict(flags)}
     argv = tio_argv(target.path, flags, tio)
     with run_folder(runs_dir, label) as folder:

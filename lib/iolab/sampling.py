@@ -12,6 +12,9 @@ reads, for the CPUs in use:
 The raw series are kept as tidy frames (``freq``: t_s, cpu, freq_mhz, freq_source;
 ``stat``: t_s, cpu, and one column per counter). ``summarise`` trims the first and last
 10 % of the window (the AiSIO method) before averaging.
+
+In a run folder (``iolab.producers``) they are ``samples_freq.csv`` and ``samples_stat.csv``;
+``run_columns(run_dir)`` reads them back as the run's sampler columns (``summarise``).
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ from .system import SYS_CPU, cpuinfo_mhz
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 USER_HZ = os.sysconf("SC_CLK_TCK")
+FREQ_FILE, STAT_FILE = "samples_freq.csv", "samples_stat.csv"
+FILES = (STAT_FILE, FREQ_FILE)  # in a run folder; the first one there means the samplers ran
 
 
 def read_proc_stat(cpus: list[int] | None = None) -> dict[int, dict[str, int]]:
@@ -121,8 +126,24 @@ class Sampler:
 
 @dataclass
 class Samples:
+    """The raw series: ``freq`` (t_s, cpu, freq_mhz, freq_source) and ``stat`` (t_s, cpu,
+    /proc/stat counters in USER_HZ ticks); t_s in seconds since the sampler started."""
     freq: pd.DataFrame
     stat: pd.DataFrame
+
+    def files(self) -> dict[str, str]:
+        """The run-folder files of these series: file name -> CSV text."""
+        return {FREQ_FILE: self.freq.to_csv(index=False), STAT_FILE: self.stat.to_csv(index=False)}
+
+    @classmethod
+    def read(cls, run_dir: str | os.PathLike) -> "Samples":
+        """The series a run folder keeps (``files``)."""
+        return cls(pd.read_csv(Path(run_dir) / FREQ_FILE), pd.read_csv(Path(run_dir) / STAT_FILE))
+
+
+def run_columns(run_dir: str | os.PathLike) -> dict:
+    """The sampler columns of a run folder: ``summarise`` of its stored series."""
+    return summarise(Samples.read(run_dir))
 
 
 def trim(frame: pd.DataFrame, fraction: float = 0.10, col: str = "t_s") -> pd.DataFrame:

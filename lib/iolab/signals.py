@@ -11,7 +11,7 @@ or a papermill run still ends as its owner asked. Outside ``held()`` blocks noth
 A program that handles ``Terminated`` itself (the ``iolab`` command) calls
 ``raise_always()`` so the signal is turned into the exception at any time.
 
-SIGKILL cannot be caught: ``iolab.ledger`` repairs what a killed process left behind.
+SIGKILL cannot be caught: ``iolab.repair`` puts right what a killed process left (``iolab.ledger``).
 """
 from __future__ import annotations
 

@@ -3,60 +3,54 @@
 A run folder (raw files are never edited after the run)::
 
     data/runs/20261122T023400Z-qd32-3f9a/
-        run.json          schema_version, iolab version, status, times, target, error
-        params.json       every swept value and the full fio option dict
-        job.fio           the job file fio ran
-        argv.json         the exact fio command line
-        fio.json          fio's raw json+ output, byte for byte
-        fio.stderr        what fio printed on stderr
+        run.json          schema, iolab version, status, times, target, error
+        params.json       every swept value and the full fio option dict (or t/io_uring flags)
+        argv.json         the exact command line
+        ...               each producer's files (``iolab.producers.PRODUCERS``):
+        fio.json          fio's raw json+ output, byte for byte    (fio.stderr, job.fio beside it)
+        tio.txt           t/io_uring's output, instead of fio's files
+        samples_stat.csv  t_s, cpu, /proc/stat counters (USER_HZ ticks)   (samples_freq.csv beside it)
+        perf_stat.csv     perf stat's own output, when profiled (perf_stat_window.json,
+                          perf.data, perf.folded beside it)
+        blockstat.json    /sys/block/<dev>/stat before and after, when the target has a device
         system.json       the machine snapshot (iolab.system.snapshot)
-        samples_freq.csv  t_s, cpu, freq_mhz, freq_source
-        samples_stat.csv  t_s, cpu, /proc/stat counters (USER_HZ ticks)
+
+This module knows its own files and the producer registry (``iolab.producers``), never a
+producer: the table of a run is the rows of the tool that drove the I/O, every other
+producer's columns, and the swept values of params.json.
 
 The folder is built under ``.tmp-<id>`` and renamed into place, so a reader never sees a
 half-written run; a failed or interrupted run is still renamed, with ``status`` saying so.
 
-Format history:
-    1 (2026-11-22)  first version.
+Format history (``schema`` in run.json; the whole layout above has one version):
+    1 (2026-11-22)  first version; run.json says ``schema_version``; perf stat's window is a
+                    fake ``window_s`` event in perf_stat_tidy.csv. Still read.
+    2 (2026-11-22)  run.json says ``schema`` (and ``schema_version``, the same number, so an
+                    iolab that knows only 1 says "upgrade"); the perf stat window is
+                    perf_stat_window.json and perf_stat_tidy.csv is gone (perf_stat.csv is read).
 """
 from __future__ import annotations
 
-import errno
+import hashlib
 import json
 import os
 import secrets
 import time
+import warnings
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 import pandas as pd
 
-from . import __version__, ledger
-from .errors import DiskFullError, IolabError, SchemaError
-from .fio import load_document, run_warnings, tidy
-from .sampling import Samples, summarise
+from . import __version__, ledger, producers
+from .atomic import write_atomic, write_json
+from .errors import IolabError, RunInterrupted, SchemaError
 
-SCHEMA_VERSION = 1
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to a temporary name beside ``path``, then rename over it."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        if exc.errno == errno.ENOSPC:
-            raise DiskFullError(f"no space left to write {path}: free space on "
-                                f"{path.parent} or point data_dir elsewhere") from exc
-        raise
-
-
-def write_json(path: str | os.PathLike, obj: Any) -> None:
-    write_atomic(path, json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n")
+SCHEMA_VERSION = 2
+SCHEMAS_READ = (1, 2)
+FILES = ("run.json", "params.json", "argv.json")  # the folder's own; the rest are producers'
 
 
 def new_run_id(label: str = "") -> str:
@@ -73,7 +67,8 @@ class RunFolder:
         self.root.mkdir(parents=True, exist_ok=True)
         self.run_id = new_run_id(label)
         self.path = self.root / f".tmp-{self.run_id}"
-        self._ledger = ledger.record("run", path=str(self.path.absolute()))
+        self._ledger = ledger.record("run", path=str(self.path.absolute()), undo=lambda: finish_abandoned(
+            self.path, "its iolab process exited before the run ended"))
         self.path.mkdir()
         self.meta: dict[str, Any] = _new_meta(self.run_id)
         self.write_json("run.json", self.meta)  # status "running" until finish()
@@ -92,9 +87,10 @@ class RunFolder:
     def write_json(self, name: str, obj: Any) -> None:
         write_json(self.file(name), obj)
 
-    def write_samples(self, samples: Samples) -> None:
-        self.write_text("samples_freq.csv", samples.freq.to_csv(index=False))
-        self.write_text("samples_stat.csv", samples.stat.to_csv(index=False))
+    def write_samples(self, samples) -> None:
+        """The sampler series (``iolab.sampling.Samples``), as the files it names."""
+        for name, text in samples.files().items():
+            self.write_text(name, text)
 
     def finish(self, status: str = "ok", error: str | None = None) -> Path:
         self.path = _finish(self.path, self.meta, status, error)
@@ -106,9 +102,14 @@ def _utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def _stamp(run_id: str) -> dict[str, Any]:
+    """What every run.json starts with: its layout version, the iolab that wrote it, its id."""
+    return {"schema": SCHEMA_VERSION, "schema_version": SCHEMA_VERSION, "iolab_version": __version__,
+            "run_id": run_id}
+
+
 def _new_meta(run_id: str) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, "iolab_version": __version__, "run_id": run_id,
-            "status": "running", "started_utc": _utc_now(), "pid": os.getpid()}
+    return {**_stamp(run_id), "status": "running", "started_utc": _utc_now(), "pid": os.getpid()}
 
 
 def _finish(tmp: Path, meta: dict[str, Any], status: str, error: str | None) -> Path:
@@ -121,14 +122,13 @@ def _finish(tmp: Path, meta: dict[str, Any], status: str, error: str | None) -> 
 
 
 def finish_abandoned(tmp: Path, why: str) -> str:
-    """Finish a ``.tmp-<id>`` run folder whose process died as ``interrupted`` (called by
-    ``iolab.ledger.recover``); what it holds is kept as it is."""
+    """Finish a ``.tmp-<id>`` run folder as ``interrupted``: its process died (called by
+    ``iolab.repair.recover``) or is exiting with it open (``iolab.ledger`` at exit); what it
+    holds is kept as it is."""
     if not tmp.is_dir():
         return f"run folder {tmp} was already finished"
     meta_path = tmp / "run.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {
-        "schema_version": SCHEMA_VERSION, "iolab_version": __version__,
-        "run_id": tmp.name.removeprefix(".tmp-")}
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else _stamp(tmp.name.removeprefix(".tmp-"))
     final = _finish(tmp, meta, "interrupted", why)
     return f"marked run {final} interrupted ({why})"
 
@@ -143,7 +143,6 @@ def run_folder(root: str | os.PathLike, label: str = "") -> Iterator[RunFolder]:
         folder.finish("interrupted", "KeyboardInterrupt")
         raise
     except BaseException as exc:
-        from .errors import RunInterrupted
         folder.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed",
                       f"{type(exc).__name__}: {exc}")
         raise
@@ -157,8 +156,6 @@ def job_key(fio_options: Mapping[str, Any], target: str, swept: Mapping[str, Any
     stored in params.json, without ``name``), the target (``Target.describe()``) and the
     swept values including ``repeat``. Sweeps resume on it; 16 hex digits of SHA-256 over
     the sorted JSON, so it does not depend on dict order or on str/int spellings JSON keeps."""
-    import hashlib
-
     opts = {k: v for k, v in dict(fio_options).items() if k != "name"}
     body = json.dumps({"fio_options": opts, "target": str(target), "swept": dict(swept)},
                       sort_keys=True, default=str)
@@ -174,61 +171,42 @@ def stored_job_key(params: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- loading
+def schema_of(meta: Mapping[str, Any]) -> Any:
+    """The layout version of a run.json: ``schema``; ``schema_version`` before schema 2;
+    1 when it has neither (the first layout)."""
+    return meta.get("schema", meta.get("schema_version", 1))
+
+
 def read_run(path: str | os.PathLike) -> dict[str, Any]:
-    """run.json of a run folder, checked against the schema version."""
+    """run.json of a run folder. SchemaError, saying what to do, for a layout this iolab
+    does not read (``SCHEMAS_READ``)."""
     path = Path(path)
     meta = json.loads((path / "run.json").read_text())
-    version = meta.get("schema_version")
-    if version != SCHEMA_VERSION:
-        newer = isinstance(version, int) and version > SCHEMA_VERSION
-        raise SchemaError(f"{path} was written with run schema {version}; this iolab reads "
-                          f"{SCHEMA_VERSION}. " + ("Upgrade iolab (git pull; make setup)."
-                                                   if newer else "Re-run the experiment to refresh it."))
-    return meta
+    version = schema_of(meta)
+    if version in SCHEMAS_READ:
+        return meta
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise SchemaError(f"{path} was written by iolab {meta.get('iolab_version', '?')} with run-folder "
+                          f"schema {version}; this iolab ({__version__}) reads schemas {SCHEMAS_READ[0]} "
+                          f"to {SCHEMA_VERSION}. Upgrade iolab (git pull; make setup) and load it again.")
+    raise SchemaError(f"{path}: run.json names run-folder schema {version!r}, which no iolab wrote (this "
+                      f"one reads {SCHEMAS_READ[0]} to {SCHEMA_VERSION}). Re-run the experiment to refresh "
+                      "it: params.json and argv.json hold what ran.")
 
 
 def run_table(path: str | os.PathLike) -> pd.DataFrame:
-    """The tidy table of one run folder: fio rows + params + sampler summary + run id."""
+    """The tidy table of one run folder: the rows of the tool that drove the I/O, the
+    columns of every other producer that ran (``iolab.producers``), the swept values of
+    params.json, run id and status."""
     path = Path(path)
     meta = read_run(path)
     params = json.loads((path / "params.json").read_text()) if (path / "params.json").exists() else {}
-    if (path / "tio.txt").exists():
-        from .tio import parse_tio, summarise_tio
-        frame = pd.DataFrame([{"job_index": 0, "job": "t/io_uring", "direction": "read",
-                               **summarise_tio(parse_tio(path / "tio.txt"))}])
-    else:
-        doc = load_document(path / "fio.json")
-        frame = tidy(doc)
-        stderr = (path / "fio.stderr").read_text(errors="replace") if (path / "fio.stderr").exists() else ""
-        frame["fio_warnings"] = " | ".join(meta.get("fio_warnings") or run_warnings(doc, stderr))
-    summary = {}
-    if (path / "samples_stat.csv").exists():
-        samples = Samples(pd.read_csv(path / "samples_freq.csv"), pd.read_csv(path / "samples_stat.csv"))
-        summary = summarise(samples)
-    summary.update(perf_summary(path))
-    if (path / "blockstat.json").exists():
-        from .system import request_sizes
-        bs = json.loads((path / "blockstat.json").read_text())
-        summary.update(request_sizes(bs["before"], bs["after"]))
-    for key, value in {**summary, **params.get("swept", {})}.items():
+    frame = producers.rows(path)
+    for key, value in {**producers.columns(path), **params.get("swept", {})}.items():
         frame[key] = value if not isinstance(value, (list, dict)) else json.dumps(value)
     frame.insert(0, "run_id", meta["run_id"])
     frame["status"] = meta["status"]
     return frame
-
-
-def perf_summary(path: Path) -> dict:
-    """perf stat figures of a run folder, if it was profiled: perf_cycles (NaN when the
-    machine has no hardware counters), perf_window_s, and where cycles came from."""
-    tidy_stat = Path(path) / "perf_stat_tidy.csv"
-    if not tidy_stat.exists():
-        return {}
-    stat = pd.read_csv(tidy_stat).set_index("event")
-    cycles = stat["value"].get("cycles", float("nan"))
-    return {"perf_cycles": cycles, "perf_window_s": stat["value"].get("window_s", float("nan")),
-            "perf_task_clock_ms": stat["value"].get("task-clock", float("nan")),
-            "perf_cycles_source": "perf stat cycles" if pd.notna(cycles) else
-            "none: no hardware counters (cycles not supported)"}
 
 
 def find_runs(root: str | os.PathLike) -> list[Path]:
@@ -242,7 +220,6 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike,
     """Any set of run folders (or a folder holding them) -> one tidy DataFrame.
 
     Unreadable runs are skipped with a warning; ``status=None`` keeps failed runs too."""
-    import warnings
     if isinstance(paths, (str, os.PathLike)):
         p = Path(paths)
         paths = [r.parent for r in find_runs(p)] if not (p / "run.json").exists() else [p]
@@ -258,10 +235,6 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike,
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def load_stacks(path: str | os.PathLike):
+def load_stacks(path: str | os.PathLike) -> Counter:
     """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
-    from .fold import read_folded
-    folded = Path(path) / "perf.folded"
-    if not folded.exists():
-        raise FileNotFoundError(f"{path} has no perf.folded: run it with profile=ProfileSpec()")
-    return read_folded(folded)
+    return producers.stacks(path)

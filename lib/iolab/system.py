@@ -1,22 +1,21 @@
-"""A snapshot of the machine a run was made on, and temporary knob changes.
+"""A snapshot of the machine a run was made on, and read-only readers of /sys and /proc.
 
 ``snapshot(device="loop0", cpus=[0])`` -> a JSON-safe dict: CPU model, online CPUs, SMT,
 governor, turbo, per-CPU ``scaling_cur_freq`` (kHz), kernel, fio and perf versions, and the
 target's block-queue knobs. What is absent on this machine is recorded as ``None`` with a
 reason in ``absent`` — never as a made-up value.
 
-``temporary_value(path, value)`` writes a ``/sys`` or ``/proc`` file and always puts the
-old value back (on success, error and Ctrl-C).
+Nothing here writes: knob changes (scheduler, readahead, governor, turbo, SMT, NVMe
+features) and dropping the page cache are ``iolab.knobs``.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import __version__
 
@@ -71,14 +70,24 @@ def cpuinfo_mhz() -> dict[int, float]:
     return out
 
 
+def turbo_file() -> tuple[Path, bool] | None:
+    """The file that switches turbo here and whether it is inverted: intel_pstate's
+    ``no_turbo`` (1 = off; Documentation/admin-guide/pm/intel_pstate.rst) or cpufreq's
+    ``boost`` (1 = on; Documentation/admin-guide/pm/cpufreq.rst); None if neither exists."""
+    for name, inverted in (("intel_pstate/no_turbo", True), ("cpufreq/boost", False)):
+        if (SYS_CPU / name).exists():
+            return SYS_CPU / name, inverted
+    return None
+
+
 def turbo_state() -> tuple[bool | None, str]:
-    no_turbo = read_text(SYS_CPU / "intel_pstate/no_turbo")
-    if no_turbo is not None:
-        return no_turbo == "0", "intel_pstate/no_turbo"
-    boost = read_text(SYS_CPU / "cpufreq/boost")
-    if boost is not None:
-        return boost == "1", "cpufreq/boost"
-    return None, "no intel_pstate or cpufreq boost file"
+    """(turbo on?, the file read), or (None, why it cannot be read)."""
+    found = turbo_file()
+    text = read_text(found[0]) if found else None
+    if text is None:
+        return None, "no intel_pstate or cpufreq boost file"
+    path, inverted = found
+    return (text == "0") if inverted else (text == "1"), str(path.relative_to(SYS_CPU))
 
 
 def tool_version(argv: list[str]) -> str | None:
@@ -164,32 +173,6 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
     return snap
 
 
-@contextlib.contextmanager
-def temporary_value(path: str | os.PathLike, value: str) -> Iterator[str]:
-    """Write ``value`` to a /sys or /proc file for the duration of the block; the old
-    value is always written back. Yields the old value. (A Python write, not ``echo >``.)"""
-    path = Path(path)
-    old = read_text(path)
-    if old is None:
-        raise FileNotFoundError(f"{path} does not exist on this machine")
-    old = selected(old)  # selector files such as queue/scheduler: "[none] mq-deadline"
-    from . import ledger, signals
-
-    with signals.held(), ledger.recorded("knob", path=str(path), old=old, new=str(value)):
-        path.write_text(str(value))
-        try:
-            yield old
-        finally:
-            path.write_text(old)
-
-
-def drop_caches() -> None:
-    """Write back dirty pages, then drop the page cache, dentries and inodes
-    (``sync; echo 3 > /proc/sys/vm/drop_caches``, done with Python calls, not a shell)."""
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3")
-
-
 BLOCK_STAT_FIELDS = ("read_ios", "read_merges", "read_sectors", "read_ticks_ms", "write_ios",
                      "write_merges", "write_sectors", "write_ticks_ms", "in_flight", "io_ticks_ms",
                      "time_in_queue_ms")
@@ -215,29 +198,6 @@ def request_sizes(before: dict[str, int], after: dict[str, int]) -> dict[str, fl
         out[f"dev_{rw}_merges"] = float(d.get(f"{rw}_merges", 0))
         out[f"dev_{rw}_req_kib"] = d.get(f"{rw}_sectors", 0) * 512 / 1024 / ios if ios else float("nan")
     return out
-
-
-@contextlib.contextmanager
-def nvme_feature(controller: str, feature: int, value: int) -> Iterator[int]:
-    """Set an NVMe feature (e.g. 0x08 interrupt coalescing: value 0x320 = 32 completions
-    or 300 µs, seed 000) with nvme-cli for the block, restoring the value read first."""
-    if not shutil.which("nvme"):
-        raise FileNotFoundError("nvme-cli is not installed: apt-get install nvme-cli")
-
-    def get() -> int:
-        out = subprocess.run(["nvme", "get-feature", controller, "-f", hex(feature), "-H"],
-                             capture_output=True, text=True, check=True).stdout
-        return int(out.split("Current value:")[1].split()[0], 16) if "Current value:" in out else \
-            int(out.split("value:")[1].split(",")[0], 16)
-
-    old = get()
-    subprocess.run(["nvme", "set-feature", controller, "-f", hex(feature), "-V", hex(value)],
-                   capture_output=True, check=True)
-    try:
-        yield old
-    finally:
-        subprocess.run(["nvme", "set-feature", controller, "-f", hex(feature), "-V", hex(old)],
-                       capture_output=True, check=True)
 
 
 def pci_topology(device: str | None) -> dict[str, Any]:

@@ -8,24 +8,37 @@ Three kinds of target:
 * ``loop_device(size)`` — a context manager: a file in ``/dev/shm`` (tmpfs) behind a
   loop device with ``--direct-io=on``; always detached on exit (root only).
 
+One way to name them everywhere (``parse_spec``): ``scratch``, ``loop`` / ``loop:SIZE``, a
+path, or a list. ``open_target(spec)`` opens one in a ``with`` block; ``use(spec)`` is the
+notebook form that gives loop devices back when the kernel stops or a cell fails.
+
 ``holds_data(device)`` says what a write would destroy: a filesystem signature, partitions,
 a mount, swap or holders. The guard that judges the job fio will really run is
-``iolab.jobcheck.guard_job``; ``guard_write(target, options)`` applies it to an option dict.
+``iolab.jobcheck.guard_job``.
+
+A loop device and its file are in the ledger (``iolab.ledger``) while they exist; what a
+killed process left is freed by ``iolab.repair``, which every iolab command runs first.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import difflib
 import os
 import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Sequence
 
+from . import ledger, signals
 from .errors import TargetError, ToolMissing
+from .paths import scratch_dir as default_scratch
+from .validate import list_param
 
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
@@ -48,6 +61,7 @@ class Target:
     size_bytes: int | None = None
     device: str | None = None      # kernel name under /sys/block (nvme0n1, loop3), if any
     notes: list[str] = field(default_factory=list)
+    released: bool = False         # a loop device given back (``release``): runs refuse it
 
     @property
     def fio_options(self) -> dict[str, Any]:
@@ -84,8 +98,9 @@ def existing_path(path: str | os.PathLike) -> Target:
     """A file or block device the user names. Raises TargetError when it does not exist."""
     p = Path(path).absolute()
     if not p.exists():
-        raise TargetError(f"target {p} does not exist: give an existing file or block device, "
-                          "or 'scratch' for the default scratch file")
+        near = difflib.get_close_matches(str(path).strip().lower(), KEYWORDS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise TargetError(f"target {p} does not exist{hint}: give {TARGET_HELP}")
     mode = p.stat().st_mode
     if stat.S_ISBLK(mode):
         return Target("block", p, block_size_bytes(p.resolve().name), device=p.resolve().name)
@@ -96,11 +111,35 @@ def existing_path(path: str | os.PathLike) -> Target:
     raise TargetError(f"target {p} is neither a regular file nor a block or character device")
 
 
+KEYWORDS = ("scratch", "loop")
+TARGET_HELP = ("'scratch' (a scratch file), 'loop' or 'loop:SIZE' (a tmpfs-backed loop device, root), "
+               "an existing file or block device path, or a list of them")
+
+
+def parse_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
+    """How a target is named, everywhere (notebooks, CLI, studies): ``('scratch', size)``,
+    ``('loop', size)`` or ``('path', path)``; ``size`` None means the caller's default.
+    Keywords ignore case and stray spaces; ``default`` and ``''`` mean scratch."""
+    text = str(spec).strip()
+    word, _, size = text.partition(":")
+    word = word.strip().lower()
+    if word in ("scratch", "default", "") and not text.startswith(("/", ".")):
+        return "scratch", size.strip() or None
+    if word == "loop":
+        return "loop", size.strip() or None
+    return "path", text
+
+
 def resolve(spec: str | os.PathLike, scratch_dir: str | os.PathLike, size: str | int = "1g") -> Target:
-    """``'scratch'`` -> the default scratch file; anything else -> that path."""
-    if str(spec) in ("scratch", "", "default"):
-        return scratch_file(scratch_dir, size)
-    return existing_path(spec)
+    """``'scratch'`` -> the default scratch file; a path -> that path. (``'loop'`` needs a
+    context: ``open_target`` or ``use``.)"""
+    kind, value = parse_spec(spec)
+    if kind == "scratch":
+        return scratch_file(scratch_dir, value or size)
+    if kind == "loop":
+        raise TargetError(f"{str(spec).strip()!r} is a loop device, which must be released: "
+                          "use iolab.target.use(...) in a notebook or open_target(...) in a with block")
+    return existing_path(value)
 
 
 def block_size_bytes(dev: str) -> int | None:
@@ -172,36 +211,33 @@ def loop_backing(name: str) -> str | None:
     return text.removesuffix(" (deleted)") or None
 
 
-def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:
-    """``iolab.jobcheck.guard_job`` on the one-job file of ``target`` + ``options``: refuses
-    (UnsafeTargetError) a job that is not provably read-only and opens a device holding
-    data, unless ``allow_destructive``; ``allow_mounted_write`` always. FioError when fio
-    rejects an option."""
-    from .fio import to_jobfile
-    from .jobcheck import guard_job_text
-    opts = {**target.fio_options, **dict(options)}
-    guard_job_text(to_jobfile({str(opts.pop("name", "iolab")): opts}), allow_destructive)
-
-
 # ---------------------------------------------------------------- tmpfs-backed loop device
 @contextlib.contextmanager
 def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
                 direct_io: bool = True) -> Iterator[Target]:
     """A loop device over a file in tmpfs, detached (by its own name) and the file removed
-    on exit, whatever happens inside. Needs root and ``losetup`` (util-linux)."""
+    on exit, whatever happens inside. Needs root and ``losetup`` (util-linux). What killed
+    processes left is not freed here: ``iolab.repair.recover_and_report()`` does that (every
+    iolab command runs it first)."""
     if os.geteuid() != 0:
         raise TargetError("a loop device needs root: run as root, or use the scratch-file target")
     if not shutil.which("losetup"):
         raise ToolMissing("losetup", "util-linux")
-    from . import ledger, signals
+    dev = None
 
-    ledger.recover_and_report()
+    def give_back() -> None:  # at the end of the block, or at exit (iolab.ledger); detaches once
+        nonlocal dev
+        if dev:
+            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
+            dev = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(backing)
+
     with signals.held():
         with signals.deferred():  # the file exists only once the ledger knows it
             fd, backing = tempfile.mkstemp(prefix="iolab-loop-", suffix=".img", dir=backing_dir)
             os.close(fd)
-            entry = ledger.record("loop", device=None, backing=backing)
-        dev = None
+            entry = ledger.record("loop", device=None, backing=backing, undo=give_back)
         try:
             os.truncate(backing, parse_size(size))
             argv = ["losetup", "--find", "--show"]
@@ -217,18 +253,72 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
             yield Target("loop", Path(dev), parse_size(size), device=Path(dev).name,
                          notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"])
         finally:
-            if dev:
-                subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(backing)
-            entry.release()
+            entry.put_back()
 
 
 def open_target(spec: str | os.PathLike, size: str | int = "1g",
                 scratch_dir: str | os.PathLike | None = None) -> contextlib.AbstractContextManager[Target]:
-    """What the notebooks' ``target`` parameter names, as a context manager: ``'loop'`` a
-    tmpfs-backed loop device (detached on exit), anything else as ``resolve`` reads it."""
-    if str(spec) == "loop":
-        return loop_device(size)
-    from .paths import scratch_dir as default_scratch
+    """What a ``target`` parameter names (``parse_spec``), as a context manager: a loop
+    device is detached and its file removed on exit; anything else is just resolved."""
+    kind, value = parse_spec(spec)
+    if kind == "loop":
+        return loop_device(value or size)
     return contextlib.nullcontext(resolve(spec, scratch_dir or default_scratch(), size))
+
+
+# ---------------------------------------------------------------- notebook-safe targets
+_held: list[tuple[contextlib.ExitStack, list[Target]]] = []
+
+
+def use(spec: str | os.PathLike | Sequence[str | os.PathLike], size: str | int = "1g",
+        scratch_dir: str | os.PathLike | None = None) -> Target | list[Target]:
+    """The notebook form of ``open_target``: the target(s) ``spec`` names (a list, or a
+    list literal string from papermill, gives a list), held until ``release()``, the
+    kernel stops, or a cell fails — whichever comes first — so a loop device and its
+    /dev/shm file never outlive the notebook. No ``__enter__``/``__exit__`` by hand."""
+    specs = list_param("target", spec) if _is_list(spec) else [spec]
+    stack = contextlib.ExitStack()
+    try:
+        targets = [stack.enter_context(open_target(s, size, scratch_dir)) for s in specs]
+    except BaseException:
+        stack.close()
+        raise
+    _held.append((stack, targets))
+    _install_release_hooks()
+    return targets if _is_list(spec) else targets[0]
+
+
+def _is_list(spec) -> bool:
+    return isinstance(spec, (list, tuple)) or str(spec).strip().startswith("[")
+
+
+def release() -> None:
+    """Give back every target ``use`` holds (newest first): loop devices detached, their
+    files removed, the Target objects marked released so runs refuse them."""
+    while _held:
+        stack, targets = _held.pop()
+        for t in targets:
+            t.released = t.kind == "loop"
+        stack.close()
+
+
+def _install_release_hooks() -> None:
+    """``release`` at interpreter exit (the kernel stops) and after a cell that raised."""
+    if getattr(_install_release_hooks, "done", False):
+        return
+    atexit.register(release)
+    try:
+        from IPython import get_ipython  # optional, and slow to import: only once a target is held
+        shell = get_ipython()
+    except ImportError:  # plain Python: atexit is enough
+        shell = None
+    if shell is not None:
+        shell.events.register("post_run_cell", _release_after_error)
+    _install_release_hooks.done = True
+
+
+def _release_after_error(result) -> None:
+    if result.error_in_exec is not None and any(t.kind == "loop" for _, ts in _held for t in ts):
+        release()
+        print("iolab: a cell failed, so the loop device(s) were released (detached, file removed). "
+              "Fix the cell, then re-run from the cell that opens the target.", file=sys.stderr)

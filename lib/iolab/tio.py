@@ -10,6 +10,9 @@ Input (one line per second after a header per submitter)::
 Output: one row per reported second: ``second, iops, bw_bytes_s, ios_per_submit_call,
 ios_per_reap_call``, with the header facts (``polled``, ``qd``, ``submitters``,
 ``max_iops``) as columns. Older t/io_uring prints plain integers (``IOPS=290123``).
+
+A run folder of ``iolab.runner.measure_tio`` keeps that text as ``tio.txt``; ``run_rows``
+reads it back as the run's one table row (``summarise_tio``).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import FioError, FioOutputError, ToolMissing
+from .errors import FioOutputError, ToolMissing
 from .paths import REPO
 
 SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
@@ -26,6 +29,7 @@ BW_UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
            "KB": 1e3, "MB": 1e6, "GB": 1e9}
 _IOPS = re.compile(r"^IOPS=([\d.]+)([KMG]?), (?:BW=([\d.]+)([KMGT]?i?B)/s, )?IOS/call=(\d+)/(\d+)")
 _MAX = re.compile(r"^Maximum IOPS=([\d.]+)([KMG]?)")
+FILES = ("tio.txt",)  # in a run folder (written by iolab.runner.measure_tio)
 
 
 def looks_like_tio(text: str) -> bool:
@@ -120,3 +124,10 @@ def summarise_tio(frame: pd.DataFrame) -> dict:
             "qd": qd, "submitters": subs, "polled": frame.get("polled", pd.Series([None])).iloc[0],
             "lat_mean_us_littles": qd * subs / iops * 1e6 if iops else float("nan"),
             "seconds": len(frame)}
+
+
+def run_rows(run_dir: str | Path) -> pd.DataFrame:
+    """The table row of a t/io_uring run folder: one reading "job" with ``summarise_tio``'s
+    columns (the tool reads only, so the direction is ``read``)."""
+    summary = summarise_tio(parse_tio(Path(run_dir) / FILES[0]))
+    return pd.DataFrame([{"job_index": 0, "job": "t/io_uring", "direction": "read", **summary}])

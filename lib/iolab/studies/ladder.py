@@ -7,22 +7,22 @@ previous one and is measured; steps the target cannot do are skipped with the ex
 
 A step is data: a name, fio option changes (carried forward to later steps unless
 ``peak_only``), the capabilities it needs, and optionally a tool (``"tio"`` for fio's
-t/io_uring) or an NVMe feature to set (interrupt coalescing, opt-in, always restored).
-Users write their own ladders as lists of ``Step``.
+t/io_uring) or knobs to set for that step only (``iolab.knobs``: NVMe interrupt coalescing,
+opt-in, always restored). Users write their own ladders as lists of ``Step``. Each step
+runs through the generic sweep, so a ladder re-run into the same ``runs_dir`` resumes.
 """
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .errors import IolabError
-from .system import read_text
-from .target import Target
+from .. import knobs
+from ..errors import IolabError
+from ..target import Target
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Step:
     peak_only: bool = False        # measured, but not carried forward (gtod_reduce: no latency)
     tool: str = "fio"              # fio | tio
     tio_flags: dict[str, Any] = field(default_factory=dict)
-    nvme_feature: tuple[int, int] | None = None   # (feature id, value), restored after the step
+    knobs: dict[str, Any] = field(default_factory=dict)  # iolab.knobs values for this step only
     note: str = ""
 
 
@@ -48,94 +48,104 @@ def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
         Step("gtod_reduce (peak only: no latency)", {"gtod_reduce": 1}, peak_only=True),
         Step("batching: submit 32, complete 8", {"iodepth": batch_qd, "iodepth_batch_submit": 32,
                                                  "iodepth_batch_complete": 8}),
-        Step("interrupt coalescing (NVMe feature 0x08 = 0x320)", {"hipri": 0}, ["nvme", "nvme_cli", "opt_in"],
-             nvme_feature=(0x08, 0x320)),
+        Step("interrupt coalescing (NVMe feature 0x08 = 0x320)", {"hipri": 0}, ["opt_in"],
+             knobs={"nvme_coalescing": 0x320}),
         Step("t/io_uring", tool="tio", requires=["tio"],
              tio_flags={"d": batch_qd, "s": 32, "c": 8, "b": 4096, "B": 1, "F": 1}),
     ]
 
 
 def capabilities(target: Target, opt_in: bool = False) -> dict[str, str | None]:
-    """For each capability a step may need: None if available, else why not."""
+    """For each capability a step may need: None if available, else why not. A step's
+    knobs need ``knob:<name>`` (``iolab.knobs``' own check)."""
     dev = target.device or ""
-    io_poll = read_text(f"/sys/block/{dev}/queue/io_poll") if dev else None
-    poll_queues = read_text("/sys/module/nvme/parameters/poll_queues")
     ng = Path(f"/dev/{dev.replace('nvme', 'ng', 1)}") if dev.startswith("nvme") else None
-    from .paths import REPO
+    from ..paths import REPO
     caps: dict[str, str | None] = {
-        "poll": None if io_poll == "1" else
-        (f"no poll queues: /sys/block/{dev}/queue/io_poll is {io_poll}" if io_poll is not None
-         else f"{target.kind} target has no block queue (polling needs a block device)")
-        + (f"; nvme poll_queues={poll_queues} (boot with nvme.poll_queues=N)" if poll_queues == "0" else ""),
-        "nvme": None if dev.startswith("nvme") else f"not NVMe: {dev or target.kind} {target.path}",
+        "poll": knobs.get("io_poll").check(target, 1),
+        "nvme": knobs.not_nvme(target),
         "nvme_ng": None if ng and ng.exists() else (f"no {ng} node (kernel 5.19+ with NVMe generic char devices)"
                                                     if ng else f"no /dev/ng* node for {dev or target.path} (not NVMe)"),
-        "nvme_cli": None if shutil.which("nvme") else "nvme-cli not installed (apt-get install nvme-cli)",
+        "nvme_cli": knobs.no_nvme_cli(),
         "opt_in": None if opt_in else "changes a device setting: pass opt_in=True to allow (always restored)",
         "tio": None if (REPO / "tools/t_io_uring").exists() else "t/io_uring not built: run `make tio`",
         "root": None if os.geteuid() == 0 else "needs root",
     }
-    return caps
+    return caps | {f"knob:{name}": knob.check(target) for name, knob in knobs.KNOBS.items()}
 
 
 def plan(steps: list[Step], caps: dict[str, str | None]) -> list[tuple[Step, str | None]]:
     """Each step with the reason it will be skipped (None = it runs)."""
     out = []
     for step in steps:
-        missing = [caps.get(r, f"unknown capability {r!r}") for r in step.requires]
-        missing = [m for m in missing if m]
+        needs = [f"knob:{k}" for k in step.knobs] + step.requires
+        missing = [m for m in (caps.get(r, f"unknown capability {r!r}") for r in needs) if m]
         out.append((step, "; ".join(missing) if missing else None))
     return out
 
 
 def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[str, Any] | None = None,
-               runtime_s: float = 2.0, runs_dir: str | Path, opt_in: bool = False) -> pd.DataFrame:
+               runtime_s: float = 2.0, runs_dir: str | Path, opt_in: bool = False,
+               allow_destructive: bool = False, **measure_kw) -> pd.DataFrame:
     """Run the ladder; one row per step (skipped steps included, with their reason), with
-    ``gain_pct`` against the previous measured carried-forward step."""
-    from .analysis import add_cycles_per_io
-    from .fio import fio_time
-    from .progress import bar
-    from .runner import measure, measure_tio
-    from .system import nvme_feature
+    ``gain_pct`` against the previous measured carried-forward step. A step that fails
+    (fio, t/io_uring, a knob or nvme-cli: any IolabError) is a row with the reason, and
+    the ladder goes on. ``allow_destructive`` and ``measure_kw`` go to every fio run."""
+    from ..fio import fio_time
+    from ..progress import bar
 
-    caps = capabilities(target, opt_in)
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
     rows = []
-    for i, (step, reason) in enumerate(bar(plan(steps, caps), "ladder", unit="step")):
+    for i, (step, reason) in enumerate(bar(plan(steps, capabilities(target, opt_in)), "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         if reason:
             rows.append({**row, "status": "skipped", "reason": reason})
             continue
         opts = {**current, **step.fio}
-        tgt = target
-        if step.fio.get("ioengine") == "io_uring_cmd":
-            ng = Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}")
-            tgt = Target("char", ng, None, device=target.device)
-        swept = {"step": i, "step_name": step.name}
         try:
-            if step.tool == "tio":
-                flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
-                result = measure_tio(flags, tgt, cpus=[cpu], runs_dir=runs_dir, swept=swept, label=f"step{i}")
-            elif step.nvme_feature:
-                controller = "/dev/" + target.device.rsplit("n", 1)[0]
-                with nvme_feature(controller, *step.nvme_feature):
-                    result = measure(opts, tgt, cpus=[cpu], runs_dir=runs_dir, swept=swept, label=f"step{i}")
-            else:
-                result = measure(opts, tgt, cpus=[cpu], runs_dir=runs_dir, swept=swept, label=f"step{i}")
+            t = _run_step(step, i, opts, current, target, cpu, runtime_s, runs_dir,
+                          allow_destructive=allow_destructive, **measure_kw)
         except IolabError as exc:
             rows.append({**row, "status": "failed", "reason": str(exc).splitlines()[0]})
             continue
-        t = add_cycles_per_io(result.table)
-        agg = {"iops": t["iops"].sum(), **{c: t[c].iloc[0] for c in
-               ("clat_p50_us", "clat_p99_us", "clat_p99_9_us", "cpu_busy_pct", "cycles_per_io",
-                "freq_source", "lat_mean_us_littles") if c in t}}
-        rows.append({**row, "status": "measured", "reason": "", **agg,
-                     "carried_forward": not step.peak_only and step.tool == "fio", "run_id": t["run_id"].iloc[0]})
-        if not step.peak_only and step.tool == "fio":
+        kept = not step.peak_only and step.tool == "fio"
+        rows.append({**row, "status": "measured", "reason": "", **_summary(t), "carried_forward": kept,
+                     "run_id": t["run_id"].iloc[0]})
+        if kept:
             current = opts
     table = pd.DataFrame(rows)
-    prev = None
-    gains = []
+    table["gain_pct"] = _gains(table)
+    return table
+
+
+def _run_step(step: Step, i: int, opts: dict, current: dict, target: Target, cpu: int, runtime_s: float,
+              runs_dir: str | Path, **measure_kw) -> pd.DataFrame:
+    """One step through the generic sweep (its knobs applied around it): its tidy table."""
+    from ..analysis import add_cycles_per_io
+    from ..sweep import sweep
+
+    tgt = target
+    if step.fio.get("ioengine") == "io_uring_cmd":
+        tgt = Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
+    common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "tags": {"step": i, "step_name": step.name},
+              "label": f"step{i}", "progress": None}
+    grid = {name: [value] for name, value in step.knobs.items()}
+    if step.tool == "tio":
+        flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
+        return add_cycles_per_io(sweep(grid, base=flags, tool="t/io_uring", **common))
+    return add_cycles_per_io(sweep(grid, base=opts, **common, **measure_kw))
+
+
+def _summary(t: pd.DataFrame) -> dict[str, Any]:
+    """A step's figures: IOPS summed over jobs, the rest of its first row."""
+    return {"iops": t["iops"].sum(), **{c: t[c].iloc[0] for c in
+            ("clat_p50_us", "clat_p99_us", "clat_p99_9_us", "cpu_busy_pct", "cycles_per_io",
+             "freq_source", "lat_mean_us_littles") if c in t}}
+
+
+def _gains(table: pd.DataFrame) -> list[float]:
+    """Each measured step's IOPS gain (%) over the last measured carried-forward step."""
+    prev, gains = None, []
     for r in table.itertuples():
         if r.status != "measured":
             gains.append(float("nan"))
@@ -143,5 +153,4 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
         gains.append(100 * (r.iops / prev - 1) if prev else float("nan"))
         if getattr(r, "carried_forward", False) or prev is None:
             prev = r.iops
-    table["gain_pct"] = gains
-    return table
+    return gains

@@ -1,0 +1,88 @@
+"""The run-folder contract: what each producer writes in a run folder and how it is read back.
+
+A producer is anything that leaves files in a run folder: the tool that drove the I/O (fio,
+t/io_uring), the samplers, perf record and perf stat, the block counters, the system
+snapshot. Each declares
+
+* ``files`` — the file names it writes (the first one there means it ran), and
+* ``read(run_dir)`` — its reader: the table's rows (one per job and direction; a DataFrame)
+  for the tool that drove the I/O, or per-run columns (a dict) merged onto every row.
+
+``iolab.store`` loops over ``PRODUCERS`` and imports no producer; a new producer (thread
+states, remote hosts, stress-ng) is one more entry here, with its columns in
+``iolab.columns``. The file names and the folder's own files (``iolab.store``) make up the
+versioned layout (``iolab.store.SCHEMA_VERSION``).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from . import fiojson, perf, sampling, tio
+from .errors import FioOutputError
+from .system import request_sizes
+
+
+@dataclass(frozen=True)
+class Producer:
+    """One producer's part of a run folder (see the module docstring)."""
+    name: str
+    files: tuple[str, ...]
+    read: Callable[[Path], "pd.DataFrame | dict[str, Any]"]
+    rows: bool = False   # True: ``read`` gives the table's rows, else per-run columns
+
+    def ran(self, run_dir: str | Path) -> bool:
+        """Whether this producer wrote into ``run_dir`` (its first file is there)."""
+        return (Path(run_dir) / self.files[0]).exists()
+
+
+def block_columns(run_dir: str | Path) -> dict[str, float]:
+    """What the device saw during the run (``iolab.system.request_sizes``) from the
+    ``/sys/block/<dev>/stat`` readings before and after it in ``blockstat.json``."""
+    counters = json.loads((Path(run_dir) / "blockstat.json").read_text())
+    return request_sizes(counters["before"], counters["after"])
+
+
+def no_columns(run_dir: str | Path) -> dict[str, Any]:
+    """For producers whose files are kept for provenance or read elsewhere, not as columns."""
+    return {}
+
+
+PRODUCERS: tuple[Producer, ...] = (
+    Producer("t/io_uring", tio.FILES, tio.run_rows, rows=True),
+    Producer("fio", fiojson.FILES, fiojson.run_rows, rows=True),
+    Producer("samplers", sampling.FILES, sampling.run_columns),
+    Producer("perf stat", perf.STAT_FILES, perf.stat_columns),
+    Producer("block counters", ("blockstat.json",), block_columns),
+    Producer("perf record", perf.RECORD_FILES, no_columns),  # read by stacks()
+    Producer("system snapshot", ("system.json",), no_columns),
+)
+
+
+def rows(run_dir: str | Path) -> pd.DataFrame:
+    """The rows of a run folder, from the first row producer that ran in it."""
+    for producer in PRODUCERS:
+        if producer.rows and producer.ran(run_dir):
+            return producer.read(Path(run_dir))
+    tools = " or ".join(p.files[0] for p in PRODUCERS if p.rows)
+    raise FioOutputError(f"{run_dir} holds no report ({tools}): the run stopped before its tool "
+                         "wrote one; its run.json says why, and argv.json holds the command to re-run")
+
+
+def columns(run_dir: str | Path) -> dict[str, Any]:
+    """The per-run columns of a run folder, from every column producer that ran in it."""
+    out: dict[str, Any] = {}
+    for producer in PRODUCERS:
+        if not producer.rows and producer.ran(run_dir):
+            out.update(producer.read(Path(run_dir)))
+    return out
+
+
+def stacks(run_dir: str | Path) -> Counter:
+    """The folded stacks of a profiled run folder (``perf.folded``, ``iolab.perf.read_stacks``)."""
+    return perf.read_stacks(run_dir)

@@ -1,0 +1,17 @@
+"""The seeds' experiments, each a function over the generic sweep (``iolab.sweep``): every
+one checks all its settings before the first run, resumes into the same ``runs_dir``,
+returns only its own runs, changes knobs only through ``iolab.knobs`` and takes the
+measurement options (``allow_destructive``, ``profile``, ``timeout_s``, ...) that it gives
+to ``iolab.runner.measure``.
+
+    qd_sweep            (qd.py)           seed 000: IOPS, latency and cycles/IO vs queue depth on one CPU
+    per_core            (per_core.py)     seed 002: one core at QD1/16/128, t/io_uring and fio side by side
+    ladder.run_ladder   (ladder.py)       seed 000: the single-core tuning ladder, one change per step
+    kernel_path.*       (kernel_path.py)  seed 001: direct vs buffered, readahead, schedulers, block
+                                          sizes, one fio per device
+"""
+from . import kernel_path, ladder
+from .per_core import per_core
+from .qd import qd_sweep
+
+__all__ = ["kernel_path", "ladder", "per_core", "qd_sweep"]

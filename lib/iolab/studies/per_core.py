@@ -1,0 +1,59 @@
+"""Seed 002's table (Jens Axboe, "io_uring and Optane2"): IOPS and mean latency of one core
+at QD1, QD16 and QD128, random 512 B reads with registered buffers and files, through fio's
+t/io_uring and fio itself, side by side."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from ..analysis import add_cycles_per_io
+from ..errors import ToolMissing
+from ..fio import fio_time
+from ..sweep import new_sweep_dir, sweep
+from ..target import Target
+from ..tio import binary
+from ..validate import check_cpus, positive_ints
+
+LATENCY_SOURCE = {"fio": "fio lat_ns mean (measured)", "t/io_uring": "QD / IOPS (Little's law estimate)"}
+
+
+def have_tio() -> bool:
+    """Whether fio's t/io_uring is built (``make tio``)."""
+    try:
+        binary()
+    except ToolMissing:
+        return False
+    return True
+
+
+def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: str = "512",
+             cpu: int = 0, runtime_s: float = 2.0, polled: bool = False,
+             runs_dir: str | Path | None = None, allow_destructive: bool = False,
+             **measure_kw) -> pd.DataFrame:
+    """One row per (tool, qd). fio's mean latency is measured (``lat_mean_us``);
+    t/io_uring's is Little's law on a full queue (QD / IOPS, ``lat_mean_us_littles``),
+    labelled as the estimate it is (``mean_lat_source``). Without t/io_uring only fio runs.
+    ``allow_destructive`` and ``measure_kw`` go to the fio runs (t/io_uring only reads)."""
+    queue_depths = positive_ints("queue_depths", queue_depths)
+    check_cpus([cpu])
+    runtime = fio_time(runtime_s)
+    common = {"target": target, "cpus": [cpu], "runs_dir": runs_dir or new_sweep_dir("per-core"), "progress": None}
+    tio, tables = have_tio(), []
+    for qd in queue_depths:
+        batch = min(32, qd)
+        fio = {"rw": "randread", "bs": bs, "ioengine": "io_uring", "direct": 1, "iodepth": qd, "fixedbufs": 1,
+               "registerfiles": 1, "norandommap": 1, "hipri": int(polled), "iodepth_batch_submit": batch,
+               "iodepth_batch_complete": batch, "runtime": runtime}
+        tables.append(sweep({}, base=fio, tags={"qd": qd, "tool": "fio"}, label=f"fio-qd{qd}",
+                            allow_destructive=allow_destructive, **common, **measure_kw))
+        if tio:
+            flags = {"d": qd, "b": bs, "p": int(polled), "B": 1, "F": 1, "s": batch, "c": batch,
+                     "r": max(2, int(runtime_s))}
+            tables.append(sweep({}, base=flags, tags={"qd": qd, "tool": "t/io_uring"}, label=f"tio-qd{qd}",
+                                tool="t/io_uring", **common))
+    table = add_cycles_per_io(pd.concat(tables, ignore_index=True))
+    table["mean_lat_us"] = table["lat_mean_us"].fillna(table.get("lat_mean_us_littles"))
+    table["mean_lat_source"] = table["tool"].map(LATENCY_SOURCE)
+    return table.sort_values(["qd", "tool"], ignore_index=True)

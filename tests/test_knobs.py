@@ -1,0 +1,166 @@
+"""Knobs as check / read / apply / restore, on a real loop device: values really change in
+/sys (read here, not through iolab) and are put back after success, an exception, SIGTERM,
+and — through the ledger — SIGKILL. A knob the machine lacks is refused before anything
+changes, with the reason."""
+import os
+import signal
+import stat
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, needs_root
+from iolab import knobs, repair
+from iolab.errors import InputError, IolabError, KnobError, KnobUnavailable, NvmeError
+from iolab.system import snapshot
+from test_signals import PY
+
+
+def queue_file(dev, name) -> Path:
+    return Path(f"/sys/block/{dev.device}/queue/{name}")
+
+
+def selected(dev) -> str:
+    text = queue_file(dev, "scheduler").read_text()
+    return text[text.index("[") + 1:text.index("]")]
+
+
+def other_scheduler(dev) -> str:
+    return "mq-deadline" if selected(dev) != "mq-deadline" else "none"
+
+
+@pytest.fixture(autouse=True)
+def own_ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
+    return tmp_path / "state" / "ledger"
+
+
+@needs_root
+def test_applied_changes_sys_and_restores_after_an_exception(loopdev, own_ledger):
+    sched, ra = queue_file(loopdev, "scheduler"), queue_file(loopdev, "read_ahead_kb")
+    before = sched.read_text(), ra.read_text()
+    want = other_scheduler(loopdev)
+    with pytest.raises(RuntimeError, match="experiment failed"):
+        with knobs.applied(loopdev, {"scheduler": want, "read_ahead_kb": 0}) as changes:
+            assert f"[{want}]" in sched.read_text() and ra.read_text().strip() == "0"
+            assert len(changes) == 2 and len(list(own_ledger.glob("*-knob-*.json"))) == 2
+            assert knobs.get("read_ahead_kb").read(loopdev) == "0"
+            raise RuntimeError("experiment failed")
+    assert (sched.read_text(), ra.read_text()) == before
+    assert not list(own_ledger.glob("*-knob-*.json"))
+
+
+@needs_root
+def test_temporary_value_for_a_file_without_a_knob(loopdev):
+    ra = queue_file(loopdev, "read_ahead_kb")
+    before = ra.read_text()
+    with pytest.raises(RuntimeError):
+        with knobs.temporary_value(ra, "0") as old:
+            assert old == before.strip() and ra.read_text().strip() == "0"
+            raise RuntimeError
+    assert ra.read_text() == before
+    assert snapshot(loopdev.device)["queue"]["read_ahead_kb"] == before.strip()
+    with pytest.raises(KnobUnavailable, match="does not exist"):
+        knobs.temporary_value("/sys/no/such/knob", "1").__enter__()
+
+
+@needs_root
+def test_a_missing_knob_is_refused_before_anything_changes(loopdev, monkeypatch):
+    writes = []
+    monkeypatch.setattr(knobs, "write_file", lambda *a: writes.append(a))
+    reason = knobs.get("nvme_coalescing").check(loopdev)
+    assert reason.startswith(f"not NVMe: {loopdev.device}")
+    with pytest.raises(KnobUnavailable, match=r"nvme_coalescing=800: not NVMe.*Nothing was changed"):
+        with knobs.applied(loopdev, {"read_ahead_kb": 0, "nvme_coalescing": 0x320}):
+            pytest.fail("the block must not run")
+    assert writes == []  # read_ahead_kb (first in the dict) was never written
+    if not Path("/sys/devices/system/cpu/cpu0/cpufreq").exists():
+        assert "no /sys/devices/system/cpu/cpu*/cpufreq" in knobs.get("governor").check(None)
+        with pytest.raises(KnobUnavailable, match="governor='performance': no /sys/devices/system/cpu"):
+            knobs.applied(None, {"governor": "performance"}).__enter__()
+    with pytest.raises(InputError, match="no knob 'readahead'.*read_ahead_kb"):
+        knobs.applied(loopdev, {"readahead": 0}).__enter__()
+
+
+@needs_root
+def test_values_are_checked_and_what_the_kernel_keeps_is_verified(loopdev):
+    assert "choose one of" in knobs.get("scheduler").check(loopdev, "fifo")
+    assert "whole number" in knobs.get("read_ahead_kb").check(loopdev, -1)
+    with pytest.raises(InputError, match="on or off"):
+        knobs.get("smt").encode("maybe")
+    if Path("/sys/devices/system/cpu/smt/control").read_text().strip() == "notsupported":
+        assert knobs.get("smt").check(None, "off") == "smt is 'notsupported' here: the kernel does not let it change"
+    assert knobs.get("io_poll").check(loopdev, 1).startswith(f"no poll queues: /sys/block/{loopdev.device}/queue/io_poll is 0")
+    assert "no block queue" in knobs.get("scheduler").check(None, "none")
+    ra = queue_file(loopdev, "read_ahead_kb")
+    before = ra.read_text()
+    with pytest.raises(KnobError, match="the kernel kept 4 when iolab wrote '5'"):  # kept in 4 KiB pages
+        with knobs.applied(loopdev, {"read_ahead_kb": 5}):
+            pass
+    assert ra.read_text() == before
+
+
+def test_status_says_why_not():
+    table = knobs.status(None)
+    assert list(table.knob) == list(knobs.KNOBS)
+    assert table.set_index("knob").why_not["scheduler"].startswith("the machine (no target given) has no block queue")
+
+
+def failing_nvme(tmp_path, monkeypatch) -> None:
+    """An ``nvme`` first on PATH that fails as nvme-cli does (status on stderr, exit 2)."""
+    fake = tmp_path / "bin" / "nvme"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'NVMe status: Invalid Field in Command(0x2)' >&2\nexit 2\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+
+
+def test_an_nvme_cli_failure_is_an_iolab_error(tmp_path, monkeypatch):
+    failing_nvme(tmp_path, monkeypatch)
+    with pytest.raises(NvmeError, match=r"exit 2\): NVMe status: Invalid Field.*nvme list") as info:
+        knobs.nvme_get_feature("/dev/nvme0", 0x08)
+    assert isinstance(info.value, IolabError) and info.value.returncode == 2
+
+
+HOLD = """
+import sys, time
+from iolab import knobs
+from iolab.target import existing_path
+with knobs.applied(existing_path(sys.argv[1]), {"read_ahead_kb": 0, "scheduler": sys.argv[2]}):
+    print("ready", flush=True)
+    time.sleep(60)
+"""
+
+
+def hold(loopdev, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "lib")}
+    proc = subprocess.Popen([PY, "-c", textwrap.dedent(HOLD), str(loopdev.path), other_scheduler(loopdev)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    return proc
+
+
+@needs_root
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_puts_the_knobs_back(loopdev, tmp_path, own_ledger, sig):
+    before = queue_file(loopdev, "scheduler").read_text(), queue_file(loopdev, "read_ahead_kb").read_text()
+    proc = hold(loopdev, tmp_path)
+    assert queue_file(loopdev, "read_ahead_kb").read_text().strip() == "0"
+    proc.send_signal(sig)
+    proc.wait(timeout=20)
+    assert (queue_file(loopdev, "scheduler").read_text(), queue_file(loopdev, "read_ahead_kb").read_text()) == before
+    assert not list(own_ledger.glob("*-knob-*.json"))
+
+
+@needs_root
+def test_after_sigkill_the_ledger_puts_the_knobs_back(loopdev, tmp_path, own_ledger):
+    before = queue_file(loopdev, "scheduler").read_text(), queue_file(loopdev, "read_ahead_kb").read_text()
+    proc = hold(loopdev, tmp_path)
+    proc.kill()
+    proc.wait(timeout=20)
+    assert queue_file(loopdev, "read_ahead_kb").read_text().strip() == "0"  # SIGKILL: nothing ran
+    done = repair.recover()
+    assert len(done) == 2 and all(line.startswith("restored /sys/block/") for line in done)
+    assert (queue_file(loopdev, "scheduler").read_text(), queue_file(loopdev, "read_ahead_kb").read_text()) == before

@@ -1,0 +1,123 @@
+"""The generic sweep: resume after a SIGKILLed run, knob keys applied around a cell's runs
+(not given to fio), and every study forwarding the measurement options to measure."""
+import json
+import os
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import QUICK, REPO, needs_root
+from iolab import runner, studies
+from iolab.errors import KnobUnavailable
+from iolab.studies import kernel_path as kp
+from iolab.studies import ladder as lad
+from iolab.sweep import sweep
+from test_signals import PY
+
+SWEEP = """
+import sys
+from pathlib import Path
+from iolab.sweep import sweep
+from iolab.target import scratch_file
+tmp = Path(sys.argv[1])
+table = sweep({"iodepth": [1, 2, 4]}, target=scratch_file(tmp / "s", "16m"),
+              base={"rw": "randread", "bs": "4k", "runtime": "1s"}, cpus=[0], runs_dir=tmp / "runs")
+print(" ".join(table.run_id), flush=True)
+"""
+
+
+def finished(runs: Path, status: str = "ok") -> dict[str, str]:
+    """Finished run folders with ``status``: name -> started_utc."""
+    out = {}
+    for run_json in runs.glob("[!.]*/run.json"):
+        meta = json.loads(run_json.read_text())
+        if meta["status"] == status:
+            out[run_json.parent.name] = meta["started_utc"]
+    return out
+
+
+def start_sweep(tmp_path):
+    env = {**os.environ, "IOLAB_STATE": str(tmp_path / "state"), "PYTHONPATH": str(REPO / "lib")}
+    return subprocess.Popen([PY, "-c", textwrap.dedent(SWEEP), str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_a_sweep_killed_mid_way_resumes_with_only_the_missing_cells(tmp_path):
+    runs = tmp_path / "runs"
+    proc = start_sweep(tmp_path)
+    deadline = time.monotonic() + 60
+    while not finished(runs) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.kill()  # SIGKILL: no finally, no handler; the ledger has what it held
+    proc.wait()
+    first = finished(runs)
+    assert len(first) == 1, proc.stderr.read()
+
+    again = start_sweep(tmp_path)
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    ok = finished(runs)
+    assert len(ok) == 3 and all(ok[name] == started for name, started in first.items())  # not re-run
+    new = set(ok) - set(first)
+    assert len(new) == 2  # only the two missing cells ran
+    table_ids = out.split()
+    assert sorted(table_ids) == sorted(ok)  # exactly its own cells, each once
+    swept = [json.loads((runs / r / "params.json").read_text())["swept"]["iodepth"] for r in table_ids]
+    assert swept == [1, 2, 4]
+    assert set(finished(runs, "interrupted")) | set(ok) == {p.name for p in runs.iterdir()}  # killed run marked
+
+
+@needs_root
+def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path):
+    ra = Path(f"/sys/block/{loopdev.device}/queue/read_ahead_kb")
+    before, calls = ra.read_text(), []
+    table = sweep({"read_ahead_kb": [0, 512]}, target=loopdev, base={**QUICK, "rw": "read", "direct": 0},
+                  cpus=[0], runs_dir=tmp_path / "runs", before_run=lambda: calls.append(ra.read_text().strip()))
+    assert list(table.read_ahead_kb) == [0, 512] and calls == ["0", "512"]
+    for row in table.itertuples():
+        run = tmp_path / "runs" / row.run_id
+        assert "read_ahead_kb" not in json.loads((run / "params.json").read_text())["fio_options"]
+        assert json.loads((run / "system.json").read_text())["queue"]["read_ahead_kb"] == str(row.read_ahead_kb)
+    assert ra.read_text() == before
+
+
+@needs_root
+def test_a_bad_knob_value_in_a_later_cell_runs_nothing(loopdev, tmp_path):
+    with pytest.raises(KnobUnavailable, match="scheduler='fifo'.*choose one of"):
+        sweep({"iodepth": [1], "scheduler": ["none", "fifo"]}, target=loopdev, base=QUICK, cpus=[0],
+              runs_dir=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+class Stop(Exception):
+    """Raised by the spy: the options reached measure, nothing needs to run."""
+
+
+STUDIES = {
+    "qd_sweep": lambda t, d, kw: studies.qd_sweep(t, [1], QUICK, runs_dir=d, **kw),
+    "per_core": lambda t, d, kw: studies.per_core(t, [1], runtime_s=1, runs_dir=d, **kw),
+    "ladder": lambda t, d, kw: lad.run_ladder([lad.Step("baseline", {"iodepth": 1})], t, runtime_s=1,
+                                              runs_dir=d, **kw),
+    "direct_vs_buffered": lambda t, d, kw: kp.direct_vs_buffered(t, QUICK, runs_dir=d, **kw),
+    "knob_sweep": lambda t, d, kw: kp.knob_sweep(t, "read_ahead_kb", [0], QUICK, runs_dir=d, **kw),
+    "block_sizes": lambda t, d, kw: kp.block_sizes(t, ["4k"], QUICK, runs_dir=d, **kw),
+    "many_devices": lambda t, d, kw: kp.many_devices(1, "16m", QUICK, cpus=[0], runs_dir=d, targets=[t], **kw),
+}
+
+
+@needs_root
+@pytest.mark.parametrize("study", STUDIES)
+def test_every_study_forwards_the_measure_options(study, loopdev, tmp_path, monkeypatch):
+    seen = []
+
+    def spy(options, target, **kw):
+        seen.append(kw)
+        raise Stop
+
+    monkeypatch.setattr(runner, "measure", spy)
+    with pytest.raises(Stop):
+        STUDIES[study](loopdev, tmp_path / "runs", {"allow_destructive": True, "timeout_s": 30})
+    assert seen and seen[0]["allow_destructive"] is True and seen[0]["timeout_s"] == 30
