@@ -11,6 +11,7 @@ import pytest  # noqa: E402
 from iolab import analysis, explore, sweep  # noqa: E402
 from iolab.columns import label  # noqa: E402
 from iolab.fio import fio_time  # noqa: E402
+from iolab.errors import InputError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,7 @@ def test_latency_against_iops_has_one_point_per_setting(table):
 
 
 def test_unknown_column_says_what_can_be_plotted(table):
-    with pytest.raises(KeyError, match="columns worth plotting: .*'qd'"):
+    with pytest.raises(InputError, match="columns worth plotting: .*'qd'"):
         explore.plot(table, x="queue_depth", y="iops")
 
 

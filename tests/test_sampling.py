@@ -1,4 +1,5 @@
 """Samplers around real fio runs, cross-checked against fio's own CPU accounting."""
+import os
 import time
 
 import pandas as pd
@@ -24,12 +25,19 @@ def test_sampler_sees_the_pinned_cpu_busy(scratch, runs):
     assert row.cpu_busy_pct <= 100
 
 
-def test_utilisation_and_trim():
-    s = Sampler([0], 0.05).start()
-    end, x = time.monotonic() + 0.6, 0  # by the clock, not a count: >= 10 samples on any machine
-    while time.monotonic() < end:
-        x += 1
-    samples = s.stop()
+def test_a_spinning_cpu_reads_busy_and_its_busy_seconds_match_the_clock():
+    """This thread spins on CPU 0 for 1 s while CPU 0 is sampled: /proc/stat must see it
+    (nearly) 100 % busy, and the busy CPU seconds must match the trimmed window."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {0})
+    try:
+        s = Sampler([0], 0.05).start()
+        end, x = time.monotonic() + 1.0, 0  # by the clock, not a count: >= 10 samples on any machine
+        while time.monotonic() < end:
+            x += 1
+        samples = s.stop()
+    finally:
+        os.sched_setaffinity(0, before)
     assert len(samples.stat) >= 6
     util = cpu_utilisation(samples.stat)
     assert {"busy_pct", "usr_pct", "sys_pct", "irq_pct", "softirq_pct"} <= set(util.columns)
@@ -37,7 +45,10 @@ def test_utilisation_and_trim():
     t = trim(samples.stat)
     assert t.t_s.min() >= samples.stat.t_s.min() and t.t_s.max() <= samples.stat.t_s.max()
     summary = summarise(samples)
-    assert summary["busy_cpu_s"] >= 0 and summary["freq_source"] in ("scaling_cur_freq", "proc_cpuinfo")
+    assert summary["cpu_busy_pct"] > 90, summary
+    assert 0.5 < summary["window_s"] <= 1.05  # the spin lasted 1 s, trimmed 10 % each end
+    assert 0.9 * summary["window_s"] <= summary["busy_cpu_s"] <= summary["window_s"] + 0.02  # one CPU
+    assert summary["freq_source"] in ("scaling_cur_freq", "proc_cpuinfo")
 
 
 def test_readers():

@@ -18,7 +18,13 @@ def test_cpu_list():
     assert parse_cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
 
 
-def test_turbo_state_says_where_it_looked():
+def test_turbo_state_reads_the_kernel_files():
+    """Against the files themselves (intel_pstate.rst: no_turbo 1 = off; cpufreq.rst: boost 1 = on)."""
     on, source = turbo_state()
-    assert on in (True, False, None) and source
-    assert on is not None or "no intel_pstate" in source
+    no_turbo, boost = Path("/sys/devices/system/cpu/intel_pstate/no_turbo"), Path("/sys/devices/system/cpu/cpufreq/boost")
+    if no_turbo.exists():
+        assert (on, source) == (no_turbo.read_text().strip() == "0", "intel_pstate/no_turbo")
+    elif boost.exists():
+        assert (on, source) == (boost.read_text().strip() == "1", "cpufreq/boost")
+    else:
+        assert (on, source) == (None, "no intel_pstate or cpufreq boost file")

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, REPO, needs_root
-from iolab.errors import FioOutputError, TioError
+from iolab.errors import TioError
 from iolab.runner import measure_tio
 from iolab.tio import failure, looks_like_tio, parse_tio, parse_tio_text, summarise_tio
 
@@ -36,7 +36,7 @@ def test_plain_integer_iops_and_units():
 def test_unsupported_polling_is_detected():
     text = (TIO / "polled_unsupported.txt").read_text()
     assert "support polled IO" in failure(text)
-    with pytest.raises(FioOutputError, match="support polled IO"):
+    with pytest.raises(TioError, match="support polled IO"):
         parse_tio_text(text)
 
 

@@ -24,7 +24,7 @@ import seaborn as sns
 
 from .analysis import t_interval
 from .columns import COLUMNS, label
-from .errors import IolabError
+from .errors import InputError, IolabError
 from .target import parse_size
 
 MAX_CATEGORIES = 30      # an unregistered column with more distinct values is not a setting
@@ -97,7 +97,7 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     colour per ``hue`` value, one panel per ``facet`` value. Returns the Figure."""
     for name in (x, y, hue, facet):
         if name is not None and name not in df.columns:
-            raise KeyError(f"no column {name!r} in this table; columns worth plotting: "
+            raise InputError(f"no column {name!r} in this table; columns worth plotting: "
                            f"{choices(df).settings + choices(df).metrics}")
     panels = _order(df[facet]) if facet else [None]
     fig, axes = plt.subplots(1, len(panels), figsize=(max(7.5, min(4.6 * len(panels), 13)), 4.4),
@@ -184,7 +184,7 @@ def default_axes(df: pd.DataFrame) -> tuple[str, str]:
     """The first setting (queue depth when there is one) and IOPS (else the first metric)."""
     c = choices(df)
     if not c.settings or not c.metrics:
-        raise ValueError("this table has no setting that varies or no metric to plot: "
+        raise InputError("this table has no setting that varies or no metric to plot: "
                          f"columns {list(df.columns)}")
     x = "qd" if "qd" in c.settings else c.settings[0]
     return x, ("iops" if "iops" in c.metrics else c.metrics[0])
@@ -268,7 +268,7 @@ class _Widget:
             self.out.clear_output(wait=True)
             try:
                 fig = plot(df, **args)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (IolabError, ValueError, TypeError) as exc:  # seaborn refuses some choices
                 print(f"cannot draw this choice: {exc}")
                 return
             display(fig)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import PerfError
+from .errors import InputError, PerfError
 from .fold import FoldOptions, Folded, fold_lines, read_folded
 from .process import spawn
 from .system import read_text
@@ -284,5 +284,5 @@ def read_stacks(run_dir: str | Path) -> Counter:
     """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
     folded = Path(run_dir) / RECORD_FILES[1]
     if not folded.exists():
-        raise FileNotFoundError(f"{run_dir} has no perf.folded: run it with profile=ProfileSpec()")
+        raise InputError(f"{run_dir} has no perf.folded: run it with profile=ProfileSpec()")
     return read_folded(folded)

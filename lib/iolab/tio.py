@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import FioOutputError, ToolMissing
+from .errors import TioError, ToolMissing
 from .paths import REPO
 
 SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
@@ -63,8 +63,8 @@ def parse_tio_text(text: str) -> pd.DataFrame:
     if not rows:
         reason = failure(text)
         if reason:
-            raise FioOutputError(f"t/io_uring reported a failure and measured nothing: {reason}")
-        raise FioOutputError("no t/io_uring 'IOPS=..., IOS/call=...' lines found: "
+            raise TioError(f"t/io_uring reported a failure and measured nothing: {reason}")
+        raise TioError("no t/io_uring 'IOPS=..., IOS/call=...' lines found: "
                              "is this t/io_uring output? " + _failure_reason(text))
     frame = pd.DataFrame(rows)
     for key, value in header.items():
