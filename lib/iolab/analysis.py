@@ -12,6 +12,10 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from kneed import KneeLocator
+from scipy import stats
+
+from .errors import InputError
 
 
 # ---------------------------------------------------------------- knee (Kneedle)
@@ -41,10 +45,6 @@ def find_knee(x: Sequence[float], y: Sequence[float], *, log2_x: bool = True, S:
     y never rises above its first value: Kneedle would name a point of a falling curve).
     x <= 0 on the log2 axis is refused (InputError): log2 is undefined there.
     """
-    from kneed import KneeLocator
-
-    from .errors import InputError
-
     frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
     frame = frame.groupby("x", as_index=False)["y"].mean().sort_values("x")
     method = f"kneedle (kneed, S={S}, {curve}/{direction}{', log2 x' if log2_x else ''})"
@@ -161,8 +161,6 @@ def littles_law(qd: float, iops: float, mean_latency_us: float, tolerance: float
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """Student-t confidence interval of the mean of ``values`` (repeats of one setting):
     (low, high); NaN for fewer than two values. Used for every "mean and interval" figure."""
-    from scipy import stats
-
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
     if len(v) < 2:
@@ -175,8 +173,6 @@ def summarise_repeats(table: pd.DataFrame, by: Sequence[str], value: str,
                       confidence: float = 0.95) -> pd.DataFrame:
     """Mean, standard deviation, coefficient of variation and a Student-t confidence
     interval of ``value`` over repeats, per group ``by``. n = 1 gives NaN spread."""
-    from scipy import stats
-
     g = table.groupby(list(by))[value]
     out = g.agg(["mean", "std", "count", "min", "max"]).reset_index()
     t = out["count"].map(lambda n: stats.t.ppf(0.5 + confidence / 2, n - 1) if n > 1 else math.nan)

@@ -21,10 +21,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from IPython.display import display
 
 from .analysis import t_interval
 from .columns import COLUMNS, label
 from .errors import InputError, IolabError
+from .progress import headless
 from .target import parse_size
 
 MAX_CATEGORIES = 30      # an unregistered column with more distinct values is not a setting
@@ -196,10 +198,6 @@ def explorer(tables: pd.DataFrame | Mapping[str, pd.DataFrame], interactive: boo
     ``tables``: one table, or several by the names of their notebook variables (the copied
     code then runs as it is). Headless or with ``interactive=False`` the default figure of
     the first table is shown, static."""
-    from IPython.display import display
-
-    from .progress import headless
-
     tables = {"table": tables} if isinstance(tables, pd.DataFrame) else dict(tables)
     if not interactive or headless():
         name, df = next(iter(tables.items()))
@@ -215,7 +213,7 @@ class _Widget:
     described table/x/y/hue/facet, code text class ``iolab-explorer-code``."""
 
     def __init__(self, tables: Mapping[str, pd.DataFrame]):
-        import ipywidgets as w
+        import ipywidgets as w  # widgets only in JupyterLab: plot() and batch runs never load them
 
         self.tables = tables
         names = list(tables)
@@ -264,7 +262,6 @@ class _Widget:
         name = self.table.value
         self.code.value = code(**args, table=name)
         with self.out:
-            from IPython.display import display
             self.out.clear_output(wait=True)
             try:
                 fig = plot(df, **args)

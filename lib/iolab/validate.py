@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import InputError
+from .system import SYS_CPU, parse_cpu_list, read_text
 
 # fio options iolab checks, by fio type: name -> smallest allowed value
 TIME_OPTIONS = {"runtime": 1, "ramp_time": 0, "startdelay": 0}
@@ -38,7 +39,6 @@ _SIZE = re.compile(r"(\d+)\s*([kmgtp](?:i?b)?|b)?", re.I)
 def cpu_list(text: str | int | Sequence[int]) -> list[int]:
     """CPUs from the kernel cpulist syntax ``taskset -c`` uses (``0``, ``0,1``, ``0-3,8``)
     or a list of ints; InputError naming the bad part. Duplicates are dropped."""
-    from .system import parse_cpu_list
 
     if isinstance(text, (list, tuple)):
         items = list(text)
@@ -62,7 +62,6 @@ def check_cpus(cpus: Sequence[int] | None) -> list[int] | None:
     listing the CPUs that can be used. None (no pinning) passes."""
     if cpus is None:
         return None
-    from .system import SYS_CPU, parse_cpu_list, read_text
 
     cpus = cpu_list(list(cpus))
     if not cpus:
@@ -113,7 +112,7 @@ def check_time(name: str, value: Any, minimum: int = 0) -> None:
     """A fio *time* option: whole number with an optional d/h/m/s/ms/us suffix, >= ``minimum``
     (in its own unit; startdelay may be a range ``a-b``). A fraction is refused with the
     exact spelling (``0.5s`` -> ``500ms``, see ``iolab.fio.fio_time``)."""
-    from .fio import fio_time
+    from .fio import fio_time  # fio loads its parser (pandas): not at `iolab --help`
 
     hint = "seconds, or with a unit: 500ms, 2s, 1m"
     if value is True or value is None:

@@ -21,7 +21,12 @@ from typing import Any
 import pandas as pd
 
 from .. import knobs
+from ..analysis import add_cycles_per_io
 from ..errors import IolabError
+from ..fio import fio_time
+from ..paths import REPO
+from ..progress import bar
+from ..sweep import sweep
 from ..target import Target
 
 
@@ -60,7 +65,6 @@ def capabilities(target: Target, opt_in: bool = False) -> dict[str, str | None]:
     knobs need ``knob:<name>`` (``iolab.knobs``' own check)."""
     dev = target.device or ""
     ng = Path(f"/dev/{dev.replace('nvme', 'ng', 1)}") if dev.startswith("nvme") else None
-    from ..paths import REPO
     caps: dict[str, str | None] = {
         "poll": knobs.get("io_poll").check(target, 1),
         "nvme": knobs.not_nvme(target),
@@ -91,8 +95,6 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
     ``gain_pct`` against the previous measured carried-forward step. A step that fails
     (fio, t/io_uring, a knob or nvme-cli: any IolabError) is a row with the reason, and
     the ladder goes on. ``allow_destructive`` and ``measure_kw`` go to every fio run."""
-    from ..fio import fio_time
-    from ..progress import bar
 
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
     rows = []
@@ -121,8 +123,6 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
 def _run_step(step: Step, i: int, opts: dict, current: dict, target: Target, cpu: int, runtime_s: float,
               runs_dir: str | Path, **measure_kw) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
-    from ..analysis import add_cycles_per_io
-    from ..sweep import sweep
 
     tgt = target
     if step.fio.get("ioengine") == "io_uring_cmd":
