@@ -2,11 +2,14 @@
 import json
 import math
 
+import pandas as pd
 import pytest
 
-from conftest import PUBLISHED, needs_shared
-from iolab.analysis import (add_cycles_per_io, cycles_per_io, find_knee, littles_law, max_x_under,
-                            saturation_point, summarise_repeats)
+from conftest import FIXTURES, PUBLISHED, needs_shared
+from iolab.analysis import (KneeEstimate, add_cycles_per_io, cycles_per_io, describe_qd_study, find_knee,
+                            knee_with_interval, littles_law, max_x_under, saturation_point,
+                            summarise_repeats)
+from iolab.errors import InputError
 
 
 def kneed_cases():
@@ -85,3 +88,101 @@ def test_repeats_summary():
     row = s[s.qd == 1].iloc[0]
     assert row.iops_mean == 11 and row.iops_count == 3 and row.iops_ci_low < 11 < row.iops_ci_high
     assert math.isnan(s[s.qd == 2].iloc[0].iops_std)
+
+
+# ---------------------------------------------------------------- the knee with its interval
+def recorded(name: str) -> pd.DataFrame:
+    """3 repeats of QD 1..64, real fio runs (tests/fixtures/knee/README.md)."""
+    return pd.read_csv(FIXTURES / "knee" / f"{name}_randread_3x.csv")
+
+
+def test_knee_interval_on_recorded_repeats():
+    t = recorded("loop")
+    e = knee_with_interval(t.qd, t.iops)
+    median = t.groupby("qd").iops.median()
+    assert e.repeats == (3, 3) and e.n_boot == 1000 and sum(e.boot_knees.values()) == 1000
+    assert (e.x, e.y) == (8, median[8])  # Kneedle on the median curve
+    assert e.low <= e.x <= e.high and (e.low, e.high) == (8, 16)
+    inside = sum(n for k, n in e.boot_knees.items() if k is not None and e.low <= k <= e.high)
+    assert e.share_in_interval == inside / 1000 >= e.level
+    assert e.boot_knees[8] / 1000 < e.level  # [8, 8] alone is too short: the interval is the shortest that holds 90 %
+    assert e.label() == "knee QD 8 (96 % of resamples in [8, 16])"
+    assert "96 % of 1000 resamples of the repeats put the knee in [8, 16]" in e.note
+    # the single repeats say 16, 8 and 8: the interval covers them
+    assert {find_knee(r.qd, r.iops, prominent=True).x for _, r in t.groupby("repeat")} == {8, 16}
+
+
+def test_knee_and_the_95_percent_rule_say_when_they_disagree():
+    e = knee_with_interval(*recorded("loop")[["qd", "iops"]].T.values)
+    assert e.rule_x == 32 and not e.agree
+    assert "rule disagrees: it says QD 32, deeper than the knee" in e.note
+    agreeing = knee_with_interval([1, 2, 4, 8, 16, 32] * 2, [10, 20, 38, 48.5, 49, 50, 11, 19, 39, 49, 49, 51])
+    assert agreeing.agree and "rule agrees" in agreeing.note
+
+
+def test_knee_interval_is_deterministic_with_the_seed():
+    t = recorded("loop")
+    a, b = knee_with_interval(t.qd, t.iops, seed=7), knee_with_interval(t.qd, t.iops, seed=7)
+    assert (a.x, a.low, a.high, a.share_in_interval, a.boot_knees) == (b.x, b.low, b.high, b.share_in_interval,
+                                                                         b.boot_knees)
+    other = knee_with_interval(t.qd, t.iops, seed=1)
+    assert other.x == a.x and other.low <= other.x <= other.high
+    wider = knee_with_interval(t.qd, t.iops, seed=7, level=0.99)
+    assert wider.low <= a.low and wider.high >= a.high
+
+
+@pytest.mark.parametrize("repeat", [0, 1, 2])
+def test_one_noisy_point_at_the_deepest_qd_does_not_move_the_knee(repeat):
+    """The "falling at QD64 from noise" case: one repeat's QD64 halved."""
+    t = recorded("loop")
+    noisy = t.copy()
+    noisy.loc[(noisy.qd == 64) & (noisy.repeat == repeat), "iops"] *= 0.5
+    clean, e = knee_with_interval(t.qd, t.iops), knee_with_interval(noisy.qd, noisy.iops)
+    assert (e.x, e.low, e.high) == (clean.x, clean.low, clean.high) == (8, 8, 16)
+    if repeat == 1:  # that sweep alone, with kneed keeping the last knee it meets, says QD 32
+        alone = noisy[noisy.repeat == 1]
+        assert find_knee(alone.qd, alone.iops, online=True).x == 32
+
+
+def test_the_most_prominent_knee_not_kneeds_edge_case():
+    """Repeat 2 of the loop sweep starts above the chord's line and dips below it: kneed's first
+    knee is then the first point (difference 0 there by construction); the prominent one is QD 8."""
+    t = recorded("loop")
+    r2 = t[t.repeat == 2]
+    first = find_knee(r2.qd, r2.iops)
+    prominent = find_knee(r2.qd, r2.iops, prominent=True)
+    assert first.x == 1 and prominent.x == 8
+    assert prominent.all_x == [1, 8] and prominent.prominence[0] == 0 < prominent.prominence[1]
+
+
+def test_no_knee_in_the_recorded_scratch_sweep():
+    t = recorded("scratch")
+    e = knee_with_interval(t.qd, t.iops)
+    assert e.x is None and e.low is None and e.high is None and e.label() == "no knee"
+    assert e.rule_x == 64 and e.agree and "sweep deeper" in e.note and e.note.startswith("No knee:")
+
+
+def test_one_value_per_x_has_no_interval():
+    e = knee_with_interval([1, 2, 4, 8, 16, 32], [10, 20, 38, 47, 49, 50])
+    assert e.x == 8 and e.low is None and e.n_boot == 0 and e.label() == "knee QD 8"
+    assert "One value per QD: no interval" in e.note
+    t = recorded("loop")
+    some = t[~((t.qd == 4) & (t.repeat > 0))]
+    assert "QD 4 has one value" in knee_with_interval(some.qd, some.iops).note
+    with pytest.raises(InputError, match="log2"):
+        knee_with_interval([0, 1, 2], [1, 2, 3])
+
+
+def test_describe_and_draw_the_knee_with_its_interval():
+    import matplotlib
+    matplotlib.use("Agg")
+    from iolab import plots
+    t = recorded("loop")
+    e = knee_with_interval(t.qd, t.iops)
+    summary = t.groupby("qd", as_index=False).iops.mean().assign(littles_ok=True)
+    text = describe_qd_study(summary, e, 32, None)
+    assert "median IOPS of 3 repeats per QD puts the knee at QD 8" in text and "[8, 16]" in text
+    assert isinstance(e, KneeEstimate)
+    ax = plots.qd_curve(t, e)
+    assert "knee QD 8 (96 % of resamples in [8, 16])" in ax.get_legend_handles_labels()[1]
+    assert [p.get_label() for p in ax.patches].count(e.label()) == 1  # the shaded span over [8, 16]

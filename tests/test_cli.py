@@ -186,6 +186,23 @@ def test_knee_of_a_falling_curve_is_none_with_the_reason(tmp_path):
     one_line(out, "iolab knee: no knee", "not increasing", code=0)
 
 
+def test_knee_takes_repeated_x_and_says_its_interval_on_stderr(tmp_path):
+    """The recorded loop-device sweep, 3 repeats per QD (tests/fixtures/knee): stdout is the knee
+    alone (scripts), stderr one line with its bootstrap interval and the 95 %-of-peak rule."""
+    csv = FIXTURES / "knee" / "loop_randread_3x.csv"
+    out = cli("knee", csv, "--x", "qd", "--y", "iops")
+    assert out.stdout == "8\n"
+    line = one_line(out, "iolab knee: knee qd 8.", "96 % of 1000 resamples", "[8, 16]", "rule disagrees", code=0)
+    assert cli("knee", csv, "--x", "qd", "--y", "iops").stderr == out.stderr  # seeded: the same every time
+    fewer = cli("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "200", "--seed", "3", "--level", "0.8")
+    assert fewer.stdout == "8\n" and "of 200 resamples" in fewer.stderr and fewer.stderr != line
+    one_line(cli("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "-1"), "iolab knee:", "negative")
+    one_line(cli("knee", csv, "--x", "qd", "--y", "iops", "--level", "90"), "iolab knee:", "between 0 and 1")
+    scratch = cli("knee", FIXTURES / "knee" / "scratch_randread_3x.csv", "--x", "qd", "--y", "iops")
+    assert scratch.stdout == "none\n"
+    one_line(scratch, "iolab knee: no knee", "sweep deeper", code=0)
+
+
 def test_demo_refuses_a_runtime_of_zero():
     one_line(cli("demo", "--runtime", "0"), "iolab demo:", "--runtime 0", "> 0")
 

@@ -11,10 +11,13 @@ from iolab.publish import execute, to_html
 def test_queue_depth_knee_notebook(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     out = execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "01.ipynb",
-                  {"queue_depths": [1, 4, 16, 64], "runtime_s": 1, "size": "64m", "interactive": False})
+                  {"queue_depths": [1, 4, 16, 64], "runtime_s": 1, "size": "64m", "repeats": 2,
+                   "interactive": False})
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "IOPS at QD" in text and "Cycles per IO" in text
+    assert "median IOPS of 2 repeats per QD" in text or "No knee:" in text  # knee_with_interval's words
+    assert "resamples" in text or "sweep deeper" in text or "rule says" in text
     images = sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
     assert images >= 4
     html = to_html(out).read_text()
@@ -43,9 +46,9 @@ def test_flame_graph_notebook(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="loop devices need root")
 @pytest.mark.parametrize("name,params,expect", [
-    ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 1, "size": "128m"}, "skipped"),
+    ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 1, "size": "128m", "repeats": 2}, "skipped"),
     ("03_io_uring_per_core.ipynb", {"runtime_s": 1, "size": "128m", "queue_depths": [1, 16]}, "Little's law estimate"),
-    ("06_kernel_io_path.ipynb", {"runtime_s": 1, "size": "128m", "block_sizes": ["4k", "256k"],
+    ("06_kernel_io_path.ipynb", {"runtime_s": 1, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 2,
                                  "readahead_kb": [0, 512]}, "queue knobs restored"),
 ])
 def test_loop_device_notebooks(name, params, expect, tmp_path, monkeypatch):

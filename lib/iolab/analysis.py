@@ -1,5 +1,6 @@
-"""Analyses of tidy tables: the queue-depth knee, saturation, latency targets, cycles per IO,
-Little's law, and repeats -> mean / spread / confidence interval.
+"""Analyses of tidy tables: the queue-depth knee (with a bootstrap interval over repeats),
+saturation, latency targets, cycles per IO, Little's law, and repeats -> mean / spread /
+confidence interval.
 
 Each function implements one method, names its source, states units, and returns a result
 that carries its intermediates (and, when it finds nothing, a reason).
@@ -12,7 +13,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from kneed import KneeLocator
 from scipy import stats
 
 from .errors import InputError
@@ -21,7 +21,9 @@ from .errors import InputError
 # ---------------------------------------------------------------- knee (Kneedle)
 @dataclass
 class Knee:
-    """Result of :func:`find_knee`. ``x is None`` means no knee, with ``reason`` saying why."""
+    """Result of :func:`find_knee`. ``x is None`` means no knee, with ``reason`` saying why.
+    ``all_x`` are every knee Kneedle met (in the order it met them) and ``prominence`` their
+    difference-curve heights (see :func:`find_knee`)."""
     x: float | None
     y: float | None
     method: str
@@ -30,51 +32,287 @@ class Knee:
     x_used: list[float] = field(default_factory=list)
     y_used: list[float] = field(default_factory=list)
     difference: list[float] = field(default_factory=list)
+    all_x: list[float] = field(default_factory=list)
+    prominence: list[float] = field(default_factory=list)
+
+
+NEAR_TOP = 0.9  # prominent=True: knees within 90 % of the most prominent one count as ties
 
 
 def find_knee(x: Sequence[float], y: Sequence[float], *, log2_x: bool = True, S: float = 1.0,
-              curve: str = "concave", direction: str = "increasing", online: bool = True) -> Knee:
+              curve: str = "concave", direction: str = "increasing", online: bool = False,
+              prominent: bool = False) -> Knee:
     """Knee of a saturating curve (IOPS vs queue depth) by Kneedle.
 
     Kneedle: V. Satopää, J. Albrecht, D. Irwin, B. Raghavan, "Finding a 'Kneedle' in a
     Haystack: Detecting Knee Points in System Behavior", ICDCS Workshops 2011; via the
     ``kneed`` package (interp1d, so the knee is one of the sampled x). Queue depths are
     geometric, so x is taken as log2(x) by default (the knee is returned in the original
-    units). Repeated x are averaged first. "No knee" is a valid answer: ``Knee.x is None``,
-    also for a curve that does not go the way ``direction`` says (an "increasing" curve whose
-    y never rises above its first value: Kneedle would name a point of a falling curve).
+    units). Repeated x are averaged first (:func:`knee_with_interval` takes their median and
+    resamples them). "No knee" is a valid answer: ``Knee.x is None``, also for a curve that
+    does not go the way ``direction`` says (an "increasing" curve whose y never rises above
+    its first value: Kneedle would name a point of a falling curve).
     x <= 0 on the log2 axis is refused (InputError): log2 is undefined there.
+
+    Which knee, when Kneedle meets several: ``online=False`` (the default, kneed's offline
+    mode) returns the first it meets; ``online=True`` keeps the last, so one noisy dip at the
+    deepest QDs can move it there. ``prominent=True`` (what :func:`knee_with_interval`, the
+    notebook and ``iolab knee`` use) returns the most prominent: the knee where the
+    normalised curve stands highest above the straight line from first to last point (its
+    difference-curve value, Kneedle's own measure); of knees within ``NEAR_TOP`` (90 %) of
+    the highest, the smallest x; a "knee" at height <= 0 (kneed's edge case at the first
+    point, on a curve that starts below that line) is never taken.
     """
     frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
     frame = frame.groupby("x", as_index=False)["y"].mean().sort_values("x")
-    method = f"kneedle (kneed, S={S}, {curve}/{direction}{', log2 x' if log2_x else ''})"
     if log2_x and (frame["x"] <= 0).any():
         bad = ", ".join(f"{v:g}" for v in frame.loc[frame["x"] <= 0, "x"])
         raise InputError(f"x = {bad} cannot go on a log2 axis (log2 needs x > 0); drop those rows, "
                          "or use a linear x axis (--linear in `iolab knee`, log2_x=False in Python)")
-    if len(frame) < 3:
-        return Knee(None, None, method, f"need at least 3 distinct x values, got {len(frame)}", log2_x)
-    xs = np.log2(frame["x"].to_numpy()) if log2_x else frame["x"].to_numpy()
-    ys = frame["y"].to_numpy()
+    return _kneedle(frame["x"].to_numpy(), frame["y"].to_numpy(), log2_x=log2_x, S=S, curve=curve,
+                    direction=direction, online=online, prominent=prominent)
+
+
+def _kneedle(xv: np.ndarray, ys: np.ndarray, *, log2_x: bool, S: float, curve: str, direction: str,
+             online: bool, prominent: bool) -> Knee:
+    """:func:`find_knee` on distinct sorted x (> 0 on log2) and their y: no pandas, so the
+    bootstrap of :func:`knee_with_interval` can call it a thousand times."""
+    from kneed import KneeLocator  # kneed loads matplotlib: only when a knee is asked for
+
+    pick = "most prominent" if prominent else "last" if online else "first"
+    method = (f"kneedle (kneed, S={S}, {curve}/{direction}{', log2 x' if log2_x else ''}, "
+              f"{pick} knee)")
+    xs_list, ys_list = [float(v) for v in xv], [float(v) for v in ys]
+    if len(xv) < 3:
+        return Knee(None, None, method, f"need at least 3 distinct x values, got {len(xv)}", log2_x)
+    xs = np.log2(xv) if log2_x else xv
     if np.ptp(ys) == 0:
-        return Knee(None, None, method, "y is flat: no knee", log2_x, list(frame.x), list(ys))
+        return Knee(None, None, method, "y is flat: no knee", log2_x, xs_list, ys_list)
     never = ys.max() <= ys[0] if direction == "increasing" else ys.min() >= ys[0]
     if never:
         way = "rises above" if direction == "increasing" else "falls below"
         return Knee(None, None, method, f"y never {way} its value at the first x ({ys[0]:g} at x="
-                    f"{frame.x.iloc[0]:g}; {ys[-1]:g} at x={frame.x.iloc[-1]:g}): the curve is not "
-                    f"{direction}, so it has no knee", log2_x, list(frame.x), list(ys))
-    kl = KneeLocator(xs, ys, S=S, curve=curve, direction=direction, online=online,
+                    f"{xv[0]:g}; {ys[-1]:g} at x={xv[-1]:g}): the curve is not "
+                    f"{direction}, so it has no knee", log2_x, xs_list, ys_list)
+    kl = KneeLocator(xs, ys, S=S, curve=curve, direction=direction, online=online or prominent,
                      interp_method="interp1d")
-    diff = list(getattr(kl, "y_difference", []))
-    if kl.knee is None:
+    diff = [float(v) for v in getattr(kl, "y_difference", [])]
+    met = [float(k) for k in kl.all_knees] if kl.knee is not None else []
+    heights = [float(kl.y_difference[np.argmin(np.abs(kl.x_difference - nk))]) for nk in kl.all_norm_knees]
+    all_x = [_sample(xv, 2 ** k if log2_x else k) for k in met]
+    chosen = kl.knee
+    if prominent and met:
+        top = max(heights)
+        near = [k for k, h in zip(met, heights) if h > 0 and h >= NEAR_TOP * top]
+        chosen = min(near) if near else None
+        if chosen is None:
+            return Knee(None, None, method, "the only knee Kneedle met is at the first point, where "
+                        "the curve does not rise above the straight line from first to last point: "
+                        "no bend", log2_x, xs_list, ys_list, diff, all_x, heights)
+    if chosen is None:
         return Knee(None, None, method, "Kneedle found no point that leaves the straight line "
                     "from first to last point by its threshold (curve too straight or too few points)",
-                    log2_x, list(frame.x), list(ys), diff)
-    knee_x = float(2 ** kl.knee) if log2_x else float(kl.knee)
-    knee_x = float(frame.x.iloc[np.argmin(np.abs(frame.x.to_numpy() - knee_x))])  # exact sample
-    knee_y = float(frame.loc[frame.x == knee_x, "y"].iloc[0])
-    return Knee(knee_x, knee_y, method, "", log2_x, list(frame.x), list(ys), diff)
+                    log2_x, xs_list, ys_list, diff)
+    knee_x = _sample(xv, 2 ** chosen if log2_x else chosen)
+    knee_y = float(ys[np.flatnonzero(xv == knee_x)[0]])
+    return Knee(knee_x, knee_y, method, "", log2_x, xs_list, ys_list, diff, all_x, heights)
+
+
+def _sample(xv: np.ndarray, value: float) -> float:
+    """The sampled x nearest ``value`` (kneed's knee, back from log2, is one of them)."""
+    return float(xv[np.argmin(np.abs(xv - value))])
+
+
+@dataclass
+class KneeEstimate:
+    """Result of :func:`knee_with_interval`: the knee of the median curve, the shortest run
+    of sampled x around it that holds ``level`` of the bootstrap knees, and the
+    95 %-of-peak rule as a cross-check. ``low``/``high`` are None when there is no knee or
+    no repeats to resample; ``note`` says why, and when the knee and the rule disagree."""
+    x: float | None
+    y: float | None
+    low: float | None
+    high: float | None
+    share_in_interval: float        # share of all resamples whose knee is in [low, high]
+    rule_x: float | None            # smallest x reaching ``fraction`` of the peak median y
+    agree: bool
+    note: str
+    knee: Knee                      # Kneedle on the median curve, with its intermediates
+    level: float = 0.9
+    n_boot: int = 0
+    seed: int | None = 0
+    repeats: tuple[int, int] = (0, 0)  # fewest and most repeats of one x
+    boot_knees: dict = field(default_factory=dict)  # knee x (None: no knee) -> resamples
+    fraction: float = 0.95
+    x_used: list[float] = field(default_factory=list)
+    y_median: list[float] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return self.knee.reason
+
+    @property
+    def method(self) -> str:
+        interval = (f"interval from {self.n_boot} bootstrap resamples of the repeats (seed {self.seed})"
+                    if self.n_boot else "no interval (nothing resampled)")
+        return f"{self.knee.method} on the median of {_span(self.repeats)} repeats per x; {interval}"
+
+    def label(self, name: str = "QD") -> str:
+        """'knee QD 16 (90 % of resamples in [8, 16])', 'knee QD 16' (no interval) or 'no knee'."""
+        if self.x is None:
+            return "no knee"
+        if self.low is None:
+            return f"knee {name} {self.x:g}"
+        return (f"knee {name} {self.x:g} ({100 * self.share_in_interval:.0f} % of resamples in "
+                f"[{self.low:g}, {self.high:g}])")
+
+
+def _span(repeats: tuple[int, int]) -> str:
+    return f"{repeats[0]}" if repeats[0] == repeats[1] else f"{repeats[0]}–{repeats[1]}"
+
+
+def knee_with_interval(x: Sequence[float], y: Sequence[float], *, n_boot: int = 1000, seed: int | None = 0,
+                       level: float = 0.9, fraction: float = 0.95, log2_x: bool = True, S: float = 1.0,
+                       name: str = "QD") -> KneeEstimate:
+    """The knee of a repeated sweep with its uncertainty.
+
+    ``x`` may repeat (one row per run: qd, iops of each repeat). The knee is Kneedle's most
+    prominent knee (:func:`find_knee`, ``prominent=True``) of the **median** y per x, so one
+    noisy repeat does not move it. Its interval is a bootstrap over repeats (Efron 1979):
+    ``n_boot`` times, each x's repeats are drawn again with replacement, their median taken,
+    and the knee found again; the interval is the shortest run of consecutive sampled x
+    around the knee that holds at least ``level`` (90 %) of the resamples' knees
+    (resamples without a knee count against it), and ``share_in_interval`` is the share it
+    actually holds. Seeded: the same ``seed`` gives the same interval.
+
+    With one value per x there is nothing to resample: no interval, said in ``note``. The
+    cross-check is :func:`saturation_point` on the median curve (the smallest x reaching
+    ``fraction`` of the peak); ``agree`` is whether it falls in the interval (or equals the
+    knee, without one, or both say there is no saturation), and ``note`` says in words when
+    they disagree. ``name`` is what x is called in the note ('QD').
+    """
+    if not 0 < level < 1:
+        raise InputError(f"level {level:g} is not between 0 and 1; give a share such as 0.9")
+    if n_boot < 0:
+        raise InputError(f"{n_boot} resamples (n_boot, --resamples) is negative; give 0 (no interval) "
+                         "or a count such as 1000")
+    frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
+    if log2_x and (frame["x"] <= 0).any():
+        bad = ", ".join(f"{v:g}" for v in sorted(set(frame.loc[frame["x"] <= 0, "x"])))
+        raise InputError(f"x = {bad} cannot go on a log2 axis (log2 needs x > 0); drop those rows, "
+                         "or use a linear x axis (--linear in `iolab knee`, log2_x=False in Python)")
+    groups = [g.to_numpy() for _, g in frame.groupby("x")["y"]]
+    xv = np.array(sorted(frame["x"].unique()), float)
+    med = np.array([np.median(g) for g in groups])
+    counts = [len(g) for g in groups]
+    repeats = (min(counts), max(counts)) if counts else (0, 0)
+    kw = dict(log2_x=log2_x, S=S, curve="concave", direction="increasing", online=False, prominent=True)
+    knee = _kneedle(xv, med, **kw)
+    rule = saturation_point(xv, med, fraction) if len(xv) else None
+
+    boot: dict = {}
+    resampled = n_boot > 0 and repeats[1] > 1 and len(xv) >= 3
+    if resampled:
+        rng = np.random.default_rng(seed)
+        draws = np.column_stack([np.median(g[rng.integers(0, len(g), size=(n_boot, len(g)))], axis=1)
+                                 for g in groups])
+        for row in draws:
+            k = _kneedle(xv, row, **kw).x
+            boot[k] = boot.get(k, 0) + 1
+    low = high = None
+    share = math.nan
+    if resampled and knee.x is not None:
+        low, high, share = _shortest_run(xv, boot, knee.x, level, n_boot)
+
+    est = KneeEstimate(knee.x, knee.y, low, high, share, rule, False, "", knee, level,
+                       n_boot if resampled else 0, seed, repeats, dict(sorted(
+                           boot.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))), fraction,
+                       [float(v) for v in xv], [float(v) for v in med])
+    est.agree, est.note = _knee_note(est, name, repeats, counts, xv, resampled)
+    return est
+
+
+def _shortest_run(xv: np.ndarray, boot: dict, at: float, level: float, n: int) -> tuple[float, float, float]:
+    """The shortest [xv[i], xv[j]] with i <= index(at) <= j holding >= level of n resamples
+    (ties: the larger share, then the lower x); all found knees' span when none does."""
+    hits = np.array([boot.get(float(v), 0) for v in xv], float)
+    k = int(np.flatnonzero(xv == at)[0])
+    best = None
+    for i in range(k + 1):
+        for j in range(k, len(xv)):
+            got = hits[i:j + 1].sum() / n
+            if got >= level:
+                cand = (j - i, -got, i, j)
+                best = cand if best is None or cand < best else best
+    if best is None:  # no knee in too many resamples: the span of every knee found
+        found = np.flatnonzero(hits > 0)
+        i, j = min(k, found.min()) if len(found) else k, max(k, found.max()) if len(found) else k
+        return float(xv[i]), float(xv[j]), float(hits[i:j + 1].sum() / n)
+    _, _, i, j = best
+    return float(xv[i]), float(xv[j]), float(hits[i:j + 1].sum() / n)
+
+
+def _knee_note(e: KneeEstimate, name: str, repeats: tuple[int, int], counts: list[int],
+               xv: np.ndarray, resampled: bool) -> tuple[bool, str]:
+    """Whether the knee and the rule agree, and the note in plain words."""
+    parts = [f"No knee: {e.knee.reason}."] if e.x is None else []  # first: `iolab knee` leads with it
+    pct = f"{100 * e.fraction:g} %"
+    if repeats[1] <= 1:
+        parts.append(f"One value per {name}: no interval (the bootstrap resamples repeats; "
+                     f"run 2 or more repeats per {name}).")
+    elif repeats[0] == 1:
+        ones = [f"{v:g}" for v, c in zip(xv, counts) if c == 1]
+        parts.append(f"{name} {', '.join(ones)} {'has' if len(ones) == 1 else 'have'} one value: "
+                     "fixed in every resample, so the interval is narrower than it should be.")
+    none = e.boot_knees.get(None, 0)
+    if e.x is None:
+        if resampled and none < e.n_boot:
+            found = {k: v for k, v in e.boot_knees.items() if k is not None}
+            mode = max(found, key=found.get)
+            parts.append(f"{100 * (e.n_boot - none) / e.n_boot:.0f} % of {e.n_boot} resamples find one "
+                         f"(most often {name} {mode:g}): a weak bend at best.")
+    elif resampled:
+        parts.append(f"{100 * e.share_in_interval:.0f} % of {e.n_boot} resamples of the repeats put the "
+                     + (f"knee in [{e.low:g}, {e.high:g}]" if e.low != e.high else f"knee at {name} {e.x:g} too")
+                     + (f"; {100 * none / e.n_boot:.0f} % find no knee at all" if none else "") + ".")
+        if e.share_in_interval < e.level:
+            parts.append(f"No run of {name}s holds {100 * e.level:.0f} % of them: the knee is not "
+                         "well defined by these repeats.")
+    if e.rule_x is None:
+        return e.x is None, " ".join(parts)
+    deepest = float(xv[-1])
+    if e.x is None:
+        if e.rule_x == float(xv[0]):
+            parts.append(f"The {pct}-of-peak rule says {name} {e.rule_x:g}, the first: the curve is within "
+                         f"{100 - 100 * e.fraction:g} % of its peak from the start, so there is nothing "
+                         "to saturate and no knee to find.")
+            return True, " ".join(parts)
+        agree = e.rule_x == deepest
+        parts.append(f"The {pct}-of-peak rule agrees: the curve only reaches {pct} of its peak at the "
+                     f"deepest {name} ({deepest:g}), so neither sees saturation; sweep deeper."
+                     if agree else
+                     f"The {pct}-of-peak rule says {name} {e.rule_x:g}: the curve does flatten, but "
+                     f"without a bend Kneedle can name (too gradual on log2 {name}, or too few points).")
+        return agree, " ".join(parts)
+    low, high = (e.low, e.high) if e.low is not None else (e.x, e.x)
+    agree = low <= e.rule_x <= high
+    where = f"in [{low:g}, {high:g}]" if e.low is not None and low != high else "at the knee"
+    if agree:
+        parts.append(f"The {pct}-of-peak rule agrees ({name} {e.rule_x:g}, {where}).")
+    else:
+        peak = max(e.y_median)
+        gain = 100 * (peak / e.y - 1) if e.y else math.nan
+        if e.rule_x > high:
+            parts.append(f"The {pct}-of-peak rule disagrees: it says {name} {e.rule_x:g}, deeper than "
+                         f"the knee. Past the knee the curve still climbs {gain:.0f} % to its peak: "
+                         f"the knee is where doubling {name} stops paying in proportion, the rule where "
+                         f"the curve is within {100 - 100 * e.fraction:g} % of its peak. Take the knee for "
+                         "latency, the rule for the most IOPS.")
+        else:
+            parts.append(f"The {pct}-of-peak rule disagrees: it says {name} {e.rule_x:g}, before the "
+                         f"knee: the curve is within {100 - 100 * e.fraction:g} % of its peak already "
+                         f"there, so the bend Kneedle picks at {name} {e.x:g} buys little.")
+    return agree, " ".join(parts)
 
 
 def saturation_point(x: Sequence[float], y: Sequence[float], fraction: float = 0.95) -> float | None:
@@ -185,14 +423,15 @@ def summarise_repeats(table: pd.DataFrame, by: Sequence[str], value: str,
 
 # ---------------------------------------------------------------- the QD study table
 def qd_summary(table: pd.DataFrame, x: str = "qd", latency_target_us: float | None = None) -> pd.DataFrame:
-    """One row per queue depth: mean IOPS, clat p50/p99 (µs), CPU busy (%), cycles/IO and
-    its frequency source, and the Little's-law check. Means are over repeats and jobs'
-    directions that did I/O."""
+    """One row per queue depth: mean and median IOPS, clat p50/p99 (µs), CPU busy (%),
+    cycles/IO and its frequency source, and the Little's-law check. Means (and the median)
+    are over repeats and jobs' directions that did I/O; ``runs`` counts the runs."""
     io = table[table["direction"] != "none"]
     cols = {c: "mean" for c in ("iops", "clat_mean_us", "clat_p50_us", "clat_p99_us",
                                 "lat_mean_us", "cpu_busy_pct", "cpu_freq_mhz", "cycles_per_io")
             if c in io}
     out = io.groupby(x).agg({**cols, "run_id": "nunique"}).rename(columns={"run_id": "runs"})
+    out.insert(1, "iops_median", io.groupby(x)["iops"].median())  # what knee_with_interval uses
     if "freq_source" in io:
         out["freq_source"] = io.groupby(x)["freq_source"].first()
     lat = out["lat_mean_us"].fillna(out["clat_mean_us"]) if "lat_mean_us" in out else out["clat_mean_us"]
@@ -204,17 +443,26 @@ def qd_summary(table: pd.DataFrame, x: str = "qd", latency_target_us: float | No
     return out.reset_index()
 
 
-def describe_qd_study(summary: pd.DataFrame, knee: Knee, saturation_qd: float | None,
+def describe_qd_study(summary: pd.DataFrame, knee: Knee | KneeEstimate, saturation_qd: float | None,
                       latency_qd: float | None, latency_target_us: float | None = None) -> str:
-    """The reading of a queue-depth sweep in words, with its numbers."""
+    """The reading of a queue-depth sweep in words, with its numbers. With a
+    ``KneeEstimate`` (:func:`knee_with_interval`) it gives the knee's bootstrap interval and
+    whether the 95 %-of-peak rule agrees (its ``note``) instead of the rule alone."""
     best = summary.loc[summary["iops"].idxmax()]
     parts = [f"Peak: {best['iops']:,.0f} IOPS at QD {best['qd']:g}."]
-    if knee.x is not None:
+    if isinstance(knee, KneeEstimate):
+        if knee.x is not None:
+            parts.append(f"Kneedle on the median IOPS of {_span(knee.repeats)} "
+                         f"repeat{'s' if knee.repeats[1] > 1 else ''} per QD puts the knee at QD "
+                         f"{knee.x:g} ({knee.y:,.0f} IOPS); beyond it extra queue depth buys little "
+                         "IOPS and adds latency.")
+        parts.append(knee.note)
+    elif knee.x is not None:
         parts.append(f"Kneedle puts the knee at QD {knee.x:g} ({knee.y:,.0f} IOPS); "
                      "beyond it extra queue depth buys little IOPS and adds latency.")
     else:
         parts.append(f"No knee: {knee.reason}.")
-    if saturation_qd is not None:
+    if saturation_qd is not None and not isinstance(knee, KneeEstimate):
         parts.append(f"QD {saturation_qd:g} is the smallest reaching 95 % of the peak.")
     if latency_target_us is not None:
         parts.append(f"The largest QD with p99 ≤ {latency_target_us:g} µs is "

@@ -72,10 +72,24 @@ def cmd_run(args, extra) -> int:
 
 def cmd_parse(args, _extra) -> int:
     from .fiojson import parse_output  # slow to import (pandas): only for this command
+    from .pool import pool_outputs  # slow to import (pandas): only for this command
     from .tio import looks_like_tio, parse_tio  # slow to import (pandas): only for this command
 
-    text = validate.input_file(args.file, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
-    table = parse_tio(args.file) if looks_like_tio(text) else parse_output(args.file)
+    if len(args.file) > 1 and not args.pool:
+        raise InputError(f"{len(args.file)} files given; parse one at a time, or add --pool for one row "
+                         "per direction pooling them all")
+    if args.files_are and not args.pool:
+        raise InputError("--files-are says how --pool treats several files; add --pool")
+    texts = [validate.input_file(f, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
+             for f in args.file]
+    tio = [f for f, text in zip(args.file, texts) if looks_like_tio(text)]
+    if args.pool and tio:
+        raise InputError(f"{tio[0]} is t/io_uring output, which has no latency bins to pool; "
+                         "--pool takes fio JSON output (json+ for percentiles)")
+    if args.pool:
+        table = pool_outputs(args.file, files=args.files_are or "repeats")
+    else:
+        table = parse_tio(args.file[0]) if tio else parse_output(args.file[0])
     if args.format == "json":
         print(table.to_json(orient="records", indent=1))
     else:
@@ -84,13 +98,15 @@ def cmd_parse(args, _extra) -> int:
 
 
 def cmd_knee(args, _extra) -> int:
-    from .analysis import find_knee  # slow to import (pandas): only for this command
+    from .analysis import knee_with_interval  # slow to import (pandas): only for this command
 
     table = _read_curve(args.csv, args.x, args.y)
-    knee = find_knee(table[args.x], table[args.y], log2_x=not args.linear)
-    print("none" if knee.x is None else f"{knee.x:g}")
-    if knee.x is None:
-        print(f"iolab knee: no knee: {knee.reason}", file=sys.stderr)
+    est = knee_with_interval(table[args.x], table[args.y], log2_x=not args.linear, n_boot=args.resamples,
+                             seed=args.seed, level=args.level, name=args.x)
+    print("none" if est.x is None else f"{est.x:g}")  # stdout: the knee alone, for scripts
+    lead = (f"knee {args.x} {est.x:g}. {est.note}" if est.x is not None
+            else "no knee: " + est.note.removeprefix("No knee: "))
+    print(f"iolab knee: {lead}", file=sys.stderr)  # stderr: the interval and the rule's word
     return 0
 
 
@@ -192,14 +208,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allow writes to a block device that holds a filesystem, partitions or mounts")
     p.set_defaults(func=cmd_run)
     p = add("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
-    p.add_argument("file")
+    p.add_argument("file", nargs="+", help="fio output file(s); several only with --pool")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("--pool", action="store_true",
+                   help="one row per direction pooling every job of every file: IOPS summed over jobs, "
+                        "percentiles from the summed json+ bins (iolab.pool)")
+    p.add_argument("--files-are", choices=("repeats", "concurrent"),
+                   help="with --pool: files are repeats (IOPS averaged, the default) or ran at the same "
+                        "time (summed)")
     p.set_defaults(func=cmd_parse)
-    p = add("knee", help="knee of a curve in a CSV (prints its x, or 'none')")
+    p = add("knee", help="knee of a curve in a CSV (prints its x, or 'none')",
+            description="Kneedle's most prominent knee of the median y per x (x may repeat: one row "
+                        "per repeat). stdout is one line, the knee's x or 'none', for scripts. stderr is "
+                        "one line for people: the knee's bootstrap interval over the repeats ('iolab knee: "
+                        "knee qd 16. 92 % of 1000 resamples of the repeats put the knee in [8, 16]') and "
+                        "whether the 95 %-of-peak rule agrees; or why there is no knee.")
     p.add_argument("csv")
-    p.add_argument("--x", required=True, help="column for x (e.g. qd)")
+    p.add_argument("--x", required=True, help="column for x (e.g. qd); may repeat (one row per repeat)")
     p.add_argument("--y", required=True, help="column for y (e.g. iops)")
     p.add_argument("--linear", action="store_true", help="use x as is instead of log2(x)")
+    p.add_argument("--resamples", type=int, default=1000,
+                   help="bootstrap resamples of the repeats for the interval (default 1000; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0: repeatable)")
+    p.add_argument("--level", type=float, default=0.9,
+                   help="share of resamples the interval holds (default 0.9)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="(kept for old scripts: why there is no knee is always said on stderr)")
     p.set_defaults(func=cmd_knee)

@@ -47,7 +47,11 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("error", "", "fio's error number for the job (0 = none)", "fio error", "id"),
     _C("fio_version", "", "fio version that wrote the output", "fio JSON", "id"),
     _C("percentile_source", "", "which latency carries percentiles: clat, lat or none", "iolab", "id"),
-    _C("percentiles_from", "", "'bins' (recomputed from json+ histogram) or 'reported'", "iolab", "id"),
+    _C("percentiles_from", "", "'bins' (recomputed from json+ histogram), 'pooled bins' (iolab.pool) or 'reported'", "iolab", "id"),
+    _C("pooled_as", "", "how rows were pooled: files as repeats (IOPS averaged) or concurrent (summed), "
+       "jobs/hosts concurrent (summed)", "iolab.pool", "id"),
+    _C("percentile_note", "", "why pooled percentiles are NaN (a job without json+ bins), else empty",
+       "iolab.pool", "id"),
     _C("qd", "IOs", "queue depth (fio iodepth)", "iolab params", "setting", "log2"),
     _C("cpu_busy_pct", "%", "busy share of the pinned CPUs (user+nice+system+irq+softirq)", "/proc/stat"),
     _C("cpu_usr_pct", "%", "user share of the pinned CPUs", "/proc/stat"),

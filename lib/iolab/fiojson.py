@@ -147,6 +147,22 @@ def merge_bins(*bins: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
+def latency_bins(dirdata: Mapping[str, Any], kind: str) -> dict[str, int] | None:
+    """The json+ histogram of one direction's ``kind`` latency ("clat", "lat" or "slat")
+    as {bucket value in ns: IO count}, fio 2.x µs keys converted to ns so that bins of any
+    fio version can be merged; None when fio wrote no bins for it (plain json output, or
+    ``lat`` without ``lat_percentiles=1``)."""
+    obj, to_ns = _latency(dirdata, kind)
+    if not obj or not obj.get("bins"):
+        return None
+    return {str(round(int(k) * to_ns)): int(v) for k, v in obj["bins"].items()}
+
+
+def latency_object(dirdata: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """One direction's ``kind`` latency object (``clat_ns``, or fio 2.x ``clat``), or None."""
+    return _latency(dirdata, kind)[0]
+
+
 def _reported_percentiles(obj: Mapping[str, Any]) -> dict[float, float]:
     """fio's reported percentiles with numeric keys ('99.000000' -> 99.0); fio 2.x/3.1
     '0.00': 0 placeholder slots are dropped."""

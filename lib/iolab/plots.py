@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .analysis import Knee
+from .analysis import Knee, KneeEstimate
 from .columns import label
 
 PALETTE = {"iops": "#1f77b4", "p50": "#2ca02c", "p99": "#d62728", "knee": "#7f7f7f"}
@@ -37,11 +37,14 @@ def _log2_qd_axis(ax, qds) -> None:
     ax.set_xlabel(label("qd"))
 
 
-def qd_curve(df: pd.DataFrame, knee: Knee | None = None, ax=None, x: str = "qd",
+def qd_curve(df: pd.DataFrame, knee: Knee | KneeEstimate | None = None, ax=None, x: str = "qd",
              title: str | None = None):
     """IOPS (left axis) and clat p50/p99 (right axis) vs queue depth, knee marked.
 
-    Repeats are shown as mean with a ±1 standard deviation band."""
+    Repeats are shown as mean with a ±1 standard deviation band. A ``KneeEstimate``
+    (``analysis.knee_with_interval``) also shades its bootstrap interval [low, high], widened
+    by a quarter of a doubling each side so a one-QD interval stays visible, and names it in
+    the legend: "knee QD 16 (90 % of resamples in [8, 16])"."""
     ax = _ax(ax)
     sns.lineplot(data=df, x=x, y="iops", marker="o", errorbar="sd", ax=ax,
                  color=PALETTE["iops"], label="IOPS")
@@ -57,14 +60,20 @@ def qd_curve(df: pd.DataFrame, knee: Knee | None = None, ax=None, x: str = "qd",
     lat.set_ylabel(f"{pcol} latency (µs)")
     lat.set_ylim(bottom=0)
     _log2_qd_axis(ax, df[x])
-    handles = ax.get_legend_handles_labels()
-    lhandles = lat.get_legend_handles_labels()
     if lat.get_legend():
         lat.get_legend().remove()
     if knee is not None and knee.x is not None:
-        ax.axvline(knee.x, color=PALETTE["knee"], linestyle=":", linewidth=1.5)
-        ax.annotate(f"knee: QD {knee.x:g}\n{knee.y:,.0f} IOPS", xy=(knee.x, knee.y),
-                    xytext=(8, -30), textcoords="offset points", fontsize=9)
+        estimate = isinstance(knee, KneeEstimate)
+        if estimate and knee.low is not None:
+            pad = 2 ** 0.25
+            ax.axvspan(knee.low / pad, knee.high * pad, color=PALETTE["knee"], alpha=0.18, linewidth=0,
+                       label=knee.label())
+        ax.axvline(knee.x, color=PALETTE["knee"], linestyle=":", linewidth=1.5,
+                   label=knee.label() if estimate and knee.low is None else None)
+        ax.annotate(f"knee: QD {knee.x:g}\n{knee.y:,.0f} IOPS" + (" (median)" if estimate else ""),
+                    xy=(knee.x, knee.y), xytext=(8, -30), textcoords="offset points", fontsize=9)
+    handles = ax.get_legend_handles_labels()
+    lhandles = lat.get_legend_handles_labels()
     ax.legend(handles[0] + lhandles[0], handles[1] + lhandles[1], loc="center right", fontsize=8)
     ax.set_title(title or "IOPS and completion latency vs queue depth")
     knee_text = knee.method if knee is not None and knee.x is not None else (

@@ -57,11 +57,12 @@ def schedulers(target: Target) -> list[str]:
 
 
 def block_sizes(target: Target, sizes: Sequence[str], job: dict[str, Any], *, cpu: int = 0,
-                runs_dir: Path, allow_destructive: bool = False, **measure_kw) -> pd.DataFrame:
+                runs_dir: Path, repeats: int = 1, allow_destructive: bool = False, **measure_kw) -> pd.DataFrame:
     """Throughput from small to large blocks, with the request size the device actually saw
     (``dev_read_req_kib``, from /sys/block/<dev>/stat deltas)."""
-    table = add_cycles_per_io(sweep({"bs": list(sizes)}, target=target, base=job, cpus=[cpu], runs_dir=runs_dir,
-                                    progress="block sizes", allow_destructive=allow_destructive, **measure_kw))
+    table = add_cycles_per_io(sweep({"bs": list(sizes)}, target=target, base=job, cpus=[cpu], repeats=repeats,
+                                    runs_dir=runs_dir, progress="block sizes", allow_destructive=allow_destructive,
+                                    **measure_kw))
     table["bs_bytes"] = table["bs"].map(parse_size)
     table["bw_mib_s"] = table["bw_bytes_s"] / 2**20
     return table.sort_values("bs_bytes", ignore_index=True)

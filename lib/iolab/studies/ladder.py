@@ -5,6 +5,9 @@ previous one and is measured; steps the target cannot do are skipped with the ex
     table = run_ladder(steps, target, cpu=0, runs_dir=...)
     table[["step", "name", "status", "reason", "iops", "gain_pct"]]
 
+With ``repeats`` > 1 each step runs that many times; its figures are means over the
+repeats, and its gain has an interval and a verdict (``iolab.compare``).
+
 A step is data: a name, fio option changes (carried forward to later steps unless
 ``peak_only``), the capabilities it needs, and optionally a tool (``"tio"`` for fio's
 t/io_uring) or knobs to set for that step only (``iolab.knobs``: NVMe interrupt coalescing,
@@ -20,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import knobs
+from .. import compare, knobs
 from ..analysis import add_cycles_per_io
 from ..errors import IolabError
 from ..fio import fio_time
@@ -89,15 +92,19 @@ def plan(steps: list[Step], caps: dict[str, str | None]) -> list[tuple[Step, str
 
 
 def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[str, Any] | None = None,
-               runtime_s: float = 2.0, runs_dir: str | Path, opt_in: bool = False,
+               runtime_s: float = 2.0, runs_dir: str | Path, opt_in: bool = False, repeats: int = 1,
                allow_destructive: bool = False, **measure_kw) -> pd.DataFrame:
     """Run the ladder; one row per step (skipped steps included, with their reason), with
     ``gain_pct`` against the previous measured carried-forward step. A step that fails
     (fio, t/io_uring, a knob or nvme-cli: any IolabError) is a row with the reason, and
-    the ladder goes on. ``allow_destructive`` and ``measure_kw`` go to every fio run."""
+    the ladder goes on. ``allow_destructive`` and ``measure_kw`` go to every fio run.
+
+    Each step runs ``repeats`` times (``runs``: how many did); its figures are means over
+    them, and ``gain_low_pct``/``gain_high_pct``/``gain_verdict`` are the gain's 95 %
+    interval and its reading (``iolab.compare.compare``; no interval with one run each)."""
 
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
-    rows = []
+    rows, step_runs = [], {}
     for i, (step, reason) in enumerate(bar(plan(steps, capabilities(target, opt_in)), "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         if reason:
@@ -105,30 +112,37 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
             continue
         opts = {**current, **step.fio}
         try:
-            t = _run_step(step, i, opts, current, target, cpu, runtime_s, runs_dir,
+            t = _run_step(step, i, opts, current, target, cpu, runtime_s, runs_dir, repeats=repeats,
                           allow_destructive=allow_destructive, **measure_kw)
         except IolabError as exc:
             rows.append({**row, "status": "failed", "reason": str(exc).splitlines()[0]})
             continue
         kept = not step.peak_only and step.tool == "fio"
-        rows.append({**row, "status": "measured", "reason": "", **_summary(t), "carried_forward": kept,
-                     "run_id": t["run_id"].iloc[0]})
+        step_runs[i] = compare.per_run(t).assign(step=f"step {i}")
+        rows.append({**row, "status": "measured", "reason": "", **_summary(step_runs[i]), "carried_forward": kept,
+                     "runs": len(step_runs[i]), "run_id": t["run_id"].iloc[0]})
         if kept:
             current = opts
     table = pd.DataFrame(rows)
-    table["gain_pct"] = _gains(table)
+    if "runs" in table:
+        table["runs"] = table["runs"].astype("Int64")  # skipped steps: <NA>, not 2.0
+    gains = _gains(table, step_runs)
+    table["gain_pct"] = [g.ratio_pct if g else float("nan") for g in gains]
+    table["gain_low_pct"] = [g.low_pct if g else float("nan") for g in gains]
+    table["gain_high_pct"] = [g.high_pct if g else float("nan") for g in gains]
+    table["gain_verdict"] = [g.verdict if g else "" for g in gains]
     return table
 
 
 def _run_step(step: Step, i: int, opts: dict, current: dict, target: Target, cpu: int, runtime_s: float,
-              runs_dir: str | Path, **measure_kw) -> pd.DataFrame:
+              runs_dir: str | Path, repeats: int = 1, **measure_kw) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
 
     tgt = target
     if step.fio.get("ioengine") == "io_uring_cmd":
         tgt = Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
     common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "tags": {"step": i, "step_name": step.name},
-              "label": f"step{i}", "progress": None}
+              "label": f"step{i}", "progress": None, "repeats": repeats}
     grid = {name: [value] for name, value in step.knobs.items()}
     if step.tool == "tio":
         flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
@@ -136,21 +150,25 @@ def _run_step(step: Step, i: int, opts: dict, current: dict, target: Target, cpu
     return add_cycles_per_io(sweep(grid, base=opts, **common, **measure_kw))
 
 
-def _summary(t: pd.DataFrame) -> dict[str, Any]:
-    """A step's figures: IOPS summed over jobs, the rest of its first row."""
-    return {"iops": t["iops"].sum(), **{c: t[c].iloc[0] for c in
-            ("clat_p50_us", "clat_p99_us", "clat_p99_9_us", "cpu_busy_pct", "cycles_per_io",
-             "freq_source", "lat_mean_us_littles") if c in t}}
+def _summary(runs: pd.DataFrame) -> dict[str, Any]:
+    """A step's figures from its runs (``compare.per_run``: IOPS summed over jobs): means
+    over the repeats."""
+    return {c: runs[c].iloc[0] if c == "freq_source" else runs[c].mean() for c in
+            ("iops", "clat_p50_us", "clat_p99_us", "clat_p99_9_us", "cpu_busy_pct", "cycles_per_io",
+             "freq_source", "lat_mean_us_littles") if c in runs}
 
 
-def _gains(table: pd.DataFrame) -> list[float]:
-    """Each measured step's IOPS gain (%) over the last measured carried-forward step."""
+def _gains(table: pd.DataFrame, step_runs: dict[int, pd.DataFrame]) -> list[compare.Comparison | None]:
+    """Each measured step's IOPS against the last measured carried-forward step, over their
+    repeats (None: nothing to compare with)."""
     prev, gains = None, []
     for r in table.itertuples():
         if r.status != "measured":
-            gains.append(float("nan"))
+            gains.append(None)
             continue
-        gains.append(100 * (r.iops / prev - 1) if prev else float("nan"))
+        gains.append(compare.compare(pd.concat([step_runs[r.step], step_runs[prev]]), by="step",
+                                     a=f"step {r.step}", b=f"step {prev}", metric="iops")
+                     if prev is not None else None)
         if getattr(r, "carried_forward", False) or prev is None:
-            prev = r.iops
+            prev = r.step
     return gains

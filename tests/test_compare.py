@@ -1,0 +1,170 @@
+"""Intervals over repeats and A-vs-B verdicts (iolab.compare), checked by hand on real fio
+runs: three 1 s runs at QD 1 and three at QD 8 on a scratch file."""
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from iolab import compare as cmp
+from iolab.errors import InputError
+from iolab.studies import ladder as lad
+from iolab.sweep import sweep
+from iolab.target import scratch_file
+
+CPU = 1  # the other CPU than most tests, so fewer waits on the per-CPU lock
+JOB = {"rw": "randread", "bs": "4k", "runtime": "1s", "ioengine": "io_uring", "direct": 1}
+
+
+@pytest.fixture(scope="module")
+def qd(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compare")
+    return sweep({"iodepth": [1, 8]}, target=scratch_file(tmp / "s", "32m"), base=JOB, cpus=[CPU], repeats=3,
+                 runs_dir=tmp / "runs", progress=None)
+
+
+def test_t_interval_of_the_mean_iops_by_hand(qd):
+    s = cmp.summarise(qd, ["iodepth"])
+    for depth in (1, 8):
+        v = qd.loc[qd.iodepth == depth, "iops"].to_numpy()  # one job, one direction: a row is a run
+        half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+        row = s[s.iodepth == depth].iloc[0]
+        assert row.n == 3 and row.iops_mean == pytest.approx(v.mean())
+        assert (row.iops_ci_low, row.iops_ci_high) == pytest.approx((v.mean() - half, v.mean() + half))
+        assert row.iops_cv_pct == pytest.approx(100 * v.std(ddof=1) / v.mean())
+    assert cmp.method("iops") == cmp.method("cpu_busy_pct") == "t"
+
+
+def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(qd):
+    """Resampling three values, each extreme comes back three times with chance 1/27 = 3.7 %,
+    more than the 2.5 % each tail leaves out: the 95 % bootstrap interval is [min, max]. The
+    t interval (half-width 4.30 s / sqrt 3 = 2.48 s) always holds the range of three values
+    (at most 1.15 s from their mean), so joined, a summary's percentile interval is the t one."""
+    s = cmp.summarise(qd, ["iodepth"], ["clat_p99_us", "cycles_per_io"])
+    runs_of = cmp.per_run(qd, ["iodepth"])  # cycles_per_io is computed per run
+    for depth in (1, 8):
+        row, runs = s[s.iodepth == depth].iloc[0], runs_of[runs_of.iodepth == depth]
+        for m in ("clat_p99_us", "cycles_per_io"):
+            v = runs[m].to_numpy()
+            assert cmp.method(m) == "bootstrap"
+            assert cmp.bootstrap_interval(v) == pytest.approx((v.min(), v.max()))
+            half = stats.t.ppf(0.975, 2) * v.std(ddof=1) / math.sqrt(3)
+            assert (row[f"{m}_ci_low"], row[f"{m}_ci_high"]) == pytest.approx((v.mean() - half, v.mean() + half))
+    pd.testing.assert_frame_equal(s, cmp.summarise(qd, ["iodepth"], ["clat_p99_us", "cycles_per_io"]))
+    v = [1.0, 2.0, 3.0, 4.0, 10.0]
+    assert cmp.bootstrap_interval(v, seed=7) == cmp.bootstrap_interval(v, seed=7) != cmp.bootstrap_interval(v, seed=8)
+    skewed = np.random.default_rng(3).lognormal(0, 1.5, 40)  # a long right tail: the bootstrap reaches further
+    (t_low, t_high), (b_low, b_high) = cmp.interval(skewed, "iops"), cmp.bootstrap_interval(skewed)
+    assert t_low < b_low and t_high < b_high and cmp.interval(skewed, "clat_p99_us") == (t_low, b_high)
+
+
+def test_qd8_is_faster_than_qd1_and_the_interval_by_hand(qd):
+    c = cmp.compare(qd, by="iodepth", a=8, b=1, metric="iops")
+    a, b = (qd.loc[qd.iodepth == d, "iops"].to_numpy() for d in (8, 1))
+    assert (c.n_a, c.n_b) == (3, 3) and c.ratio_pct == pytest.approx(100 * (a.mean() / b.mean() - 1))
+    assert 0 < c.low_pct < c.ratio_pct < c.high_pct and c.better == 8
+    assert c.verdict.startswith(f"8 is {c.ratio_pct:.0f} % faster than 1 (IOPS), 95 % CI [{c.low_pct:.0f} %, ")
+    # Welch by hand: relative variances of the two means add; Welch-Satterthwaite df
+    ua, ub = a.var(ddof=1) / (3 * a.mean() ** 2), b.var(ddof=1) / (3 * b.mean() ** 2)
+    df = (ua + ub) ** 2 / (ua ** 2 / 2 + ub ** 2 / 2)
+    r, half = a.mean() / b.mean(), stats.t.ppf(0.975, df) * a.mean() / b.mean() * math.sqrt(ua + ub)
+    welch = (100 * (r - half - 1), 100 * (r + half - 1))
+    # the bootstrap by enumeration: every resample of each side (27 x 27, equally likely)
+    means = [np.mean(x) for x in itertools.product(a, repeat=3)], [np.mean(x) for x in itertools.product(b, repeat=3)]
+    exact = np.sort([100 * (x / y - 1) for x in means[0] for y in means[1]])
+    q = {p: np.quantile(exact, p) for p in (0.015, 0.035, 0.965, 0.985)}  # 10,000 resamples: within 1 %
+    assert min(q[0.015], welch[0]) - 1e-9 <= c.low_pct <= min(q[0.035], welch[0]) + 1e-9  # joined: lower low
+    assert max(q[0.965], welch[1]) - 1e-9 <= c.high_pct <= max(q[0.985], welch[1]) + 1e-9  # higher high
+    assert c.method in ("Welch t", "bootstrap", "bootstrap and Welch t")
+    assert cmp.compare(qd, "iodepth", 8, 1, "iops") == c  # seeded: the same interval again
+    back = cmp.compare(qd, "iodepth", 1, 8, "iops")
+    assert back.verdict.startswith("1 is") and "slower than 8" in back.verdict and back.better == 8
+
+
+def test_equal_settings_are_rarely_called_different():
+    """3 runs a side, both from the same normal distribution: a 95 % interval should exclude
+    0 about 1 time in 20 (a bootstrap alone: about 1 in 5)."""
+    rng, wrong = np.random.default_rng(11), 0
+    for k in range(200):
+        t = pd.DataFrame({"s": ["a"] * 3 + ["b"] * 3, "iops": rng.normal(100, 5, 6)})
+        c = cmp.compare(t, "s", "a", "b", "iops", seed=k)
+        wrong += not c.low_pct <= 0 <= c.high_pct
+    assert wrong / 200 < 0.10
+
+
+def test_lower_is_better_words(qd):
+    cycles = cmp.compare(qd, "iodepth", 8, 1, "cycles_per_io")
+    assert cycles.ratio_pct < 0 and "8 uses" in cycles.verdict and "less CPU per IO than 1" in cycles.verdict
+    lat = cmp.compare(qd, "iodepth", 1, 8, "clat_p50_us")
+    assert lat.verdict.startswith("1 is faster: clat p50") and "lower than 8" in lat.verdict and lat.better == 1
+
+
+def test_one_run_each_has_no_interval(qd):
+    once = qd[qd.repeat == 0]
+    c = cmp.compare(once, "iodepth", 8, 1, "iops")
+    assert (c.n_a, c.n_b) == (1, 1) and math.isnan(c.low_pct) and math.isnan(c.high_pct) and c.better is None
+    assert c.verdict.startswith("one run each: no interval; repeat the study (repeats >= 3) to know")
+    assert "as measured, 8 is" in c.verdict
+    s = cmp.summarise(once, ["iodepth"])
+    assert (s.n == 1).all() and s.iops_ci_low.isna().all() and not s.unstable.any()
+
+
+def test_no_difference_the_repeats_can_show():
+    t = pd.DataFrame({"scheduler": ["none"] * 3 + ["mq-deadline"] * 3, "iops": [100.0, 110, 90, 105, 95, 100]})
+    c = cmp.compare(t, "scheduler", "none", "mq-deadline", "iops")
+    assert c.low_pct < 0 < c.high_pct and c.better is None
+    assert c.verdict.startswith("no difference the repeats can show: none vs mq-deadline +0.0 % (IOPS), 95 % CI [")
+
+
+def _cell(name, iops, freq=(2000.0,) * 3, busy=(50.0,) * 3, fio=(50.0,) * 3):
+    return pd.DataFrame({"mode": name, "run_id": [f"{name}{i}" for i in range(3)], "direction": "read",
+                         "iops": iops, "cpu_freq_mhz": freq, "freq_source": "scaling_cur_freq",
+                         "cpu_busy_pct": busy, "cpus_sampled": 1, "usr_cpu_pct": 10.0,
+                         "sys_cpu_pct": [f - 10 for f in fio], "cpu_irq_pct": 0.0, "cpu_softirq_pct": 0.0})
+
+
+def test_unstable_cells_and_their_likely_causes():
+    t = pd.concat([_cell("steady", [100.0, 101, 99]),
+                   _cell("freq", [100.0, 130, 80], freq=(2000.0, 3000, 2000)),
+                   _cell("load", [100.0, 130, 80], busy=(50.0, 90, 50)),
+                   _cell("device", [100.0, 130, 80])])
+    s = cmp.summarise(t, ["mode"], ["iops"], cv_threshold=0.10).set_index("mode")
+    assert not s.unstable["steady"] and s.unstable_why["steady"] == ""
+    assert s.unstable[["freq", "load", "device"]].all()
+    cv = 100 * np.std([100, 130, 80], ddof=1) / np.mean([100, 130, 80])
+    assert s.unstable_why["freq"].startswith(f"iops CV {cv:.0f} % > 10 %; likely: the CPU frequency changed "
+                                             "(2,000-3,000 MHz across repeats, scaling_cur_freq)")
+    assert "other load on the pinned CPU (up to 40 % of a CPU" in s.unstable_why["load"]
+    assert s.unstable_why["device"].endswith("likely: the device's or host's own variance")
+    assert not cmp.summarise(t, ["mode"], ["iops"], cv_threshold=0.30).unstable.any()
+    assert "unstable" in set(cmp.readable(cmp.summarise(t, ["mode"], ["iops"])).unstable)
+
+
+def test_a_run_is_its_jobs_summed():
+    t = pd.DataFrame({"qd": 1, "run_id": ["r0", "r0", "r0", "r1"], "job_index": [0, 1, 2, 0],
+                      "direction": ["read", "read", "none", "read"], "iops": [100.0, 300, 0, 400],
+                      "cpu_busy_pct": 40.0, "cpus_sampled": 2, "cpu_freq_mhz": 1000.0,
+                      "usr_cpu_pct": [5.0, 5, 5, 10], "sys_cpu_pct": [15.0, 15, 15, 30]})
+    r = cmp.per_run(t, ["qd"]).set_index("run_id")
+    assert r.iops.to_dict() == {"r0": 400, "r1": 400}
+    assert r.cycles_per_io["r0"] == pytest.approx(0.4 * 2 * 1e9 / 400)  # busy x CPUs x f / IOPS
+    assert r.fio_cpu_pct.to_dict() == {"r0": 40, "r1": 40} and r.other_load_pct["r0"] == pytest.approx(40)
+
+
+def test_refusals(qd):
+    with pytest.raises(InputError, match="no run with iodepth=4"):
+        cmp.compare(qd, "iodepth", 4, 1)
+    with pytest.raises(InputError, match="no metric 'iops_typo'"):
+        cmp.summarise(qd, ["iodepth"], ["iops_typo"])
+
+
+def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
+    steps = [lad.Step("QD 1", {"ioengine": "io_uring", "direct": 1, "iodepth": 1}), lad.Step("QD 8", {"iodepth": 8})]
+    t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=1, repeats=3,
+                       runs_dir=tmp_path / "runs")
+    assert list(t.runs) == [3, 3] and math.isnan(t.gain_pct[0]) and t.gain_verdict[0] == ""
+    assert 0 < t.gain_low_pct[1] < t.gain_pct[1] < t.gain_high_pct[1]
+    assert t.gain_pct[1] == pytest.approx(100 * (t.iops[1] / t.iops[0] - 1))
+    assert t.gain_verdict[1].startswith("step 1 is") and "faster than step 0 (IOPS), 95 % CI" in t.gain_verdict[1]
