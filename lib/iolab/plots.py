@@ -6,6 +6,8 @@ fallback-sourced values, and returns the ``ax``. Nothing here changes global sty
 """
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -24,8 +26,10 @@ def _ax(ax):
 
 
 def source_note(ax, text: str) -> None:
-    """The source line under a plot."""
-    ax.annotate(f"source: {text}", xy=(0, 0), xycoords="axes fraction", xytext=(0, -38),
+    """The source line under a plot, wrapped to the plot's width."""
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    text = textwrap.fill(f"source: {text}", width=max(60, int(width_in * 17)))  # ~17 chars/inch at 7.5 pt
+    ax.annotate(text, xy=(0, 0), xycoords="axes fraction", xytext=(0, -38),
                 textcoords="offset points", fontsize=7.5, color="0.35", va="top")
 
 
@@ -74,7 +78,7 @@ def qd_curve(df: pd.DataFrame, knee: Knee | KneeEstimate | None = None, ax=None,
                     xy=(knee.x, knee.y), xytext=(8, -30), textcoords="offset points", fontsize=9)
     handles = ax.get_legend_handles_labels()
     lhandles = lat.get_legend_handles_labels()
-    ax.legend(handles[0] + lhandles[0], handles[1] + lhandles[1], loc="center right", fontsize=8)
+    ax.legend(handles[0] + lhandles[0], handles[1] + lhandles[1], loc="upper left", fontsize=8)
     ax.set_title(title or "IOPS and completion latency vs queue depth")
     knee_text = knee.method if knee is not None and knee.x is not None else (
         f"no knee ({knee.reason})" if knee is not None else "")
