@@ -168,3 +168,23 @@ def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
     assert 0 < t.gain_low_pct[1] < t.gain_pct[1] < t.gain_high_pct[1]
     assert t.gain_pct[1] == pytest.approx(100 * (t.iops[1] / t.iops[0] - 1))
     assert t.gain_verdict[1].startswith("step 1 is") and "faster than step 0 (IOPS), 95 % CI" in t.gain_verdict[1]
+
+
+def test_the_cells_noise_is_carried_and_named():
+    """The samplers' per-run noise columns (iolab.sampling) come through as cell means, and
+    high steal or other load is named as the likely cause of an unstable cell."""
+    def noisy(name, steal, other):
+        return _cell(name, [100.0, 130, 80]).assign(cpu_steal_pct=steal, host_steal_pct=steal / 2,
+                                                    cpu_iowait_pct=1.0, other_cpu_pct=other)
+    t = pd.concat([noisy("steal", 8.0, 2.0), noisy("other", 1.0, 30.0), noisy("quiet", 1.0, 2.0)])
+    s = cmp.summarise(t, ["mode"], ["iops"]).set_index("mode")
+    assert s.loc["steal", "cpu_steal_pct"] == pytest.approx(8) and s.loc["other", "other_cpu_pct"] == pytest.approx(30)
+    assert s.loc["quiet", "host_steal_pct"] == pytest.approx(0.5) and s.loc["quiet", "cpu_iowait_pct"] == 1
+    assert "hypervisor steal (mean 8 % of the pinned CPUs' time)" in s.unstable_why["steal"]
+    assert "other load" not in s.unstable_why["steal"]
+    assert "other load on the pinned CPUs (mean 30 % of their time beyond fio's own usr+sys" in s.unstable_why["other"]
+    assert "steal" not in s.unstable_why["other"]
+    assert s.unstable_why["quiet"].endswith("the device's or host's own variance")
+    shown = cmp.readable(cmp.summarise(t, ["mode"], ["iops"]))
+    assert list(shown.columns[:2]) == ["mode", "n"] and "cpu steal (%)" in shown
+    assert cmp.STEAL_PCT == __import__("iolab.sampling").sampling.STEAL_FLAG_PCT

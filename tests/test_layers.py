@@ -10,7 +10,7 @@ from conftest import REPO
 
 LAYERS = [
     ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "progress", "signals"}),
-    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "pool", "compare"}),
+    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "pool", "compare", "drift"}),
     ("tools and resources", {"process", "fio", "perf", "sampling", "locks", "jobcheck", "validate",
                              "target", "knobs"}),
     ("run folders", {"producers", "store"}),

@@ -1,12 +1,17 @@
 """Samplers around real fio runs, cross-checked against fio's own CPU accounting."""
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pandas as pd
+import pytest
 
 from conftest import QUICK
 from iolab.runner import measure
-from iolab.sampling import Sampler, cpu_utilisation, read_freq_mhz, read_proc_stat, summarise, trim
+from iolab.sampling import (OTHER_FLAG_PCT, STAT_FIELDS, STEAL_FLAG_PCT, Sampler, Samples, cpu_utilisation,
+                            noise_flag, read_freq_mhz, read_proc_stat, run_columns, summarise, trim)
 
 
 def test_sampler_sees_the_pinned_cpu_busy(scratch, runs):
@@ -55,3 +60,65 @@ def test_readers():
     assert set(read_proc_stat([0])[0]) >= {"user", "system", "irq", "softirq", "idle"}
     mhz, source = read_freq_mhz([0])
     assert mhz[0] > 0 and source in ("scaling_cur_freq", "proc_cpuinfo")
+
+
+NOISE = ("cpu_steal_pct", "cpu_iowait_pct", "host_steal_pct", "host_busy_pct", "other_cpu_pct")
+
+
+def test_a_real_run_names_the_noise_the_machine_adds(scratch, runs):
+    result = measure(QUICK, scratch, cpus=[0], runs_dir=runs)
+    row = result.table.iloc[0]
+    for c in NOISE:
+        assert 0 <= row[c] <= 100, (c, row[c])
+    assert isinstance(row.noise_flag, str)
+    stat = pd.read_csv(result.path / "samples_stat.csv")
+    assert {"host_steal", "host_user"} <= set(stat.columns)
+    # a folder sampled before the host columns existed: same per-CPU figures, host NaN
+    stat.drop(columns=[c for c in stat if c.startswith("host_")]).to_csv(result.path / "samples_stat.csv", index=False)
+    old = run_columns(result.path)
+    assert pd.isna(old["host_steal_pct"]) and pd.isna(old["host_busy_pct"])
+    assert old["cpu_steal_pct"] == pytest.approx(row.cpu_steal_pct) and old["other_cpu_pct"] == pytest.approx(row.other_cpu_pct)
+
+
+def test_another_process_on_the_pinned_cpu_is_other_load(scratch, runs):
+    """A second process spinning on CPU 0 during a pinned fio run: /proc/stat sees CPU 0
+    busier than fio's own usr+sys, and the run is flagged."""
+    spin = subprocess.Popen([sys.executable, "-c", "import os\nos.sched_setaffinity(0, {0})\nwhile True: pass"])
+    try:
+        time.sleep(0.3)  # it is spinning before the run starts
+        result = measure(QUICK, scratch, cpus=[0], runs_dir=runs)
+    finally:
+        os.kill(spin.pid, signal.SIGKILL)
+        spin.wait()
+    row = result.table.iloc[0]
+    assert row.other_cpu_pct > 10, row[list(NOISE)]
+    assert f"other load {row.other_cpu_pct:.0f} % of the CPU > 10 %" in row.noise_flag
+
+
+def _samples(steal=0, iowait=0, user=50, system=10, idle=None, host_steal=None):
+    """Two samples of CPU 0, 100 ticks apart, with these deltas (host: the same line, or
+    another steal)."""
+    idle = 100 - steal - iowait - user - system if idle is None else idle
+    zero = dict.fromkeys(STAT_FIELDS, 0)
+    end = {**zero, "user": user, "system": system, "idle": idle, "iowait": iowait, "steal": steal}
+    host_end = {**end, "steal": steal if host_steal is None else host_steal,
+                "idle": idle + steal - (steal if host_steal is None else host_steal)}
+    rows = [{"t_s": t, "cpu": 0, **c, **{f"host_{k}": v for k, v in h.items()}}
+            for t, c, h in ((0.0, zero, zero), (1.0, end, host_end))]
+    return Samples(pd.DataFrame(columns=["t_s", "cpu", "freq_mhz", "freq_source"]), pd.DataFrame(rows))
+
+
+def test_the_noise_flag_thresholds():
+    assert STEAL_FLAG_PCT == 5 and OTHER_FLAG_PCT == 10
+    quiet = summarise(_samples(steal=3, iowait=20), fio_cpu=55)
+    assert quiet["cpu_steal_pct"] == 3 and quiet["cpu_iowait_pct"] == 20 and quiet["other_cpu_pct"] == 5
+    assert quiet["host_busy_pct"] == 60 and quiet["noise_flag"] == ""  # iowait alone is never flagged
+    assert summarise(_samples(steal=7), fio_cpu=60)["noise_flag"] == "steal 7 % > 5 %"
+    assert summarise(_samples(), fio_cpu=90)["other_cpu_pct"] == 0  # clipped: fio's rusage over-explains
+    both = summarise(_samples(steal=7, user=80), fio_cpu=50)
+    assert both["other_cpu_pct"] == 40 and both["noise_flag"] == "steal 7 % > 5 %; other load 40 % of the CPU > 10 %"
+    host = summarise(_samples(host_steal=9), fio_cpu=60)
+    assert host["host_steal_pct"] == 9 and host["noise_flag"] == "steal 9 % machine-wide > 5 %"
+    unknown = summarise(_samples(user=90))  # no fio figure (t/io_uring): other load unknown, not flagged
+    assert pd.isna(unknown["other_cpu_pct"]) and unknown["noise_flag"] == ""
+    assert noise_flag(float("nan"), float("nan")) == ""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, needs_root
+from iolab.signals import FORCE_EXIT_AFTER_S
 
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 
@@ -225,7 +226,7 @@ def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypa
         device, backing = "".join(out).split()
         assert _loop_attached(device)
         os.kill(km.provisioner.pid, sig)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + FORCE_EXIT_AFTER_S + 15  # an idle kernel may swallow it first
         while km.is_alive() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not km.is_alive()
@@ -234,6 +235,35 @@ def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypa
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+        # whatever happened above, leave nothing on the machine (this ledger lives in tmp_path)
+        subprocess.run([PY, "-m", "iolab.cli", "cleanup"], env={**os.environ}, capture_output=True, timeout=60)
+
+
+@needs_root
+def test_a_kernel_that_swallows_sigterm_still_ends_and_releases(tmp_path, monkeypatch):
+    """SIGTERM during a running cell becomes a KeyboardInterrupt that IPython shows and goes
+    on from; the last resort ends the kernel anyway, with the loop device given back."""
+    from jupyter_client.manager import start_new_kernel
+
+    monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("IOLAB_FORCE_EXIT_S", "3")
+    km, kc = start_new_kernel(kernel_name="python3")
+    out = []
+    try:
+        kc.execute_interactive("from iolab.target import loop_device\nctx = loop_device('16m'); dev = ctx.__enter__()\n"
+                               "print(dev.path)", timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
+        device = "".join(out).split()[0]
+        kc.execute("import time; time.sleep(120)")
+        time.sleep(1.5)
+        os.kill(km.provisioner.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not km.is_alive() and not _loop_attached(device)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        subprocess.run([PY, "-m", "iolab.cli", "cleanup"], env={**os.environ}, capture_output=True, timeout=60)
 
 
 @needs_root

@@ -58,6 +58,17 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("cpu_sys_pct", "%", "system share of the pinned CPUs", "/proc/stat"),
     _C("cpu_irq_pct", "%", "hard-interrupt share of the pinned CPUs", "/proc/stat"),
     _C("cpu_softirq_pct", "%", "softirq share of the pinned CPUs", "/proc/stat"),
+    _C("cpu_steal_pct", "%", "hypervisor steal share of the pinned CPUs (time the host took away)", "/proc/stat steal"),
+    _C("cpu_iowait_pct", "%", "iowait share of the pinned CPUs (idle while I/O was pending; normal for psync)",
+       "/proc/stat iowait"),
+    _C("host_steal_pct", "%", "hypervisor steal share of all CPUs (NaN: run sampled before it was recorded)",
+       "/proc/stat cpu line"),
+    _C("host_busy_pct", "%", "busy share of all CPUs, machine-wide (NaN: run sampled before it was recorded)",
+       "/proc/stat cpu line"),
+    _C("other_cpu_pct", "%", "estimate: process time (user+nice+system) on the pinned CPUs beyond fio's own "
+       "usr+sys, clipped at 0 (NaN without fio)", "/proc/stat and fio usr_cpu+sys_cpu"),
+    _C("noise_flag", "", "steal or other load above iolab.sampling's thresholds, in words ('' none)",
+       "iolab.sampling", "id"),
     _C("busy_cpu_s", "CPU·s", "busy CPU seconds on the pinned CPUs over the trimmed window", "/proc/stat"),
     _C("cpu_freq_mhz", "MHz", "mean frequency of the pinned CPUs, trimmed 10 % each end", "scaling_cur_freq or /proc/cpuinfo"),
     _C("freq_source", "", "where cpu_freq_mhz came from", "iolab", "id"),
@@ -100,6 +111,14 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("bs_bytes", "B", "block size in bytes", "iolab params", "setting", "log2"),
     _C("device", "", "the block device a run used", "iolab params", "setting"),
     _C("devices", "", "how many devices ran at once", "iolab params", "setting"),
+    _C("kernel", "", "the running kernel (uname -r)", "system.json kernel", "id"),
+    _C("governor", "", "cpufreq governor of the pinned CPUs ('a/b' if they differ; NaN: no cpufreq)",
+       "system.json governor (/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)", "id"),
+    _C("scheduler_active", "", "the target device's active I/O scheduler (NaN: no block device)",
+       "system.json queue (/sys/block/<dev>/queue/scheduler)", "id"),
+    _C("smt", "", "SMT state (on, off, forceoff, notsupported, ...)", "system.json smt (/sys/devices/system/cpu/smt/control)", "id"),
+    _C("drift", "", "what changed in the run's system snapshot since the study's first run ('' none)",
+       "iolab.drift", "id"),
 ]}
 for _p in ("50", "90", "95", "99", "99_9", "99_99"):
     for _kind in ("clat", "lat"):

@@ -23,9 +23,12 @@ Intervals over the repeats of a cell:
 A cell is *unstable* (as pyperf warns) when a metric's coefficient of variation over
 repeats is above ``cv_threshold``; ``unstable_why`` names the metric and, when the table
 shows it, the likely cause: the CPU frequency changed between repeats
-(``cpu_freq_mhz``), or the pinned CPU was busier than fio itself (``cpu_busy_pct`` beyond
-fio's own usr+sys and interrupts: other load); else the device's or the host's own
-variance.
+(``cpu_freq_mhz``), the pinned CPU was busier than fio itself (``cpu_busy_pct`` beyond
+fio's own usr+sys and interrupts: other load), or the hypervisor took time from it (a cell
+mean ``cpu_steal_pct`` or ``host_steal_pct`` above ``STEAL_PCT``); else the device's or the
+host's own variance. Every cell carries the mean of the samplers' noise columns
+(``NOISE``: steal, iowait and other load, as ``iolab.sampling`` records them per run) when
+the table has them, so a reader can tell the device from the host beside the intervals.
 
 ``compare`` bootstraps the ratio of the two means, each side resampled on its own
 (Welch-style: unequal spread and counts), joined with the Welch t interval of the ratio
@@ -59,6 +62,8 @@ PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")
 RESAMPLES = 10_000
 FREQ_SPREAD_PCT = 2.0      # cpu_freq_mhz max-min across repeats, % of the mean: "frequency changed"
 OTHER_LOAD_POINTS = 10.0   # pinned CPUs busy beyond fio's usr+sys and interrupts, % of one CPU
+STEAL_PCT = 5.0           # mean hypervisor steal in a cell, % (iolab.sampling.STEAL_FLAG_PCT)
+NOISE = ("cpu_steal_pct", "host_steal_pct", "cpu_iowait_pct", "other_cpu_pct")  # cell means
 NO_INTERVAL = "no interval; repeat the study (repeats >= 3) to know"
 
 
@@ -160,8 +165,9 @@ def summarise(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = M
     """One row per cell ``by``: for each metric ``<m>_mean``, ``<m>_ci_low``, ``<m>_ci_high``
     (``method(m)``: t or seeded bootstrap) and ``<m>_cv_pct``; ``n`` (runs in the cell);
     ``unstable`` (a metric's CV above ``cv_threshold``, a fraction: 0.10 = 10 %) and
-    ``unstable_why`` (which metric, and the likely cause the table shows). Metrics the
-    table lacks are left out when they are the defaults, refused when named."""
+    ``unstable_why`` (which metric, and the likely cause the table shows); the cell means
+    of the ``NOISE`` columns the table has. Metrics the table lacks are left out when they
+    are the defaults, refused when named."""
     by = [by] if isinstance(by, str) else list(by)
     runs = per_run(table, by)
     absent = [m for m in metrics if m not in runs]
@@ -182,6 +188,10 @@ def summarise(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = M
                     f"{m}_ci_high": high, f"{m}_cv_pct": cv}
             if cv > 100 * cv_threshold:
                 noisy.append(f"{m} CV {cv:.0f} %")
+        for c in NOISE:
+            if c in cell:
+                v = _clean(cell[c])
+                row[c] = float(v.mean()) if len(v) else math.nan
         row["unstable"] = bool(noisy)
         row["unstable_why"] = (f"{', '.join(noisy)} > {100 * cv_threshold:g} %; likely: {_causes(cell)}"
                                if noisy else "")
@@ -197,11 +207,21 @@ def _causes(cell: pd.DataFrame) -> str:
         if len(f) > 1 and 100 * (f.max() - f.min()) / f.mean() > FREQ_SPREAD_PCT:
             src = f", {cell['freq_source'].iloc[0]}" if "freq_source" in cell else ""
             found.append(f"the CPU frequency changed ({f.min():,.0f}-{f.max():,.0f} MHz across repeats{src})")
-    if "other_load_pct" in cell:
+    other = _clean(cell["other_cpu_pct"]) if "other_cpu_pct" in cell else np.array([])
+    if len(other) and other.mean() > OTHER_LOAD_POINTS:
+        found.append(f"other load on the pinned CPUs (mean {other.mean():.0f} % of their time beyond "
+                     f"fio's own usr+sys, an estimate)")
+    elif "other_load_pct" in cell:
         extra = _clean(cell["other_load_pct"])
         if len(extra) and extra.max() > OTHER_LOAD_POINTS:
             found.append(f"other load on the pinned CPU (up to {extra.max():.0f} % of a CPU busy beyond "
                          f"fio's own usr+sys and interrupts)")
+    for c, where in (("cpu_steal_pct", "the pinned CPUs"), ("host_steal_pct", "the machine")):
+        steal = _clean(cell[c]) if c in cell else np.array([])
+        if len(steal) and steal.mean() > STEAL_PCT:
+            found.append(f"hypervisor steal (mean {steal.mean():.0f} % of {where}' time)"
+                         .replace("machine'", "machine's"))
+            break
     return " and ".join(found) or "the device's or host's own variance"
 
 
@@ -210,7 +230,7 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
     columns, ``n`` and the unstable flag and reason."""
     metrics = [c[:-5] for c in summary.columns if c.endswith("_mean")]
     cells = [c for c in summary.columns if not c.startswith(tuple(f"{m}_" for m in metrics))
-             and c not in ("n", "unstable", "unstable_why")]
+             and c not in ("n", "unstable", "unstable_why", *NOISE)]
     out = summary[cells + ["n"]].copy()
 
     def fmt(x: float) -> str:
@@ -220,6 +240,9 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
         out[label(m)] = [f"{fmt(r[f'{m}_mean'])}" + ("" if pd.isna(r[f"{m}_ci_low"]) else
                          f" [{fmt(r[f'{m}_ci_low'])}, {fmt(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %")
                          for _, r in summary.iterrows()]
+    for c in NOISE:
+        if c in summary:
+            out[label(c)] = [fmt(x) for x in summary[c]]
     out["unstable"] = summary["unstable"].map({True: "unstable", False: ""})
     out["why"] = summary["unstable_why"]
     return out

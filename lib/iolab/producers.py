@@ -48,6 +48,25 @@ def block_columns(run_dir: str | Path) -> dict[str, float]:
     return request_sizes(counters["before"], counters["after"])
 
 
+def system_columns(run_dir: str | Path) -> dict[str, Any]:
+    """What ``iolab.drift`` compares between the runs of a study, from ``system.json``
+    (``iolab.system.snapshot``): the kernel, the cpufreq governor of the pinned CPUs (of
+    every online CPU when none were pinned; NaN without cpufreq; "a/b" when they differ),
+    the target's active I/O scheduler (NaN without a block device) and the SMT state.
+    fio's version and the frequency source are columns of the fio and sampler producers."""
+    snap = json.loads((Path(run_dir) / "system.json").read_text())
+    governors = snap.get("governor") or {}
+    cpus = snap.get("cpus_in_use") or snap.get("cpus_online") or []
+    mine = sorted({g for cpu, g in governors.items() if g and (not cpus or int(cpu) in cpus)})
+    nan = float("nan")
+    return {
+        "kernel": snap.get("kernel") or nan,
+        "governor": "/".join(mine) if mine else nan,
+        "scheduler_active": (snap.get("queue") or {}).get("scheduler_active") or nan,
+        "smt": snap.get("smt") or nan,
+    }
+
+
 def no_columns(run_dir: str | Path) -> dict[str, Any]:
     """For producers whose files are kept for provenance or read elsewhere, not as columns."""
     return {}
@@ -60,7 +79,7 @@ PRODUCERS: tuple[Producer, ...] = (
     Producer("perf stat", perf.STAT_FILES, perf.stat_columns),
     Producer("block counters", ("blockstat.json",), block_columns),
     Producer("perf record", perf.RECORD_FILES, no_columns),  # read by stacks()
-    Producer("system snapshot", ("system.json",), no_columns),
+    Producer("system snapshot", ("system.json",), system_columns),
 )
 
 

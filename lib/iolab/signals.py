@@ -8,6 +8,11 @@ cleanup already written for Ctrl-C runs. When the outermost ``held()`` block has
 the signal is delivered again with the handler the process had before, so a Jupyter kernel
 or a papermill run still ends as its owner asked. Outside ``held()`` blocks nothing changes.
 
+An owner may swallow the exception (a Jupyter kernel idle between cells catches a
+KeyboardInterrupt in its event loop and goes on). So ``held()`` also arms a last resort:
+if the process is still alive ``FORCE_EXIT_AFTER_S`` later, its exit handlers run (the
+ledger puts back what this process holds) and it exits with 128 + the signal number.
+
 A program that handles ``Terminated`` itself (the ``iolab`` command) calls
 ``raise_always()`` so the signal is turned into the exception at any time.
 
@@ -15,6 +20,7 @@ SIGKILL cannot be caught: ``iolab.repair`` puts right what a killed process left
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -22,6 +28,7 @@ import threading
 from typing import Iterator
 
 CAUGHT = (signal.SIGTERM, signal.SIGHUP)
+FORCE_EXIT_AFTER_S = 30.0  # longer than any cleanup (fio gets 10 s to stop)
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -43,8 +50,21 @@ def _handler(signum, _frame) -> None:
     global _pending
     if _depth > 0 or _always:
         _pending = signum
+        if not _always:
+            _arm_last_resort(signum)
         raise Terminated(signum)
     _redeliver(signum)
+
+
+def _arm_last_resort(signum: int) -> None:
+    """Exit for good ``FORCE_EXIT_AFTER_S`` from now if ``Terminated`` was swallowed."""
+    def force_exit() -> None:
+        atexit._run_exitfuncs()  # the same cleanup a normal exit runs
+        os._exit(128 + signum)
+    delay = float(os.environ.get("IOLAB_FORCE_EXIT_S", FORCE_EXIT_AFTER_S))  # tests shorten it
+    timer = threading.Timer(delay, force_exit)
+    timer.daemon = True  # a process that ends as asked never waits for it
+    timer.start()
 
 
 def _redeliver(signum: int) -> None:

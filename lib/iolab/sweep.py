@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from . import knobs, repair, runner
+from . import drift, knobs, repair, runner
 from .errors import InputError
 from .paths import runs_dir as default_runs_dir
 from .progress import bar, headless  # noqa: F401  (headless: notebook 04's sweep.headless())
@@ -115,7 +115,9 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
           tool: str = "fio", before_run: Callable[[], Any] | None = None, label: str = "",
           progress: str | None = "fio runs", **measure_kw) -> pd.DataFrame:
     """Run every cell of ``grid`` ``repeats`` times; return the tidy table of its runs (only
-    those: other runs in ``runs_dir`` are not mixed in), in grid order.
+    those: other runs in ``runs_dir`` are not mixed in), in grid order, with a ``drift``
+    column naming what changed in each run's system snapshot since the sweep's first run
+    (``iolab.drift.flag``; what the grid sweeps is not drift).
 
     Everything is checked before the first run (``plan``). With ``resume``, a run whose
     job already has an "ok" run in ``runs_dir`` is not run again. ``aliases`` renames swept
@@ -148,7 +150,8 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
                 before_run()
             done[run.key] = measure(run.options, target, cpus=cpus, runs_dir=runs_dir, swept=run.swept,
                                     label=run.label, **measure_kw).path
-    return load_runs([done[r.key] for r in runs])
+    swept = {name for r in runs for name in r.swept} - {"repeat"}
+    return drift.flag(load_runs([done[r.key] for r in runs]), swept=swept)
 
 
 def new_sweep_dir(name: str) -> Path:
