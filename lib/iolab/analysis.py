@@ -65,10 +65,8 @@ def find_knee(x: Sequence[float], y: Sequence[float], *, log2_x: bool = True, S:
     """
     frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
     frame = frame.groupby("x", as_index=False)["y"].mean().sort_values("x")
-    if log2_x and (frame["x"] <= 0).any():
-        bad = ", ".join(f"{v:g}" for v in frame.loc[frame["x"] <= 0, "x"])
-        raise InputError(f"x = {bad} cannot go on a log2 axis (log2 needs x > 0); drop those rows, "
-                         "or use a linear x axis (--linear in `iolab knee`, log2_x=False in Python)")
+    if log2_x:
+        _refuse_nonpositive(frame["x"])
     return _kneedle(frame["x"].to_numpy(), frame["y"].to_numpy(), log2_x=log2_x, S=S, curve=curve,
                     direction=direction, online=online, prominent=prominent)
 
@@ -116,6 +114,14 @@ def _kneedle(xv: np.ndarray, ys: np.ndarray, *, log2_x: bool, S: float, curve: s
     knee_x = _sample(xv, 2 ** chosen if log2_x else chosen)
     knee_y = float(ys[np.flatnonzero(xv == knee_x)[0]])
     return Knee(knee_x, knee_y, method, "", log2_x, xs_list, ys_list, diff, all_x, heights)
+
+
+def _refuse_nonpositive(x: pd.Series) -> None:
+    """InputError naming the x <= 0 (log2 is undefined there)."""
+    if (x <= 0).any():
+        bad = ", ".join(f"{v:g}" for v in sorted(set(x[x <= 0])))
+        raise InputError(f"x = {bad} cannot go on a log2 axis (log2 needs x > 0); drop those rows, "
+                         "or use a linear x axis (--linear in `iolab knee`, log2_x=False in Python)")
 
 
 def _sample(xv: np.ndarray, value: float) -> float:
@@ -197,10 +203,8 @@ def knee_with_interval(x: Sequence[float], y: Sequence[float], *, n_boot: int = 
         raise InputError(f"{n_boot} resamples (n_boot, --resamples) is negative; give 0 (no interval) "
                          "or a count such as 1000")
     frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
-    if log2_x and (frame["x"] <= 0).any():
-        bad = ", ".join(f"{v:g}" for v in sorted(set(frame.loc[frame["x"] <= 0, "x"])))
-        raise InputError(f"x = {bad} cannot go on a log2 axis (log2 needs x > 0); drop those rows, "
-                         "or use a linear x axis (--linear in `iolab knee`, log2_x=False in Python)")
+    if log2_x:
+        _refuse_nonpositive(frame["x"])
     groups = [g.to_numpy() for _, g in frame.groupby("x")["y"]]
     xv = np.array(sorted(frame["x"].unique()), float)
     med = np.array([np.median(g) for g in groups])
@@ -413,9 +417,8 @@ def summarise_repeats(table: pd.DataFrame, by: Sequence[str], value: str,
     interval of ``value`` over repeats, per group ``by``. n = 1 gives NaN spread."""
     g = table.groupby(list(by))[value]
     out = g.agg(["mean", "std", "count", "min", "max"]).reset_index()
-    t = out["count"].map(lambda n: stats.t.ppf(0.5 + confidence / 2, n - 1) if n > 1 else math.nan)
-    half = t * out["std"] / np.sqrt(out["count"])
-    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    ci = [t_interval(v, confidence) for _, v in g]
+    out["ci_low"], out["ci_high"] = [lo for lo, _ in ci], [hi for _, hi in ci]
     out["cv_pct"] = 100 * out["std"] / out["mean"]
     return out.rename(columns={c: f"{value}_{c}" for c in
                                ("mean", "std", "count", "min", "max", "ci_low", "ci_high", "cv_pct")})

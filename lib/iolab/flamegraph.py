@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
+from .progress import headless
 from .profile import bare, frame_category, is_diff, merge_unknown_runs
 
 CATEGORY_COLORS = {
@@ -239,3 +240,12 @@ if(window.ResizeObserver)new ResizeObserver(fitWidth).observe(svg);
 else window.addEventListener('resize',fitWidth);
 fitWidth();})();
 """
+
+
+def show(stacks, title: str = "Flame graph", interactive: bool = True) -> None:
+    """The interactive SVG as a cell's output in JupyterLab; nothing headless or with
+    ``interactive=False`` (batch runs and HTML reports have ``draw``'s static picture)."""
+    if not interactive or headless():
+        return
+    from IPython.display import HTML, display  # only in a notebook kernel
+    display(HTML(svg(stacks, title=title)))

@@ -35,6 +35,7 @@ from .validate import check_cpus, check_measure
 
 DEFAULTS = {"ioengine": "io_uring", "direct": 1, "rw": "randread", "bs": "4k", "iodepth": 1,
             "time_based": 1, "runtime": "2s", "group_reporting": 1}
+TIO_DEFAULTS = {"r": 3}  # measure_tio's default t/io_uring flags, stored with its runs
 
 
 @dataclass
@@ -145,7 +146,7 @@ def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | N
     """Run fio's t/io_uring pinned to ``cpus`` with samplers, stored like a fio run
     (``tio.txt`` instead of ``fio.json``). Raises TioError when its output says it failed
     (it exits 0 when polled IO is unsupported)."""
-    flags = {"r": 3, **dict(flags)}
+    flags = {**TIO_DEFAULTS, **dict(flags)}
     argv = tio_argv(target.path, flags, tio)
     with run_folder(runs_dir, label) as folder:
         sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "tio_flags": flags})

@@ -31,13 +31,12 @@ import pandas as pd
 from . import drift, knobs, repair, runner
 from .errors import InputError
 from .paths import runs_dir as default_runs_dir
-from .progress import bar, headless  # noqa: F401  (headless: notebook 04's sweep.headless())
+from .progress import bar
 from .store import find_runs, job_key, load_runs, stored_job_key
 from .target import Target
 from .validate import check_cpus, check_fio_options, positive_ints, writable_dir
 
 TOOLS = ("fio", "t/io_uring")
-TIO_DEFAULTS = {"r": 3}  # iolab.runner.measure_tio's default flags, as its runs store them
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def cells(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 def tio_key(flags: Mapping[str, Any], target: str, cpus: Any, swept: Mapping[str, Any]) -> str:
     """The job key of a t/io_uring run (its params.json has flags, not fio options)."""
-    return job_key({"t/io_uring": {**TIO_DEFAULTS, **flags}, "cpus": cpus}, target, swept)
+    return job_key({"t/io_uring": {**runner.TIO_DEFAULTS, **flags}, "cpus": cpus}, target, swept)
 
 
 def _stored_key(params: Mapping[str, Any]) -> str:

@@ -65,7 +65,7 @@ def parse_tio_text(text: str) -> pd.DataFrame:
         if reason:
             raise TioError(f"t/io_uring reported a failure and measured nothing: {reason}")
         raise TioError("no t/io_uring 'IOPS=..., IOS/call=...' lines found: "
-                             "is this t/io_uring output? " + _failure_reason(text))
+                       "is this t/io_uring output? " + _failure_reason(text))
     frame = pd.DataFrame(rows)
     for key, value in header.items():
         frame[key] = value

@@ -27,8 +27,8 @@ from .. import compare, knobs
 from ..analysis import add_cycles_per_io
 from ..errors import IolabError
 from ..fio import fio_time
-from ..paths import REPO
 from ..progress import bar
+from .per_core import have_tio
 from ..sweep import sweep
 from ..target import Target
 
@@ -75,7 +75,7 @@ def capabilities(target: Target, opt_in: bool = False) -> dict[str, str | None]:
                                                     if ng else f"no /dev/ng* node for {dev or target.path} (not NVMe)"),
         "nvme_cli": knobs.no_nvme_cli(),
         "opt_in": None if opt_in else "changes a device setting: pass opt_in=True to allow (always restored)",
-        "tio": None if (REPO / "tools/t_io_uring").exists() else "t/io_uring not built: run `make tio`",
+        "tio": None if have_tio() else "t/io_uring not built: run `make tio`",
         "root": None if os.geteuid() == 0 else "needs root",
     }
     return caps | {f"knob:{name}": knob.check(target) for name, knob in knobs.KNOBS.items()}
