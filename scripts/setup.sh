@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what iolab needs and is missing; quick when everything is there.
-#   system tools: fio, perf (Debian: linux-perf), python3-venv  (apt-get, as root)
+#   system tools: fio, perf (Debian: linux-perf), stress-ng, python3-venv  (apt-get, as root)
 #   .venv with iolab and its Python dependencies (pip, editable)
 #   the python3 Jupyter kernel inside .venv (papermill uses it)
 #   --browser: also Debian's chromium, for the browser tests (make test; not make demo/lab)
@@ -16,6 +16,7 @@ esac
 missing=()
 command -v fio >/dev/null 2>&1 || missing+=(fio)
 command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
+command -v stress-ng >/dev/null 2>&1 || missing+=(stress-ng)
 command -v losetup >/dev/null 2>&1 || missing+=(util-linux)
 command -v blkid >/dev/null 2>&1 || missing+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)

@@ -38,6 +38,9 @@ def test_knee(tmp_path):
     assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == "none"
     bad = iolab("knee", str(csv), "--x", "nope", "--y", "iops")
     assert bad.returncode == 1 and "has no column 'nope'" in bad.stderr
+    csv.write_text("qd,iops\n1,40\n2,80\n4,160\n8,200\n16,200\n")  # IOPS²/QD peaks at QD 4
+    power = iolab("knee", str(csv), "--x", "qd", "--y", "iops", "--method", " Power")
+    assert power.stdout.strip() == "4" and "Kleinrock" not in power.stdout
 
 
 def test_run_prints_a_summary_and_stores(tmp_path):

@@ -30,7 +30,7 @@ def test_interrupted_sweep_restores_the_knob(loopdev, tmp_path):
     timer.start()
     with pytest.raises((KeyboardInterrupt, RunInterrupted)):
         kp.knob_sweep(loopdev, "scheduler", ["mq-deadline", "kyber"], {**QUICK, "runtime": "10s"},
-                      runs_dir=tmp_path)
+                      runs_dir=tmp_path, warmup=None)
     timer.join()
     assert queue_knobs(loopdev.device) == before
     run = next(tmp_path.iterdir())

@@ -2,6 +2,7 @@
 import pytest
 
 from conftest import needs_root
+from iolab.errors import InputError
 from iolab.studies import ladder as lad
 
 
@@ -42,3 +43,21 @@ def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, mon
     t = lad.run_ladder(steps, as_nvme, cpu=0, runtime_s=1, runs_dir=tmp_path / "runs")
     assert list(t.status) == ["measured", "failed", "measured"]
     assert "exit 2): NVMe status: Invalid Field" in t.reason[1]
+
+
+def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path):
+    """Round 1 walks the ladder in order, later rounds run every step once more, shuffled."""
+    import json
+    steps = [lad.Step("one", {"ioengine": "psync", "iodepth": 1}), lad.Step("two", {"bs": "8k"}),
+             lad.Step("three", {"bs": "16k"})]
+    t = lad.run_ladder(steps, scratch, cpu=0, runtime_s=1, runs_dir=tmp_path / "runs", repeats=3, seed=1)
+    assert list(t.status) == ["measured"] * 3 and list(t.runs) == [3, 3, 3]
+    ran = sorted((json.loads((p.parent / "run.json").read_text())["started_utc"],
+                  json.loads(p.read_text())["swept"]) for p in (tmp_path / "runs").glob("*/params.json"))
+    rounds = [[s["step"] for _, s in ran if s["repeat"] == r] for r in range(3)]
+    assert [s["repeat"] for _, s in ran] == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # round by round
+    assert rounds[0] == [0, 1, 2] and rounds[1:] != [[0, 1, 2]] * 2  # later rounds shuffled (seed 1)
+    assert len(list((tmp_path / "runs" / "warmup").glob("*/run.json"))) == 1
+    assert t.gain_low_pct.notna()[1] and t.gain_verdict[1]
+    with pytest.raises(InputError, match="order='up': choose one of"):
+        lad.run_ladder(steps, scratch, runs_dir=tmp_path / "x", order="up")

@@ -9,17 +9,17 @@ from pathlib import Path
 from conftest import REPO
 
 LAYERS = [
-    ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "progress", "signals"}),
-    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "pool", "compare", "drift"}),
+    ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "progress", "signals", "results"}),
+    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "pool", "compare", "drift", "knee_search", "effects"}),
     ("tools and resources", {"process", "fio", "perf", "sampling", "locks", "jobcheck", "validate",
-                             "target", "knobs"}),
-    ("run folders", {"producers", "store"}),
+                             "target", "knobs", "stress"}),
+    ("run folders", {"producers", "store", "runcache"}),
     ("repair", {"repair"}),
     ("one run", {"runner"}),
-    ("grids", {"sweep"}),
+    ("grids", {"sweep", "search"}),
     ("studies", {"studies"}),
     ("pictures", {"plots", "flamegraph", "explore"}),
-    ("notebooks", {"publish", "demo", "lab"}),
+    ("notebooks", {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance"}),
     ("command line", {"cli"}),
 ]
 PACKAGE = REPO / "lib" / "iolab"

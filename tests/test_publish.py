@@ -46,3 +46,287 @@ def test_interrupted_demo_prints_one_line_and_keeps_the_reports(tmp_path):
     assert (out / "01_queue_depth_knee.ipynb").read_text() == "good"
     assert (out / "01_queue_depth_knee.partial.ipynb").exists()
     assert not list(out.glob(".*running*"))
+
+
+# ---------------------------------------------------------------- the write-up (iolab publish)
+import html as markup  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import shlex  # noqa: E402
+import shutil  # noqa: E402
+
+import nbformat  # noqa: E402
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook  # noqa: E402
+
+from iolab import provenance  # noqa: E402
+from iolab.errors import InputError  # noqa: E402
+from iolab.publish import (WIDGET_VIEW, network_fetches, offline, publish, readable_number,  # noqa: E402
+                           readable_tables, to_html)
+
+RESULTS_MIME = "application/vnd.iolab.results+json"
+TINY_PARAMETERS = {"label": "tiny run", "depths": [1, 4, 16]}
+
+
+def write_tiny_notebook(path):
+    """A notebook without fio: a parameters cell, a DataFrame with numbers to make readable,
+    a matplotlib figure, an iolab results output, a link in the text."""
+    nb = new_notebook(cells=[
+        new_markdown_cell("# A tiny study\n\nMade-up numbers that check the write-up; "
+                          "[a paper](https://example.org/paper) stays a link."),
+        new_code_cell('label = "tiny"  # what this run is called\nscale = 1.0  # multiplies every number\n'
+                      "depths = [1, 2]  # queue depths", metadata={"tags": ["parameters"]}),
+        new_code_cell("import pandas as pd\n"
+                      'pd.DataFrame({"qd": depths, "iops": [22441.558442 * scale, 1234.56, 0.982029],\n'
+                      '              "clat_p99_us": [64.256, 2.596134, 1500.0], "year": [2011, 2020, 2024],\n'
+                      '              "what": ["a", "b", "c"]})'),
+        new_code_cell("import matplotlib.pyplot as plt\n"
+                      "fig, ax = plt.subplots(figsize=(4, 3))\nax.plot(depths, [1, 2, 3])\nax.set_title(label)\n"
+                      "plt.show()"),
+        new_code_cell("from IPython.display import display\n"
+                      f"display({{{RESULTS_MIME!r}: {{'results': [{{'name': 'peak IOPS', 'value': 22441.558442, "
+                      "'unit': 'IO/s', 'source': 'made up', 'low': 21000, 'high': 23500.5, 'note': 'a test'}]}, "
+                      "'text/plain': 'RESULT-OUTPUT-MARKER'}, raw=True)"),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The tiny notebook executed (papermill, through iolab.publish.execute) and published."""
+    folder = tmp_path_factory.mktemp("tiny")
+    executed = execute(write_tiny_notebook(folder / "tiny.ipynb"), folder / "out" / "tiny.ipynb", TINY_PARAMETERS)
+    page = publish(executed)
+    return executed, page, page.read_text()
+
+
+def test_the_write_up_fetches_nothing_and_shows_no_code(tiny):
+    executed, page, text = tiny
+    assert page == executed.with_suffix(".html")
+    assert network_fetches(text) == []
+    for tag in re.finditer(r"<(\w+)[^>]*\s(?:src|href|srcset|data)\s*=\s*[\"']?\s*(?:https?:)?//", text):
+        assert tag.group(1).lower() == "a", f"<{tag.group(1)}> fetches from the network: {tag.group(0)[:120]}"
+    assert not re.search(r"<script[^>]*\ssrc\s*=", text) and not re.search(r"<link[^>]*\shref\s*=", text)
+    assert 'href="https://example.org/paper"' in text  # a link is not a fetch
+    for code in ("pd.DataFrame(", "plt.subplots", "display(", "# Parameters"):
+        assert code not in text
+    assert len(re.findall(r'<img\b[^>]*\ssrc="data:image/png;base64,', text)) == 1  # the figure, inline
+    assert "<title>A tiny study</title>" in text
+
+
+def test_the_write_up_tables_are_readable(tiny):
+    text = tiny[2]
+    table = text[text.index('class="dataframe"'):]
+    table = table[:table.index("</table>")]
+    for shown in ("22,442", "1,235", "0.982", "64.3", "2.60", "1,500", ">2011<", ">2024<", ">a<"):
+        assert shown in table, shown
+    assert "22441.558442" not in text and "2,011" not in table
+    assert '<th title="iops">IOPS (IO/s)</th>' in table and '<th title="clat_p99_us">clat p99 (µs)</th>' in table
+    assert "<th>what</th>" in table  # not a registered column: as it was
+
+
+def test_the_write_up_opens_with_the_parameters_and_drops_result_outputs(tiny):
+    text = markup.unescape(tiny[2])
+    params = text[text.index("<h2>Parameters</h2>"):]
+    params = params[:params.index("</table>")]
+    assert '<td>label</td><td>"tiny run"</td><td>given</td><td>what this run is called</td>' in params
+    assert "<td>scale</td><td>1.0</td><td>default</td><td>multiplies every number</td>" in params
+    assert "<td>depths</td><td>[1, 4, 16]</td><td>given</td>" in params
+    assert text.index("<h2>Parameters</h2>") < text.index('class="dataframe"')
+    assert text.index("A tiny study") < text.index("<h2>Parameters</h2>")  # after the title
+    assert "RESULT-OUTPUT-MARKER" not in text  # the results table shows it instead
+    assert 'Recorded: see the <a href="#iolab-results">results table</a> at the top.' in text
+    assert '<h2 id="iolab-results">Results</h2>' in text
+
+
+def test_the_write_up_ends_with_its_provenance(tiny):
+    executed, _, text = tiny
+    text = markup.unescape(text)
+    appendix = text[text.index("<h2>Provenance</h2>"):]
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert head and head in appendix
+    assert re.search(r"\((clean|with changes: \d+ file\(s\) changed, \d+ untracked)\)", appendix)
+    import matplotlib
+    import nbconvert
+    import pandas
+    import papermill
+    for name, module in (("pandas", pandas), ("matplotlib", matplotlib), ("papermill", papermill),
+                         ("nbconvert", nbconvert)):
+        assert f"<td>{name}</td><td>{module.__version__}</td>" in appendix, name
+    for tool in ("<td>Linux kernel</td>", "<td>fio</td>", "<td>perf</td>", "<td>kernel</td>", "<td>CPUs online</td>"):
+        assert tool in appendix, tool
+    source = executed.parent.parent / "tiny.ipynb"
+    command = shlex.join(["papermill", str(source), "out.ipynb", "-r", "label", "tiny run", "-y", "depths: [1, 4, 16]"])
+    assert f"<pre>{command}</pre>" in appendix
+    assert "recorded no run folders" in appendix
+
+
+def test_the_results_table_and_the_run_folders_come_from_the_metadata(tiny, tmp_path):
+    run = tmp_path / "runs" / "qd-knee-x" / "run-1"
+    run.mkdir(parents=True)
+    (run / "fio.json").write_text('{"jobs": []}')
+    (run / "run.json").write_text('{"status": "ok"}')
+    (run / "system.json").write_text(json.dumps({"kernel": "9.9.9-test", "fio_version": "fio-9.99",
+                                                 "hostname": "measured-here", "cpus_online": [0, 1]}))
+    nb = nbformat.read(tiny[0], as_version=4)
+    nb.metadata["iolab"] = {
+        "results": [{"name": "knee", "value": 32.0, "unit": "IOs", "source": "Kneedle", "low": 16.0, "high": 32,
+                     "note": "81 % of resamples"},
+                    {"name": "cycles per IO", "value": 13847.25, "unit": "cycles/IO", "source": "perf stat",
+                     "low": None, "high": None, "note": ""}],
+        "run_folders": [str(run.parent), str(tmp_path / "gone")],
+        "parameters": {"label": "from iolab"}}
+    nbformat.write(nb, tmp_path / "meta.ipynb")
+    text = markup.unescape(publish(tmp_path / "meta.ipynb", tmp_path / "meta.html").read_text())
+    results = text[text.index('<h2 id="iolab-results">Results</h2>'):]
+    results = results[:results.index("</table>")]
+    assert ('<td>knee</td><td class="num">32</td><td>IOs</td><td class="num">[16, 32]</td><td>Kneedle</td>'
+            "<td>81 % of resamples</td>") in results
+    assert '<td>cycles per IO</td><td class="num">13,847</td><td>cycles/IO</td><td class="num"></td>' in results
+    assert "peak IOPS" not in results  # the metadata, not the outputs, when both are there
+    assert '<td>label</td><td>"from iolab"</td><td>given</td>' in text
+    digest = provenance.folder_digest(run.parent)
+    assert digest["sha256"] and digest["files"] == 2  # fio.json and system.json; run.json is not hashed
+    assert f'<td>{run.parent}</td><td class="num">2</td>' in text and digest["sha256"] in text
+    assert f"<td>{tmp_path / 'gone'}</td><td class=\"num\">0</td><td class=\"num\">0</td><td>not on this machine</td>" in text
+    assert "<td>kernel</td><td>9.9.9-test</td>" in text and "<td>host</td><td>measured-here</td>" in text
+    assert "<td>fio</td><td>fio-9.99</td>" in text  # the fio that measured, from the run folder
+
+
+def test_the_results_come_from_the_outputs_without_metadata(tiny, tmp_path):
+    """A notebook run by papermill itself (or in JupyterLab) has no metadata["iolab"]."""
+    nb = nbformat.read(tiny[0], as_version=4)
+    nb.metadata.pop("iolab", None)
+    nbformat.write(nb, tmp_path / "plain.ipynb")
+    text = publish(tmp_path / "plain.ipynb").read_text()
+    assert '<td>peak IOPS</td><td class="num">22,442</td><td>IO/s</td><td class="num">[21,000, 23,500]</td>' in text
+    assert "RESULT-OUTPUT-MARKER" not in text
+
+
+def test_to_html_is_the_write_up_or_the_notebook_with_its_code(tiny, tmp_path):
+    assert "<h2>Provenance</h2>" in to_html(tiny[0], tmp_path / "a.html").read_text()
+    with_code = to_html(tiny[0], tmp_path / "b.html", no_input=False).read_text()
+    assert "subplots" in with_code and "<h2>Provenance</h2>" not in with_code
+    assert network_fetches(with_code) == []
+
+
+def test_a_failed_notebook_says_so(tmp_path):
+    nb = new_notebook(cells=[new_code_cell("1 / 0", outputs=[nbformat.v4.new_output(
+        "error", ename="ZeroDivisionError", evalue="division by zero", traceback=["ZeroDivisionError: division by zero"])])],
+        metadata={"papermill": {"exception": True, "parameters": {}, "input_path": "/x/nb.ipynb"}})
+    nbformat.write(nb, tmp_path / "nb.failed.ipynb")
+    text = publish(tmp_path / "nb.failed.ipynb").read_text()
+    assert "stopped at an error" in text and "division by zero" in text
+    assert "papermill /x/nb.ipynb out.ipynb" in text
+
+
+def test_publish_refuses_what_it_cannot_write_up(tiny, tmp_path):
+    (tmp_path / "not.ipynb").write_text("hello")
+    fresh = write_tiny_notebook(tmp_path / "fresh.ipynb")
+    cases = [(tmp_path / "missing.ipynb", None, "no such notebook"),
+             (tmp_path, None, "is a folder"),
+             (tmp_path / "not.ipynb", None, "not a Jupyter notebook"),
+             (fresh, None, "has no outputs: it has not been run"),
+             (tiny[0], tiny[0], "is the notebook itself"),
+             (tiny[0], tmp_path / "nowhere" / "x.html", "there is no folder")]
+    for notebook, html, words in cases:
+        with pytest.raises(InputError, match=words):
+            publish(notebook, html)
+    assert not list(tmp_path.glob("*.html"))
+
+
+def test_iolab_publish_command(tiny, tmp_path):
+    env = {**os.environ, "IOLAB_STATE": str(tmp_path / "state")}
+    ok = subprocess.run([PY, "-m", "iolab.cli", "publish", str(tiny[0]), "-o", str(tmp_path / "w.html")],
+                        capture_output=True, text=True, env=env)
+    assert ok.returncode == 0 and ok.stdout.strip() == f"wrote {tmp_path / 'w.html'}", ok.stderr
+    assert network_fetches((tmp_path / "w.html").read_text()) == []
+    bad = subprocess.run([PY, "-m", "iolab.cli", "publish", str(tmp_path / "nope.ipynb")],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("iolab publish:") and "no such notebook" in bad.stderr
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("22441.558442", "22,442"), ("472000", "472,000"), ("999", "999"), ("-12345", "-12,345"),
+    ("100.4", "100"), ("64.256", "64.3"), ("2.596134", "2.60"), ("1.0", "1.00"), ("0.982029", "0.982"),
+    ("0.000123456", "0.000123"), ("0.0", "0"), ("1.5e-07", "1.5e-07"), ("2.5e6", "2,500,000"),
+    ("NaN", "NaN"), ("True", "True"), ("proc_cpuinfo", "proc_cpuinfo"), ("1_000", "1_000"), ("", ""),
+    ("4k", "4k"), ("[1, 2]", "[1, 2]")])
+def test_readable_number(text, shown):
+    assert readable_number(text) == shown
+
+
+def test_readable_tables_count_columns_from_the_right():
+    """A named index adds a header row and index cells; a year column keeps its digits."""
+    import pandas as pd
+    table = pd.DataFrame({"qd": [1, 2], "year": [2011, 2024], "iops": [22441.558442, 1234567.0]}).set_index("qd")
+    page = readable_tables("<p>12345.678</p>" + table.to_html())
+    assert page.startswith("<p>12345.678</p>")  # outside tables: untouched
+    assert "<td>2011</td>" in page and "<td>22,442</td>" in page and "<td>1,234,567</td>" in page
+    assert "<th>1</th>" in page  # index cells: as they were
+    assert '<th title="iops">IOPS (IO/s)</th>' in page and '<th title="qd">queue depth (IOs)</th>' in page
+
+
+def test_offline_disables_every_fetch_and_keeps_links():
+    page = ('<html><head><script src="https://cdn.example/require.js"></script>'
+            "<link rel='stylesheet' href='http://cdn.example/x.css'>"
+            '<style>@import url("https://fonts.example/f.css"); body { background: url(//img.example/b.png) }</style>'
+            '</head><body><img alt="x" src=//img.example/a.png><img src="data:image/png;base64,AAAA">'
+            '<a href="https://example.org/paper">paper</a><div style="background: url(\'https://x.example/c.png\')">'
+            '</div><script>var a = 1;</script><main></main></body></html>')
+    assert len(network_fetches(page)) == 6
+    fixed, disabled = offline(page)
+    assert network_fetches(fixed) == [] and len(disabled) == 6
+    assert 'data-offline-src="https://cdn.example/require.js"' in fixed
+    assert '<a href="https://example.org/paper">' in fixed and 'src="data:image/png;base64,AAAA"' in fixed
+    assert "<script>var a = 1;</script>" in fixed
+
+
+def test_folder_digest_covers_the_raw_outputs_only(tmp_path):
+    run = tmp_path / "a" / "run-1"
+    run.mkdir(parents=True)
+    (run / "fio.json").write_text('{"jobs": []}')
+    (run / "job.fio").write_text("[job]\nrw=randread\n")
+    (run / "run.json").write_text('{"started_utc": "2026-01-01T00:00:00Z"}')
+    first = provenance.folder_digest(tmp_path / "a")
+    assert first["files"] == 2 and first["bytes"] == 12 + 18 and len(first["sha256"]) == 64
+    (run / "run.json").write_text('{"started_utc": "2027-01-01T00:00:00Z", "status": "interrupted"}')
+    (tmp_path / "a" / ".iolab-table.parquet").write_text("cache")
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    assert provenance.folder_digest(tmp_path / "copy")["sha256"] == first["sha256"]
+    (run / "fio.json").write_text('{"jobs": [1]}')
+    assert provenance.folder_digest(tmp_path / "a")["sha256"] != first["sha256"]
+    assert provenance.folder_digest(tmp_path / "none") == {
+        "path": str(tmp_path / "none"), "sha256": None, "files": 0, "bytes": 0, "why": "not on this machine"}
+
+
+def test_rerun_command_spells_each_kind_of_value():
+    nb = REPO / "notebooks" / "01_queue_depth_knee.ipynb"
+    command = provenance.rerun_command(nb, {"target": "/dev/nvme0n1", "size": "1", "runtime_s": 1.5, "cpu": 3,
+                                            "interactive": False, "queue_depths": [1, 4], "knobs": {"a": 1}})
+    assert shlex.split(command) == [
+        ".venv/bin/papermill", "notebooks/01_queue_depth_knee.ipynb", "out.ipynb", "-r", "target", "/dev/nvme0n1",
+        "-r", "size", "1", "-p", "runtime_s", "1.5", "-p", "cpu", "3", "-p", "interactive", "False",
+        "-y", "queue_depths: [1, 4]", "-y", 'knobs: {"a": 1}']
+    assert provenance.rerun_command(None, {}) is None
+
+
+def test_checkout_without_git_says_why(tmp_path):
+    state = provenance.checkout(tmp_path)
+    assert state["commit"] is None and "not in a git checkout" in state["why"]
+
+
+def test_widgets_give_way_to_their_static_fallback(tmp_path):
+    """A notebook saved from JupyterLab: widget views need a widget manager from a CDN."""
+    view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    out = nbformat.v4.new_output
+    nb = new_notebook(cells=[
+        new_code_cell("w", outputs=[out("display_data", data={WIDGET_VIEW: view, "text/plain": "HBox(children=(...))"})]),
+        new_code_cell("e", outputs=[out("display_data", data={WIDGET_VIEW: view, "image/png": "iVBORw0KGgo=",
+                                                              "text/plain": "<Figure>"})])],
+        metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}}})
+    nbformat.write(nb, tmp_path / "w.ipynb")
+    text = publish(tmp_path / "w.ipynb").read_text()
+    assert "HBox(children" not in text and "widget-view" not in text and "widget-state" not in text
+    assert 'src="data:image/png;base64,iVBORw0KGgo="' in text

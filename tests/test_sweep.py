@@ -11,7 +11,7 @@ import pytest
 
 from conftest import QUICK, REPO, needs_root
 from iolab import runner, studies
-from iolab.errors import KnobUnavailable
+from iolab.errors import InputError, KnobUnavailable
 from iolab.studies import kernel_path as kp
 from iolab.studies import ladder as lad
 from iolab.sweep import sweep
@@ -121,3 +121,34 @@ def test_every_study_forwards_the_measure_options(study, loopdev, tmp_path, monk
     with pytest.raises(Stop):
         STUDIES[study](loopdev, tmp_path / "runs", {"allow_destructive": True, "timeout_s": 30})
     assert seen and seen[0]["allow_destructive"] is True and seen[0]["timeout_s"] == 30
+
+
+def test_rounds_put_every_cell_in_each_round(scratch):
+    from iolab.sweep import plan
+    grid = {"iodepth": [1, 2, 4]}
+
+    def order(**kw):
+        return [(r.swept["repeat"], r.options["iodepth"]) for r in plan(grid, target=scratch, base=QUICK, repeats=2, **kw)]
+    assert order() == [(0, 1), (1, 1), (0, 2), (1, 2), (0, 4), (1, 4)]
+    assert order(order="interleaved") == [(0, 1), (0, 2), (0, 4), (1, 1), (1, 2), (1, 4)]
+    shuffled = order(order="random", seed=3)
+    assert [rep for rep, _ in shuffled] == [0, 0, 0, 1, 1, 1] and shuffled == order(order="random", seed=3)
+    assert any(order(order="random", seed=s) != order(order="interleaved") for s in range(5))
+    with pytest.raises(InputError, match="order='sideways': choose one of grid, interleaved, random"):
+        order(order="sideways")
+
+
+def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path):
+    table = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[0], runs_dir=tmp_path / "r", warmup="run")
+    warm = list((tmp_path / "r" / "warmup").glob("*/run.json"))
+    assert len(warm) == 1 and len(table) == 2 and "warmup" not in table
+    assert json.loads((warm[0].parent / "params.json").read_text())["swept"] == {"iodepth": 1, "repeat": 0, "warmup": True}
+    again = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[0], runs_dir=tmp_path / "r", warmup="run")
+    assert list(again.run_id) == list(table.run_id) and len(list((tmp_path / "r" / "warmup").iterdir())) == 1
+    ramped = sweep({"iodepth": [1]}, target=scratch, base=QUICK, cpus=[0], runs_dir=tmp_path / "p", warmup=0.5)
+    job = json.loads(next((tmp_path / "p").glob("*/params.json")).read_text())["fio_options"]
+    assert job["ramp_time"] == "500ms" and len(ramped) == 1
+    with pytest.raises(InputError, match="warmup='soon': give seconds of fio ramp_time"):
+        sweep({"iodepth": [1]}, target=scratch, base=QUICK, runs_dir=tmp_path / "x", warmup="soon")
+    with pytest.raises(InputError, match="t/io_uring has no ramp time; use warmup='run'"):
+        sweep({}, target=scratch, tool="t/io_uring", runs_dir=tmp_path / "x", warmup=2)

@@ -7,6 +7,7 @@ message, exit 2.
 
     iolab run --target scratch --rw=randread --bs=4k --iodepth=32   # any fio long option
     iolab parse fio.json --format csv
+    iolab table data/runs --format json        # every run of a folder (cached in it)
     iolab knee table.csv --x qd --y iops
     iolab fold perf.script.txt --kernel        # or a perf.data file
     iolab sysinfo
@@ -70,6 +71,43 @@ def cmd_run(args, extra) -> int:
     return 0
 
 
+def cmd_search(args, _extra) -> int:
+    from . import search  # slow to import (pandas): only for this command
+
+    spec = search.load_spec(args.spec)
+    if args.dry_run:
+        with search.open_targets(spec) as targets:
+            runs = search.plan(spec, targets, args.drop_unavailable, args.allow_destructive)
+        print(search.describe_plan(runs, spec))
+        return 0
+    runs_dir = Path(args.runs_dir) if args.runs_dir else paths.runs_dir() / f"search-{spec.name}"
+    print(f"iolab search: runs go to {runs_dir} (the same command resumes)", file=sys.stderr)
+    table = search.run(spec, runs_dir, drop_unavailable=args.drop_unavailable,
+                       allow_destructive=args.allow_destructive, announce=lambda m: print(m, file=sys.stderr))
+    print(search.summary(table, spec))
+    return 0
+
+
+def cmd_batch(args, _extra) -> int:
+    from . import batch  # slow to import (papermill): only for this command
+
+    manifest = batch.load_manifest(args.manifest)
+
+    def said(record) -> None:
+        line = f"{record['name']}: {record['status']} in {record['duration_s']:g} s"
+        print(line if record["status"] == "ok" else f"{line}: {record['error'].splitlines()[0]}", file=sys.stderr)
+    records = batch.run_batch(manifest, out=args.out, jobs=args.jobs, on_done=said)
+    failed = [r["name"] for r in records if r["status"] != "ok"]
+    out = Path(records[0]["output"] or ".").parent.parent if records else Path(args.out or ".")
+    print(f"{len(records) - len(failed)} of {len(records)} runs ok; index: {out / 'index.html'}")
+    if failed:
+        print(f"iolab batch: {len(failed)} run(s) failed ({', '.join(failed)}); their notebooks keep papermill's "
+              "error banner. Fix and run the same command again: only failed or missing runs re-run",
+              file=sys.stderr)
+        return 3
+    return 0
+
+
 def cmd_parse(args, _extra) -> int:
     from .fiojson import parse_output  # slow to import (pandas): only for this command
     from .pool import pool_outputs  # slow to import (pandas): only for this command
@@ -97,12 +135,58 @@ def cmd_parse(args, _extra) -> int:
     return 0
 
 
+def cmd_table(args, _extra) -> int:
+    import warnings
+
+    from .atomic import write_atomic
+    from .runcache import load_cached, statuses, write_parquet  # slow to import (pandas): only for this command
+
+    root, out = Path(args.dir), Path(args.output) if args.output else None
+    if not root.is_dir():
+        raise InputError(f"{root}{' is a file, not a folder' if root.exists() else ': no such folder'}; give "
+                         "the folder that holds run folders, e.g. data/runs or a study's runs folder")
+    if args.format == "parquet" and out is None:
+        raise InputError("--format parquet is binary, not for the terminal: add --output FILE, "
+                         "e.g. --output table.parquet")
+    if out is not None and out.is_dir():
+        raise InputError(f"--output {out} is a folder; give a file name, e.g. {out / ('table.' + args.format)}")
+    if out is not None and not out.parent.is_dir():
+        raise InputError(f"--output {out}: there is no folder {out.parent}; create it or choose another --output")
+    status = None if args.status == "all" else args.status
+    with warnings.catch_warnings(record=True) as skipped:  # unreadable runs: one line each, not a traceback
+        warnings.simplefilter("always")
+        table = load_cached(root, status=status, cache=not args.no_cache)
+    for warning in skipped:
+        print(f"iolab table: {warning.message}", file=sys.stderr)
+    if table.empty:
+        counts = statuses(root)
+        if not counts:
+            deeper = sorted({p.parent.parent for p in root.glob("*/*/run.json")})
+            raise InputError(f"{root} holds no run folders (<run>/run.json); give the folder that holds "
+                             + (f"them, e.g. {deeper[0]}" if deeper else "them, e.g. data/runs or a study's runs folder"))
+        have = ", ".join(f"{n} {s}" for s, n in counts.most_common())
+        raise InputError(f"{root} holds no {status + ' ' if status else ''}run that can be read (it has {have})"
+                         + ("; --status all shows every run" if status else "; the lines above say why"))
+    if args.format == "parquet":
+        write_parquet(table, out)
+    else:
+        text = (table.to_json(orient="records", indent=1) + "\n" if args.format == "json"
+                else table.to_csv(index=False))
+        if out:
+            write_atomic(out, text)
+        else:
+            sys.stdout.write(text)
+    if out:
+        print(f"iolab table: {len(table)} rows of {table['run_id'].nunique()} runs -> {out}", file=sys.stderr)
+    return 0
+
+
 def cmd_knee(args, _extra) -> int:
     from .analysis import knee_with_interval  # slow to import (pandas): only for this command
 
     table = _read_curve(args.csv, args.x, args.y)
     est = knee_with_interval(table[args.x], table[args.y], log2_x=not args.linear, n_boot=args.resamples,
-                             seed=args.seed, level=args.level, name=args.x)
+                             seed=args.seed, level=args.level, name=args.x, method=args.method)
     print("none" if est.x is None else f"{est.x:g}")  # stdout: the knee alone, for scripts
     lead = (f"knee {args.x} {est.x:g}. {est.note}" if est.x is not None
             else "no knee: " + est.note.removeprefix("No knee: "))
@@ -183,9 +267,24 @@ def cmd_demo(args, _extra) -> int:
     return 0
 
 
+def cmd_publish(args, _extra) -> int:
+    from .publish import publish  # nbconvert and papermill are slow to import: only for this command
+
+    print(f"wrote {publish(args.notebook, args.output)}")
+    return 0
+
+
 def cmd_lab(args, extra) -> int:
     serve(args.notebook_dir or paths.NOTEBOOKS, port=args.port, ip=args.ip, extra=extra)
     return 1  # serve returns only by raising
+
+
+def cmd_reproduce(args, _extra) -> int:
+    from .reproduce import reproduce  # slow to import (pandas, papermill): only for this command
+
+    report = reproduce(args.executed, out_dir=args.out, tolerance_pct=args.tolerance_pct)
+    print(report.text())
+    return 0 if report.agrees else 3  # 3: a result drifted (1 is an error, 130 Ctrl-C)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,6 +306,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-destructive", action="store_true",
                    help="allow writes to a block device that holds a filesystem, partitions or mounts")
     p.set_defaults(func=cmd_run)
+    p = add("search", help="run a parameter search spec (YAML): cells in seeded random order, repeats, resumable",
+            description="Runs the Cartesian product of a spec's axes (fio options, knobs, cores, devices, "
+                        "stress, siblings) with repeats; killed at any moment, the same command resumes and "
+                        "ends with every (cell, repeat) exactly once. See iolab.search and "
+                        "data/examples/search_small.yaml.")
+    p.add_argument("spec", help="the search spec (YAML)")
+    p.add_argument("--runs-dir", help="where its runs go (default data/runs/search-<name>)")
+    p.add_argument("--drop-unavailable", action="store_true",
+                   help="run without the axes/values this machine cannot vary (they are listed first)")
+    p.add_argument("--dry-run", action="store_true", help="check the spec and every cell, print the plan, run nothing")
+    p.add_argument("--allow-destructive", action="store_true",
+                   help="allow writes to a block device that holds a filesystem, partitions or mounts")
+    p.set_defaults(func=cmd_search)
+    p = add("batch", help="run a notebook over parameter sets from a YAML manifest; resumable; index page",
+            description="Runs a manifest's notebook once per run (runs: name + parameters, or a grid), each "
+                        "into OUT/<name>/ with its executed notebook, write-up and run.json; a failed run is "
+                        "kept and the batch goes on (exit 3 when any failed). Running it again re-runs only "
+                        "failed or missing runs. OUT/batch.json and OUT/index.html list them all.")
+    p.add_argument("manifest", help="the batch manifest (YAML): notebook, defaults, runs and/or grid")
+    p.add_argument("--out", help="output folder (default: the manifest's out:, else batch-<manifest> beside it)")
+    p.add_argument("--jobs", type=int, help="runs at once, as separate processes (default: the manifest's jobs:, 1)")
+    p.set_defaults(func=cmd_batch)
     p = add("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
     p.add_argument("file", nargs="+", help="fio output file(s); several only with --pool")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
@@ -217,6 +338,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --pool: files are repeats (IOPS averaged, the default) or ran at the same "
                         "time (summed)")
     p.set_defaults(func=cmd_parse)
+    p = add("table", help="the tidy table of a folder of runs (one row per run and direction), cached",
+            description="The tidy table of every run folder in DIR (DIR/<run>/run.json; sub-folders such "
+                        "as warmup/ are not included): one row per run and direction, the swept values as "
+                        "columns, re-derived from the run folders. A cache in DIR (.iolab-table.parquet) "
+                        "re-derives only new or changed runs, so thousands of runs load in seconds.")
+    p.add_argument("dir", help="a folder of run folders, e.g. data/runs or a study's runs folder")
+    p.add_argument("--format", choices=("csv", "json", "parquet"), default="csv",
+                   help="csv (default) or json records on stdout; parquet needs --output")
+    p.add_argument("--output", help="write the table to FILE instead of stdout")
+    p.add_argument("--status", choices=("all", "ok", "failed", "interrupted"), default="ok",
+                   help="the runs to include (default ok)")
+    p.add_argument("--no-cache", action="store_true", help="derive every run again; read and write no cache")
+    p.set_defaults(func=cmd_table)
     p = add("knee", help="knee of a curve in a CSV (prints its x, or 'none')",
             description="Kneedle's most prominent knee of the median y per x (x may repeat: one row "
                         "per repeat). stdout is one line, the knee's x or 'none', for scripts. stderr is "
@@ -232,6 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0: repeatable)")
     p.add_argument("--level", type=float, default=0.9,
                    help="share of resamples the interval holds (default 0.9)")
+    p.add_argument("--method", choices=["kneedle", "power"], default="kneedle", type=lambda s: s.strip().lower(),
+                   help="kneedle (default): the bend of the curve; power: the x of maximum y²/x "
+                        "(throughput ÷ latency by Little's law, Kleinrock's optimal operating point)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="(kept for old scripts: why there is no knee is always said on stderr)")
     p.set_defaults(func=cmd_knee)
@@ -253,6 +390,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default papermill_runs/)")
     p.add_argument("--runtime", type=float, default=1.0, help="seconds per fio run (default 1)")
     p.set_defaults(func=cmd_demo)
+    p = add("publish", help="an executed notebook -> one offline HTML write-up (no code; parameters, results, provenance)",
+            description="Writes the write-up of an executed notebook: one HTML file that needs no network "
+                        "(figures inline, no script or style from a CDN), without code cells, tables with "
+                        "thousands separators and units, the parameters and recorded results at the top, and "
+                        "a provenance appendix: iolab's git commit, fio/perf/kernel and package versions, the "
+                        "machine, each run folder with a SHA-256 of its raw outputs, the command that runs it "
+                        "again. make demo writes the same.")
+    p.add_argument("notebook", help="an executed notebook, e.g. papermill_runs/01_queue_depth_knee.ipynb")
+    p.add_argument("-o", "--output", help="the HTML file to write (default: the notebook's name, .html)")
+    p.set_defaults(func=cmd_publish)
     p = add("lab", allow_abbrev=False,
             help="JupyterLab on notebooks/ with the project's kernel (as make lab); "
                  "other --options pass through to JupyterLab")
@@ -261,6 +408,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address to listen on (default 127.0.0.1: reach it with ssh -L 8888:127.0.0.1:8888)")
     p.add_argument("--notebook-dir", help="folder JupyterLab opens (default notebooks/)")
     p.set_defaults(func=cmd_lab)
+    p = add("reproduce", help="run an executed notebook's source again with its parameters; compare its recorded results",
+            description="Re-executes the notebook EXECUTED was run from (papermill's input_path, else "
+                        "notebooks/<its name>) with the parameters it ran with, and prints each recorded "
+                        "result (iolab.results): original, re-run, difference %% and whether the re-run lies "
+                        "in the original's interval [low, high] (without one: within --tolerance-pct). When "
+                        "a result drifted, the machine snapshot differences that may explain it (kernel, fio "
+                        "version, governor, frequency source, scheduler, SMT). Exit 0: all agree; 3: a result "
+                        "drifted; 1: an error (e.g. no recorded results); 130: interrupted.")
+    p.add_argument("executed", help="an executed notebook (papermill_runs/…ipynb) that recorded results")
+    p.add_argument("--out", help="folder for the re-executed notebook (default papermill_runs/reproduced)")
+    p.add_argument("--tolerance-pct", type=float, default=10.0,
+                   help="how far (%% of the original) a result without an interval may move (default 10)")
+    p.set_defaults(func=cmd_reproduce)
     return parser
 
 

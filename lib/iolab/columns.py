@@ -116,6 +116,8 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
        "system.json governor (/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)", "id"),
     _C("scheduler_active", "", "the target device's active I/O scheduler (NaN: no block device)",
        "system.json queue (/sys/block/<dev>/queue/scheduler)", "id"),
+    _C("target_state", "", "what was written to the target before the runs: written whole once, "
+       "not preconditioned, or SNIA steady state", "system.json target_state (iolab.target.Target.state)", "id"),
     _C("smt", "", "SMT state (on, off, forceoff, notsupported, ...)", "system.json smt (/sys/devices/system/cpu/smt/control)", "id"),
     _C("drift", "", "what changed in the run's system snapshot since the study's first run ('' none)",
        "iolab.drift", "id"),

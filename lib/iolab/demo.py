@@ -1,12 +1,13 @@
 """``make demo`` / ``iolab demo``: run the flagship notebooks headless with short settings
-against the default scratch-file target, and export each to HTML without code cells."""
+against the default scratch-file target, and write each one's offline write-up
+(``iolab.publish.publish``: HTML without code cells, parameters, provenance)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from . import paths
 from .locks import folder_locked
-from .publish import execute, to_html
+from .publish import execute, publish
 
 FLAGSHIP = {
     # 3 repeats (the knee's interval resamples them) x 8 depths x 1 s; up to QD 128, where a
@@ -25,5 +26,5 @@ def run_demo(out_dir: Path | None = None, runtime_s: float = 1.0) -> list[Path]:
     with folder_locked(out_dir):  # a second demo waits: reports are never interleaved
         for name, params in FLAGSHIP.items():
             executed = execute(paths.NOTEBOOKS / name, out_dir / name, params(runtime_s))
-            written += [executed, to_html(executed)]
+            written += [executed, publish(executed)]
     return written

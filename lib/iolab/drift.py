@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-DRIFT_KEYS = ("kernel", "fio_version", "governor", "freq_source", "scheduler_active", "smt")
+DRIFT_KEYS = ("kernel", "fio_version", "governor", "freq_source", "scheduler_active", "smt", "target_state")
 SWEPT_AS: dict[str, tuple[str, ...]] = {  # snapshot column -> swept columns that set it
     "scheduler_active": ("scheduler",),
     "governor": ("governor",),

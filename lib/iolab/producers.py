@@ -52,7 +52,8 @@ def system_columns(run_dir: str | Path) -> dict[str, Any]:
     """What ``iolab.drift`` compares between the runs of a study, from ``system.json``
     (``iolab.system.snapshot``): the kernel, the cpufreq governor of the pinned CPUs (of
     every online CPU when none were pinned; NaN without cpufreq; "a/b" when they differ),
-    the target's active I/O scheduler (NaN without a block device) and the SMT state.
+    the target's active I/O scheduler (NaN without a block device), the SMT state and what
+    was written to the target before (``iolab.target.Target.state``; NaN in older runs).
     fio's version and the frequency source are columns of the fio and sampler producers."""
     snap = json.loads((Path(run_dir) / "system.json").read_text())
     governors = snap.get("governor") or {}
@@ -64,6 +65,7 @@ def system_columns(run_dir: str | Path) -> dict[str, Any]:
         "governor": "/".join(mine) if mine else nan,
         "scheduler_active": (snap.get("queue") or {}).get("scheduler_active") or nan,
         "smt": snap.get("smt") or nan,
+        "target_state": snap.get("target_state") or nan,
     }
 
 

@@ -11,10 +11,11 @@ def headless() -> bool:
     return os.environ.get("IOLAB_HEADLESS") == "1" or os.environ.get("TQDM_DISABLE") == "1"
 
 
-def bar(iterable: Iterable, desc: str, unit: str = "run", total: int | None = None):
-    """``iterable`` wrapped in a progress bar (none when headless)."""
+def bar(iterable: Iterable, desc: str, unit: str = "run", total: int | None = None, delay: float = 0):
+    """``iterable`` wrapped in a progress bar (none when headless; shown only after ``delay``
+    seconds, so work that ends sooner leaves no bar behind)."""
     from tqdm.auto import tqdm
-    return tqdm(iterable, desc=desc, unit=unit, total=total, disable=headless())
+    return tqdm(iterable, desc=desc, unit=unit, total=total, disable=headless(), delay=delay)
 
 
 class Stages:

@@ -1,28 +1,54 @@
-"""Notebooks headless: papermill execution and HTML export without code cells.
+"""Notebooks headless: papermill execution, and the write-up of an executed notebook.
 
     execute("notebooks/01_queue_depth_knee.ipynb", "papermill_runs/01.ipynb", {"runtime_s": 1})
-    to_html("papermill_runs/01.ipynb", "papermill_runs/01.html")
+    publish("papermill_runs/01.ipynb")            # -> papermill_runs/01.html
 
 Runs set IOLAB_HEADLESS=1 and TQDM_DISABLE=1 so progress bars stay quiet, and use the
 ``python3`` kernel of the running interpreter; the kernel's cwd is the notebook's folder,
 as in JupyterLab.
+
+The write-up is one HTML file that needs nothing else, offline too: no code cells; figures
+inline (PNG); no script, style or font fetched from the network (nbconvert's lab template
+without require.js, MathJax, mermaid and the widget manager it loads from a CDN; anything
+else that would fetch is disabled and listed); pandas tables with thousands separators,
+three significant digits and column names with units (``iolab.columns``); the parameters
+it ran with and the results it recorded (``iolab.results``) at the top; a provenance
+appendix (``iolab.provenance``): iolab's git commit, tool and package versions, the
+machine, each run folder with a SHA-256 of its raw outputs, and the command that runs it
+again.
 """
 from __future__ import annotations
 
+import html as markup
 import logging
 import os
+import re
+import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
+from . import __version__, provenance
 from .atomic import write_atomic
-from .errors import IolabError
+from .columns import COLUMNS, label
+from .errors import InputError, IolabError
+from .results import MIME as RESULTS_MIME
+from .results import collect
+from .validate import input_file
 
 
 def execute(notebook: str | os.PathLike, output: str | os.PathLike,
             parameters: Mapping[str, Any] | None = None, timeout_s: int = 1800) -> Path:
     """Run a notebook with papermill. Raises IolabError naming the failing cell; the
-    executed notebook (with papermill's error banner) is written first."""
+    executed notebook (with papermill's error banner) is written first.
+
+    What the notebook recorded (``iolab.results``) and ``parameters`` go into the executed
+    notebook's ``metadata["iolab"]`` and into ``<output stem>.results.json`` beside it
+    (``NAME.failed.results.json`` beside a failed one)."""
+    from contextlib import suppress
+
     import papermill as pm  # papermill and nbclient take a second to import: only when running one
+
+    from .results import keep_with
 
     notebook, output = Path(notebook).resolve(), Path(output).resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -37,6 +63,11 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
     log = output.with_name(f".{output.stem}.kernel.log")
     from nbclient.exceptions import DeadKernelError  # as papermill: slow, only when running one
 
+    def keep_failed(kept: Path) -> Path:
+        with suppress(OSError, ValueError, IolabError):  # the notebook's own error is the one to report
+            keep_with(kept, parameters, kept.with_name(f"{kept.stem}.results.json"))
+        return kept
+
     # papermill/nbclient log through logging's last-resort handler ("Kernel died while
     # waiting…"): what matters reaches the user as the one IolabError line below
     chatty = logging.getLogger("papermill")
@@ -47,13 +78,13 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
                             kernel_name="python3", progress_bar=False, cwd=str(notebook.parent),
                             execution_timeout=timeout_s, kernel_manager_class=_kernel_logging_to(log))
     except pm.PapermillExecutionError as exc:
-        kept = _keep_partial(running, output, "failed")
+        kept = keep_failed(_keep_partial(running, output, "failed"))
         raise IolabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
                          f"{exc.evalue}. The executed notebook with the error is {kept} "
                          f"(kernel log: {log})"
                          + (f"; the last good one is still {output}" if output.exists() else "")) from exc
     except DeadKernelError as exc:
-        kept = _keep_partial(running, output, "failed")
+        kept = keep_failed(_keep_partial(running, output, "failed"))
         raise IolabError(f"{notebook.name}: its kernel died before the notebook finished; the partial "
                          f"notebook is {kept}, the kernel's log {log}") from exc
     except BaseException:
@@ -63,6 +94,7 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
         raise
     finally:
         chatty.setLevel(level)
+    keep_with(running, parameters, output.with_name(f"{output.stem}.results.json"))
     os.replace(running, output)
     return output
 
@@ -92,15 +124,442 @@ def _keep_partial(running: Path, output: Path, why: str) -> Path:
 
 def to_html(executed: str | os.PathLike, html: str | os.PathLike | None = None,
             no_input: bool = True) -> Path:
-    """Export an executed notebook to a self-contained HTML report (figures inline as
-    PNG; code cells left out unless ``no_input=False``), written atomically."""
+    """The write-up (``publish``); with ``no_input=False``, the notebook as it is, code
+    cells included, exported with the same offline template. Written atomically."""
+    if no_input:
+        return publish(executed, html)
+    executed, html, nb = _read_executed(executed, html)
+    write_atomic(html, _export(nb, executed, no_input=False))
+    return html
+
+
+# ---------------------------------------------------------------- the write-up
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+_TEMPLATE = "iolab_writeup.html.j2"
+# nbconvert's lab template, minus what it loads from cdnjs: require.js, MathJax, mermaid
+# and the widget manager (widgets are dropped for their static fallback; notebooks write
+# units in unicode, not LaTeX)
+_TEMPLATE_TEXT = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_css -%}<style type="text/css">{{ resources.iolab_css }}</style>{%- endblock html_head_css -%}
+"""
+_CSS = """
+main { max-width: 1180px; margin: 0 auto; }
+.iolab-writeup table { margin: 0.4em 0 1em 0; table-layout: auto; }
+.jp-RenderedHTMLCommon .iolab-writeup table th, .jp-RenderedHTMLCommon .iolab-writeup table td {
+    text-align: left; vertical-align: top; padding: 0.3em 0.8em 0.3em 0; }
+.jp-RenderedHTMLCommon .iolab-writeup table td.num { text-align: right; white-space: nowrap; }
+.iolab-writeup .mono, .iolab-writeup pre { font-family: var(--jp-code-font-family); font-size: 12px; }
+.iolab-writeup pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--jp-layout-color2);
+                     padding: 8px; border-radius: 2px; }
+.iolab-writeup .note, .iolab-writeup.note { color: var(--jp-ui-font-color2); }
+.iolab-writeup .failed { color: #b71c1c; font-weight: bold; }
+.jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }
+.iolab-appendix { border-top: 1px solid var(--jp-border-color2); margin-top: 2em; }
+"""
+
+
+def publish(executed: str | os.PathLike, html: str | os.PathLike | None = None) -> Path:
+    """The write-up of an executed notebook as one offline HTML file (see the module's
+    docstring), written atomically to ``html`` (default: the notebook's name, ``.html``).
+
+    InputError for a missing file, a file that is not a notebook, a notebook with no
+    outputs (not run), or an ``html`` that is the notebook itself or in a missing folder."""
+    executed, html, nb = _read_executed(executed, html)
+    recorded = _recorded(nb)
+    cell = _parameter_cell(executed)
+    given = {**nb.metadata.get("papermill", {}).get("parameters", {}), **recorded["parameters"]}
+    given = dict(sorted(given.items(), key=lambda kv: list(cell).index(kv[0]) if kv[0] in cell else len(cell)))
+    where = [f'the <a href="#iolab-results">results table</a> at the top' if recorded["results"] else "",
+             f'the <a href="#iolab-run-folders">run folders</a> in the appendix' if recorded["run_folders"] else ""]
+    writeup = _static(nb, "Recorded: see " + " and ".join(filter(None, where)) if any(where) else "")
+    header = _header(nb, cell, given, recorded)
+    appendix = _appendix(nb, executed, given, recorded["run_folders"])
+    title = next((i for i, c in enumerate(writeup.cells) if c.cell_type == "markdown"
+                  and c.source.lstrip().startswith("# ")), None)
+    writeup.cells.insert(0 if title is None else title + 1, _html_cell(header))
+    writeup.cells.append(_html_cell(appendix))
+    if title is not None:
+        writeup.metadata["title"] = writeup.cells[title].source.lstrip()[2:].splitlines()[0].strip(" *_`")
+    write_atomic(html, _export(writeup, executed, no_input=True))
+    return html
+
+
+def _read_executed(executed: str | os.PathLike, html: str | os.PathLike | None):
+    """(notebook path, HTML path, notebook): the checks ``publish`` promises."""
     import nbformat  # nbformat and nbconvert take a second to import: only when exporting
+
+    executed = input_file(executed, "notebook")
+    html = Path(html) if html else executed.with_suffix(".html")
+    if html.is_dir():
+        raise InputError(f"{html} is a folder; give a file name for the write-up, e.g. {html / (executed.stem + '.html')}")
+    if not html.parent.is_dir():
+        raise InputError(f"{html}: there is no folder {html.parent}; create it or write the write-up elsewhere")
+    if html.resolve() == executed.resolve():
+        raise InputError(f"{html} is the notebook itself; give the write-up another name, e.g. "
+                         f"{executed.with_suffix('.html')}")
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except Exception as exc:  # nbformat raises NotJSONError, jsonschema's errors, AttributeError...
+        words = str(exc).strip().splitlines()
+        raise InputError(f"{executed} is not a Jupyter notebook nbformat can read "
+                         f"({words[0][:120] if words else type(exc).__name__}); give an executed .ipynb") from None
+    if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
+        raise InputError(f"{executed} has no outputs: it has not been run. Run it first (papermill "
+                         f"{executed} out.ipynb, iolab demo, or Run All in JupyterLab and save), then "
+                         "publish the executed copy")
+    return executed, html, nb
+
+
+def _recorded(nb) -> dict[str, Any]:
+    """What the notebook recorded: ``metadata["iolab"]`` (``iolab.publish.execute`` puts it
+    there), else read from the result outputs themselves (a notebook run by papermill or
+    in JupyterLab)."""
+    meta = nb.metadata.get("iolab") or {}
+    try:
+        found = collect(nb) if not meta else {}
+    except (ValueError, TypeError, KeyError, AttributeError):  # a result output iolab cannot read: none shown
+        found = {}
+    return {"results": list(meta.get("results") or found.get("results") or []),
+            "run_folders": list(meta.get("run_folders") or found.get("run_folders") or []),
+            "parameters": dict(meta.get("parameters") or {})}
+
+
+def _static(nb, pointer: str = ""):
+    """A copy of ``nb`` for a static page: iolab's result outputs dropped (the results
+    table shows them; ``pointer``, HTML, says so where the first of them was), widget views
+    dropped for their static fallback (none if all they have is their text repr), pandas
+    tables made readable, code cells that show nothing left out."""
+    import copy
+
+    from nbformat.v4 import new_output
+
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            outputs = []
+            for out in cell.get("outputs", []):
+                data = out.get("data")
+                if data is not None:
+                    if RESULTS_MIME in data:
+                        if pointer:
+                            outputs.append(new_output("display_data", data={
+                                "text/html": f'<p class="iolab-writeup note">{pointer}.</p>', "text/plain": ""}))
+                            pointer = ""
+                        continue
+                    # a widget's text/plain is its repr ("HBox(children=...)"): nothing to read
+                    if data.pop(WIDGET_VIEW, None) is not None and set(data) <= {"text/plain"}:
+                        continue
+                    if "dataframe" in data.get("text/html", ""):
+                        data["text/html"] = readable_tables(data["text/html"])
+                outputs.append(out)
+            cell.outputs = outputs
+            if not outputs:
+                continue
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def _html_cell(body: str):
+    from nbformat.v4 import new_code_cell, new_output
+
+    return new_code_cell("", outputs=[new_output("display_data", data={"text/html": body, "text/plain": ""})],
+                         metadata={"tags": ["iolab-writeup"]})
+
+
+def _export(nb, executed: Path, no_input: bool) -> str:
+    """HTML of ``nb`` with the offline lab template; images a markdown cell names beside
+    the source notebook are embedded. What would still fetch from the network is
+    disabled and listed at the end of the page."""
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
-    executed = Path(executed)
-    html = Path(html) if html else executed.with_suffix(".html")
-    exporter = HTMLExporter(exclude_input=no_input, exclude_input_prompt=no_input,
-                            exclude_output_prompt=no_input)
-    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    write_atomic(html, body)
-    return html
+    source = Path(nb.metadata.get("papermill", {}).get("input_path") or executed)
+    exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({_TEMPLATE: _TEMPLATE_TEXT})],
+                            template_file=_TEMPLATE, exclude_input=no_input, exclude_input_prompt=no_input,
+                            exclude_output_prompt=no_input, embed_images=True)
+    resources = {"metadata": {"name": executed.stem, "path": str(source.parent)}, "iolab_css": _CSS}
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    body, disabled = offline(body)
+    if disabled:
+        note = (f'<p class="iolab-writeup note">{len(disabled)} resource(s) the notebook names on the network '
+                "were not loaded (this page is offline): " + ", ".join(markup.escape(d) for d in disabled) + "</p>")
+        head, sep, tail = body.rpartition("</main>")
+        body = head + note + sep + tail if sep else body + note
+    return body
+
+
+# ---------------------------------------------------------------- offline
+# elements a browser fetches by itself (anchors are followed only when clicked)
+_FETCHING = re.compile(r"<(?:script|link|img|iframe|frame|source|track|video|audio|embed|object|input|image|use)\b"
+                       r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.I)
+_NETWORK = r"\s*(?:(?:https?|ftp):)?//"
+_FETCH_ATTR = re.compile(r"(\s)(src|href|xlink:href|srcset|data|poster)(\s*=\s*)(\"" + _NETWORK + r"[^\"]*\"|'"
+                         + _NETWORK + r"[^']*'|" + _NETWORK + r"[^\s>]+)", re.I)
+_STYLE = re.compile(r"(<style\b[^>]*>)(.*?)(</style>)|(\sstyle\s*=\s*)(\"[^\"]*\"|'[^']*')", re.I | re.S)
+_CSS_FETCH = re.compile(r"@import\s+(?:url\()?\s*[\"']?" + _NETWORK + r"[^;]*;?|url\(\s*[\"']?" + _NETWORK
+                        + r"[^)]*\)", re.I)
+
+
+def network_fetches(page: str) -> list[str]:
+    """Every URL ``page`` would make a browser fetch from the network when it loads: the
+    src/href/srcset/data/poster of scripts, stylesheets, images, frames and media, CSS
+    ``url(...)`` and ``@import`` in style elements and attributes. Links (``<a href>``)
+    are not fetches."""
+    found = [m.group(4).strip("\"' ") for tag in _FETCHING.finditer(page) for m in _FETCH_ATTR.finditer(tag.group(0))]
+    for m in _STYLE.finditer(page):
+        found += [f.group(0) for f in _CSS_FETCH.finditer(m.group(2) or m.group(5) or "")]
+    return found
+
+
+def offline(page: str) -> tuple[str, list[str]]:
+    """``page`` with every network fetch disabled: the attribute renamed
+    (``src=`` -> ``data-offline-src=``, the element stays, inert), CSS ``url()`` of the
+    network replaced by ``none``; and the URLs disabled."""
+    disabled: list[str] = []
+
+    def attr(m: re.Match) -> str:
+        disabled.append(m.group(4).strip("\"' "))
+        return f"{m.group(1)}data-offline-{m.group(2).replace(':', '-')}{m.group(3)}{m.group(4)}"
+
+    def css(m: re.Match) -> str:
+        disabled.append(m.group(0))
+        return "" if m.group(0).lower().startswith("@import") else "none"
+
+    page = _FETCHING.sub(lambda tag: _FETCH_ATTR.sub(attr, tag.group(0)), page)
+    page = _STYLE.sub(lambda m: (m.group(1) + _CSS_FETCH.sub(css, m.group(2)) + m.group(3)) if m.group(1)
+                      else m.group(4) + _CSS_FETCH.sub(css, m.group(5)), page)
+    return page, disabled
+
+
+# ---------------------------------------------------------------- readable tables
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_ROW = re.compile(r"(<tr\b[^>]*>)(.*?)(</tr>)", re.S)
+_CELL = re.compile(r"<(t[hd])\b([^>]*)>(.*?)</t[hd]>", re.S)
+_DATAFRAME = re.compile(r"<table\b[^>]*class=\"[^\"]*\bdataframe\b[^\"]*\"[^>]*>.*?</table>", re.S)
+# columns whose integers are names, not quantities: no thousands separator in a year or an id
+_VERBATIM_COLUMN = re.compile(r"(?:^|_)(?:id|ids|year|seed|pid|index|cpu|cpus|groupid|error|port)$", re.I)
+
+
+def readable_number(text: str) -> str:
+    """A number as a table shows it to people; any other text unchanged. Integers from
+    1,000 get thousands separators; other numbers keep three significant digits without
+    rounding the integer part: 22441.558442 -> 22,442; 64.256 -> 64.3; 2.596134 -> 2.60;
+    0.982029 -> 0.982; 0.000123456 -> 0.000123."""
+    s = text.strip()
+    if not _NUMBER.fullmatch(s):
+        return text
+    if s.lstrip("+-").isdigit():
+        return f"{int(s):,}" if abs(int(s)) >= 1000 else s
+    value = float(s)
+    size = abs(value)
+    if size >= 100:
+        return f"{value:,.0f}"
+    if size >= 10:
+        return f"{value:.1f}"
+    if size >= 1:
+        return f"{value:.2f}"
+    return "0" if value == 0 else f"{value:.3g}"
+
+
+def readable_tables(page: str) -> str:
+    """Every pandas table (``class="dataframe"``) in ``page`` with its cells' numbers
+    made readable (``readable_number``; not in id-like columns such as ``run_id`` or
+    ``year``) and the registered columns' names as labels with units
+    (``iolab.columns.label``: ``iops`` -> ``IOPS (IO/s)``, the name kept as a tooltip)."""
+    return _DATAFRAME.sub(lambda m: _readable_table(m.group(0)), page)
+
+
+def _readable_table(table: str) -> str:
+    head, sep, body = table.partition("</thead>")
+    if not sep:
+        head, body = "", table
+    # data cells are the last ones of a row (index cells come first, with rowspans), so
+    # a data cell's column is found by counting from the right
+    names: dict[int, set[str]] = {}
+    for row in _ROW.finditer(head):
+        at = 0
+        for tag, attrs, text in reversed(_CELL.findall(row.group(2))):
+            span = re.search(r"colspan=\"(\d+)\"", attrs)
+            for k in range(int(span.group(1)) if span else 1):
+                names.setdefault(at + k, set()).add(markup.unescape(text).strip())
+            at += int(span.group(1)) if span else 1
+    verbatim = {at for at, texts in names.items() if any(_VERBATIM_COLUMN.search(t) for t in texts)}
+
+    def header(m: re.Match) -> str:
+        tag, attrs, text = m.groups()
+        name = markup.unescape(text).strip()
+        if tag != "th" or name not in COLUMNS:
+            return m.group(0)
+        return f'<th{attrs} title="{markup.escape(name)}">{markup.escape(label(name))}</th>'
+
+    def row(m: re.Match) -> str:
+        cells = list(_CELL.finditer(m.group(2)))
+        out, end = [], 0
+        for i, cell in enumerate(cells):
+            tag, attrs, text = cell.groups()
+            out.append(m.group(2)[end:cell.start()])
+            end = cell.end()
+            if tag == "td" and len(cells) - 1 - i not in verbatim:
+                out.append(f"<td{attrs}>{readable_number(text)}</td>")
+            else:
+                out.append(cell.group(0))
+        return m.group(1) + "".join(out) + m.group(2)[end:] + m.group(3)
+
+    return _CELL.sub(header, head) + sep + _ROW.sub(row, body)
+
+
+# ---------------------------------------------------------------- header and appendix
+def _table(header: Iterable[str] | None, rows: Iterable[Iterable[Any]], numeric: Iterable[int] = ()) -> str:
+    """An HTML table (no header row if ``header`` is None); cells are escaped text, except
+    ``Markup`` (already HTML); the columns ``numeric`` right-aligned."""
+    numeric = set(numeric)
+    num = ' class="num"'
+    head = "<thead><tr>" + "".join(f"<th>{markup.escape(h)}</th>" for h in header) + "</tr></thead>" if header else ""
+    body = "".join("<tr>" + "".join(
+        f'<td{num if i in numeric else ""}>{c if isinstance(c, Markup) else markup.escape(str(c))}</td>'
+        for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table>{head}<tbody>{body}</tbody></table>"
+
+
+class Markup(str):
+    """Text that is already HTML (``_table`` does not escape it)."""
+
+
+def _literal(value: Any) -> str:
+    """A parameter's value as the parameters cell would spell it."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
+
+
+def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recorded: Mapping[str, Any]) -> str:
+    """What ran, with which parameters (``defaults``: the parameters cell), and what it recorded."""
+    pm = nb.metadata.get("papermill", {})
+    parts = ['<div class="iolab-writeup">']
+    if pm.get("exception"):
+        parts.append('<p class="failed">This notebook stopped at an error: the outputs end where it failed '
+                     "(its traceback is below).</p>")
+    ran = []
+    if pm.get("end_time"):
+        ran.append(f"Ran {_when(pm.get('start_time'))} – {_when(pm['end_time'])} UTC"
+                   + (f" ({pm['duration']:.0f} s)" if isinstance(pm.get("duration"), (int, float)) else "")
+                   + f" with papermill {pm.get('version', '')}".rstrip())
+    kernel_py = nb.metadata.get("language_info", {}).get("version")
+    if kernel_py:
+        ran.append(f"Python {kernel_py} kernel")
+    ran.append(f"written up {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC by iolab {__version__} "
+               "(code cells left out; provenance at the end)")
+    parts.append(f'<p class="note">{markup.escape("; ".join(ran))}.</p>')
+
+    rows = []
+    for name, spec in defaults.items():
+        if name in given:
+            rows.append((name, _literal(given[name]), "given", spec.get("help", "")))
+        else:
+            rows.append((name, spec.get("default", ""), "default", spec.get("help", "")))
+    rows += [(name, _literal(value), "given", "not a parameter of this notebook")
+             for name, value in given.items() if name not in defaults]
+    parts.append("<h2>Parameters</h2>")
+    parts.append(_table(("parameter", "value", "", "meaning"), rows) if rows
+                 else "<p>This notebook has no parameters cell and was given no parameters.</p>")
+    if recorded["results"]:
+        parts.append('<h2 id="iolab-results">Results</h2>')
+        parts.append(_table(("result", "value", "unit", "interval", "source", "note"), [
+            (r.get("name", ""), _shown(r.get("value")), r.get("unit") or "",
+             f"[{_shown(r.get('low'))}, {_shown(r.get('high'))}]"
+             if r.get("low") is not None or r.get("high") is not None else "",
+             r.get("source") or "", r.get("note") or "") for r in recorded["results"]], numeric=(1, 3)))
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _shown(value: Any) -> str:
+    """A recorded result's value for its table: numbers readable, None as a dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a knee at QD 4.0 is QD 4
+    return readable_number(str(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def _when(stamp: str | None) -> str:
+    """papermill's ISO time (``2026-11-22T15:54:57.864868+00:00``) to the minute."""
+    return (stamp or "?")[:16].replace("T", " ")
+
+
+def _parameter_cell(executed: Path) -> dict[str, dict]:
+    """The notebook's parameters cell: name -> {default (as written), help (its comment)},
+    by papermill's inspection; empty when there is none."""
+    import papermill as pm  # slow to import: only when publishing
+
+    try:
+        return {name: dict(spec) for name, spec in pm.inspect_notebook(str(executed)).items()}
+    except Exception:  # papermill's inspection of an odd parameters cell: the given values still show
+        return {}
+
+
+def _appendix(nb, executed: Path, given: Mapping[str, Any], run_folders: list[str]) -> str:
+    """Provenance: how to run it again, the software, the machine, the run folders."""
+    pm = nb.metadata.get("papermill", {})
+    parts = ['<div class="iolab-writeup iolab-appendix">', "<h2>Provenance</h2>", "<h3>Run it again</h3>"]
+    git = provenance.checkout()
+    command = provenance.rerun_command(pm.get("input_path"), given)
+    if command:
+        at = f" at commit {git['commit'][:12]}" if git["commit"] else ""
+        parts.append(f"<p>From the iolab checkout{markup.escape(at)}, then write this page again with "
+                     "<code>iolab publish out.ipynb</code>:</p>")
+        parts.append(f"<pre>{markup.escape(command)}</pre>")
+        parts.append(f"<p><code>iolab reproduce {markup.escape(executed.name)}</code> does both and compares the "
+                     "recorded results with the new ones.</p>")
+    else:
+        parts.append('<p class="note">The notebook was not run by papermill: its source and parameters are '
+                     "not recorded, so no command can run it again.</p>")
+
+    machine, machine_from = provenance.machine_of(run_folders)
+    parts.append("<h3>Software</h3>")
+    if git["commit"]:
+        state = (f"with changes: {git['changed']} file(s) changed, {git['untracked']} untracked"
+                 if git["dirty"] else "clean")
+        commit = Markup(f'<span class="mono">{git["commit"]}</span> ({markup.escape(state)})')
+    else:
+        commit = f"unknown: {git['why']}"
+    tools = provenance.tool_versions(machine)
+    rows = [("iolab", git["iolab_version"]), ("iolab git commit", commit),
+            ("iolab checkout", git["repo"] or "–"),
+            ("Linux kernel", tools["kernel"] or "–"), ("fio", tools["fio"] or "not installed"),
+            ("perf", tools["perf"] or "not installed"),
+            ("Python (kernel)", nb.metadata.get("language_info", {}).get("version", "–")),
+            ("Python (publish)", tools["python"])]
+    rows += [(name, version or "not installed") for name, version in provenance.package_versions().items()]
+    parts.append(_table(("", "version"), rows))
+    parts.append(f'<p class="note">The commit, Python and packages: when this page was written; kernel, fio and '
+                 f"perf: {markup.escape(machine_from)}.</p>")
+
+    parts.append("<h3>Machine</h3>")
+    parts.append(_table(None, provenance.machine_rows(machine)))
+    parts.append(f'<p class="note">{markup.escape(machine_from[0].upper() + machine_from[1:])}.</p>')
+
+    parts.append('<h3 id="iolab-run-folders">Run folders</h3>')
+    if run_folders:
+        digests = [provenance.folder_digest(f) for f in run_folders]
+        parts.append(_table(("run folder", "files", "bytes", "SHA-256 of its raw outputs"), [
+            (d["path"], d["files"], readable_number(str(d["bytes"])),
+             Markup(f'<span class="mono">{d["sha256"]}</span>') if d["sha256"] else d["why"])
+            for d in digests], numeric=(1, 2)))
+        parts.append('<p class="note">The digest covers every file of a run folder (fio.json, tio.txt, perf '
+                     "files, params.json, job.fio, argv.json, system.json, samples) except run.json (iolab's "
+                     "status, times and pid) and hidden files: for each, sorted by relative path, "
+                     "<code>path NUL size NUL bytes</code>. <code>iolab.provenance.folder_digest(folder)</code> "
+                     "computes it again.</p>")
+    else:
+        parts.append('<p class="note">The notebook recorded no run folders (<code>iolab.results.record_runs</code>'
+                     "), so none is listed or hashed here.</p>")
+    parts.append("</div>")
+    return "\n".join(parts)

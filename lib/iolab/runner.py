@@ -13,7 +13,7 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -58,7 +58,7 @@ def _record_setup(folder: RunFolder, target: Target, cpus: list[int] | None, par
     ``described``: the target as the tool really used it, when options overrode it."""
     described = described or target.describe()
     folder.write_json("params.json", {**params, "cpus": cpus, "target": described})
-    folder.write_json("system.json", snapshot(target.device, cpus))
+    folder.write_json("system.json", {**snapshot(target.device, cpus), "target_state": target.state})
     folder.meta["target"] = described
     return Sampler(cpus if cpus is not None else list(range(os.cpu_count() or 1)))
 
@@ -83,24 +83,30 @@ def exclusive(run):
 def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
             runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
             label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
-            timeout_s: float | None = None, profile: ProfileSpec | None = None) -> RunResult:
+            timeout_s: float | None = None, profile: ProfileSpec | None = None,
+            jobs: Sequence[Mapping[str, Any]] | None = None) -> RunResult:
     """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
+    ``jobs``: one job section per entry, each the run's options with that entry's on top
+    (``{"filename": ..., "cpus_allowed": ...}``: one job per device, each on its CPU); with
+    ``group_reporting`` (a default) fio reports them as one.
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
     folder exists; once fio has started, FioError (fio's message and exit code),
     RunInterrupted and PerfError leave the run folder, marked failed or interrupted."""
     check_measure(options, runs_dir=runs_dir)  # its CPUs were checked before their lock
     fio = fio_binary()
     opts = job_options(options, target, cpus)
-    key = job_key(opts, target.describe(), swept or {})
+    jobs = [dict(j) for j in jobs or []]
+    key = job_key({**opts, "jobs": jobs} if jobs else opts, target.describe(), swept or {})
     name = str(opts.pop("name", label or "iolab"))
-    jobtext = to_jobfile({name: opts})
+    jobtext = to_jobfile({f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts})
     # fio's own reading of this exact text, judged before a run folder exists; relative
     # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
     check = guard_job_text(jobtext, allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
     with run_folder(runs_dir, label) as folder:
         folder.write_text("job.fio", jobtext)
         sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "fio_options": opts,
-                                                       "files": check.record(), "job_key": key}, check.describe_target(target))
+                                                       "files": check.record(), "job_key": key,
+                                                       **({"jobs": jobs} if jobs else {})}, check.describe_target(target))
         sampler.interval_s = sample_interval_s
         profiler = stages = None
         if profile is not None:

@@ -15,12 +15,19 @@ sweep's runs only. Re-running the same sweep into the same folder skips runs alr
 measured (resume after a crash, Ctrl-C or SIGKILL): a run is "the same" when its whole job
 matches — options, target, swept values, tags and repeat (``iolab.store.job_key``) — so a
 sweep with other base options runs anew.
+
+Order and warm-up: step order and first touch decide small "gains" on a noisy host, so a
+study can run its repeats in rounds (``order="interleaved"``: every cell once per round;
+``"random"``: each round shuffled, seeded) and start with a warm-up (``warmup="run"``: one
+discarded run of the first cell, stored under ``runs_dir/warmup``; or seconds: fio's
+``ramp_time`` on every run).
 """
 from __future__ import annotations
 
 import contextlib
 import itertools
 import json
+import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +41,12 @@ from .paths import runs_dir as default_runs_dir
 from .progress import bar
 from .store import find_runs, job_key, load_runs, stored_job_key
 from .target import Target
+from .fio import fio_time
 from .validate import check_cpus, check_fio_options, positive_ints, writable_dir
 
 TOOLS = ("fio", "t/io_uring")
+ORDERS = ("grid", "interleaved", "random")
+WARMUP_DIR = "warmup"  # below runs_dir: discarded warm-up runs (not loaded: one level deeper)
 
 
 @dataclass(frozen=True)
@@ -82,11 +92,18 @@ def _done(runs_dir: Path) -> dict[str, Path]:
 
 def plan(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str, Any] | None = None,
          cpus: list[int] | None = None, repeats: int = 1, aliases: Mapping[str, str] | None = None,
-         tags: Mapping[str, Any] | None = None, tool: str = "fio", label: str = "") -> list[Run]:
-    """Every run of a sweep, checked before the first one: fio options (``iolab.validate``),
-    knob names and values on this target (``knobs.checked``), CPUs and ``repeats``."""
+         tags: Mapping[str, Any] | None = None, tool: str = "fio", label: str = "",
+         order: str = "grid", seed: int = 0) -> list[Run]:
+    """Every run of a sweep in the order it will run, checked before the first one: fio
+    options (``iolab.validate``), knob names and values on this target (``knobs.checked``),
+    CPUs and ``repeats``. ``order``: ``grid`` (each cell's repeats together, cells in grid
+    order), ``interleaved`` (round r runs every cell's repeat r, in grid order) or
+    ``random`` (the same rounds, each shuffled by ``random.Random(seed)``)."""
     if tool not in TOOLS:
         raise InputError(f"tool={tool!r}: choose one of {', '.join(TOOLS)}")
+    order = str(order).strip().lower()
+    if order not in ORDERS:
+        raise InputError(f"order={order!r}: choose one of {', '.join(ORDERS)}")
     [repeats] = positive_ints("repeats", [repeats])
     check_cpus(cpus)
     aliases, runs = dict(aliases or {}), []
@@ -105,14 +122,42 @@ def plan(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str
                    else tio_key(options, target.describe(), cpus, swept))
             name = "-".join([label] * bool(label) + [f"{k}{v}" for k, v in named.items()] + [f"r{rep}"])
             runs.append(Run(index, options, settings, rep, swept, key, name))
-    return runs
+    if order == "grid":
+        return runs
+    rounds = [[r for r in runs if r.repeat == rep] for rep in range(repeats)]
+    if order == "random":
+        rng = random.Random(seed)
+        for one in rounds:
+            rng.shuffle(one)
+    return [r for one in rounds for r in one]
+
+
+def warmup_kind(warmup: Any, tool: str = "fio") -> str | float | None:
+    """What a ``warmup`` parameter asks for: None (none; also 0, "" and "none"), "run" (one
+    discarded run first) or seconds of fio ``ramp_time`` (a number, or "2s")."""
+    text = str(warmup).strip().lower() if warmup is not None else "none"
+    if text in ("none", "", "0", "0s", "false"):
+        return None
+    if text == "run":
+        return "run"
+    try:
+        seconds = float(text.removesuffix("s"))
+    except ValueError:
+        raise InputError(f"warmup={warmup!r}: give seconds of fio ramp_time (e.g. 1), 'run' for one "
+                         "discarded run first, or None") from None
+    if tool != "fio":
+        raise InputError(f"warmup={warmup!r}: t/io_uring has no ramp time; use warmup='run' "
+                         "(one discarded run first)")
+    fio_time(seconds)  # a time fio can run, or InputError
+    return seconds
 
 
 def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str, Any] | None = None,
           cpus: list[int] | None = None, repeats: int = 1, runs_dir: str | Path = "data/runs/sweep",
           resume: bool = True, aliases: Mapping[str, str] | None = None, tags: Mapping[str, Any] | None = None,
           tool: str = "fio", before_run: Callable[[], Any] | None = None, label: str = "",
-          progress: str | None = "fio runs", **measure_kw) -> pd.DataFrame:
+          progress: str | None = "fio runs", order: str = "grid", seed: int = 0, warmup: Any = None,
+          **measure_kw) -> pd.DataFrame:
     """Run every cell of ``grid`` ``repeats`` times; return the tidy table of its runs (only
     those: other runs in ``runs_dir`` are not mixed in), in grid order, with a ``drift``
     column naming what changed in each run's system snapshot since the sweep's first run
@@ -123,6 +168,9 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
     keys into columns ({"iodepth": "qd"}); ``tags`` are constant columns ({"tool": "fio"});
     ``before_run()`` is called before each run that is measured (``knobs.drop_caches``);
     ``label`` starts each run folder's name; ``progress`` names the bar (None: no bar).
+    ``order`` and ``seed``: see ``plan``. ``warmup``: "run" measures the first run's job
+    once more before it, into ``runs_dir/warmup`` (not in the table; only when something is
+    left to run); seconds add fio's ``ramp_time`` to every run (its key changes with it).
     ``measure_kw`` go to ``iolab.runner.measure`` (``allow_destructive``, ``profile``,
     ``timeout_s``, ``sample_interval_s``) or ``measure_tio`` (``timeout_s``, ``tio``).
 
@@ -130,8 +178,11 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
     read or set: a knob a dead process left changed would otherwise be kept as the value to
     put back, or be put back under the sweep by the repair its first run does."""
     repair.recover_and_report()
+    warm = warmup_kind(warmup, tool)
+    if isinstance(warm, float):
+        base = {**(base or {}), "ramp_time": fio_time(warm)}
     runs = plan(grid, target=target, base=base, cpus=cpus, repeats=repeats, aliases=aliases, tags=tags,
-                tool=tool, label=label)
+                tool=tool, label=label, order=order, seed=seed)
     runs_dir = Path(runs_dir)
     writable_dir(runs_dir, "runs folder", "runs_dir=DIR")
     done = _done(runs_dir) if resume else {}
@@ -147,6 +198,12 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
                 cell = run.index
             if before_run:
                 before_run()
+            if warm == "run":
+                measure(run.options, target, cpus=cpus, runs_dir=runs_dir / WARMUP_DIR,
+                        swept={**run.swept, "warmup": True}, label=f"warmup-{run.label}", **measure_kw)
+                warm = None
+                if before_run:
+                    before_run()
             done[run.key] = measure(run.options, target, cpus=cpus, runs_dir=runs_dir, swept=run.swept,
                                     label=run.label, **measure_kw).path
     swept = {name for r in runs for name in r.swept} - {"repeat"}

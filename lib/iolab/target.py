@@ -2,8 +2,8 @@
 
 Three kinds of target:
 
-* ``scratch_file(dir, size)`` — the default: a file created once (filled by fio's
-  layout on first use) and reused;
+* ``scratch_file(dir, size)`` — the default: a file written whole once, when created, and
+  reused;
 * ``block_device("/dev/nvme0n1")`` — a real device, probed for what it holds;
 * ``loop_device(size)`` — a context manager: a file in ``/dev/shm`` (tmpfs) behind a
   loop device with ``--direct-io=on``; always detached on exit (root only).
@@ -11,6 +11,11 @@ Three kinds of target:
 One way to name them everywhere (``parse_spec``): ``scratch``, ``loop`` / ``loop:SIZE``, a
 path, or a list. ``open_target(spec)`` opens one in a ``with`` block; ``use(spec)`` is the
 notebook form that gives loop devices back when the kernel stops or a cell fails.
+
+Reads of never-written blocks measure the allocator, not the I/O path, so the scratch
+file and a loop device's tmpfs file are written whole once when created (``write_once``);
+``Target.state`` says so, and says "not preconditioned" for a device or file iolab did
+not write (``iolab.studies.precondition`` brings an SSD to SNIA's steady state on request).
 
 ``holds_data(device)`` says what a write would destroy: a filesystem signature, partitions,
 a mount, swap or holders. The guard that judges the job fio will really run is
@@ -24,6 +29,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import difflib
+import errno
 import os
 import re
 import shutil
@@ -36,8 +42,9 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from . import ledger, signals
-from .errors import TargetError, ToolMissing
+from .errors import DiskFullError, TargetError, ToolMissing
 from .paths import scratch_dir as default_scratch
+from .progress import bar
 from .validate import list_param
 
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
@@ -53,6 +60,52 @@ def parse_size(text: str | int) -> int:
     return int(float(m.group(1)) * SIZE_UNITS[m.group(2)])
 
 
+NOT_PRECONDITIONED = ("not preconditioned: as found (an SSD's figures depend on what was written "
+                      "before; iolab.studies.precondition reaches SNIA steady state on request)")
+WRITTEN_ONCE = "written whole once when created (no read hits a never-written block)"
+FILL_CHUNK = 1 << 20
+
+
+def write_once(f, size: int, what: str) -> None:
+    """Write ``size`` bytes of a fixed pseudo-random pattern to the open binary file ``f``
+    from its start, with a progress bar named ``what``, and flush it to the device."""
+    import random  # the pattern, not a source of randomness: seeded, the same every time
+    pattern = random.Random(0).randbytes(FILL_CHUNK)
+    view = memoryview(pattern)
+    left = size
+    with bar(None, f"writing {what} once", unit="MiB", total=-(-size // FILL_CHUNK), delay=1) as progress:
+        while left > 0:
+            left -= f.write(view[:min(left, FILL_CHUNK)])
+            progress.update(1)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _written_whole(path: Path, size: int) -> bool:
+    """Whether ``path`` holds ``size`` bytes that were all written (no holes left by truncate)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return False
+    return st.st_size >= size and st.st_blocks * 512 >= size
+
+
+def _write_scratch(path: Path, size: int) -> None:
+    """The scratch file, written whole under a temporary name and renamed into place, so an
+    interrupted fill never leaves a half-written file behind under the real name."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write_once(f, size, f"the scratch file ({size / 2**20:.0f} MiB)")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            raise DiskFullError(f"no space left to write the scratch file {path}: free space on "
+                                f"{path.parent} or pass a smaller size") from exc
+        raise
+
+
 @dataclass
 class Target:
     """A target fio can run against. ``fio_options`` are what to merge into the job."""
@@ -62,6 +115,7 @@ class Target:
     device: str | None = None      # kernel name under /sys/block (nvme0n1, loop3), if any
     notes: list[str] = field(default_factory=list)
     released: bool = False         # a loop device given back (``release``): runs refuse it
+    state: str = NOT_PRECONDITIONED  # what was written to it before the runs (module docstring)
 
     @property
     def fio_options(self) -> dict[str, Any]:
@@ -80,8 +134,10 @@ def scratch_file(directory: str | os.PathLike, size: str | int = "1g",
                  name: str = "iolab-scratch.dat") -> Target:
     """The default target: a scratch file of ``size`` bytes under ``directory``.
 
-    The file is created (sparse) if missing and reused otherwise; fio lays it out on
-    first use. The device below it is recorded so its queue knobs can be snapshot."""
+    The file is written whole once (``write_once``) when it is missing, shorter than
+    ``size`` or has holes, and reused otherwise; so fio never lays it out inside a measured
+    run and no read hits a never-written block. The device below it is recorded so its
+    queue knobs can be snapshot."""
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
@@ -91,7 +147,9 @@ def scratch_file(directory: str | os.PathLike, size: str | int = "1g",
     if size_bytes - have > free:
         raise TargetError(f"scratch file of {size_bytes / 2**30:.1f} GiB does not fit in "
                           f"{directory} ({free / 2**30:.1f} GiB free): pass a smaller size")
-    return Target("scratch", path, size_bytes, device=device_of_path(directory))
+    if not _written_whole(path, size_bytes):
+        _write_scratch(path, max(size_bytes, have))
+    return Target("scratch", path, size_bytes, device=device_of_path(directory), state=WRITTEN_ONCE)
 
 
 def existing_path(path: str | os.PathLike) -> Target:
@@ -239,7 +297,14 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
             os.close(fd)
             entry = ledger.record("loop", device=None, backing=backing, undo=give_back)
         try:
-            os.truncate(backing, parse_size(size))
+            try:
+                with open(backing, "r+b") as f:
+                    write_once(f, parse_size(size), f"the loop device's tmpfs file ({parse_size(size) / 2**20:.0f} MiB)")
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                raise TargetError(f"no room in {backing_dir} for a {size} loop device: pass a smaller "
+                                  "size (loop:256m) or free memory") from exc
             argv = ["losetup", "--find", "--show"]
             if direct_io:
                 argv.append("--direct-io=on")
@@ -251,7 +316,8 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
             if out.returncode != 0:
                 raise TargetError(f"losetup failed: {out.stderr.strip()} (is the loop module loaded?)")
             yield Target("loop", Path(dev), parse_size(size), device=Path(dev).name,
-                         notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"])
+                         notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"],
+                         state=WRITTEN_ONCE)
         finally:
             entry.put_back()
 

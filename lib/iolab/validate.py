@@ -235,6 +235,21 @@ def input_file(path: str | os.PathLike, what: str = "file", inside: Sequence[str
     return path
 
 
+def yaml_mapping(path: str | os.PathLike, what: str, keys: Sequence[str]) -> dict[str, Any]:
+    """The mapping a YAML file (a search spec, a batch manifest) holds, with its keys
+    stripped; InputError for a missing or unreadable file, bad YAML, or no mapping."""
+    import yaml  # only the commands that read a spec need it
+
+    path = input_file(path, what)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path} is not YAML this can read: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{path} holds no mapping of keys ({', '.join(keys)})")
+    return {str(k).strip(): v for k, v in doc.items()}
+
+
 # ---------------------------------------------------------------- notebook parameters
 def list_param(name: str, value: Any) -> list:
     """A notebook's list parameter as a list. papermill ``-p name '[1,2]'`` passes a string:

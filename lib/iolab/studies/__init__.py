@@ -5,13 +5,16 @@ measurement options (``allow_destructive``, ``profile``, ``timeout_s``, ...) tha
 to ``iolab.runner.measure``.
 
     qd_sweep            (qd.py)           seed 000: IOPS, latency and cycles/IO vs queue depth on one CPU
+    knee_search         (qd.py)           the same knee with about half the runs (iolab.knee_search)
     per_core            (per_core.py)     seed 002: one core at QD1/16/128, t/io_uring and fio side by side
     ladder.run_ladder   (ladder.py)       seed 000: the single-core tuning ladder, one change per step
     kernel_path.*       (kernel_path.py)  seed 001: direct vs buffered, readahead, schedulers, block
                                           sizes, one fio per device
+    precondition        (precondition.py) SNIA PTS steady state before measuring a real SSD
 """
 from . import kernel_path, ladder
 from .per_core import per_core
-from .qd import qd_sweep
+from .precondition import precondition
+from .qd import knee_search, qd_sweep
 
-__all__ = ["kernel_path", "ladder", "per_core", "qd_sweep"]
+__all__ = ["kernel_path", "knee_search", "ladder", "per_core", "precondition", "qd_sweep"]

@@ -7,6 +7,10 @@ through ``iolab.knobs`` (old value recorded, put back on success, error, Ctrl-C 
 SIGTERM); the page cache is dropped (``knobs.drop_caches``) before each buffered run.
 Each function returns the tidy table of its runs with the changed setting as a column, and
 gives ``allow_destructive`` and the other measurement options to ``iolab.runner.measure``.
+
+The sweeps run their repeats in shuffled rounds after one discarded warm-up run
+(``ROUNDS``: step order and first touch must not make a difference by themselves); pass
+``order=``, ``seed=`` or ``warmup=`` (``iolab.sweep.sweep``) to choose otherwise.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ..sweep import sweep
 from ..target import Target, loop_device, parse_size
 
 MODES = {1: "direct", 0: "buffered"}
+ROUNDS = {"order": "random", "warmup": "run"}
 
 
 def direct_vs_buffered(target: Target, job: dict[str, Any], *, cpu: int = 0, runs_dir: Path,
@@ -33,7 +38,7 @@ def direct_vs_buffered(target: Target, job: dict[str, Any], *, cpu: int = 0, run
     run); ``mode`` is ``direct`` or ``buffered``."""
     table = sweep({"direct": [1, 0]}, target=target, base=job, cpus=[cpu], repeats=repeats, runs_dir=runs_dir,
                   aliases={"direct": "mode"}, before_run=knobs.drop_caches, progress="direct vs buffered",
-                  allow_destructive=allow_destructive, **measure_kw)
+                  allow_destructive=allow_destructive, **{**ROUNDS, **measure_kw})
     table["mode"] = table["mode"].map(MODES)
     return add_cycles_per_io(table)
 
@@ -48,7 +53,8 @@ def knob_sweep(target: Target, knob: str, values: Sequence[Any], job: dict[str, 
         raise InputError(f"{knob!r} is not a knob iolab can set: choose one of {', '.join(knobs.KNOBS)}")
     return add_cycles_per_io(sweep({knob: list(values)}, target=target, base=job, cpus=[cpu], repeats=repeats,
                                    runs_dir=runs_dir, before_run=knobs.drop_caches if drop else None,
-                                   progress=knob, allow_destructive=allow_destructive, **measure_kw))
+                                   progress=knob, allow_destructive=allow_destructive,
+                                   **{**ROUNDS, **measure_kw}))
 
 
 def schedulers(target: Target) -> list[str]:
@@ -62,7 +68,7 @@ def block_sizes(target: Target, sizes: Sequence[str], job: dict[str, Any], *, cp
     (``dev_read_req_kib``, from /sys/block/<dev>/stat deltas)."""
     table = add_cycles_per_io(sweep({"bs": list(sizes)}, target=target, base=job, cpus=[cpu], repeats=repeats,
                                     runs_dir=runs_dir, progress="block sizes", allow_destructive=allow_destructive,
-                                    **measure_kw))
+                                    **{**ROUNDS, **measure_kw}))
     table["bs_bytes"] = table["bs"].map(parse_size)
     table["bw_mib_s"] = table["bw_bytes_s"] / 2**20
     return table.sort_values("bs_bytes", ignore_index=True)

@@ -5,8 +5,9 @@ previous one and is measured; steps the target cannot do are skipped with the ex
     table = run_ladder(steps, target, cpu=0, runs_dir=...)
     table[["step", "name", "status", "reason", "iops", "gain_pct"]]
 
-With ``repeats`` > 1 each step runs that many times; its figures are means over the
-repeats, and its gain has an interval and a verdict (``iolab.compare``).
+With ``repeats`` > 1 each step runs that many times, in rounds (every step once per
+round, later rounds shuffled) after a discarded warm-up run; its figures are means over
+the repeats, and its gain has an interval and a verdict (``iolab.compare``).
 
 A step is data: a name, fio option changes (carried forward to later steps unless
 ``peak_only``), the capabilities it needs, and optionally a tool (``"tio"`` for fio's
@@ -17,6 +18,7 @@ runs through the generic sweep, so a ladder re-run into the same ``runs_dir`` re
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +27,11 @@ import pandas as pd
 
 from .. import compare, knobs
 from ..analysis import add_cycles_per_io
-from ..errors import IolabError
+from ..errors import InputError, IolabError
 from ..fio import fio_time
 from ..progress import bar
 from .per_core import have_tio
-from ..sweep import sweep
+from ..sweep import ORDERS, sweep
 from ..target import Target
 
 
@@ -93,7 +95,8 @@ def plan(steps: list[Step], caps: dict[str, str | None]) -> list[tuple[Step, str
 
 def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[str, Any] | None = None,
                runtime_s: float = 2.0, runs_dir: str | Path, opt_in: bool = False, repeats: int = 1,
-               allow_destructive: bool = False, **measure_kw) -> pd.DataFrame:
+               order: str = "random", seed: int = 0, warmup: Any = "run", allow_destructive: bool = False,
+               **measure_kw) -> pd.DataFrame:
     """Run the ladder; one row per step (skipped steps included, with their reason), with
     ``gain_pct`` against the previous measured carried-forward step. A step that fails
     (fio, t/io_uring, a knob or nvme-cli: any IolabError) is a row with the reason, and
@@ -101,28 +104,55 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
 
     Each step runs ``repeats`` times (``runs``: how many did); its figures are means over
     them, and ``gain_low_pct``/``gain_high_pct``/``gain_verdict`` are the gain's 95 %
-    interval and its reading (``iolab.compare.compare``; no interval with one run each)."""
+    interval and its reading (``iolab.compare.compare``; no interval with one run each).
 
+    Step order and first touch can make a "gain" by themselves, so the repeats run in
+    rounds: the first round walks the ladder in order (which steps run, and what each
+    carries forward, is settled there), each later round runs every measured step once
+    more — in ladder order (``order="interleaved"``) or shuffled by ``random.Random(seed)``
+    (``"random"``, the default); ``"grid"`` runs each step's repeats back to back. The
+    ladder starts with one discarded warm-up run (``warmup``, see ``iolab.sweep.sweep``)."""
+    if order not in ORDERS:
+        raise InputError(f"order={order!r}: choose one of {', '.join(ORDERS)}")
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
-    rows, step_runs = [], {}
+    rows: list[dict[str, Any]] = []
+    measured: dict[int, tuple[Step, dict, dict]] = {}   # step -> (step, its options, what it built on)
+    tables: dict[int, pd.DataFrame] = {}
+    kw = dict(target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir, allow_destructive=allow_destructive,
+              **measure_kw)
     for i, (step, reason) in enumerate(bar(plan(steps, capabilities(target, opt_in)), "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
+        rows.append(row)
         if reason:
-            rows.append({**row, "status": "skipped", "reason": reason})
+            row |= {"status": "skipped", "reason": reason}
             continue
         opts = {**current, **step.fio}
         try:
-            t = _run_step(step, i, opts, current, target, cpu, runtime_s, runs_dir, repeats=repeats,
-                          allow_destructive=allow_destructive, **measure_kw)
+            tables[i] = _run_step(step, i, opts, current, repeats=repeats if order == "grid" else 1,
+                                  warmup=warmup if not measured else None, **kw)
         except IolabError as exc:
-            rows.append({**row, "status": "failed", "reason": str(exc).splitlines()[0]})
+            row |= {"status": "failed", "reason": str(exc).splitlines()[0]}
             continue
-        kept = not step.peak_only and step.tool == "fio"
-        step_runs[i] = compare.per_run(t).assign(step=f"step {i}")
-        rows.append({**row, "status": "measured", "reason": "", **_summary(step_runs[i]), "carried_forward": kept,
-                     "runs": len(step_runs[i]), "run_id": t["run_id"].iloc[0]})
-        if kept:
+        measured[i] = (step, opts, current)
+        if not step.peak_only and step.tool == "fio":
             current = opts
+    rng = random.Random(seed)
+    for rnd in bar(range(1, repeats) if order != "grid" else [], "ladder rounds", unit="round"):
+        ids = list(measured)
+        if order == "random":
+            rng.shuffle(ids)
+        for i in ids:
+            step, opts, built_on = measured[i]
+            try:
+                tables[i] = _run_step(step, i, opts, built_on, repeats=rnd + 1, **kw)
+            except IolabError as exc:  # the runs it has stay; the row says what failed
+                rows[i]["reason"] = f"round {rnd + 1} failed: {str(exc).splitlines()[0]}"
+    step_runs = {}
+    for i, (step, _, _) in measured.items():
+        step_runs[i] = compare.per_run(tables[i]).assign(step=f"step {i}")
+        rows[i] |= {"status": "measured", "reason": rows[i].get("reason", ""), **_summary(step_runs[i]),
+                    "carried_forward": not step.peak_only and step.tool == "fio", "runs": len(step_runs[i]),
+                    "run_id": tables[i]["run_id"].iloc[0]}
     table = pd.DataFrame(rows)
     if "runs" in table:
         table["runs"] = table["runs"].astype("Int64")  # skipped steps: <NA>, not 2.0
@@ -134,15 +164,15 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
     return table
 
 
-def _run_step(step: Step, i: int, opts: dict, current: dict, target: Target, cpu: int, runtime_s: float,
-              runs_dir: str | Path, repeats: int = 1, **measure_kw) -> pd.DataFrame:
+def _run_step(step: Step, i: int, opts: dict, current: dict, *, target: Target, cpu: int, runtime_s: float,
+              runs_dir: str | Path, repeats: int = 1, warmup: Any = None, **measure_kw) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
 
     tgt = target
     if step.fio.get("ioengine") == "io_uring_cmd":
         tgt = Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
     common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "tags": {"step": i, "step_name": step.name},
-              "label": f"step{i}", "progress": None, "repeats": repeats}
+              "label": f"step{i}", "progress": None, "repeats": repeats, "warmup": warmup}
     grid = {name: [value] for name, value in step.knobs.items()}
     if step.tool == "tio":
         flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}

@@ -1,0 +1,151 @@
+"""The index page of a batch (``OUT/index.html``): every run with its status, parameters and
+recorded results side by side, plots of each result across the runs, and links to each
+run's write-up. One offline file: inline style, figures as embedded PNG, no script."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em} table{border-collapse:collapse;font-size:.9em}
+th,td{border-bottom:1px solid #ddd;padding:.35em .6em;text-align:left;vertical-align:top}
+th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.ok{color:#1a7f37;font-weight:600} .failed{color:#c62828;font-weight:600} .err{color:#c62828;font-size:.85em;max-width:28em}
+.note{color:#555;font-size:.85em} figure{margin:1em 0} img{max-width:100%}
+"""
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _num(v: Any) -> str:
+    """A value for reading: thousands separators, sensible precision."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    a = abs(v)
+    if a >= 100 or float(v).is_integer():
+        return f"{v:,.0f}"
+    return f"{v:,.2f}" if a >= 1 else f"{v:.3g}"
+
+
+def _result_text(r: Mapping[str, Any]) -> str:
+    text = _num(r.get("value"))
+    if r.get("low") is not None and r.get("high") is not None:
+        text += f" [{_num(r['low'])}, {_num(r['high'])}]"
+    return text
+
+
+def varying(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """Parameter names whose values differ between runs, and the ones shared by all."""
+    names = list(dict.fromkeys(k for r in runs for k in r.get("parameters", {})))
+    vary, same = [], {}
+    for n in names:
+        values = {repr(r.get("parameters", {}).get(n)) for r in runs}
+        if len(values) > 1:
+            vary.append(n)
+        else:
+            same[n] = runs[0].get("parameters", {}).get(n)
+    return vary, same
+
+
+def result_names(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(name, unit) of every result any run recorded, in first-seen order."""
+    seen: dict[str, str] = {}
+    for r in runs:
+        for res in r.get("results") or []:
+            seen.setdefault(res["name"], res.get("unit", ""))
+    return list(seen.items())
+
+
+def _link(target: str | None, out: Path, text: str) -> str:
+    if not target:
+        return ""
+    rel = os.path.relpath(target, out)
+    return f'<a href="{_esc(rel)}">{_esc(text)}</a>'
+
+
+def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str | None) -> str | None:
+    """A bar per run of result ``name`` (whiskers: its recorded interval), as a data: URI."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = []
+    for r in runs:
+        res = next((x for x in r.get("results") or [] if x["name"] == name), None)
+        if res and isinstance(res.get("value"), (int, float)) and r.get("status") == "ok":
+            label = str(r["parameters"].get(x_param)) if x_param else r["name"]
+            points.append((label, res["value"], res.get("low"), res.get("high")))
+    if len(points) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    xs = range(len(points))
+    ax.bar(xs, [p[1] for p in points], color="#4c72b0")
+    for i, (_, v, lo, hi) in enumerate(points):
+        if lo is not None and hi is not None:
+            ax.errorbar(i, v, yerr=[[v - lo], [hi - v]], color="k", capsize=4, linewidth=1)
+        top = hi if hi is not None and hi > v else v  # above the whisker, not on it
+        ax.annotate(_num(v), (i, top), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+    ax.margins(y=0.12)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([p[0] for p in points], rotation=20 if len(points) > 4 else 0, fontsize=8)
+    ax.set_xlabel(x_param or "run")
+    ax.set_ylabel(f"{name} ({unit})" if unit else name)
+    ax.set_title(f"{name} across the batch's runs")
+    fig.text(0.01, 0.01, "source: each run's recorded results (iolab.results); whiskers: the interval it recorded",
+             fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def index_html(doc: Mapping[str, Any], out: Path) -> str:
+    """The page for ``batch.json``'s ``doc``, with links relative to ``out``."""
+    runs = doc["runs"]
+    vary, same = varying(runs)
+    results = result_names(runs)
+    ok = sum(r.get("status") == "ok" for r in runs)
+    head = [f"<h1>Batch of {_esc(Path(doc['notebook']).name)}</h1>",
+            f"<p>{len(runs)} runs: <span class='ok'>{ok} ok</span>"
+            + (f", <span class='failed'>{len(runs) - ok} failed</span>" if ok < len(runs) else "")
+            + f". Manifest: <code>{_esc(doc['manifest'])}</code>. Re-run the same command to re-run only "
+              "failed or missing runs.</p>"]
+    if same:
+        head.append("<p class='note'>Shared parameters: " + ", ".join(f"<code>{_esc(k)}={_esc(v)}</code>"
+                                                                    for k, v in same.items()) + "</p>")
+    cols = ["run", "status", *vary, *(f"{n} ({u})" if u else n for n, u in results), "duration (s)", "files"]
+    rows = []
+    for r in runs:
+        by_name = {x["name"]: x for x in r.get("results") or []}
+        cells = [f"<td>{_link(r.get('html'), out, r['name']) or _esc(r['name'])}</td>",
+                 f"<td class='{_esc(r.get('status'))}'>{_esc(r.get('status'))}"
+                 + (f"<div class='err'>{_esc(str(r.get('error') or '').splitlines()[0][:300])}</div>" if r.get("error") else "")
+                 + "</td>"]
+        cells += [f"<td>{_esc(r['parameters'].get(p))}</td>" for p in vary]
+        cells += [f"<td class='num'>{_esc(_result_text(by_name[n])) if n in by_name else '–'}</td>" for n, _ in results]
+        cells.append(f"<td class='num'>{_num(r.get('duration_s'))}</td>")
+        cells.append("<td>" + " ".join(x for x in (_link(r.get("html"), out, "write-up"),
+                                                  _link(r.get("output"), out, "notebook")) if x) + "</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    table = ("<table><thead><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in cols) + "</tr></thead><tbody>"
+             + "".join(rows) + "</tbody></table>")
+    x_param = vary[0] if len(vary) == 1 else None
+    figures = [f"<figure><img alt='{_esc(n)} across runs' src='{uri}'></figure>"
+               for n, u in results if (uri := _plot(n, u, runs, x_param))]
+    body = head + ["<h2>Runs</h2>", table]
+    body += ["<h2>Results across runs</h2>", *figures] if figures else [
+        "<p class='note'>No result was recorded by two or more successful runs: nothing to plot.</p>"]
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>iolab batch: "
+            f"{_esc(Path(doc['notebook']).name)}</title><style>{STYLE}</style></head><body>"
+            + "\n".join(body) + "</body></html>\n")

@@ -1,0 +1,88 @@
+"""Bring a device to steady state before measuring it, by SNIA's rule.
+
+An SSD fresh out of the box, or after a TRIM, reads never-written blocks from its mapping
+table and writes into free erase blocks: both far faster than after the drive has been
+filled and overwritten. SNIA's Solid State Storage Performance Test Specification (PTS,
+Enterprise v1.1, section 2.1 and 3) measures only after a workload-independent
+preconditioning (the whole capacity written twice, sequentially, 128 KiB) and a
+workload-dependent one: rounds of the test workload until steady state, which is reached
+when, over a measurement window of 5 rounds,
+
+* the range of the rounds' figures is at most 20 % of their mean, and
+* the best linear fit through them moves at most 10 % of the mean across the window.
+
+``precondition(target, ...)`` does both and sets ``target.state`` (every later run records
+it: the ``target_state`` column). It writes the whole device: like any write job, it is
+refused on a device that holds data unless ``allow_destructive=True``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..fio import fio_time
+from ..progress import bar
+from ..runner import measure
+from ..store import run_table
+from ..target import Target
+
+WINDOW = 5           # rounds in SNIA's measurement window
+RANGE_PCT = 20.0     # max - min of the window, % of its mean
+SLOPE_PCT = 10.0     # excursion of the best linear fit across the window, % of its mean
+FOREVER = fio_time(7 * 24 * 3600)  # a fill ends when the device is written, not by time
+
+
+def steady_state(values: Sequence[float], window: int = WINDOW, range_pct: float = RANGE_PCT,
+                 slope_pct: float = SLOPE_PCT) -> tuple[bool, str]:
+    """Whether the last ``window`` rounds' figures (IOPS) are in SNIA PTS steady state, and
+    the figures that decide it in words. Fewer than ``window`` rounds: not yet."""
+    if window < 2:
+        raise InputError(f"window={window}: SNIA's rule needs at least 2 rounds (it uses 5)")
+    y = np.asarray(values, float)[-window:]
+    if len(y) < window:
+        return False, f"{len(y)} of {window} rounds so far"
+    mean = y.mean()
+    spread = 100 * (y.max() - y.min()) / mean if mean else float("inf")
+    slope = np.polyfit(np.arange(window), y, 1)[0]
+    excursion = 100 * abs(slope) * (window - 1) / mean if mean else float("inf")
+    ok = spread <= range_pct and excursion <= slope_pct
+    return ok, (f"last {window} rounds: range {spread:.0f} % of the mean (limit {range_pct:g} %), "
+                f"linear-fit excursion {excursion:.0f} % (limit {slope_pct:g} %)")
+
+
+def precondition(target: Target, *, runs_dir: str | Path, cpu: int = 0, rw: str = "randwrite", bs: str = "4k",
+                 iodepth: int = 32, round_s: float = 60, max_rounds: int = 25, window: int = WINDOW,
+                 fill_passes: int = 2, allow_destructive: bool = False, **measure_kw: Any) -> pd.DataFrame:
+    """SNIA's preconditioning of ``target`` (module docstring): ``fill_passes`` sequential
+    128 KiB writes of the whole target (0: skip), then rounds of ``rw``/``bs`` at ``iodepth``
+    for ``round_s`` seconds each until ``steady_state`` holds or ``max_rounds`` ran. Every
+    run is stored in ``runs_dir``. Returns one row per round (``round``, ``iops``,
+    ``steady``) and sets ``target.state`` to what was reached."""
+    if max_rounds < window:
+        raise InputError(f"max_rounds={max_rounds} is fewer than the window of {window} rounds: "
+                         "steady state could never be judged")
+    common = dict(cpus=[cpu], runs_dir=runs_dir, allow_destructive=allow_destructive, **measure_kw)
+    if fill_passes:
+        measure({"rw": "write", "bs": "128k", "iodepth": iodepth, "loops": fill_passes, "time_based": 0,
+                 "runtime": FOREVER}, target, label="precondition-fill", **common)
+    rounds: list[dict[str, Any]] = []
+    iops: list[float] = []
+    verdict = (False, "")
+    for i in bar(range(max_rounds), "preconditioning", unit="round"):
+        run = measure({"rw": rw, "bs": bs, "iodepth": iodepth, "runtime": fio_time(round_s)}, target,
+                      swept={"round": i}, label=f"precondition-r{i}", **common)
+        rows = run_table(run.path)
+        iops.append(float(rows.loc[rows["direction"] != "none", "iops"].sum()))
+        verdict = steady_state(iops, window)
+        rounds.append({"round": i, "iops": iops[-1], "steady": verdict[0], "run_id": rows["run_id"].iloc[0]})
+        if verdict[0]:
+            break
+    what = f"{len(iops)} rounds of {bs} {rw} at QD{iodepth}, {round_s:g} s each"
+    fill = f"written whole {fill_passes}x sequentially (128k), then " if fill_passes else ""
+    target.state = (f"SNIA steady state: {fill}{what} ({verdict[1]})" if verdict[0] else
+                    f"preconditioned but NOT in steady state: {fill}{what} ({verdict[1]})")
+    return pd.DataFrame(rounds)

@@ -1,0 +1,449 @@
+"""Reading a search (iolab.effects and its plots) on synthetic grids with known effects:
+main effects ranked with the right sign and size, the one interaction built in found first,
+the best configuration and its ties, the roofline's efficiencies (and seed 003's 99.99 %),
+the frequency labelled sampled or nominal; and notebook 05's analysis cells run on such a
+grid with a stand-in for iolab.search."""
+import itertools
+import math
+import re
+import sys
+import types
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+import iolab  # noqa: E402
+from conftest import REPO  # noqa: E402
+from iolab import compare, effects, paths, plots  # noqa: E402
+from iolab.errors import InputError  # noqa: E402
+
+QD = {1: 1.0, 4: 3.0, 16: 5.0}          # IOPS factor per iodepth
+MQ = 0.8                                 # mq-deadline costs 20 %
+SEED003_ROOF, SEED003_16 = 3_857_938, 61_720_159
+
+
+def grid(axes: dict, value, repeats: int = 3, noise: float = 0.01, seed: int = 1, extra=None,
+         jobs: int = 1) -> pd.DataFrame:
+    """A search table: every combination of ``axes`` x ``repeats`` runs, ``value(cell)`` IOPS
+    with multiplicative normal noise, split over ``jobs`` rows per run (per_run sums them)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, combo in enumerate(itertools.product(*axes.values())):
+        cell = dict(zip(axes, combo))
+        for r in range(repeats):
+            iops = value(cell) * (1 + noise * rng.standard_normal())
+            more = extra(cell, rng) if extra else {}
+            for j in range(jobs):
+                rows.append({**cell, "run_id": f"r{i:04d}-{r}", "status": "ok", "repeat": r, "job_index": j,
+                             "direction": "read", "iops": iops / jobs, **more})
+    return pd.DataFrame(rows)
+
+
+MAIN_AXES = {"iodepth": [1, 4, 16], "scheduler": ["none", "mq-deadline"], "nomerges": [0, 1], "bs": ["4k"]}
+
+
+def main_value(c):
+    return 100_000 * QD[c["iodepth"]] * (MQ if c["scheduler"] == "mq-deadline" else 1)
+
+
+@pytest.fixture(scope="module")
+def main_table():
+    return grid(MAIN_AXES, main_value, jobs=2)
+
+
+# ---------------------------------------------------------------- main effects
+def test_main_effects_rank_the_known_effects_with_their_sign_and_size(main_table):
+    eff = effects.main_effects(main_table, MAIN_AXES)
+    ranked = effects.rank_effects(eff)
+    assert list(ranked["axis"]) == ["iodepth", "scheduler", "nomerges"]
+    assert eff.attrs["skipped"] == {"bs": "one level (4k): nothing to compare"}
+    grand = 100_000 * np.mean(list(QD.values())) * (1 + MQ) / 2        # 270k
+    assert eff.attrs["grand_mean"] == pytest.approx(grand, rel=0.01)
+    qd = eff[eff.axis == "iodepth"].set_index("level")
+    for depth, factor in QD.items():   # two jobs per run summed: the run's IOPS
+        assert qd.loc[depth, "iops_mean"] == pytest.approx(100_000 * factor * (1 + MQ) / 2, rel=0.01)
+        assert qd.loc[depth, "iops_ci_low"] < qd.loc[depth, "iops_mean"] < qd.loc[depth, "iops_ci_high"]
+        assert qd.loc[depth, "n_runs"] == 12 and qd.loc[depth, "n_cells"] == 4
+    top = ranked.iloc[0]
+    assert top.effect_pct == pytest.approx(100 * 0.9 * 4 / 2.7, rel=0.02)   # (450k - 90k) / 270k
+    assert top.change_pct == pytest.approx(400, rel=0.02) and top.low_level == 1 and top.high_level == 16
+    sched = eff[eff.axis == "scheduler"].set_index("level")
+    assert list(sched.index) == ["none", "mq-deadline"]                    # the spec's order
+    assert sched.loc["mq-deadline", "vs_first_pct"] == pytest.approx(-20, abs=1)
+    assert ranked.set_index("axis")["separated"].to_dict() == {"iodepth": True, "scheduler": True, "nomerges": False}
+    assert ranked["complete"].all()
+
+
+def test_describe_effects_says_what_matters_in_words(main_table):
+    words = effects.describe_effects(effects.main_effects(main_table, MAIN_AXES))
+    top = re.match(r"iodepth matters most: IOPS range from (\d+\.?\d*)k at 1 to (\d+)k at 16 \(\+(\d+) %, "
+                   r"intervals apart\); ", words)
+    assert top and float(top[1]) == pytest.approx(90, abs=1) and float(top[2]) == pytest.approx(450, abs=5)
+    assert float(top[3]) == pytest.approx(400, abs=5)
+    sched = re.search(r"scheduler: IOPS range from (\d+)k at mq-deadline to (\d+)k at none \(\+(\d+) %, "
+                      r"intervals apart\)", words)
+    assert sched and float(sched[3]) == pytest.approx(25, abs=2)
+    assert "nomerges: no difference the repeats can show" in words and "intervals overlap" in words
+    assert "bs: one level (4k): nothing to compare" in words
+    assert words.index("iodepth") < words.index("scheduler") < words.index("nomerges")
+
+
+def test_levels_sort_as_numbers_and_sizes_without_a_spec():
+    t = grid({"bs": ["512", "4k", "1m"], "iodepth": [16, 2]}, lambda c: 1000.0, repeats=2)
+    eff = effects.main_effects(t, ["bs", "iodepth"])
+    assert list(eff[eff.axis == "bs"]["level"]) == ["512", "4k", "1m"]
+    assert list(eff[eff.axis == "iodepth"]["level"]) == [2, 16]
+
+
+def test_one_run_per_cell_has_no_interval_and_says_so(main_table):
+    one = main_table[main_table.repeat == 0]
+    eff = effects.main_effects(one, MAIN_AXES)
+    assert eff["iops_ci_low"].isna().all() and eff["separated"].isna().all()
+    words = effects.describe_effects(eff)
+    assert "one run per cell: no interval, as measured" in words and "matters most" not in words
+    best, ties = effects.best_config(one, MAIN_AXES)
+    assert "ties cannot be judged" in best["note"] and ties.empty
+
+
+def test_a_cell_with_one_run_borrows_the_pooled_noise(main_table):
+    lost = main_table[~((main_table.iodepth == 16) & (main_table.scheduler == "none") & (main_table.nomerges == 0)
+                        & (main_table.repeat > 0))]
+    eff = effects.main_effects(lost, MAIN_AXES)
+    assert eff["iops_ci_low"].notna().all()
+    assert eff.set_index(["axis", "level"]).loc[("iodepth", 16), "n_runs"] == 10
+
+
+def test_failed_runs_and_wrong_axes_are_refused_with_what_to_do(main_table):
+    failed = main_table.assign(status=np.where(main_table.iodepth == 1, "failed", "ok"))
+    eff = effects.main_effects(failed, MAIN_AXES)
+    assert list(eff[eff.axis == "iodepth"]["level"]) == [4, 16]
+    with pytest.raises(InputError, match="no column 'governor'.*axes must be columns"):
+        effects.main_effects(main_table, ["governor"])
+    with pytest.raises(InputError, match="no run with status 'ok'"):
+        effects.main_effects(main_table.assign(status="failed"), MAIN_AXES)
+    with pytest.raises(InputError, match="no metric 'clat_p99_us'"):
+        effects.main_effects(main_table, MAIN_AXES, "clat_p99_us")
+    with pytest.raises(InputError, match="no axes given"):
+        effects.main_effects(main_table, [])
+
+
+# ---------------------------------------------------------------- interactions
+INTER_AXES = {"cores": [1, 2], "stress": ["idle", "stressed"], "iodepth": [1, 4], "scheduler": ["none", "mq-deadline"]}
+
+
+def inter_value(c):
+    """Multiplicative main effects everywhere; stress halves IOPS only on one core."""
+    hurt = 0.5 if (c["cores"] == 1 and c["stress"] == "stressed") else 1
+    return 100_000 * c["cores"] * QD[c["iodepth"]] * (MQ if c["scheduler"] == "mq-deadline" else 1) * hurt
+
+
+@pytest.fixture(scope="module")
+def inter_table():
+    return grid(INTER_AXES, inter_value)
+
+
+def test_interactions_find_the_built_in_pair_first(inter_table):
+    inter = effects.interactions(inter_table, INTER_AXES)
+    assert len(inter) == 6
+    top = inter.iloc[0]
+    assert (top.a, top.b) == ("cores", "stress") and top.shown and top.p_value < 1e-6 and top.complete
+    # log means 0, ln 0.5, 0, 0: every residual is ln(0.5) / 4 -> exp(0.173) - 1 = 18.9 %
+    assert top.interaction_pct == pytest.approx(100 * math.expm1(math.log(2) / 4), abs=0.5)
+    assert (inter.iloc[1:]["interaction_pct"] < 1).all()               # the rest multiply: no interaction
+    assert inter.iloc[1:]["shown"].sum() <= 1                           # at 5 %, at most a chance one
+
+
+def test_the_additive_model_calls_multiplicative_effects_interactions(inter_table):
+    add = effects.interactions(inter_table, INTER_AXES, model="additive")
+    assert add.set_index(["a", "b"]).loc[("cores", "iodepth"), "interaction_pct"] > 10
+    with pytest.raises(InputError, match="choose 'multiplicative'"):
+        effects.interactions(inter_table, INTER_AXES, model="log")
+
+
+def test_interaction_pivot_holds_cell_means_and_departures(inter_table):
+    pivot = effects.interaction(inter_table, "cores", "stress", axes=INTER_AXES)
+    assert list(pivot.index) == [1, 2] and list(pivot.columns) == ["idle", "stressed"]
+    base = 100_000 * np.mean(list(QD.values())[:2]) * (1 + MQ) / 2
+    assert pivot.loc[1, "idle"] == pytest.approx(base, rel=0.01)
+    assert pivot.loc[1, "stressed"] == pytest.approx(base / 2, rel=0.01)
+    assert pivot.loc[2, "stressed"] == pytest.approx(2 * base, rel=0.01)
+    dep = np.array(pivot.attrs["departure_pct"])
+    assert dep[0, 1] == pytest.approx(100 * math.expm1(-math.log(2) / 4), abs=0.5)   # below the prediction
+    assert dep[0, 0] > 0 and pivot.attrs["shown"]
+
+
+# ---------------------------------------------------------------- best configuration
+BEST_AXES = {"iodepth": [1, 4, 16, 32], "scheduler": ["none", "mq-deadline"]}
+
+
+def test_best_config_and_the_configurations_tied_with_it():
+    factor = {1: 1.0, 4: 3.0, 16: 5.0, 32: 5.02}   # 16 and 32 within the noise
+    t = grid(BEST_AXES, lambda c: 100_000 * factor[c["iodepth"]] * (MQ if c["scheduler"] == "mq-deadline" else 1),
+             noise=0.02)
+    best, ties = effects.best_config(t, BEST_AXES)
+    assert best["scheduler"] == "none" and best["iodepth"] in (16, 32) and best["n"] == 3
+    assert best["iops_ci_low"] < best["iops_mean"] < best["iops_ci_high"]
+    assert list(ties["iodepth"]) == [48 - best["iodepth"]] and list(ties["scheduler"]) == ["none"]
+    assert ties.iloc[0]["low_pct"] <= 0 <= ties.iloc[0]["high_pct"]
+    assert ties.iloc[0]["verdict"].startswith("no difference the repeats can show")
+    assert "1 other cell(s) tied" in best["note"]
+    worst, _ = effects.best_config(t, BEST_AXES, higher_is_better=False)
+    assert (worst["iodepth"], worst["scheduler"]) == (1, "mq-deadline")
+
+
+def test_the_shortcut_agrees_with_compare():
+    """Cells decided without the bootstrap (every run beyond every run of the best, Welch
+    interval clear of 0) are the ones compare.compare calls different."""
+    t = grid(BEST_AXES, lambda c: 100_000 * QD.get(c["iodepth"], 5.1) * (MQ if c["scheduler"] == "mq-deadline"
+                                                                             else 1), noise=0.03)
+    t["_c"] = t["iodepth"].astype(str) + "/" + t["scheduler"]
+    best, _ = effects.best_config(t, BEST_AXES)
+    key = f"{best['iodepth']}/{best['scheduler']}"
+    va = t.loc[t._c == key, "iops"].to_numpy()
+    for other in set(t._c) - {key}:
+        vb = t.loc[t._c == other, "iops"].to_numpy()
+        c = compare.compare(t[t._c.isin([key, other])], by="_c", a=key, b=other)
+        if effects._clearly_apart(va, vb, 0.95):
+            assert not (c.low_pct <= 0 <= c.high_pct), other
+
+
+# ---------------------------------------------------------------- roofline
+ROOF_AXES = {"devices": [1, 2, 4], "cores": [1, 2], "iodepth": [1, 8]}
+
+
+def roof_value(c):
+    """200k per device, 300k per core, half at QD 1."""
+    return min(c["devices"] * 200e3, c["cores"] * 300e3) * (0.5 if c["iodepth"] == 1 else 1)
+
+
+@pytest.fixture(scope="module")
+def roof_table():
+    return grid(ROOF_AXES, roof_value, noise=0.005)
+
+
+@pytest.mark.parametrize("hold", ["best", "fixed"])
+def test_roofline_efficiency_against_roof_times_n(roof_table, hold):
+    r = effects.roofline(roof_table, ROOF_AXES, hold=hold)
+    assert r["roof"]["value"] == pytest.approx(200e3, rel=0.01) and "devices=1" in r["roof"]["config"]
+    assert r["roof"]["ci_low"] < r["roof"]["value"] < r["roof"]["ci_high"]
+    dev = r["devices"].set_index("devices")
+    assert list(dev.index) == [1, 2, 4]
+    assert dev["roof_x_n"].to_numpy() == pytest.approx(r["roof"]["value"] * np.array([1, 2, 4]))
+    assert dev["efficiency_pct"].to_numpy() == pytest.approx([100, 100, 75], abs=1.5)   # 4 devices: 2 cores cap 600k
+    assert dev.loc[4, "config"] == "cores=2, iodepth=8"
+    cores = r["cores"].set_index("cores")
+    assert r["core_roof"]["value"] == pytest.approx(300e3, rel=0.01)
+    assert cores["efficiency_pct"].to_numpy() == pytest.approx([100, 100], abs=1.5)
+    assert cores.loc[2, "device_bound"] == pytest.approx(4 * r["roof"]["value"])
+    words = effects.describe_roofline(r)
+    assert "4 devices: 60" in words and "= 75 % of 4 × roof" in words and "core roof 300k" in words
+
+
+def test_roofline_without_devices_or_cores_is_the_roof_only(roof_table):
+    one = roof_table[(roof_table.devices == 1) & (roof_table.cores == 1)]
+    r = effects.roofline(one, ["iodepth"])
+    assert r["devices"] is None and r["cores"] is None and r["roof"]["value"] == pytest.approx(200e3, rel=0.01)
+    assert any("no devices axis" in n for n in r["notes"]) and any("no cores axis" in n for n in r["notes"])
+    no_single = roof_table[roof_table.devices > 1]
+    r = effects.roofline(no_single, ROOF_AXES)
+    assert r["roof"]["value"] == pytest.approx(200e3, rel=0.01)          # best at 2 devices / 2
+    assert any("no run with one device" in n for n in r["notes"])
+    with pytest.raises(InputError, match="not one; choose from"):
+        effects.roofline(roof_table, ROOF_AXES, metric="clat_p99_us")
+    with pytest.raises(InputError, match="positive count of devices"):
+        effects.roofline(roof_table.assign(devices="many"), ROOF_AXES)
+
+
+def test_seed_003_roofline_figures():
+    """Seed 003: the best single-device run, 3 857 938 IOPS, is the roof; 61 720 159 IOPS with
+    16 devices and 8 cores is 99.99 % of 16 x roof (61 727 008)."""
+    ref = pd.read_csv(paths.reference_dir() / "published_figures.csv")
+    rows = ref[(ref.seed == 3) & (ref.experiment == "search_roofline")]
+    assert set(rows["iops"]) >= {SEED003_ROOF, SEED003_16}
+    a = rows[rows.iops == SEED003_16].iloc[0]
+    assert (a.qd, a.bs_bytes, a.cores) == (128, 512, 8) and "16 devices" in a.label
+    table = pd.DataFrame({"devices": [1, 16], "run_id": ["one", "sixteen"], "iops": [SEED003_ROOF, SEED003_16]})
+    r = effects.roofline(table, ["devices"])
+    assert r["devices"].set_index("devices").loc[16, "efficiency_pct"] == pytest.approx(99.989, abs=0.001)
+    powersave = ref[(ref.seed == 3) & (ref.experiment == "search_governor")]
+    assert len(powersave) == 3 and "64.19" in powersave.iloc[0]["source"]
+
+
+# ---------------------------------------------------------------- frequency
+FREQ_AXES = {"governor": ["performance", "powersave"], "turbo": ["on", "off"], "iodepth": [1, 4]}
+CLOCK = {("performance", "on"): 3300, ("performance", "off"): 2600, ("powersave", "on"): 1200,
+         ("powersave", "off"): 1200}
+
+
+def freq_table(source: str) -> pd.DataFrame:
+    def extra(c, rng):
+        mhz = CLOCK[(c["governor"], c["turbo"])] * (1 + 0.003 * rng.standard_normal())
+        return {"cpu_freq_mhz": mhz if source == "scaling_cur_freq" else 2400.0, "freq_source": source}
+    return grid(FREQ_AXES, lambda c: 100 * CLOCK[(c["governor"], c["turbo"])] * c["iodepth"], extra=extra)
+
+
+def test_frequency_effects_sampled_clock_explains_the_governor():
+    f = effects.frequency_effects(freq_table("scaling_cur_freq"), FREQ_AXES)
+    assert list(f["axis"].unique()) == ["governor", "turbo"] and "iodepth" not in set(f["axis"])
+    assert f.attrs["absent"] == ["smt", "siblings", "thread_siblings", "stress"]
+    ps = f[(f.axis == "governor") & (f.level == "powersave")].iloc[0]
+    assert ps.reference_level == "performance"
+    assert ps.change_pct == pytest.approx(100 * (1200 / 2950 - 1), abs=1)      # IOPS follow the clock
+    assert ps.freq_change_pct == pytest.approx(ps.change_pct, abs=1)
+    assert ps.freq_share_pct == pytest.approx(100, abs=3) and ps.freq_note.startswith("sampled")
+    words = effects.describe_frequency(f)
+    assert "governor powersave: IOPS -59 % vs performance; CPU frequency -59 %" in words
+    assert "scaling_cur_freq" in words and "turbo off: IOPS" in words
+
+
+def test_frequency_from_proc_cpuinfo_is_labelled_nominal():
+    f = effects.frequency_effects(freq_table("proc_cpuinfo"), FREQ_AXES)
+    assert f["freq_note"].str.startswith("nominal: /proc/cpuinfo").all()
+    assert f["freq_share_pct"].isna().all()
+    words = effects.describe_frequency(f)
+    assert "is nominal (/proc/cpuinfo, no cpufreq): it cannot say whether the clock explains this" in words
+    none = effects.frequency_effects(freq_table("proc_cpuinfo"), ["iodepth"])
+    assert none.empty and "not searched" in effects.describe_frequency(none)
+
+
+def test_frequency_unchanged_or_outrun_is_said_so():
+    axes = {"stress": ["idle", "stressed"], "governor": ["performance", "powersave"], "devices": [1, 4]}
+
+    def value(c):   # one device caps IOPS whatever the clock; stress costs 30 % at the same clock
+        cpu = 1e6 * (0.4 if c["governor"] == "powersave" else 1) * (0.7 if c["stress"] == "stressed" else 1)
+        return min(c["devices"] * 300e3, cpu)
+    t = grid(axes, value, extra=lambda c, rng: {"cpu_freq_mhz": 1200.0 if c["governor"] == "powersave" else 3000.0,
+                                                "freq_source": "scaling_cur_freq"})
+    words = effects.describe_frequency(effects.frequency_effects(t, axes))
+    assert re.search(r"stress stressed: IOPS -2\d % vs idle; CPU frequency unchanged \(2,100 MHz", words)
+    assert "the clock does not explain it" in words
+    assert "the clock moved further than IOPS" in words and "bound by something else" in words
+
+
+# ---------------------------------------------------------------- plots
+def test_main_effects_plot_one_panel_per_axis_with_level_means_and_intervals(main_table):
+    eff = effects.main_effects(main_table, MAIN_AXES)
+    panels = plots.main_effects(eff)
+    assert [p.get_xlabel() for p in panels] == ["iodepth", "scheduler", "nomerges"]    # by effect size
+    assert panels[0].get_ylabel() == "IOPS (IO/s)"
+    for p, axis in zip(panels, ["iodepth", "scheduler", "nomerges"]):
+        part = eff[eff.axis == axis]
+        means = next(line for line in p.get_lines() if line.get_gid() == f"{axis} means")
+        assert list(means.get_ydata()) == pytest.approx(list(part["iops_mean"]))
+        whiskers = next(c for c in p.collections if c.get_gid() == f"{axis} intervals")
+        segs = whiskers.get_segments()
+        assert np.array([sorted(s[:, 1]) for s in segs]) == pytest.approx(
+            part[["iops_ci_low", "iops_ci_high"]].to_numpy())
+        assert [t.get_text() for t in p.get_xticklabels()] == [str(v) for v in part["level"]]
+    assert panels[0].get_title().startswith("iodepth: 133 % of mean") and "intervals apart" in panels[0].get_title()
+    assert "no difference shown" in panels[2].get_title()
+    note = [t.get_text() for p in panels for t in p.texts if t.get_text().startswith("source:")]
+    assert len(note) == 1 and "not drawn (one level): bs" in note[0].replace("\n", " ")
+    assert "main effects" in panels[0].figure._suptitle.get_text().lower()
+    plt.close("all")
+
+
+def test_interaction_heatmap_annotates_means_departures_and_units(inter_table):
+    pivot = effects.interaction(inter_table, "cores", "stress", axes=INTER_AXES)
+    ax = plots.interaction_heatmap(pivot, "cores", "stress", "iops")
+    cells = [t.get_text() for t in ax.texts if not t.get_text().startswith("source:")]
+    assert len(cells) == 4 and all("\n" in c and c.endswith("%") for c in cells)
+    assert cells[1].split("\n") == [plots._si(pivot.loc[1, "stressed"]), "-16 %"]
+    assert ax.collections[0].colorbar.ax.get_ylabel() == "IOPS (IO/s)"
+    assert ax.get_ylabel() == "cores" and ax.get_xlabel() == "stress"
+    assert "interaction 18.9 %" in ax.get_title() and "shown at 5 %" in ax.get_title()
+    assert any(t.get_text().startswith("source:") and "Montgomery" in t.get_text() for t in ax.texts)
+    plt.close("all")
+
+
+def test_roofline_plot_draws_roof_times_n_efficiencies_and_seed_003(roof_table):
+    r = effects.roofline(roof_table, ROOF_AXES)
+    ref = pd.read_csv(paths.reference_dir() / "published_figures.csv").query("experiment == 'search_roofline'")
+    dev_ax, core_ax = plots.roofline(r, reference=ref)
+    roof_line = next(line for line in dev_ax.get_lines() if line.get_gid() == "roof x N")
+    assert list(roof_line.get_xdata()) == [1, 2, 4, 16]                   # the seed's 16 devices on the axis
+    assert list(roof_line.get_ydata()) == pytest.approx(r["roof"]["value"] * np.array([1, 2, 4, 16]))
+    labels = [t.get_text() for t in dev_ax.texts if t.get_gid() == "efficiency"]
+    assert labels == [f"{e:.0f} %" for e in r["devices"]["efficiency_pct"]] and labels[-1] == "75 %"
+    published = next(c for c in dev_ax.collections if c.get_gid() == "published")
+    assert sorted(published.get_offsets()[:, 1]) == sorted(ref["iops"])
+    assert [t.get_text() for t in dev_ax.texts if t.get_gid() == "published efficiency"] == ["100 %", "100 %"]
+    seed_roof = next(line for line in dev_ax.get_lines() if line.get_gid() == "published roof x N")
+    assert seed_roof.get_ydata()[-1] == pytest.approx(16 * SEED003_ROOF)
+    assert dev_ax.get_xlabel() == "devices" and dev_ax.get_ylabel() == "aggregate IOPS (IO/s)"
+    ceiling = next(line for line in core_ax.get_lines() if line.get_gid() == "device ceiling")
+    assert ceiling.get_ydata()[0] == pytest.approx(4 * r["roof"]["value"])
+    assert "16 devices" in " ".join(t.get_text() for t in core_ax.get_legend().get_texts())
+    note = " ".join(t.get_text() for t in dev_ax.texts if t.get_text().startswith("source:")).replace("\n", " ")
+    assert "seed 003: AiSIO" in note and "published_figures.csv" in note
+    plt.close("all")
+
+
+def test_roofline_plot_of_a_search_without_devices_or_cores(roof_table):
+    r = effects.roofline(roof_table[(roof_table.devices == 1) & (roof_table.cores == 1)], ["iodepth"])
+    (ax,) = plots.roofline(r)
+    assert "no devices or cores axis" in ax.get_title()
+    assert ax.patches[0].get_height() == pytest.approx(r["roof"]["value"])
+    plt.close("all")
+
+
+# ---------------------------------------------------------------- notebook 05
+NB_AXES = {"iodepth": [1, 4, 16], "governor": ["performance", "powersave"], "devices": [1, 2], "cores": [1, 2]}
+
+
+def nb_value(c):
+    return (min(c["devices"] * 200e3, c["cores"] * 150e3) * QD[c["iodepth"]] / 5
+            * (0.4 if c["governor"] == "powersave" else 1))
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypatch, tmp_path):
+    """Every code cell of notebook 05 runs, in order, with iolab.search replaced by a stand-in
+    that returns a synthetic search table (the real one runs fio): once running the spec,
+    once reading an existing runs folder (it keeps the spec as search.yaml)."""
+    def extra(c, rng):
+        return {"cpu_freq_mhz": (1300 if c["governor"] == "powersave" else 3300) * (1 + 0.003 * rng.standard_normal()),
+                "freq_source": "scaling_cur_freq"}
+    table = grid(NB_AXES, nb_value, extra=extra)
+    calls = []
+    fake = types.ModuleType("iolab.search")
+    fake.load_spec = lambda path: calls.append(("load_spec", str(path))) or types.SimpleNamespace(
+        name="synthetic", axes=dict(NB_AXES), path=path)
+
+    def run(spec, runs_dir=None, *, drop_unavailable=False, allow_destructive=False):
+        calls.append(("run", runs_dir, drop_unavailable, allow_destructive))
+        return table.copy()
+    fake.run = run
+    fake.load_table = lambda runs_dir: calls.append(("load_table", runs_dir)) or table.copy()
+    monkeypatch.setitem(sys.modules, "iolab.search", fake)
+    monkeypatch.setattr(iolab, "search", fake, raising=False)
+    if existing:
+        (tmp_path / "search.yaml").write_text("name: synthetic\n")
+    nb = nbformat.read(REPO / "notebooks" / "05_parameter_search.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata["tags"]
+    space: dict = {}
+    exec(compile(code[0].source, "05 parameters", "exec"), space)
+    assert (space["spec"], space["runs_dir"], space["metric"]) == ("data/examples/search_small.yaml", "", "iops")
+    assert space["drop_unavailable"] is False and space["allow_destructive"] is False
+    if existing:
+        space["runs_dir"] = str(tmp_path)   # as papermill -p runs_dir would
+    for cell in code[1:]:
+        exec(compile(cell.source, f"05 cell {cell.id}", "exec"), space)
+        plt.close("all")
+    if existing:
+        assert calls == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]
+    else:
+        assert calls[1:] == [("run", None, False, False)] and calls[0][0] == "load_spec"
+        assert (REPO / calls[0][1]).resolve() == REPO / "data/examples/search_small.yaml"   # cwd or the checkout
+    assert list(space["axes"]) == list(NB_AXES)
+    assert effects.rank_effects(space["eff"]).iloc[0]["axis"] == "iodepth"
+    assert space["best"]["config"] == "iodepth=16, governor=performance, devices=2, cores=2"
+    assert space["roof"]["devices"] is not None and not space["freq"].empty
+    assert len(space["pairs"]) == 3

@@ -1,0 +1,114 @@
+"""Recorded results (iolab.results): what a notebook records reaches the executed notebook's
+metadata and the side file beside it, JSON-safe, the later of one name winning."""
+import json
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from iolab import results
+from iolab.errors import InputError, IolabError
+from iolab.publish import execute
+
+RECORDING = """
+import numpy as np
+import pandas as pd
+from iolab import results
+results.record("square", np.int64(n) ** 2, "IO/s", source="n squared", low=np.float64(n * n - 1), high=n * n + 1.0,
+               note="a made-up interval")
+results.record("nothing", float("nan"), note="NaN becomes null")
+results.record("square", np.int64(n) ** 2 + 1, "IO/s", source="recorded again")
+results.record_runs(pd.DataFrame({"run_id": ["r1", "r1", None]}), runs_dir=runs_dir)
+results.record_runs([runs_dir + "/r2"])
+"""
+
+
+def notebook(path, *code, parameters="n = 1\nruns_dir = ''"):
+    """A notebook with a parameters cell and the cells ``code``, written to ``path``."""
+    cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]})]
+    cells += [nbformat.v4.new_code_cell(c) for c in code]
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                         "language": "python"}})
+    nbformat.write(nb, path)
+    return path
+
+
+def run_folders(root, *names):
+    for name in names:
+        (root / name).mkdir(parents=True)
+        (root / name / "run.json").write_text("{}")
+    return root
+
+
+def test_a_notebook_records_its_results_in_its_metadata_and_beside_it(tmp_path):
+    runs = run_folders(tmp_path / "runs", "r1", "r2")
+    source = notebook(tmp_path / "rec.ipynb", RECORDING)
+    out = execute(source, tmp_path / "out" / "rec.ipynb", {"n": 3, "runs_dir": str(runs)})
+    meta = nbformat.read(out, as_version=4).metadata["iolab"]
+    side = json.loads((tmp_path / "out" / "rec.results.json").read_text())
+    assert side == json.loads(json.dumps(meta))
+    assert meta["parameters"] == {"n": 3, "runs_dir": str(runs)}
+    assert meta["results"] == [
+        {"name": "square", "value": 10, "unit": "IO/s", "source": "recorded again", "low": None, "high": None,
+         "note": ""},  # replaced by the later record, in the first one's place
+        {"name": "nothing", "value": None, "unit": "", "source": "", "low": None, "high": None,
+         "note": "NaN becomes null"}]
+    assert meta["run_folders"] == [str(runs / "r1"), str(runs / "r2")]
+    text = "".join(o.get("data", {}).get("text/plain", "") for c in nbformat.read(out, as_version=4).cells
+                   for o in c.get("outputs", []))
+    assert "recorded: square = 9 IO/s [8, 10] (a made-up interval)" in text
+    assert "recorded: 1 run folder" in text
+    assert results.collect(out) == {k: meta[k] for k in ("results", "run_folders")}
+
+
+def test_a_failed_notebook_keeps_what_it_recorded_beside_it(tmp_path):
+    source = notebook(tmp_path / "fails.ipynb", "from iolab import results\nresults.record('n', n)",
+                      "raise RuntimeError('broken')")
+    with pytest.raises(IolabError, match="fails.failed.ipynb"):
+        execute(source, tmp_path / "fails.ipynb", {"n": 5})
+    side = json.loads((tmp_path / "fails.failed.results.json").read_text())
+    assert side["results"][0]["value"] == 5 and side["parameters"] == {"n": 5}
+    meta = json.loads((tmp_path / "fails.failed.ipynb").read_text())["metadata"]["iolab"]
+    assert meta["results"] == side["results"]
+
+
+def test_values_become_json(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(results.FILE_ENV, str(tmp_path / "results.json"))
+    results.record("a", np.float32(0.5), low=np.int32(0), high=np.inf)
+    results.record("b", pd.NA)
+    results.record("c", "randread")
+    results.record("a", 2.5)
+    results.record_runs(run_folders(tmp_path / "study", "r1", "r2"))  # a folder of run folders
+    kept = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["name"], r["value"], r["low"], r["high"]) for r in kept["results"]] == [
+        ("a", 2.5, None, None), ("b", None, None, None), ("c", "randread", None, None)]
+    assert kept["run_folders"] == [str(tmp_path / "study" / "r1"), str(tmp_path / "study" / "r2")]
+    assert "recorded: a = 0.5 [0, none]" in capsys.readouterr().out  # outside IPython: the text line
+    with pytest.raises(InputError, match="not a number"):
+        results.record("d", object())
+    with pytest.raises(InputError, match="needs a name"):
+        results.record("", 1)
+    with pytest.raises(InputError, match="neither a run folder"):
+        results.record_runs([tmp_path / "nothing-here"])
+
+
+def test_run_ids_not_found_are_said(tmp_path, capsys):
+    results.record_runs(pd.DataFrame({"run_id": ["gone"]}), runs_dir=tmp_path)
+    assert "1 run id(s) not found" in capsys.readouterr().out
+
+
+def test_run_ids_are_found_in_a_study_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path))
+    run_folders(tmp_path / "runs" / "qd-knee-1", "r1", "r2")
+    found, missing = results.run_folders(pd.DataFrame({"run_id": ["r2", "r1", "r3"]}))
+    assert found == [tmp_path / "runs" / "qd-knee-1" / "r2", tmp_path / "runs" / "qd-knee-1" / "r1"]
+    assert missing == ["r3"]
+
+
+def test_collect_reads_a_notebook_node():
+    bundle = {results.MIME: {"results": [{"name": "x", "value": 1}]}, "text/plain": "recorded: x = 1"}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "", outputs=[nbformat.v4.new_output("display_data", data=bundle)])])
+    assert results.collect(nb)["results"][0]["value"] == 1
+    assert results.collect(nbformat.v4.new_notebook()) == {"results": [], "run_folders": []}

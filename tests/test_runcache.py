@@ -1,0 +1,275 @@
+"""The cached table of a folder of runs (iolab.runcache) and `iolab table`: equal to a fresh
+store.load_runs, re-deriving only what changed, never failing on its cache."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+
+import pandas as pd
+import pytest
+
+from iolab import runcache, store
+
+FIO = {"rw": "randread", "ioengine": "psync", "runtime": "1s"}
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory):
+    """Two real 1-second fio runs (qd 1 and 2), copied by the tests to make more."""
+    from iolab.runner import measure
+    from iolab.target import scratch_file
+    tmp = tmp_path_factory.mktemp("real")
+    target = scratch_file(tmp / "scratch", "16m")
+    return [measure(FIO, target, runs_dir=tmp / "runs", swept={"qd": qd, "repeat": 0},
+                    label=f"qd{qd}").path for qd in (1, 2)]
+
+
+def copy_run(src, root, name, status=None, **swept):
+    """A copy of run folder ``src`` as ``root/name``: its own run_id, maybe another status
+    and other swept values."""
+    dst = root / name
+    shutil.copytree(src, dst)
+    meta = json.loads((dst / "run.json").read_text())
+    meta["run_id"] = name.rsplit("/", 1)[-1]
+    meta["status"] = status or meta["status"]
+    (dst / "run.json").write_text(json.dumps(meta))
+    if swept:
+        params = json.loads((dst / "params.json").read_text())
+        params["swept"].update(swept)
+        (dst / "params.json").write_text(json.dumps(params))
+    return dst
+
+
+@pytest.fixture
+def folder(tmp_path, real_runs):
+    """Runs whose columns differ in type from run to run, a failed and an interrupted one,
+    one without a report, and a warm-up sub-folder that is not part of the folder's table."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    a, b = real_runs
+    copy_run(a, root, "r00", bs="4k")
+    copy_run(b, root, "r01", bs=4096)                      # bs: numbers and strings -> object
+    r02 = copy_run(a, root, "r02", bs="4k", note=None)     # None -> an object column in one run
+    snap = json.loads((r02 / "system.json").read_text())
+    snap["governor"] = {str(cpu): "performance" for cpu in snap.get("cpus_online") or [0]}
+    (r02 / "system.json").write_text(json.dumps(snap))     # governor: text here, NaN elsewhere
+    copy_run(a, root, "r03", bs="4k", knobs={"read_ahead_kb": 128}, flag=True)  # dict -> JSON text
+    copy_run(b, root, "r04", "failed", bs="8k", qd=2.5)    # qd: int and float -> float64
+    (copy_run(a, root, "r05", "interrupted") / "fio.json").unlink()  # no report: skipped, warned
+    (root / "warmup").mkdir()
+    copy_run(a, root, "warmup/w00")
+    return root
+
+
+@pytest.fixture
+def derived(monkeypatch):
+    """The run folders store.run_table is called on, by name."""
+    calls = []
+    real = store.run_table
+
+    def counting(path):
+        calls.append(os.path.basename(path))
+        return real(path)
+    monkeypatch.setattr(store, "run_table", counting)
+    return calls
+
+
+def fresh(root, status="ok"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return store.load_runs(root, status)
+
+
+def cached(root, status="ok", **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return runcache.load_cached(root, status, **kw)
+
+
+STATUSES = ("ok", None, "failed", "interrupted")
+
+
+def test_a_cached_load_equals_a_fresh_one(folder, derived):
+    for status in STATUSES:
+        pd.testing.assert_frame_equal(cached(folder, status), fresh(folder, status))
+    assert (folder / runcache.CACHE_NAME).is_file()
+    table = cached(folder, None)
+    assert table["run_id"].tolist() == ["r00", "r01", "r02", "r03", "r04"]  # not warmup/w00
+    assert table["bs"].tolist() == ["4k", 4096, "4k", "4k", "8k"] and table["bs"].dtype == object
+    assert table["knobs"].iloc[3] == '{"read_ahead_kb": 128}' and table["qd"].dtype == "float64"
+    assert table["governor"].iloc[2] == "performance" and table["governor"].dtype == object
+
+
+def test_a_warm_load_derives_nothing(folder, derived):
+    cached(folder)
+    derived.clear()
+    cached(folder, None)
+    cached(folder, "failed")
+    assert derived == []
+
+
+def test_a_new_run_is_the_only_one_derived(folder, real_runs, derived):
+    cached(folder)
+    derived.clear()
+    copy_run(real_runs[1], folder, "r00a", bs=4096)  # sorts between r00 and r01
+    table = cached(folder)
+    assert derived == ["r00a"]
+    assert table["run_id"].tolist() == ["r00", "r00a", "r01", "r02", "r03"]
+    pd.testing.assert_frame_equal(table, fresh(folder))
+
+
+def test_a_changed_status_is_picked_up(folder, derived):
+    cached(folder)
+    meta = json.loads((folder / "r01" / "run.json").read_text())
+    meta.update(status="interrupted", error="marked interrupted by a repair")
+    (folder / "r01" / "run.json").write_text(json.dumps(meta, indent=2))
+    derived.clear()
+    table = cached(folder)
+    assert derived == ["r01"] and "r01" not in table["run_id"].tolist()
+    assert cached(folder, "interrupted")["run_id"].tolist() == ["r01"]
+    for status in STATUSES:
+        pd.testing.assert_frame_equal(cached(folder, status), fresh(folder, status))
+
+
+def test_a_removed_run_loses_its_rows(folder, derived):
+    cached(folder)
+    shutil.rmtree(folder / "r01")  # the only run with a number in bs: bs is text again
+    derived.clear()
+    table = cached(folder)
+    assert derived == [] and "r01" not in table["run_id"].tolist()
+    pd.testing.assert_frame_equal(table, fresh(folder))
+    assert table["bs"].dtype != object
+    assert runcache._read_cache(folder).runs.keys() == {"r00", "r02", "r03", "r04", "r05"}
+
+
+def test_skipped_runs_are_warned_about_as_load_runs_does(folder):
+    for status in STATUSES:
+        for _ in range(2):  # cold, then from the cache
+            with warnings.catch_warnings(record=True) as ours:
+                warnings.simplefilter("always")
+                runcache.load_cached(folder, status)
+            with warnings.catch_warnings(record=True) as theirs:
+                warnings.simplefilter("always")
+                store.load_runs(folder, status)
+            assert [str(w.message) for w in ours] == [str(w.message) for w in theirs], status
+    assert "r05 holds no report" in str(theirs[0].message)
+
+
+@pytest.mark.parametrize("damage", [b"not parquet at all", "truncated", b""])
+def test_a_damaged_cache_is_rebuilt(folder, derived, damage):
+    cached(folder)
+    path = folder / runcache.CACHE_NAME
+    path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2] if damage == "truncated" else damage)
+    derived.clear()
+    table = cached(folder)
+    assert sorted(derived) == ["r00", "r01", "r02", "r03", "r04", "r05"]
+    pd.testing.assert_frame_equal(table, fresh(folder))
+    assert runcache._read_cache(folder) is not None
+
+
+def test_a_cache_of_another_format_is_rebuilt(folder, derived, monkeypatch):
+    cached(folder)
+    monkeypatch.setattr(runcache, "CACHE_VERSION", runcache.CACHE_VERSION + 1)
+    derived.clear()
+    table = cached(folder)
+    assert sorted(derived) == ["r00", "r01", "r02", "r03", "r04", "r05"]
+    pd.testing.assert_frame_equal(table, fresh(folder))
+
+
+def test_a_folder_that_cannot_be_written_loads_without_a_cache(folder, monkeypatch):
+    def refuse(path, write):
+        raise PermissionError(13, "Permission denied", str(path))
+    monkeypatch.setattr(runcache, "_replace", refuse)
+    pd.testing.assert_frame_equal(cached(folder, None), fresh(folder, None))
+    assert not (folder / runcache.CACHE_NAME).exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to a read-only folder")
+def test_a_read_only_folder_loads_without_a_cache(folder):
+    folder.chmod(0o555)
+    try:
+        pd.testing.assert_frame_equal(cached(folder), fresh(folder))
+        assert not (folder / runcache.CACHE_NAME).exists()
+    finally:
+        folder.chmod(0o755)
+
+
+def test_no_cache_reads_and_writes_none(folder):
+    pd.testing.assert_frame_equal(cached(folder, cache=False), fresh(folder))
+    assert not (folder / runcache.CACHE_NAME).exists()
+
+
+def test_two_loaders_at_once_leave_a_good_cache(folder, real_runs):
+    for i in range(6):
+        copy_run(real_runs[i % 2], folder, f"r1{i}")
+    code = "import sys, iolab.runcache as r; print(len(r.load_cached(sys.argv[1])))"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [o.strip() for o, _ in outs] == ["10", "10"]
+    assert runcache._read_cache(folder) is not None
+    assert not list(folder.glob(".*.tmp"))
+    pd.testing.assert_frame_equal(cached(folder), fresh(folder))
+
+
+def test_empty_and_missing_folders(tmp_path):
+    assert cached(tmp_path).empty and cached(tmp_path / "nowhere").empty
+    assert not (tmp_path / runcache.CACHE_NAME).exists()
+
+
+def test_a_single_run_folder_is_loaded_as_load_runs_does(real_runs):
+    pd.testing.assert_frame_equal(cached(real_runs[0]), fresh(real_runs[0]))
+    assert not (real_runs[0] / runcache.CACHE_NAME).exists()
+
+
+def test_write_parquet_keeps_mixed_columns_as_text(tmp_path):
+    frame = pd.DataFrame({"bs": ["4k", 4096, None], "qd": [1, 2, 3]})
+    runcache.write_parquet(frame, tmp_path / "t.parquet")
+    back = pd.read_parquet(tmp_path / "t.parquet")
+    assert back["bs"].tolist()[:2] == ["4k", "4096"] and pd.isna(back["bs"].iloc[2])
+    assert back["qd"].tolist() == [1, 2, 3] and not list(tmp_path.glob(".*.tmp"))
+
+
+# ---------------------------------------------------------------- iolab table
+def iolab(*args):
+    return subprocess.run([sys.executable, "-m", "iolab.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def test_cli_prints_csv_and_json(folder):
+    out = iolab("table", folder)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("run_id,") and len(lines) == 1 + 4
+    assert (folder / runcache.CACHE_NAME).is_file()
+    rows = json.loads(iolab("table", folder, "--format", "json", "--status", "all").stdout)
+    assert [r["run_id"] for r in rows] == ["r00", "r01", "r02", "r03", "r04"]
+    assert [r["bs"] for r in rows] == ["4k", 4096, "4k", "4k", "8k"]
+    failed = iolab("table", folder, "--status", "failed", "--no-cache")
+    assert failed.stdout.count("\nr04,") == 1 and "r05 holds no report" not in failed.stderr
+
+
+def test_cli_writes_parquet_to_a_file(folder, tmp_path):
+    out = iolab("table", folder, "--format", "parquet")
+    assert out.returncode == 1 and "add --output FILE" in out.stderr and not out.stdout
+    out = iolab("table", folder, "--format", "parquet", "--output", tmp_path / "t.parquet", "--status", "all")
+    assert out.returncode == 0 and "5 rows of 5 runs" in out.stderr
+    assert "iolab table: skipping run" in out.stderr and "r05 holds no report" in out.stderr
+    back = pd.read_parquet(tmp_path / "t.parquet")
+    assert back["run_id"].tolist() == ["r00", "r01", "r02", "r03", "r04"] and back["bs"].iloc[1] == "4096"
+
+
+def test_cli_input_errors_are_one_line(tmp_path, folder):
+    for args, words in [((tmp_path / "nowhere",), "no such folder"),
+                        ((folder / "r00" / "fio.json",), "fio.json is a file, not a folder; give the folder"),
+                        ((tmp_path,), f"holds no run folders (<run>/run.json); give the folder that holds them, "
+                                      f"e.g. {folder}"),
+                        ((folder / "r05",), "r05 holds no ok run that can be read (it has 1 interrupted)"),
+                        ((folder, "--status", "interrupted", "--no-cache"),
+                         "holds no interrupted run that can be read (it has 4 ok, 1 failed, 1 interrupted)")]:
+        out = iolab("table", *args)
+        assert out.returncode == 1 and not out.stdout, out
+        assert out.stderr.startswith("iolab table: ") and words in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr

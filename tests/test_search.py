@@ -1,0 +1,155 @@
+"""The parameter search: specs checked before anything runs, seed 003's CPU-mask rule, a
+real search on loop devices (devices and stress axes, knobs put back), and a search killed
+with SIGKILL that resumes with every (cell, repeat) exactly once."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, needs_root
+from iolab import knobs, search
+from iolab.errors import FioError, InputError
+
+BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "1s"}
+
+
+def spec_file(tmp_path, **doc):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "target": "scratch", "size": "16m", "base": BASE, **doc}))
+    return path
+
+
+@pytest.mark.parametrize("doc, words", [
+    ({"axis": {"iodepth": [1]}}, "unknown key 'axis' (did you mean 'axes'?)"),
+    ({"axes": {}}, "the spec has no axes"),
+    ({"axes": {"iodepth": []}}, "axis 'iodepth' has no values"),
+    ({"axes": {"stress": ["busy"]}}, "stress: 'busy' is not one of idle, stressed"),
+    ({"axes": {"devices": [1, 2]}}, "the devices axis goes up to 2 but the spec lists 1 target"),
+    ({"axes": {"iodepth": [1]}, "order": "sorted"}, "order 'sorted': choose random"),
+    ({"axes": {"iodepth": [1, 1]}}, "lists a value twice"),
+    ({"axes": {"iodepth": [1]}, "repeats": 0}, "repeats"),
+    ({"axes": {"iodepth": [1]}, "stop": {"ci": 5}}, "stop: give {metric: iops, ci_pct: 5"),
+])
+def test_bad_specs_are_refused_with_what_to_fix(tmp_path, doc, words):
+    with pytest.raises(InputError, match=re.escape(words)):
+        search.load_spec(spec_file(tmp_path, **doc))
+
+
+def test_spec_spellings_and_files(tmp_path):
+    spec = search.load_spec(spec_file(tmp_path, axes={" stress ": [" Stressed", "IDLE"], "siblings": ["not_used"]}))
+    assert spec.axes == {"stress": ["stressed", "idle"], "siblings": ["not used"]} and spec.target == ["scratch"]
+    with pytest.raises(InputError, match="no such search spec"):
+        search.load_spec(tmp_path / "nope.yaml")
+    (tmp_path / "bad.yaml").write_text("axes: [1, 2\n")
+    with pytest.raises(InputError, match="is not YAML"):
+        search.load_spec(tmp_path / "bad.yaml")
+    examples = [search.load_spec(p) for p in sorted((REPO / "data" / "examples").glob("search_*.yaml"))]
+    assert {e.name for e in examples} >= {"small", "seed003"}
+    assert len(examples[0].axes) >= 4 and all(e.path for e in examples)
+
+
+def test_cpu_mask_follows_seed_003(monkeypatch):
+    topology = {0: [0, 2], 2: [0, 2], 1: [1, 3], 3: [1, 3]}  # two cores, two threads each
+    monkeypatch.setattr(search, "siblings_of", lambda c: topology[c])
+    assert search.cpu_mask([0, 1, 2, 3], 1, siblings=False) == [0]
+    assert search.cpu_mask([0, 1, 2, 3], 2, siblings=False) == [0, 1]
+    assert search.cpu_mask([0, 1, 2, 3], 2, siblings=True) == [0, 2, 1, 3]
+    assert search.cpu_mask([0, 1, 2, 3], 3, siblings=False) is None
+
+
+def test_what_the_machine_cannot_vary_is_listed_before_anything_runs(tmp_path):
+    spec = search.load_spec(spec_file(tmp_path, axes={"iodepth": [1, 2], "cores": [1, 64],
+                                                      "siblings": ["not used", "used"]}))
+    with search.open_targets(spec) as targets:
+        with pytest.raises(search.SearchUnavailable) as err:
+            search.plan(spec, targets)
+        runs = search.plan(spec, targets, drop_unavailable=True)
+    text = str(err.value)
+    assert "cores 64: the CPU pool" in text and "nothing was run" in text and "--drop-unavailable" in text
+    assert {(r.cell.values["cores"], r.cell.values["siblings"]) for r in runs} == {(1, "not used")}
+    assert len(runs) == 2 and not list(tmp_path.glob("**/run.json"))
+
+
+def test_a_bad_fio_option_is_refused_before_any_run(tmp_path):
+    spec = search.load_spec(spec_file(tmp_path, axes={"iodepth": [1], "not_an_option": [1]}))
+    with pytest.raises(FioError), search.open_targets(spec) as targets:
+        search.plan(spec, targets)
+    spec = search.load_spec(spec_file(tmp_path, axes={"iodepth": [1, 0]}))
+    with pytest.raises(InputError, match="iodepth"), search.open_targets(spec) as targets:
+        search.plan(spec, targets)
+
+
+def stress_pids() -> set[int]:
+    out = subprocess.run(["pgrep", "-x", "stress-ng"], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+@needs_root
+def test_a_search_over_devices_stress_and_a_knob(tmp_path):
+    before = stress_pids()
+    spec = search.load_spec({"name": "real", "target": ["loop:32m", "loop:32m"], "cpus": [0, 1], "repeats": 1,
+                             "base": {**BASE, "ioengine": "io_uring", "direct": 1},
+                             "axes": {"scheduler": ["none", "mq-deadline"], "devices": [1, 2],
+                                      "stress": ["idle", "stressed"], "cores": [1]}})
+    table = search.run(spec, tmp_path / "runs", announce=None)
+    per_run = table.drop_duplicates("run_id")
+    assert len(per_run) == 8 and set(per_run.devices) == {1, 2} and set(per_run.stress) == {"idle", "stressed"}
+    assert per_run.groupby(["scheduler", "devices", "stress"]).size().eq(1).all() and (per_run.iops > 0).all()
+    assert set(per_run.search) == {spec.ident} and (per_run.scheduler_active == per_run.scheduler).all()
+    two = per_run[per_run.devices == 2].run_id.iloc[0]
+    job = (tmp_path / "runs" / two / "job.fio").read_text()
+    assert job.count("[") == 2 and len(set(l for l in job.splitlines() if l.startswith("filename="))) == 2
+    stressed = per_run[per_run.stress == "stressed"]
+    assert (stressed.other_cpu_pct.fillna(0) >= 0).all() and stress_pids() == before
+    again = search.load_table(tmp_path / "runs")
+    assert sorted(again.run_id.unique()) == sorted(per_run.run_id)
+
+
+KILL_SPEC = {"name": "killed", "repeats": 3, "order": "random", "seed": 2, "base": BASE,
+             "axes": {"scheduler": ["none", "mq-deadline"], "iodepth": [1, 2]}}
+
+
+@needs_root
+def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopdev, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({**KILL_SPEC, "target": str(loopdev.path)}))
+    scheduler = knobs.get("scheduler").read(loopdev)
+    env = {**os.environ, "IOLAB_HEADLESS": "1"}
+    argv = [str(REPO / ".venv" / "bin" / "iolab"), "search", str(spec), "--runs-dir", str(tmp_path / "runs")]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(list((tmp_path / "runs").glob("[!.]*/run.json"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.5)  # mid-run
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    swept = Counter()
+    for run_json in (tmp_path / "runs").glob("[!.]*/run.json"):
+        if json.loads(run_json.read_text())["status"] == "ok":
+            s = json.loads((run_json.parent / "params.json").read_text())["swept"]
+            swept[(s["scheduler"], s["iodepth"], s["repeat"])] += 1
+    assert len(swept) == 2 * 2 * 3 and set(swept.values()) == {1}
+    assert knobs.get("scheduler").read(loopdev) == scheduler
+    assert "best" in done.stdout and "12 runs in 4 cells" in done.stdout
+
+
+def test_the_stop_rule_ends_a_cell_once_its_interval_is_narrow(tmp_path):
+    # cpus_sampled is 1 in every run: its interval is 0 wide after min_repeats runs
+    spec = search.load_spec(spec_file(tmp_path, repeats=4, axes={"iodepth": [1, 2]},
+                                      stop={"metric": "cpus_sampled", "ci_pct": 1, "min_repeats": 2}))
+    table = search.run(spec, tmp_path / "runs", announce=None)
+    assert table.groupby("iodepth").run_id.nunique().to_dict() == {1: 2, 2: 2}
+    assert search.run(spec, tmp_path / "runs", announce=None).run_id.nunique() == 4  # nothing more runs
+    bad = search.load_spec(spec_file(tmp_path, repeats=3, axes={"iodepth": [1]},
+                                     stop={"metric": "speed", "min_repeats": 2}))
+    with pytest.raises(InputError, match="stop.metric 'speed' is not a column"):
+        search.run(bad, tmp_path / "runs2", announce=None)
