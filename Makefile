@@ -18,7 +18,7 @@ lab: setup
 
 ## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium)
 test: setup-browser tio
-	$(PY) -m pytest -q -ra tests
+	$(PY) -m pytest -q -ra --durations=15 tests
 
 ## setup-browser: setup, plus Debian's chromium for the browser tests (tests/test_browser.py)
 setup-browser:
