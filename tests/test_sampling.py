@@ -52,7 +52,11 @@ def test_a_spinning_cpu_reads_busy_and_its_busy_seconds_match_the_clock():
     summary = summarise(samples)
     assert summary["cpu_busy_pct"] > 90, summary
     assert 0.5 < summary["window_s"] <= 1.05  # the spin lasted 1 s, trimmed 10 % each end
-    assert 0.9 * summary["window_s"] <= summary["busy_cpu_s"] <= summary["window_s"] + 0.02  # one CPU
+    # one CPU: busy for the whole window, less what the hypervisor stole from it (steal is
+    # not busy time; on this shared VM it reaches 10-15 % of a second now and then)
+    stolen_s = summary["window_s"] * summary["cpu_steal_pct"] / 100
+    assert 0.9 * summary["window_s"] <= summary["busy_cpu_s"] + stolen_s + 0.02, summary
+    assert summary["busy_cpu_s"] <= summary["window_s"] + 0.02, summary
     assert summary["freq_source"] in ("scaling_cur_freq", "proc_cpuinfo")
 
 
