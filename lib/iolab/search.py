@@ -260,7 +260,7 @@ def cells(spec: Spec, targets: Sequence[Target]) -> tuple[list[Cell], list[tuple
         if axis in knobs.KNOBS:
             bad = {}
             for v in values:
-                why = knobs.get(axis).check(targets[0], v)
+                why = next((w for t in targets if (w := knobs.get(axis).check(t, v))), None)
                 if why:
                     bad.setdefault(why, []).append(v)
             problems += [(axis, vs, why) for why, vs in bad.items()]
@@ -408,7 +408,8 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
                     continue
                 if r.cell.index != cell:
                     cell_knobs.close()
-                    cell_knobs.enter_context(knobs.applied(targets[0], r.cell.settings))
+                    for target in targets[:r.cell.devices]:  # every device the cell reads
+                        cell_knobs.enter_context(knobs.applied(target, r.cell.settings))
                     cell = r.cell.index
                 kw = dict(cpus=r.cell.cpus, jobs=jobs_of(r.cell, targets), allow_destructive=allow_destructive,
                           **measure_kw)
