@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import yaml
-
 from .atomic import write_atomic, write_json
 from .errors import InputError, IolabError
 from .locks import folder_locked

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .publish import readable_number
+
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em} table{border-collapse:collapse;font-size:.9em}
@@ -26,15 +28,10 @@ def _esc(x: Any) -> str:
 
 
 def _num(v: Any) -> str:
-    """A value for reading: thousands separators, sensible precision."""
+    """A value for reading (``publish.readable_number``: separators, sensible precision)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    a = abs(v)
-    if a >= 100 or float(v).is_integer():
-        return f"{v:,.0f}"
-    return f"{v:,.2f}" if a >= 1 else f"{v:.3g}"
+    return readable_number(str(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def _result_text(r: Mapping[str, Any]) -> str:

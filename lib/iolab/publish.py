@@ -173,8 +173,8 @@ def publish(executed: str | os.PathLike, html: str | os.PathLike | None = None) 
     cell = _parameter_cell(executed)
     given = {**nb.metadata.get("papermill", {}).get("parameters", {}), **recorded["parameters"]}
     given = dict(sorted(given.items(), key=lambda kv: list(cell).index(kv[0]) if kv[0] in cell else len(cell)))
-    where = [f'the <a href="#iolab-results">results table</a> at the top' if recorded["results"] else "",
-             f'the <a href="#iolab-run-folders">run folders</a> in the appendix' if recorded["run_folders"] else ""]
+    where = ['the <a href="#iolab-results">results table</a> at the top' if recorded["results"] else "",
+             'the <a href="#iolab-run-folders">run folders</a> in the appendix' if recorded["run_folders"] else ""]
     writeup = _static(nb, "Recorded: see " + " and ".join(filter(None, where)) if any(where) else "")
     header = _header(nb, cell, given, recorded)
     appendix = _appendix(nb, executed, given, recorded["run_folders"])
