@@ -28,10 +28,14 @@ setup-browser:
 tio: setup
 	@bash scripts/build_tio.sh
 
-## bench: the benchmarks (overhead of iolab run vs plain fio, parser throughput)
+## bench: the benchmarks, each ratio measured side by side (FLAMEGRAPH_DIR=... for fold vs stackcollapse-perf.pl)
 bench: setup
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/parse.py
+	$(PY) benchmarks/fold.py
+	$(PY) benchmarks/profile_overhead.py
+	$(PY) benchmarks/threads_overhead.py
+	$(PY) benchmarks/hosts_cost.py
 
 ## strip: remove outputs from the committed notebooks
 strip: setup

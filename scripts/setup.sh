@@ -53,6 +53,10 @@ if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
     .venv/bin/python -m pip install -q -e '.[dev]'
     touch .venv/.installed
 fi
+if [ -n "$(find lib/iolab -name '*.py' -newer .venv/.compiled 2>/dev/null | head -1)" ] || [ ! -f .venv/.compiled ]; then
+    # bytecode written now: commands such as `iolab fold` start fast even where it cannot be written later
+    .venv/bin/python -m compileall -q lib/iolab >/dev/null && touch .venv/.compiled
+fi
 # ipykernel ships its own python3 spec in the venv; ours names the project
 if ! grep -qs '"Python 3 (iolab)"' .venv/share/jupyter/kernels/python3/kernel.json; then
     .venv/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (iolab)" >/dev/null

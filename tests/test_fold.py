@@ -83,3 +83,36 @@ def test_read_folded(tmp_path):
     p = tmp_path / "x.folded"
     p.write_text("a;b 3\na;b 2\nc 1\n")
     assert read_folded(p) == Counter({"a;b": 5, "c": 1})
+
+
+@pytest.mark.parametrize("chunk", [64, 4096, 1 << 22])
+@pytest.mark.parametrize("opt", sorted(OPTS))
+def test_the_chunked_fast_path_folds_as_the_line_by_line_one(chunk, opt, monkeypatch):
+    """fold_file (whole samples, each distinct call chain folded once, read in chunks) gives
+    what fold_lines gives line by line, on every recorded profile and upstream input, with
+    chunk boundaries anywhere (64 characters: inside lines and samples)."""
+    from iolab import fold
+    monkeypatch.setattr(fold, "CHUNK", chunk)
+    sources = sorted((FIXTURES / "perf").glob("*.txt"))
+    if PUBLISHED.exists():
+        sources += sorted((PUBLISHED / "flamegraph-upstream/test").glob("*.txt"))
+    for source in sources:
+        fast = fold_file(source, FoldOptions(**OPTS[opt]))
+        slow = fold_lines(open(source, errors="replace"), FoldOptions(**OPTS[opt]))
+        assert (fast.text(), fast.samples, fast.skipped_other_events, fast.unrecognized_lines, fast.event) == \
+               (slow.text(), slow.samples, slow.skipped_other_events, slow.unrecognized_lines, slow.event), source.name
+
+
+def test_odd_texts_fold_alike_both_ways():
+    from iolab.fold import fold_text
+    texts = ["", "\n\n\n", "# comment\n\n", "fio 1 [000] 1.0: 5 cpu-clock:\n", "fio 1 [000] 1.0: 5 cpu-clock:\n\n",
+             "fio 1 [000] 1.0: 5 cpu-clock:\n\tffff a (m)\n\n\n\nfio 2 [000] 1.0: 5 cycles:\n\tffff b (m)\n\n",
+             "junk line\n\tffff a (m)\n\n", "\tffff a (m)\n\n", "fio 1 [000] 1.0: 7 cpu-clock:\n  # odd\n\tffff a (m)\n\n",
+             "java 3 [000] 1.0: 1 cpu-clock:\n\t1 Lcom/x/Y;m (/tmp/perf-3.map)\n\n",
+             "fio 1 [000] 1.0: 7 cpu-clock:\nfio 2 [000] 1.0: 7 cpu-clock:\n\tffff a (m)\n\n",
+             "fio 1 [000] 1.0: 7 cpu-clock:\r\n\tffff a (m)\r\n\r\n"]
+    for text in texts:
+        for opts in (FoldOptions(), FoldOptions(kernel=True, jit=True, pid=True)):
+            fast, slow = fold_text(text, opts), fold_lines(text.splitlines(keepends=True), opts)
+            assert (fast.text(), fast.samples, fast.unrecognized_lines, fast.skipped_other_events) == \
+                   (slow.text(), slow.samples, slow.unrecognized_lines, slow.skipped_other_events), repr(text)

@@ -10,15 +10,16 @@ from conftest import REPO
 
 LAYERS = [
     ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "progress", "signals", "results"}),
-    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "pool", "compare", "drift", "knee_search", "effects"}),
+    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "pool", "compare", "drift", "knee_search", "effects", "hosttable",
+                             "threadstates", "checks"}),
     ("tools and resources", {"process", "fio", "perf", "sampling", "locks", "jobcheck", "validate",
-                             "target", "knobs", "stress"}),
+                             "target", "knobs", "stress", "hosts", "threads", "series"}),
     ("run folders", {"producers", "store", "runcache"}),
     ("repair", {"repair"}),
-    ("one run", {"runner"}),
+    ("one run", {"runner", "clients"}),
     ("grids", {"sweep", "search"}),
     ("studies", {"studies"}),
-    ("pictures", {"plots", "flamegraph", "explore"}),
+    ("pictures", {"plots", "flamegraph", "explore", "hostplots", "timeplots"}),
     ("notebooks", {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance"}),
     ("command line", {"cli"}),
 ]

@@ -44,6 +44,22 @@ def test_flame_graph_notebook(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_over_time_notebook(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    out = execute(REPO / "notebooks/08_over_time.ipynb", tmp_path / "08.ipynb",
+                  {"runtime_s": 3, "log_ms": 500, "size": "64m", "interactive": False})
+    nb = nbformat.read(out, as_version=4)
+    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for c in nb.cells for o in c.get("outputs", []))
+    assert "the series accounts for" in text and "intervals of 500 ms" in text
+    assert "steady state (" in text.lower() and "stall" in text
+    html = to_html(out).read_text()
+    assert html.count("data:image/png;base64") >= 3  # the aligned series, the heatmap, the explorer's figure
+    assert "fio report (whole run)" in html and "logs (covered intervals)" in html
+    assert list((tmp_path / "data/runs").glob("over-time-*/*/fio_clat_hist.1.log"))
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="loop devices need root")
 @pytest.mark.parametrize("name,params,expect", [
     ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 1, "size": "128m", "repeats": 2}, "skipped"),

@@ -413,8 +413,12 @@ def add_cycles_per_io(table: pd.DataFrame) -> pd.DataFrame:
     cpus_sampled, cpu_freq_mhz, freq_source) and fio columns (iops).
 
     busy CPU·s per second = cpu_busy_pct/100 x cpus_sampled, so
-    cycles/IO = busy fraction x CPUs x f / IOPS — the same as busy_s x f / IOs."""
+    cycles/IO = busy fraction x CPUs x f / IOPS — the same as busy_s x f / IOs.
+    Runs without samplers (client/server runs on other hosts) get NaN."""
     out = table.copy()
+    for col in ("cpu_busy_pct", "cpus_sampled", "cpu_freq_mhz"):
+        if col not in out:
+            out[col] = math.nan
     busy_per_s = out["cpu_busy_pct"] / 100.0 * out["cpus_sampled"]
     out["cycles_per_io"] = busy_per_s * out["cpu_freq_mhz"] * 1e6 / out["iops"].where(out["iops"] > 0)
     if "perf_cycles" in out:
@@ -471,6 +475,34 @@ def summarise_repeats(table: pd.DataFrame, by: Sequence[str], value: str,
     out["cv_pct"] = 100 * out["std"] / out["mean"]
     return out.rename(columns={c: f"{value}_{c}" for c in
                                ("mean", "std", "count", "min", "max", "ci_low", "ci_high", "cv_pct")})
+
+
+# ---------------------------------------------------------------- steady state (SNIA PTS)
+SNIA_WINDOW = 5           # rounds in SNIA's measurement window
+SNIA_RANGE_PCT = 20.0     # max - min of the window, % of its mean
+SNIA_SLOPE_PCT = 10.0     # excursion of the best linear fit across the window, % of its mean
+
+
+def steady_state(values: Sequence[float], window: int = SNIA_WINDOW, range_pct: float = SNIA_RANGE_PCT,
+                 slope_pct: float = SNIA_SLOPE_PCT, unit: str = "rounds") -> tuple[bool, str]:
+    """Whether the last ``window`` figures (IOPS of rounds, or of intervals of a run: ``unit``)
+    are in steady state by SNIA's Solid State Storage Performance Test Specification
+    (Enterprise v1.1, sections 2.1 and 3): their range is at most ``range_pct`` % of their
+    mean and the best linear fit through them moves at most ``slope_pct`` % of the mean
+    across the window. Returns the verdict and the figures that decide it in words. Fewer
+    than ``window`` figures: not yet. Used by ``studies.precondition`` and ``iolab.series``."""
+    if window < 2:
+        raise InputError(f"window={window}: SNIA's rule needs at least 2 {unit} (it uses 5)")
+    y = np.asarray(values, float)[-window:]
+    if len(y) < window:
+        return False, f"{len(y)} of {window} {unit} so far"
+    mean = y.mean()
+    spread = 100 * (y.max() - y.min()) / mean if mean else float("inf")
+    slope = np.polyfit(np.arange(window), y, 1)[0]
+    excursion = 100 * abs(slope) * (window - 1) / mean if mean else float("inf")
+    ok = spread <= range_pct and excursion <= slope_pct
+    return ok, (f"last {window} {unit}: range {spread:.0f} % of the mean (limit {range_pct:g} %), "
+                f"linear-fit excursion {excursion:.0f} % (limit {slope_pct:g} %)")
 
 
 # ---------------------------------------------------------------- the QD study table

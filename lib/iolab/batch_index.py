@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from . import checks
 from .publish import readable_number
 
 STYLE = """
@@ -121,7 +122,8 @@ def index_html(doc: Mapping[str, Any], out: Path) -> str:
     if same:
         head.append("<p class='note'>Shared parameters: " + ", ".join(f"<code>{_esc(k)}={_esc(v)}</code>"
                                                                     for k, v in same.items()) + "</p>")
-    cols = ["run", "status", *vary, *(f"{n} ({u})" if u else n for n, u in results), "duration (s)", "files"]
+    cols = ["run", "status", *vary, *(f"{n} ({u})" if u else n for n, u in results), "plausibility flags",
+            "duration (s)", "files"]
     rows = []
     for r in runs:
         by_name = {x["name"]: x for x in r.get("results") or []}
@@ -131,6 +133,9 @@ def index_html(doc: Mapping[str, Any], out: Path) -> str:
                  + "</td>"]
         cells += [f"<td>{_esc(r['parameters'].get(p))}</td>" for p in vary]
         cells += [f"<td class='num'>{_esc(_result_text(by_name[n])) if n in by_name else '–'}</td>" for n, _ in results]
+        flagged = checks.folder_flags(r.get("run_folders") or [])
+        cells.append(f"<td class='failed' title='{_esc(checks.banner_text(flagged, len(r['run_folders'])))}'>"
+                     f"⚠ {len(flagged)} of {len(r['run_folders'])} runs</td>" if flagged else "<td>–</td>")
         cells.append(f"<td class='num'>{_num(r.get('duration_s'))}</td>")
         cells.append("<td>" + " ".join(x for x in (_link(r.get("html"), out, "write-up"),
                                                   _link(r.get("output"), out, "notebook")) if x) + "</td>")

@@ -10,6 +10,8 @@ message, exit 2.
     iolab table data/runs --format json        # every run of a folder (cached in it)
     iolab knee table.csv --x qd --y iops
     iolab fold perf.script.txt --kernel        # or a perf.data file
+    iolab threads RUN_DIR --by comm,state      # thread states of a run made with iolab run --threads
+    iolab series RUN_DIR --format csv          # fio's interval logs of a run made with iolab run --log-ms N
     iolab sysinfo
     iolab demo
     iolab lab --port 8889                      # JupyterLab on notebooks/, as make lab
@@ -18,18 +20,13 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
+import os
 import sys
-import traceback
 from pathlib import Path
 
-from . import paths, signals, validate
-from .demo import run_demo
+from . import paths, signals
 from .errors import InputError, IolabError
-from .fold import FoldOptions, fold_file
-from .lab import serve
-from .system import snapshot
-from .target import TARGET_HELP, open_target, parse_spec
+from .paths import TARGET_HELP
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
@@ -48,6 +45,9 @@ def cmd_run(args, extra) -> int:
     from .analysis import add_cycles_per_io  # slow to import (pandas): only for this command
     from .runner import measure  # slow to import (pandas): only for this command
 
+    from . import validate
+    from .target import open_target, parse_spec
+
     options = _fio_options(extra)
     validate.check_fio_options(options)
     cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
@@ -55,20 +55,51 @@ def cmd_run(args, extra) -> int:
     scratch_dir = Path(args.scratch_dir or paths.scratch_dir())
     if parse_spec(args.target)[0] == "scratch":
         validate.writable_dir(scratch_dir, "scratch folder", "--scratch-dir DIR")
+    if args.threads and (args.hosts or args.hosts_file):
+        raise InputError("--threads samples this machine's threads; it does not reach other hosts: drop it "
+                         "with --hosts (or run iolab run --threads on each host)")
+    if args.log_ms is not None and (args.hosts or args.hosts_file):
+        from .series import log_options  # fio's client writes each host's logs, fio_iops.N.log.HOST
+        options.update(log_options(args.log_ms))  # stamps from each job's start: the hosts' clocks are not ours
     with open_target(args.target, args.size, scratch_dir) as target:
-        result = measure(options, target, cpus=cpus, runs_dir=runs_dir,
-                         allow_destructive=args.allow_destructive, label="cli")
+        if args.hosts or args.hosts_file:
+            result = _run_on_hosts(args, options, target, cpus, runs_dir)
+        else:
+            result = measure(options, target, cpus=cpus, runs_dir=runs_dir,
+                             allow_destructive=args.allow_destructive, label="cli", threads=args.threads,
+                             threads_interval_s=args.threads_interval, threads_states=args.threads_states,
+                             log_ms=args.log_ms)
     table = add_cycles_per_io(result.table)
-    cols = [c for c in ("job", "direction", "iops", "bw_bytes_s", "clat_mean_us", "clat_p50_us",
+    cols = [c for c in ("host", "host_status", "job", "direction", "iops", "bw_bytes_s", "clat_mean_us", "clat_p50_us",
                         "clat_p99_us", "cpu_busy_pct", "cpu_freq_mhz", "freq_source", "cycles_per_io")
-            if c in table]
+            if c in table and table[c].notna().any()]
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     print(f"stored: {result.path}")
+    if args.log_ms is not None:
+        print(f"over time (fio's interval logs): iolab series {result.path}")
+    if args.threads and (result.path / "samples_threads.csv").exists():
+        print(f"\nwhere the threads were (iolab threads {result.path}):")
+        _print_threads(result.path, "comm,state,syscall,wchan", top=10)
     warnings = table["fio_warnings"].iloc[0] if "fio_warnings" in table and len(table) else ""
     if warnings:
         print(f"iolab run: fio warnings (kept in run.json and the fio_warnings column): {warnings}",
               file=sys.stderr)
     return 0
+
+
+def _run_on_hosts(args, options, target, cpus, runs_dir):
+    """``iolab run --hosts``: one client/server run (servers started first with --start-servers)."""
+    import contextlib
+
+    from .clients import measure_hosts
+    from .hosts import hosts_from, start_server
+
+    hosts = hosts_from(args.hosts, args.hosts_file)
+    with contextlib.ExitStack() as servers:
+        for host in hosts if args.start_servers else []:
+            servers.callback(start_server(host).stop)
+        return measure_hosts(options, target, hosts=hosts, cpus=cpus, runs_dir=runs_dir,
+                             allow_destructive=args.allow_destructive, label="cli-hosts")
 
 
 def cmd_search(args, _extra) -> int:
@@ -111,6 +142,7 @@ def cmd_batch(args, _extra) -> int:
 def cmd_parse(args, _extra) -> int:
     from .fiojson import parse_output  # slow to import (pandas): only for this command
     from .pool import pool_outputs  # slow to import (pandas): only for this command
+    from . import validate
     from .tio import looks_like_tio, parse_tio  # slow to import (pandas): only for this command
 
     if len(args.file) > 1 and not args.pool:
@@ -199,6 +231,7 @@ def _read_curve(csv: str, x: str, y: str):
     unreadable file, a missing column, or a value that is not a number."""
     import pandas as pd  # slow to import: only for this command
 
+    from . import validate
     path = validate.input_file(csv, "CSV file")
     try:
         table = pd.read_csv(path)
@@ -224,14 +257,21 @@ def _read_curve(csv: str, x: str, y: str):
 
 
 def cmd_fold(args, _extra) -> int:
-    from .perf import fold_perf_data  # slow to import (pandas): only for this command
+    from .fold import FoldOptions, fold_file
 
     opts = FoldOptions(pid=args.pid, tid=args.tid, kernel=args.kernel or args.all,
                        jit=args.jit or args.all, addrs=args.addrs, event_filter=args.event_filter or "")
-    path = validate.input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
+    path = Path(args.input)
+    if not path.is_file() or not os.access(path, os.R_OK):  # validate.input_file says why: its import is slow
+        from . import validate
+        validate.input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
     with open(path, "rb") as f:
         is_perf_data = f.read(8) == b"PERFILE2"
-    folded = fold_perf_data(path, opts) if is_perf_data else fold_file(path, opts)
+    if is_perf_data:
+        from .perf import fold_perf_data  # perf script streamed into the folder
+        folded = fold_perf_data(path, opts)
+    else:
+        folded = fold_file(path, opts)
     sys.stdout.write(folded.text())
     if folded.skipped_other_events:
         print(f"iolab fold: kept only '{folded.event}' samples; skipped {folded.skipped_other_events} "
@@ -241,7 +281,75 @@ def cmd_fold(args, _extra) -> int:
     return 0
 
 
+def _print_threads(runs: Path, by: str, *, frames: int = 3, top: int | None = None, fmt: str = "text",
+                   scope: str = "run") -> None:
+    from . import threadstates  # slow to import (pandas): only for these commands
+
+    tab = threadstates.table(runs, by, frames=frames, scope=scope)
+    shown = tab.head(top) if top else tab
+    if fmt == "csv":
+        sys.stdout.write(shown.to_csv(index=False))
+    elif fmt == "json":
+        print(shown.to_json(orient="records", indent=1))
+    else:
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:,.2f}") if len(shown)
+              else "no thread was active in the sampled states")
+        if top and len(tab) > top:
+            print(f"({len(tab) - top} more rows: --top 0 shows them all)")
+    note = threadstates.notes(runs, scope)
+    if note:
+        print(f"iolab threads: {note}", file=sys.stderr)
+
+
+def cmd_threads(args, _extra) -> int:
+    _print_threads(Path(args.run_dir), args.by, frames=args.frames, top=args.top, fmt=args.format,
+                   scope="all" if args.all else "run")
+    return 0
+
+
+def cmd_series(args, _extra) -> int:
+    from . import series  # slow to import (pandas): only for this command
+
+    s = series.read_series(Path(args.run_dir))
+    if args.format == "json":
+        print(s.table.to_json(orient="records", indent=1))
+    else:
+        sys.stdout.write(s.table.to_csv(index=False))
+    print(f"iolab series: {s.note()}", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args, _extra) -> int:
+    from . import checks, validate
+    from .store import find_runs
+    from .target import parse_size
+
+    runs = []
+    for given in args.run_dir:
+        path = validate.input_file(given, "run folder") if not Path(given).is_dir() else Path(given)
+        runs += [path] if (path / "run.json").exists() else [r.parent for r in find_runs(path)]
+    if not runs:
+        raise InputError(f"no run folders in {', '.join(args.run_dir)} (a run folder holds run.json)")
+    ceiling = parse_size(args.ceiling) if args.ceiling else None
+    failed = 0
+    for run in runs:
+        if not (run / "fio.json").exists():
+            print(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check")
+            continue
+        found = checks.run_checks(run, ceiling_bytes_s=ceiling, latency_floor_us=args.latency_floor_us)
+        stored = "" if (run / checks.FILE).exists() else " (re-derived: stored before checks were)"
+        print(f"{run}{stored}")
+        for c in found:
+            mark = {True: "ok  ", False: "FLAG", None: "--  "}[c.passed]
+            print(f"  {mark} {c.name:14} {c.direction:6} {c.words}" + (f"  [{c.threshold}]" if c.passed is False else ""))
+        failed += any(c.passed is False for c in found)
+    print(f"{failed} of {len(runs)} runs flagged")
+    return 3 if failed else 0
+
+
 def cmd_sysinfo(args, _extra) -> int:
+    from .system import snapshot
+    import json
     print(json.dumps(snapshot(args.device), indent=1, default=str))
     return 0
 
@@ -261,6 +369,7 @@ def cmd_demo(args, _extra) -> int:
         fio_time(args.runtime)
     except InputError as exc:
         raise InputError(f"--runtime {args.runtime:g}: {exc}") from None
+    from .demo import run_demo
     for path in run_demo(out_dir=Path(args.out) if args.out else paths.PAPERMILL_RUNS,
                          runtime_s=args.runtime):
         print(f"wrote {path}")
@@ -275,6 +384,7 @@ def cmd_publish(args, _extra) -> int:
 
 
 def cmd_lab(args, extra) -> int:
+    from .lab import serve
     serve(args.notebook_dir or paths.NOTEBOOKS, port=args.port, ip=args.ip, extra=extra)
     return 1  # serve returns only by raising
 
@@ -287,15 +397,29 @@ def cmd_reproduce(args, _extra) -> int:
     return 0 if report.agrees else 3  # 3: a result drifted (1 is an error, 130 Ctrl-C)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Skipped:
+    """A subcommand's parser not built (``build_parser(only=...)``): its arguments are ignored."""
+
+    def add_argument(self, *args, **kw) -> None:
+        pass
+
+    def set_defaults(self, **kw) -> None:
+        pass
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only``, just that subcommand's parser is built (a command
+    such as ``iolab fold`` must start fast: building all of them takes several ms)."""
     parser = argparse.ArgumentParser(prog="iolab", description=__doc__.split("\n")[0])
+    parser.names = []
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     common = argparse.ArgumentParser(add_help=False)  # --debug after the command too
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, **kw) -> argparse.ArgumentParser:
-        return sub.add_parser(name, parents=[common], **kw)
+        parser.names.append(name)
+        return sub.add_parser(name, parents=[common], **kw) if only in (None, name) else _Skipped()
 
     p = add("run", help="one fio run with samplers, stored; any --fio-option=value passes through")
     p.add_argument("--target", default="scratch", help=f"{TARGET_HELP} (default: scratch)")
@@ -305,6 +429,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scratch-dir", help="where the scratch file lives (default data/scratch)")
     p.add_argument("--allow-destructive", action="store_true",
                    help="allow writes to a block device that holds a filesystem, partitions or mounts")
+    p.add_argument("--hosts", help="run on these fio servers at once (fio client/server mode), comma-separated "
+                                   "address[:port] (port 8765 by default); a row per host plus a pooled row")
+    p.add_argument("--hosts-file", help="YAML: host -> {via: command prefix reaching it, e.g. ssh -tt root@h1}; "
+                                        "every host in it when --hosts is not given")
+    p.add_argument("--start-servers", action="store_true",
+                   help="start fio --server on each host through its via: prefix first, stop it after")
+    p.add_argument("--threads", action="store_true",
+                   help="sample thread states beside fio (psn's method; iolab threads RUN_DIR reads them)")
+    p.add_argument("--threads-interval", type=float, default=0.05, metavar="S",
+                   help="with --threads: seconds between passes over /proc (default 0.05)")
+    p.add_argument("--threads-states", default="RD", metavar="LETTERS",
+                   help="with --threads: the thread states kept (default RD: running and uninterruptible; 'all')")
+    p.add_argument("--log-ms", type=int, metavar="N",
+                   help="fio's interval logs every N ms: IOPS, bandwidth, latency and latency histograms per job "
+                        "(iolab series RUN_DIR reads them)")
     p.set_defaults(func=cmd_run)
     p = add("search", help="run a parameter search spec (YAML): cells in seeded random order, repeats, resumable",
             description="Runs the Cartesian product of a spec's axes (fio options, knobs, cores, devices, "
@@ -380,6 +519,38 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, action="store_true", help=text)
     p.add_argument("--event-filter", help="keep this event (default: the first one seen)")
     p.set_defaults(func=cmd_fold)
+    p = add("threads", help="where a run's threads were: thread states sampled beside it (iolab run --threads)",
+            description="psn's table of a run made with --threads (or threads=True): one row per thread name "
+                        "(digits as *: kworker/u*:*), state (R running, D uninterruptible: usually I/O), system "
+                        "call, wait channel and innermost kernel frames, with the samples, the threads active on "
+                        "average (samples / ticks) and the share of the run's ticks they were active in. A folder "
+                        "of run folders pools them all. Shown: the run's own threads (fio and its job processes) and "
+                        "the kernel threads; other processes' are counted on stderr (--all shows them).")
+    p.add_argument("run_dir", help="a run folder made with --threads (or a folder of them)")
+    p.add_argument("--by", default="comm,state,syscall,wchan,kstack",
+                   help="what to group by, comma-separated among comm,state,syscall,wchan,kstack "
+                        "(default: all of them)")
+    p.add_argument("--frames", type=int, default=3, help="innermost kernel frames in kstack (default 3)")
+    p.add_argument("--top", type=int, default=20, help="rows to print (default 20; 0: all)")
+    p.add_argument("--all", action="store_true",
+                   help="every process's threads (default: the run's own, fio and its jobs, and the kernel threads)")
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.set_defaults(func=cmd_threads)
+    p = add("series", help="fio's interval logs of a run (iolab run --log-ms N): one row per interval, job and direction",
+            description="The time series of a run made with --log-ms N (or log_ms=N): one row per interval, job and "
+                        "direction with t_s (end of the interval, seconds since fio started), ios, iops, bw_bytes_s, "
+                        "clat_mean_us and clat p50/p99/p99.9 from fio's histogram log (fio's percentile rule). "
+                        "stderr says how many of fio's IOs the series accounts for: fio leaves the last, partial "
+                        "interval out of its logs.")
+    p.add_argument("run_dir", help="a run folder made with --log-ms N")
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.set_defaults(func=cmd_series)
+    p = add("check", help="is each number physically possible? the plausibility checks of stored runs "
+                          "(device vs fio, bus ceiling, latency floor, SSD state); exit 3 when one fails")
+    p.add_argument("run_dir", nargs="+", help="run folders, or folders holding them (older runs are re-derived)")
+    p.add_argument("--ceiling", help="the device's bandwidth ceiling, bytes/s with fio's units (e.g. 3.5G = 3.5 GiB/s)")
+    p.add_argument("--latency-floor-us", type=float, help="the least mean completion latency the device class can do, µs")
+    p.set_defaults(func=cmd_check)
     p = add("sysinfo", help="the system snapshot as JSON")
     p.add_argument("--device", help="block device name for queue knobs, e.g. nvme0n1")
     p.set_defaults(func=cmd_sysinfo)
@@ -424,20 +595,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# commands that only read files: no repair of what a killed iolab left first (it imports the
+# whole library, and these must start fast)
+READ_ONLY = ("cleanup", "fold", "sysinfo")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only=given[0] if given and not given[0].startswith("-") else None)
+    if given and parser.names and given[0] not in parser.names:
+        parser = build_parser()  # a misspelt command: argparse names every one
     args, extra = parser.parse_known_args(argv)
     if extra and args.command not in ("run", "lab"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     signals.raise_always()
     try:
-        if args.command != "cleanup":
+        if args.command not in READ_ONLY:
             from .repair import recover_and_report  # slow to import (pandas): not for --help or a usage error
             recover_and_report()
         return args.func(args, extra)
     except (IolabError, OSError) as exc:
         if args.debug:
-            traceback.print_exc()
+            __import__("traceback").print_exc()
         what = str(exc) if isinstance(exc, IolabError) else _os_error(exc, args.command)
         print(f"iolab {args.command}: {_one_line(what)}", file=sys.stderr)
         ctrl_c = type(exc.__cause__) is KeyboardInterrupt  # a run stopped by Ctrl-C (RunInterrupted)
@@ -448,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + exc.signum
     except KeyboardInterrupt:
         if args.debug:
-            traceback.print_exc()
+            __import__("traceback").print_exc()
         print(f"iolab {args.command}: interrupted (Ctrl-C); a run that had started is kept, marked "
               "interrupted", file=sys.stderr)
         return 130

@@ -24,10 +24,22 @@ class Column:
 
 _C = Column
 COLUMNS: dict[str, Column] = {c.name: c for c in [
+    _C("source", "", "the fio output file a row came from (iolab parse with several files)", "iolab.fiojson", "id"),
+    _C("flags", "", "the plausibility checks this run failed, in words (empty: all passed; iolab check)",
+       "iolab.checks", "id"),
+    _C("instruments", "", "what measured the run besides fio and the samplers (perf, thread sampler, fio logs)",
+       "run folder files (iolab.checks)", "id"),
+    _C("instrument_cost_pct", "%", "how far an instrumented run's metric lies below the clean runs of its cell",
+       "iolab.checks.instrument_cost"),
     _C("job_index", "", "position of the job in fio's jobs/client_stats array", "fio JSON", "id"),
     _C("job", "", "fio job name (jobname)", "fio JSON", "id"),
     _C("groupid", "", "fio reporting group", "fio JSON", "id"),
     _C("hostname", "", "fio server host (client/server mode), else empty", "fio JSON", "id"),
+    _C("host", "", "fio server as the user named it (address[:port]), or 'pooled' for all hosts together",
+       "iolab.hosttable", "setting"),
+    _C("host_status", "", "ok, or failed: the host returned no report (host_error says why)", "hosts.json", "id"),
+    _C("host_error", "", "fio's words for a host that failed mid-run", "hosts.json / fio client output", "id"),
+    _C("hosts_n", "", "number of hosts running the job at once", "iolab.studies.many_hosts", "setting"),
     _C("direction", "", "read, write, trim, mixed; 'none' for a job that did no I/O", "fio JSON", "setting"),
     _C("iops", "IO/s", "I/O operations per second", "fio JSON iops"),
     _C("bw_bytes_s", "B/s", "bandwidth", "fio bw_bytes, or bw KiB/s x 1024 before fio 3.2"),
@@ -121,7 +133,77 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("smt", "", "SMT state (on, off, forceoff, notsupported, ...)", "system.json smt (/sys/devices/system/cpu/smt/control)", "id"),
     _C("drift", "", "what changed in the run's system snapshot since the study's first run ('' none)",
        "iolab.drift", "id"),
+    # thread states (iolab.threads, iolab.threadstates): per run, and the columns of threadstates.table
+    _C("threads_active_avg", "threads", "threads active (running, R, or in uninterruptible sleep, D) per tick, "
+       "on average: the run's own and the kernel threads", "iolab.threads: /proc/PID/task/TID/stat"),
+    _C("threads_running_avg", "threads", "threads in state R (running or runnable) per tick, on average",
+       "iolab.threads: /proc/PID/task/TID/stat"),
+    _C("threads_d_state_avg", "threads", "threads in state D (uninterruptible sleep, usually I/O) per tick, "
+       "on average", "iolab.threads: /proc/PID/task/TID/stat"),
+    _C("threads_ticks", "ticks", "passes the thread-state sampler made over /proc during the run",
+       "iolab.threads", "id"),
+    _C("threads_unreadable", "entries", "/proc entries the thread-state sampler could not read (a thread "
+       "that exited, stack without root); threads.json says which", "iolab.threads", "id"),
+    _C("comm", "", "thread name, digits replaced by * as psn does (kworker/u*:*)", "/proc/PID/task/TID/stat",
+       "setting"),
+    _C("state", "", "thread state: R running/runnable, D uninterruptible sleep, S sleeping, ...",
+       "/proc/PID/task/TID/stat", "setting"),
+    _C("syscall", "", "system call the thread was in ([running] on CPU, [kernel_thread])",
+       "/proc/PID/task/TID/syscall", "setting"),
+    _C("wchan", "", "kernel function the thread waits in (0: none)", "/proc/PID/task/TID/wchan", "setting"),
+    _C("kstack", "", "innermost kernel stack frames, caller first (- empty; needs root)",
+       "/proc/PID/task/TID/stack", "setting"),
+    _C("samples", "samples", "thread-state samples of this kind (one per thread per tick)", "iolab.threads"),
+    _C("avg_active_threads", "threads", "samples / ticks: threads of this kind, in this state, on average",
+       "iolab.threadstates"),
+    _C("pct_of_run", "%", "share of ticks in which at least one thread of this kind was active",
+       "iolab.threadstates"),
+    # over time (iolab.series): fio's interval logs, one row per interval, job and direction
+    _C("t_s", "s", "end of the interval, seconds since fio's first job started (on the log_ms grid; sampler "
+       "rows: end of the sampler's interval on the same axis)", "fio log stamps (CLOCK_MONOTONIC) / iolab samplers",
+       "setting"),
+    _C("t_start_s", "s", "start of the interval on the same axis as t_s", "iolab.series", "id"),
+    _C("interval", "", "interval number k of the log_ms grid (t_s = k x log_ms)", "iolab.series", "id"),
+    _C("interval_s", "s", "time the interval's histogram line covers (since fio's previous line; longer after a "
+       "stretch without completions)", "fio clat_hist log stamps"),
+    _C("ios", "IOs", "IOs completed in the interval (0: none; NaN: after fio's last histogram line)",
+       "fio clat_hist log: sum of the interval's bins"),
+    _C("job_number", "", "fio's job number N of the logs' .N (job-file order, numjobs clones after their parent)",
+       "fio log file name", "id"),
+    _C("log_ms", "ms", "fio's interval-log period (log_avg_msec = log_hist_msec)", "iolab params (measure log_ms)",
+       "setting"),
+    _C("series_intervals", "", "intervals in the run's interval logs", "iolab.series", "id"),
+    _C("series_ios_covered_pct", "%", "share of fio's IOs the interval logs account for (fio leaves the last, "
+       "partial interval out)", "iolab.series: histogram log vs fio JSON total_ios"),
+    _C("steady_from_s", "s", "where the run's steady part starts (fio's steadystate, else SNIA's rule over the "
+       "intervals; NaN: not reached) = its warm-up", "iolab.series.find_steady"),
+    _C("stalls", "", "stretches of intervals below half the run's median IOPS", "iolab.series.find_stalls"),
+    _C("series_note", "", "why a run's interval logs could not be read ('' when they could)", "iolab.series", "id"),
+    _C("fio_ios", "IOs", "IOs fio's report counts (whole run)", "fio JSON total_ios"),
+    _C("series_ios", "IOs", "IOs the interval logs account for", "fio clat_hist log (else IOPS x interval, said)"),
+    _C("uncovered_ios", "IOs", "fio's IOs not in its interval logs (the last, partial interval)", "iolab.series"),
+    _C("covered_pct", "%", "series_ios / fio_ios", "iolab.series"),
+    _C("covered_s", "s", "end of the last interval in the logs", "iolab.series"),
+    _C("uncovered_s", "s", "how long fio ran after its last logged interval", "fio JSON runtime - covered_s"),
+    _C("runtime_s", "s", "time the direction ran, fio's report", "fio JSON runtime"),
+    _C("ios_from", "", "where the series' IO counts come from: the histogram log, or IOPS x interval (an estimate)",
+       "iolab.series", "id"),
+    _C("intervals", "", "intervals counted", "iolab.series", "id"),
+    _C("part", "", "which part of a run a summary row covers (fio report, logs, steady part)", "iolab.series.summary",
+       "setting"),
+    _C("seconds", "s", "length of the part of the run summarised", "iolab.series.summary"),
+    _C("iops_min", "IO/s", "lowest total IOPS of a stall's intervals", "iolab.series.find_stalls"),
+    _C("pct_of_median", "%", "a stall's lowest IOPS, % of the run's median", "iolab.series.find_stalls"),
 ]}
+for _state, _what in (("R", "running or runnable"), ("D", "uninterruptible sleep, usually I/O"), ("S", "sleeping"),
+                      ("I", "idle kernel thread"), ("T", "stopped"), ("t", "tracing stop"), ("Z", "zombie"),
+                      ("X", "dead"), ("P", "parked")):
+    COLUMNS[f"threads_{_state}"] = Column(f"threads_{_state}", "threads", f"threads in state {_state} ({_what}) per "
+                                          "tick, over a sampler interval (iolab.series)", "iolab.threads samples_threads.csv")
+for _m in ("cpu_steal_pct", "cpu_busy_pct", "cpu_iowait_pct", "host_steal_pct", "cpu_freq_mhz"):
+    COLUMNS[f"{_m}_run_median"] = Column(f"{_m}_run_median", COLUMNS[_m].unit,
+                                         f"the run's median of {_m} over its sampler intervals (beside a stall's)",
+                                         "iolab.series.find_stalls")
 for _p in ("50", "90", "95", "99", "99_9", "99_99"):
     for _kind in ("clat", "lat"):
         COLUMNS[f"{_kind}_p{_p}_us"] = Column(
@@ -136,5 +218,6 @@ def label(name: str) -> str:
     words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
     words = {"bw_bytes_s": "bandwidth", "bw_mib_s": "bandwidth", "qd": "queue depth", "iops": "IOPS",
              "bs": "block size", "read_ahead_kb": "readahead", "mean_lat_us": "mean latency",
-             "cycles_per_io": "CPU cycles per IO", "cpu_freq_mhz": "CPU frequency"}.get(name, words)
+             "cycles_per_io": "CPU cycles per IO", "cpu_freq_mhz": "CPU frequency",
+             "t_s": "time since fio started"}.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words

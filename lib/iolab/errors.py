@@ -87,3 +87,8 @@ class NvmeError(KnobError):
         words = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
         super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {words}. Check the "
                          "controller path (`nvme list` shows them) and that iolab runs as root.")
+
+
+class HostError(IolabError):
+    """A host of a client/server run is misnamed, unreachable, refuses the connection or
+    runs another fio version; the message names each host and what to do."""

@@ -26,6 +26,7 @@ from IPython.display import display
 from .analysis import t_interval
 from .columns import COLUMNS, label
 from .errors import InputError, IolabError
+from .plots import flag_banner
 from .progress import headless
 from .target import parse_size
 
@@ -123,7 +124,8 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     source = COLUMNS[y].source if y in COLUMNS else "this table"
     fig.text(0.01, 0.01, f"source: {source}; mean of {runs} run(s) per point; {interval}",
              fontsize=7.5, color="0.35")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.04, 1, 0.93 if "flags" in df and (df["flags"].fillna("") != "").any() else 1))
+    flag_banner(axes[0][0], df)
     return fig
 
 

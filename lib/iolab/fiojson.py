@@ -25,6 +25,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+from bisect import bisect_left
+from itertools import accumulate
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -32,6 +35,11 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from .errors import FioOutputError
+
+try:  # a JSON reader several times faster than the standard library's (a dependency; optional here)
+    from orjson import loads as _loads, JSONDecodeError as _FastDecodeError
+except ImportError:  # pragma: no cover
+    _loads, _FastDecodeError = json.loads, json.JSONDecodeError
 
 DIRECTIONS = ("read", "write", "trim", "mixed")
 PERCENTILES = {"50": 50.0, "90": 90.0, "95": 95.0, "99": 99.0, "99_9": 99.9, "99_99": 99.99}
@@ -65,6 +73,14 @@ def find_json(text: str) -> FioDocument:
     """The last complete fio JSON document in ``text`` (fio's final report; with
     ``--status-interval`` earlier documents are interim). Stray lines before and after
     are kept as warnings. Raises FioOutputError when there is none."""
+    whole = text.strip()
+    if whole[:1] == "{" and whole[-1:] == "}":  # the usual case: nothing but fio's report
+        try:
+            obj = _loads(whole)
+        except (_FastDecodeError, ValueError):
+            obj = None
+        if _is_fio_doc(obj):
+            return FioDocument(obj, [], [])
     decoder = json.JSONDecoder()
     found: tuple[int, int, dict] | None = None
     pos = 0
@@ -121,21 +137,18 @@ def percentiles_from_bins(bins: Mapping[str, int], wanted: Iterable[float]) -> d
     can exceed ``max``: axboe/fio#1984); the bucket error is at most 1/2^7 ≈ 0.78 %.
     Bins summed over jobs or repeats give exact merged percentiles.
     """
-    items = sorted((int(k), int(v)) for k, v in bins.items() if int(v) > 0)
-    total = sum(v for _, v in items)
-    out: dict[float, float] = {}
-    if total == 0:
-        return out
-    targets = sorted(wanted)
-    j, running = 0, 0
-    for value, count in items:
-        running += count
-        while j < len(targets) and running >= targets[j] / 100.0 * total:
-            out[targets[j]] = float(value)
-            j += 1
-        if j == len(targets):
-            break
-    return out
+    values, counts = list(map(int, bins)), list(map(int, bins.values()))
+    if any(b <= a for a, b in zip(values, values[1:])):  # fio writes them in order; sums may not be
+        pairs = sorted(zip(values, counts))
+        values, counts = [v for v, _ in pairs], [c for _, c in pairs]
+    running = list(accumulate(counts))
+    total = running[-1] if running else 0
+    if total <= 0:
+        return {}
+    # the first bucket whose running count reaches p % of all IOs (zero-count buckets never
+    # are: the running count stood as high one bucket earlier)
+    return {p: float(values[min(bisect_left(running, p / 100.0 * total), len(values) - 1)])
+            for p in sorted(wanted)}
 
 
 def merge_bins(*bins: Mapping[str, int]) -> dict[str, int]:
@@ -265,8 +278,9 @@ COLUMN_ORDER = [
 ]
 
 
-def tidy(doc: FioDocument | Mapping[str, Any]) -> pd.DataFrame:
-    """The tidy table of one fio JSON document (see the module docstring)."""
+def tidy_rows(doc: FioDocument | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of ``tidy`` as dicts: what many outputs loaded into one table are built
+    from, without a DataFrame per output (``parse_outputs``)."""
     data = doc.data if isinstance(doc, FioDocument) else doc
     version = str(data.get("fio version", ""))
     jobs = data.get("jobs")
@@ -278,10 +292,18 @@ def tidy(doc: FioDocument | Mapping[str, Any]) -> pd.DataFrame:
     else:
         for i, job in enumerate(jobs):
             rows += _job_rows(job, i, version, _is_legacy(job), "")
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     extra = [c for c in frame.columns if c not in COLUMN_ORDER]
-    frame = frame.reindex(columns=COLUMN_ORDER + extra)
-    return frame
+    return frame.reindex(columns=COLUMN_ORDER + extra)
+
+
+def tidy(doc: FioDocument | Mapping[str, Any]) -> pd.DataFrame:
+    """The tidy table of one fio JSON document (see the module docstring)."""
+    return _frame(tidy_rows(doc))
 
 
 def _is_legacy(job: Mapping[str, Any]) -> bool:
@@ -296,6 +318,12 @@ def _is_legacy(job: Mapping[str, Any]) -> bool:
 def parse_output(path: str | os.PathLike) -> pd.DataFrame:
     """Any fio JSON / json+ output file (or t/io_uring text, see ``iolab.tio``) -> tidy table."""
     return tidy(load_document(path))
+
+
+def parse_outputs(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """Many fio outputs -> one tidy table with a ``source`` column (the path), built once."""
+    rows = [{**row, "source": str(path)} for path in paths for row in tidy_rows(load_document(path))]
+    return _frame(rows)
 
 
 def run_rows(run_dir: str | os.PathLike) -> pd.DataFrame:
@@ -329,13 +357,18 @@ def said_lines(*texts: Iterable[str] | str) -> list[str]:
     return out
 
 
+# a fio server's start-up chatter relayed by the client ("<host> job: (g=0): rw=...",
+# "<host> Starting 1 process", "<host> "): what fio always prints, not a warning
+SERVER_BANNER = re.compile(r"^<[^>]*>\s*(?:$|Starting \d+ (?:process|thread)|\S+: \(g=\d+\): )")
+
+
 def run_warnings(doc: FioDocument, stderr: str = "") -> list[str]:
     """What fio said about a run that worked, plus the clamps iolab sees in its report:
     every line fio printed on stderr or around its JSON, and, for each job that asked for
     ``iodepth`` > 1 but whose ``iodepth_level`` (json) shows every IO submitted at depth 1,
     fio's note "queue depth will be capped at 1" — which fio does not write at all when
     ``--output`` is given (its job process never flushes it)."""
-    out = said_lines(doc.text_before, doc.text_after, stderr)
+    out = [line for line in said_lines(doc.text_before, doc.text_after, stderr) if not SERVER_BANNER.match(line)]
     data = doc.data
     global_depth = (data.get("global options") or {}).get("iodepth")
     for job in data.get("jobs") or data.get("client_stats") or []:

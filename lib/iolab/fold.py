@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, TextIO
+TYPE_CHECKING = False  # typing is not imported at run time: `iolab fold` must start fast
+if TYPE_CHECKING:
+    from typing import Iterable, TextIO
 
 _HEADER = re.compile(r"^(\S.+?)\s+(\d+)/*(\d+)*\s+")
 _EVENT = re.compile(r":\s*(\d+)*\s+(\S+):\s*$")
@@ -37,24 +38,28 @@ _OFFSET = re.compile(r"\+0x[\da-f]+$")
 _JIT_MAP = re.compile(r"/tmp/perf-\d+\.map")
 
 
-@dataclass
 class FoldOptions:
-    pid: bool = False
-    tid: bool = False
-    kernel: bool = False
-    jit: bool = False
-    addrs: bool = False
-    event_filter: str = ""
+    """stackcollapse-perf.pl's options (a plain class: ``iolab fold`` must start fast, and
+    the dataclasses module costs several ms to import)."""
+    __slots__ = ("pid", "tid", "kernel", "jit", "addrs", "event_filter")
+
+    def __init__(self, pid: bool = False, tid: bool = False, kernel: bool = False, jit: bool = False,
+                 addrs: bool = False, event_filter: str = ""):
+        self.pid, self.tid, self.kernel, self.jit, self.addrs = pid, tid, kernel, jit, addrs
+        self.event_filter = event_filter
+
+    def __repr__(self) -> str:
+        return "FoldOptions(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
-@dataclass
 class Folded:
     """Folded stacks (stack -> weight) and what folding noticed."""
-    stacks: Counter = field(default_factory=Counter)
-    event: str = ""
-    skipped_other_events: int = 0
-    unrecognized_lines: int = 0
-    samples: int = 0
+
+    def __init__(self, stacks: Counter | None = None, event: str = "", skipped_other_events: int = 0,
+                 unrecognized_lines: int = 0, samples: int = 0):
+        self.stacks = stacks if stacks is not None else Counter()
+        self.event, self.skipped_other_events = event, skipped_other_events
+        self.unrecognized_lines, self.samples = unrecognized_lines, samples
 
     def lines(self) -> list[str]:
         return [f"{stack} {count}" for stack, count in sorted(self.stacks.items())]
@@ -88,76 +93,185 @@ def _tidy(func: str, mod: str, pc: str, pname: str, opts: FoldOptions, inlined: 
     return func
 
 
-def fold_lines(lines: Iterable[str], options: FoldOptions | None = None) -> Folded:
-    """Fold ``perf script`` lines (see the module docstring)."""
-    opts = options or FoldOptions()
-    out = Folded(event=opts.event_filter)
-    stack: list[str] = []
-    pname: str | None = None
-    period = 1
-    skip = False
-    # the same (function, module) pairs recur in almost every sample: tidy each once
-    cache: dict[tuple, list[str]] = {}
-    frame_match, header_match = _FRAME.match, _HEADER.match
-    for raw in lines:
+MAX_CHAINS = 100_000  # distinct call chains kept (their text); beyond, the cache starts again
+
+
+class _Folder:
+    """The folding state machine of ``stackcollapse-perf.pl``, one line at a time
+    (``line``), plus a fast path for whole samples (``sample``) that folds each distinct
+    call chain once: a profile repeats the same chains, only the header lines differ."""
+
+    def __init__(self, options: FoldOptions | None):
+        self.opts = options or FoldOptions()
+        self.out = Folded(event=self.opts.event_filter)
+        self.stack: list[str] = []
+        self.pname: str | None = None
+        self.period, self.skip = 1, False
+        # the same (function, module) pairs recur in almost every sample: tidy each once
+        self.frames_of: dict[tuple, list[str]] = {}
+        self.chains: dict[tuple[str, bool], str | None] = {}  # (frame lines, java) -> "root;...;leaf"
+        self.lines: dict[str, list[str]] = {}       # a frame line -> its frames, leaf first
+        self.lines_java: dict[str, list[str]] = {}  # the same in a java process (tidied otherwise)
+
+    def frames(self, f: re.Match) -> list[str]:
+        """A frame line's function(s), innermost first, tidied (cached)."""
+        pc, rawfunc, mod = f.groups()
+        key = (rawfunc, mod, self.pname == "java", pc if self.opts.addrs else None)
+        frames = self.frames_of.get(key)
+        if frames is None:
+            frames = []
+            bare = _OFFSET.sub("", rawfunc)
+            if not bare.startswith("("):
+                for func in bare.split("->"):
+                    frames.append(_tidy(func, mod, pc, self.pname or "", self.opts, bool(frames)))
+            self.frames_of[key] = frames
+        return frames
+
+    def header(self, line: str, m: re.Match) -> None:
+        """A sample's header: its process name, period and event (other events skipped)."""
+        comm, first_id, second_id = m.group(1), m.group(2), m.group(3)
+        pid, tid = (first_id, second_id) if second_id else ("?", first_id)
+        opts = self.opts
+        pname = f"{comm}-{pid}/{tid}" if opts.tid else f"{comm}-{pid}" if opts.pid else comm
+        self.pname = pname.replace(" ", "_")
+        ev = _EVENT.search(line)
+        if ev:
+            event = ev.group(2)
+            if not self.out.event:
+                self.out.event = event
+            elif event != self.out.event:
+                self.out.skipped_other_events += 1
+                self.skip = True
+                return
+            self.period = int(ev.group(1)) if ev.group(1) else 1
+
+    def end(self) -> None:
+        """A blank line: the sample is counted under its stack."""
+        stack = self.stack
+        if not self.skip:
+            if stack or self.pname is not None:
+                stack.append(self.pname or "")
+            if stack:
+                self.out.stacks[";".join(reversed(stack))] += self.period
+                self.out.samples += 1
+        self.stack, self.pname, self.skip, self.period = [], None, False, 1
+
+    def line(self, raw: str) -> None:
         first = raw[:1]
         if first == "#":
-            continue
-        indented = first in ("\t", " ")
+            return
         f = None
-        if not skip and (indented or (first not in ("\n", "") and not header_match(raw))):
-            f = frame_match(raw)  # frames are indented, except in very old perf script output
+        if not self.skip and (first in ("\t", " ") or (first not in ("\n", "") and not _HEADER.match(raw))):
+            f = _FRAME.match(raw)  # frames are indented, except in very old perf script output
         if f is not None:
-            pc, rawfunc, mod = f.groups()
-            key = (rawfunc, mod, pname == "java", pc if opts.addrs else None)
-            frames = cache.get(key)
-            if frames is None:
-                frames = []
-                bare = _OFFSET.sub("", rawfunc)
-                if not bare.startswith("("):
-                    for func in bare.split("->"):
-                        frames.append(_tidy(func, mod, pc, pname or "", opts, bool(frames)))
-                cache[key] = frames
-            stack.extend(reversed(frames))  # leaf first here; reversed once per sample
-            continue
+            self.stack.extend(reversed(self.frames(f)))  # leaf first here; reversed once per sample
+            return
         line = raw.rstrip("\n")
         if not line:
-            if not skip:
-                if stack or pname is not None:
-                    stack.append(pname or "")
-                if stack:
-                    out.stacks[";".join(reversed(stack))] += period
-                    out.samples += 1
-            stack, pname, skip, period = [], None, False, 1
-            continue
-        if skip:
-            continue
-        m = header_match(line)
-        if m:
-            comm, first_id, second_id = m.group(1), m.group(2), m.group(3)
-            pid, tid = (first_id, second_id) if second_id else ("?", first_id)
-            pname = f"{comm}-{pid}/{tid}" if opts.tid else f"{comm}-{pid}" if opts.pid else comm
-            pname = pname.replace(" ", "_")
-            ev = _EVENT.search(line)
-            if ev:
-                event = ev.group(2)
-                if not out.event:
-                    out.event = event
-                elif event != out.event:
-                    out.skipped_other_events += 1
-                    skip = True
-                    continue
-                period = int(ev.group(1)) if ev.group(1) else 1
-            continue
-        out.unrecognized_lines += 1
+            self.end()
+        elif not self.skip:
+            m = _HEADER.match(line)
+            if m:
+                self.header(line, m)
+            else:
+                self.out.unrecognized_lines += 1
+
+    def sample(self, text: str) -> None:
+        """One whole sample (its lines, without the blank line that ends it), as ``line``
+        on each of them then on a blank line would: a header line then indented frames
+        take the fast path, anything else the line-by-line one."""
+        nl = text.find("\n")
+        head, chain = (text[:nl], text[nl + 1:]) if nl >= 0 else (text, "")
+        m = _HEADER.match(head) if head[:1] not in ("#", "\t", " ", "") else None
+        if m is None or self.skip or self.stack or self.pname is not None:
+            for raw in text.split("\n"):
+                self.line(raw)
+            self.end()
+            return
+        self.header(head, m)
+        if self.skip:
+            self.end()
+            return
+        key = (chain, self.pname == "java")
+        folded = self.chains.get(key, False)
+        if folded is False:
+            if len(self.chains) > MAX_CHAINS:
+                self.chains.clear()
+                self.lines.clear()
+                self.lines_java.clear()
+            folded = self.chains[key] = self._chain(chain)
+        if folded is None:  # not all frame lines: the line-by-line path counts what it finds
+            for raw in chain.split("\n"):
+                self.line(raw)
+            self.end()
+            return
+        self.out.stacks[f"{self.pname};{folded}" if folded else self.pname] += self.period
+        self.out.samples += 1
+        self.pname, self.period = None, 1
+
+    def _chain(self, chain: str) -> str | None:
+        """Indented frame lines -> "root;...;leaf" ("" for none); None when a line is not one."""
+        frames: list[str] = []
+        known = self.lines_java if self.pname == "java" else self.lines
+        for raw in chain.split("\n") if chain else ():
+            leaf_first = known.get(raw)
+            if leaf_first is None:
+                f = _FRAME.match(raw) if raw[:1] in ("\t", " ") else None
+                if f is None:
+                    return None
+                leaf_first = known[raw] = self.frames(f)[::-1]
+            frames += leaf_first
+        frames.reverse()
+        return ";".join(frames)
+
+
+def fold_lines(lines: Iterable[str], options: FoldOptions | None = None) -> Folded:
+    """Fold ``perf script`` lines (see the module docstring)."""
+    folder = _Folder(options)
+    step = folder.line
+    for raw in lines:
+        step(raw)
     # perf script ends every sample with a blank line; like stackcollapse-perf.pl, a
     # truncated last sample without one is not counted
-    return out
+    return folder.out
+
+
+CHUNK = 1 << 22  # characters of text folded at once
+
+
+def fold_stream(stream: TextIO, options: FoldOptions | None = None) -> Folded:
+    """Fold ``perf script`` text read from ``stream`` (a file, a pipe) in large chunks,
+    sample by sample: the same result as ``fold_lines``, several times faster."""
+    folder = _Folder(options)
+    rest = ""
+    while True:
+        block = stream.read(CHUNK)
+        if not block:
+            break
+        text = rest + block
+        cut = text.rfind("\n\n")
+        if cut < 0:
+            rest = text
+            continue
+        rest = text[cut + 2:]
+        for sample in text[:cut].split("\n\n"):
+            sample = sample.lstrip("\n")  # more blank lines in a row end nothing more
+            if sample:
+                folder.sample(sample)
+    for raw in rest.splitlines(keepends=True):  # a last sample with no blank line is not counted
+        folder.line(raw)
+    return folder.out
+
+
+def fold_text(text: str, options: FoldOptions | None = None) -> Folded:
+    """Fold ``perf script`` text held in memory (``fold_stream``)."""
+    import io
+    return fold_stream(io.StringIO(text), options)
 
 
 def fold_file(path: str | Path, options: FoldOptions | None = None) -> Folded:
     with open(path, errors="replace") as f:
-        return fold_lines(f, options)
+        return fold_stream(f, options)
 
 
 def read_folded(source: str | Path | TextIO) -> Counter:

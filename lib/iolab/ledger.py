@@ -15,6 +15,7 @@ The kinds, in the order things are undone (``ORDER``: processes first, they use 
     run       a run folder being written as ``.tmp-<id>``: path
     knob      a /sys or /proc file iolab wrote: path, old, new
     nvme      an NVMe feature iolab set with nvme-cli: controller, feature, old, new
+    netns     a network namespace for a local fio server (and its veth pair): name
     loop      a loop device and its tmpfs backing file: device, backing
     file      a file (a loop backing file made before its device existed): path
 
@@ -38,7 +39,7 @@ from . import paths
 from .atomic import write_atomic
 from .errors import IolabError
 
-ORDER = {"process": 0, "run": 1, "knob": 2, "nvme": 2, "loop": 3, "file": 4}
+ORDER = {"process": 0, "run": 1, "knob": 2, "nvme": 2, "netns": 3, "loop": 3, "file": 4}
 
 
 def start_time(pid: int) -> int | None:

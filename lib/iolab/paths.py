@@ -49,3 +49,9 @@ def lock_dir() -> Path:
     if os.environ.get("IOLAB_LOCKS"):
         return Path(os.environ["IOLAB_LOCKS"])
     return Path("/run/lock/iolab") if Path("/run/lock").is_dir() else Path("/tmp/iolab-locks")
+
+
+# how targets are named everywhere (iolab.target.parse_spec); here, so the command line's help
+# needs no import of the target module
+TARGET_HELP = ("'scratch' (a scratch file), 'loop' or 'loop:SIZE' (a tmpfs-backed loop device, root), "
+               "an existing file or block device path, or a list of them")

@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputError, PerfError
-from .fold import FoldOptions, Folded, fold_lines, read_folded
+from .fold import FoldOptions, Folded, fold_stream, read_folded
 from .process import spawn
 from .system import read_text
 
@@ -105,9 +105,22 @@ class ProfileSpec:
     kernel_annotate: bool = True    # mark kernel frames _[k] in the folded stacks
 
 
+MMAP_PAGES = 1024  # 4 MiB per CPU with 4 KiB pages: at 999 Hz perf drains it a few times a second
+
+
+def off_cpus(cpus: list[int] | None) -> list[int] | None:
+    """The online CPUs other than ``cpus``, where perf's own processes run so that they do
+    not take time from the measured ones; None (anywhere) when there is no other."""
+    if not cpus:
+        return None
+    others = sorted(os.sched_getaffinity(0) - set(cpus))
+    return others or None
+
+
 def record_argv(out: Path, spec: ProfileSpec, cpus: list[int] | None, hardware: bool) -> list[str]:
     event = spec.event or ("cycles" if hardware else "cpu-clock")
-    argv = ["perf", "record", "-q", "-e", event, "-F", str(spec.freq_hz), "-o", str(out)]
+    # -m: a ring buffer of MMAP_PAGES per CPU, so perf wakes (and runs) rarely
+    argv = ["perf", "record", "-q", "-e", event, "-F", str(spec.freq_hz), "-m", str(MMAP_PAGES), "-o", str(out)]
     if spec.call_graph == "dwarf":
         argv += ["--call-graph", "dwarf,16384"]
     elif spec.call_graph == "fp":
@@ -173,7 +186,7 @@ def fold_perf_data(perf_data: str | Path, options: FoldOptions | None = None) ->
     """perf.data -> folded stacks, streaming ``perf script`` into the folder (no text file)."""
     proc = subprocess.Popen(script_argv(Path(perf_data)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace")
-    folded = fold_lines(proc.stdout, options)
+    folded = fold_stream(proc.stdout, options)  # folds while perf script still writes
     _, err = proc.communicate()
     if proc.returncode != 0:
         raise PerfError(f"perf script failed on {perf_data}: {_whole(err)}")
@@ -216,11 +229,13 @@ class Profiler:
         hw = self.caps.hardware_counters
         if self.spec.mode != "process":
             argv = record_argv(self.data, self.spec, self.cpus, hw)
-            self._record, self._entries["record"] = spawn(argv, name="perf record", stdout=subprocess.DEVNULL,
-                                                          stderr=subprocess.PIPE, text=True)
+            self._record, self._entries["record"] = spawn(argv, name="perf record", cpus=off_cpus(self.cpus),
+                                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                                          text=True)
         if self.spec.stat:
             self._stat, self._entries["stat"] = spawn(stat_argv(self.dir / STAT_FILES[0], self.cpus, hw),
-                                                      name="perf stat", stdout=subprocess.DEVNULL,
+                                                      name="perf stat", cpus=off_cpus(self.cpus),
+                                                      stdout=subprocess.DEVNULL,
                                                       stderr=subprocess.PIPE, text=True)
         self._t0 = time.monotonic()
         if self._record is None:

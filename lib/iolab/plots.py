@@ -40,6 +40,26 @@ def source_note(ax, text: str) -> None:
                 textcoords="offset points", fontsize=7.5, color="0.35", va="top")
 
 
+def flag_banner(ax, df: pd.DataFrame) -> None:
+    """A red banner over the plot when any of its runs failed a plausibility check
+    (``flags``, ``iolab.checks``), with the words of the checks."""
+    if "flags" not in df:
+        return
+    flagged = df.loc[df["flags"].fillna("") != "", ["run_id", "flags"]] if "run_id" in df else \
+        df.loc[df["flags"].fillna("") != "", ["flags"]]
+    if flagged.empty:
+        return
+    runs = flagged["run_id"].nunique() if "run_id" in flagged else len(flagged)
+    total = df["run_id"].nunique() if "run_id" in df else len(df)
+    words = list(dict.fromkeys(w.split(":")[0].strip() + ":" + w.split(":", 1)[1].split(";")[0]
+                               for text in flagged["flags"] for w in text.split(" | ") if ":" in w))
+    text = textwrap.shorten(f"⚠ {runs} of {total} runs failed a plausibility check — " + " | ".join(words),
+                            width=160, placeholder=" …")
+    ax.annotate("\n".join(textwrap.wrap(text, 90)), xy=(0, 1), xycoords="axes fraction", xytext=(0, 22),
+                textcoords="offset points", fontsize=8, color="white", va="bottom", fontweight="bold",
+                bbox={"boxstyle": "square,pad=0.3", "facecolor": UNSTABLE_COLOR, "edgecolor": "none"})
+
+
 def _log2_qd_axis(ax, qds) -> None:
     ax.set_xscale("log", base=2)
     ticks = sorted(set(int(q) for q in qds))
@@ -90,6 +110,7 @@ def qd_curve(df: pd.DataFrame, knee: Knee | KneeEstimate | None = None, ax=None,
     source_note(ax, "; ".join(t for t in (
         f"fio json+{version}", f"percentiles from {df['percentiles_from'].iloc[0]}" if "percentiles_from" in df else "",
         _qd_band_note(cells), _unstable_note(cells, x, "QD"), knee_text) if t))
+    flag_banner(ax, df)
     return ax
 
 
@@ -217,6 +238,7 @@ def cpu_busy(df: pd.DataFrame, ax=None, x: str = "qd", title: str | None = None)
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title(title or "CPU busy on the pinned CPUs vs queue depth")
     source_note(ax, "/proc/stat per-CPU counters sampled every 0.5 s, first and last 10 % trimmed")
+    flag_banner(ax, df)
     return ax
 
 
@@ -430,6 +452,7 @@ def by_setting(df: pd.DataFrame, x: str, y: str = "iops", ax=None, title: str | 
                  if cells.n.max() > 1 else _band_note(cells, label(x), y))
     unstable = _unstable_note(cells, x, label(x)).replace("unstable: ", "hatched, unstable: ")
     source_note(ax, "; ".join(t for t in (source, bars_note, unstable) if t))
+    flag_banner(ax, df)
     return ax
 
 

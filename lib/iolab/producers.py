@@ -23,9 +23,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from . import fiojson, perf, sampling, tio
+from . import checks, fiojson, hosttable, perf, sampling, series, threadstates, tio
 from .errors import FioOutputError
-from .system import request_sizes
+from .system import request_sizes, snapshot_columns
 
 
 @dataclass(frozen=True)
@@ -50,23 +50,9 @@ def block_columns(run_dir: str | Path) -> dict[str, float]:
 
 def system_columns(run_dir: str | Path) -> dict[str, Any]:
     """What ``iolab.drift`` compares between the runs of a study, from ``system.json``
-    (``iolab.system.snapshot``): the kernel, the cpufreq governor of the pinned CPUs (of
-    every online CPU when none were pinned; NaN without cpufreq; "a/b" when they differ),
-    the target's active I/O scheduler (NaN without a block device), the SMT state and what
-    was written to the target before (``iolab.target.Target.state``; NaN in older runs).
-    fio's version and the frequency source are columns of the fio and sampler producers."""
-    snap = json.loads((Path(run_dir) / "system.json").read_text())
-    governors = snap.get("governor") or {}
-    cpus = snap.get("cpus_in_use") or snap.get("cpus_online") or []
-    mine = sorted({g for cpu, g in governors.items() if g and (not cpus or int(cpu) in cpus)})
-    nan = float("nan")
-    return {
-        "kernel": snap.get("kernel") or nan,
-        "governor": "/".join(mine) if mine else nan,
-        "scheduler_active": (snap.get("queue") or {}).get("scheduler_active") or nan,
-        "smt": snap.get("smt") or nan,
-        "target_state": snap.get("target_state") or nan,
-    }
+    (``iolab.system.snapshot_columns``). fio's version and the frequency source are
+    columns of the fio and sampler producers."""
+    return snapshot_columns(json.loads((Path(run_dir) / "system.json").read_text()))
 
 
 def no_columns(run_dir: str | Path) -> dict[str, Any]:
@@ -76,12 +62,16 @@ def no_columns(run_dir: str | Path) -> dict[str, Any]:
 
 PRODUCERS: tuple[Producer, ...] = (
     Producer("t/io_uring", tio.FILES, tio.run_rows, rows=True),
+    Producer("fio client/server", hosttable.FILES, hosttable.run_rows, rows=True),  # before fio: its rows
     Producer("fio", fiojson.FILES, fiojson.run_rows, rows=True),
     Producer("samplers", sampling.FILES, sampling.run_columns),
     Producer("perf stat", perf.STAT_FILES, perf.stat_columns),
     Producer("block counters", ("blockstat.json",), block_columns),
     Producer("perf record", perf.RECORD_FILES, no_columns),  # read by stacks()
+    Producer("thread states", threadstates.FILES, threadstates.run_columns),  # iolab.threads
+    Producer("interval logs", series.FILES, series.run_columns),  # fio's logs with log_ms: iolab.series
     Producer("system snapshot", ("system.json",), system_columns),
+    Producer("plausibility checks", (checks.FILE,), checks.flag_columns),
 )
 
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from . import __version__, provenance
+from . import __version__, checks, provenance
 from .atomic import write_atomic
 from .columns import COLUMNS, label
 from .errors import InputError, IolabError
@@ -466,6 +466,10 @@ def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recor
             rows.append((name, spec.get("default", ""), "default", spec.get("help", "")))
     rows += [(name, _literal(value), "given", "not a parameter of this notebook")
              for name, value in given.items() if name not in defaults]
+    flagged = checks.folder_flags(recorded.get("run_folders") or [])
+    if flagged:
+        parts.append('<p class="failed iolab-flags">⚠ ' + markup.escape(
+            checks.banner_text(flagged, len(recorded["run_folders"]))) + "</p>")
     parts.append("<h2>Parameters</h2>")
     parts.append(_table(("parameter", "value", "", "meaning"), rows) if rows
                  else "<p>This notebook has no parameters cell and was given no parameters.</p>")

@@ -94,12 +94,19 @@ def _undo_process(e: dict) -> str:
     return f"could not stop process group {pgid}"
 
 
+def _undo_netns(e: dict) -> str:
+    name = e["name"]
+    gone = subprocess.run(["ip", "netns", "delete", name], capture_output=True, text=True, check=False)
+    return f"removed network namespace {name}" if gone.returncode == 0 else f"network namespace {name} was already removed"
+
+
 def _undo_run(e: dict) -> str:
     return finish_abandoned(Path(e["path"]), f"its iolab process (pid {e['owner_pid']}) died before the run ended")
 
 
 UNDO: dict[str, Callable[[dict], str]] = {"loop": _undo_loop, "file": _undo_file, "knob": _undo_knob,
-                                          "nvme": _undo_nvme, "process": _undo_process, "run": _undo_run}
+                                          "nvme": _undo_nvme, "process": _undo_process, "run": _undo_run,
+                                          "netns": _undo_netns}
 
 
 def recover() -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from . import repair, signals
+from . import checks, repair, series, signals
 from .errors import TargetError, TioError
 from .fio import fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
 from .fiojson import run_warnings
@@ -30,6 +30,7 @@ from .sampling import Sampler
 from .store import RunFolder, job_key, run_folder, run_table
 from .system import block_stat, snapshot
 from .target import Target
+from .threads import DEFAULT_INTERVAL_S, DEFAULT_STATES, ThreadSampler
 from .tio import failure, tio_argv
 from .validate import check_cpus, check_measure
 
@@ -84,8 +85,15 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
             label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
             timeout_s: float | None = None, profile: ProfileSpec | None = None,
-            jobs: Sequence[Mapping[str, Any]] | None = None) -> RunResult:
+            jobs: Sequence[Mapping[str, Any]] | None = None, threads: bool = False,
+            threads_interval_s: float = DEFAULT_INTERVAL_S, threads_states: str = DEFAULT_STATES,
+            log_ms: int | None = None) -> RunResult:
     """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
+    ``log_ms``: fio's interval logs too, every ``log_ms`` ms (IOPS, bandwidth, latency and
+    latency histograms per job, ``iolab.series``); they do not change the job's identity, so
+    a resumed sweep reuses its runs made without them.
+    ``threads``: the thread-state sampler beside it too (``iolab.threads``: every
+    ``threads_interval_s``, the threads in ``threads_states``, off the measured CPUs).
     ``jobs``: one job section per entry, each the run's options with that entry's on top
     (``{"filename": ..., "cpus_allowed": ...}``: one job per device, each on its CPU); with
     ``group_reporting`` (a default) fio reports them as one.
@@ -97,11 +105,15 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
     opts = job_options(options, target, cpus)
     jobs = [dict(j) for j in jobs or []]
     key = job_key({**opts, "jobs": jobs} if jobs else opts, target.describe(), swept or {})
+    if log_ms is not None:  # after the key (see the docstring)
+        opts.update(series.log_options(log_ms, fio))
     name = str(opts.pop("name", label or "iolab"))
-    jobtext = to_jobfile({f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts})
+    sections = {f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts}
+    jobtext = to_jobfile(sections)
     # fio's own reading of this exact text, judged before a run folder exists; relative
     # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
     check = guard_job_text(jobtext, allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
+    states = ThreadSampler(cpus, threads_interval_s, threads_states) if threads else None  # InputError first
     with run_folder(runs_dir, label) as folder:
         folder.write_text("job.fio", jobtext)
         sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "fio_options": opts,
@@ -122,13 +134,16 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         stat_before = block_stat(target.device)
         try:
             run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path,
-                          timeout_s=timeout_s, on_start=lambda pid: sampler.start(), cpus=cpus,
-                          wrap=wrap, readonly=check.fio_readonly)
+                          timeout_s=timeout_s, on_start=lambda pid: (sampler.start(), states and states.start(pid)),
+                          cpus=cpus, wrap=wrap, readonly=check.fio_readonly)
         finally:
+            thread_samples = states.stop() if states and states.started else None  # its ticks end with fio
             if profiler:
                 profiler.stop()
             if sampler.started:
                 folder.write_samples(sampler.stop())
+            if thread_samples is not None:
+                folder.write_samples(thread_samples)
         if stat_before is not None:
             folder.write_json("blockstat.json", {"device": target.device, "before": stat_before,
                                                  "after": block_stat(target.device)})
@@ -136,12 +151,16 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             stages.advance()
             profiler.collect()
             stages.close()
+        if log_ms is not None:  # what puts the logs on the samplers' axis
+            series.record(folder.path, log_ms=log_ms, options=opts, jobs=series.job_names(sections),
+                          sampler_t0=sampler.t0)
         folder.write_text("fio.stderr", run.stderr)
         folder.meta["wall_s"] = run.wall_s
         jobfile = folder.final / "job.fio"  # where it is once the folder is finished
         doc = read_output(folder.file("fio.json"), run.stderr, jobfile)  # FioError: fio wrote no report
         folder.meta["fio_warnings"] = run_warnings(doc, run.stderr)  # fio's notes, never dropped
         raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)
+        folder.write_json(checks.FILE, {"checks": [c.as_dict() for c in checks.run_checks(folder.path)]})
     return RunResult(folder.path, run_table(folder.path))
 
 

@@ -18,11 +18,15 @@ Cartesian product, cells in seeded random order, with repeats, resumable after a
       stress: [idle, stressed] # stress-ng on the CPUs the run does not use
       siblings: [not used, used]  # thread siblings of each core (needs SMT)
     stop: {metric: iops, ci_pct: 5, min_repeats: 3}   # optional: end a cell early
+    hosts: 10.0.0.2, 10.0.0.3  # optional: every run on these fio servers at once (iolab.clients)
+    hosts_file: hosts.yaml     # optional: how to reach them (iolab.hosts)
 
 The machine axes: ``cores`` N takes CPUs of the pool in increasing id order until N
 physical cores are covered, one CPU per core, or every thread of each core with
 ``siblings: used`` (seed 003's mask rule). With D devices and C CPUs a run has max(D, C)
 fio jobs: job j reads device j mod D on CPU j mod C, reported as one (group_reporting).
+With ``hosts`` every run is one client/server run on all of them (a row per host and a
+pooled row); the CPUs and devices are those of each host, knobs are set on this machine only.
 
 Before anything runs, every cell is checked (fio's own parse of its job, the write guard,
 knob values on the target, CPUs, stress-ng) and what this machine cannot vary is reported
@@ -50,10 +54,12 @@ import pandas as pd
 import yaml
 
 from . import compare, drift, knobs, repair, runner
+from .clients import measure_hosts
 from .analysis import add_cycles_per_io, t_interval
 from .atomic import write_atomic
 from .errors import InputError, IolabError
 from .fio import fio_binary, to_jobfile
+from .hosts import hosts_from
 from .jobcheck import guard_job_text
 from .paths import runs_dir as default_runs_dir
 from .progress import bar
@@ -65,7 +71,7 @@ from .target import Target, open_target
 from .validate import check_cpus, check_fio_options, cpu_list, positive_ints, writable_dir, yaml_mapping
 
 SPEC_KEYS = ("name", "description", "target", "size", "cpus", "repeats", "order", "seed", "base", "axes",
-             "stop", "warmup")
+             "stop", "warmup", "hosts", "hosts_file")
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
 STRESS = ("idle", "stressed")
 SIBLINGS = ("not used", "used")
@@ -99,11 +105,14 @@ class Spec:
     warmup: Any = "run"
     description: str = ""
     path: Path | None = None
+    hosts: list[str] | None = None
+    hosts_file: str | None = None
 
     @property
     def ident(self) -> str:
         """``name-<hash>``: the hash covers what decides a run besides its axes and repeat."""
-        what = json.dumps({"target": self.target, "size": self.size, "cpus": self.cpus, "base": self.base},
+        what = json.dumps({"target": self.target, "size": self.size, "cpus": self.cpus, "base": self.base,
+                           **({"hosts": self.hosts} if self.hosts else {})},
                           sort_keys=True, default=str)
         return f"{self.name}-{hashlib.sha256(what.encode()).hexdigest()[:8]}"
 
@@ -162,6 +171,10 @@ def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
                 size=str(doc.get("size", "1g")).strip(), repeats=positive_ints("repeats", [doc.get("repeats", 1)])[0],
                 order=str(doc.get("order", "random")).strip().lower(), stop=_stop(doc.get("stop")),
                 warmup=doc.get("warmup", "run"), description=str(doc.get("description", "")), path=path)
+    if doc.get("hosts") or doc.get("hosts_file"):
+        base_dir = path.parent if path else Path(".")
+        spec.hosts_file = str(base_dir / str(doc["hosts_file"]).strip()) if doc.get("hosts_file") else None
+        spec.hosts = [h.name for h in hosts_from(doc.get("hosts"), spec.hosts_file)]
     if doc.get("cpus") is not None:
         spec.cpus = cpu_list(doc["cpus"] if isinstance(doc["cpus"], list) else str(doc["cpus"]))
     try:
@@ -401,6 +414,8 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
         write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
         done = done_runs(runs_dir)
         warm = spec.warmup
+        hosts = hosts_from(spec.hosts, spec.hosts_file) if spec.hosts else None
+        measure = measure_hosts if hosts else runner.measure
         with contextlib.ExitStack() as cell_knobs:
             cell = None
             for r in bar(runs, f"search {spec.name}", total=len(runs)) if progress else runs:
@@ -412,13 +427,13 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
                         cell_knobs.enter_context(knobs.applied(target, r.cell.settings))
                     cell = r.cell.index
                 kw = dict(cpus=r.cell.cpus, jobs=jobs_of(r.cell, targets), allow_destructive=allow_destructive,
-                          **measure_kw)
+                          **measure_kw, **({"hosts": hosts} if hosts else {}))
                 with stressed(r.cell.stress_cpus):
                     if warm == "run":
-                        runner.measure(r.cell.options, targets[0], runs_dir=runs_dir / "warmup",
+                        measure(r.cell.options, targets[0], runs_dir=runs_dir / "warmup",
                                        swept={**r.swept, "warmup": True}, label=f"warmup-{r.label}", **kw)
                         warm = None
-                    done[r.key] = runner.measure(r.cell.options, targets[0], runs_dir=runs_dir, swept=r.swept,
+                    done[r.key] = measure(r.cell.options, targets[0], runs_dir=runs_dir, swept=r.swept,
                                                  label=r.label, **kw).path
     paths = [done[r.key] for r in runs if r.key in done]
     return _table(load_runs(paths), spec.axes)

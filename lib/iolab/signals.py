@@ -25,7 +25,7 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Iterator
+from collections.abc import Iterator  # not typing's: its import costs every command's start-up
 
 CAUGHT = (signal.SIGTERM, signal.SIGHUP)
 FORCE_EXIT_AFTER_S = 30.0  # longer than any cleanup (fio gets 10 s to stop)

@@ -10,6 +10,7 @@ A run folder (raw files are never edited after the run)::
         fio.json          fio's raw json+ output, byte for byte    (fio.stderr, job.fio beside it)
         tio.txt           t/io_uring's output, instead of fio's files
         samples_stat.csv  t_s, cpu, /proc/stat counters (USER_HZ ticks)   (samples_freq.csv beside it)
+        samples_threads.csv  thread states, with --threads (threads.json beside it; iolab.threadstates)
         perf_stat.csv     perf stat's own output, when profiled (perf_stat_window.json,
                           perf.data, perf.folded beside it)
         blockstat.json    /sys/block/<dev>/stat before and after, when the target has a device

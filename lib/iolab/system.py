@@ -178,6 +178,25 @@ BLOCK_STAT_FIELDS = ("read_ios", "read_merges", "read_sectors", "read_ticks_ms",
                      "time_in_queue_ms")
 
 
+def snapshot_columns(snap: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's columns, what ``iolab.drift`` compares between runs: the kernel, the
+    cpufreq governor of the pinned CPUs (of every online CPU when none were pinned; NaN
+    without cpufreq; "a/b" when they differ), the target's active I/O scheduler (NaN without
+    a block device), the SMT state and what was written to the target before
+    (``iolab.target.Target.state``; NaN in older runs)."""
+    governors = snap.get("governor") or {}
+    cpus = snap.get("cpus_in_use") or snap.get("cpus_online") or []
+    mine = sorted({g for cpu, g in governors.items() if g and (not cpus or int(cpu) in cpus)})
+    nan = float("nan")
+    return {
+        "kernel": snap.get("kernel") or nan,
+        "governor": "/".join(mine) if mine else nan,
+        "scheduler_active": (snap.get("queue") or {}).get("scheduler_active") or nan,
+        "smt": snap.get("smt") or nan,
+        "target_state": snap.get("target_state") or nan,
+    }
+
+
 def block_stat(device: str | None) -> dict[str, int] | None:
     """Counters of ``/sys/block/<device>/stat`` (Documentation/block/stat.rst; sectors are
     512 bytes whatever the device's block size)."""

@@ -43,7 +43,7 @@ from typing import Any, Iterator, Sequence
 
 from . import ledger, signals
 from .errors import DiskFullError, TargetError, ToolMissing
-from .paths import scratch_dir as default_scratch
+from .paths import TARGET_HELP, scratch_dir as default_scratch  # noqa: F401 (TARGET_HELP: named here too)
 from .progress import bar
 from .validate import list_param
 
@@ -170,8 +170,6 @@ def existing_path(path: str | os.PathLike) -> Target:
 
 
 KEYWORDS = ("scratch", "loop")
-TARGET_HELP = ("'scratch' (a scratch file), 'loop' or 'loop:SIZE' (a tmpfs-backed loop device, root), "
-               "an existing file or block device path, or a list of them")
 
 
 def parse_spec(spec: str | os.PathLike) -> tuple[str, str | None]:

@@ -13,11 +13,9 @@ an optional k/m/g/t/p suffix (``i``/``iB``/``B`` allowed).
 """
 from __future__ import annotations
 
-import ast
 import errno
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -209,6 +207,7 @@ def writable_dir(path: str | os.PathLike, what: str = "runs folder", how: str = 
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
+        import tempfile  # here: every command imports this module, few write
         with tempfile.NamedTemporaryFile(dir=path, prefix=".iolab-write-test-"):
             pass
     except OSError as exc:
@@ -268,6 +267,7 @@ def _literal(name: str, value: Any, kinds: tuple, example: str, cast):
         return cast(value)
     if isinstance(value, str):
         try:
+            import ast  # here: every command imports this module, notebooks parse lists
             parsed = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
             parsed = None

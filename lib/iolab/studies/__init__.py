@@ -11,10 +11,11 @@ to ``iolab.runner.measure``.
     kernel_path.*       (kernel_path.py)  seed 001: direct vs buffered, readahead, schedulers, block
                                           sizes, one fio per device
     precondition        (precondition.py) SNIA PTS steady state before measuring a real SSD
+    many_hosts.*        (many_hosts.py)   one job on many hosts (fio client/server): per host, pooled, scaling
 """
-from . import kernel_path, ladder
+from . import kernel_path, ladder, many_hosts
 from .per_core import per_core
 from .precondition import precondition
 from .qd import knee_search, qd_sweep
 
-__all__ = ["kernel_path", "knee_search", "ladder", "per_core", "precondition", "qd_sweep"]
+__all__ = ["kernel_path", "knee_search", "ladder", "many_hosts", "per_core", "precondition", "qd_sweep"]

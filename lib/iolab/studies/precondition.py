@@ -18,11 +18,11 @@ refused on a device that holds data unless ``allow_destructive=True``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from ..analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 from ..errors import InputError
 from ..fio import fio_time
 from ..progress import bar
@@ -30,28 +30,10 @@ from ..runner import measure
 from ..store import run_table
 from ..target import Target
 
-WINDOW = 5           # rounds in SNIA's measurement window
-RANGE_PCT = 20.0     # max - min of the window, % of its mean
-SLOPE_PCT = 10.0     # excursion of the best linear fit across the window, % of its mean
+# SNIA's rule (the window, its range and slope limits) lives in iolab.analysis, shared with
+# iolab.series (steady state within one run)
+WINDOW, RANGE_PCT, SLOPE_PCT = SNIA_WINDOW, SNIA_RANGE_PCT, SNIA_SLOPE_PCT
 FOREVER = fio_time(7 * 24 * 3600)  # a fill ends when the device is written, not by time
-
-
-def steady_state(values: Sequence[float], window: int = WINDOW, range_pct: float = RANGE_PCT,
-                 slope_pct: float = SLOPE_PCT) -> tuple[bool, str]:
-    """Whether the last ``window`` rounds' figures (IOPS) are in SNIA PTS steady state, and
-    the figures that decide it in words. Fewer than ``window`` rounds: not yet."""
-    if window < 2:
-        raise InputError(f"window={window}: SNIA's rule needs at least 2 rounds (it uses 5)")
-    y = np.asarray(values, float)[-window:]
-    if len(y) < window:
-        return False, f"{len(y)} of {window} rounds so far"
-    mean = y.mean()
-    spread = 100 * (y.max() - y.min()) / mean if mean else float("inf")
-    slope = np.polyfit(np.arange(window), y, 1)[0]
-    excursion = 100 * abs(slope) * (window - 1) / mean if mean else float("inf")
-    ok = spread <= range_pct and excursion <= slope_pct
-    return ok, (f"last {window} rounds: range {spread:.0f} % of the mean (limit {range_pct:g} %), "
-                f"linear-fit excursion {excursion:.0f} % (limit {slope_pct:g} %)")
 
 
 def precondition(target: Target, *, runs_dir: str | Path, cpu: int = 0, rw: str = "randwrite", bs: str = "4k",

@@ -1,0 +1,147 @@
+"""One job on many hosts at once (fio client/server, ``iolab.clients``): seed 001's question
+of one big box against many, and a fleet's qualification — each host side by side, the
+pooled distribution, the slowest host and why, and how the aggregate scales with hosts.
+
+``host_scaling`` runs the job on the first 1, 2, ... N hosts (``counts``), in rounds of
+every count (shuffled with ``seed``) after one discarded warm-up run, ``repeats`` rounds.
+Its table has a row per host, direction and run, and a ``pooled`` row per run (IOPS
+summed, percentiles from summed bins), with ``hosts_n`` and ``repeat`` columns.
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ..analysis import t_interval
+from ..clients import host_job_key, measure_hosts
+from ..hosts import Host
+from ..hosttable import POOLED, host_snapshot
+from ..progress import bar
+from ..runner import job_options
+from ..store import find_runs, load_runs, read_run, stored_job_key
+from ..sweep import new_sweep_dir
+from ..target import Target
+from ..validate import positive_ints
+
+SNAPSHOT_KEYS = ("kernel", "cpu_model", "governor", "smt", "turbo", "fio_version", "queue", "cpus_online")
+
+
+def host_scaling(target: Target, hosts: Sequence[Host], options: Mapping[str, Any], *,
+                 counts: Sequence[int] | None = None, repeats: int = 3, seed: int = 0,
+                 runs_dir: str | Path | None = None, warmup: bool = True, **measure_kw) -> pd.DataFrame:
+    """``options`` on the first ``k`` hosts for each ``k`` of ``counts`` (default 1..N),
+    ``repeats`` rounds (module docstring). A re-run into the same ``runs_dir`` runs only
+    what has no "ok" run. ``measure_kw`` go to ``measure_hosts`` (``cpus``, ``timeout_s``,
+    ``allow_destructive``)."""
+    hosts = list(hosts)
+    counts = positive_ints("counts", list(counts or range(1, len(hosts) + 1)))
+    if max(counts) > len(hosts):
+        raise ValueError(f"counts go up to {max(counts)} hosts but {len(hosts)} were given")
+    runs_dir = Path(runs_dir or new_sweep_dir("hosts"))
+    done = {}
+    for run_json in find_runs(runs_dir):
+        if read_run(run_json.parent)["status"] == "ok":
+            done[stored_job_key(json.loads((run_json.parent / "params.json").read_text()))] = run_json.parent
+    rng = random.Random(seed)
+    plan = []
+    for repeat in range(repeats):
+        order = list(counts)
+        rng.shuffle(order)
+        plan += [(k, repeat) for k in order]
+    paths, warm = [], warmup
+    for k, repeat in bar(plan, "runs on hosts"):
+        swept = {"hosts_n": k, "repeat": repeat}
+        result_key = host_job_key(job_options(options, target, measure_kw.get("cpus")), target, hosts[:k], swept)
+        if result_key in done:
+            paths.append(done[result_key])
+            continue
+        if warm:
+            measure_hosts(options, target, hosts=hosts[:k], runs_dir=runs_dir / "warmup",
+                          swept={**swept, "warmup": True}, label="warmup", snapshots=False, **measure_kw)
+            warm = False
+        paths.append(measure_hosts(options, target, hosts=hosts[:k], runs_dir=runs_dir, swept=swept,
+                                   label=f"hosts{k}-r{repeat}", **measure_kw).path)
+    return load_runs(paths).sort_values(["hosts_n", "repeat", "host"], ignore_index=True)
+
+
+def per_host(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
+    """Each host's mean ``metric`` over the runs on the most hosts (and the pooled row's),
+    with its 95 % t interval and repeats; hosts that failed in some run are counted."""
+    runs = table[(table["hosts_n"] == table["hosts_n"].max()) & (table["direction"] != "none")]
+    rows = []
+    for host, g in runs.groupby("host", sort=False):
+        lo, hi = t_interval(g[metric])
+        rows.append({"host": host, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi,
+                     "repeats": len(g)})
+    out = pd.DataFrame(rows)
+    failed = table[(table["hosts_n"] == table["hosts_n"].max()) & (table.get("host_status") == "failed")]
+    out["failed_runs"] = out["host"].map(failed["host"].value_counts()).fillna(0).astype(int)
+    return out
+
+
+def slowest_host(table: pd.DataFrame, runs_dir: str | Path, metric: str = "iops") -> dict[str, Any]:
+    """The host with the lowest mean ``metric`` on the most hosts, whether that is sure (its
+    95 % interval lies below every other host's) and how its system differs from the
+    others' in the last such run under ``runs_dir`` (``differences``), in words (``text``)."""
+    hosts = per_host(table, metric)
+    hosts = hosts[hosts["host"] != POOLED]
+    if len(hosts) < 2:
+        return {"host": None, "sure": False, "differences": {}, "text": "fewer than two hosts reported: no slowest host"}
+    slow = hosts.loc[hosts[f"{metric}_mean"].idxmin()]
+    others = hosts[hosts["host"] != slow["host"]]
+    sure = bool((slow["ci_high"] < others["ci_low"]).all())
+    last = table[table["hosts_n"] == table["hosts_n"].max()]["run_id"].iloc[-1]
+    diffs = snapshot_differences(Path(runs_dir) / last)
+    mine = diffs[slow["host"]].to_dict() if slow["host"] in diffs else {}
+    fastest = hosts[f"{metric}_mean"].max()
+    gap = 100 * (1 - slow[f"{metric}_mean"] / fastest)
+    how = ("its 95 % interval lies below every other host's" if sure else
+           "but the intervals overlap: with these repeats it is not surely slower")
+    why = ("; its system differs in " + ", ".join(f"{k} = {v}" for k, v in mine.items())) if mine else \
+        "; its system snapshot does not differ from the others' (kernel, governor, scheduler, CPU, fio)"
+    text = f"slowest host: {slow['host']}, {gap:.1f} % below the fastest ({how}){why}"
+    return {"host": slow["host"], "sure": sure, "gap_pct": gap, "differences": mine, "text": text}
+
+
+def snapshot_differences(run_dir: str | Path) -> pd.DataFrame:
+    """The snapshot entries (``SNAPSHOT_KEYS``, flattened) whose values differ between the
+    hosts of a client/server run folder: one row per entry, one column per host."""
+    run_dir = Path(run_dir)
+    hosts = json.loads((run_dir / "hosts.json").read_text())["hosts"]
+    flat = {h["name"]: _flatten({k: v for k, v in host_snapshot(run_dir, h["folder"]).items() if k in SNAPSHOT_KEYS})
+            for h in hosts}
+    frame = pd.DataFrame(flat)
+    if frame.empty:
+        return frame
+    differs = frame.astype(str).nunique(axis=1) > 1
+    return frame[differs]
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v if not isinstance(v, list) else ",".join(map(str, v))
+    return out
+
+
+def scaling(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
+    """The aggregate (pooled; the one host's row on one host) ``metric`` per number of
+    hosts: mean, 95 % t interval, repeats, and the efficiency against k × the mean on one."""
+    rows = table[table["direction"] != "none"]
+    single = rows[rows["hosts_n"] == 1]
+    agg = pd.concat([single, rows[(rows["hosts_n"] > 1) & (rows["host"] == POOLED)]])
+    out = []
+    for k, g in agg.groupby("hosts_n"):
+        lo, hi = t_interval(g[metric])
+        out.append({"hosts_n": k, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi, "repeats": len(g)})
+    frame = pd.DataFrame(out)
+    one = frame.loc[frame["hosts_n"] == 1, f"{metric}_mean"]
+    frame["efficiency_pct"] = 100 * frame[f"{metric}_mean"] / (frame["hosts_n"] * one.iloc[0]) if len(one) else float("nan")
+    return frame

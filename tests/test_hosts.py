@@ -1,0 +1,197 @@
+"""Client/server runs on real fio servers on this machine: network namespaces joined by veth
+pairs (root) or loopback ports, each server started and stopped by its pid."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, is_root
+from iolab import hosts as hostlib
+from iolab.clients import measure_hosts
+from iolab.errors import HostError, InputError, UnsafeTargetError
+from iolab.fio import fio_version
+from iolab.pool import pool_outputs
+
+JOB = {"ioengine": "psync", "runtime": "1s"}
+
+
+def iolab(*args, cwd=None):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "lib")}
+    return subprocess.run([sys.executable, "-m", "iolab.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=120)
+
+
+def namespaces():
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def loopback_servers():
+    with hostlib.local_servers(2, netns=False) as servers:
+        yield servers
+
+
+# ---------------------------------------------------------------- naming hosts
+@pytest.mark.parametrize("text,address,port", [
+    (" 10.0.0.2 ", "10.0.0.2", 8765), ("h1:8766", "h1", 8766), ("[::1]:9000", "::1", 9000), ("[::1]", "::1", 8765)])
+def test_host_spellings(text, address, port):
+    h = hostlib.parse_host(text)
+    assert (h.name, h.address, h.port) == (text.strip(), address, port)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("h1:x", "not a number"), ("h1:0", "outside 1-65535"), ("h 1", "address\\[:port\\]"),
+    ("h1,8765", "address\\[:port\\]"), ("[::1]8765", "IPv6")])
+def test_bad_host_spellings_say_how_to_write_one(text, words):
+    with pytest.raises(InputError, match=words):
+        hostlib.parse_host(text)
+
+
+def test_a_host_named_twice_or_none_is_refused(tmp_path):
+    with pytest.raises(InputError, match="named twice"):
+        hostlib.hosts_from("10.0.0.2, 10.0.0.2:8765")
+    with pytest.raises(InputError, match="no hosts given"):
+        hostlib.hosts_from(" , ")
+    bad = tmp_path / "hosts.yaml"
+    bad.write_text("10.0.0.2: {via: ssh root@x, user: me}\n")
+    with pytest.raises(InputError, match="unknown key user"):
+        hostlib.hosts_from(None, bad)
+    good = tmp_path / "good.yaml"
+    good.write_text("10.0.0.2:\n  via: ssh -tt root@10.0.0.2\n10.0.0.3:8766: {via: [env]}\n")
+    hosts = hostlib.hosts_from("10.0.0.3:8766", good)
+    assert hosts[0].via == ("env",) and [h.name for h in hostlib.hosts_from(None, good)] == ["10.0.0.2", "10.0.0.3:8766"]
+
+
+# ---------------------------------------------------------------- before any run
+def test_a_host_that_is_down_is_named_before_any_run(loopback_servers, scratch, runs):
+    down = hostlib.Host("127.0.0.1:1", "127.0.0.1", 1)
+    with pytest.raises(HostError, match="127.0.0.1:1 refused the connection on port 1: no fio server"):
+        measure_hosts(JOB, scratch, hosts=[*loopback_servers.hosts, down], runs_dir=runs)
+    assert not runs.exists() or not list(runs.iterdir())
+
+
+def test_another_fio_version_is_named_before_any_run(loopback_servers, tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "fio").write_text("#!/bin/sh\necho fio-3.99\n")
+    (fake / "fio").chmod(0o755)
+    h = loopback_servers.hosts[0]
+    odd = hostlib.Host(h.name, h.address, h.port, ("env", f"PATH={fake}:{os.environ['PATH']}"))
+    with pytest.raises(HostError, match=f"{h.name} runs fio-3.99, this machine fio-3"):
+        hostlib.check_hosts([odd, loopback_servers.hosts[1]], fio_version())
+
+
+# ---------------------------------------------------------------- runs
+def test_iolab_run_hosts_gives_a_row_per_host_and_a_pooled_row(loopback_servers, tmp_path):
+    names = [h.name for h in loopback_servers.hosts]  # same address, two ports: two hosts
+    done = iolab("run", "--hosts", f" {names[0]} ,{names[1]}", "--runs-dir", str(tmp_path / "runs"),
+                 "--scratch-dir", str(tmp_path / "s"), "--size", "32m", "--runtime=1s", "--ioengine=psync")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines[1:4]] == [*names, "pooled"]
+    run = next((tmp_path / "runs").iterdir())
+    from iolab.store import run_table
+    table = run_table(run)
+    hosts, pooled = table[table.host != "pooled"], table[table.host == "pooled"].iloc[0]
+    assert list(hosts.host) == names and set(hosts.host_status) == {"ok"}
+    assert pooled.iops == pytest.approx(hosts.iops.sum()) and pooled.total_ios == hosts.total_ios.sum()
+    assert pooled.clat_p99_us == pool_outputs([run / "fio.json"], files="concurrent").clat_p99_us.iloc[0]
+    assert hosts.clat_p99_us.min() <= pooled.clat_p99_us <= hosts.clat_p99_us.max()
+    for name in ("fio.json", "hosts.list", "hosts.json", "job.fio"):
+        assert (run / name).exists()
+    assert all(json.loads((run / "hosts" / h.folder / "system.json").read_text())["kernel"]
+               for h in loopback_servers.hosts)  # this machine: its snapshot is taken without a prefix
+    assert "Starting 1 process" not in (table.fio_warnings.iloc[0] or "")
+
+
+@pytest.mark.skipif(not is_root or not hostlib.netns_allowed(), reason="network namespaces need root and ip")
+def test_servers_in_network_namespaces_are_stopped_and_removed(scratch, runs):
+    before = namespaces()
+    with hostlib.local_servers(2) as servers:
+        assert servers.kind.startswith("network namespaces")
+        pids = [s.proc.pid for s in servers.servers]
+        result = measure_hosts(JOB, scratch, hosts=servers.hosts, runs_dir=runs)
+        names = [h.name for h in servers.hosts]
+        assert list(result.table.host) == [*names, "pooled"]
+        assert set(result.table.kernel.dropna()) == {os.uname().release}  # snapshots through `ip netns exec`
+    assert namespaces() == before
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_host_killed_mid_run_is_marked_failed_and_the_other_kept(loopback_servers, scratch, runs):
+    victim = loopback_servers.servers[0]
+
+    def kill_soon():
+        time.sleep(1.0)
+        os.killpg(victim.proc.pid, signal.SIGKILL)  # the server and the job it forked
+    import threading
+    threading.Thread(target=kill_soon, daemon=True).start()
+    result = measure_hosts({**JOB, "runtime": "3s"}, scratch, hosts=loopback_servers.hosts, runs_dir=runs)
+    t = result.table.set_index("host")
+    dead, alive = victim.host.name, loopback_servers.hosts[1].name
+    assert t.loc[dead, "host_status"] == "failed" and "disconnected" in t.loc[dead, "host_error"]
+    assert t.loc[alive, "host_status"] == "ok" and t.loc[alive, "iops"] > 0
+    assert "pooled" not in t.index  # one host reported: nothing to pool
+    meta = json.loads((result.path / "run.json").read_text())
+    assert meta["status"] == "ok" and dead in meta["hosts_failed"]
+
+
+@pytest.mark.skipif(not is_root or not hostlib.netns_allowed(), reason="network namespaces need root and ip")
+def test_writes_to_a_block_device_on_hosts_iolab_cannot_see_are_refused(loopdev, runs):
+    with hostlib.local_servers(1) as servers:
+        with pytest.raises(UnsafeTargetError, match="cannot see what that device holds"):
+            measure_hosts({**JOB, "rw": "randwrite"}, loopdev, hosts=servers.hosts, runs_dir=runs)
+    assert not runs.exists() or not list(runs.iterdir())
+
+
+@pytest.mark.skipif(not is_root or not hostlib.netns_allowed(), reason="network namespaces need root and ip")
+def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path):
+    code = ("import os, signal, sys; sys.path.insert(0, %r)\n"
+            "from iolab import hosts\n"
+            "s = hosts.start_local_servers(1)\n"
+            "print(s.servers[0].proc.pid, s.namespaces[0][0], flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n") % str(REPO / "lib")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    pid, ns = out.split()
+    assert ns in namespaces()
+    from iolab.repair import recover
+    said = recover()
+    assert ns not in namespaces() and any(ns in s for s in said)
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)
+
+
+def test_search_spec_with_hosts(loopback_servers, tmp_path):
+    from iolab import search
+    spec = {"name": "h", "target": "scratch", "size": "32m", "base": {**JOB}, "axes": {"iodepth": [1]},
+            "hosts": ",".join(h.name for h in loopback_servers.hosts), "warmup": None}
+    os.environ["IOLAB_DATA"] = str(tmp_path / "data")
+    try:
+        table = search.run(search.load_spec(spec), tmp_path / "runs", announce=None, progress=False)
+    finally:
+        del os.environ["IOLAB_DATA"]
+    assert sorted(table.host) == sorted([*(h.name for h in loopback_servers.hosts), "pooled"])
+
+
+@pytest.mark.slow
+def test_many_hosts_notebook_on_local_servers(tmp_path, monkeypatch):
+    import nbformat
+    from iolab.publish import execute, to_html
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    before = namespaces()
+    out = execute(REPO / "notebooks/07_many_hosts.ipynb", tmp_path / "07.ipynb",
+                  {"start_local_servers": 2, "runtime_s": 1, "size": "32m", "repeats": 1, "interactive": False})
+    nb = nbformat.read(out, as_version=4)
+    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for c in nb.cells for o in c.get("outputs", []))
+    assert "2 hosts: " in text and "slowest host" in text and "servers stopped" in text
+    html = to_html(out).read_text()
+    assert html.count("data:image/png;base64") >= 4 and "pooled" in html and "efficiency" in html
+    assert namespaces() == before
