@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what iolab needs and is missing; quick when everything is there.
-#   system tools: fio, perf (Debian: linux-perf), stress-ng, python3-venv  (apt-get, as root)
+#   system tools: fio, perf (Debian: linux-perf), stress-ng, iproute2, python3-venv  (apt-get, as root)
 #   .venv with iolab and its Python dependencies (pip, editable)
 #   the python3 Jupyter kernel inside .venv (papermill uses it)
 #   --browser: also Debian's chromium, for the browser tests (make test; not make demo/lab)
@@ -20,6 +20,7 @@ command -v stress-ng >/dev/null 2>&1 || missing+=(stress-ng)
 command -v losetup >/dev/null 2>&1 || missing+=(util-linux)
 command -v blkid >/dev/null 2>&1 || missing+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)  # network namespaces for local fio servers (notebook 07, tests)
 if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     missing+=(python3-venv)
 fi
