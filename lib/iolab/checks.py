@@ -88,7 +88,7 @@ def device_vs_fio(fio: pd.DataFrame, blockstat: Mapping[str, Any] | None, direct
         if fio_bytes == 0 and dev_bytes < MIN_BYTES:
             continue
         ratio = dev_bytes / fio_bytes if fio_bytes else math.inf
-        figures["device_over_fio"] = ratio
+        figures["device_over_fio"] = ratio if fio_bytes else None  # JSON has no infinity
         if abs(dev_bytes - fio_bytes) < MIN_BYTES or CACHE_SHARE <= ratio <= OTHER_SHARE:
             out.append(Check("device_vs_fio", True, f"{dev} moved {ratio:.2f}x fio's {rw} bytes", figures,
                              threshold, rw))
@@ -99,10 +99,10 @@ def device_vs_fio(fio: pd.DataFrame, blockstat: Mapping[str, Any] | None, direct
                              "(use direct=1, or drop caches and make the file larger than memory)",
                              figures, threshold, rw))
         else:
-            why = ("other traffic on the device during the run, or readahead (buffered I/O)" if direct is False
+            why = ("other traffic on the device during the run, or readahead (buffered I/O)" if direct is False and rw == "read"
                    else "other traffic shared the device during the run")
-            out.append(Check("device_vs_fio", False,
-                             f"{dev} moved {_mib(dev_bytes)} of {rw}s, {ratio:.1f}x fio's {_mib(fio_bytes)}: {why}; "
+            than = f"{ratio:.1f}x fio's {_mib(fio_bytes)}" if fio_bytes else f"while fio did no {rw}s"
+            out.append(Check("device_vs_fio", False, f"{dev} moved {_mib(dev_bytes)} of {rw}s, {than}: {why}; "
                              "measure on an idle device", figures, threshold, rw))
     return out
 

@@ -321,13 +321,13 @@ def cmd_series(args, _extra) -> int:
 
 def cmd_check(args, _extra) -> int:
     from . import checks, validate
-    from .store import find_runs
     from .target import parse_size
 
     runs = []
     for given in args.run_dir:
         path = validate.input_file(given, "run folder") if not Path(given).is_dir() else Path(given)
-        runs += [path] if (path / "run.json").exists() else [r.parent for r in find_runs(path)]
+        runs += [path] if (path / "run.json").exists() else [  # every run below, sweeps' folders too
+            r.parent for r in sorted(path.rglob("run.json")) if not any(p.startswith(".tmp-") for p in r.parts)]
     if not runs:
         raise InputError(f"no run folders in {', '.join(args.run_dir)} (a run folder holds run.json)")
     ceiling = parse_size(args.ceiling) if args.ceiling else None

@@ -115,7 +115,9 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
         if ax is not axes[0][-1] and ax.get_legend():
             ax.get_legend().remove()
     axes[0][0].set_ylabel(label(y))
-    fig.suptitle(title or f"{label(y)} by {label(x)}" + (f" and {label(hue)}" if hue else ""), fontsize=11)
+    flagged = "flags" in df and (df["flags"].fillna("") != "").any()  # a banner goes between title and plot
+    fig.suptitle(title or f"{label(y)} by {label(x)}" + (f" and {label(hue)}" if hue else ""), fontsize=11,
+                 **({"y": 1.1} if flagged else {}))
     c = choices(df)
     xs = [s for s in c.settings if s not in (hue, facet)] if x in c.metrics else [x]
     n = df.groupby(xs + [k for k in (hue, facet) if k])[y].count() if xs else df[y].agg(["count"])
@@ -124,7 +126,7 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     source = COLUMNS[y].source if y in COLUMNS else "this table"
     fig.text(0.01, 0.01, f"source: {source}; mean of {runs} run(s) per point; {interval}",
              fontsize=7.5, color="0.35")
-    fig.tight_layout(rect=(0, 0.04, 1, 0.93 if "flags" in df and (df["flags"].fillna("") != "").any() else 1))
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     flag_banner(axes[0][0], df)
     return fig
 
