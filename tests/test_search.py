@@ -8,7 +8,6 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import yaml
@@ -121,7 +120,7 @@ def test_a_search_over_devices_stress_and_a_knob(tmp_path, monkeypatch):
     assert sorted(again.run_id.unique()) == sorted(per_run.run_id)
 
 
-KILL_SPEC = {"name": "killed", "repeats": 3, "order": "random", "seed": 2, "base": BASE,
+KILL_SPEC = {"name": "killed", "repeats": 2, "order": "random", "seed": 2, "base": {**BASE, "runtime": "500ms"},
              "axes": {"scheduler": ["none", "mq-deadline"], "iodepth": [1, 2]}}
 
 
@@ -136,7 +135,7 @@ def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopde
     deadline = time.monotonic() + 60
     while len(list((tmp_path / "runs").glob("[!.]*/run.json"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(0.5)  # mid-run
+    time.sleep(0.25)  # mid-run
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
@@ -146,9 +145,9 @@ def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopde
         if json.loads(run_json.read_text())["status"] == "ok":
             s = json.loads((run_json.parent / "params.json").read_text())["swept"]
             swept[(s["scheduler"], s["iodepth"], s["repeat"])] += 1
-    assert len(swept) == 2 * 2 * 3 and set(swept.values()) == {1}
+    assert len(swept) == 2 * 2 * 2 and set(swept.values()) == {1}
     assert knobs.get("scheduler").read(loopdev) == scheduler
-    assert "best" in done.stdout and "12 runs in 4 cells" in done.stdout
+    assert "best" in done.stdout and "8 runs in 4 cells" in done.stdout
 
 
 def test_the_stop_rule_ends_a_cell_once_its_interval_is_narrow(tmp_path):

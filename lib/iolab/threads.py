@@ -8,23 +8,32 @@ while three fio threads ran. This sampler does what psn does, beside fio:
     ...                                    # the run
     samples = sampler.stop()               # iolab.threadstates.ThreadSamples -> the run folder
 
-Every ``interval_s`` (a tick) one thread lists every process of /proc and every thread of
-each (``/proc/PID/task``, listed again when its thread count changes) and reads its
-``stat``; for the threads in ``states`` (R and D by default: the active ones; ``"all"``
+Every ``interval_s`` (a tick) one thread reads the ``stat`` of every thread of every process
+of /proc; for the threads in ``states`` (R and D by default: the active ones; ``"all"``
 keeps every state) it also reads ``syscall``, ``wchan`` and, when allowed (root), the
 kernel ``stack``. Only those threads are kept — and the run's own threads (the pid given
 to ``start`` and the processes below it: fio and its jobs) in ``workload_states`` too, S
 by default: where fio sleeps (``io_cqring_wait``, waiting for completions) is the off-CPU
-time a flame graph misses, while the machine's idle daemons in S are not worth a row. Each
-thread's stat file stays open and is read again from offset 0 (plain ``os.pread``, no
-psutil). On this project's VM (about 85 threads) a tick takes 0.45 ms with warm caches and
-about 1.5 ms beside a run: 3 % of the other CPU at the default 20 ticks a second.
+time a flame graph misses, while the machine's idle daemons in S are not worth a row.
 
-* The sampler runs on a CPU outside ``avoid_cpus`` (the measured ones) when there is one;
-  it lives in the calling process (fio is another process, so the GIL cannot slow it) and
-  never samples that process (the instrument, not the workload).
-* A tick that cannot start on time (the previous one took longer than the interval) is
-  skipped and counted (``late_ticks``); averages divide by the ticks really taken.
+What a tick costs (plain ``os.pread``, no psutil): each thread's stat file stays open and
+is read again from offset 0 (procfs makes it anew), so a tick does no path lookup; /proc
+and the ``task`` folders are listed again only when ``/proc/loadavg`` says a thread may
+have started or ended (its thread count or last pid moved), after a failed read, and at
+least every ``RESCAN_TICKS`` ticks. On this project's VM (about 85 threads) a tick takes
+0.3 ms alone and about 1 ms beside a CPU-bound run (the other vCPU shares the hardware):
+2.3 % of a CPU at the default 20 ticks a second. ``benchmarks/threads_overhead.py``
+measures what that costs fio: within the noise of this VM (its control) on CPU-bound jobs.
+
+* The sampler runs on a CPU outside ``avoid_cpus`` (the measured ones) when there is one,
+  at ``SCHED_IDLE`` (else nice 19; ``idle=False`` keeps the normal priority): a kernel
+  worker or fio woken on that CPU preempts it at once. It lives in the calling process
+  (fio is another process, so the GIL cannot slow it) and never samples that process (the
+  instrument, not the workload).
+* A tick that starts more than half an interval late (its CPU was busy) is taken and
+  counted (``late_ticks``, ``max_lag_s``); due times passed over because the sampler was a
+  whole interval behind are counted as ``skipped_ticks``. Averages divide by the ticks
+  really taken, and ``iolab.threadstates.notes`` says so.
 * An entry that cannot be read is counted per kind and reason and written as
   ``[unreadable: <reason>]``: ``exited`` (the thread ended between the listing and the
   read), ``permission`` (``stack`` without root: not tried again in that run), ``ptrace
