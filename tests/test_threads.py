@@ -3,6 +3,7 @@ real buffered workload on a loop device, and the sampler and its table on a reco
 import errno
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -257,6 +258,37 @@ def test_late_and_skipped_ticks_are_counted_never_dropped_silently(tmp_path):
     assert "ticks late" in threadstates.notes(run)
 
 
+def test_a_run_thread_on_cpu_far_more_than_its_r_samples_say_is_said(tmp_path):
+    """On this project's VM the sampler's ticks fell while fio's job waited: R in 18 % of the
+    samples while its schedstat said 72 % on a CPU. Recorded here: one thread always S while
+    its schedstat grows at 80 % of the time, one always R at 90 %."""
+    p = tmp_path / "proc"
+    _thread(p, 90, 90, "fio", "S", ppid=80)
+    waits = _thread(p, 100, 100, "fio", "S", wchan="io_cqring_wait", ppid=90)
+    runs = _thread(p, 100, 101, "fio", "R", syscall="running\n", ppid=90)
+    sampler = ThreadSampler(proc=p, exclude_pids=[])
+    sampler.workload_pid, sampler._members = 90, {"90"}
+    sampler.t0 = start = time.monotonic()
+    for _ in range(12):
+        elapsed = time.monotonic() - start
+        (waits / "schedstat").write_text(f"{int(0.8 * elapsed * 1e9)} 0 0\n")
+        (runs / "schedstat").write_text(f"{int(0.9 * elapsed * 1e9)} 0 0\n")
+        sampler.tick()
+        time.sleep(0.005)
+    got = sampler.samples()
+    assert set(got.meta["workload_on_cpu"]) == {"100", "101"}  # fio's parent: no schedstat file, skipped
+    assert got.meta["workload_on_cpu"]["100"]["last_tick"] == 11 and got.meta["unreadable"] == {}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    for name, text in got.files().items():
+        (run / name).write_text(text)
+    said = threadstates.notes(run)
+    on = re.search(r"thread fio \(100\) was on a CPU (\d+) % of the sampled time", said)
+    assert on and 70 <= int(on.group(1)) <= 90 and "R in 0 % of the samples" in said
+    assert "(101)" not in said  # R in every sample: nothing to say
+
+
 @needs_root
 def test_buffered_reads_on_a_loop_device_show_fio_and_the_kernel_workers(loopdev, runs, capsys):
     """Seed 001's finding, small: buffered random reads keep fio waiting while kernel
@@ -267,6 +299,7 @@ def test_buffered_reads_on_a_loop_device_show_fio_and_the_kernel_workers(loopdev
     got = threadstates.load(result.path)
     assert got.ticks >= 20 and got.meta["interval_s"] == 0.05 and got.meta["late_ticks"] <= 2
     assert got.meta["workload_pid"] and 0 not in got.meta["sampler_cpus"]  # off fio's CPU
+    assert any(v["on_cpu_s"] > 0 for v in got.meta["workload_on_cpu"].values())  # fio's schedstat read
     tab = threadstates.table(result.path, by=["comm", "state", "syscall"])
     fio = tab[tab.comm == "fio"]
     assert "D" in set(fio.state) and set(fio.state) <= {"R", "D", "S"}  # its job reads; the parent sleeps

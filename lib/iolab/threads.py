@@ -197,6 +197,7 @@ class ThreadSampler:
         self._rows: list[tuple] = []
         self._fds: dict[str, int] = {}  # tid -> its open stat file
         self._side: dict[tuple[str, str], int] = {}  # (tid, syscall|wchan|stack) -> its open file, while kept
+        self._on_cpu: dict[str, list] = {}  # the run's threads: [first tick, first ns on CPU, last tick, last ns, t0, t1]
         self._kept: set[str] = set()  # the threads kept (a row) in this tick
         self._kthreads: set[str] = set()
         self._tasks: list[tuple[str, str, int]] = []  # (pid, tid, stat fd or -1) of the last listing
@@ -240,6 +241,26 @@ class ThreadSampler:
             if fd is not None:
                 os.close(self._side.pop(key))
             return self._bad(kind, _why(exc))
+
+    def _note_on_cpu(self, tid: str, base: str, tick: int, t: float) -> None:
+        """The time a run's thread has spent on a CPU (``schedstat``, ns), at its first and
+        latest kept tick: ``iolab.threadstates.notes`` checks its R samples against it. Not a
+        psn field: a file that cannot be read is skipped, not counted."""
+        key = (tid, "schedstat")
+        fd = self._side.get(key)
+        try:
+            if fd is None:
+                if len(self._fds) + len(self._side) >= self._max_fds:
+                    return
+                fd = self._side[key] = os.open(base + "schedstat", os.O_RDONLY)
+            ns = int(os.pread(fd, 128, 0).split()[0])
+        except (OSError, ValueError, IndexError):
+            return
+        got = self._on_cpu.get(tid)
+        if got is None:
+            self._on_cpu[tid] = [tick, ns, tick, ns, t, t]
+        else:
+            got[2], got[3], got[5] = tick, ns, t
 
     def _stack(self, tid: str, base: str) -> str:
         if self._stacks == "off":
@@ -399,7 +420,11 @@ class ThreadSampler:
                 self._bad("stat", "unparsable")
                 continue
             read += 1
-            if state not in keep and not (workload and state in extra and member(pid, raw)):
+            if state in keep:
+                mine = workload and member(pid, raw)
+            elif workload and state in extra and member(pid, raw):
+                mine = True
+            else:
                 continue
             kept.add(tid)
             base = f"{proc}/{pid}/task/{tid}/"
@@ -412,7 +437,9 @@ class ThreadSampler:
                 syscall = got if isinstance(got, str) else syscall_label(got, self._names)
             wchan = value("wchan", tid, base)
             wchan = wchan if isinstance(wchan, str) else (wchan.decode(errors="replace").strip() or "0")
-            rows.append((round(t, 4), tick, int(pid), int(tid), int(workload and member(pid, raw)), comm, letter,
+            if mine:
+                self._note_on_cpu(tid, base, tick, t)
+            rows.append((round(t, 4), tick, int(pid), int(tid), int(mine), comm, letter,
                          int(kthread), syscall, wchan, self._stack(tid, base)))
         if self._side:
             self._drop_side()
@@ -495,5 +522,8 @@ class ThreadSampler:
                 "stacks": self._stacks,
                 "excluded_pids": sorted(int(p) for p in self._exclude), "unreadable": self._unreadable,
                 "workload_pid": self.workload_pid, "error": self.error,
+                "workload_on_cpu": {tid: {"first_tick": a, "last_tick": b, "on_cpu_s": round((nb - na) / 1e9, 6),
+                                          "window_s": round(t1 - t0, 4)}
+                                    for tid, (a, na, b, nb, t0, t1) in self._on_cpu.items() if b > a},
                 "tool": "iolab.threads (the method of 0x.tools psn)"}
         return ThreadSamples(frame, meta)

@@ -16,7 +16,9 @@ The sampler (``iolab.threads``, seed 001's pSnapper method) leaves two files in 
   fio's job processes, fio under perf — are the run's own threads) and ``unreadable``: per
   kind of file (``task``, ``stat``, ``syscall``, ``wchan``, ``stack``) and reason
   (``exited``, ``permission``, ...) how many entries could not be read. An unreadable value is written ``[unreadable:
-  <reason>]`` in its column, so it is counted in the table under that label, never dropped.
+  <reason>]`` in its column, so it is counted in the table under that label, never dropped;
+  ``workload_on_cpu``: per thread of the run, its first and last kept tick and the time it
+  spent on a CPU between them (``schedstat``), against which ``notes`` checks its R samples.
 
 Kept are the active threads (R and D, by default) and, of the run's own threads, the
 sleeping ones too (S: fio waiting in ``io_cqring_wait`` is off-CPU time); a row's
@@ -56,6 +58,8 @@ KEYS = ("comm", "state", "syscall", "wchan", "kstack")  # what ``table`` can gro
 ACTIVE = ("R", "D")  # running or runnable, uninterruptible sleep: the states psn counts as active
 SCOPES = ("run", "all")  # the run's process group and the kernel threads, or every thread
 DEFAULT_FRAMES = 3  # innermost kernel frames shown in the kstack key
+UNDERSAMPLED_ON_CPU_PCT = 20  # a run's thread on a CPU at least this much of the time ...
+UNDERSAMPLED_MIN_TICKS = 10   # ... over at least this many ticks, R in under half as much: said (notes)
 STATE_NAMES = {"R": "running (on CPU or runnable)", "D": "uninterruptible sleep (usually I/O)",
                "S": "interruptible sleep", "I": "idle kernel thread", "T": "stopped", "t": "tracing stop",
                "Z": "zombie", "X": "dead", "P": "parked"}
@@ -245,6 +249,30 @@ def describe(tab: pd.DataFrame, top: int = 5) -> str:
     return "\n".join(lines) or "no active thread was sampled"
 
 
+def _undersampled(name: str, got: ThreadSamples) -> list[str]:
+    """The run's threads whose R samples fall far short of the time they were on a CPU
+    (their ``schedstat`` between their first and last kept tick, ``threads.json``'s
+    ``workload_on_cpu``): the ticks were not independent of the run. Seen on this project's
+    2-vCPU VM: a thread on CPU 72 % of the time was R in 18 % of the samples taken at 20 a
+    second, 35 % at 2,000 a second; the sampler's vCPU runs when fio's halts."""
+    said = []
+    for tid, got_on in (got.meta.get("workload_on_cpu") or {}).items():
+        ticks = got_on["last_tick"] - got_on["first_tick"] + 1
+        if ticks < UNDERSAMPLED_MIN_TICKS or not got_on["window_s"]:
+            continue
+        on_pct = 100 * got_on["on_cpu_s"] / got_on["window_s"]
+        mine = got.samples[(got.samples.tid == int(tid)) & got.samples.tick.between(got_on["first_tick"],
+                                                                                     got_on["last_tick"])]
+        r_pct = 100 * (mine.state == "R").sum() / ticks
+        if on_pct >= UNDERSAMPLED_ON_CPU_PCT and r_pct < on_pct / 2:
+            comm = mine.comm.iloc[0] if len(mine) else "?"
+            said.append(f"{name}: the run's thread {comm} ({tid}) was on a CPU {on_pct:.0f} % of the sampled time "
+                        f"(its schedstat) but R in {r_pct:.0f} % of the samples: the ticks fell mostly while it "
+                        "waited (on a VM whose vCPUs share a physical CPU, the sampler's vCPU runs while the run's "
+                        "halts); read the run's R rows as a lower bound")
+    return said
+
+
 def notes(runs: Any, scope: str = "run", runs_dir: str | os.PathLike | None = None) -> str:
     """What the tables of these runs do not show, in words (``''`` when nothing): a sampler
     that stopped early, the entries that could not be read (counted, labelled
@@ -264,6 +292,7 @@ def notes(runs: Any, scope: str = "run", runs_dir: str | os.PathLike | None = No
             said.append(f"{path.name}: {late} of {got.ticks} ticks late (up to {1e3 * (got.meta.get('max_lag_s') or 0):.0f}"
                         f" ms), {skipped} skipped (the sampler's CPU was busy)"
                         + (f": {rate:.1f} ticks a second of the {1 / interval:.0f} asked" if rate and interval else ""))
+        said += _undersampled(path.name, got)
         other += len(got.samples) - len(in_scope(got, scope))
         for kind, reasons in (got.meta.get("unreadable") or {}).items():
             for reason, n in reasons.items():
