@@ -62,12 +62,10 @@ JOBS = {"buffered": ["--ioengine=io_uring", "--iodepth=16", "--direct=0"],
         "direct": ["--ioengine=io_uring", "--iodepth=16", "--direct=1"]}
 SPIN = """
 import os, sys, threading, time
+from iolab.threads import _lower_priority
 others = os.sched_getaffinity(0) - {int(sys.argv[1])}
 os.sched_setaffinity(0, others or os.sched_getaffinity(0))
-try:
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-except (AttributeError, OSError):
-    os.nice(19)
+_lower_priority()  # the sampler's priority; the spinning thread started below inherits it
 interval, burn = float(sys.argv[2]), float(sys.argv[3]) / 1e3
 print("ready", flush=True)
 stop = threading.Event()

@@ -224,36 +224,37 @@ class ThreadSampler:
         counts[reason] = counts.get(reason, 0) + 1
         return f"[unreadable: {reason}]"
 
-    def _value(self, kind: str, tid: str, base: str) -> bytes | str:
-        """The bytes of one /proc file of a kept thread, or its ``[unreadable: ...]`` label
-        (counted). The file stays open while the thread is kept tick after tick (fio's
-        threads, a busy worker): read again from offset 0, no path lookup."""
+    def _kept_file(self, kind: str, tid: str, base: str) -> bytes:
+        """The bytes of one /proc file of a kept thread (raises ``OSError``). The file stays
+        open while the thread is kept tick after tick (fio's threads, a busy worker): read
+        again from offset 0, no path lookup."""
         key = (tid, kind)
         path = base + kind
         fd = self._side.get(key)
+        if fd is None:
+            if len(self._fds) + len(self._side) >= self._max_fds:
+                return _read(path)
+            fd = self._side[key] = os.open(path, os.O_RDONLY)
         try:
-            if fd is None:
-                if len(self._fds) + len(self._side) >= self._max_fds:
-                    return _read(path)
-                fd = self._side[key] = os.open(path, os.O_RDONLY)
             return _reread(fd, path)
+        except OSError:
+            os.close(self._side.pop(key))
+            raise
+
+    def _value(self, kind: str, tid: str, base: str) -> bytes | str:
+        """The bytes of one /proc file of a kept thread (``_kept_file``), or its
+        ``[unreadable: ...]`` label (counted)."""
+        try:
+            return self._kept_file(kind, tid, base)
         except OSError as exc:
-            if fd is not None:
-                os.close(self._side.pop(key))
             return self._bad(kind, _why(exc))
 
     def _note_on_cpu(self, tid: str, base: str, tick: int, t: float) -> None:
         """The time a run's thread has spent on a CPU (``schedstat``, ns), at its first and
         latest kept tick: ``iolab.threadstates.notes`` checks its R samples against it. Not a
         psn field: a file that cannot be read is skipped, not counted."""
-        key = (tid, "schedstat")
-        fd = self._side.get(key)
         try:
-            if fd is None:
-                if len(self._fds) + len(self._side) >= self._max_fds:
-                    return
-                fd = self._side[key] = os.open(base + "schedstat", os.O_RDONLY)
-            ns = int(os.pread(fd, 128, 0).split()[0])
+            ns = int(self._kept_file("schedstat", tid, base).split()[0])
         except (OSError, ValueError, IndexError):
             return
         got = self._on_cpu.get(tid)
