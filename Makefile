@@ -3,6 +3,7 @@
 PY := .venv/bin/python
 PORT ?= 8888
 IP ?= 127.0.0.1
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 ## setup: install what is missing (fio, linux-perf, .venv, Jupyter kernel)
 setup:
@@ -16,9 +17,9 @@ demo: setup
 lab: setup
 	@$(PY) -m iolab.cli lab --port "$(PORT)" --ip "$(IP)" $(LAB_ARGS)
 
-## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium)
+## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU (TEST_WORKERS=1 for one)
 test: setup-browser tio
-	$(PY) -m pytest -q -ra --durations=15 tests
+	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
 
 ## setup-browser: setup, plus Debian's chromium for the browser tests (tests/test_browser.py)
 setup-browser:

@@ -1,5 +1,10 @@
+import contextlib
 import os
+import shutil
+import signal
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -49,4 +54,176 @@ def write_dos_label(device):
         f.write(entry + bytes(48) + b"\x55\xaa")
 
 
-QUICK = {"runtime": "1s", "ioengine": "psync", "rw": "randread", "bs": "4k"}
+QUICK = {"runtime": "300ms", "ioengine": "psync", "rw": "randread", "bs": "4k"}  # plumbing, not numbers
+
+# The CPU this test process measures on: pytest-xdist's workers (make test runs two) each
+# take their own, so their pinned runs do not queue on one CPU's lock (iolab.locks).
+_ALLOWED = sorted(os.sched_getaffinity(0))
+CPU = _ALLOWED[int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % len(_ALLOWED)]
+OTHER_CPU = next((c for c in _ALLOWED if c != CPU), CPU)  # for what must stay off the measured CPU
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_locks(tmp_path_factory):
+    """Under pytest-xdist, each worker's CPU locks (``IOLAB_LOCKS``) in a folder of its own:
+    each worker measures on its own CPU (``CPU``), and an unpinned run, which locks every CPU
+    (iolab.locks), would otherwise hold the other worker's tests up for no reason. The locks'
+    own tests use ``private_locks``; one worker's tests still queue on its folder as users do."""
+    if "PYTEST_XDIST_WORKER" not in os.environ or "IOLAB_LOCKS" in os.environ:
+        yield
+        return
+    folder = tmp_path_factory.getbasetemp() / "locks"
+    folder.mkdir(exist_ok=True)
+    os.environ["IOLAB_LOCKS"] = str(folder)
+    yield
+    del os.environ["IOLAB_LOCKS"]
+
+
+@pytest.fixture
+def private_locks(tmp_path_factory, monkeypatch):
+    """A lock folder of this test's own (``IOLAB_LOCKS``), world-writable like the real one:
+    for tests about the CPU locks themselves, which must not meet another worker's runs."""
+    folder = Path(tempfile.mkdtemp(prefix="iolab-locks-"))
+    folder.chmod(0o1777)
+    monkeypatch.setenv("IOLAB_LOCKS", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+class LoopWatch:
+    """The loop devices that processes with ``IOLAB_STATE=state`` create, read from their
+    ledger entries while they exist (polled every 20 ms: a loop device lives at least one run),
+    so a test can check that exactly those were released while other tests make their own."""
+
+    def __init__(self, state: Path):
+        import threading
+        self.ledger = state / "ledger"
+        self.seen: dict[str, dict] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        import json
+        while not self._stop.wait(0.02):
+            for entry in self.ledger.glob("*-loop-*.json") if self.ledger.is_dir() else []:
+                with contextlib.suppress(OSError, ValueError):
+                    doc = json.loads(entry.read_text())
+                    if doc.get("backing"):
+                        self.seen.setdefault(doc["backing"], {}).update({k: v for k, v in doc.items() if v})
+
+    def left_behind(self) -> list[str]:
+        """What was seen and is still there: a backing file, or a device still attached to it."""
+        self._stop.set()
+        self._thread.join()
+        left = []
+        for backing, doc in self.seen.items():
+            device = Path(str(doc.get("device") or "")).name
+            attached = device and Path(f"/sys/block/{device}/loop/backing_file").is_file() and \
+                Path(f"/sys/block/{device}/loop/backing_file").read_text().strip().startswith(backing)
+            if Path(backing).exists() or attached:
+                left.append(f"{doc.get('device')} ({backing})")
+        return left
+
+
+@pytest.fixture
+def loop_watch(tmp_path, monkeypatch):
+    """``IOLAB_STATE`` of this test's own, and a ``LoopWatch`` on it."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("IOLAB_STATE", str(state))
+    return LoopWatch(state)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest tests first (notebooks, browser, searches): with two workers, a long test
+    started last would leave one worker idle while the other finishes it."""
+    def weight(item):
+        return 0 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 1
+    items.sort(key=weight)
+
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` for a child a test sends SIGINT to: SIGINT's default action, as a
+    terminal's foreground job has it. A job started in the background (``nohup make test &``,
+    a script run with ``&``) ignores SIGINT and its children inherit that, so the test's
+    Ctrl-C would never arrive; Python turns the default action into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def sigint_raises():
+    """Within the block, SIGINT raises KeyboardInterrupt in this process even when it was
+    started with SIGINT ignored (see ``sigint_default``)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+NOBODY = 65534
+_BIND_AND_EXEC = ("import os, subprocess, sys\n"
+                  "subprocess.run(['mount', '--bind', sys.argv[1], sys.argv[2]], check=True)\n"
+                  "os.execvp(sys.argv[3], sys.argv[3:])")
+
+
+def reachable_by_others(path: Path) -> bool:
+    """Every folder from / down to ``path`` lets other users through (o+x)."""
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+
+
+def run_as_nobody(argv, *, env=None, **kw) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv)`` as user nobody, who must be able to read this checkout (its
+    ``.venv`` and ``lib``). A clone in a folder only root can enter (a home folder, /root,
+    ``mktemp -d``) is bind-mounted onto a world-readable folder inside a private mount
+    namespace (``unshare --mount``: the mount ends with the process, nothing to undo), and
+    the paths of the checkout in ``argv`` and ``env`` are given as seen through it. Skipped,
+    with the reason, where that cannot be done."""
+    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    env = dict(os.environ if env is None else env)
+    if reachable_by_others(REPO):
+        return subprocess.run([*drop, *map(str, argv)], env=env, **kw)
+    if not shutil.which("unshare"):
+        pytest.skip(f"user nobody cannot read {REPO} and unshare is missing to show it through a bind mount")
+    view = Path(tempfile.mkdtemp(prefix="iolab-checkout-"))
+    try:
+        view.chmod(0o755)
+        seen = lambda s: str(s).replace(str(REPO), str(view))  # noqa: E731
+        env = {k: seen(v) for k, v in env.items()}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(view / "lib"), env.get("PYTHONPATH")]))
+        runner = ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-c", _BIND_AND_EXEC,
+                  str(REPO), str(view), *drop, *map(seen, argv)]
+        done = subprocess.run(runner, env=env, **kw)
+        if done.returncode != 0 and "mount" in (done.stderr or "") and "Traceback" in (done.stderr or ""):
+            pytest.skip(f"user nobody cannot read {REPO}, and a bind mount to show it failed: {done.stderr[-300:]}")
+        return done
+    finally:
+        view.rmdir()
+
+
+@pytest.fixture(autouse=True)
+def _alone_if_marked(request, tmp_path_factory):
+    """Tests marked ``alone`` (they judge timing or load, e.g. a sampler's ticks) run while
+    no other pytest-xdist worker runs a test: each test holds a shared lock on one file of
+    the session, an ``alone`` test an exclusive one. A turnstile lock taken first keeps a
+    waiting ``alone`` test from being starved by the other worker's next tests."""
+    import fcntl
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    root = tmp_path_factory.getbasetemp().parent  # shared by the session's workers
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(root / "alone.turnstile", "a") as turnstile, open(root / "alone.lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)

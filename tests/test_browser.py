@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import CPU, OTHER_CPU, REPO
 from iolab.lab import KERNEL_DISPLAY, lab_argv
 from iolab.process import signal_group, spawn
 
@@ -38,11 +38,11 @@ VIEWPORT = {"width": 1280, "height": 900}
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 NOTEBOOKS = {  # short runs: the whole file stays under ~2.5 minutes on 2 cores
-    "01_queue_depth_knee.ipynb": {"queue_depths": [1, 4], "runtime_s": 1, "size": "64m"},
-    "04_flame_graph.ipynb": {"runtime_s": 1, "size": "64m", "freq_hz": 499},
+    "01_queue_depth_knee.ipynb": {"queue_depths": [1, 4], "runtime_s": 0.5, "size": "64m", "cpu": CPU},
+    "04_flame_graph.ipynb": {"runtime_s": 1, "size": "64m", "freq_hz": 499, "cpu": CPU},
 }
 RUN_ALL_TIMEOUT_S = 240
-BROWSER_CPU = max(os.sched_getaffinity(0))  # the notebooks measure on CPU 0
+BROWSER_CPU = OTHER_CPU  # the notebooks measure on CPU
 HIGHLIGHT = "#e040fb"  # the flame graph's search-match fill
 
 
@@ -129,7 +129,7 @@ def browser():
 @contextlib.contextmanager
 def _off_the_measured_cpu():
     """Processes started inside inherit CPU ``BROWSER_CPU`` only, so the browser and its
-    driver do not share CPU 0 with the fio runs the notebooks profile."""
+    driver do not share the CPU of the fio runs the notebooks profile."""
     before = os.sched_getaffinity(0)
     if BROWSER_CPU in before and len(before) > 1:
         os.sched_setaffinity(0, {BROWSER_CPU})

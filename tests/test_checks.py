@@ -9,7 +9,7 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import CPU, REPO
 from iolab import checks
 from iolab.runner import measure
 
@@ -23,9 +23,9 @@ def iolab(*args):
 
 def test_a_buffered_re_read_is_flagged_as_served_by_a_cache(scratch, runs):
     job = {**QUICK, "rw": "read", "direct": 0}
-    measure(job, scratch, cpus=[0], runs_dir=runs / "first")  # brings the file into the page cache
+    measure(job, scratch, cpus=[CPU], runs_dir=runs / "first")  # brings the file into the page cache
     # fio drops a file's cached pages before a run unless invalidate=0: then the cache answers
-    again = measure({**job, "invalidate": 0}, scratch, cpus=[0], runs_dir=runs / "again")
+    again = measure({**job, "invalidate": 0}, scratch, cpus=[CPU], runs_dir=runs / "again")
     assert again.table["flags"].iloc[0].startswith("device_vs_fio: served by a cache")
     stored = json.loads((again.path / "checks.json").read_text())["checks"]
     cache = next(c for c in stored if c["name"] == "device_vs_fio")
@@ -35,7 +35,7 @@ def test_a_buffered_re_read_is_flagged_as_served_by_a_cache(scratch, runs):
 
 
 def test_a_direct_read_of_a_loop_device_is_not_flagged(loopdev, runs):
-    result = measure({**QUICK, "rw": "randread", "direct": 1}, loopdev, cpus=[0], runs_dir=runs)
+    result = measure({**QUICK, "rw": "randread", "direct": 1}, loopdev, cpus=[CPU], runs_dir=runs)
     assert result.table["flags"].iloc[0] == ""
     found = checks.run_checks(result.path)
     device = next(c for c in found if c.name == "device_vs_fio")
@@ -44,13 +44,15 @@ def test_a_direct_read_of_a_loop_device_is_not_flagged(loopdev, runs):
 
 
 def test_other_traffic_on_the_device_is_flagged(loopdev, runs):
-    def other_reader():
-        time.sleep(0.3)
+    def other_reader():  # once fio measures (the run may first wait for its CPU's lock)
+        from test_signals import wait_for_fio
+        wait_for_fio(runs, timeout=60)
+        time.sleep(0.2)
         subprocess.run(["dd", f"if={loopdev.path}", "of=/dev/null", "bs=1M", "iflag=direct"], capture_output=True)
     t = threading.Thread(target=other_reader)
     t.start()
     result = measure({**QUICK, "rw": "randread", "direct": 1, "rate_iops": 200, "runtime": "1500ms"}, loopdev,
-                     cpus=[0], runs_dir=runs)
+                     cpus=[CPU], runs_dir=runs)
     t.join()
     assert "other traffic shared the device" in result.table["flags"].iloc[0]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, REPO, needs_root, needs_shared
+from conftest import FIXTURES, PUBLISHED, REPO, NOBODY, needs_root, needs_shared, run_as_nobody, sigint_default
 
 
 def iolab(*args, **kw):
@@ -46,7 +46,7 @@ def test_knee(tmp_path):
 def test_run_prints_a_summary_and_stores(tmp_path):
     out = iolab("run", "--target", "scratch", "--size", "16m", "--cpus", "0", "--scratch-dir",
                 str(tmp_path / "s"), "--runs-dir", str(tmp_path / "r"), "--rw=randread",
-                "--runtime=1", "--ioengine=psync")
+                "--runtime=300ms", "--ioengine=psync")
     assert out.returncode == 0, out.stderr
     assert "cycles_per_io" in out.stdout and "stored:" in out.stdout
     assert len(list((tmp_path / "r").iterdir())) == 1
@@ -54,7 +54,7 @@ def test_run_prints_a_summary_and_stores(tmp_path):
 
 def test_run_with_bad_option_and_missing_target(tmp_path):
     out = iolab("run", "--scratch-dir", str(tmp_path), "--size", "1m", "--runs-dir", str(tmp_path / "r"),
-                "--bogus_option=3", "--runtime=1")
+                "--bogus_option=3", "--runtime=300ms")
     assert out.returncode == 1 and "bogus_option" in out.stderr and "Traceback" not in out.stderr
     out = iolab("run", "--target", str(tmp_path / "missing"))
     assert out.returncode == 1 and "does not exist" in out.stderr
@@ -72,9 +72,11 @@ NOTES = ("iolab: CPU ", "iolab cleanup: ")  # notes of the CPU locks and the led
 
 def cli(*args, user=None, **kw):
     """``.venv/bin/python -m iolab.cli ARGS``, optionally as another user (setpriv)."""
-    prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user is not None else []
-    return subprocess.run([*prefix, PYTHON, "-m", "iolab.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=300, **kw)
+    argv = [PYTHON, "-m", "iolab.cli", *map(str, args)]
+    if user is not None:
+        assert user == NOBODY
+        return run_as_nobody(argv, capture_output=True, text=True, timeout=300, **kw)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, **kw)
 
 
 def one_line(out, *words, code=1):
@@ -95,7 +97,7 @@ def run_args(tmp_path, *more):
 def test_run_accepts_cpulist_ranges(tmp_path):
     allowed = sorted(os.sched_getaffinity(0))
     spec = f"{allowed[0]}-{allowed[1]}" if len(allowed) > 1 and allowed[1] == allowed[0] + 1 else str(allowed[0])
-    out = cli(*run_args(tmp_path, "--cpus", spec, "--runtime=1", "--ioengine=psync"))
+    out = cli(*run_args(tmp_path, "--cpus", spec, "--runtime=300ms", "--ioengine=psync"))
     assert out.returncode == 0, out.stderr
     params = json.loads(next((tmp_path / "r").glob("*/params.json")).read_text())
     from iolab.validate import cpu_list
@@ -126,9 +128,9 @@ def test_run_as_non_root_into_a_root_owned_folder():
     top = Path(tempfile.mkdtemp(prefix="iolab-root-owned-"))  # root's, 0755: nobody cannot write
     try:
         top.chmod(0o755)
-        out = cli("run", "--runs-dir", top / "runs", "--scratch-dir", top / "s", "--runtime=1", user=65534, cwd="/")
+        out = cli("run", "--runs-dir", top / "runs", "--scratch-dir", top / "s", "--runtime=300ms", user=NOBODY, cwd="/")
         one_line(out, "iolab run:", f"runs folder {top / 'runs'}", "Permission denied", "--runs-dir", "IOLAB_DATA")
-        out = cli("run", "--runtime=1", user=65534, cwd="/", env={**os.environ, "IOLAB_DATA": str(top / "data")})
+        out = cli("run", "--runtime=300ms", user=NOBODY, cwd="/", env={**os.environ, "IOLAB_DATA": str(top / "data")})
         one_line(out, "iolab run:", str(top / "data" / "runs"), "--runs-dir", "IOLAB_DATA")
     finally:
         import shutil
@@ -139,7 +141,7 @@ def test_run_as_non_root_into_a_root_owned_folder():
 def test_run_into_a_read_only_folder(tmp_path):
     from test_validation import tmpfs
     with tmpfs(tmp_path / "ro") as ro:
-        out = cli("run", "--size", "16m", "--scratch-dir", tmp_path / "s", "--runs-dir", ro / "runs", "--runtime=1")
+        out = cli("run", "--size", "16m", "--scratch-dir", tmp_path / "s", "--runs-dir", ro / "runs", "--runtime=300ms")
         one_line(out, "iolab run:", "Read-only file system", "--runs-dir")
 
 
@@ -148,7 +150,7 @@ def test_write_to_a_read_only_file(tmp_path):
     from test_validation import tmpfs
     with tmpfs(tmp_path / "ro", files={"data": bytes(4 << 20)}) as ro:
         out = cli("run", "--target", ro / "data", "--runs-dir", tmp_path / "r", "--rw=randwrite",
-                  "--runtime=1", "--ioengine=psync")
+                  "--runtime=300ms", "--ioengine=psync")
     line = one_line(out, "iolab run:", "fio error 30 (Read-only file system)")
     assert "(no message)" not in line
 
@@ -233,7 +235,8 @@ def test_usage_errors_exit_2():
 
 def test_ctrl_c_is_one_line_and_130(tmp_path):
     proc = subprocess.Popen([PYTHON, "-m", "iolab.cli", *map(str, run_args(tmp_path, "--runtime=30",
-                             "--ioengine=psync"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--ioengine=psync"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list((tmp_path / "r").glob(".tmp-*/job.fio")):
         time.sleep(0.1)

@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from conftest import CPU
 from iolab import compare as cmp
 from iolab.errors import InputError
 from iolab.studies import ladder as lad
 from iolab.sweep import sweep
 from iolab.target import scratch_file
 
-CPU = 1  # the other CPU than most tests, so fewer waits on the per-CPU lock
-JOB = {"rw": "randread", "bs": "4k", "runtime": "1s", "ioengine": "io_uring", "direct": 1}
+JOB = {"rw": "randread", "bs": "4k", "runtime": "1s", "ioengine": "io_uring", "direct": 1}  # numbers: 1 s runs
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def test_refusals(qd):
 
 def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
     steps = [lad.Step("QD 1", {"ioengine": "io_uring", "direct": 1, "iodepth": 1}), lad.Step("QD 8", {"iodepth": 8})]
-    t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=1, repeats=3,
+    t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=0.5, repeats=3,
                        runs_dir=tmp_path / "runs")
     assert list(t.runs) == [3, 3] and math.isnan(t.gain_pct[0]) and t.gain_verdict[0] == ""
     assert 0 < t.gain_low_pct[1] < t.gain_pct[1] < t.gain_high_pct[1]

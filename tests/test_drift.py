@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from conftest import QUICK, needs_root
+from conftest import CPU, QUICK, needs_root
 from iolab import drift, store
 from iolab.sweep import sweep
 from iolab.target import scratch_file
 
 
 def test_a_changed_kernel_and_governor_are_named_on_the_run_that_changed(tmp_path):
-    table = sweep({"iodepth": [1, 2]}, target=scratch_file(tmp_path / "s", "16m"), base=QUICK, cpus=[0],
+    table = sweep({"iodepth": [1, 2]}, target=scratch_file(tmp_path / "s", "16m"), base=QUICK, cpus=[CPU],
                   runs_dir=tmp_path / "runs", progress=None)
     assert list(table.drift) == ["", ""]  # same machine, nothing drifted
     first, second = (tmp_path / "runs" / r for r in table.run_id.unique())
@@ -56,7 +56,7 @@ def test_the_first_run_is_the_earliest_and_a_swept_key_is_compared_within_its_ce
 def test_a_scheduler_sweep_is_not_drift(loopdev, tmp_path):
     available = Path(f"/sys/block/{loopdev.device}/queue/scheduler").read_text().split()
     schedulers = [s.strip("[]") for s in available][:2]  # none and mq-deadline, both active in turn
-    table = sweep({"scheduler": schedulers}, target=loopdev, base=QUICK, cpus=[0], runs_dir=tmp_path / "runs",
+    table = sweep({"scheduler": schedulers}, target=loopdev, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "runs",
                   progress=None)
     assert list(table.scheduler_active) == list(table.scheduler) == schedulers
     assert list(table.drift) == [""] * len(schedulers)

@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from conftest import CPU  # noqa: E402
+
 from iolab import analysis, explore, sweep  # noqa: E402
 from iolab.columns import label  # noqa: E402
 from iolab.fio import fio_time  # noqa: E402
@@ -20,8 +22,8 @@ def table(tmp_path_factory):
     from iolab.target import scratch_file
     tmp = tmp_path_factory.mktemp("explore")
     tgt = scratch_file(tmp / "scratch", "32m")
-    t = sweep.sweep({"iodepth": [1, 4], "bs": ["64k", "4k"]}, target=tgt, cpus=[0], repeats=2,
-                    base={"rw": "randread", "runtime": fio_time(1)}, runs_dir=tmp / "runs",
+    t = sweep.sweep({"iodepth": [1, 4], "bs": ["64k", "4k"]}, target=tgt, cpus=[CPU], repeats=2,
+                    base={"rw": "randread", "runtime": fio_time(0.3)}, runs_dir=tmp / "runs",
                     aliases={"iodepth": "qd"})
     return analysis.add_cycles_per_io(t)
 

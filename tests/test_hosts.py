@@ -16,7 +16,7 @@ from iolab.errors import HostError, InputError, UnsafeTargetError
 from iolab.fio import fio_version
 from iolab.pool import pool_outputs
 
-JOB = {"ioengine": "psync", "runtime": "1s"}
+JOB = {"ioengine": "psync", "runtime": "300ms"}
 
 
 def iolab(*args, cwd=None):
@@ -127,7 +127,9 @@ def test_servers_in_network_namespaces_are_stopped_and_removed(scratch, runs):
 def test_a_host_killed_mid_run_is_marked_failed_and_the_other_kept(loopback_servers, scratch, runs):
     victim = loopback_servers.servers[0]
 
-    def kill_soon():
+    def kill_soon():  # once the run is under way (it may first wait for its CPU's lock)
+        from test_signals import wait_for_fio
+        wait_for_fio(runs, timeout=60)
         time.sleep(1.0)
         os.killpg(victim.proc.pid, signal.SIGKILL)  # the server and the job it forked
     import threading
@@ -187,7 +189,7 @@ def test_many_hosts_notebook_on_local_servers(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     before = namespaces()
     out = execute(REPO / "notebooks/07_many_hosts.ipynb", tmp_path / "07.ipynb",
-                  {"start_local_servers": 2, "runtime_s": 1, "size": "32m", "repeats": 1, "interactive": False})
+                  {"start_local_servers": 2, "runtime_s": 0.5, "size": "32m", "repeats": 1, "interactive": False})
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
                    for c in nb.cells for o in c.get("outputs", []))

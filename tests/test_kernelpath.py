@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUICK, needs_root
+from conftest import QUICK, needs_root, sigint_raises
 from iolab.studies import kernel_path as kp
 from iolab.errors import RunInterrupted
 from iolab.knobs import drop_caches
@@ -28,7 +28,7 @@ def test_interrupted_sweep_restores_the_knob(loopdev, tmp_path):
         signal.raise_signal(signal.SIGINT)
     timer = threading.Thread(target=ctrl_c_once_fio_runs)
     timer.start()
-    with pytest.raises((KeyboardInterrupt, RunInterrupted)):
+    with sigint_raises(), pytest.raises((KeyboardInterrupt, RunInterrupted)):
         kp.knob_sweep(loopdev, "scheduler", ["mq-deadline", "kyber"], {**QUICK, "runtime": "10s"},
                       runs_dir=tmp_path, warmup=None)
     timer.join()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, needs_root
+from conftest import REPO, needs_root, sigint_default
 from iolab import knobs, repair
 from iolab.errors import InputError, IolabError, KnobError, KnobUnavailable, NvmeError
 from iolab.system import snapshot
@@ -137,7 +137,8 @@ with knobs.applied(existing_path(sys.argv[1]), {"read_ahead_kb": 0, "scheduler":
 def hold(loopdev, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO / "lib")}
     proc = subprocess.Popen([PY, "-c", textwrap.dedent(HOLD), str(loopdev.path), other_scheduler(loopdev)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=sigint_default)
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
     return proc
 

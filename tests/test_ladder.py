@@ -1,7 +1,7 @@
 """The tuning ladder on a loop device: which steps run, which are skipped and why."""
 import pytest
 
-from conftest import needs_root
+from conftest import CPU, needs_root
 from iolab.errors import InputError
 from iolab.studies import ladder as lad
 
@@ -21,7 +21,7 @@ def test_short_ladder(loopdev, tmp_path):
              lad.Step("fixedbufs", {"fixedbufs": 1, "registerfiles": 1}),
              lad.Step("gtod_reduce", {"gtod_reduce": 1}, peak_only=True),
              lad.Step("batching", {"iodepth": 32, "iodepth_batch_submit": 16, "iodepth_batch_complete": 4})]
-    t = lad.run_ladder(steps, loopdev, cpu=0, runtime_s=1, runs_dir=tmp_path)
+    t = lad.run_ladder(steps, loopdev, cpu=CPU, runtime_s=0.5, runs_dir=tmp_path)
     assert list(t.status) == ["measured", "skipped", "measured", "measured", "measured"]
     assert "io_poll is 0" in t.reason[1]
     assert t.iops[0] > 1e4 and pytest.approx(t.gain_pct[2]) == 100 * (t.iops[2] / t.iops[0] - 1)
@@ -40,7 +40,7 @@ def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, mon
     steps = [lad.Step("baseline", {"ioengine": "psync", "iodepth": 1}),
              lad.Step("coalescing", {}, knobs={"nvme_coalescing": 0x320}),
              lad.Step("again", {})]
-    t = lad.run_ladder(steps, as_nvme, cpu=0, runtime_s=1, runs_dir=tmp_path / "runs")
+    t = lad.run_ladder(steps, as_nvme, cpu=CPU, runtime_s=0.5, runs_dir=tmp_path / "runs")
     assert list(t.status) == ["measured", "failed", "measured"]
     assert "exit 2): NVMe status: Invalid Field" in t.reason[1]
 
@@ -50,7 +50,7 @@ def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path)
     import json
     steps = [lad.Step("one", {"ioengine": "psync", "iodepth": 1}), lad.Step("two", {"bs": "8k"}),
              lad.Step("three", {"bs": "16k"})]
-    t = lad.run_ladder(steps, scratch, cpu=0, runtime_s=1, runs_dir=tmp_path / "runs", repeats=3, seed=1)
+    t = lad.run_ladder(steps, scratch, cpu=CPU, runtime_s=0.5, runs_dir=tmp_path / "runs", repeats=3, seed=1)
     assert list(t.status) == ["measured"] * 3 and list(t.runs) == [3, 3, 3]
     ran = sorted((json.loads((p.parent / "run.json").read_text())["started_utc"],
                   json.loads(p.read_text())["swept"]) for p in (tmp_path / "runs").glob("*/params.json"))

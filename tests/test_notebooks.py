@@ -3,7 +3,7 @@ their figures as inline pictures."""
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import CPU, REPO
 from iolab.publish import execute, to_html
 
 
@@ -11,8 +11,8 @@ from iolab.publish import execute, to_html
 def test_queue_depth_knee_notebook(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     out = execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "01.ipynb",
-                  {"queue_depths": [1, 4, 16, 64], "runtime_s": 1, "size": "64m", "repeats": 2,
-                   "interactive": False})
+                  {"queue_depths": [1, 4, 16, 64], "runtime_s": 0.5, "size": "64m", "repeats": 2,
+                   "interactive": False, "cpu": CPU})
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "IOPS at QD" in text and "Cycles per IO" in text
@@ -35,7 +35,7 @@ def test_unknown_parameter_is_refused(tmp_path):
 def test_flame_graph_notebook(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     out = execute(REPO / "notebooks/04_flame_graph.ipynb", tmp_path / "04.ipynb",
-                  {"runtime_s": 1, "size": "64m", "interactive": False})
+                  {"runtime_s": 1, "size": "64m", "interactive": False, "cpu": CPU})
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "of the samples are idle" in text and "Normalised to equal totals" in text
@@ -47,7 +47,7 @@ def test_flame_graph_notebook(tmp_path, monkeypatch):
 def test_over_time_notebook(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     out = execute(REPO / "notebooks/08_over_time.ipynb", tmp_path / "08.ipynb",
-                  {"runtime_s": 3, "log_ms": 500, "size": "64m", "interactive": False})
+                  {"runtime_s": 3, "log_ms": 500, "size": "64m", "interactive": False, "cpu": CPU})
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
                    for c in nb.cells for o in c.get("outputs", []))
@@ -63,19 +63,17 @@ def test_over_time_notebook(tmp_path, monkeypatch):
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="loop devices need root")
 @pytest.mark.parametrize("name,params,expect", [
     ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 0.5, "size": "128m", "repeats": 2}, "skipped"),
-    ("03_io_uring_per_core.ipynb", {"runtime_s": 1, "size": "128m", "queue_depths": [1, 16]}, "Little's law estimate"),
+    ("03_io_uring_per_core.ipynb", {"runtime_s": 0.5, "size": "128m", "queue_depths": [1, 16]}, "Little's law estimate"),
     ("05_parameter_search.ipynb", {"spec": str(REPO / "tests/fixtures/search/notebook05.yaml")}, "matters most"),
     ("06_kernel_io_path.ipynb", {"runtime_s": 0.5, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 2,
                                  "readahead_kb": [0, 512]}, "queue knobs restored"),
 ])
-def test_loop_device_notebooks(name, params, expect, tmp_path, monkeypatch):
-    import subprocess
+def test_loop_device_notebooks(name, params, expect, tmp_path, monkeypatch, loop_watch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
-    loops_before = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    out = execute(REPO / "notebooks" / name, tmp_path / name, params)
+    out = execute(REPO / "notebooks" / name, tmp_path / name, {**params, "cpu": CPU} if "spec" not in params else params)
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
                    for c in nb.cells for o in c.get("outputs", []))
     assert expect in text
     assert to_html(out).read_text().count("data:image/png;base64") >= 1
-    assert subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout == loops_before
+    assert loop_watch.seen and not loop_watch.left_behind()  # its loop devices, detached and removed

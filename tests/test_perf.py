@@ -7,7 +7,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, QUICK
+from conftest import CPU, FIXTURES, QUICK
 from iolab import producers, profile as prof, store
 from iolab.analysis import add_cycles_per_io
 from iolab.errors import PerfError
@@ -26,7 +26,7 @@ def profiled(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("perf")
     target = scratch_file(tmp, "32m")
     return measure({**QUICK, "ioengine": "io_uring", "iodepth": 8, "direct": 1, "runtime": "2s"},
-                   target, cpus=[0], runs_dir=tmp / "runs", profile=ProfileSpec(freq_hz=499))
+                   target, cpus=[CPU], runs_dir=tmp / "runs", profile=ProfileSpec(freq_hz=499))
 
 
 def test_probe_explains_this_machine():
@@ -118,7 +118,7 @@ def test_unprivileged_user_is_told_about_paranoid_and_kptr():
 
 def test_process_mode_follows_fio_from_its_start(tmp_path):
     r = measure({**QUICK, "ioengine": "io_uring", "iodepth": 4, "runtime": "1s"}, scratch_file(tmp_path, "16m"),
-                cpus=[0], runs_dir=tmp_path / "runs", profile=ProfileSpec(mode="process", freq_hz=499))
+                cpus=[CPU], runs_dir=tmp_path / "runs", profile=ProfileSpec(mode="process", freq_hz=499))
     roots = {s.split(";")[0] for s in load_stacks(r.path)}
     assert roots == {"fio"}  # only fio's own tree, every process named
     assert json.loads((r.path / "argv.json").read_text())["argv"][:2] == ["perf", "record"]

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, QUICK, REPO
+from conftest import CPU, FIXTURES, QUICK, REPO
 from iolab import producers, store
 from iolab.columns import COLUMNS
 from iolab.runner import measure
@@ -29,7 +29,7 @@ def _layout() -> list[str]:
 @pytest.fixture(scope="module")
 def fio_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fio")
-    return measure({**QUICK, "runtime": "1s"}, scratch_file(tmp, "32m"), cpus=[0], runs_dir=tmp / "runs").path
+    return measure(QUICK, scratch_file(tmp, "32m"), cpus=[CPU], runs_dir=tmp / "runs").path
 
 
 def test_every_column_of_a_real_fio_run_is_described(fio_run):

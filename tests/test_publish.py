@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, sigint_default
 from iolab.errors import IolabError
 from iolab.publish import execute
 
@@ -34,7 +34,8 @@ def test_interrupted_demo_prints_one_line_and_keeps_the_reports(tmp_path):
     (out / "01_queue_depth_knee.ipynb").write_text("good")
     env = {**os.environ, "IOLAB_DATA": str(tmp_path / "data"), "IOLAB_STATE": str(tmp_path / "state")}
     proc = subprocess.Popen([PY, "-m", "iolab.cli", "demo", "--out", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                            preexec_fn=sigint_default)
     deadline = time.monotonic() + 60
     while not list((tmp_path / "data").glob("runs/qd-knee-*/*/job.fio")) and time.monotonic() < deadline:
         time.sleep(0.1)  # the notebook's kernel is measuring

@@ -12,7 +12,7 @@ import pytest
 
 from iolab import runcache, store
 
-FIO = {"rw": "randread", "ioengine": "psync", "runtime": "1s"}
+FIO = {"rw": "randread", "ioengine": "psync", "runtime": "300ms"}
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import QUICK
+from conftest import CPU, QUICK
 from iolab.errors import FioError, RunInterrupted, TargetError, ToolMissing
 from iolab.runner import measure
 from iolab.store import load_runs, read_run
@@ -15,14 +15,14 @@ from iolab.target import resolve
 
 
 def test_measure_stores_everything(scratch, runs):
-    result = measure({**QUICK, "iodepth": 1}, scratch, cpus=[0], runs_dir=runs, swept={"qd": 1})
+    result = measure({**QUICK, "iodepth": 1}, scratch, cpus=[CPU], runs_dir=runs, swept={"qd": 1})
     names = {p.name for p in result.path.iterdir()}
     assert {"run.json", "params.json", "job.fio", "argv.json", "fio.json", "fio.stderr",
             "system.json", "samples_freq.csv", "samples_stat.csv"} <= names
     assert read_run(result.path)["status"] == "ok"
     argv = json.loads((result.path / "argv.json").read_text())["argv"]
     assert argv[1:] == ["--output-format=json+", "--output=fio.json", "job.fio"]
-    assert "cpus_allowed=0" in (result.path / "job.fio").read_text()
+    assert f"cpus_allowed={CPU}" in (result.path / "job.fio").read_text()
     row = result.table.iloc[0]
     assert row.iops > 1000 and row.qd == 1 and row.percentiles_from == "bins"
     assert 0 < row.cpu_busy_pct <= 100 and row.cpu_freq_mhz > 0

@@ -8,7 +8,7 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import QUICK
+from conftest import CPU, QUICK
 from iolab.runner import measure
 from iolab.sampling import (OTHER_FLAG_PCT, STAT_FIELDS, STEAL_FLAG_PCT, Sampler, Samples, cpu_utilisation,
                             noise_flag, read_freq_mhz, read_proc_stat, run_columns, summarise, trim)
@@ -16,10 +16,10 @@ from iolab.sampling import (OTHER_FLAG_PCT, STAT_FIELDS, STEAL_FLAG_PCT, Sampler
 
 def test_sampler_sees_the_pinned_cpu_busy(scratch, runs):
     result = measure({**QUICK, "runtime": "2s", "ioengine": "io_uring", "iodepth": 8, "direct": 1},
-                     scratch, cpus=[0], runs_dir=runs)
+                     scratch, cpus=[CPU], runs_dir=runs)
     stat = pd.read_csv(result.path / "samples_stat.csv")
     freq = pd.read_csv(result.path / "samples_freq.csv")
-    assert set(stat.cpu) == {0} and len(stat) >= 4  # 0.5 s samples over 2 s
+    assert set(stat.cpu) == {CPU} and len(stat) >= 4  # 0.5 s samples over 2 s
     assert stat.t_s.diff().dropna().iloc[:-1].between(0.3, 1.0).all()  # last: the closing sample
     assert freq.freq_source.iloc[0] in ("scaling_cur_freq", "proc_cpuinfo")
     row = result.table.iloc[0]
@@ -70,7 +70,7 @@ NOISE = ("cpu_steal_pct", "cpu_iowait_pct", "host_steal_pct", "host_busy_pct", "
 
 
 def test_a_real_run_names_the_noise_the_machine_adds(scratch, runs):
-    result = measure(QUICK, scratch, cpus=[0], runs_dir=runs)
+    result = measure(QUICK, scratch, cpus=[CPU], runs_dir=runs)
     row = result.table.iloc[0]
     for c in NOISE:
         assert 0 <= row[c] <= 100, (c, row[c])
@@ -85,12 +85,12 @@ def test_a_real_run_names_the_noise_the_machine_adds(scratch, runs):
 
 
 def test_another_process_on_the_pinned_cpu_is_other_load(scratch, runs):
-    """A second process spinning on CPU 0 during a pinned fio run: /proc/stat sees CPU 0
-    busier than fio's own usr+sys, and the run is flagged."""
-    spin = subprocess.Popen([sys.executable, "-c", "import os\nos.sched_setaffinity(0, {0})\nwhile True: pass"])
+    """A second process spinning on the measured CPU during a pinned fio run: /proc/stat sees
+    that CPU busier than fio's own usr+sys, and the run is flagged."""
+    spin = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{CPU}}})\nwhile True: pass"])
     try:
         time.sleep(0.3)  # it is spinning before the run starts
-        result = measure(QUICK, scratch, cpus=[0], runs_dir=runs)
+        result = measure(QUICK, scratch, cpus=[CPU], runs_dir=runs)
     finally:
         os.kill(spin.pid, signal.SIGKILL)
         spin.wait()

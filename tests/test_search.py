@@ -16,7 +16,7 @@ from conftest import REPO, needs_root
 from iolab import knobs, search
 from iolab.errors import FioError, InputError
 
-BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "1s"}
+BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"}
 
 
 def spec_file(tmp_path, **doc):

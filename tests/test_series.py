@@ -9,7 +9,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, QUICK
+from conftest import CPU, FIXTURES, QUICK
 from iolab import fiojson, series
 from iolab.analysis import steady_state
 from iolab.errors import FioOutputError, InputError
@@ -34,7 +34,7 @@ def copy(name, tmp_path):
 
 def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
     from iolab.runner import measure
-    run = measure({**QUICK, "rw": "randrw", "runtime": "3s", "numjobs": 2}, scratch, cpus=[0], runs_dir=runs,
+    run = measure({**QUICK, "rw": "randrw", "runtime": "3s", "numjobs": 2}, scratch, cpus=[CPU], runs_dir=runs,
                   log_ms=500)
     s = series.read_series(run.path)
     doc = json.loads((run.path / "fio.json").read_text())

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, needs_root
+from conftest import CPU, REPO, needs_root, run_as_nobody, sigint_default
 from iolab.signals import FORCE_EXIT_AFTER_S
 
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
@@ -30,7 +30,7 @@ tmp = Path(sys.argv[1])
 print("ready", flush=True)
 measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, scratch_file(tmp / "s", "16m"),
         cpus=[0], runs_dir=tmp / "runs")
-"""
+""".replace("cpus=[0]", f"cpus=[{CPU}]")
 
 HOLD = """
 import sys, time
@@ -44,7 +44,7 @@ with loop_device("16m") as dev:
         print(dev.path, dev.notes[0].split("(")[1].rstrip(")"), flush=True)
         measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, dev, cpus=[0],
                 runs_dir=Path(sys.argv[1]) / "runs")
-"""
+""".replace("cpus=[0]", f"cpus=[{CPU}]")
 
 
 def env_for(tmp_path):
@@ -53,6 +53,7 @@ def env_for(tmp_path):
 
 def start(script, tmp_path):
     return subprocess.Popen([PY, "-c", textwrap.dedent(script), str(tmp_path)], stdout=subprocess.PIPE,
+                            preexec_fn=sigint_default,
                             stderr=subprocess.PIPE, text=True, env=env_for(tmp_path))
 
 
@@ -173,7 +174,7 @@ def test_ctrl_c_at_any_moment_leaves_no_fio(tmp_path):
         assert not any(r.name.startswith(".tmp-") for r in runs_of(sub))
 
 
-def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch):
+def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch, private_locks):
     """Two measurements pinned to one CPU never overlap unknowingly: the second is refused
     (IOLAB_LOCK_WAIT_S=0) with the holder named, or waits for it."""
     from iolab.errors import BusyError
@@ -267,16 +268,15 @@ def test_a_kernel_that_swallows_sigterm_still_ends_and_releases(tmp_path, monkey
 
 
 @needs_root
-def test_a_second_user_sees_the_cpu_lock(tmp_path):
+def test_a_second_user_sees_the_cpu_lock(tmp_path, private_locks):
     """User nobody and root share the per-CPU locks: nobody is refused while root holds
     CPU 1, and gets it once root lets go."""
     from iolab.locks import cpus_locked
 
-    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "IOLAB_LOCK_WAIT_S=0",
-            f"PYTHONPATH={REPO / 'lib'}", "/usr/bin/python3", "-c",
-            "from iolab.locks import cpus_locked\nwith cpus_locked([1]): print('got CPU 1')"]
+    argv = ["/usr/bin/python3", "-c", "from iolab.locks import cpus_locked\nwith cpus_locked([1]): print('got CPU 1')"]
+    env = {**os.environ, "IOLAB_LOCK_WAIT_S": "0", "PYTHONPATH": str(REPO / "lib")}
     with cpus_locked([1]):
-        busy = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        busy = run_as_nobody(argv, env=env, capture_output=True, text=True, timeout=30)
     assert busy.returncode == 1 and f"CPU 1 is in use by pid {os.getpid()} (root" in busy.stderr
-    free = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    free = run_as_nobody(argv, env=env, capture_output=True, text=True, timeout=30)
     assert free.returncode == 0 and "got CPU 1" in free.stdout, free.stderr

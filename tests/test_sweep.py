@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUICK, REPO, needs_root
+from conftest import CPU, QUICK, REPO, needs_root
 from iolab import runner, studies
 from iolab.errors import InputError, KnobUnavailable
 from iolab.studies import kernel_path as kp
@@ -24,9 +24,9 @@ from iolab.sweep import sweep
 from iolab.target import scratch_file
 tmp = Path(sys.argv[1])
 table = sweep({"iodepth": [1, 2, 4]}, target=scratch_file(tmp / "s", "16m"),
-              base={"rw": "randread", "bs": "4k", "runtime": "1s"}, cpus=[0], runs_dir=tmp / "runs")
+              base={"rw": "randread", "bs": "4k", "runtime": "300ms"}, cpus=[CPU], runs_dir=tmp / "runs")
 print(" ".join(table.run_id), flush=True)
-"""
+""".replace("cpus=[CPU]", f"cpus=[{CPU}]")
 
 
 def finished(runs: Path, status: str = "ok") -> dict[str, str]:
@@ -75,7 +75,7 @@ def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path)
     ra = Path(f"/sys/block/{loopdev.device}/queue/read_ahead_kb")
     before, calls = ra.read_text(), []
     table = sweep({"read_ahead_kb": [0, 512]}, target=loopdev, base={**QUICK, "rw": "read", "direct": 0},
-                  cpus=[0], runs_dir=tmp_path / "runs", before_run=lambda: calls.append(ra.read_text().strip()))
+                  cpus=[CPU], runs_dir=tmp_path / "runs", before_run=lambda: calls.append(ra.read_text().strip()))
     assert list(table.read_ahead_kb) == [0, 512] and calls == ["0", "512"]
     for row in table.itertuples():
         run = tmp_path / "runs" / row.run_id
@@ -87,7 +87,7 @@ def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path)
 @needs_root
 def test_a_bad_knob_value_in_a_later_cell_runs_nothing(loopdev, tmp_path):
     with pytest.raises(KnobUnavailable, match="scheduler='fifo'.*choose one of"):
-        sweep({"iodepth": [1], "scheduler": ["none", "fifo"]}, target=loopdev, base=QUICK, cpus=[0],
+        sweep({"iodepth": [1], "scheduler": ["none", "fifo"]}, target=loopdev, base=QUICK, cpus=[CPU],
               runs_dir=tmp_path / "runs")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
@@ -98,13 +98,13 @@ class Stop(Exception):
 
 STUDIES = {
     "qd_sweep": lambda t, d, kw: studies.qd_sweep(t, [1], QUICK, runs_dir=d, **kw),
-    "per_core": lambda t, d, kw: studies.per_core(t, [1], runtime_s=1, runs_dir=d, **kw),
-    "ladder": lambda t, d, kw: lad.run_ladder([lad.Step("baseline", {"iodepth": 1})], t, runtime_s=1,
+    "per_core": lambda t, d, kw: studies.per_core(t, [1], runtime_s=0.5, runs_dir=d, **kw),
+    "ladder": lambda t, d, kw: lad.run_ladder([lad.Step("baseline", {"iodepth": 1})], t, runtime_s=0.5,
                                               runs_dir=d, **kw),
     "direct_vs_buffered": lambda t, d, kw: kp.direct_vs_buffered(t, QUICK, runs_dir=d, **kw),
     "knob_sweep": lambda t, d, kw: kp.knob_sweep(t, "read_ahead_kb", [0], QUICK, runs_dir=d, **kw),
     "block_sizes": lambda t, d, kw: kp.block_sizes(t, ["4k"], QUICK, runs_dir=d, **kw),
-    "many_devices": lambda t, d, kw: kp.many_devices(1, "16m", QUICK, cpus=[0], runs_dir=d, targets=[t], **kw),
+    "many_devices": lambda t, d, kw: kp.many_devices(1, "16m", QUICK, cpus=[CPU], runs_dir=d, targets=[t], **kw),
 }
 
 
@@ -139,13 +139,13 @@ def test_rounds_put_every_cell_in_each_round(scratch):
 
 
 def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path):
-    table = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[0], runs_dir=tmp_path / "r", warmup="run")
+    table = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "r", warmup="run")
     warm = list((tmp_path / "r" / "warmup").glob("*/run.json"))
     assert len(warm) == 1 and len(table) == 2 and "warmup" not in table
     assert json.loads((warm[0].parent / "params.json").read_text())["swept"] == {"iodepth": 1, "repeat": 0, "warmup": True}
-    again = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[0], runs_dir=tmp_path / "r", warmup="run")
+    again = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "r", warmup="run")
     assert list(again.run_id) == list(table.run_id) and len(list((tmp_path / "r" / "warmup").iterdir())) == 1
-    ramped = sweep({"iodepth": [1]}, target=scratch, base=QUICK, cpus=[0], runs_dir=tmp_path / "p", warmup=0.5)
+    ramped = sweep({"iodepth": [1]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "p", warmup=0.5)
     job = json.loads(next((tmp_path / "p").glob("*/params.json")).read_text())["fio_options"]
     assert job["ramp_time"] == "500ms" and len(ramped) == 1
     with pytest.raises(InputError, match="warmup='soon': give seconds of fio ramp_time"):

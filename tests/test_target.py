@@ -18,7 +18,7 @@ def test_parse_size():
 
 def test_scratch_file_is_created_once_and_reused(tmp_path, runs):
     t = scratch_file(tmp_path, "8m")
-    measure({**QUICK, "runtime": "1s"}, t, runs_dir=runs)
+    measure(QUICK, t, runs_dir=runs)
     inode = t.path.stat().st_ino
     t2 = scratch_file(tmp_path, "8m")
     assert t2.path == t.path and t2.path.stat().st_ino == inode and t2.path.stat().st_size == 8 * 2**20

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import REPO, needs_root
+from conftest import CPU, REPO, needs_root
 from iolab import target as targets
 from iolab.errors import TargetError
 from iolab.runner import measure
@@ -54,7 +54,7 @@ def test_use_holds_until_release_and_runs_refuse_a_released_target(runs):
     assert loop.released and other.released
     assert not Path(backing).exists() and not _attached(backing)
     with pytest.raises(TargetError, match="was released"):
-        measure({"runtime": "1s"}, loop, cpus=[0], runs_dir=runs)
+        measure({"runtime": "300ms"}, loop, cpus=[CPU], runs_dir=runs)
 
 
 def _notebook(*sources):

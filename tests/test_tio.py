@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, REPO, needs_root
+from conftest import CPU, FIXTURES, REPO, needs_root
 from iolab.errors import TioError
 from iolab.runner import measure_tio
 from iolab.tio import failure, looks_like_tio, parse_tio, parse_tio_text, summarise_tio
@@ -50,8 +50,8 @@ def test_iolab_parse_accepts_tio_output():
 @have_tio
 @needs_root
 def test_live_tio_run_and_polling_failure(loopdev, tmp_path):
-    r = measure_tio({"p": 0, "d": 16, "r": 2}, loopdev, cpus=[0], runs_dir=tmp_path)
+    r = measure_tio({"p": 0, "d": 16, "r": 2}, loopdev, cpus=[CPU], runs_dir=tmp_path)
     row = r.table.iloc[0]
     assert row.iops > 1e4 and row.tool == "t/io_uring" and 0 < row.cpu_busy_pct <= 100
     with pytest.raises(TioError, match="polled IO.*poll_queues"):
-        measure_tio({"p": 1, "d": 16, "r": 2}, loopdev, cpus=[0], runs_dir=tmp_path)
+        measure_tio({"p": 1, "d": 16, "r": 2}, loopdev, cpus=[CPU], runs_dir=tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, QUICK, REPO, mkfs_ext4, needs_root
+from conftest import CPU, FIXTURES, PUBLISHED, QUICK, REPO, mkfs_ext4, needs_root, run_as_nobody
 from iolab import validate
 from iolab.analysis import find_knee
 from iolab.errors import FioError, FioOutputError, InputError
@@ -49,7 +49,7 @@ def test_fio_time_is_exact():
 
 def test_half_a_second_runs_half_a_second(scratch, runs):
     """runtime_s=0.5 used to become runtime=0.5s, which fio reads as 0 (one pass)."""
-    row = measure({**QUICK, "runtime": fio_time(0.5)}, scratch, cpus=[0], runs_dir=runs).table.iloc[0]
+    row = measure({**QUICK, "runtime": fio_time(0.5)}, scratch, cpus=[CPU], runs_dir=runs).table.iloc[0]
     assert 400 <= row.runtime_ms <= 900
 
 
@@ -79,7 +79,7 @@ def test_fio_options_that_are_fine():
 
 # ---------------------------------------------------------------- the measure check, CPUs
 def test_check_measure(tmp_path):
-    validate.check_measure({"iodepth": 4}, cpus=[0], runs_dir=tmp_path / "r")
+    validate.check_measure({"iodepth": 4}, cpus=[CPU], runs_dir=tmp_path / "r")
     with pytest.raises(InputError, match="iodepth"):
         validate.check_measure({"iodepth": 0})
     with pytest.raises(InputError, match="does not exist"):
@@ -133,14 +133,14 @@ def test_sweep_resumes_only_the_same_job(scratch, runs):
     def folders():
         return sorted(p.name for p in runs.iterdir() if not p.name.startswith("."))
 
-    first = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "4k"}, cpus=[0], runs_dir=runs)
+    first = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "4k"}, cpus=[CPU], runs_dir=runs)
     assert len(folders()) == 1
-    other = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "8k"}, cpus=[0], runs_dir=runs)
+    other = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "8k"}, cpus=[CPU], runs_dir=runs)
     assert len(folders()) == 2, "other base options must not reuse the 4k run"
     assert list(other.run_id) != list(first.run_id) and len(other) == 1
     params = json.loads((runs / other.run_id.iloc[0] / "params.json").read_text())
     assert params["fio_options"]["bs"] == "8k"
-    again = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "4k"}, cpus=[0], runs_dir=runs)
+    again = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "4k"}, cpus=[CPU], runs_dir=runs)
     assert len(folders()) == 2 and list(again.run_id) == list(first.run_id)  # resumed, not re-run
 
 
@@ -198,10 +198,10 @@ def test_fio_refusing_a_mounted_device_is_not_an_ok_run(loopdev, runs, tmp_path)
 
 
 def test_fio_clamp_is_kept_as_a_warning(scratch, runs):
-    result = measure({**QUICK, "iodepth": 4}, scratch, cpus=[0], runs_dir=runs)  # psync caps it at 1
+    result = measure({**QUICK, "iodepth": 4}, scratch, cpus=[CPU], runs_dir=runs)  # psync caps it at 1
     assert "queue depth will be capped at 1" in result.table.fio_warnings.iloc[0]
     assert any("capped at 1" in w for w in read_run(result.path)["fio_warnings"])
-    fine = measure({**QUICK, "ioengine": "io_uring", "iodepth": 4}, scratch, cpus=[0], runs_dir=runs)
+    fine = measure({**QUICK, "ioengine": "io_uring", "iodepth": 4}, scratch, cpus=[CPU], runs_dir=runs)
     assert fine.table.fio_warnings.iloc[0] == ""
 
 
@@ -246,9 +246,8 @@ def test_perf_message_for_non_root_is_whole():
                 "from iolab.errors import PerfError\n"
                 f"p = Profiler({str(work)!r}, [0], ProfileSpec(stat=False), probe())\n"
                 "try:\n    p.start()\nexcept PerfError as e:\n    print(e)\n")
-        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                              str(REPO / ".venv/bin/python"), "-c", code], capture_output=True, text=True,
-                             cwd="/", timeout=60)
+        out = run_as_nobody([REPO / ".venv/bin/python", "-c", code], capture_output=True, text=True,
+                            cwd="/", timeout=60)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     said = out.stdout

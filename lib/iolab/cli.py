@@ -42,9 +42,6 @@ def _fio_options(extra: list[str]) -> dict[str, str | bool]:
 
 
 def cmd_run(args, extra) -> int:
-    from .analysis import add_cycles_per_io  # slow to import (pandas): only for this command
-    from .runner import measure  # slow to import (pandas): only for this command
-
     from . import validate
     from .target import open_target, parse_spec
 
@@ -61,6 +58,9 @@ def cmd_run(args, extra) -> int:
     if args.log_ms is not None and (args.hosts or args.hosts_file):
         from .series import log_options  # fio's client writes each host's logs, fio_iops.N.log.HOST
         options.update(log_options(args.log_ms))  # stamps from each job's start: the hosts' clocks are not ours
+    from .analysis import add_cycles_per_io  # slow to import (pandas): once the input is known good
+    from .runner import measure
+
     with open_target(args.target, args.size, scratch_dir) as target:
         if args.hosts or args.hosts_file:
             result = _run_on_hosts(args, options, target, cpus, runs_dir)
@@ -140,10 +140,7 @@ def cmd_batch(args, _extra) -> int:
 
 
 def cmd_parse(args, _extra) -> int:
-    from .fiojson import parse_output  # slow to import (pandas): only for this command
-    from .pool import pool_outputs  # slow to import (pandas): only for this command
     from . import validate
-    from .tio import looks_like_tio, parse_tio  # slow to import (pandas): only for this command
 
     if len(args.file) > 1 and not args.pool:
         raise InputError(f"{len(args.file)} files given; parse one at a time, or add --pool for one row "
@@ -152,6 +149,10 @@ def cmd_parse(args, _extra) -> int:
         raise InputError("--files-are says how --pool treats several files; add --pool")
     texts = [validate.input_file(f, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
              for f in args.file]
+    from .fiojson import parse_output  # slow to import (pandas): once the files are known to be there
+    from .pool import pool_outputs
+    from .tio import looks_like_tio, parse_tio
+
     tio = [f for f, text in zip(args.file, texts) if looks_like_tio(text)]
     if args.pool and tio:
         raise InputError(f"{tio[0]} is t/io_uring output, which has no latency bins to pool; "
@@ -171,7 +172,6 @@ def cmd_table(args, _extra) -> int:
     import warnings
 
     from .atomic import write_atomic
-    from .runcache import load_cached, statuses, write_parquet  # slow to import (pandas): only for this command
 
     root, out = Path(args.dir), Path(args.output) if args.output else None
     if not root.is_dir():
@@ -184,6 +184,8 @@ def cmd_table(args, _extra) -> int:
         raise InputError(f"--output {out} is a folder; give a file name, e.g. {out / ('table.' + args.format)}")
     if out is not None and not out.parent.is_dir():
         raise InputError(f"--output {out}: there is no folder {out.parent}; create it or choose another --output")
+    from .runcache import load_cached, statuses, write_parquet  # slow to import (pandas): once the input is known good
+
     status = None if args.status == "all" else args.status
     with warnings.catch_warnings(record=True) as skipped:  # unreadable runs: one line each, not a traceback
         warnings.simplefilter("always")
@@ -365,13 +367,14 @@ def cmd_cleanup(args, _extra) -> int:
 def cmd_demo(args, _extra) -> int:
     from .fio import fio_time  # slow to import (pandas): only for this command
 
+    from .demo import DEFAULT_RUNTIME_S, run_demo
+
+    runtime_s = DEFAULT_RUNTIME_S if args.runtime is None else args.runtime
     try:
-        fio_time(args.runtime)
+        fio_time(runtime_s)
     except InputError as exc:
-        raise InputError(f"--runtime {args.runtime:g}: {exc}") from None
-    from .demo import run_demo
-    for path in run_demo(out_dir=Path(args.out) if args.out else paths.PAPERMILL_RUNS,
-                         runtime_s=args.runtime):
+        raise InputError(f"--runtime {runtime_s:g}: {exc}") from None
+    for path in run_demo(out_dir=Path(args.out) if args.out else paths.PAPERMILL_RUNS, runtime_s=runtime_s):
         print(f"wrote {path}")
     return 0
 
@@ -559,7 +562,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_cleanup)
     p = add("demo", help="run the flagship notebooks headless and write HTML reports")
     p.add_argument("--out", help="output folder (default papermill_runs/)")
-    p.add_argument("--runtime", type=float, default=1.0, help="seconds per fio run (default 1)")
+    p.add_argument("--runtime", type=float, help="seconds per fio run (default 0.5; 08 runs 10x that)")
     p.set_defaults(func=cmd_demo)
     p = add("publish", help="an executed notebook -> one offline HTML write-up (no code; parameters, results, provenance)",
             description="Writes the write-up of an executed notebook: one HTML file that needs no network "
@@ -611,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
     signals.raise_always()
     try:
         if args.command not in READ_ONLY:
-            from .repair import recover_and_report  # slow to import (pandas): not for --help or a usage error
+            from .repair import recover_and_report
             recover_and_report()
         return args.func(args, extra)
     except (IolabError, OSError) as exc:

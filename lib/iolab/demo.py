@@ -10,18 +10,19 @@ from .locks import folder_locked
 from .publish import execute, publish
 
 FLAGSHIP = {
-    # 3 repeats (the knee's interval resamples them) x 8 depths x 1 s; up to QD 128, where a
-    # scratch file on a VM disk flattens (to 64 it may not: "no knee, sweep deeper"). The whole
-    # demo: about 90 s on a 2-vCPU VM; keep it under 2 minutes.
+    # 3 repeats (the knee's interval resamples them) x 8 depths; up to QD 128, where a scratch
+    # file on a VM disk flattens (to 64 it may not: "no knee, sweep deeper"). The whole demo at
+    # the default 0.5 s per run: about 50 s on a 2-vCPU VM after set-up; keep it under a minute.
     "01_queue_depth_knee.ipynb": lambda rt: {"runtime_s": rt, "queue_depths": [1, 2, 4, 8, 16, 32, 64, 128],
                                              "repeats": 3, "size": "256m"},
     "04_flame_graph.ipynb": lambda rt: {"runtime_s": max(rt, 2.0), "size": "256m"},
-    # one run over time: 20 intervals of 500 ms, enough for SNIA's 5-interval window to be judged
-    "08_over_time.ipynb": lambda rt: {"runtime_s": 10 * rt, "log_ms": 500, "size": "256m"},
+    # one run over time: 20 intervals, enough for SNIA's 5-interval window to be judged
+    "08_over_time.ipynb": lambda rt: {"runtime_s": 10 * rt, "log_ms": max(100, round(500 * rt)), "size": "256m"},
 }
+DEFAULT_RUNTIME_S = 0.5
 
 
-def run_demo(out_dir: Path | None = None, runtime_s: float = 1.0) -> list[Path]:
+def run_demo(out_dir: Path | None = None, runtime_s: float = DEFAULT_RUNTIME_S) -> list[Path]:
     out_dir = Path(out_dir or paths.PAPERMILL_RUNS)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

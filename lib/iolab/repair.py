@@ -30,7 +30,6 @@ from . import ledger
 from .errors import IolabError
 from .knobs import nvme_get_feature, nvme_set_feature
 from .process import signal_group
-from .store import finish_abandoned
 from .system import read_text, selected
 from .target import loop_backing
 
@@ -101,6 +100,7 @@ def _undo_netns(e: dict) -> str:
 
 
 def _undo_run(e: dict) -> str:
+    from .store import finish_abandoned  # pandas: imported only when a run was left behind
     return finish_abandoned(Path(e["path"]), f"its iolab process (pid {e['owner_pid']}) died before the run ended")
 
 

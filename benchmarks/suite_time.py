@@ -1,0 +1,64 @@
+"""How long `make test` takes from a fresh clone, set-up included: the suite's budget is 6 minutes
+on 2 cores (README, "Speed").
+
+Clones this checkout's HEAD into a new `mktemp -d` folder (mode 0700, as a home folder is), with
+`shared/` linked beside it when this checkout has one, runs `make test` there and prints the wall
+time of the whole command, of the set-up and of pytest, and pytest's 15 slowest tests. With
+`--background` the command is started as `nohup make test &` starts it: SIGINT ignored, no
+terminal input. The clone is removed afterwards unless `--keep`.
+
+    .venv/bin/python benchmarks/suite_time.py [--background] [--keep] [--workers N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--background", action="store_true", help="SIGINT ignored and stdin /dev/null, like nohup ... &")
+    ap.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
+    ap.add_argument("--workers", help="TEST_WORKERS for make test (default: one per CPU)")
+    args = ap.parse_args()
+
+    top = Path(tempfile.mkdtemp(prefix="iolab-suite-"))  # 0700
+    clone = top / "iolab"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    if (REPO.parent / "shared").is_dir():
+        (top / "shared").symlink_to(REPO.parent / "shared")
+    argv = ["make", "test"] + ([f"TEST_WORKERS={args.workers}"] if args.workers else [])
+    ignore_sigint = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if args.background else None
+    log = top / "make-test.log"
+    print(f"clone: {clone} (mode {oct(top.stat().st_mode & 0o777)}); log: {log}", flush=True)
+    start = time.monotonic()
+    with open(log, "w") as out:
+        done = subprocess.run(argv, cwd=clone, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              preexec_fn=ignore_sigint)
+    wall = time.monotonic() - start
+    text = log.read_text(errors="replace")
+    summary = re.findall(r"^=+ (.*(?:passed|failed|error).*) in ([\d.]+)s", text, re.M)
+    pytest_s = float(summary[-1][1]) if summary else float("nan")
+    print(f"make test {'(background) ' if args.background else ''}exit {done.returncode}: "
+          f"{wall:.0f} s in all ({wall / 60:.1f} min), set-up {wall - pytest_s:.0f} s, pytest {pytest_s:.0f} s")
+    print(f"result: {summary[-1][0] if summary else 'no pytest summary (see the log)'}")
+    after = text.split("slowest 15 durations", 1)[1].split("\n", 1)[1] if "slowest 15 durations" in text else ""
+    slowest = after.split("====", 1)[0]
+    print("the 15 slowest:\n" + slowest.rstrip())
+    if not args.keep:
+        shutil.rmtree(top, ignore_errors=True)
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
