@@ -47,7 +47,7 @@ def main() -> int:
                               preexec_fn=ignore_sigint)
     wall = time.monotonic() - start
     text = log.read_text(errors="replace")
-    summary = re.findall(r"^=+ (.*(?:passed|failed|error).*) in ([\d.]+)s", text, re.M)
+    summary = re.findall(r"^=*\s*(\d+ (?:passed|failed).*?) in ([\d.]+)s", text, re.M)
     pytest_s = float(summary[-1][1]) if summary else float("nan")
     print(f"make test {'(background) ' if args.background else ''}exit {done.returncode}: "
           f"{wall:.0f} s in all ({wall / 60:.1f} min), set-up {wall - pytest_s:.0f} s, pytest {pytest_s:.0f} s")

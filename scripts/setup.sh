@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what iolab needs and is missing; quick when everything is there.
 #   system tools: fio, perf (Debian: linux-perf), stress-ng, iproute2, python3-venv  (apt-get, as root)
-#   .venv with iolab and its Python dependencies (pip, editable)
+#   .venv with iolab and its Python dependencies (uv from PyPI, else pip; editable)
 #   the python3 Jupyter kernel inside .venv (papermill uses it)
 #   --browser: also Debian's chromium, for the browser tests (make test; not make demo/lab)
 set -euo pipefail
@@ -50,8 +50,15 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
     echo "setup: installing Python dependencies into .venv"
-    .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[dev]'
+    # uv (a PyPI package) installs the same requirements in seconds where pip takes half a
+    # minute; pip does it when uv cannot be had or fails (IOLAB_PIP=1 asks for pip)
+    if [ -z "${IOLAB_PIP:-}" ] && .venv/bin/python -m pip install -q uv >/dev/null 2>&1 \
+            && .venv/bin/uv pip install -q --python .venv/bin/python -e '.[dev]'; then
+        :
+    else
+        .venv/bin/python -m pip install -q --upgrade pip
+        .venv/bin/python -m pip install -q -e '.[dev]'
+    fi
     touch .venv/.installed
 fi
 if [ -n "$(find lib/iolab -name '*.py' -newer .venv/.compiled 2>/dev/null | head -1)" ] || [ ! -f .venv/.compiled ]; then

@@ -62,10 +62,10 @@ def test_over_time_notebook(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="loop devices need root")
 @pytest.mark.parametrize("name,params,expect", [
-    ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 0.5, "size": "128m", "repeats": 2}, "skipped"),
+    ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 0.3, "size": "128m", "repeats": 2}, "skipped"),
     ("03_io_uring_per_core.ipynb", {"runtime_s": 0.5, "size": "128m", "queue_depths": [1, 16]}, "Little's law estimate"),
     ("05_parameter_search.ipynb", {"spec": str(REPO / "tests/fixtures/search/notebook05.yaml")}, "matters most"),
-    ("06_kernel_io_path.ipynb", {"runtime_s": 0.5, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 2,
+    ("06_kernel_io_path.ipynb", {"runtime_s": 0.3, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 2,
                                  "readahead_kb": [0, 512]}, "queue knobs restored"),
 ])
 def test_loop_device_notebooks(name, params, expect, tmp_path, monkeypatch, loop_watch):

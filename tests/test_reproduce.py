@@ -106,8 +106,8 @@ def test_the_rules_of_agreement():
 
 @pytest.mark.slow
 def test_notebook_01_reproduces_with_its_parameters(tmp_path):
-    from conftest import REPO
-    params = {"queue_depths": [1, 4], "runtime_s": 0.5, "size": "32m", "repeats": 2, "interactive": False}
+    from conftest import CPU, REPO
+    params = {"queue_depths": [1, 4], "runtime_s": 0.3, "size": "32m", "repeats": 2, "interactive": False, "cpu": CPU}
     executed = execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "01.ipynb", params)
     report = rep.reproduce(executed, tmp_path / "again")
     assert [row.name for row in report.rows][:2] == ["peak IOPS", "knee QD"]

@@ -120,7 +120,7 @@ def test_a_search_over_devices_stress_and_a_knob(tmp_path, monkeypatch):
     assert sorted(again.run_id.unique()) == sorted(per_run.run_id)
 
 
-KILL_SPEC = {"name": "killed", "repeats": 2, "order": "random", "seed": 2, "base": {**BASE, "runtime": "500ms"},
+KILL_SPEC = {"name": "killed", "repeats": 2, "order": "random", "seed": 2, "base": {**BASE, "runtime": "300ms"},
              "axes": {"scheduler": ["none", "mq-deadline"], "iodepth": [1, 2]}}
 
 
