@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 PORT ?= 8888
 IP ?= 127.0.0.1
-TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 
 ## setup: install what is missing (fio, linux-perf, .venv, Jupyter kernel)
 setup:
@@ -17,7 +17,7 @@ demo: setup
 lab: setup
 	@$(PY) -m iolab.cli lab --port "$(PORT)" --ip "$(IP)" $(LAB_ARGS)
 
-## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU (TEST_WORKERS=1 for one)
+## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one)
 test: setup-browser tio
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
 

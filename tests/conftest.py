@@ -56,8 +56,8 @@ def write_dos_label(device):
 
 QUICK = {"runtime": "300ms", "ioengine": "psync", "rw": "randread", "bs": "4k"}  # plumbing, not numbers
 
-# The CPU this test process measures on: pytest-xdist's workers (make test runs two) each
-# take their own, so their pinned runs do not queue on one CPU's lock (iolab.locks).
+# The CPU this test process measures on: pytest-xdist's workers (make test runs one per CPU
+# and one more) take them in turn, so pinned runs of different CPUs never queue on one lock.
 _ALLOWED = sorted(os.sched_getaffinity(0))
 CPU = _ALLOWED[int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % len(_ALLOWED)]
 OTHER_CPU = next((c for c in _ALLOWED if c != CPU), CPU)  # for what must stay off the measured CPU
@@ -65,14 +65,14 @@ OTHER_CPU = next((c for c in _ALLOWED if c != CPU), CPU)  # for what must stay o
 
 @pytest.fixture(scope="session", autouse=True)
 def _worker_locks(tmp_path_factory):
-    """Under pytest-xdist, each worker's CPU locks (``IOLAB_LOCKS``) in a folder of its own:
-    each worker measures on its own CPU (``CPU``), and an unpinned run, which locks every CPU
-    (iolab.locks), would otherwise hold the other worker's tests up for no reason. The locks'
-    own tests use ``private_locks``; one worker's tests still queue on its folder as users do."""
+    """Under pytest-xdist, the CPU locks (``IOLAB_LOCKS``) in one folder per measuring CPU
+    (``CPU``), shared by the workers that measure on it: their runs queue as two users' runs
+    would, while an unpinned run, which locks every CPU (iolab.locks), does not hold up the
+    workers measuring on another CPU for no reason. The locks' own tests use ``private_locks``."""
     if "PYTEST_XDIST_WORKER" not in os.environ or "IOLAB_LOCKS" in os.environ:
         yield
         return
-    folder = tmp_path_factory.getbasetemp() / "locks"
+    folder = tmp_path_factory.getbasetemp().parent / f"locks-cpu{CPU}"  # the session's, not the worker's
     folder.mkdir(exist_ok=True)
     os.environ["IOLAB_LOCKS"] = str(folder)
     yield

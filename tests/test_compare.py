@@ -162,7 +162,7 @@ def test_refusals(qd):
 
 def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
     steps = [lad.Step("QD 1", {"ioengine": "io_uring", "direct": 1, "iodepth": 1}), lad.Step("QD 8", {"iodepth": 8})]
-    t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=0.5, repeats=3,
+    t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=1, repeats=3,
                        runs_dir=tmp_path / "runs")
     assert list(t.runs) == [3, 3] and math.isnan(t.gain_pct[0]) and t.gain_verdict[0] == ""
     assert 0 < t.gain_low_pct[1] < t.gain_pct[1] < t.gain_high_pct[1]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+from pathlib import Path
+
 import pytest
 
 from conftest import REPO, is_root
@@ -26,7 +28,14 @@ def iolab(*args, cwd=None):
 
 
 def namespaces():
-    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    """Every network namespace but those of other live processes (iolab names them
+    ``iolab-<pid>-<n>``): they belong to tests running beside this one."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
+    def live_iolab(line: str) -> bool:
+        parts = line.split()[0].split("-") if line.strip() else []
+        return len(parts) == 3 and parts[0] == "iolab" and parts[1].isdigit() and parts[1] != str(os.getpid()) \
+            and Path(f"/proc/{parts[1]}").exists()
+    return "\n".join(line for line in listed if not live_iolab(line))
 
 
 @pytest.fixture
