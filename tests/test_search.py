@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import yaml
@@ -86,8 +87,20 @@ def test_a_bad_fio_option_is_refused_before_any_run(tmp_path):
 
 
 def stress_pids() -> set[int]:
+    """stress-ng processes started below this one (tests beside it may run their own)."""
     out = subprocess.run(["pgrep", "-x", "stress-ng"], capture_output=True, text=True).stdout
-    return {int(p) for p in out.split()}
+    return {int(p) for p in out.split() if _descends_from_us(int(p))}
+
+
+def _descends_from_us(pid: int) -> bool:
+    while pid > 1:
+        if pid == os.getpid():
+            return True
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 @needs_root
