@@ -91,47 +91,44 @@ def private_locks(tmp_path_factory, monkeypatch):
 
 
 class LoopWatch:
-    """The loop devices that processes with ``IOLAB_STATE=state`` create, read from their
-    ledger entries while they exist (polled every 20 ms: a loop device lives at least one run),
-    so a test can check that exactly those were released while other tests make their own."""
+    """The loop devices that processes with this test's ``IOLAB_STATE`` create, read from their
+    ledger entries (``iolab.ledger.entries``) while they exist (polled every 20 ms: a loop
+    device lives at least one run), so a test can check that exactly those were released
+    while other tests make their own."""
 
-    def __init__(self, state: Path):
+    def __init__(self):
         import threading
-        self.ledger = state / "ledger"
         self.seen: dict[str, dict] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
 
     def _poll(self) -> None:
-        import json
+        from iolab import ledger
         while not self._stop.wait(0.02):
-            for entry in self.ledger.glob("*-loop-*.json") if self.ledger.is_dir() else []:
-                with contextlib.suppress(OSError, ValueError):
-                    doc = json.loads(entry.read_text())
-                    if doc.get("backing"):
-                        self.seen.setdefault(doc["backing"], {}).update({k: v for k, v in doc.items() if v})
+            for _, entry in ledger.entries():
+                if entry.get("kind") == "loop" and entry.get("backing"):
+                    self.seen.setdefault(entry["backing"], {}).update({k: v for k, v in entry.items() if v})
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
     def left_behind(self) -> list[str]:
         """What was seen and is still there: a backing file, or a device still attached to it."""
-        self._stop.set()
-        self._thread.join()
-        left = []
-        for backing, doc in self.seen.items():
-            device = Path(str(doc.get("device") or "")).name
-            attached = device and Path(f"/sys/block/{device}/loop/backing_file").is_file() and \
-                Path(f"/sys/block/{device}/loop/backing_file").read_text().strip().startswith(backing)
-            if Path(backing).exists() or attached:
-                left.append(f"{doc.get('device')} ({backing})")
-        return left
+        from iolab.target import loop_backing
+        self.stop()
+        return [f"{e.get('device')} ({backing})" for backing, e in self.seen.items()
+                if Path(backing).exists() or (e.get("device") and loop_backing(Path(e["device"]).name) == backing)]
 
 
 @pytest.fixture
 def loop_watch(tmp_path, monkeypatch):
     """``IOLAB_STATE`` of this test's own, and a ``LoopWatch`` on it."""
-    state = tmp_path / "state"
-    monkeypatch.setenv("IOLAB_STATE", str(state))
-    return LoopWatch(state)
+    monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
+    watch = LoopWatch()
+    yield watch
+    watch.stop()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -140,7 +137,6 @@ def pytest_collection_modifyitems(config, items):
     def weight(item):
         return 0 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 1
     items.sort(key=weight)
-
 
 
 def sigint_default() -> None:

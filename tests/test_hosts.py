@@ -7,12 +7,10 @@ import subprocess
 import sys
 import time
 
-from pathlib import Path
-
 import pytest
 
 from conftest import REPO, is_root
-from iolab import hosts as hostlib
+from iolab import hosts as hostlib, ledger
 from iolab.clients import measure_hosts
 from iolab.errors import HostError, InputError, UnsafeTargetError
 from iolab.fio import fio_version
@@ -34,7 +32,7 @@ def namespaces():
     def live_iolab(line: str) -> bool:
         parts = line.split()[0].split("-") if line.strip() else []
         return len(parts) == 3 and parts[0] == "iolab" and parts[1].isdigit() and parts[1] != str(os.getpid()) \
-            and Path(f"/proc/{parts[1]}").exists()
+            and ledger.alive(int(parts[1]), None)
     return "\n".join(line for line in listed if not live_iolab(line))
 
 
