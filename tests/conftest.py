@@ -123,9 +123,16 @@ class LoopWatch:
 
 
 @pytest.fixture
-def loop_watch(tmp_path, monkeypatch):
-    """``IOLAB_STATE`` of this test's own, and a ``LoopWatch`` on it."""
+def own_ledger(tmp_path, monkeypatch):
+    """``IOLAB_STATE`` of this test's own (children inherit it): what a killed process leaves
+    is repaired by this test, not by a command of a test running beside it. The ledger folder."""
     monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
+    return tmp_path / "state" / "ledger"
+
+
+@pytest.fixture
+def loop_watch(own_ledger):
+    """A ``LoopWatch`` on this test's own ledger."""
     watch = LoopWatch()
     yield watch
     watch.stop()

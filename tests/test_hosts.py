@@ -160,7 +160,7 @@ def test_writes_to_a_block_device_on_hosts_iolab_cannot_see_are_refused(loopdev,
 
 
 @pytest.mark.skipif(not is_root or not hostlib.netns_allowed(), reason="network namespaces need root and ip")
-def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path):
+def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_ledger):
     code = ("import os, signal, sys; sys.path.insert(0, %r)\n"
             "from iolab import hosts\n"
             "s = hosts.start_local_servers(1)\n"

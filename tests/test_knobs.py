@@ -31,10 +31,7 @@ def other_scheduler(dev) -> str:
     return "mq-deadline" if selected(dev) != "mq-deadline" else "none"
 
 
-@pytest.fixture(autouse=True)
-def own_ledger(tmp_path, monkeypatch):
-    monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
-    return tmp_path / "state" / "ledger"
+pytestmark = pytest.mark.usefixtures("own_ledger")  # conftest's, for every test of this file
 
 
 @needs_root

@@ -138,7 +138,7 @@ KILL_SPEC = {"name": "killed", "repeats": 2, "order": "random", "seed": 2, "base
 
 
 @needs_root
-def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopdev, tmp_path):
+def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopdev, tmp_path, own_ledger):
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({**KILL_SPEC, "target": str(loopdev.path)}))
     scheduler = knobs.get("scheduler").read(loopdev)
