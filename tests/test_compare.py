@@ -160,6 +160,7 @@ def test_refusals(qd):
         cmp.summarise(qd, ["iodepth"], ["iops_typo"])
 
 
+@pytest.mark.alone  # QD 8 must beat QD 1 beyond the noise: not beside other tests' load
 def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
     steps = [lad.Step("QD 1", {"ioengine": "io_uring", "direct": 1, "iodepth": 1}), lad.Step("QD 8", {"iodepth": 8})]
     t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=1, repeats=3,
