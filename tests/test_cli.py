@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, REPO, NOBODY, needs_root, needs_shared, run_as_nobody, sigint_default
+from conftest import FIXTURES, PUBLISHED, REPO, NOBODY, cli_here, needs_root, needs_shared, run_as_nobody, sigint_default
 
 
 def iolab(*args, **kw):
@@ -33,18 +33,18 @@ def test_knee(tmp_path):
                     if r["x"] == "log2_qd" and r["y"] == "iops")
     csv = tmp_path / "t.csv"
     csv.write_text("qd,iops\n" + "".join(f"{q},{i}\n" for q, i in zip(curve["qd"], curve["iops"])))
-    assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == f"{expected['knee_qd']:g}"
+    assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == f"{expected['knee_qd']:g}"  # a new process
     csv.write_text("qd,iops\n1,5\n2,5\n4,5\n")
-    assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == "none"
-    bad = iolab("knee", str(csv), "--x", "nope", "--y", "iops")
+    assert cli_here("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == "none"
+    bad = cli_here("knee", str(csv), "--x", "nope", "--y", "iops")
     assert bad.returncode == 1 and "has no column 'nope'" in bad.stderr
     csv.write_text("qd,iops\n1,40\n2,80\n4,160\n8,200\n16,200\n")  # IOPS²/QD peaks at QD 4
-    power = iolab("knee", str(csv), "--x", "qd", "--y", "iops", "--method", " Power")
+    power = cli_here("knee", str(csv), "--x", "qd", "--y", "iops", "--method", " Power")
     assert power.stdout.strip() == "4" and "Kleinrock" not in power.stdout
 
 
 def test_run_prints_a_summary_and_stores(tmp_path):
-    out = iolab("run", "--target", "scratch", "--size", "16m", "--cpus", "0", "--scratch-dir",
+    out = iolab("run", "--target", "scratch", "--size=16m", "--cpus", "0", "--scratch-dir",
                 str(tmp_path / "s"), "--runs-dir", str(tmp_path / "r"), "--rw=randread",
                 "--runtime=300ms", "--ioengine=psync")
     assert out.returncode == 0, out.stderr
@@ -53,7 +53,7 @@ def test_run_prints_a_summary_and_stores(tmp_path):
 
 
 def test_run_with_bad_option_and_missing_target(tmp_path):
-    out = iolab("run", "--scratch-dir", str(tmp_path), "--size", "1m", "--runs-dir", str(tmp_path / "r"),
+    out = iolab("run", "--scratch-dir", str(tmp_path), "--size=1m", "--runs-dir", str(tmp_path / "r"),
                 "--bogus_option=3", "--runtime=300ms")
     assert out.returncode == 1 and "bogus_option" in out.stderr and "Traceback" not in out.stderr
     out = iolab("run", "--target", str(tmp_path / "missing"))
@@ -91,7 +91,7 @@ def one_line(out, *words, code=1):
 
 
 def run_args(tmp_path, *more):
-    return ["run", "--size", "16m", "--scratch-dir", tmp_path / "s", "--runs-dir", tmp_path / "r", *more]
+    return ["run", "--size=16m", "--scratch-dir", tmp_path / "s", "--runs-dir", tmp_path / "r", *more]
 
 
 def test_run_accepts_cpulist_ranges(tmp_path):
@@ -141,7 +141,7 @@ def test_run_as_non_root_into_a_root_owned_folder():
 def test_run_into_a_read_only_folder(tmp_path):
     from test_validation import tmpfs
     with tmpfs(tmp_path / "ro") as ro:
-        out = cli("run", "--size", "16m", "--scratch-dir", tmp_path / "s", "--runs-dir", ro / "runs", "--runtime=300ms")
+        out = cli("run", "--size=16m", "--scratch-dir", tmp_path / "s", "--runs-dir", ro / "runs", "--runtime=300ms")
         one_line(out, "iolab run:", "Read-only file system", "--runs-dir")
 
 
@@ -149,7 +149,7 @@ def test_run_into_a_read_only_folder(tmp_path):
 def test_write_to_a_read_only_file(tmp_path):
     from test_validation import tmpfs
     with tmpfs(tmp_path / "ro", files={"data": bytes(4 << 20)}) as ro:
-        out = cli("run", "--target", ro / "data", "--runs-dir", tmp_path / "r", "--rw=randwrite",
+        out = cli("run", "--target", ro / "data", "--allow-destructive", "--runs-dir", tmp_path / "r", "--rw=randwrite",
                   "--runtime=300ms", "--ioengine=psync")
     line = one_line(out, "iolab run:", "fio error 30 (Read-only file system)")
     assert "(no message)" not in line
@@ -180,13 +180,13 @@ def test_knee_mistakes(tmp_path, text, words):
     csv = tmp_path / "t.csv"
     if text is not None:
         csv.write_text(text)
-    one_line(cli("knee", csv, "--x", "qd", "--y", "iops"), "iolab knee:", *words)
+    one_line(cli_here("knee", csv, "--x", "qd", "--y", "iops"), "iolab knee:", *words)
 
 
 def test_knee_of_a_falling_curve_is_none_with_the_reason(tmp_path):
     csv = tmp_path / "t.csv"
     csv.write_text("qd,iops\n1,50\n2,49\n4,47\n8,38\n16,20\n32,10\n")
-    out = cli("knee", csv, "--x", "qd", "--y", "iops")
+    out = cli_here("knee", csv, "--x", "qd", "--y", "iops")
     assert out.stdout.strip() == "none"
     one_line(out, "iolab knee: no knee", "not increasing", code=0)
 
@@ -195,15 +195,15 @@ def test_knee_takes_repeated_x_and_says_its_interval_on_stderr(tmp_path):
     """The recorded loop-device sweep, 3 repeats per QD (tests/fixtures/knee): stdout is the knee
     alone (scripts), stderr one line with its bootstrap interval and the 95 %-of-peak rule."""
     csv = FIXTURES / "knee" / "loop_randread_3x.csv"
-    out = cli("knee", csv, "--x", "qd", "--y", "iops")
+    out = cli_here("knee", csv, "--x", "qd", "--y", "iops")
     assert out.stdout == "8\n"
     line = one_line(out, "iolab knee: knee qd 8.", "96 % of 1000 resamples", "[8, 16]", "rule disagrees", code=0)
-    assert cli("knee", csv, "--x", "qd", "--y", "iops").stderr == out.stderr  # seeded: the same every time
-    fewer = cli("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "200", "--seed", "3", "--level", "0.8")
+    assert cli_here("knee", csv, "--x", "qd", "--y", "iops").stderr == out.stderr  # seeded: the same every time
+    fewer = cli_here("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "200", "--seed", "3", "--level", "0.8")
     assert fewer.stdout == "8\n" and "of 200 resamples" in fewer.stderr and fewer.stderr != line
-    one_line(cli("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "-1"), "iolab knee:", "negative")
-    one_line(cli("knee", csv, "--x", "qd", "--y", "iops", "--level", "90"), "iolab knee:", "between 0 and 1")
-    scratch = cli("knee", FIXTURES / "knee" / "scratch_randread_3x.csv", "--x", "qd", "--y", "iops")
+    one_line(cli_here("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "-1"), "iolab knee:", "negative")
+    one_line(cli_here("knee", csv, "--x", "qd", "--y", "iops", "--level", "90"), "iolab knee:", "between 0 and 1")
+    scratch = cli_here("knee", FIXTURES / "knee" / "scratch_randread_3x.csv", "--x", "qd", "--y", "iops")
     assert scratch.stdout == "none\n"
     one_line(scratch, "iolab knee: no knee", "sweep deeper", code=0)
 

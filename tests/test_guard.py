@@ -243,3 +243,48 @@ def test_python_fallback_reads_like_fio(tmp_path):
                    "[global]\nbs=8k\n[b]\n")
     fio_jobs = [(j.name, j.options) for j in parse_jobfile(job)[0]]
     assert [(j.name, j.options) for j in _python_jobs(job, fio_binary())] == fio_jobs
+
+
+# ---------------------------------------------------------------- a user's files (P15)
+def test_a_users_file_is_refused_and_survives_new_and_own_files_are_written(tmp_path, scratch, runs):
+    """A write job on an existing file iolab did not create is refused (judged on the file fio
+    opens: a symlink, a directory= option); a file fio lays out in an iolab run, the scratch
+    file and an empty file are iolab's to write; --allow-destructive writes anyway."""
+    from iolab import owned
+    precious = tmp_path / "precious.db"
+    precious.write_text("".join(f"{i}\n" for i in range(70_000)))
+    before = precious.read_bytes()
+    (tmp_path / "alias").symlink_to(precious)
+    for opts in ({"filename": str(precious)}, {"filename": str(tmp_path / "alias")},
+                 {"directory": str(tmp_path), "filename": "precious.db"}):
+        with pytest.raises(UnsafeTargetError, match="existing file of 408,890 bytes that iolab did not create"):
+            measure({**QUICK, "rw": "randwrite", "size": "1m", **opts}, scratch, runs_dir=runs)
+    assert precious.read_bytes() == before and not owned.is_owned(precious)
+    no_run_folder(runs)
+    assert measure({**QUICK, "rw": "randread", "filename": str(precious)}, scratch, runs_dir=runs)  # reads are fine
+
+    laid_out = {**QUICK, "rw": "randwrite", "size": "1m", "filename": str(tmp_path / "new.dat"), "ioengine": "psync"}
+    measure(laid_out, scratch, runs_dir=runs)
+    assert owned.is_owned(tmp_path / "new.dat")
+    measure(laid_out, scratch, runs_dir=runs)  # fio made it in an iolab run: iolab's to write again
+    assert owned.is_owned(scratch.path)
+    (tmp_path / "users.dat").write_bytes(b"user data")
+    (tmp_path / "users.dat").replace(tmp_path / "new.dat")  # replaced by the user: not iolab's any more
+    with pytest.raises(UnsafeTargetError, match="did not create"):
+        measure(laid_out, scratch, runs_dir=runs)
+    measure({**laid_out, "filename": str(precious)}, scratch, runs_dir=runs, allow_destructive=True)
+    assert precious.read_bytes() != before
+
+
+def test_fio_options_named_like_iolabs_reach_fio(tmp_path):
+    """--size is fio's (it also sizes the scratch file iolab makes); iolab's own is --target-size;
+    --thread is fio's, never an abbreviation of --threads."""
+    from iolab.cli import main
+    base = ["run", "--scratch-dir", str(tmp_path / "s"), "--runs-dir", str(tmp_path / "r"), "--rw=randread",
+            "--runtime=300ms", "--ioengine=psync"]
+    assert main([*base, "--size=4m", "--thread"]) == 0
+    params = json.loads(next((tmp_path / "r").glob("*/params.json")).read_text())
+    assert params["fio_options"]["size"] == "4m" and params["fio_options"]["thread"] is True
+    assert (tmp_path / "s/iolab-scratch.dat").stat().st_size == 4 << 20
+    assert main([*base, "--target-size", "8m", "--size=2m"]) == 0
+    assert (tmp_path / "s/iolab-scratch.dat").stat().st_size == 8 << 20

@@ -96,7 +96,7 @@ def test_another_fio_version_is_named_before_any_run(loopback_servers, tmp_path)
 def test_iolab_run_hosts_gives_a_row_per_host_and_a_pooled_row(loopback_servers, tmp_path):
     names = [h.name for h in loopback_servers.hosts]  # same address, two ports: two hosts
     done = iolab("run", "--hosts", f" {names[0]} ,{names[1]}", "--runs-dir", str(tmp_path / "runs"),
-                 "--scratch-dir", str(tmp_path / "s"), "--size", "32m", "--runtime=1s", "--ioengine=psync")
+                 "--scratch-dir", str(tmp_path / "s"), "--size=32m", "--runtime=1s", "--ioengine=psync")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert [ln.split()[0] for ln in lines[1:4]] == [*names, "pooled"]

@@ -57,11 +57,11 @@ def test_fio_ios_match_the_device_counters(loopdev, tmp_path):
 
 
 @needs_root
-def test_many_devices_one_fio_each(tmp_path):
+def test_many_devices_one_fio_each(tmp_path, loop_watch):
     t = kp.many_devices(2, "32m", {**QUICK, "direct": 1}, cpus=[0, 1], runs_dir=tmp_path)
     agg = kp.aggregate(t)
     assert len(t) == 2 and agg.iops.iloc[-1] == pytest.approx(t.iops.sum())
-    assert not any(Path(f"/sys/block/{d}/loop/backing_file").exists() for d in t.device)
+    assert loop_watch.seen and not loop_watch.left_behind()  # its loop devices, detached and removed
 
 
 @needs_root

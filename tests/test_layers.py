@@ -9,8 +9,9 @@ from pathlib import Path
 from conftest import REPO
 
 LAYERS = [
-    ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "progress", "signals", "results"}),
-    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "pool", "compare", "drift", "knee_search", "effects", "hosttable",
+    ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "progress", "signals", "results",
+                      "runfiles"}),
+    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "owned", "pool", "compare", "drift", "knee_search", "effects", "hosttable",
                              "threadstates", "checks"}),
     ("tools and resources", {"process", "fio", "perf", "sampling", "locks", "jobcheck", "validate",
                              "target", "knobs", "stress", "hosts", "threads", "series"}),

@@ -66,7 +66,8 @@ def test_over_time_notebook(tmp_path, monkeypatch):
     ("03_io_uring_per_core.ipynb", {"runtime_s": 0.5, "size": "128m", "queue_depths": [1, 16]}, "Little's law estimate"),
     ("05_parameter_search.ipynb", {"spec": str(REPO / "tests/fixtures/search/notebook05.yaml")}, "matters most"),
     ("06_kernel_io_path.ipynb", {"runtime_s": 0.3, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 2,
-                                 "readahead_kb": [0, 512]}, "queue knobs restored"),
+                                 "readahead_kb": [0, 512], "schedulers": ["none", "mq-deadline"]},
+     "queue knobs restored"),
 ])
 def test_loop_device_notebooks(name, params, expect, tmp_path, monkeypatch, loop_watch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))

@@ -6,8 +6,6 @@ import io
 import json
 import math
 import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -196,7 +194,9 @@ def test_what_cannot_be_pooled_is_refused():
 
 
 def iolab(*args):
-    return subprocess.run([sys.executable, "-m", "iolab.cli", *map(str, args)], capture_output=True, text=True)
+    """``iolab ARGS`` in this process (conftest.cli_here)."""
+    from conftest import cli_here
+    return cli_here(*args)
 
 
 def test_cli_pool(tmp_path):

@@ -217,7 +217,7 @@ def test_a_failed_notebook_says_so(tmp_path):
         metadata={"papermill": {"exception": True, "parameters": {}, "input_path": "/x/nb.ipynb"}})
     nbformat.write(nb, tmp_path / "nb.failed.ipynb")
     text = publish(tmp_path / "nb.failed.ipynb").read_text()
-    assert "stopped at an error" in text and "division by zero" in text
+    assert "This notebook did not finish: code cell 1 raised ZeroDivisionError: division by zero" in text
     assert "papermill /x/nb.ipynb out.ipynb" in text
 
 
@@ -237,9 +237,11 @@ def test_publish_refuses_what_it_cannot_write_up(tiny, tmp_path):
 
 
 def test_iolab_publish_command(tiny, tmp_path):
+    """The write-up in this process (nbconvert imported once per worker); the one-line
+    refusal from a new process."""
+    from conftest import cli_here
     env = {**os.environ, "IOLAB_STATE": str(tmp_path / "state")}
-    ok = subprocess.run([PY, "-m", "iolab.cli", "publish", str(tiny[0]), "-o", str(tmp_path / "w.html")],
-                        capture_output=True, text=True, env=env)
+    ok = cli_here("publish", tiny[0], "-o", tmp_path / "w.html")
     assert ok.returncode == 0 and ok.stdout.strip() == f"wrote {tmp_path / 'w.html'}", ok.stderr
     assert network_fetches((tmp_path / "w.html").read_text()) == []
     bad = subprocess.run([PY, "-m", "iolab.cli", "publish", str(tmp_path / "nope.ipynb")],

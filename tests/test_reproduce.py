@@ -76,7 +76,7 @@ def test_a_notebook_without_results_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "recorded no results" in err
     (tmp_path / "not.ipynb").write_text("not json")
-    with pytest.raises(InputError, match="not a notebook"):
+    with pytest.raises(InputError, match="not a Jupyter notebook: it is not JSON"):
         rep.reproduce(tmp_path / "not.ipynb")
     with pytest.raises(InputError, match="no such executed notebook"):
         rep.reproduce(tmp_path / "missing.ipynb")

@@ -133,6 +133,44 @@ def test_a_changed_status_is_picked_up(folder, derived):
         pd.testing.assert_frame_equal(cached(folder, status), fresh(folder, status))
 
 
+def test_every_file_of_a_run_is_watched(folder, derived):
+    """Any file of a run folder rewritten (other content, a later mtime), removed or added
+    re-derives that run alone: the producers' files too, not run.json and params.json only."""
+    cached(folder)
+    run = folder / "r00"
+    for path in sorted(run.iterdir()):
+        st = path.stat()
+        path.write_bytes(path.read_bytes() + b"\n")
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        derived.clear()
+        cached(folder)
+        assert derived == ["r00"], path.name
+    for change in (lambda: (run / "checks.json").unlink(), lambda: (run / "notes.txt").write_text("x")):
+        change()
+        derived.clear()
+        table = cached(folder)
+        assert derived == ["r00"]
+    pd.testing.assert_frame_equal(table, fresh(folder))
+
+
+def test_a_changed_fio_json_changes_the_table(folder, derived):
+    """fio.json edited in place to the same size, its mtime put back: the new IOPS, not the cached
+    ones (the stamp has ctime, which no tool can set)."""
+    before = cached(folder)
+    report = folder / "r00" / "fio.json"
+    st, text = report.stat(), report.read_text()
+    at = next(i for i in range(text.index('"iops"'), len(text)) if text[i].isdigit())
+    report.write_text(text[:at] + ("2" if text[at] != "2" else "3") + text[at + 1:])
+    os.utime(report, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert report.stat().st_size == st.st_size and report.stat().st_mtime_ns == st.st_mtime_ns
+    derived.clear()
+    after = cached(folder)
+    assert derived == ["r00"]
+    iops = [t.loc[(t.run_id == "r00") & (t.direction == "read"), "iops"].iloc[0] for t in (before, after)]
+    assert iops[0] != iops[1]
+    pd.testing.assert_frame_equal(after, fresh(folder))
+
+
 def test_a_removed_run_loses_its_rows(folder, derived):
     cached(folder)
     shutil.rmtree(folder / "r01")  # the only run with a number in bs: bs is text again
@@ -235,11 +273,13 @@ def test_write_parquet_keeps_mixed_columns_as_text(tmp_path):
 
 # ---------------------------------------------------------------- iolab table
 def iolab(*args):
-    return subprocess.run([sys.executable, "-m", "iolab.cli", *map(str, args)], capture_output=True, text=True)
+    """``iolab ARGS`` in this process (conftest.cli_here): pandas and pyarrow imported once."""
+    from conftest import cli_here
+    return cli_here(*args)
 
 
 def test_cli_prints_csv_and_json(folder):
-    out = iolab("table", folder)
+    out = subprocess.run([sys.executable, "-m", "iolab.cli", "table", str(folder)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("run_id,") and len(lines) == 1 + 4

@@ -129,8 +129,12 @@ def test_sigkill_leaves_nothing_that_cleanup_cannot_repair(tmp_path):
     assert "nothing" in again.stdout.lower()
 
 
-def _loop_attached(device: str) -> bool:
-    return Path(f"/sys/block/{Path(device).name}/loop/backing_file").exists()
+def _loop_attached(device: str, backing: str | None = None) -> bool:
+    """Whether ``device`` is attached (to ``backing``, when given: under pytest-xdist another
+    test may attach the same /dev/loopN again as soon as it is free)."""
+    from iolab.target import loop_backing
+    now = loop_backing(Path(device).name)
+    return now is not None and (backing is None or os.path.realpath(now) == os.path.realpath(backing))
 
 
 @needs_root
@@ -148,30 +152,59 @@ def test_loop_device_and_knob_come_back(tmp_path, sig):
     assert proc.returncode == -sig  # the signal still ends the process as its sender asked
     assert gone(tmp_path)
     if sig == signal.SIGKILL:
-        assert _loop_attached(device) and Path(backing).exists()
+        assert _loop_attached(device, backing) and Path(backing).exists()
         done = subprocess.run([PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True,
                               env=env_for(tmp_path), timeout=60)
         assert f"detached loop device {device}" in done.stdout, done.stdout + done.stderr
         assert "read_ahead_kb" in done.stdout
-    assert not _loop_attached(device) and not Path(backing).exists()
+    assert not _loop_attached(device, backing) and not Path(backing).exists()
     if sig == signal.SIGKILL:
         return  # the knob went with the device; its restore was reported above
     assert [r.name.startswith(".") for r in runs_of(tmp_path)] == [False]
 
 
+RUN_EACH_LINE = """
+import sys
+from pathlib import Path
+from iolab.runner import measure
+from iolab.errors import IolabError, RunInterrupted
+from iolab.target import scratch_file
+for line in sys.stdin:
+    tmp = Path(line.strip())
+    try:
+        print("ready", flush=True)
+        measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, scratch_file(tmp / "s", "16m"),
+                cpus=[0], runs_dir=tmp / "runs")
+    except (KeyboardInterrupt, RunInterrupted, IolabError) as exc:  # before fio started, while it ran,
+        print("stopped", type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "", flush=True)  # or
+        # while it waited for its CPU
+""".replace("cpus=[0]", f"cpus=[{CPU}]")
+
+
 def test_ctrl_c_at_any_moment_leaves_no_fio(tmp_path):
     """Ctrl-C at odd moments right after the run starts (the window between starting fio
-    and recording it): always an interrupted run and no fio left."""
-    for i, delay in enumerate([0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5]):
-        sub = tmp_path / f"t{i}"
-        sub.mkdir()
-        proc = start(RUN, sub)
-        assert proc.stdout.readline().strip() == "ready"  # imports done; measure starts now
-        time.sleep(delay)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
-        assert gone(sub), f"fio outlived a Ctrl-C at +{delay}s"
-        assert not any(r.name.startswith(".tmp-") for r in runs_of(sub))
+    and recording it): always an interrupted run and no fio left. One process takes every
+    Ctrl-C in turn (its imports are paid once); the tests above end a process with one."""
+    proc = subprocess.Popen([PY, "-c", textwrap.dedent(RUN_EACH_LINE)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default, env=env_for(tmp_path))
+    try:
+        for i, delay in enumerate([0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5]):
+            sub = tmp_path / f"t{i}"
+            sub.mkdir()
+            proc.stdin.write(f"{sub}\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "ready"  # measure starts now
+            time.sleep(delay)
+            proc.send_signal(signal.SIGINT)
+            line = proc.stdout.readline().strip()
+            assert line.startswith("stopped"), f"Ctrl-C at +{delay}s: {line!r}; {proc.stderr.read() if not line else ''}"
+            assert gone(sub), f"fio outlived a Ctrl-C at +{delay}s ({line}): " + ", ".join(
+                Path(f"/proc/{p}/stat").read_text()[:80] for p in fio_running(sub))
+            assert not any(r.name.startswith(".tmp-") for r in runs_of(sub))
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
 
 
 def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch, private_locks):
@@ -183,7 +216,7 @@ def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch,
     env = {**env_for(tmp_path), "IOLAB_LOCK_WAIT_S": "0"}
     with cpus_locked([0]):
         done = subprocess.run([PY, "-m", "iolab.cli", "run", "--cpus", "0", "--runs-dir", str(tmp_path / "r"),
-                               "--scratch-dir", str(tmp_path / "s"), "--size", "8m", "--runtime=1"],
+                               "--scratch-dir", str(tmp_path / "s"), "--target-size", "8m", "--runtime=1"],
                               capture_output=True, text=True, env=env, timeout=60)
         assert done.returncode == 1
         assert f"CPU 0 is in use by pid {os.getpid()}" in done.stderr and "Traceback" not in done.stderr
@@ -225,13 +258,13 @@ def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypa
             print(dev.path, dev.notes[0].split("(")[1].rstrip(")"))
             """), timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
         device, backing = "".join(out).split()
-        assert _loop_attached(device)
+        assert _loop_attached(device, backing)
         os.kill(km.provisioner.pid, sig)
         deadline = time.monotonic() + FORCE_EXIT_AFTER_S + 15  # an idle kernel may swallow it first
         while km.is_alive() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not km.is_alive()
-        assert not _loop_attached(device) and not Path(backing).exists()
+        assert not _loop_attached(device, backing) and not Path(backing).exists()
         assert not list((tmp_path / "state" / "ledger").glob("*.json"))
     finally:
         kc.stop_channels()
@@ -252,15 +285,16 @@ def test_a_kernel_that_swallows_sigterm_still_ends_and_releases(tmp_path, monkey
     out = []
     try:
         kc.execute_interactive("from iolab.target import loop_device\nctx = loop_device('16m'); dev = ctx.__enter__()\n"
-                               "print(dev.path)", timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
-        device = "".join(out).split()[0]
+                               "print(dev.path, dev.notes[0].split('(')[1].rstrip(')'))", timeout=60,
+                               output_hook=lambda m: out.append(m["content"].get("text", "")))
+        device, backing = "".join(out).split()
         kc.execute("import time; time.sleep(120)")
         time.sleep(1.5)
         os.kill(km.provisioner.pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
         while km.is_alive() and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not km.is_alive() and not _loop_attached(device)
+        assert not km.is_alive() and not _loop_attached(device, backing)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -280,3 +314,25 @@ def test_a_second_user_sees_the_cpu_lock(tmp_path, private_locks):
     assert busy.returncode == 1 and f"CPU 1 is in use by pid {os.getpid()} (root" in busy.stderr
     free = run_as_nobody(argv, env=env, capture_output=True, text=True, timeout=30)
     assert free.returncode == 0 and "got CPU 1" in free.stdout, free.stderr
+
+
+def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_ledger):
+    """A Ctrl-C that arrives between starting a process and recording it is held back
+    (signals.deferred) and raised as that block ends, before the caller has the process: the
+    process is stopped there, not left to run while a Jupyter kernel lives on."""
+    from conftest import sigint_raises
+    from iolab import ledger, process
+    started = []
+    real = ledger.record
+
+    def record_then_ctrl_c(kind, **details):
+        started.append(details["pid"])
+        entry = real(kind, **details)
+        os.kill(os.getpid(), signal.SIGINT)  # held back until the block ends
+        return entry
+    monkeypatch.setattr(ledger, "record", record_then_ctrl_c)
+    with sigint_raises(), pytest.raises(KeyboardInterrupt):
+        process.spawn(["sleep", "30"], name="sleep")
+    (pid,) = started
+    assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    assert not [e for _, e in ledger.entries() if e.get("pid") == pid]  # and its ledger entry released

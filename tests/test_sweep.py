@@ -145,10 +145,12 @@ def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path
     assert json.loads((warm[0].parent / "params.json").read_text())["swept"] == {"iodepth": 1, "repeat": 0, "warmup": True}
     again = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "r", warmup="run")
     assert list(again.run_id) == list(table.run_id) and len(list((tmp_path / "r" / "warmup").iterdir())) == 1
-    ramped = sweep({"iodepth": [1]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "p", warmup=0.5)
+    ramped = sweep({"iodepth": [1]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "p", warmup="500ms")
     job = json.loads(next((tmp_path / "p").glob("*/params.json")).read_text())["fio_options"]
     assert job["ramp_time"] == "500ms" and len(ramped) == 1
-    with pytest.raises(InputError, match="warmup='soon': give seconds of fio ramp_time"):
+    with pytest.raises(InputError, match="warmup: 'soon' is not one of run .one discarded run first., none, or a time"):
         sweep({"iodepth": [1]}, target=scratch, base=QUICK, runs_dir=tmp_path / "x", warmup="soon")
-    with pytest.raises(InputError, match="t/io_uring has no ramp time; use warmup='run'"):
-        sweep({}, target=scratch, tool="t/io_uring", runs_dir=tmp_path / "x", warmup=2)
+    with pytest.raises(InputError, match="warmup: 0.5 is not one of .*write 0.5s for seconds"):  # runs or seconds?
+        sweep({"iodepth": [1]}, target=scratch, base=QUICK, runs_dir=tmp_path / "x", warmup=0.5)
+    with pytest.raises(InputError, match="t/io_uring has no ramp time; use warmup: run"):
+        sweep({}, target=scratch, tool="t/io_uring", runs_dir=tmp_path / "x", warmup="2s")

@@ -42,7 +42,8 @@ from typing import Any, Callable, Mapping
 from .atomic import write_atomic, write_json
 from .errors import InputError, IolabError
 from .locks import folder_locked
-from .validate import positive_ints, yaml_mapping
+from .paths import inside, safe_name
+from .validate import kind_of, mapping, notebook_file, positive_ints, yaml_mapping
 
 MANIFEST_KEYS = ("notebook", "defaults", "runs", "grid", "out", "jobs")
 
@@ -69,10 +70,6 @@ class Manifest:
     path: Path
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-") or "run"
-
-
 def load_manifest(path: str | os.PathLike) -> Manifest:
     """The manifest at ``path``, checked (keys, notebook, run names, parameter names against
     the notebook's parameters cell): InputError saying what to fix, before anything runs."""
@@ -84,21 +81,29 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     here = path.parent.resolve()
     if not doc.get("notebook"):
         raise InputError(f"{path.name} names no notebook: add notebook: <path relative to {here}>")
+    if not isinstance(doc["notebook"], (str, os.PathLike)):
+        raise InputError(f"notebook in {path.name} is a {kind_of(doc['notebook'])}; give one path: "
+                         "notebook: ../notebooks/01_queue_depth_knee.ipynb")
     notebook = (here / str(doc["notebook"]).strip()).resolve()
     if not notebook.is_file():
         raise InputError(f"notebook {notebook} (from {path.name}, relative to {here}) does not exist")
-    defaults = _paths(dict(doc.get("defaults") or {}), here)
+    notebook_file(notebook, "notebook", f" (named in {path.name})")  # a notebook, before papermill reads it
+    defaults = _paths(mapping(doc.get("defaults"), f"defaults in {path.name}", "defaults: {runtime_s: 1}"), here)
     runs: list[BatchRun] = []
-    for i, entry in enumerate(doc.get("runs") or []):
+    entries = doc.get("runs") or []
+    if not isinstance(entries, list):
+        raise InputError(f"runs in {path.name} is a {kind_of(entries)}, not a list; write it as "
+                         "runs: [{name: bs-4k, parameters: {bs: 4k}}]")
+    for i, entry in enumerate(entries):
         if not isinstance(entry, Mapping) or not entry.get("name"):
             raise InputError(f"runs[{i}] in {path.name} needs a name and parameters: "
                              "- {name: bs-4k, parameters: {bs: 4k}}")
-        runs.append(BatchRun(_safe(str(entry["name"])), notebook,
-                             {**defaults, **_paths(dict(entry.get("parameters") or {}), here)}))
-    grid = dict(doc.get("grid") or {})
+        params = mapping(entry.get("parameters"), f"runs[{i}] parameters in {path.name}", "parameters: {bs: 4k}")
+        runs.append(BatchRun(safe_name(entry["name"]), notebook, {**defaults, **_paths(params, here)}))
+    grid = mapping(doc.get("grid"), f"grid in {path.name}", "grid: {bs: [4k, 16k]}")
     for values in itertools.product(*([v] if not isinstance(v, list) else v for v in grid.values())) if grid else ():
         cell = dict(zip(grid, values))
-        name = _safe("-".join(f"{k}={v}" for k, v in cell.items()))
+        name = safe_name("-".join(f"{k}={v}" for k, v in cell.items()))
         runs.append(BatchRun(name, notebook, {**defaults, **_paths(cell, here)}))
     if not runs:
         raise InputError(f"{path.name} has no runs: add runs: [...] or grid: {{param: [values]}}")
@@ -108,6 +113,8 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
         raise InputError(f"run name(s) {', '.join(twice)} appear twice in {path.name}: names must be unique")
     check_parameters(notebook, runs)
     [jobs] = positive_ints("jobs", [doc.get("jobs", 1)])
+    if doc.get("out") is not None and not isinstance(doc["out"], str):
+        raise InputError(f"out in {path.name} is a {kind_of(doc['out'])}; give one folder: out: batch-out")
     out = (here / str(doc["out"])).resolve() if doc.get("out") else None
     return Manifest(notebook, runs, out, jobs, path)
 
@@ -117,10 +124,18 @@ def _paths(params: dict[str, Any], here: Path) -> dict[str, Any]:
     folder become absolute paths (the notebook runs from its own folder)."""
     out = {}
     for k, v in params.items():
-        if isinstance(v, str) and v.strip() and not os.path.isabs(v) and (here / v).exists() and ("/" in v or "." in v):
+        if isinstance(v, str) and v.strip() and not os.path.isabs(v) and ("/" in v or "." in v) and _exists(here / v):
             v = str((here / v).resolve())
         out[k] = v
     return out
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``, False for a value no path can be (too long, a NUL byte)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def check_parameters(notebook: Path, runs: list[BatchRun]) -> None:
@@ -128,7 +143,11 @@ def check_parameters(notebook: Path, runs: list[BatchRun]) -> None:
     parameters cell): InputError listing the unknown ones and what the notebook takes."""
     import papermill as pm  # slow to import: only when checking a batch
 
-    known = set(pm.inspect_notebook(str(notebook)))
+    try:
+        known = set(pm.inspect_notebook(str(notebook)))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # e.g. no kernelspec in its metadata
+        raise InputError(f"papermill cannot read the parameters of {notebook} ({str(exc)[:120]}); open and save it "
+                         "in JupyterLab with the project's kernel, then run the batch again") from None
     for run in runs:
         unknown = sorted(set(run.parameters) - known)
         if unknown:
@@ -211,7 +230,7 @@ def run_batch(manifest: Manifest | str | os.PathLike, out: str | os.PathLike | N
     with folder_locked(out):
         todo = []
         for run in manifest.runs:
-            prev = _previous(out / run.name)
+            prev = _previous(inside(out, run.name))
             if prev and prev.get("status") == "ok" and prev.get("key") == run.key:
                 records[run.name] = prev
             else:

@@ -27,7 +27,6 @@ is a comparison of runs, ``instrument_cost(table)``.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -36,6 +35,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from . import runfiles
+from .errors import RunFileError
 from .fiojson import run_rows
 
 FILE = "checks.json"
@@ -61,7 +62,9 @@ class Check:
 
 
 def _json(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.exists() else None
+    """A JSON object of the run folder, None when it is not there; RunFileError when it
+    cannot be read (``iolab.runfiles``)."""
+    return runfiles.read_json(path, optional=True)
 
 
 def _mib(n: float) -> str:
@@ -181,13 +184,15 @@ def run_checks(run_dir: str | Path, *, ceiling_bytes_s: float | None = None,
     """Every check of one run folder, derived from its files (module docstring)."""
     run_dir = Path(run_dir)
     fio = run_rows(run_dir)
-    params = _json(run_dir / "params.json") or {}
-    direct = params.get("fio_options", {}).get("direct")
+    with runfiles.guard(run_dir / "params.json"):  # a file of the right type, the wrong content: named
+        direct = (_json(run_dir / "params.json") or {}).get("fio_options", {}).get("direct")
     direct = None if direct is None else str(direct) not in ("0", "false", "False")
     snapshot = _json(run_dir / "system.json")
-    return [*device_vs_fio(fio, _json(run_dir / "blockstat.json"), direct),
-            *bus_ceiling(fio, snapshot, ceiling_bytes_s), *latency_floor(fio, latency_floor_us),
-            *ssd_state(fio, snapshot)]
+    with runfiles.guard(run_dir / "blockstat.json"):
+        device = device_vs_fio(fio, _json(run_dir / "blockstat.json"), direct)
+    with runfiles.guard(run_dir / "system.json"):
+        bus, ssd = bus_ceiling(fio, snapshot, ceiling_bytes_s), ssd_state(fio, snapshot)
+    return [*device, *bus, *latency_floor(fio, latency_floor_us), *ssd]
 
 
 def flags(checks: list[Check] | list[dict]) -> str:
@@ -197,8 +202,14 @@ def flags(checks: list[Check] | list[dict]) -> str:
 
 
 def stored_checks(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The checks stored with a run (``checks.json``)."""
-    return json.loads((Path(run_dir) / FILE).read_text())["checks"]
+    """The checks stored with a run (``checks.json``); RunFileError when it cannot be read or
+    its ``checks`` is not a list of checks."""
+    path = Path(run_dir) / FILE
+    found = runfiles.read_json(path, keys=("checks",))["checks"]
+    if not isinstance(found, list) or not all(isinstance(c, dict) and "name" in c and "passed" in c for c in found):
+        raise RunFileError(path, "has 'checks' that is not a list of checks (objects with 'name' and 'passed')",
+                           runfiles.TODO[FILE])
+    return found
 
 
 def instruments(run_dir: str | Path) -> str:
@@ -253,7 +264,10 @@ def folder_flags(run_folders) -> list[tuple[str, str]]:
     for folder in run_folders:
         path = Path(folder) / FILE
         if path.exists():
-            text = flags(stored_checks(folder))
+            try:
+                text = flags(stored_checks(folder))
+            except RunFileError as exc:  # a banner says so rather than hiding the run
+                text = f"checks: {exc.path.name} {exc.what}"
             if text:
                 out.append((str(folder), text))
     return out

@@ -25,20 +25,36 @@ import sys
 from pathlib import Path
 
 from . import paths, signals
-from .errors import InputError, IolabError
+from .errors import InputError, IolabError, printable
 from .paths import TARGET_HELP
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
     """``--rw=randread --hipri`` -> {"rw": "randread", "hipri": True}."""
     opts: dict[str, str | bool] = {}
-    for arg in extra:
+    for i, arg in enumerate(extra):
         key, eq, value = arg[2:].partition("=")
         if not arg.startswith("--") or not key:
-            raise InputError(f"unexpected argument {arg!r}; fio options are written --name=value, "
+            before = extra[i - 1] if i else ""
+            spelled = f" (write {before}={arg})" if before.startswith("--") and "=" not in before else ""
+            raise InputError(f"unexpected argument {arg!r}; fio options are written --name=value{spelled}, "
                              "e.g. --iodepth=32")
         opts[key] = value if eq else True
     return opts
+
+
+def _target_size(args, options: dict) -> str:
+    """The size of the scratch file or loop device to make: --target-size, else fio's own
+    --size= when it is a plain size (not a percentage), else 1g."""
+    from .target import parse_size
+
+    if args.target_size is not None:
+        return args.target_size
+    try:
+        parse_size(str(options.get("size", "")))
+    except (IolabError, ValueError):
+        return "1g"
+    return str(options["size"])
 
 
 def cmd_run(args, extra) -> int:
@@ -61,9 +77,13 @@ def cmd_run(args, extra) -> int:
     from .analysis import add_cycles_per_io  # slow to import (pandas): once the input is known good
     from .runner import measure
 
-    with open_target(args.target, args.size, scratch_dir) as target:
-        if args.hosts or args.hosts_file:
-            result = _run_on_hosts(args, options, target, cpus, runs_dir)
+    hosts = None
+    if args.hosts or args.hosts_file:
+        from .hosts import hosts_from  # read before a scratch file or loop device is made for them
+        hosts = hosts_from(args.hosts, args.hosts_file)
+    with open_target(args.target, _target_size(args, options), scratch_dir) as target:
+        if hosts:
+            result = _run_on_hosts(args, hosts, options, target, cpus, runs_dir)
         else:
             result = measure(options, target, cpus=cpus, runs_dir=runs_dir,
                              allow_destructive=args.allow_destructive, label="cli", threads=args.threads,
@@ -87,14 +107,13 @@ def cmd_run(args, extra) -> int:
     return 0
 
 
-def _run_on_hosts(args, options, target, cpus, runs_dir):
+def _run_on_hosts(args, hosts, options, target, cpus, runs_dir):
     """``iolab run --hosts``: one client/server run (servers started first with --start-servers)."""
     import contextlib
 
     from .clients import measure_hosts
-    from .hosts import hosts_from, start_server
+    from .hosts import start_server
 
-    hosts = hosts_from(args.hosts, args.hosts_file)
     with contextlib.ExitStack() as servers:
         for host in hosts if args.start_servers else []:
             servers.callback(start_server(host).stop)
@@ -111,7 +130,7 @@ def cmd_search(args, _extra) -> int:
             runs = search.plan(spec, targets, args.drop_unavailable, args.allow_destructive)
         print(search.describe_plan(runs, spec))
         return 0
-    runs_dir = Path(args.runs_dir) if args.runs_dir else paths.runs_dir() / f"search-{spec.name}"
+    runs_dir = Path(args.runs_dir) if args.runs_dir else search.default_folder(spec)
     print(f"iolab search: runs go to {runs_dir} (the same command resumes)", file=sys.stderr)
     table = search.run(spec, runs_dir, drop_unavailable=args.drop_unavailable,
                        allow_destructive=args.allow_destructive, announce=lambda m: print(m, file=sys.stderr))
@@ -126,7 +145,8 @@ def cmd_batch(args, _extra) -> int:
 
     def said(record) -> None:
         line = f"{record['name']}: {record['status']} in {record['duration_s']:g} s"
-        print(line if record["status"] == "ok" else f"{line}: {record['error'].splitlines()[0]}", file=sys.stderr)
+        print(line if record["status"] == "ok" else f"{line}: {_one_line(record['error'].splitlines()[0])}",
+              file=sys.stderr)
     records = batch.run_batch(manifest, out=args.out, jobs=args.jobs, on_done=said)
     failed = [r["name"] for r in records if r["status"] != "ok"]
     out = Path(records[0]["output"] or ".").parent.parent if records else Path(args.out or ".")
@@ -161,10 +181,11 @@ def cmd_parse(args, _extra) -> int:
         table = pool_outputs(args.file, files=args.files_are or "repeats")
     else:
         table = parse_tio(args.file[0]) if tio else parse_output(args.file[0])
+    # job names and fio's words come from the file: no raw control characters reach the terminal
     if args.format == "json":
-        print(table.to_json(orient="records", indent=1))
+        print(printable(table.to_json(orient="records", indent=1)))
     else:
-        sys.stdout.write(table.to_csv(index=False))
+        sys.stdout.write(printable(table.to_csv(index=False)))
     return 0
 
 
@@ -274,13 +295,25 @@ def cmd_fold(args, _extra) -> int:
         folded = fold_perf_data(path, opts)
     else:
         folded = fold_file(path, opts)
-    sys.stdout.write(folded.text())
+    if not folded.has_frames:
+        raise InputError(_no_stacks(path, folded))
+    sys.stdout.write(printable(folded.text()))  # function names from the file: no raw control characters
     if folded.skipped_other_events:
         print(f"iolab fold: kept only '{folded.event}' samples; skipped {folded.skipped_other_events} "
               "of other events (--event-filter to choose)", file=sys.stderr)
     if folded.unrecognized_lines:
         print(f"iolab fold: {folded.unrecognized_lines} lines not recognised", file=sys.stderr)
     return 0
+
+
+def _no_stacks(path: Path, folded) -> str:
+    """Why ``iolab fold`` has nothing to print, and what to give it instead."""
+    seen = [f"{n} {what}" for n, what in ((folded.samples, "sample(s) without one"),
+                                           (folded.unrecognized_lines, "line(s) not recognised")) if n]
+    what = ("is empty" if path.stat().st_size == 0 else "holds no perf script sample with a call chain"
+            + (f" ({', '.join(seen)})" if seen else ""))
+    return (f"{path} {what}; give the output of `perf script` on a profile recorded with call graphs "
+            "(`perf record -g`), or its perf.data file")
 
 
 def _print_threads(runs: Path, by: str, *, frames: int = 3, top: int | None = None, fmt: str = "text",
@@ -333,20 +366,29 @@ def cmd_check(args, _extra) -> int:
     if not runs:
         raise InputError(f"no run folders in {', '.join(args.run_dir)} (a run folder holds run.json)")
     ceiling = parse_size(args.ceiling) if args.ceiling else None
-    failed = 0
+    failed = unreadable = 0
     for run in runs:
         if not (run / "fio.json").exists():
             print(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check")
             continue
-        found = checks.run_checks(run, ceiling_bytes_s=ceiling, latency_floor_us=args.latency_floor_us)
+        try:
+            found = checks.run_checks(run, ceiling_bytes_s=ceiling, latency_floor_us=args.latency_floor_us)
+        except IolabError as exc:  # a file it cannot read: one line naming it; the other runs are checked
+            if len(runs) == 1:
+                raise
+            from .store import skip_message
+            print(f"iolab check: {_one_line(skip_message(run, exc))}", file=sys.stderr)
+            unreadable += 1
+            continue
         stored = "" if (run / checks.FILE).exists() else " (re-derived: stored before checks were)"
         print(f"{run}{stored}")
         for c in found:
             mark = {True: "ok  ", False: "FLAG", None: "--  "}[c.passed]
             print(f"  {mark} {c.name:14} {c.direction:6} {c.words}" + (f"  [{c.threshold}]" if c.passed is False else ""))
         failed += any(c.passed is False for c in found)
-    print(f"{failed} of {len(runs)} runs flagged")
-    return 3 if failed else 0
+    print(f"{failed} of {len(runs)} runs flagged"
+          + (f"; {unreadable} could not be read (said above, on stderr)" if unreadable else ""))
+    return 3 if failed else 1 if unreadable else 0
 
 
 def cmd_sysinfo(args, _extra) -> int:
@@ -380,9 +422,13 @@ def cmd_demo(args, _extra) -> int:
 
 
 def cmd_publish(args, _extra) -> int:
-    from .publish import publish  # nbconvert and papermill are slow to import: only for this command
+    from .publish import publish, unfinished  # nbconvert and papermill are slow to import: only for this command
 
-    print(f"wrote {publish(args.notebook, args.output)}")
+    html = publish(args.notebook, args.output)
+    print(f"wrote {html}")
+    note = unfinished(args.notebook)
+    if note:
+        print(f"iolab publish: {_one_line(note)} The write-up says so at its top.", file=sys.stderr)
     return 0
 
 
@@ -424,14 +470,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         parser.names.append(name)
         return sub.add_parser(name, parents=[common], **kw) if only in (None, name) else _Skipped()
 
-    p = add("run", help="one fio run with samplers, stored; any --fio-option=value passes through")
+    # allow_abbrev off: a fio option that begins like one of iolab's (--thread) reaches fio whole
+    p = add("run", help="one fio run with samplers, stored; any --fio-option=value passes through",
+            allow_abbrev=False)
     p.add_argument("--target", default="scratch", help=f"{TARGET_HELP} (default: scratch)")
-    p.add_argument("--size", default="1g", help="scratch file / loop device size (fio units, default 1g)")
+    p.add_argument("--target-size", metavar="SIZE",
+                   help="size of the scratch file or loop device iolab makes (fio units; default: fio's --size=, "
+                        "else 1g). --size=... is fio's own option and goes to fio")
     p.add_argument("--cpus", help="CPUs to pin fio to and sample, e.g. 0, 0,1 or 0-3 (as taskset -c)")
     p.add_argument("--runs-dir", help="where run folders go (default data/runs)")
     p.add_argument("--scratch-dir", help="where the scratch file lives (default data/scratch)")
     p.add_argument("--allow-destructive", action="store_true",
-                   help="allow writes to a block device that holds a filesystem, partitions or mounts")
+                   help="allow writes to a block device that holds a filesystem, partitions or mounts, "
+                        "and to an existing file iolab did not create")
     p.add_argument("--hosts", help="run on these fio servers at once (fio client/server mode), comma-separated "
                                    "address[:port] (port 8765 by default); a row per host plus a pooled row")
     p.add_argument("--hosts-file", help="YAML: host -> {via: command prefix reaching it, e.g. ssh -tt root@h1}; "
@@ -459,7 +510,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="run without the axes/values this machine cannot vary (they are listed first)")
     p.add_argument("--dry-run", action="store_true", help="check the spec and every cell, print the plan, run nothing")
     p.add_argument("--allow-destructive", action="store_true",
-                   help="allow writes to a block device that holds a filesystem, partitions or mounts")
+                   help="allow writes to a block device that holds a filesystem, partitions or mounts, "
+                        "and to an existing file iolab did not create")
     p.set_defaults(func=cmd_search)
     p = add("batch", help="run a notebook over parameter sets from a YAML manifest; resumable; index page",
             description="Runs a manifest's notebook once per run (runs: name + parameters, or a grid), each "
@@ -637,8 +689,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(text: str) -> str:
-    """A message on one line: its non-empty lines joined with '; '."""
-    return "; ".join(line.strip() for line in str(text).splitlines() if line.strip()) or "(no message)"
+    """A message on one line: its non-empty lines joined with '; ', control characters
+    from what it quotes (a file's bytes, a name) escaped (``iolab.errors.printable``)."""
+    lines = printable(str(text), keep="\n").split("\n")
+    return "; ".join(line.strip() for line in lines if line.strip()) or "(no message)"
 
 
 _OS_ADVICE = {

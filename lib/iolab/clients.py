@@ -25,7 +25,7 @@ from .fio import fio_argv, fio_binary, fio_version, read_output, to_jobfile
 from .fiojson import run_warnings
 from .hosts import Host, check_hosts, is_this_machine, snapshot_on
 from .hosttable import HOST_LIST, HOSTS_FILE
-from .jobcheck import guard_job_text
+from .jobcheck import guard_job_text, mark_created
 from .process import run_pinned
 from .runner import RunResult, exclusive, job_options
 from .store import job_key, run_folder, run_table
@@ -111,6 +111,7 @@ def measure_hosts(options: Mapping[str, Any], target: Target, *, hosts: Sequence
         start = time.monotonic()
         done = run_pinned(argv, name="fio client", cwd=folder.path, timeout_s=timeout_s,
                           kept="the hosts' reports, if any, are kept in fio.json")
+        mark_created(check)
         folder.write_text("fio.stderr", done.stderr)
         folder.meta["wall_s"] = time.monotonic() - start
         report = folder.file("fio.json")

@@ -92,3 +92,51 @@ class NvmeError(KnobError):
 class HostError(IolabError):
     """A host of a client/server run is misnamed, unreachable, refuses the connection or
     runs another fio version; the message names each host and what to do."""
+
+
+# ---------------------------------------------------------------- quoting input in messages
+# Terminal output never carries raw control characters from what iolab was given: a file's
+# contents or name quoted in a message, or text a command echoes (``iolab parse``/``fold``),
+# passes through ``printable``. C0/C1 controls (ESC, CR, NUL, BEL ...), DEL, lone surrogates
+# (undecodable bytes of a file name) and the Unicode bidirectional controls (which can make
+# a line read backwards: "Trojan Source", CVE-2021-42574) are shown escaped, as Python
+# writes them in a string literal.
+_UNSAFE = "\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_PATTERNS: dict = {}
+
+
+def _escaped(match) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str, keep: str = "\t\n") -> str:
+    """``text`` with control characters escaped as Python writes them (``\\x1b``, ``\\r``,
+    ``\\x00``, ``\\u202e``), except those in ``keep`` (tab and newline by default)."""
+    import re  # here: errors is imported by everything, few print what they were given
+
+    pattern = _PATTERNS.get(keep)
+    if pattern is None:
+        kept = "".join(f"\\x{ord(c):02x}" for c in keep if ord(c) < 0x100)
+        pattern = _PATTERNS[keep] = re.compile(f"(?![{kept}])[{_UNSAFE}]" if kept else f"[{_UNSAFE}]")
+    return pattern.sub(_escaped, str(text))
+
+
+class RunFileError(IolabError):
+    """A file of a run folder is missing, empty, cut short or not what iolab wrote there
+    (``iolab.runfiles``): ``path`` is the file, ``what`` what is wrong (it reads on from the
+    path: "is empty (0 bytes)"), ``todo`` what to do."""
+
+    TODO = ("restore it from a copy of the run folder, or delete the folder and re-run the experiment "
+            "(its argv.json holds the command)")
+
+    def __init__(self, path, what: str, todo: str = ""):
+        self.path, self.what, self.todo = path, what, todo or self.TODO
+        super().__init__(f"{path} {what}; {self.todo}")
+
+
+class RunSkipped(UserWarning):
+    """A run folder left out of a table (``iolab.store.load_runs``, ``iolab.runcache``): the
+    message names the run, the file and what is wrong with it."""

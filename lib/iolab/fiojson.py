@@ -34,7 +34,8 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from .errors import FioOutputError
+from . import runfiles
+from .errors import FioOutputError, RunFileError
 
 try:  # a JSON reader several times faster than the standard library's (a dependency; optional here)
     from orjson import loads as _loads, JSONDecodeError as _FastDecodeError
@@ -100,7 +101,7 @@ def find_json(text: str) -> FioDocument:
             continue
         pos = start + 1
     if found is None:
-        lines = [line for line in text.splitlines() if line.strip()][:3]
+        lines = [runfiles.quote(line, 60) for line in text.splitlines() if line.strip()][:3]
         hint = f" It begins: {' | '.join(lines)}" if lines else " It is empty."
         raise FioOutputError(
             "no fio JSON output found (expected fio's report: an object with 'fio version' and "
@@ -306,6 +307,22 @@ def tidy(doc: FioDocument | Mapping[str, Any]) -> pd.DataFrame:
     return _frame(tidy_rows(doc))
 
 
+def checked_rows(doc: FioDocument | Mapping[str, Any], source: Any) -> list[dict[str, Any]]:
+    """``tidy_rows`` of ``doc`` (read from ``source``); FioOutputError naming it when a job
+    in it is not as fio writes it (a value of another type, a key missing)."""
+    try:
+        return tidy_rows(doc)
+    except runfiles.CONTENT_ERRORS as exc:
+        raise FioOutputError(f"{source}: fio JSON, but a job in it is not as fio writes it "
+                             f"({runfiles.quote(f'{type(exc).__name__}: {exc}', 80)}); give fio's report as fio "
+                             "wrote it") from None
+
+
+def checked_tidy(doc: FioDocument | Mapping[str, Any], source: Any) -> pd.DataFrame:
+    """``tidy`` of ``doc``, with ``checked_rows``' error naming ``source``."""
+    return _frame(checked_rows(doc, source))
+
+
 def _is_legacy(job: Mapping[str, Any]) -> bool:
     """fio 2.x (before 2.99): µs latencies under ``clat`` and io_bytes in KiB."""
     for direction in DIRECTIONS:
@@ -317,12 +334,12 @@ def _is_legacy(job: Mapping[str, Any]) -> bool:
 
 def parse_output(path: str | os.PathLike) -> pd.DataFrame:
     """Any fio JSON / json+ output file (or t/io_uring text, see ``iolab.tio``) -> tidy table."""
-    return tidy(load_document(path))
+    return checked_tidy(load_document(path), path)
 
 
 def parse_outputs(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     """Many fio outputs -> one tidy table with a ``source`` column (the path), built once."""
-    rows = [{**row, "source": str(path)} for path in paths for row in tidy_rows(load_document(path))]
+    rows = [{**row, "source": str(path)} for path in paths for row in checked_rows(load_document(path), path)]
     return _frame(rows)
 
 
@@ -330,11 +347,25 @@ def run_rows(run_dir: str | os.PathLike) -> pd.DataFrame:
     """The rows of a fio run folder: ``tidy`` of its report, and ``fio_warnings`` — what fio
     said (``run_warnings`` of the report and ``fio.stderr``) joined with " | "."""
     report, stderr = (Path(run_dir) / name for name in FILES[:2])
-    doc = load_document(report)
-    frame = tidy(doc)
+    doc = run_document(report)
+    with runfiles.guard(report):
+        frame = tidy(doc)
     said = stderr.read_text(errors="replace") if stderr.exists() else ""
     frame["fio_warnings"] = " | ".join(run_warnings(doc, said))
     return frame
+
+
+def run_document(report: str | os.PathLike) -> FioDocument:
+    """The fio report of a run folder (its ``fio.json``): ``find_json`` of its text, or
+    RunFileError (``iolab.runfiles``) naming it and saying how it is broken: missing, empty,
+    cut short, not JSON, or JSON that is not fio's report."""
+    text = runfiles.read_text(report, errors="replace")
+    try:
+        return find_json(text)
+    except FioOutputError:
+        runfiles.parse_json(text.strip(), report, dict)  # cut short, not JSON, or not an object: said so
+        raise RunFileError(report, "holds a JSON object that is not fio's report (no 'fio version' with 'jobs' or "
+                                   "'client_stats')") from None
 
 
 def job_errors(frame: pd.DataFrame) -> list[str]:

@@ -71,6 +71,12 @@ class Folded:
     def total(self) -> int:
         return sum(self.stacks.values())
 
+    @property
+    def has_frames(self) -> bool:
+        """Whether any sample had a call chain (a frame below its process name): without
+        one the input was not ``perf script`` output of a profile with call graphs."""
+        return any(";" in stack for stack in self.stacks)
+
 
 def _tidy(func: str, mod: str, pc: str, pname: str, opts: FoldOptions, inlined: bool) -> str:
     if func == "[unknown]":

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shlex
 import socket
@@ -36,8 +37,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from . import ledger, system
 from .errors import HostError, InputError
+from .paths import safe_name
 from .process import spawn, stop_group
-from .validate import yaml_mapping
+from .validate import mapping, yaml_mapping
 
 DEFAULT_PORT = 8765      # fio's FIO_NET_PORT (server.h)
 CONNECT_TIMEOUT_S = 3.0
@@ -64,8 +66,10 @@ class Host:
 
     @property
     def folder(self) -> str:
-        """A folder name for this host's files in a run folder."""
-        return "".join(c if c.isalnum() or c in ".-_" else "_" for c in self.name)
+        """A folder name for this host's files in a run folder (``hosts/<folder>``): the name
+        with each character other than ASCII letters, digits and ``. _ = -`` as ``_``
+        (``iolab.paths.safe_name``: never ``..`` or a slash)."""
+        return safe_name(self.name, fill="_", fallback="host", per_char=True)
 
     def command(self, argv: Sequence[str]) -> list[str]:
         """``argv`` as run on this host: behind its prefix."""
@@ -78,6 +82,11 @@ class Host:
 
 
 # ---------------------------------------------------------------- naming
+# a DNS name or IPv4 address (RFC 1123 letters, digits, - and .; _ as some resolvers allow),
+# or an IPv6 address with an optional %zone
+_ADDRESS = re.compile(r"[A-Za-z0-9_.-]{1,253}|[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9_.-]{1,32})?")
+
+
 def parse_host(text: str, via: Sequence[str] = ()) -> Host:
     """``address[:port]`` -> Host; InputError saying the accepted spellings otherwise."""
     name = str(text).strip()
@@ -89,8 +98,9 @@ def parse_host(text: str, via: Sequence[str] = ()) -> Host:
         port = rest[1:] or DEFAULT_PORT
     elif name.count(":") == 1:
         address, port = name.split(":")
-    if not address or any(c.isspace() for c in name) or "," in name or "/" in name:
-        raise InputError(f"host {text!r} is not address[:port] (e.g. 10.0.0.2, h1:8766, [::1]:8765); "
+    if not _ADDRESS.fullmatch(address) or ".." in address or address.startswith(("-", ".")):
+        raise InputError(f"host {text[:80]!r} is not address[:port] (e.g. 10.0.0.2, h1:8766, [::1]:8765): "
+                         "an address is a host name, IPv4 or [IPv6] address of at most 253 characters; "
                          "separate hosts with commas")
     try:
         port = int(port)
@@ -128,13 +138,21 @@ def read_hosts_file(path: str | os.PathLike) -> dict[str, list[str]]:
     doc = yaml_mapping(path, "hosts file (YAML: host -> {via: command prefix})", ["<host>"])
     out = {}
     for name, entry in doc.items():
-        parse_host(name)
+        try:
+            parse_host(name)
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
+        if entry is not None and not isinstance(entry, (Mapping, str, list)):
+            mapping(entry, f"{path}: host {name}", f"{name}: {{via: ssh -tt root@{name}}}")
         via = entry.get("via") if isinstance(entry, Mapping) else entry
         extra = [k for k in entry if k not in HOST_FILE_KEYS] if isinstance(entry, Mapping) else []
         if extra or not isinstance(via, (str, list)) or not via:
             raise InputError(f"{path}: host {name}: give `via: <command prefix>` (e.g. via: ssh -tt "
                              f"root@{name}), nothing else" + (f"; unknown key {', '.join(map(str, extra))}" if extra else ""))
-        out[name] = shlex.split(via) if isinstance(via, str) else [str(v) for v in via]
+        try:
+            out[name] = shlex.split(via) if isinstance(via, str) else [str(v) for v in via]
+        except ValueError as exc:  # shlex: an unclosed quote
+            raise InputError(f"{path}: host {name}: via: cannot be split into words ({exc}); close the quote") from None
     return out
 
 
@@ -142,7 +160,7 @@ def is_this_machine(address: str) -> bool:
     """Whether ``address`` belongs to this machine (a socket can be bound to it)."""
     try:
         infos = socket.getaddrinfo(address, None, type=socket.SOCK_STREAM)
-    except OSError:
+    except (OSError, UnicodeError):  # UnicodeError: a name IDNA cannot encode (a label over 63)
         return False
     for family, _, _, _, addr in infos:
         with socket.socket(family, socket.SOCK_STREAM) as s:
@@ -180,6 +198,8 @@ def connect_problem(host: Host, timeout_s: float = CONNECT_TIMEOUT_S) -> str:
         return f"did not answer within {timeout_s:g} s on port {host.port}: check the address and any firewall"
     except OSError as exc:
         return f"cannot be reached ({exc.strerror or exc}): check the address"
+    except UnicodeError:  # IDNA: a label of the name is empty or over 63 characters
+        return "is not a name the resolver can look up (a part between dots is over 63 characters): check the address"
 
 
 def check_hosts(hosts: Sequence[Host], fio_version: str) -> dict[str, str]:

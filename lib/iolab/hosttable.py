@@ -30,6 +30,7 @@ import pandas as pd
 
 from .errors import IolabError
 from .fiojson import load_document, run_rows as fio_rows
+from .paths import safe_name
 from .pool import ALL_CLIENTS, pool_outputs
 from .system import snapshot_columns
 
@@ -39,8 +40,9 @@ POOLED = "pooled"
 
 
 def host_snapshot(run_dir: str | Path, folder: str) -> dict[str, Any]:
-    """A host's system snapshot in a run folder ({} when none was taken)."""
-    path = Path(run_dir) / "hosts" / folder / "system.json"
+    """A host's system snapshot in a run folder ({} when none was taken). ``folder`` comes
+    from the folder's hosts.json: read as ``safe_name`` makes it, never outside ``hosts/``."""
+    path = Path(run_dir) / "hosts" / safe_name(folder, fill="_", fallback="host", per_char=True) / "system.json"
     return json.loads(path.read_text()) if path.exists() else {}
 
 

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import owned
 from .errors import FioError, TargetError, UnsafeTargetError
 from .fio import _fmt, fio_binary, to_jobfile
 from .target import Target, holds_data, loop_backing
@@ -346,7 +347,12 @@ def guard_job(jobfile: str | os.PathLike, allow_destructive: bool = False, *, fi
     unless ``allow_destructive``, for a job that is not provably read-only and opens a
     device holding data, or that runs a command or replays a log (iolab cannot see what
     those touch)."""
-    jobs, parsed_by, warnings = parse_jobfile(jobfile, fio, shown)
+    return _judge(*parse_jobfile(jobfile, fio, shown), allow_destructive, cwd)
+
+
+def _judge(jobs: list[Job], parsed_by: str, warnings: list[str], allow_destructive: bool,
+           cwd: str | os.PathLike | None) -> JobCheck:
+    """:func:`guard_job` on fio's reading of a job file."""
     files, writes = [], {}
     for job in jobs:
         writes[job.name] = write_reasons(job.options)
@@ -371,16 +377,66 @@ def guard_job(jobfile: str | os.PathLike, allow_destructive: bool = False, *, fi
                     f"{'; '.join(found)}. Writing would destroy that data. Use a scratch file or an "
                     "empty device, or pass allow_destructive=True (CLI: --allow-destructive) if you "
                     "really mean it.")
+            if kind == "file" and not device and writes[job.name] and not allow_destructive:
+                _refuse_users_file(job.name, writes[job.name], option, path, real)
     return JobCheck(jobs, files, writes, parsed_by, warnings)
+
+
+def _refuse_users_file(job: str, writes: list[str], option: str, path: str, real: str) -> None:
+    """UnsafeTargetError for a write to a regular file that holds bytes iolab did not write
+    (``iolab.owned``): an empty file, a new one, or iolab's own is fine."""
+    try:
+        size = os.path.getsize(real)
+    except OSError:
+        return
+    if size == 0 or owned.is_owned(real):
+        return
+    raise UnsafeTargetError(
+        f"refusing job [{job}]: fio reads it as {', '.join(writes)} (not read-only), and its {option} "
+        f"{path!r} opens {real}, an existing file of {size:,} bytes that iolab did not create. Writing "
+        "would destroy its contents. Use the scratch target (--target scratch), a new file name, or pass "
+        "allow_destructive=True (CLI: --allow-destructive) if you really mean it.")
+
+
+def mark_created(check: "JobCheck") -> None:
+    """After a run: the files fio laid out itself (missing when the job was judged, regular
+    files now) are iolab's (``iolab.owned``), so the next run of the job may write them again."""
+    for f in check.files:
+        if f.kind == "missing" and os.path.isfile(f.path):
+            owned.mark(f.path)
 
 
 def guard_job_text(text: str, allow_destructive: bool = False, *, fio: str | None = None,
                    cwd: str | os.PathLike | None = None) -> JobCheck:
     """:func:`guard_job` on job-file text (written to a temporary file that is removed)."""
-    with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
-        f.write(text)
-        f.flush()
-        return guard_job(f.name, allow_destructive, fio=fio, cwd=cwd, shown="the job iolab built")
+    return _judge(*_parse_text(text, fio or fio_binary()), allow_destructive, cwd)
+
+
+_PARSED: dict[tuple, tuple[list[Job], str, list[str]]] = {}
+_PARSED_MAX = 512
+
+
+def _parse_text(text: str, fio: str) -> tuple[list[Job], str, list[str]]:
+    """fio's reading of job text iolab built, remembered per (fio binary, text): the repeats
+    of a sweep ask for the same text, and each ``fio --parse-only`` costs ~0.15 s. (Only
+    iolab's own text: a user's job file may ``include`` files that change.) What the files it
+    names hold is judged afresh every time."""
+    try:
+        key = (fio, os.stat(fio).st_mtime_ns, text)
+    except OSError:
+        key = None
+    if key is None or key not in _PARSED:
+        with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
+            f.write(text)
+            f.flush()
+            parsed = parse_jobfile(f.name, fio, "the job iolab built")
+        if key is None:
+            return parsed
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = parsed
+    jobs, parsed_by, warnings = _PARSED[key]
+    return [Job(j.name, dict(j.options)) for j in jobs], parsed_by, list(warnings)
 
 
 def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:

@@ -31,7 +31,9 @@ _mutex = threading.Lock()
 
 
 def default_wait_s() -> float:
-    return float(os.environ.get("IOLAB_LOCK_WAIT_S", "600"))
+    """Seconds a measurement waits for a busy CPU: ``$IOLAB_LOCK_WAIT_S`` (default 600; a
+    finite number >= 0, else InputError naming the variable)."""
+    return paths.env_seconds("IOLAB_LOCK_WAIT_S", 600.0)
 
 
 def _folder() -> Path:

@@ -36,8 +36,8 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from .errors import FioOutputError, InputError
-from .fiojson import (DIRECTIONS, FILES, PERCENTILES, FioDocument, job_errors, latency_bins,
-                      latency_object, load_document, merge_bins, percentiles_from_bins, tidy)
+from .fiojson import (DIRECTIONS, FILES, PERCENTILES, FioDocument, checked_tidy, job_errors, latency_bins,
+                      latency_object, load_document, merge_bins, percentiles_from_bins)
 
 KINDS = ("clat", "lat")           # latencies whose percentiles are pooled
 FILES_ARE = ("repeats", "concurrent")
@@ -104,7 +104,7 @@ def _parts(index: int, source: str, data: Mapping[str, Any]) -> list[Part]:
     failed, nothing did I/O, or jobs sit in several reporting groups."""
     client_mode = "jobs" not in data
     entries = data.get("client_stats", []) if client_mode else data["jobs"]
-    frame = tidy(data)
+    frame = checked_tidy(data, source)
     if client_mode:
         frame = frame[frame["job"] != ALL_CLIENTS]
     if errors := job_errors(frame):

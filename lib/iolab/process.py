@@ -64,15 +64,22 @@ def _child_setup(cpus: list[int] | None, parent: int):
 def spawn(argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_kw) -> tuple[subprocess.Popen, ledger.Entry]:
     """Start ``argv`` as described in the module docstring. Returns the process and its
     ledger entry (release it once the process has been waited for)."""
-    with signals.deferred():
-        proc = subprocess.Popen(argv, start_new_session=True,
-                                preexec_fn=_child_setup(cpus, os.getpid()), **popen_kw)
-        try:
+    proc = entry = None
+    try:
+        with signals.deferred():
+            proc = subprocess.Popen(argv, start_new_session=True,
+                                    preexec_fn=_child_setup(cpus, os.getpid()), **popen_kw)
             entry = ledger.record("process", pid=proc.pid, start=ledger.start_time(proc.pid), name=name,
                                   argv=argv, undo=lambda: stop_group(proc))
-        except BaseException:  # unrecorded, it would outlive us: the caller never gets it to stop
+    except BaseException:
+        # the record failed, or a Ctrl-C held back by deferred() is raised as the block ends:
+        # the caller never gets the process, so it is stopped here (in a Jupyter kernel that
+        # lives on, it would otherwise run to its end)
+        if proc is not None:
             stop_group(proc)
-            raise
+            if entry is not None:
+                entry.release()
+        raise
     return proc, entry
 
 

@@ -8,6 +8,12 @@ snapshot. Each declares
 * ``read(run_dir)`` — its reader: the table's rows (one per job and direction; a DataFrame)
   for the tool that drove the I/O, or per-run columns (a dict) merged onto every row.
 
+A file a producer reads that is missing, empty, cut short or not what it wrote is a
+``RunFileError`` naming that file (readers read through ``iolab.runfiles``; ``rows`` and
+``columns`` turn what a reader meets in a file of the right type but the wrong content into
+one too), and ``iolab.store`` leaves that run out of a table, saying so: a run's row is never
+given with one producer's columns silently missing (an empty ``flags`` would read "passed").
+
 ``iolab.store`` loops over ``PRODUCERS`` and imports no producer; a new producer (thread
 states, remote hosts, stress-ng) is one more entry here, with its columns in
 ``iolab.columns``. The file names and the folder's own files (``iolab.store``) make up the
@@ -15,7 +21,6 @@ versioned layout (``iolab.store.SCHEMA_VERSION``).
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +28,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from . import checks, fiojson, hosttable, perf, sampling, series, threadstates, tio
+from . import checks, fiojson, hosttable, perf, runfiles, sampling, series, threadstates, tio
 from .errors import FioOutputError
 from .system import request_sizes, snapshot_columns
 
@@ -37,14 +42,25 @@ class Producer:
     rows: bool = False   # True: ``read`` gives the table's rows, else per-run columns
 
     def ran(self, run_dir: str | Path) -> bool:
-        """Whether this producer wrote into ``run_dir`` (its first file is there)."""
-        return (Path(run_dir) / self.files[0]).exists()
+        """Whether this producer wrote into ``run_dir``: its first file is there (the tool
+        that drove the I/O), or any of its files (the others: then a file of it that is
+        missing is named by its reader, not taken for a producer that did not run)."""
+        files = self.files if not self.rows else self.files[:1]
+        return any((Path(run_dir) / name).exists() for name in files)
+
+    def load(self, run_dir: str | Path) -> "pd.DataFrame | dict[str, Any]":
+        """``read(run_dir)``; RunFileError naming this producer's files for what its reader
+        meets in a file of the right type but the wrong content (``iolab.runfiles.guard``)."""
+        run_dir = Path(run_dir)
+        present = [name for name in self.files if (run_dir / name).exists()] or list(self.files[:1])
+        with runfiles.guard(run_dir / " or ".join(present)):
+            return self.read(run_dir)
 
 
 def block_columns(run_dir: str | Path) -> dict[str, float]:
     """What the device saw during the run (``iolab.system.request_sizes``) from the
     ``/sys/block/<dev>/stat`` readings before and after it in ``blockstat.json``."""
-    counters = json.loads((Path(run_dir) / "blockstat.json").read_text())
+    counters = runfiles.read_json(Path(run_dir) / "blockstat.json", keys=("before", "after"))
     return request_sizes(counters["before"], counters["after"])
 
 
@@ -52,7 +68,7 @@ def system_columns(run_dir: str | Path) -> dict[str, Any]:
     """What ``iolab.drift`` compares between the runs of a study, from ``system.json``
     (``iolab.system.snapshot_columns``). fio's version and the frequency source are
     columns of the fio and sampler producers."""
-    return snapshot_columns(json.loads((Path(run_dir) / "system.json").read_text()))
+    return snapshot_columns(runfiles.read_json(Path(run_dir) / "system.json"))
 
 
 def no_columns(run_dir: str | Path) -> dict[str, Any]:
@@ -79,7 +95,7 @@ def rows(run_dir: str | Path) -> pd.DataFrame:
     """The rows of a run folder, from the first row producer that ran in it."""
     for producer in PRODUCERS:
         if producer.rows and producer.ran(run_dir):
-            return producer.read(Path(run_dir))
+            return producer.load(run_dir)
     tools = " or ".join(p.files[0] for p in PRODUCERS if p.rows)
     raise FioOutputError(f"{run_dir} holds no report ({tools}): the run stopped before its tool "
                          "wrote one; its run.json says why, and argv.json holds the command to re-run")
@@ -90,7 +106,7 @@ def columns(run_dir: str | Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for producer in PRODUCERS:
         if not producer.rows and producer.ran(run_dir):
-            out.update(producer.read(Path(run_dir)))
+            out.update(producer.load(run_dir))
     return out
 
 

@@ -24,16 +24,17 @@ import logging
 import os
 import re
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import __version__, checks, provenance
 from .atomic import write_atomic
 from .columns import COLUMNS, label
-from .errors import InputError, IolabError
+from .errors import InputError, IolabError, printable
 from .results import MIME as RESULTS_MIME
 from .results import collect
-from .validate import input_file
+from .validate import input_file, notebook_file
 
 
 def execute(notebook: str | os.PathLike, output: str | os.PathLike,
@@ -167,8 +168,17 @@ def publish(executed: str | os.PathLike, html: str | os.PathLike | None = None) 
     docstring), written atomically to ``html`` (default: the notebook's name, ``.html``).
 
     InputError for a missing file, a file that is not a notebook, a notebook with no
-    outputs (not run), or an ``html`` that is the notebook itself or in a missing folder."""
+    outputs (not run), or an ``html`` that is the notebook itself or in a missing folder. A
+    notebook that did not finish (``unfinished``) is written up with a banner saying so."""
+    with warnings.catch_warnings():  # nbformat's notes on old notebooks (cell ids) are not the user's business
+        warnings.filterwarnings("ignore", module="nbformat")
+        warnings.filterwarnings("ignore", message="Cell is missing an id field")
+        return _write_up(executed, html)
+
+
+def _write_up(executed: str | os.PathLike, html: str | os.PathLike | None) -> Path:
     executed, html, nb = _read_executed(executed, html)
+    banner = unfinished(nb)
     recorded = _recorded(nb)
     cell = _parameter_cell(executed)
     given = {**nb.metadata.get("papermill", {}).get("parameters", {}), **recorded["parameters"]}
@@ -183,7 +193,10 @@ def publish(executed: str | os.PathLike, html: str | os.PathLike | None = None) 
     writeup.cells.insert(0 if title is None else title + 1, _html_cell(header))
     writeup.cells.append(_html_cell(appendix))
     if title is not None:
-        writeup.metadata["title"] = writeup.cells[title].source.lstrip()[2:].splitlines()[0].strip(" *_`")
+        writeup.metadata["title"] = (writeup.cells[title].source.lstrip()[2:].splitlines() or [""])[0].strip(" *_`")
+    if banner:  # above everything, the title too: what follows is not the whole notebook
+        writeup.cells.insert(0, _html_cell(f'<p class="iolab-writeup failed iolab-unfinished">⚠ '
+                                           f"{markup.escape(banner)}</p>"))
     write_atomic(html, _export(writeup, executed, no_input=True))
     return html
 
@@ -201,17 +214,82 @@ def _read_executed(executed: str | os.PathLike, html: str | os.PathLike | None):
     if html.resolve() == executed.resolve():
         raise InputError(f"{html} is the notebook itself; give the write-up another name, e.g. "
                          f"{executed.with_suffix('.html')}")
+    notebook_file(executed, "executed notebook")  # says what is wrong without quoting the file
     try:
-        nb = nbformat.read(executed, as_version=4)
+        with warnings.catch_warnings():  # nbformat's notes on old notebooks (cell ids) are not the user's business
+            warnings.simplefilter("ignore")
+            nb = nbformat.read(executed, as_version=4)
     except Exception as exc:  # nbformat raises NotJSONError, jsonschema's errors, AttributeError...
-        words = str(exc).strip().splitlines()
-        raise InputError(f"{executed} is not a Jupyter notebook nbformat can read "
-                         f"({words[0][:120] if words else type(exc).__name__}); give an executed .ipynb") from None
+        raise InputError(f"{executed} is not a Jupyter notebook nbformat can read ({type(exc).__name__}); "
+                         "give an executed .ipynb saved by Jupyter or papermill") from None
+    _tidy_metadata(nb)
+    try:
+        with warnings.catch_warnings():  # nbformat's notes on old notebooks (cell ids) are not the user's business
+            warnings.simplefilter("ignore")
+            nbformat.validate(nb, relax_add_props=True)  # as nbconvert will, before it writes anything
+    except nbformat.ValidationError as exc:
+        raise InputError(f"{executed} does not follow the notebook format ({str(exc.message)[:100]}); open and "
+                         "save it in JupyterLab, or give an executed .ipynb saved by Jupyter or papermill") from None
     if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
         raise InputError(f"{executed} has no outputs: it has not been run. Run it first (papermill "
                          f"{executed} out.ipynb, iolab demo, or Run All in JupyterLab and save), then "
                          "publish the executed copy")
     return executed, html, nb
+
+
+# what the write-up reads from a notebook's metadata, and the type each must have
+_META_TYPES = {"papermill": dict, "iolab": dict, "language_info": dict}
+_PAPERMILL_TYPES = {"parameters": dict, "input_path": str, "start_time": str, "end_time": str, "version": str}
+
+
+def _tidy_metadata(nb) -> None:
+    """Drop metadata entries of the wrong type (a hand-edited or foreign notebook), so the
+    write-up reads only what it can: a list where papermill writes a mapping is left out,
+    not a traceback."""
+    for key, kind in _META_TYPES.items():
+        if key in nb.metadata and not isinstance(nb.metadata[key], kind):
+            del nb.metadata[key]
+    pm = nb.metadata.get("papermill", {})
+    for key, kind in _PAPERMILL_TYPES.items():
+        if key in pm and not isinstance(pm[key], kind):
+            del pm[key]
+    for cell in nb.cells:
+        if not isinstance(cell.get("metadata", {}).get("papermill", {}), dict):
+            del cell.metadata["papermill"]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # IPython colours its error values and tracebacks
+
+
+def unfinished(nb: Mapping[str, Any] | str | os.PathLike) -> str:
+    """Why an executed notebook (a notebook, or its path) is not a whole run ("" when it
+    is): the first cell with an error output (papermill's metadata may also say it failed),
+    and the code cells that never ran (no execution count), in one sentence for the
+    write-up's banner and stderr."""
+    if not isinstance(nb, Mapping):
+        nb = notebook_file(nb, "executed notebook")
+    code = [c for c in nb.get("cells") or [] if _dict(c).get("cell_type") == "code" and str(c.get("source", "")).strip()]
+    errors = [(i, c, o) for i, c in enumerate(code, 1) for o in c.get("outputs") or [] if _dict(o).get("output_type") == "error"]
+    never = [c for c in code if _dict(_dict(c.get("metadata")).get("papermill")).get("status") == "pending"
+             or c.get("execution_count") is None and not c.get("outputs")]
+    parts = []
+    if errors:
+        i, cell, out = errors[0]
+        where = f"cell {cell['execution_count']}" if cell.get("execution_count") else f"code cell {i}"
+        value = printable(_ANSI.sub("", str(out.get("evalue", ""))), keep="").strip()
+        parts.append(f"{where} raised {out.get('ename', 'an error')}" + (f": {value[:200]}" if value else ""))
+    elif _dict(_dict(nb.get("metadata")).get("papermill")).get("exception"):
+        parts.append("papermill recorded that it failed")
+    if never:
+        parts.append(f"{len(never)} of its {len(code)} code cells never ran")
+    if not parts:
+        return ""
+    return ("This notebook did not finish: " + "; ".join(parts) + ". What follows stops there: run it again "
+            "to the end before relying on this write-up.")
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _recorded(nb) -> dict[str, Any]:
@@ -223,9 +301,13 @@ def _recorded(nb) -> dict[str, Any]:
         found = collect(nb) if not meta else {}
     except (ValueError, TypeError, KeyError, AttributeError):  # a result output iolab cannot read: none shown
         found = {}
-    return {"results": list(meta.get("results") or found.get("results") or []),
-            "run_folders": list(meta.get("run_folders") or found.get("run_folders") or []),
-            "parameters": dict(meta.get("parameters") or {})}
+
+    def listed(key: str, kind: type) -> list:
+        values = meta.get(key) or found.get(key) or []
+        return [v for v in values if isinstance(v, kind)] if isinstance(values, list) else []
+    params = meta.get("parameters")
+    return {"results": listed("results", Mapping), "run_folders": listed("run_folders", str),
+            "parameters": dict(params) if isinstance(params, Mapping) else {}}
 
 
 def _static(nb, pointer: str = ""):
@@ -443,9 +525,6 @@ def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recor
     """What ran, with which parameters (``defaults``: the parameters cell), and what it recorded."""
     pm = nb.metadata.get("papermill", {})
     parts = ['<div class="iolab-writeup">']
-    if pm.get("exception"):
-        parts.append('<p class="failed">This notebook stopped at an error: the outputs end where it failed '
-                     "(its traceback is below).</p>")
     ran = []
     if pm.get("end_time"):
         ran.append(f"Ran {_when(pm.get('start_time'))} – {_when(pm['end_time'])} UTC"
@@ -495,7 +574,7 @@ def _shown(value: Any) -> str:
 
 def _when(stamp: str | None) -> str:
     """papermill's ISO time (``2026-11-22T15:54:57.864868+00:00``) to the minute."""
-    return (stamp or "?")[:16].replace("T", " ")
+    return str(stamp or "?")[:16].replace("T", " ")
 
 
 def _parameter_cell(executed: Path) -> dict[str, dict]:

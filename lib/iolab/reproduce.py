@@ -30,7 +30,7 @@ from .atomic import write_json
 from .errors import InputError
 from .publish import execute
 from .sampling import read_freq_mhz
-from .validate import input_file
+from .validate import input_file, notebook_file
 
 
 @dataclass
@@ -104,11 +104,7 @@ def reproduce(executed: str | os.PathLike, out_dir: str | os.PathLike | None = N
     if not (isinstance(tolerance_pct, (int, float)) and math.isfinite(tolerance_pct) and tolerance_pct >= 0):
         raise InputError(f"tolerance {tolerance_pct!r} %: give a number of per cent, 0 or more (e.g. 10)")
     executed = input_file(executed, "executed notebook").absolute()
-    try:
-        nb = json.loads(executed.read_text())
-    except (ValueError, UnicodeDecodeError):
-        raise InputError(f"{executed} is not a notebook (not JSON); give an executed .ipynb, e.g. "
-                         "papermill_runs/01_queue_depth_knee.ipynb") from None
+    nb = notebook_file(executed, "executed notebook")
     original = recorded(nb)
     if not original["results"]:
         raise InputError(f"{executed} recorded no results (no iolab.results.record output): reproduce "
@@ -130,21 +126,33 @@ def reproduce(executed: str | os.PathLike, out_dir: str | os.PathLike | None = N
 def recorded(nb: Mapping[str, Any]) -> dict[str, list]:
     """The results and run folders of an executed notebook: its ``metadata["iolab"]``
     (``iolab.publish.execute``), else its outputs (papermill run by hand)."""
-    kept = (nb.get("metadata") or {}).get("iolab") or {}
-    return kept if kept.get("results") else results.collect(nb)
+    kept = _mapping(_mapping(nb.get("metadata")).get("iolab"))
+    if kept.get("results"):
+        return kept
+    try:
+        return results.collect(nb)
+    except (ValueError, TypeError, AttributeError, KeyError):  # outputs iolab did not write
+        raise InputError("the notebook's result outputs cannot be read (not as iolab.results writes them); "
+                         "give an executed notebook as papermill or JupyterLab saved it") from None
 
 
 def parameters(nb: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters an executed notebook ran with (papermill's record, and iolab's)."""
-    meta = nb.get("metadata") or {}
-    return {**((meta.get("papermill") or {}).get("parameters") or {}),
-            **((meta.get("iolab") or {}).get("parameters") or {})}
+    meta = _mapping(nb.get("metadata"))
+    return {**_mapping(_mapping(meta.get("papermill")).get("parameters")),
+            **_mapping(_mapping(meta.get("iolab")).get("parameters"))}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else {}: a notebook's metadata as written by anyone."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def source_notebook(nb: Mapping[str, Any], executed: Path) -> Path:
     """The notebook ``executed`` was run from: papermill's ``input_path``, else the notebook
     of that name in notebooks/."""
-    given = ((nb.get("metadata") or {}).get("papermill") or {}).get("input_path")
+    given = _mapping(_mapping(nb.get("metadata")).get("papermill")).get("input_path")
+    given = given if isinstance(given, str) and given.strip() and "\0" not in given else None
     candidates = [Path(given), paths.NOTEBOOKS / Path(given).name] if given else []
     for candidate in [*candidates, paths.NOTEBOOKS / executed.name]:
         if candidate.is_file():

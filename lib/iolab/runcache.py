@@ -10,12 +10,18 @@ them (``root/*/run.json``; sub-folders such as ``root/warmup/<run>`` are not run
 
 The cache is one parquet file, ``root/.iolab-table.parquet``, written whole (temporary name,
 then rename; two loaders at once: the last writer wins). Its metadata holds the index: per
-run folder name, the stamp of run.json (mtime_ns, size, inode) and params.json (mtime_ns),
-the run's status, and its rows. A run that is added, removed or changed (run.json rewritten,
-e.g. by a repair marking it interrupted) is re-derived alone with ``iolab.store.run_table``;
-the rest come from the file. The whole cache is rebuilt when iolab's code, pandas, pyarrow or
-this format (``CACHE_VERSION``) changes, and when the file cannot be read. A folder iolab
-cannot write is loaded without a cache.
+run folder name, its stamp, the run's status, and its rows. The stamp is a digest of every
+file in the run folder and its sub-folders (the folder's own, each producer's, fio's logs,
+a host's files): name, size, mtime_ns, ctime_ns and inode of each file present, so a file
+that is added, removed, rewritten (a new inode when renamed into place) or edited in place
+(even with its mtime put back: ctime cannot be) changes it. A run that is added, removed or
+changed (run.json rewritten by a repair marking it interrupted, a fio.json replaced) is
+re-derived alone with ``iolab.store.run_table``; the rest come from the file. A run that
+cannot be read is kept in the index with its reason, warned about on every load (a
+``RunSkipped`` warning, as ``load_runs`` gives), until one of its files changes. The whole
+cache is rebuilt when iolab's code, pandas, pyarrow or this format (``CACHE_VERSION``)
+changes, and when the file cannot be read. A folder iolab cannot write is loaded without a
+cache.
 
 Exact round trip: a run's rows are stored with their own dtypes. Runs whose columns and dtypes
 are the same form a block; each (column, dtype) pair is a parquet column of its own, named
@@ -44,10 +50,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import progress, store
-from .errors import IolabError
+from .errors import IolabError, RunSkipped
 
 CACHE_NAME = ".iolab-table.parquet"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the stamp covers every file of the run folder, not run.json and params.json alone
 CHECKPOINT_S = 60.0  # a long first build saves what it has this often, so Ctrl-C loses little
 _META_KEY = b"iolab.runcache"
 _BAR_FROM = 200      # runs to derive before a progress bar is worth showing
@@ -61,7 +67,7 @@ class _Run:
     """One run folder as the index knows it. ``sig`` is None when the run has no rows to
     keep (``error`` says why, and is warned about again on every load, as load_runs does)."""
     name: str
-    stamp: list
+    stamp: str
     status: str | None
     sig: Sig | None = None
     rows: int = 0
@@ -78,6 +84,8 @@ def load_cached(root: str | os.PathLike, status: str | None = "ok", cache: bool 
     root = Path(root)
     if not cache or (root / "run.json").exists():  # no cache for a single run folder
         return store.load_runs(root, status)
+    for line in store.no_run_json(root):
+        warnings.warn(line, RunSkipped, stacklevel=2)
     folders = [p.parent for p in store.find_runs(root)]
     stamps = {f.name: _stamp(f) for f in folders}
     old = _read_cache(root)
@@ -116,9 +124,11 @@ def statuses(root: str | os.PathLike) -> Counter:
     single = Path(root) / "run.json"
     for path in [single] if single.exists() else store.find_runs(root):
         try:
-            counts[json.loads(path.read_text()).get("status", "unreadable")] += 1
+            meta = json.loads(path.read_text())
         except (OSError, ValueError):
-            counts["unreadable"] += 1
+            meta = None
+        status = meta.get("status") if isinstance(meta, dict) else None
+        counts[status if isinstance(status, str) else "unreadable"] += 1
     return counts
 
 
@@ -137,40 +147,58 @@ def write_parquet(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 # ---------------------------------------------------------------- one run
-def _stamp(folder: Path) -> list | None:
-    """What changes when a run folder's record changes: run.json's mtime_ns, size and inode
-    (a rewrite by rename is a new inode), params.json's mtime_ns. None when run.json is gone."""
+def _stamp(folder: Path) -> str | None:
+    """What changes when any file of a run folder changes (module docstring): 16 hex digits
+    of SHA-256 over each file's relative name, size, mtime_ns, ctime_ns and inode, sorted.
+    None when run.json is gone."""
+    entries = _files(folder, "")
+    if entries is None or not any(name == "run.json" for name, *_ in entries):
+        return None
+    return hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()[:16]
+
+
+def _files(folder: Path, prefix: str) -> list | None:
+    """[name, size, mtime_ns, ctime_ns, inode] of each file below ``folder`` (names relative
+    to the run folder); None when it cannot be listed."""
+    out = []
     try:
-        meta = os.stat(folder / "run.json")
+        with os.scandir(folder) as it:
+            for entry in it:
+                name = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    out += _files(Path(entry.path), name + "/") or [[name + "/", -1, 0, 0, 0]]
+                    continue
+                try:
+                    st = entry.stat()
+                except OSError:  # gone or unreadable since the listing: a stamp of its own
+                    out.append([name, -1, 0, 0, 0])
+                    continue
+                out.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
     except OSError:
         return None
-    try:
-        params = os.stat(folder / "params.json").st_mtime_ns
-    except OSError:
-        params = None
-    return [meta.st_mtime_ns, meta.st_size, meta.st_ino, params]
+    return out
 
 
-def _derive(folder: Path, stamp: list, status: str | None) -> tuple[_Run, pd.DataFrame | None] | None:
+def _derive(folder: Path, stamp: str, status: str | None) -> tuple[_Run, pd.DataFrame | None] | None:
     """A run's index entry and table (``store.run_table``), or its entry with the error that
     makes ``load_runs`` skip it. None, with a warning when ``status`` asks for the run, for
     an OS error: not cached, since a permission or a missing file may be put right."""
     try:
         meta = store.read_run(folder)
     except OSError as exc:
-        warnings.warn(f"skipping run {folder}: {exc}", stacklevel=3)
+        warnings.warn(store.skip_message(folder, exc), RunSkipped, stacklevel=3)
         return None
     except (ValueError, IolabError) as exc:
-        return _Run(folder.name, stamp, None, error=f"skipping run {folder}: {exc}"), None
+        return _Run(folder.name, stamp, None, error=store.skip_message(folder, exc)), None
     run = _Run(folder.name, stamp, meta.get("status"))
     try:
         frame = store.run_table(folder)
     except OSError as exc:
         if _wanted(run.status, status):
-            warnings.warn(f"skipping run {folder}: {exc}", stacklevel=3)
+            warnings.warn(store.skip_message(folder, exc), RunSkipped, stacklevel=3)
         return None
     except (ValueError, IolabError) as exc:
-        run.error = f"skipping run {folder}: {exc}"
+        run.error = store.skip_message(folder, exc)
         return run, None
     run.rows = len(frame)
     return run, frame
@@ -373,7 +401,7 @@ def _assemble(folders: list[Path], cache: _Cache, loose: dict[str, tuple[_Run, p
             continue
         if run.error is not None:  # warned about as load_runs does: a run.json it cannot read always
             if run.status is None or _wanted(run.status, status):
-                warnings.warn(run.error, stacklevel=3)
+                warnings.warn(run.error, RunSkipped, stacklevel=3)
             continue
         if not _wanted(run.status, status):
             continue

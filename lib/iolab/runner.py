@@ -21,7 +21,7 @@ from . import checks, repair, series, signals
 from .errors import TargetError, TioError
 from .fio import fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
 from .fiojson import run_warnings
-from .jobcheck import guard_job_text
+from .jobcheck import guard_job_text, mark_created
 from .locks import cpus_locked
 from .perf import Profiler, ProfileSpec
 from .process import run_pinned
@@ -137,6 +137,7 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
                           timeout_s=timeout_s, on_start=lambda pid: (sampler.start(), states and states.start(pid)),
                           cpus=cpus, wrap=wrap, readonly=check.fio_readonly)
         finally:
+            mark_created(check)  # files fio laid out are iolab's: the next run may write them
             thread_samples = states.stop() if states and states.started else None  # its ticks end with fio
             if profiler:
                 profiler.stop()

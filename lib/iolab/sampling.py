@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import fiojson
+from . import fiojson, runfiles
 from .errors import IolabError
 from .system import SYS_CPU, cpuinfo_mhz
 
@@ -165,8 +165,23 @@ class Samples:
 
     @classmethod
     def read(cls, run_dir: str | os.PathLike) -> "Samples":
-        """The series a run folder keeps (``files``)."""
-        return cls(pd.read_csv(Path(run_dir) / FREQ_FILE), pd.read_csv(Path(run_dir) / STAT_FILE))
+        """The series a run folder keeps (``files``); RunFileError (``iolab.runfiles``) naming
+        a file that is missing, empty, cut mid-line or without the columns written here."""
+        return cls(read_freq(run_dir), read_stat(run_dir))
+
+
+def read_stat(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """``samples_stat.csv`` of a run folder: t_s (s), cpu, the /proc/stat counters (USER_HZ
+    ticks); RunFileError when it cannot be read as written."""
+    return runfiles.read_csv(Path(run_dir) / STAT_FILE, columns=("t_s", "cpu", *STAT_FIELDS),
+                             numeric=("t_s", "cpu", *STAT_FIELDS, *HOST_FIELDS))
+
+
+def read_freq(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """``samples_freq.csv`` of a run folder: t_s (s), cpu, freq_mhz (MHz), freq_source;
+    RunFileError when it cannot be read as written."""
+    return runfiles.read_csv(Path(run_dir) / FREQ_FILE, columns=("t_s", "cpu", "freq_mhz", "freq_source"),
+                             numeric=("t_s", "cpu", "freq_mhz"))
 
 
 def run_columns(run_dir: str | os.PathLike) -> dict:

@@ -61,6 +61,7 @@ from .errors import InputError, IolabError
 from .fio import fio_binary, to_jobfile
 from .hosts import hosts_from
 from .jobcheck import guard_job_text
+from .paths import check_name, safe_name
 from .paths import runs_dir as default_runs_dir
 from .progress import bar
 from .runcache import load_cached
@@ -68,7 +69,8 @@ from .store import find_runs, load_runs
 from .stress import stressed, stress_argv
 from .system import SYS_CPU, parse_cpu_list, read_text
 from .target import Target, open_target
-from .validate import check_cpus, check_fio_options, cpu_list, positive_ints, writable_dir, yaml_mapping
+from .validate import (check_cpus, check_fio_options, cpu_list, kind_of, mapping, positive_ints, warmup,
+                       warmup_text, writable_dir, yaml_mapping)
 
 SPEC_KEYS = ("name", "description", "target", "size", "cpus", "repeats", "order", "seed", "base", "axes",
              "stop", "warmup", "hosts", "hosts_file")
@@ -102,7 +104,7 @@ class Spec:
     order: str = "random"
     seed: int = 0
     stop: dict[str, Any] | None = None
-    warmup: Any = "run"
+    warmup: str = "run"            # validate.warmup's spelling: run, none or a time (2s: ramp_time)
     description: str = ""
     path: Path | None = None
     hosts: list[str] | None = None
@@ -164,13 +166,18 @@ def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
     if not doc.get("axes") or not isinstance(doc["axes"], Mapping):
         raise InputError("the spec has no axes: give `axes:` a mapping of axis -> list of values, "
                          "e.g. axes: {iodepth: [1, 8, 32]}")
-    name = str(doc.get("name") or (path.stem if path else "search")).strip()
+    name = (check_name(str(doc["name"]).strip(), "search name", "name: in the spec") if doc.get("name") is not None
+            else safe_name(path.stem if path else "search", fallback="search"))
     targets = doc.get("target", "scratch")
     targets = [str(t).strip() for t in (targets if isinstance(targets, list) else [targets])]
-    spec = Spec(name=name, target=targets, axes=_axes(doc["axes"]), base=dict(doc.get("base") or {}),
+    base = mapping(doc.get("base"), "base in the search spec", "base: {rw: randread, ioengine: io_uring}")
+    warm = warmup(doc.get("warmup", "run"))
+    if isinstance(warm, float):  # a time: fio's ramp_time on every run (and in the spec's hash)
+        base = _ramp(base, warm)
+    spec = Spec(name=name, target=targets, axes=_axes(doc["axes"]), base=base,
                 size=str(doc.get("size", "1g")).strip(), repeats=positive_ints("repeats", [doc.get("repeats", 1)])[0],
                 order=str(doc.get("order", "random")).strip().lower(), stop=_stop(doc.get("stop")),
-                warmup=doc.get("warmup", "run"), description=str(doc.get("description", "")), path=path)
+                warmup=warmup_text(warm), description=str(doc.get("description", "")), path=path)
     if doc.get("hosts") or doc.get("hosts_file"):
         base_dir = path.parent if path else Path(".")
         spec.hosts_file = str(base_dir / str(doc["hosts_file"]).strip()) if doc.get("hosts_file") else None
@@ -189,11 +196,26 @@ def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
     return spec
 
 
+def _ramp(base: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """``base`` with fio's ramp_time for ``warmup: <time>``; InputError when base sets another."""
+    from .fio import fio_time
+
+    ramp = fio_time(seconds)
+    if str(base.get("ramp_time", ramp)).strip() != ramp:
+        raise InputError(f"the spec sets warmup: {seconds:g}s and base ramp_time: {base['ramp_time']}; "
+                         "keep one of them (warmup: <time> is fio's ramp_time on every run)")
+    return {**base, "ramp_time": ramp}
+
+
 def _axes(axes: Mapping[str, Any]) -> dict[str, list]:
     out: dict[str, list] = {}
     for axis, values in axes.items():
         axis = str(axis).strip()
         values = values if isinstance(values, list) else [values]
+        nested = [v for v in values if isinstance(v, (Mapping, list))]
+        if nested:
+            raise InputError(f"axis {axis!r} has {nested[0]!r}, a {kind_of(nested[0])}; give a list of "
+                             f"plain values, e.g. {axis}: [1, 8, 32]")
         if not values:
             raise InputError(f"axis {axis!r} has no values; give a list such as {axis}: [1, 2]")
         if axis in ("cores", "devices"):
@@ -222,10 +244,17 @@ def _choice(axis: str, value: Any, choices: Sequence[str]) -> str:
 def _stop(stop: Any) -> dict[str, Any] | None:
     if not stop:
         return None
+    how = ("stop: give {metric: iops, ci_pct: 5, min_repeats: 3} (end a cell once the 95 % "
+           "interval of its mean is within ci_pct % of it)")
     if not isinstance(stop, Mapping) or set(stop) - {"metric", "ci_pct", "min_repeats"}:
-        raise InputError("stop: give {metric: iops, ci_pct: 5, min_repeats: 3} (end a cell once the 95 % "
-                         "interval of its mean is within ci_pct % of it)")
-    out = {"metric": str(stop.get("metric", "iops")), "ci_pct": float(stop.get("ci_pct", 5)),
+        raise InputError(how)
+    try:
+        ci_pct = float(stop.get("ci_pct", 5))
+    except (TypeError, ValueError):
+        ci_pct = float("nan")
+    if not 0 < ci_pct < float("inf") or isinstance(stop.get("ci_pct"), bool):
+        raise InputError(f"stop.ci_pct {stop.get('ci_pct')!r} is not a percentage > 0; " + how)
+    out = {"metric": str(stop.get("metric", "iops")), "ci_pct": ci_pct,
            "min_repeats": positive_ints("stop.min_repeats", [stop.get("min_repeats", 3)])[0]}
     if out["min_repeats"] < 2:
         raise InputError("stop.min_repeats must be at least 2: an interval needs two runs")
@@ -404,7 +433,7 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
     stress-ng stopped after every run. ``announce`` gets the plan in words (``describe_plan``;
     None: quiet). ``measure_kw`` go to ``iolab.runner.measure``."""
     spec = spec if isinstance(spec, Spec) else load_spec(spec)
-    runs_dir = Path(runs_dir or default_runs_dir() / f"search-{spec.name}")
+    runs_dir = Path(runs_dir or default_folder(spec))
     repair.recover_and_report()
     with open_targets(spec) as targets:
         runs = plan(spec, targets, drop_unavailable, allow_destructive)
@@ -413,7 +442,7 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
         write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
         done = done_runs(runs_dir)
-        warm = spec.warmup
+        warm = warmup(spec.warmup)  # "run": once, before the first run measured; a time is in base
         hosts = hosts_from(spec.hosts, spec.hosts_file) if spec.hosts else None
         measure = measure_hosts if hosts else runner.measure
         with contextlib.ExitStack() as cell_knobs:
@@ -437,6 +466,12 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
                                                  label=r.label, **kw).path
     paths = [done[r.key] for r in runs if r.key in done]
     return _table(load_runs(paths), spec.axes)
+
+
+def default_folder(spec: Spec) -> Path:
+    """Where a search's runs go unless told: ``<runs folder>/search-<name>`` (the name checked:
+    nothing outside the runs folder)."""
+    return default_runs_dir() / f"search-{check_name(spec.name, 'search name', 'name: in the spec')}"
 
 
 def _as_doc(spec: Spec) -> dict[str, Any]:

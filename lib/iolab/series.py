@@ -57,11 +57,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import fiojson
+from . import fiojson, runfiles
 from .atomic import write_json
 from .analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
-from .errors import FioOutputError, InputError
-from .sampling import BUSY_FIELDS, FREQ_FILE, STAT_FIELDS, STAT_FILE
+from .errors import FioOutputError, InputError, RunFileError
+from .sampling import BUSY_FIELDS, FREQ_FILE, STAT_FIELDS, STAT_FILE, read_freq, read_stat
 
 META = "series.json"           # written by the runner when logs were asked for
 FILES = (META,)                # in a run folder (iolab.producers): the first one there means logs were asked for
@@ -210,18 +210,27 @@ def find_logs(run_dir: str | os.PathLike, prefix: str = PREFIX) -> list[LogFile]
 
 
 def _numbers(path: Path, min_cols: int) -> pd.DataFrame:
-    """The comma-separated numbers of one fio log (no header), or FioOutputError saying why not."""
+    """The comma-separated numbers of one fio log (no header), or FioOutputError saying why not:
+    not numbers, cut mid-line, or a line with fewer than ``min_cols`` of them."""
     if path.stat().st_size == 0:
         return pd.DataFrame()
     try:
         frame = pd.read_csv(path, header=None, skipinitialspace=True, dtype=np.float64)
     except (ValueError, pd.errors.ParserError) as exc:
-        first = path.read_text(errors="replace").splitlines()[0][:80]
+        first = (path.read_text(errors="replace").splitlines() or [""])[0][:80]
         raise FioOutputError(f"{path}: not an fio log (lines of comma-separated numbers: time in ms, value, "
                              f"direction, ...); it begins {first!r} ({type(exc).__name__})") from None
     if frame.shape[1] < min_cols:
         raise FioOutputError(f"{path}: {frame.shape[1]} columns per line; fio's logs have at least {min_cols} "
                              "(time ms, value, direction, block size[, offset][, priority])")
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        cut = f.read(1) != b"\n"
+    short = np.flatnonzero(frame.iloc[:, :min_cols].isna().any(axis=1).to_numpy())
+    if cut or len(short):
+        where = f"it stops mid-line ({len(frame)} lines)" if cut else f"line {short[0] + 1} has fewer than {min_cols} numbers"
+        raise FioOutputError(f"{path}: cut short: {where}; fio writes whole lines (was it stopped while writing? "
+                             "then its interval logs cannot be read)")
     return frame
 
 
@@ -323,13 +332,15 @@ class Series:
 
 def read_series(run_dir: str | os.PathLike) -> Series:
     """The interval logs of a run folder as a ``Series`` (module docstring). InputError when
-    the run wrote none (with how to re-run it); FioOutputError for a log fio did not write."""
+    the run wrote none (with how to re-run it); FioOutputError for a log fio did not write (or
+    that is cut short); RunFileError (``iolab.runfiles``) for series.json or a sampler file
+    that cannot be read. A fio.json that cannot be read is said in the notes instead."""
     run_dir = Path(run_dir)
-    meta_path = run_dir / META
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run folder; give a folder under data/runs")
-    meta: dict[str, Any] = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    doc = _report(run_dir)
+    meta = read_meta(run_dir)
+    notes: list[str] = []
+    doc = _report(run_dir, notes)
     prefix = meta.get("prefix") or _prefix_from_report(doc)
     logs = find_logs(run_dir, prefix)
     if not logs:
@@ -343,7 +354,6 @@ def read_series(run_dir: str | os.PathLike) -> Series:
     log_ms = int(meta.get("log_ms") or _log_ms_from_report(doc) or _guess_log_ms(logs))
     time_base = meta.get("time_base") or _time_base(doc, logs, log_ms)
     names = meta.get("jobs") or _names_from_report(doc)
-    notes: list[str] = []
     if not any(f.kind == "clat_hist" and f.path.stat().st_size for f in logs):
         notes.append(f"no histogram log ({prefix}_clat_hist.N.log): IOs per interval and latency percentiles "
                      "need fio's write_hist_log with log_hist_msec (iolab asks for both with log_ms); "
@@ -385,13 +395,37 @@ def read_series(run_dir: str | os.PathLike) -> Series:
                   time_base, str((doc or {}).get("fio version", "")), _fio_steadystate(doc), notes)
 
 
-def _report(run_dir: Path) -> dict | None:
+_META_TYPES = {"log_ms": ((int, float), "number"), "prefix": (str, "string"), "jobs": (list, "list"),
+               "time_base": (str, "string"), "sampler_t0_monotonic_s": ((int, float), "number"),
+               "sampler_t0_unix_s": ((int, float), "number")}
+
+
+def read_meta(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """series.json of a run folder ({} without one: logs read by their names alone);
+    RunFileError (``iolab.runfiles``) when it cannot be read or a value is not of the type
+    the runner wrote (``_META_TYPES``)."""
+    path = Path(run_dir) / META
+    meta = runfiles.read_json(path, optional=True) or {}
+    for key, (kind, word) in _META_TYPES.items():
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise RunFileError(path, f"has {key!r} {runfiles.quote(json.dumps(value), 20)} where the runner "
+                                     f"wrote a {word}")
+    return meta
+
+
+def _report(run_dir: Path, notes: list[str] | None = None) -> dict | None:
+    """fio's report of the run (None without one); one that cannot be read is said in
+    ``notes`` (when given), naming the file (an interrupted run's report may be cut short),
+    and the series is read without it."""
     path = run_dir / fiojson.FILES[0]
     if not path.exists():
         return None
     try:
-        return fiojson.load_document(path).data
-    except FioOutputError:
+        return fiojson.run_document(path).data
+    except RunFileError as exc:
+        if notes is not None:
+            notes.append(f"{path.name} {exc.what}: the series is not compared with fio's report")
         return None
 
 
@@ -720,7 +754,7 @@ def aligned_samplers(run_dir: str | os.PathLike, fio_start_s: float = 0.0) -> pd
     run_dir = Path(run_dir)
     if not (run_dir / STAT_FILE).exists():
         return pd.DataFrame()
-    stat = pd.read_csv(run_dir / STAT_FILE).sort_values(["cpu", "t_s"])
+    stat = read_stat(run_dir).sort_values(["cpu", "t_s"])
     rows = []
     for t, part in stat.groupby("t_s"):
         rows.append({"t_s": t, **{f: part[f].sum() for f in STAT_FIELDS},
@@ -738,7 +772,7 @@ def aligned_samplers(run_dir: str | os.PathLike, fio_start_s: float = 0.0) -> pd
         out["host_steal_pct"] = (100 * d["host_steal"] / htotal).to_numpy()
         out["host_busy_pct"] = (100 * d[[f"host_{f}" for f in BUSY_FIELDS]].sum(axis=1) / htotal).to_numpy()
     if (run_dir / FREQ_FILE).exists():
-        freq = pd.read_csv(run_dir / FREQ_FILE)
+        freq = read_freq(run_dir)
         if len(freq):
             mean = freq.groupby("t_s")["freq_mhz"].mean()
             out["cpu_freq_mhz"] = mean.reindex(per_t["t_s"].iloc[1:].to_numpy()).to_numpy()
@@ -752,16 +786,16 @@ def _threads(run_dir: Path, starts: np.ndarray, ends: np.ndarray) -> pd.DataFram
     row per active thread per tick, ``t_s`` on its own clock, started with the samplers) per
     sampler interval: the mean number of threads in each state per tick (``threads_R``,
     ``threads_D``, ...), over all processes (seed 001's readahead workers were kernel
-    threads). Empty when it did not run."""
+    threads). Empty when it did not run; RunFileError (``iolab.runfiles``) when its files
+    cannot be read."""
     path = run_dir / THREADS_FILE
     if not path.exists() or not len(starts):
         return pd.DataFrame()
-    try:
-        frame = pd.read_csv(path, usecols=["t_s", "state"])
-        meta = json.loads((run_dir / "threads.json").read_text()) if (run_dir / "threads.json").exists() else {}
-    except (ValueError, pd.errors.ParserError):
-        return pd.DataFrame()
-    tick_s = float(meta.get("interval_s") or 0) or (float(np.median(np.diff(np.unique(frame["t_s"]))))
+    frame = runfiles.read_csv(path, usecols=["t_s", "state"], numeric=("t_s",))
+    meta = runfiles.read_json(run_dir / "threads.json", optional=True) or {}
+    with runfiles.guard(run_dir / "threads.json"):
+        interval_s = float(meta.get("interval_s") or 0)
+    tick_s = interval_s or (float(np.median(np.diff(np.unique(frame["t_s"]))))
                                                    if frame["t_s"].nunique() > 1 else 0.0)
     if not tick_s:
         return pd.DataFrame()
@@ -1009,7 +1043,7 @@ def run_columns(run_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         s = read_series(run_dir)
     except (InputError, FioOutputError, OSError, ValueError) as exc:
-        meta = json.loads((Path(run_dir) / META).read_text())
+        meta = read_meta(run_dir)
         return {"log_ms": meta.get("log_ms", nan), "series_intervals": 0, "series_ios_covered_pct": nan,
                 "steady_from_s": nan, "stalls": nan, "series_note": str(exc)}
     steady = find_steady(s)

@@ -27,6 +27,8 @@ import signal
 import threading
 from collections.abc import Iterator  # not typing's: its import costs every command's start-up
 
+from .paths import env_seconds
+
 CAUGHT = (signal.SIGTERM, signal.SIGHUP)
 FORCE_EXIT_AFTER_S = 30.0  # longer than any cleanup (fio gets 10 s to stop)
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -61,7 +63,10 @@ def _arm_last_resort(signum: int) -> None:
     def force_exit() -> None:
         atexit._run_exitfuncs()  # the same cleanup a normal exit runs
         os._exit(128 + signum)
-    delay = float(os.environ.get("IOLAB_FORCE_EXIT_S", FORCE_EXIT_AFTER_S))  # tests shorten it
+    try:  # tests shorten it; inside a signal handler a bad value is no reason to fail: the default
+        delay = env_seconds("IOLAB_FORCE_EXIT_S", FORCE_EXIT_AFTER_S)
+    except ValueError:
+        delay = FORCE_EXIT_AFTER_S
     timer = threading.Timer(delay, force_exit)
     timer.daemon = True  # a process that ends as asked never waits for it
     timer.start()

@@ -23,6 +23,16 @@ producer's columns, and the swept values of params.json.
 The folder is built under ``.tmp-<id>`` and renamed into place, so a reader never sees a
 half-written run; a failed or interrupted run is still renamed, with ``status`` saying so.
 
+Reading is defensive (``iolab.runfiles``): a file of a run folder that is missing, empty, cut
+short, not JSON or CSV, or of another type than written is a ``RunFileError`` naming it;
+``load_runs`` leaves that run out with one ``RunSkipped`` warning (``skip_message``: the run,
+the file, what is wrong, what to do) and keeps the other runs' rows. A run is never given
+with one producer's columns silently missing; the exception is fio's interval logs, whose
+trouble is the run's ``series_note`` (``iolab.series.run_columns``). Files no table reads
+(argv.json, job.fio, fio.stderr) are not judged, and params.json, blockstat.json,
+system.json, checks.json and series.json may be absent (runs made by hand, older layouts).
+A folder holding a run's files but no run.json is said too (``no_run_json``).
+
 Format history (``schema`` in run.json; the whole layout above has one version):
     1 (2026-11-22)  first version; run.json says ``schema_version``; perf stat's window is a
                     fake ``window_s`` event in perf_stat_tidy.csv. Still read.
@@ -45,9 +55,9 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import pandas as pd
 
-from . import __version__, ledger, producers
+from . import __version__, ledger, producers, runfiles
 from .atomic import write_atomic, write_json
-from .errors import IolabError, RunInterrupted, SchemaError
+from .errors import IolabError, RunFileError, RunInterrupted, RunSkipped, SchemaError
 
 SCHEMA_VERSION = 2
 SCHEMAS_READ = (1, 2)
@@ -128,8 +138,10 @@ def finish_abandoned(tmp: Path, why: str) -> str:
     holds is kept as it is."""
     if not tmp.is_dir():
         return f"run folder {tmp} was already finished"
-    meta_path = tmp / "run.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else _stamp(tmp.name.removeprefix(".tmp-"))
+    try:
+        meta = runfiles.read_json(tmp / "run.json", keys=("run_id",))
+    except (RunFileError, OSError):  # missing or damaged: a fresh stamp, the rest of the folder kept
+        meta = _stamp(tmp.name.removeprefix(".tmp-"))
     final = _finish(tmp, meta, "interrupted", why)
     return f"marked run {final} interrupted ({why})"
 
@@ -180,12 +192,14 @@ def schema_of(meta: Mapping[str, Any]) -> Any:
 
 def read_run(path: str | os.PathLike) -> dict[str, Any]:
     """run.json of a run folder. SchemaError, saying what to do, for a layout this iolab
-    does not read (``SCHEMAS_READ``)."""
+    does not read (``SCHEMAS_READ``); RunFileError (``iolab.runfiles``) for a run.json that
+    is missing, empty, cut short, not a JSON object, or without ``run_id`` and ``status``
+    (strings)."""
     path = Path(path)
-    meta = json.loads((path / "run.json").read_text())
+    meta = runfiles.read_json(path / "run.json")
     version = schema_of(meta)
     if version in SCHEMAS_READ:
-        return meta
+        return _with_id_and_status(meta, path / "run.json")
     if isinstance(version, int) and version > SCHEMA_VERSION:
         raise SchemaError(f"{path} was written by iolab {meta.get('iolab_version', '?')} with run-folder "
                           f"schema {version}; this iolab ({__version__}) reads schemas {SCHEMAS_READ[0]} "
@@ -195,19 +209,74 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
                       "it: params.json and argv.json hold what ran.")
 
 
+def _with_id_and_status(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``meta`` (the run.json at ``path``) when its ``run_id`` and ``status`` are strings;
+    RunFileError naming the first that is missing or is not."""
+    runfiles.require(meta, path, ("run_id", "status"))
+    for key in ("run_id", "status"):
+        if not isinstance(meta[key], str):
+            raise RunFileError(path, f"has {key!r} {runfiles.quote(json.dumps(meta[key]), 20)}, not a string")
+    return meta
+
+
 def run_table(path: str | os.PathLike) -> pd.DataFrame:
     """The tidy table of one run folder: the rows of the tool that drove the I/O, the
     columns of every other producer that ran (``iolab.producers``), the swept values of
     params.json, run id and status."""
     path = Path(path)
     meta = read_run(path)
-    params = json.loads((path / "params.json").read_text()) if (path / "params.json").exists() else {}
     frame = producers.rows(path)
-    for key, value in {**producers.columns(path), **params.get("swept", {})}.items():
+    for key, value in {**producers.columns(path), **swept_values(path)}.items():
         frame[key] = value if not isinstance(value, (list, dict)) else json.dumps(value)
     frame.insert(0, "run_id", meta["run_id"])
     frame["status"] = meta["status"]
     return frame
+
+
+def swept_values(path: str | os.PathLike) -> dict[str, Any]:
+    """The swept values of a run folder (``swept`` of params.json; {} without params.json,
+    as runs made by hand have). RunFileError for a params.json that cannot be read."""
+    params = runfiles.read_json(Path(path) / "params.json", optional=True) or {}
+    swept = params.get("swept") or {}
+    if not isinstance(swept, dict):
+        raise RunFileError(Path(path) / "params.json", f"has 'swept' {runfiles.quote(json.dumps(swept), 20)}, not "
+                                                       "a JSON object of the swept values")
+    return swept
+
+
+def skip_message(path: str | os.PathLike, exc: BaseException) -> str:
+    """The one line that says a run is left out of a table, and why: the file (relative to
+    the run folder) and what is wrong with it for a RunFileError."""
+    if isinstance(exc, RunFileError):
+        try:
+            name = Path(exc.path).relative_to(path)
+        except ValueError:
+            name = exc.path
+        return f"skipping run {path}: {name} {exc.what}; {exc.todo}"
+    return f"skipping run {path}: {exc}"
+
+
+def no_run_json(root: str | os.PathLike) -> list[str]:
+    """One line for each folder in ``root`` that holds files of a run (``layout``) but no
+    run.json: not read as a run, and said so rather than left out silently."""
+    names = set(layout()) - {"run.json"}
+    out = []
+    for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
+        if folder.name.startswith(".") or not folder.is_dir() or (folder / "run.json").exists():
+            continue
+        try:
+            held = sorted(p.name for p in folder.iterdir() if p.name in names)
+        except OSError:  # a folder it may not list is no run it can read either
+            continue
+        if held:
+            shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
+            out.append(skip_message(folder, RunFileError(folder / "run.json", f"is missing (the folder holds {shown})")))
+    return out
+
+
+def layout() -> tuple[str, ...]:
+    """Every file name of a run folder: the folder's own (``FILES``) and each producer's."""
+    return (*FILES, *(name for p in producers.PRODUCERS for name in p.files))
 
 
 def find_runs(root: str | os.PathLike) -> list[Path]:
@@ -220,10 +289,17 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike,
               status: str | None = "ok") -> pd.DataFrame:
     """Any set of run folders (or a folder holding them) -> one tidy DataFrame.
 
-    Unreadable runs are skipped with a warning; ``status=None`` keeps failed runs too."""
+    Unreadable runs are skipped with a ``RunSkipped`` warning each (``skip_message``: the
+    run, the file and what is wrong); the other runs' rows are kept. ``status=None`` keeps
+    failed runs too."""
     if isinstance(paths, (str, os.PathLike)):
         p = Path(paths)
-        paths = [r.parent for r in find_runs(p)] if not (p / "run.json").exists() else [p]
+        if (p / "run.json").exists():
+            paths = [p]
+        else:
+            for line in no_run_json(p):
+                warnings.warn(line, RunSkipped, stacklevel=2)
+            paths = [r.parent for r in find_runs(p)]
     frames = []
     for path in paths:
         try:
@@ -232,7 +308,7 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike,
                 continue
             frames.append(run_table(path))
         except (OSError, ValueError, IolabError) as exc:
-            warnings.warn(f"skipping run {path}: {exc}", stacklevel=2)
+            warnings.warn(skip_message(path, exc), RunSkipped, stacklevel=2)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -19,8 +19,8 @@ sweep with other base options runs anew.
 Order and warm-up: step order and first touch decide small "gains" on a noisy host, so a
 study can run its repeats in rounds (``order="interleaved"``: every cell once per round;
 ``"random"``: each round shuffled, seeded) and start with a warm-up (``warmup="run"``: one
-discarded run of the first cell, stored under ``runs_dir/warmup``; or seconds: fio's
-``ramp_time`` on every run).
+discarded run of the first cell, stored under ``runs_dir/warmup``; or a time with its unit,
+``"2s"``: fio's ``ramp_time`` on every run; ``iolab.validate.warmup`` reads every spelling).
 """
 from __future__ import annotations
 
@@ -42,7 +42,10 @@ from .progress import bar
 from .store import find_runs, job_key, load_runs, stored_job_key
 from .target import Target
 from .fio import fio_time
+from .paths import check_name
 from .validate import check_cpus, check_fio_options, positive_ints, writable_dir
+from .validate import warmup as validate_warmup
+from .validate import warmup_text as validate_warmup_text
 
 TOOLS = ("fio", "t/io_uring")
 ORDERS = ("grid", "interleaved", "random")
@@ -132,24 +135,19 @@ def plan(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str
     return [r for one in rounds for r in one]
 
 
+def warmup_for(kind: str | float | None, first: bool) -> str:
+    """What a study that runs many sweeps (the ladder, the knee search) passes each one for
+    its ``warmup`` of ``kind`` (``warmup_kind``): a discarded run before the first sweep
+    only; a ramp time to every one (it is part of every run's job)."""
+    if kind == "run":
+        return "run" if first else "none"
+    return validate_warmup_text(kind)
+
+
 def warmup_kind(warmup: Any, tool: str = "fio") -> str | float | None:
-    """What a ``warmup`` parameter asks for: None (none; also 0, "" and "none"), "run" (one
-    discarded run first) or seconds of fio ``ramp_time`` (a number, or "2s")."""
-    text = str(warmup).strip().lower() if warmup is not None else "none"
-    if text in ("none", "", "0", "0s", "false"):
-        return None
-    if text == "run":
-        return "run"
-    try:
-        seconds = float(text.removesuffix("s"))
-    except ValueError:
-        raise InputError(f"warmup={warmup!r}: give seconds of fio ramp_time (e.g. 1), 'run' for one "
-                         "discarded run first, or None") from None
-    if tool != "fio":
-        raise InputError(f"warmup={warmup!r}: t/io_uring has no ramp time; use warmup='run' "
-                         "(one discarded run first)")
-    fio_time(seconds)  # a time fio can run, or InputError
-    return seconds
+    """What a ``warmup`` parameter asks for: None, "run" or seconds of fio ``ramp_time``
+    (``iolab.validate.warmup``, the one reading of it everywhere)."""
+    return validate_warmup(warmup, tool)
 
 
 def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str, Any] | None = None,
@@ -170,7 +168,8 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
     ``label`` starts each run folder's name; ``progress`` names the bar (None: no bar).
     ``order`` and ``seed``: see ``plan``. ``warmup``: "run" measures the first run's job
     once more before it, into ``runs_dir/warmup`` (not in the table; only when something is
-    left to run); seconds add fio's ``ramp_time`` to every run (its key changes with it).
+    left to run); a time (``"2s"``) adds fio's ``ramp_time`` to every run (its key changes
+    with it); "none" or None: no warm-up. Anything else is refused (``validate.warmup``).
     ``measure_kw`` go to ``iolab.runner.measure`` (``allow_destructive``, ``profile``,
     ``timeout_s``, ``sample_interval_s``) or ``measure_tio`` (``timeout_s``, ``tio``).
 
@@ -211,5 +210,7 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
 
 
 def new_sweep_dir(name: str) -> Path:
-    """A fresh folder for one sweep under data/runs: ``<name>-<UTC time>``."""
+    """A fresh folder for one sweep under data/runs: ``<name>-<UTC time>``; InputError for a
+    ``name`` that is no plain folder name (``iolab.paths.check_name``)."""
+    name = check_name(name, "sweep name", "new_sweep_dir(NAME)")
     return default_runs_dir() / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"

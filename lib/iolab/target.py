@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from . import ledger, signals
+from . import ledger, owned, signals
 from .errors import DiskFullError, TargetError, ToolMissing
 from .paths import TARGET_HELP, scratch_dir as default_scratch  # noqa: F401 (TARGET_HELP: named here too)
 from .progress import bar
@@ -149,6 +149,8 @@ def scratch_file(directory: str | os.PathLike, size: str | int = "1g",
                           f"{directory} ({free / 2**30:.1f} GiB free): pass a smaller size")
     if not _written_whole(path, size_bytes):
         _write_scratch(path, max(size_bytes, have))
+    if not owned.is_owned(path):  # iolab's by its name in the scratch folder (also one made before notes)
+        owned.mark(path)
     return Target("scratch", path, size_bytes, device=device_of_path(directory), state=WRITTEN_ONCE)
 
 

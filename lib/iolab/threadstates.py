@@ -47,6 +47,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from . import runfiles
 from .errors import InputError
 from .results import run_folders
 
@@ -124,17 +125,21 @@ class ThreadSamples:
 
 def load(run_dir: str | os.PathLike) -> ThreadSamples:
     """The thread-state samples of one run folder. InputError, naming the folder, when the
-    run was made without the thread sampler."""
+    run was made without the thread sampler (neither file is there); RunFileError
+    (``iolab.runfiles``) naming the file when one is missing, empty, cut short or not as the
+    sampler wrote it."""
     run_dir = Path(run_dir)
     samples, meta = run_dir / SAMPLES_FILE, run_dir / META_FILE
-    if not samples.exists() or not meta.exists():
-        missing = SAMPLES_FILE if not samples.exists() else META_FILE
-        raise InputError(f"{run_dir} holds no thread-state samples ({missing}): the run was made without the "
+    if not samples.exists() and not meta.exists():
+        raise InputError(f"{run_dir} holds no thread-state samples ({SAMPLES_FILE}): the run was made without the "
                          "thread sampler; re-run it with --threads (iolab run --threads, or threads=True in "
                          "measure and the notebooks)")
-    frame = pd.read_csv(samples, dtype={c: str for c in ("comm", "state", "syscall", "wchan", "kstack")},
-                        keep_default_na=False)
-    return ThreadSamples(frame, json.loads(meta.read_text()))
+    frame = runfiles.read_csv(samples, columns=SAMPLE_COLUMNS, dtype={c: str for c in KEYS}, keep_default_na=False,
+                              numeric=("t_s", "tick", "pid", "tid", "workload", "kthread"))
+    got = ThreadSamples(frame, runfiles.read_json(meta, keys=("ticks",)))
+    with runfiles.guard(meta):
+        got.ticks + got.unreadable  # numbers, as the sampler wrote them
+    return got
 
 
 def _runs(runs: Any, runs_dir: str | os.PathLike | None) -> list[Path]:
@@ -145,7 +150,8 @@ def _runs(runs: Any, runs_dir: str | os.PathLike | None) -> list[Path]:
         raise InputError(f"run {missing[0]} is not under {runs_dir or 'the runs folder'}: pass runs_dir=, the "
                          "folder that holds the run folders")
     if not found:
-        raise InputError(f"{runs!r} names no run folder (a folder with run.json); give a run folder, a list "
+        shown = repr(os.fspath(runs)) if isinstance(runs, os.PathLike) else repr(runs)
+        raise InputError(f"{shown} names no run folder (a folder with run.json); give a run folder, a list "
                          "of them, or a table with run_id and its runs_dir")
     return found
 

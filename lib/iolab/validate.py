@@ -240,13 +240,114 @@ def yaml_mapping(path: str | os.PathLike, what: str, keys: Sequence[str]) -> dic
     import yaml  # only the commands that read a spec need it
 
     path = input_file(path, what)
+    text = text_of(path, f"a {what}")
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"{path} is not YAML this can read: {str(exc).splitlines()[0]}") from None
+        raise InputError(f"{path} is not YAML this can read: {str(exc).splitlines()[0]}; give a {what}") from None
     if not isinstance(doc, Mapping):
-        raise InputError(f"{path} holds no mapping of keys ({', '.join(keys)})")
+        found = "nothing" if doc is None else f"a {kind_of(doc)}"
+        raise InputError(f"{path} holds {found}, not a mapping of keys ({', '.join(keys)}); give a {what}")
     return {str(k).strip(): v for k, v in doc.items()}
+
+
+def text_of(path: Path, what: str, where: str = "") -> str:
+    """The text of ``path`` (UTF-8); InputError for a binary file (a NUL byte, or bytes that
+    are not UTF-8), saying ``what`` was expected instead (e.g. "a search spec (YAML)")."""
+    data = path.read_bytes()
+    bad = data.find(b"\0")
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as exc:
+        bad = exc.start if bad < 0 else min(bad, exc.start)
+    if bad >= 0:
+        raise InputError(f"{path}{where} is not text (byte {bad:,} is {'NUL' if data[bad] == 0 else 'not UTF-8'}): "
+                         f"a binary file? give {what}")
+    return text
+
+
+def kind_of(value: Any) -> str:
+    """A YAML value's kind in words: list, mapping, text, number, true/false."""
+    return ("list" if isinstance(value, (list, tuple)) else "mapping" if isinstance(value, Mapping)
+            else "true/false" if isinstance(value, bool) else "number" if isinstance(value, (int, float))
+            else "text" if isinstance(value, str) else type(value).__name__)
+
+
+def mapping(value: Any, where: str, example: str) -> dict[str, Any]:
+    """``value`` when it is a mapping (None: empty), with its keys as text; InputError for a
+    list or anything else where a mapping belongs, naming ``where`` (e.g. "defaults in
+    batch.yaml") and an ``example`` of the form that works."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where} is a {kind_of(value)} ({_short(value)}), not a mapping; write it as {example}")
+    return {str(k).strip(): v for k, v in value.items()}
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def notebook_file(path: str | os.PathLike, what: str = "notebook", where: str = "") -> dict[str, Any]:
+    """The JSON of the Jupyter notebook at ``path`` (nbformat 4: an object with a list of
+    ``cells`` and ``nbformat``); InputError for a missing file, a binary file, text that is
+    not JSON or JSON that is not a notebook, never quoting the file's contents. ``where``
+    says where the path came from (e.g. " (named in batch.yaml)")."""
+    import json
+
+    path = input_file(path, what)
+    give = "give an .ipynb file saved by Jupyter or papermill"
+    text = text_of(path, "a Jupyter notebook (.ipynb) saved by Jupyter or papermill", where)
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{path}{where} is not a Jupyter notebook: it is not JSON (line "
+                         f"{getattr(exc, 'lineno', '?')}); {give}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list) or not isinstance(doc.get("nbformat"), int):
+        raise InputError(f"{path}{where} is JSON but not a Jupyter notebook (a {kind_of(doc)} without the cells "
+                         f"and nbformat a notebook has); {give}")
+    if doc["nbformat"] < 4 or not all(isinstance(c, dict) and "cell_type" in c for c in doc["cells"]):
+        raise InputError(f"{path}{where} is an nbformat {doc['nbformat']} notebook iolab cannot read; open and "
+                         "save it in JupyterLab (nbformat 4), then give it again")
+    return doc
+
+
+# ---------------------------------------------------------------- warm-up
+WARMUP_HELP = ("run (one discarded run first), none, or a time with its unit such as 2s or 500ms "
+               "(fio's ramp_time on every run)")
+
+
+def warmup(value: Any, tool: str = "fio") -> str | float | None:
+    """A ``warmup`` setting, one spelling everywhere (search specs, sweeps, the ladder, the
+    knee search, the notebooks): ``"run"`` (one discarded run of the first job first;
+    ``True`` too), ``"none"`` (also None, False, "", 0) or a time with its unit (``"2s"``,
+    ``"500ms"``: fio's ``ramp_time`` on every run, returned in seconds). A bare number is
+    refused: 2 could mean runs or seconds. InputError lists the spellings."""
+    from .fio import fio_time  # fio loads its parser (pandas): not at `iolab --help`
+
+    if value is None or value is False or value is True:
+        return "run" if value else None
+    text = str(value).strip().lower()
+    if text in ("none", "", "0", "0s", "0ms"):
+        return None
+    if text == "run":
+        return "run"
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|m)", text)
+    if not m:
+        bare = re.fullmatch(r"\d+(\.\d+)?", text)
+        why = f"; a bare number could mean runs or seconds: write {text}s for seconds" if bare else ""
+        raise InputError(f"warmup: {value!r} is not one of {WARMUP_HELP}{why}")
+    seconds = float(m.group(1)) * {"ms": 1e-3, "s": 1, "m": 60}[m.group(2)]
+    if tool != "fio":
+        raise InputError(f"warmup: {value!r}: {tool} has no ramp time; use warmup: run (one discarded run first)")
+    fio_time(seconds)  # a time fio can run exactly, or InputError
+    return seconds
+
+
+def warmup_text(kind: str | float | None) -> str:
+    """The spelling of a ``warmup`` result (``warmup``): "run", "none" or "2s"."""
+    return "none" if kind is None else kind if isinstance(kind, str) else f"{kind:g}s"
 
 
 # ---------------------------------------------------------------- notebook parameters

@@ -31,7 +31,7 @@ from ..errors import InputError, IolabError
 from ..fio import fio_time
 from ..progress import bar
 from .per_core import have_tio
-from ..sweep import ORDERS, sweep
+from ..sweep import ORDERS, sweep, warmup_for, warmup_kind
 from ..target import Target
 
 
@@ -114,6 +114,7 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
     ladder starts with one discarded warm-up run (``warmup``, see ``iolab.sweep.sweep``)."""
     if order not in ORDERS:
         raise InputError(f"order={order!r}: choose one of {', '.join(ORDERS)}")
+    warm = warmup_kind(warmup)  # InputError before anything runs, not a failed step
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
     rows: list[dict[str, Any]] = []
     measured: dict[int, tuple[Step, dict, dict]] = {}   # step -> (step, its options, what it built on)
@@ -129,7 +130,7 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
         opts = {**current, **step.fio}
         try:
             tables[i] = _run_step(step, i, opts, current, repeats=repeats if order == "grid" else 1,
-                                  warmup=warmup if not measured else None, **kw)
+                                  warmup=warmup_for(warm, first=not measured), **kw)
         except IolabError as exc:
             row |= {"status": "failed", "reason": str(exc).splitlines()[0]}
             continue
@@ -144,7 +145,8 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
         for i in ids:
             step, opts, built_on = measured[i]
             try:
-                tables[i] = _run_step(step, i, opts, built_on, repeats=rnd + 1, **kw)
+                tables[i] = _run_step(step, i, opts, built_on, repeats=rnd + 1,
+                                      warmup=warmup_for(warm, first=False), **kw)
             except IolabError as exc:  # the runs it has stay; the row says what failed
                 rows[i]["reason"] = f"round {rnd + 1} failed: {str(exc).splitlines()[0]}"
     step_runs = {}
@@ -174,7 +176,8 @@ def _run_step(step: Step, i: int, opts: dict, current: dict, *, target: Target, 
     common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "tags": {"step": i, "step_name": step.name},
               "label": f"step{i}", "progress": None, "repeats": repeats, "warmup": warmup}
     grid = {name: [value] for name, value in step.knobs.items()}
-    if step.tool == "tio":
+    if step.tool == "tio":  # t/io_uring has no ramp time: a timed warm-up is fio's steps' only
+        common["warmup"] = warmup if warmup == "run" else None
         flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
         return add_cycles_per_io(sweep(grid, base=flags, tool="t/io_uring", **common))
     return add_cycles_per_io(sweep(grid, base=opts, **common, **measure_kw))

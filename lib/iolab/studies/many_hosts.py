@@ -23,7 +23,8 @@ from ..hosttable import POOLED, host_snapshot
 from ..progress import bar
 from ..runner import job_options
 from ..store import find_runs, load_runs, read_run, stored_job_key
-from ..sweep import new_sweep_dir
+from ..fio import fio_time
+from ..sweep import new_sweep_dir, warmup_kind
 from ..target import Target
 from ..validate import positive_ints
 
@@ -32,11 +33,15 @@ SNAPSHOT_KEYS = ("kernel", "cpu_model", "governor", "smt", "turbo", "fio_version
 
 def host_scaling(target: Target, hosts: Sequence[Host], options: Mapping[str, Any], *,
                  counts: Sequence[int] | None = None, repeats: int = 3, seed: int = 0,
-                 runs_dir: str | Path | None = None, warmup: bool = True, **measure_kw) -> pd.DataFrame:
+                 runs_dir: str | Path | None = None, warmup: Any = "run", **measure_kw) -> pd.DataFrame:
     """``options`` on the first ``k`` hosts for each ``k`` of ``counts`` (default 1..N),
     ``repeats`` rounds (module docstring). A re-run into the same ``runs_dir`` runs only
     what has no "ok" run. ``measure_kw`` go to ``measure_hosts`` (``cpus``, ``timeout_s``,
-    ``allow_destructive``)."""
+    ``allow_destructive``). ``warmup``: as everywhere (``iolab.validate.warmup``): "run" (one
+    discarded run first), "none", or a time (fio's ramp_time on every run)."""
+    kind = warmup_kind(warmup)
+    if isinstance(kind, float):
+        options = {**options, "ramp_time": fio_time(kind)}
     hosts = list(hosts)
     counts = positive_ints("counts", list(counts or range(1, len(hosts) + 1)))
     if max(counts) > len(hosts):
@@ -52,7 +57,7 @@ def host_scaling(target: Target, hosts: Sequence[Host], options: Mapping[str, An
         order = list(counts)
         rng.shuffle(order)
         plan += [(k, repeat) for k in order]
-    paths, warm = [], warmup
+    paths, warm = [], kind == "run"
     for k, repeat in bar(plan, "runs on hosts"):
         swept = {"hosts_n": k, "repeat": repeat}
         result_key = host_job_key(job_options(options, target, measure_kw.get("cpus")), target, hosts[:k], swept)

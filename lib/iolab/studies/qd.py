@@ -13,7 +13,7 @@ from .. import compare
 from ..analysis import add_cycles_per_io
 from ..knee_search import SearchResult, final_estimate, next_depths
 from ..progress import bar
-from ..sweep import new_sweep_dir, sweep
+from ..sweep import new_sweep_dir, sweep, warmup_for, warmup_kind
 from ..target import Target
 from ..validate import positive_ints
 
@@ -48,6 +48,7 @@ def knee_search(target: Target, queue_depths: Sequence[int], options: Mapping[st
     named the same Kneedle knee (within one doubling) in fewer than half the cases, and the
     same power knee in 99 %. The result's ``table`` holds every run made."""
     queue_depths = positive_ints("queue_depths", queue_depths)
+    warm = warmup_kind(warmup)
     budget = max(3, math.floor(share * len(queue_depths) * repeats))
     runs_dir = Path(runs_dir or new_sweep_dir("qd-search"))
     samples: dict[float, list[float]] = {}
@@ -61,7 +62,7 @@ def knee_search(target: Target, queue_depths: Sequence[int], options: Mapping[st
                 table = sweep({"iodepth": [int(qd)]}, target=target, base=options, cpus=[cpu],
                               repeats=len(have) + 1, runs_dir=runs_dir, aliases={"iodepth": "qd"},
                               allow_destructive=allow_destructive, progress=None,
-                              warmup=warmup if not frames else None, **measure_kw)
+                              warmup=warmup_for(warm, first=not frames), **measure_kw)
                 new = table[table["repeat"] == len(have)]
                 have.append(float(compare.per_run(new)["iops"].sum()))
                 frames.append(new)
