@@ -11,7 +11,7 @@ from iolab.publish import execute, to_html
 def test_queue_depth_knee_notebook(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     out = execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "01.ipynb",
-                  {"queue_depths": [1, 4, 16, 64], "runtime_s": 0.5, "size": "64m", "repeats": 2,
+                  {"queue_depths": [1, 4, 16, 64], "runtime_s": 0.3, "size": "64m", "repeats": 2,
                    "interactive": False, "cpu": CPU})
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
