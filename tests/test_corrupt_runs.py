@@ -184,3 +184,23 @@ def test_pooling_a_damaged_report_names_it(root):
         assert not set(str(got.value)) & set("\x00\x07\x1b")
     finally:
         put_back()
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d.update(jobs=[]), "holds no job"),
+    (lambda d: d["jobs"][0].update(read=None, write=None, trim=None), "no read, write or trim figures"),
+])
+def test_a_report_with_no_figures_is_damaged_not_a_row_of_zeros(root, edit, words, capsys):
+    """Valid JSON that lost its jobs or its figures is skipped by name, never a made-up row."""
+    report = root / "r1" / "fio.json"
+    original = report.read_bytes()
+    doc = json.loads(original)
+    edit(doc)
+    report.write_text(json.dumps(doc))
+    try:
+        assert main(["table", str(root)]) == 0
+        out, err = capsys.readouterr()
+        assert {line.split(",", 1)[0] for line in out.splitlines()[1:]} == {"r0", "r2"}
+        assert "skipping run" in err and "fio.json" in err and words in err, err
+    finally:
+        report.write_bytes(original)

@@ -261,7 +261,7 @@ def test_a_users_file_is_refused_and_survives_new_and_own_files_are_written(tmp_
             measure({**QUICK, "rw": "randwrite", "size": "1m", **opts}, scratch, runs_dir=runs)
     assert precious.read_bytes() == before and not owned.is_owned(precious)
     no_run_folder(runs)
-    assert measure({**QUICK, "rw": "randread", "filename": str(precious)}, scratch, runs_dir=runs)  # reads are fine
+    assert measure({**QUICK, "rw": "randread", "filename": str(precious), "size": "256k"}, scratch, runs_dir=runs)  # reads are fine
 
     laid_out = {**QUICK, "rw": "randwrite", "size": "1m", "filename": str(tmp_path / "new.dat"), "ioengine": "psync"}
     measure(laid_out, scratch, runs_dir=runs)
@@ -288,3 +288,27 @@ def test_fio_options_named_like_iolabs_reach_fio(tmp_path):
     assert (tmp_path / "s/iolab-scratch.dat").stat().st_size == 4 << 20
     assert main([*base, "--target-size", "8m", "--size=2m"]) == 0
     assert (tmp_path / "s/iolab-scratch.dat").stat().st_size == 8 << 20
+
+
+def test_links_logs_and_short_files_of_a_user_are_refused(tmp_path, scratch, runs):
+    """What a hostile review found: a scratch path that links to a user's file, fio's log
+    prefixes naming a user's files, and a read job whose size would make fio lay a user's
+    shorter file out again."""
+    from iolab.errors import TargetError
+    from iolab.target import scratch_file
+    precious = tmp_path / "precious.bin"
+    precious.write_bytes(os.urandom(100 << 10))
+    before = precious.read_bytes()
+    for how, link in (("symbolic", os.symlink), ("hard", os.link)):
+        folder = tmp_path / how
+        folder.mkdir()
+        link(precious, folder / "iolab-scratch.dat")
+        with pytest.raises(TargetError, match="is a symbolic or hard link"):
+            scratch_file(folder, "64k")
+    (tmp_path / "log_bw.1.log").write_text("0, 1, 0, 4096, 0\n")
+    with pytest.raises(UnsafeTargetError, match="write_bw_log"):
+        measure({**QUICK, "rw": "randread", "write_bw_log": str(tmp_path / "log")}, scratch, runs_dir=runs)
+    with pytest.raises(UnsafeTargetError, match="lays it out again"):
+        measure({**QUICK, "rw": "read", "filename": str(precious), "size": "1m"}, scratch, runs_dir=runs)
+    assert precious.read_bytes() == before and not list(tmp_path.glob(".precious.bin.iolab-owned"))
+    no_run_folder(runs)

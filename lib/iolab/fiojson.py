@@ -348,6 +348,12 @@ def run_rows(run_dir: str | os.PathLike) -> pd.DataFrame:
     said (``run_warnings`` of the report and ``fio.stderr``) joined with " | "."""
     report, stderr = (Path(run_dir) / name for name in FILES[:2])
     doc = run_document(report)
+    jobs = doc.data.get("jobs") or doc.data.get("client_stats") or []
+    if not jobs:
+        raise RunFileError(report, "holds no job (its jobs list is empty)")
+    for i, job in enumerate(jobs):  # fio writes read, write and trim objects for every job
+        if isinstance(job, Mapping) and not any(isinstance(job.get(d), Mapping) for d in DIRECTIONS):
+            raise RunFileError(report, f"job {i} has no read, write or trim figures (each is missing or null)")
     with runfiles.guard(report):
         frame = tidy(doc)
     said = stderr.read_text(errors="replace") if stderr.exists() else ""

@@ -20,6 +20,7 @@ the ini text, option names mapped to fio's canonical names with the "alias:" lin
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import re
 import stat
@@ -42,6 +43,9 @@ READ_ENGINES = {"sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uri
 WRITE_IF_SET = ("unlink", "unlink_each_loop", "trim_percentage", "trim_backlog", "create_only",
                 "fill_device", "allow_mounted_write")
 WRITES_TO_PATH = ("write_iolog", "merge_blktrace_file")  # the value is a file fio writes
+# the value is a prefix of the logs fio writes (PREFIX_bw.N.log, _clat_hist.N.log ...): writing
+# them does not make the job's I/O a write, but a user's file there is not fio's to overwrite
+LOG_OPTIONS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log")
 # what these make fio do is not bounded by the job's files: a command, a replayed log that
 # names its own files and may write, a built-in profile with its own jobs
 UNBOUNDED = ("exec_prerun", "exec_postrun", "read_iolog", "profile")
@@ -280,6 +284,10 @@ def paths_of(job: Job) -> list[tuple[str, str, bool]]:
     if o.get("opendir"):
         out += [("opendir", p, False) for p in _walk(o["opendir"])]
     out += [(k, o[k], False) for k in (*WRITES_TO_PATH, "replay_redirect") if o.get(k)]
+    for k in LOG_OPTIONS:  # the logs already there under an absolute prefix (relative: the new run folder)
+        prefix = o.get(k)
+        if prefix and os.path.isabs(prefix):
+            out += [(k, p, False) for p in sorted(glob.glob(glob.escape(prefix) + "_*.log"))]
     if (mm := _mmap_file(o.get("mem"))):
         out.append(("mem", mm, False))
     return out
@@ -377,9 +385,25 @@ def _judge(jobs: list[Job], parsed_by: str, warnings: list[str], allow_destructi
                     f"{'; '.join(found)}. Writing would destroy that data. Use a scratch file or an "
                     "empty device, or pass allow_destructive=True (CLI: --allow-destructive) if you "
                     "really mean it.")
-            if kind == "file" and not device and writes[job.name] and not allow_destructive:
-                _refuse_users_file(job.name, writes[job.name], option, path, real)
+            if kind == "file" and not device and not allow_destructive:
+                why = (writes[job.name] or ([f"{option} (fio writes its log there)"] if option in LOG_OPTIONS
+                                            else _lays_out_again(job.options, real)))
+                if why:
+                    _refuse_users_file(job.name, why, option, path, real)
     return JobCheck(jobs, files, writes, parsed_by, warnings)
+
+
+def _lays_out_again(options: Mapping[str, str | None], real: str) -> list[str]:
+    """Why a read-only job would still rewrite the file ``real``: fio lays a file shorter than
+    the job's ``size`` + ``offset`` out anew (deleting what it held), even for reads."""
+    from .target import parse_size
+
+    try:
+        need = sum(parse_size(options[k]) for k in ("size", "offset") if options.get(k))
+        have = os.path.getsize(real)
+    except (TargetError, OSError, ValueError):  # a percentage: within the file
+        return []
+    return [f"size={options.get('size')} beyond the file's {have:,} bytes (fio lays it out again)"] if need > have else []
 
 
 def _refuse_users_file(job: str, writes: list[str], option: str, path: str, real: str) -> None:

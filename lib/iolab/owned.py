@@ -29,7 +29,7 @@ SUFFIX = ".iolab-owned"
 def note_of(path: str | os.PathLike) -> Path:
     """The note beside ``path`` (its real path: a symlink's note is its target's)."""
     real = Path(os.path.realpath(path))
-    return real.with_name(f".{real.name}{SUFFIX}")
+    return real.with_name(f".{real.name}{SUFFIX}")  # (mark() never writes one for a symlink)
 
 
 def mark(path: str | os.PathLike) -> bool:
@@ -38,8 +38,8 @@ def mark(path: str | os.PathLike) -> bool:
     from .atomic import write_json
 
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:  # a symlink or a hard link: maybe a user's file
             return False
         write_json(note_of(path), {"dev": st.st_dev, "ino": st.st_ino, "created_utc":
                                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "by": "iolab"})
@@ -53,7 +53,8 @@ def is_owned(path: str | os.PathLike) -> bool:
     try:
         st = os.stat(path)
         note = json.loads(note_of(path).read_text())
-        return stat.S_ISREG(st.st_mode) and (note["dev"], note["ino"]) == (st.st_dev, st.st_ino)
+        return (stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+                and (note["dev"], note["ino"]) == (st.st_dev, st.st_ino))
     except (OSError, ValueError, KeyError, TypeError):
         return False
 

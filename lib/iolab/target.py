@@ -141,6 +141,10 @@ def scratch_file(directory: str | os.PathLike, size: str | int = "1g",
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
+    if path.is_symlink() or (path.exists() and path.stat().st_nlink > 1):
+        raise TargetError(f"the scratch file {path} is a symbolic or hard link, so it may be someone's data: "
+                          "iolab writes only a scratch file of its own; remove the link (the file it points "
+                          "to stays), or choose another --scratch-dir")
     size_bytes = parse_size(size)
     free = shutil.disk_usage(directory).free
     have = path.stat().st_size if path.exists() else 0
