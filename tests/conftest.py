@@ -227,30 +227,3 @@ def run_as_nobody(argv, *, env=None, **kw) -> subprocess.CompletedProcess:
         return done
     finally:
         view.rmdir()
-
-
-@pytest.fixture(autouse=True)
-def _alone_if_marked(request, tmp_path_factory):
-    """Tests marked ``alone`` (they judge timing or load, e.g. a sampler's ticks) run while
-    no other pytest-xdist worker runs a test: each test holds a shared lock on one file of
-    the session, an ``alone`` test an exclusive one. A turnstile lock taken first keeps a
-    waiting ``alone`` test from being starved by the other worker's next tests."""
-    import fcntl
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        yield
-        return
-    root = tmp_path_factory.getbasetemp().parent  # shared by the session's workers
-    alone = request.node.get_closest_marker("alone") is not None
-    with open(root / "alone.turnstile", "a") as turnstile, open(root / "alone.lock", "a") as lock:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            if not alone:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            if alone:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)

@@ -386,40 +386,42 @@ def _judge(jobs: list[Job], parsed_by: str, warnings: list[str], allow_destructi
                     "empty device, or pass allow_destructive=True (CLI: --allow-destructive) if you "
                     "really mean it.")
             if kind == "file" and not device and not allow_destructive:
-                why = (writes[job.name] or ([f"{option} (fio writes its log there)"] if option in LOG_OPTIONS
-                                            else _lays_out_again(job.options, real)))
-                if why:
-                    _refuse_users_file(job.name, why, option, path, real)
+                _refuse_users_file(job, writes[job.name], option, path, real)
     return JobCheck(jobs, files, writes, parsed_by, warnings)
 
 
-def _lays_out_again(options: Mapping[str, str | None], real: str) -> list[str]:
-    """Why a read-only job would still rewrite the file ``real``: fio lays a file shorter than
-    the job's ``size`` + ``offset`` out anew (deleting what it held), even for reads."""
-    from .target import parse_size
-
-    try:
-        need = sum(parse_size(options[k]) for k in ("size", "offset") if options.get(k))
-        have = os.path.getsize(real)
-    except (TargetError, OSError, ValueError):  # a percentage: within the file
-        return []
-    return [f"size={options.get('size')} beyond the file's {have:,} bytes (fio lays it out again)"] if need > have else []
-
-
-def _refuse_users_file(job: str, writes: list[str], option: str, path: str, real: str) -> None:
-    """UnsafeTargetError for a write to a regular file that holds bytes iolab did not write
-    (``iolab.owned``): an empty file, a new one, or iolab's own is fine."""
+def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real: str) -> None:
+    """UnsafeTargetError for a job that would change a regular file holding bytes iolab did
+    not write (``iolab.owned``): it writes (``writes``), fio writes its logs there, or fio
+    would lay the file out anew because it is shorter than the job's ``size`` + ``offset``
+    (deleting what it held, even for reads). An empty file, a new one, or iolab's own is fine."""
     try:
         size = os.path.getsize(real)
     except OSError:
         return
     if size == 0 or owned.is_owned(real):
         return
+    why = writes or ([f"{option} (fio writes its log there)"] if option in LOG_OPTIONS else
+                     [f"size={job.options.get('size')} beyond the file's {size:,} bytes (fio lays it out again)"]
+                     if _needs_bytes(job.options) > size else [])
+    if not why:
+        return
     raise UnsafeTargetError(
-        f"refusing job [{job}]: fio reads it as {', '.join(writes)} (not read-only), and its {option} "
+        f"refusing job [{job.name}]: fio reads it as {', '.join(why)} (not read-only), and its {option} "
         f"{path!r} opens {real}, an existing file of {size:,} bytes that iolab did not create. Writing "
         "would destroy its contents. Use the scratch target (--target scratch), a new file name, or pass "
         "allow_destructive=True (CLI: --allow-destructive) if you really mean it.")
+
+
+def _needs_bytes(options: Mapping[str, str | None]) -> int:
+    """The bytes a job's ``size`` + ``offset`` reach into its file (0 for a percentage or
+    none given: within the file)."""
+    from .target import parse_size
+
+    try:
+        return sum(parse_size(options[k]) for k in ("size", "offset") if options.get(k))
+    except (TargetError, ValueError):
+        return 0
 
 
 def mark_created(check: "JobCheck") -> None:
@@ -436,31 +438,26 @@ def guard_job_text(text: str, allow_destructive: bool = False, *, fio: str | Non
     return _judge(*_parse_text(text, fio or fio_binary()), allow_destructive, cwd)
 
 
-_PARSED: dict[tuple, tuple[list[Job], str, list[str]]] = {}
-_PARSED_MAX = 512
-
-
 def _parse_text(text: str, fio: str) -> tuple[list[Job], str, list[str]]:
     """fio's reading of job text iolab built, remembered per (fio binary, text): the repeats
     of a sweep ask for the same text, and each ``fio --parse-only`` costs ~0.15 s. (Only
     iolab's own text: a user's job file may ``include`` files that change.) What the files it
     names hold is judged afresh every time."""
     try:
-        key = (fio, os.stat(fio).st_mtime_ns, text)
+        mtime = os.stat(fio).st_mtime_ns
     except OSError:
-        key = None
-    if key is None or key not in _PARSED:
-        with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
-            f.write(text)
-            f.flush()
-            parsed = parse_jobfile(f.name, fio, "the job iolab built")
-        if key is None:
-            return parsed
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[key] = parsed
-    jobs, parsed_by, warnings = _PARSED[key]
+        mtime = None
+    jobs, parsed_by, warnings = _parsed(fio, mtime, text)
     return [Job(j.name, dict(j.options)) for j in jobs], parsed_by, list(warnings)
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(fio: str, _mtime_ns: int | None, text: str) -> tuple[list[Job], str, list[str]]:
+    """:func:`parse_jobfile` of ``text`` (a FioError is raised, not remembered)."""
+    with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
+        f.write(text)
+        f.flush()
+        return parse_jobfile(f.name, fio, "the job iolab built")
 
 
 def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:

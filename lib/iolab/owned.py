@@ -11,8 +11,8 @@ inode numbers::
 The note lives with the file (no registry to lose at reboot, one per user or machine), and
 it names that very file: a file replaced under the same name (another inode, e.g. renamed
 over it) is no longer iolab's. (A file deleted and created anew may get the old inode back:
-the note cannot tell that one apart.) A note that cannot be written (a folder iolab may not write) only means the next
-write to that file asks for ``--allow-destructive``.
+the note cannot tell that one apart.) A note that cannot be written (a folder iolab may not
+write) only means the next write to that file asks for ``--allow-destructive``.
 """
 from __future__ import annotations
 

@@ -158,6 +158,8 @@ main { max-width: 1180px; margin: 0 auto; }
                      padding: 8px; border-radius: 2px; }
 .iolab-writeup .note, .iolab-writeup.note { color: var(--jp-ui-font-color2); }
 .iolab-writeup .failed { color: #b71c1c; font-weight: bold; }
+.iolab-unfinished { color: #b71c1c; font-weight: bold; background: #fdecea; border-left: 4px solid #b71c1c;
+                    padding: 8px 12px; }
 .jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }
 .iolab-appendix { border-top: 1px solid var(--jp-border-color2); margin-top: 2em; }
 """

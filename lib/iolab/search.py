@@ -67,6 +67,7 @@ from .progress import bar
 from .runcache import load_cached
 from .store import find_runs, load_runs
 from .stress import stressed, stress_argv
+from .sweep import with_ramp
 from .system import SYS_CPU, parse_cpu_list, read_text
 from .target import Target, open_target
 from .validate import (check_cpus, check_fio_options, cpu_list, kind_of, mapping, positive_ints, warmup,
@@ -197,10 +198,9 @@ def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
 
 
 def _ramp(base: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """``base`` with fio's ramp_time for ``warmup: <time>``; InputError when base sets another."""
-    from .fio import fio_time
-
-    ramp = fio_time(seconds)
+    """``base`` with fio's ramp_time for ``warmup: <time>`` (``sweep.with_ramp``); InputError
+    when base sets another."""
+    ramp = with_ramp(base, seconds)["ramp_time"]
     if str(base.get("ramp_time", ramp)).strip() != ramp:
         raise InputError(f"the spec sets warmup: {seconds:g}s and base ramp_time: {base['ramp_time']}; "
                          "keep one of them (warmup: <time> is fio's ramp_time on every run)")

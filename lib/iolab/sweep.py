@@ -135,6 +135,12 @@ def plan(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str
     return [r for one in rounds for r in one]
 
 
+def with_ramp(base: Mapping[str, Any] | None, kind: str | float | None) -> dict[str, Any]:
+    """``base`` with fio's ``ramp_time`` when the warm-up ``kind`` (``warmup_kind``) is a
+    time: the warm-up every run of a grid gets."""
+    return {**(base or {}), "ramp_time": fio_time(kind)} if isinstance(kind, float) else dict(base or {})
+
+
 def warmup_for(kind: str | float | None, first: bool) -> str:
     """What a study that runs many sweeps (the ladder, the knee search) passes each one for
     its ``warmup`` of ``kind`` (``warmup_kind``): a discarded run before the first sweep
@@ -178,8 +184,7 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
     put back, or be put back under the sweep by the repair its first run does."""
     repair.recover_and_report()
     warm = warmup_kind(warmup, tool)
-    if isinstance(warm, float):
-        base = {**(base or {}), "ramp_time": fio_time(warm)}
+    base = with_ramp(base, warm)
     runs = plan(grid, target=target, base=base, cpus=cpus, repeats=repeats, aliases=aliases, tags=tags,
                 tool=tool, label=label, order=order, seed=seed)
     runs_dir = Path(runs_dir)

@@ -23,8 +23,7 @@ from ..hosttable import POOLED, host_snapshot
 from ..progress import bar
 from ..runner import job_options
 from ..store import find_runs, load_runs, read_run, stored_job_key
-from ..fio import fio_time
-from ..sweep import new_sweep_dir, warmup_kind
+from ..sweep import new_sweep_dir, warmup_kind, with_ramp
 from ..target import Target
 from ..validate import positive_ints
 
@@ -40,8 +39,7 @@ def host_scaling(target: Target, hosts: Sequence[Host], options: Mapping[str, An
     ``allow_destructive``). ``warmup``: as everywhere (``iolab.validate.warmup``): "run" (one
     discarded run first), "none", or a time (fio's ramp_time on every run)."""
     kind = warmup_kind(warmup)
-    if isinstance(kind, float):
-        options = {**options, "ramp_time": fio_time(kind)}
+    options = with_ramp(options, kind)
     hosts = list(hosts)
     counts = positive_ints("counts", list(counts or range(1, len(hosts) + 1)))
     if max(counts) > len(hosts):
