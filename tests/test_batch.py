@@ -60,6 +60,7 @@ def test_paths_are_relative_to_the_manifest(tmp_path):
         "spec": str(tmp_path / "specs" / "s.yaml"), "rw": "randread"}
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_kept_the_batch_goes_on_and_a_rerun_only_redoes_it(tmp_path):
     path = manifest(tmp_path, runs=[{"name": "one", "parameters": {"x": 1}},
                                     {"name": "bad", "parameters": {"x": 2, "fail": True}},

@@ -1,5 +1,7 @@
 """Intervals over repeats and A-vs-B verdicts (iolab.compare), checked by hand on real fio
-runs: three 1 s runs at QD 1 and three at QD 8 on a scratch file."""
+runs: three 0.5 s psync runs capped at 300 IOPS (fio's rate_iops) and three capped at 3,000 on
+a scratch file. Capped, the two sides stay apart beside other tests' load (QD 1 against QD 8
+once gave an interval reaching below 0 when one run in three was slowed)."""
 import itertools
 import math
 
@@ -15,44 +17,45 @@ from iolab.studies import ladder as lad
 from iolab.sweep import sweep
 from iolab.target import scratch_file
 
-JOB = {"rw": "randread", "bs": "4k", "runtime": "1s", "ioengine": "io_uring", "direct": 1}  # numbers: 1 s runs
+JOB = {"rw": "randread", "bs": "4k", "runtime": "500ms", "ioengine": "psync", "direct": 1,
+       "rate_process": "poisson", "randrepeat": 0}  # capped rates that still vary from run to run
 
 
 @pytest.fixture(scope="module")
-def qd(tmp_path_factory):
+def capped(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compare")
-    return sweep({"iodepth": [1, 8]}, target=scratch_file(tmp / "s", "32m"), base=JOB, cpus=[CPU], repeats=3,
+    return sweep({"rate_iops": [300, 3000]}, target=scratch_file(tmp / "s", "32m"), base=JOB, cpus=[CPU], repeats=3,
                  runs_dir=tmp / "runs", progress=None)
 
 
-def test_t_interval_of_the_mean_iops_by_hand(qd):
-    s = cmp.summarise(qd, ["iodepth"])
-    for depth in (1, 8):
-        v = qd.loc[qd.iodepth == depth, "iops"].to_numpy()  # one job, one direction: a row is a run
+def test_t_interval_of_the_mean_iops_by_hand(capped):
+    s = cmp.summarise(capped, ["rate_iops"])
+    for depth in (300, 3000):
+        v = capped.loc[capped.rate_iops == depth, "iops"].to_numpy()  # one job, one direction: a row is a run
         half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
-        row = s[s.iodepth == depth].iloc[0]
+        row = s[s.rate_iops == depth].iloc[0]
         assert row.n == 3 and row.iops_mean == pytest.approx(v.mean())
         assert (row.iops_ci_low, row.iops_ci_high) == pytest.approx((v.mean() - half, v.mean() + half))
         assert row.iops_cv_pct == pytest.approx(100 * v.std(ddof=1) / v.mean())
     assert cmp.method("iops") == cmp.method("cpu_busy_pct") == "t"
 
 
-def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(qd):
+def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(capped):
     """Resampling three values, each extreme comes back three times with chance 1/27 = 3.7 %,
     more than the 2.5 % each tail leaves out: the 95 % bootstrap interval is [min, max]. The
     t interval (half-width 4.30 s / sqrt 3 = 2.48 s) always holds the range of three values
     (at most 1.15 s from their mean), so joined, a summary's percentile interval is the t one."""
-    s = cmp.summarise(qd, ["iodepth"], ["clat_p99_us", "cycles_per_io"])
-    runs_of = cmp.per_run(qd, ["iodepth"])  # cycles_per_io is computed per run
-    for depth in (1, 8):
-        row, runs = s[s.iodepth == depth].iloc[0], runs_of[runs_of.iodepth == depth]
+    s = cmp.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"])
+    runs_of = cmp.per_run(capped, ["rate_iops"])  # cycles_per_io is computed per run
+    for depth in (300, 3000):
+        row, runs = s[s.rate_iops == depth].iloc[0], runs_of[runs_of.rate_iops == depth]
         for m in ("clat_p99_us", "cycles_per_io"):
             v = runs[m].to_numpy()
             assert cmp.method(m) == "bootstrap"
             assert cmp.bootstrap_interval(v) == pytest.approx((v.min(), v.max()))
             half = stats.t.ppf(0.975, 2) * v.std(ddof=1) / math.sqrt(3)
             assert (row[f"{m}_ci_low"], row[f"{m}_ci_high"]) == pytest.approx((v.mean() - half, v.mean() + half))
-    pd.testing.assert_frame_equal(s, cmp.summarise(qd, ["iodepth"], ["clat_p99_us", "cycles_per_io"]))
+    pd.testing.assert_frame_equal(s, cmp.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"]))
     v = [1.0, 2.0, 3.0, 4.0, 10.0]
     assert cmp.bootstrap_interval(v, seed=7) == cmp.bootstrap_interval(v, seed=7) != cmp.bootstrap_interval(v, seed=8)
     skewed = np.random.default_rng(3).lognormal(0, 1.5, 40)  # a long right tail: the bootstrap reaches further
@@ -60,12 +63,12 @@ def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(qd)
     assert t_low < b_low and t_high < b_high and cmp.interval(skewed, "clat_p99_us") == (t_low, b_high)
 
 
-def test_qd8_is_faster_than_qd1_and_the_interval_by_hand(qd):
-    c = cmp.compare(qd, by="iodepth", a=8, b=1, metric="iops")
-    a, b = (qd.loc[qd.iodepth == d, "iops"].to_numpy() for d in (8, 1))
+def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
+    c = cmp.compare(capped, by="rate_iops", a=3000, b=300, metric="iops")
+    a, b = (capped.loc[capped.rate_iops == d, "iops"].to_numpy() for d in (3000, 300))
     assert (c.n_a, c.n_b) == (3, 3) and c.ratio_pct == pytest.approx(100 * (a.mean() / b.mean() - 1))
-    assert 0 < c.low_pct < c.ratio_pct < c.high_pct and c.better == 8
-    assert c.verdict.startswith(f"8 is {c.ratio_pct:.0f} % faster than 1 (IOPS), 95 % CI [{c.low_pct:.0f} %, ")
+    assert 0 < c.low_pct < c.ratio_pct < c.high_pct and c.better == 3000
+    assert c.verdict.startswith(f"3000 is {c.ratio_pct:.0f} % faster than 300 (IOPS), 95 % CI [{c.low_pct:.0f} %, ")
     # Welch by hand: relative variances of the two means add; Welch-Satterthwaite df
     ua, ub = a.var(ddof=1) / (3 * a.mean() ** 2), b.var(ddof=1) / (3 * b.mean() ** 2)
     df = (ua + ub) ** 2 / (ua ** 2 / 2 + ub ** 2 / 2)
@@ -78,9 +81,9 @@ def test_qd8_is_faster_than_qd1_and_the_interval_by_hand(qd):
     assert min(q[0.015], welch[0]) - 1e-9 <= c.low_pct <= min(q[0.035], welch[0]) + 1e-9  # joined: lower low
     assert max(q[0.965], welch[1]) - 1e-9 <= c.high_pct <= max(q[0.985], welch[1]) + 1e-9  # higher high
     assert c.method in ("Welch t", "bootstrap", "bootstrap and Welch t")
-    assert cmp.compare(qd, "iodepth", 8, 1, "iops") == c  # seeded: the same interval again
-    back = cmp.compare(qd, "iodepth", 1, 8, "iops")
-    assert back.verdict.startswith("1 is") and "slower than 8" in back.verdict and back.better == 8
+    assert cmp.compare(capped, "rate_iops", 3000, 300, "iops") == c  # seeded: the same interval again
+    back = cmp.compare(capped, "rate_iops", 300, 3000, "iops")
+    assert back.verdict.startswith("300 is") and "slower than 3000" in back.verdict and back.better == 3000
 
 
 def test_equal_settings_are_rarely_called_different():
@@ -107,13 +110,13 @@ def test_lower_is_better_words():
     assert lat.verdict.startswith("1 is faster: clat p50") and "lower than 8" in lat.verdict and lat.better == 1
 
 
-def test_one_run_each_has_no_interval(qd):
-    once = qd[qd.repeat == 0]
-    c = cmp.compare(once, "iodepth", 8, 1, "iops")
+def test_one_run_each_has_no_interval(capped):
+    once = capped[capped.repeat == 0]
+    c = cmp.compare(once, "rate_iops", 3000, 300, "iops")
     assert (c.n_a, c.n_b) == (1, 1) and math.isnan(c.low_pct) and math.isnan(c.high_pct) and c.better is None
     assert c.verdict.startswith("one run each: no interval; repeat the study (repeats >= 3) to know")
-    assert "as measured, 8 is" in c.verdict
-    s = cmp.summarise(once, ["iodepth"])
+    assert "as measured, 3000 is" in c.verdict
+    s = cmp.summarise(once, ["rate_iops"])
     assert (s.n == 1).all() and s.iops_ci_low.isna().all() and not s.unstable.any()
 
 
@@ -149,27 +152,30 @@ def test_unstable_cells_and_their_likely_causes():
 
 
 def test_a_run_is_its_jobs_summed():
-    t = pd.DataFrame({"qd": 1, "run_id": ["r0", "r0", "r0", "r1"], "job_index": [0, 1, 2, 0],
+    t = pd.DataFrame({"capped": 1, "run_id": ["r0", "r0", "r0", "r1"], "job_index": [0, 1, 2, 0],
                       "direction": ["read", "read", "none", "read"], "iops": [100.0, 300, 0, 400],
                       "cpu_busy_pct": 40.0, "cpus_sampled": 2, "cpu_freq_mhz": 1000.0,
                       "usr_cpu_pct": [5.0, 5, 5, 10], "sys_cpu_pct": [15.0, 15, 15, 30]})
-    r = cmp.per_run(t, ["qd"]).set_index("run_id")
+    r = cmp.per_run(t, ["capped"]).set_index("run_id")
     assert r.iops.to_dict() == {"r0": 400, "r1": 400}
     assert r.cycles_per_io["r0"] == pytest.approx(0.4 * 2 * 1e9 / 400)  # busy x CPUs x f / IOPS
     assert r.fio_cpu_pct.to_dict() == {"r0": 40, "r1": 40} and r.other_load_pct["r0"] == pytest.approx(40)
 
 
-def test_refusals(qd):
-    with pytest.raises(InputError, match="no run with iodepth=4"):
-        cmp.compare(qd, "iodepth", 4, 1)
+def test_refusals(capped):
+    with pytest.raises(InputError, match="no run with rate_iops=4"):
+        cmp.compare(capped, "rate_iops", 4, 300)
     with pytest.raises(InputError, match="no metric 'iops_typo'"):
-        cmp.summarise(qd, ["iodepth"], ["iops_typo"])
+        cmp.summarise(capped, ["rate_iops"], ["iops_typo"])
 
 
 def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
-    """Step 0 is capped at 500 IOPS (fio's rate_iops), step 1 lifts the cap: a gain far beyond
-    any noise other tests' load can make, so its interval must exclude 0."""
-    steps = [lad.Step("capped", {"ioengine": "psync", "rate_iops": 500}), lad.Step("uncapped", {"rate_iops": 0})]
+    """Step 0 is capped at 300 IOPS (fio's rate_iops), step 1 at 3,000: a tenfold gain. Both are
+    capped well below what psync reaches even beside other tests' load (an uncapped step once
+    gave one run in three at a tenth of the others, and the 3-run interval reached below 0), so
+    its interval must exclude 0."""
+    steps = [lad.Step("capped", {"ioengine": "psync", "rate_iops": 300, "rate_process": "poisson", "randrepeat": 0}),
+             lad.Step("raised", {"rate_iops": 3000})]  # poisson arrivals: capped rates that still vary
     t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=0.5, repeats=3,
                        runs_dir=tmp_path / "runs", warmup=None)
     assert list(t.runs) == [3, 3] and math.isnan(t.gain_pct[0]) and t.gain_verdict[0] == ""

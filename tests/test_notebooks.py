@@ -1,6 +1,9 @@
 """Notebooks run headless through papermill with short settings, and export to HTML with
 their figures as inline pictures."""
+import re
+
 import nbformat
+
 import pytest
 
 from conftest import CPU, REPO
@@ -64,7 +67,9 @@ def test_over_time_notebook(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name,params,expect", [
     ("02_single_core_tuning_ladder.ipynb", {"runtime_s": 0.3, "size": "128m", "repeats": 2}, "skipped"),
     ("03_io_uring_per_core.ipynb", {"runtime_s": 0.5, "size": "128m", "queue_depths": [1, 16]}, "Little's law estimate"),
-    ("05_parameter_search.ipynb", {"spec": str(REPO / "tests/fixtures/search/notebook05.yaml")}, "matters most"),
+    # either verdict is the notebook's: beside other tests' load, 2 repeats may leave every interval overlapping
+    ("05_parameter_search.ipynb", {"spec": str(REPO / "tests/fixtures/search/notebook05.yaml")},
+     "matters most|No setting makes a difference the repeats can show"),
     ("06_kernel_io_path.ipynb", {"runtime_s": 0.3, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 2,
                                  "readahead_kb": [0, 512], "schedulers": ["none", "mq-deadline"]},
      "queue knobs restored"),
@@ -75,6 +80,6 @@ def test_loop_device_notebooks(name, params, expect, tmp_path, monkeypatch, loop
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
                    for c in nb.cells for o in c.get("outputs", []))
-    assert expect in text
+    assert re.search(expect, text), text[-2000:]
     assert to_html(out).read_text().count("data:image/png;base64") >= 1
     assert loop_watch.seen and not loop_watch.left_behind()  # its loop devices, detached and removed

@@ -103,6 +103,7 @@ def _descends_from_us(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_search_over_devices_stress_and_a_knob(tmp_path, monkeypatch):
     before = stress_pids()
@@ -137,6 +138,7 @@ KILL_SPEC = {"name": "killed", "repeats": 2, "order": "random", "seed": 2, "base
              "axes": {"scheduler": ["none", "mq-deadline"], "iodepth": [1, 2]}}
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopdev, tmp_path, own_ledger):
     spec = tmp_path / "spec.yaml"

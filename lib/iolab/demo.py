@@ -12,14 +12,15 @@ from .publish import execute, publish
 FLAGSHIP = {
     # 3 repeats (the knee's interval resamples them) x 8 depths; up to QD 128, where a scratch
     # file on a VM disk flattens (to 64 it may not: "no knee, sweep deeper"). The whole demo at
-    # the default 0.5 s per run: about 50 s on a 2-vCPU VM after set-up; keep it under a minute.
+    # the default 0.4 s per run (fio itself adds about 0.3 s to each): about 50 s on a 2-vCPU VM
+    # after set-up; keep it under a minute.
     "01_queue_depth_knee.ipynb": lambda rt: {"runtime_s": rt, "queue_depths": [1, 2, 4, 8, 16, 32, 64, 128],
                                              "repeats": 3, "size": "256m"},
-    "04_flame_graph.ipynb": lambda rt: {"runtime_s": max(rt, 1.5), "size": "256m"},  # ~1,500 samples a side at 999 Hz
+    "04_flame_graph.ipynb": lambda rt: {"runtime_s": round(max(3 * rt, 1.2), 3), "size": "256m"},  # ~1,200 samples a side at 999 Hz
     # one run over time: 20 intervals, enough for SNIA's 5-interval window to be judged
-    "08_over_time.ipynb": lambda rt: {"runtime_s": 10 * rt, "log_ms": max(100, round(500 * rt)), "size": "256m"},
+    "08_over_time.ipynb": lambda rt: {"runtime_s": round(10 * rt, 3), "log_ms": max(100, round(500 * rt)), "size": "256m"},
 }
-DEFAULT_RUNTIME_S = 0.5
+DEFAULT_RUNTIME_S = 0.4
 
 
 def run_demo(out_dir: Path | None = None, runtime_s: float = DEFAULT_RUNTIME_S) -> list[Path]:

@@ -10,6 +10,7 @@ features) and dropping the page cache are ``iolab.knobs``.
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -91,9 +92,22 @@ def turbo_state() -> tuple[bool | None, str]:
 
 
 def tool_version(argv: list[str]) -> str | None:
-    if not shutil.which(argv[0]):
+    """The first line ``argv`` prints (``fio --version``); None when the tool is not on PATH.
+    Asked once per installed binary: every run's snapshot records it."""
+    path = shutil.which(argv[0])
+    if not path:
         return None
-    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _version_of(tuple(argv), path, stat.st_ino, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _version_of(argv: tuple[str, ...], path: str, inode: int, mtime_ns: int) -> str | None:
+    # keyed on the binary's inode and mtime: an upgrade in the middle of a session is seen
+    out = subprocess.run([path, *argv[1:]], capture_output=True, text=True, check=False)
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else None
 
 
