@@ -17,13 +17,22 @@ demo: setup
 lab: setup
 	@$(PY) -m iolab.cli lab --port "$(PORT)" --ip "$(IP)" $(LAB_ARGS)
 
+## nvmelab: run NOTEBOOK=notebooks/NN_....ipynb in the NVMe lab (a QEMU guest with emulated NVMe SSDs; an emulator's numbers); P="-p name value ..." for parameters
+nvmelab: setup-nvmelab
+	@test -n "$(NOTEBOOK)" || { echo "make nvmelab: give NOTEBOOK=notebooks/02_single_core_tuning_ladder.ipynb (or 03, 06)" >&2; exit 2; }
+	$(PY) -m iolab.cli nvmelab "$(NOTEBOOK)" $(P)
+
+## setup-nvmelab: setup, plus the NVMe lab (qemu-system-x86, linux-image-amd64, busybox-static, nvme-cli)
+setup-nvmelab:
+	@bash scripts/setup.sh --nvmelab
+
 ## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one)
 test: setup-browser tio
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
 
-## setup-browser: setup, plus Debian's chromium for the browser tests (tests/test_browser.py)
+## setup-browser: setup, plus Debian's chromium for the browser tests and the NVMe lab for the NVMe tier
 setup-browser:
-	@bash scripts/setup.sh --browser
+	@bash scripts/setup.sh --browser --nvmelab
 
 ## tio: build fio's t/io_uring from the source of the installed fio version
 tio: setup
@@ -49,4 +58,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup setup-browser demo lab test tio bench strip clean help
+.PHONY: setup setup-browser setup-nvmelab nvmelab demo lab test tio bench strip clean help

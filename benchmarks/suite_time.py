@@ -55,6 +55,9 @@ def main() -> int:
     after = text.split("slowest 15 durations", 1)[1].split("\n", 1)[1] if "slowest 15 durations" in text else ""
     slowest = after.split("====", 1)[0]
     print("the 15 slowest:\n" + slowest.rstrip())
+    failed = [line for line in text.splitlines() if line.startswith(("FAILED ", "ERROR ", "E   "))]
+    if failed:  # what failed, before the clone and its log are removed
+        print("what failed:\n" + "\n".join(line[:400] for line in failed[:40]))
     if not args.keep:
         shutil.rmtree(top, ignore_errors=True)
     return done.returncode

@@ -4,14 +4,19 @@
 #   .venv with iolab and its Python dependencies (uv from PyPI, else pip; editable)
 #   the python3 Jupyter kernel inside .venv (papermill uses it)
 #   --browser: also Debian's chromium, for the browser tests (make test; not make demo/lab)
+#   --nvmelab: also the NVMe lab's QEMU, Debian's kernel, busybox-static and nvme-cli
+#              (make test, make nvmelab; about 90 MB to download, 500 MB installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-case "${1:-}" in
-    "") browser=0 ;;
-    --browser) browser=1 ;;
-    *) echo "setup: unknown option '$1'; use: bash scripts/setup.sh [--browser]" >&2; exit 2 ;;
-esac
+browser=0 nvmelab=0
+for arg in "$@"; do
+    case "$arg" in
+        --browser) browser=1 ;;
+        --nvmelab) nvmelab=1 ;;
+        *) echo "setup: unknown option '$arg'; use: bash scripts/setup.sh [--browser] [--nvmelab]" >&2; exit 2 ;;
+    esac
+done
 
 missing=()
 command -v fio >/dev/null 2>&1 || missing+=(fio)
@@ -29,6 +34,23 @@ if [ $browser -eq 1 ] && ! command -v chromium >/dev/null 2>&1; then
         missing+=(chromium)
     else
         echo "setup: chromium is missing, so the browser tests will be skipped; install it as root: apt-get install chromium" >&2
+    fi
+fi
+lab=()
+if [ $nvmelab -eq 1 ]; then
+    command -v qemu-system-x86_64 >/dev/null 2>&1 || lab+=(qemu-system-x86)
+    [ -x /bin/busybox ] || command -v busybox >/dev/null 2>&1 || lab+=(busybox-static)
+    command -v nvme >/dev/null 2>&1 || lab+=(nvme-cli)
+    ls /boot/vmlinuz-* >/dev/null 2>&1 || lab+=(linux-image-amd64)
+fi
+if [ ${#lab[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing the NVMe lab: ${lab[*]} (about 90 MB to download)"
+        apt-get update -qq
+        # without recommends: the guest needs the kernel image, not firmware or QEMU's extras
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lab[@]}" >/dev/null
+    else
+        echo "setup: the NVMe lab needs ${lab[*]}; its tests will be skipped. As root: apt-get install ${lab[*]}" >&2
     fi
 fi
 if [ ${#missing[@]} -gt 0 ]; then

@@ -421,6 +421,43 @@ def cmd_demo(args, _extra) -> int:
     return 0
 
 
+def _papermill_value(text: str):
+    """papermill's -p: True/False/None, an int, a float, else the text."""
+    if text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def cmd_nvmelab(args, _extra) -> int:
+    from . import nvmelab
+
+    spec = nvmelab.LabSpec(controllers=args.controllers, namespace_size=args.namespace_size, cpus=args.vcpus,
+                           memory_mb=args.memory_mb, poll_queues=args.poll_queues, timeout_s=args.timeout)
+    what = args.what
+    if not what:
+        raise InputError("give a notebook (iolab nvmelab notebooks/02_single_core_tuning_ladder.ipynb) or a "
+                         "command after '--' (iolab nvmelab -- nvme list)")
+    notebook = len(what) == 1 and what[0].endswith(".ipynb")
+    if args.parameter and not notebook:
+        raise InputError("-p sets a notebook's parameter: give one notebook (.ipynb), not a command")
+    print(f"iolab nvmelab: booting a QEMU {nvmelab.accel().upper()} guest with {spec.controllers} emulated NVMe "
+          f"controller(s) of {spec.namespace_size}: its numbers are an emulator's, never a device's",
+          file=sys.stderr, flush=True)
+    if notebook:
+        params = {name.strip(): _papermill_value(value) for name, value in args.parameter}
+        result, output = nvmelab.run_notebook(what[0], params, spec)
+    else:
+        result = nvmelab.run(what, spec)
+    print(f"iolab nvmelab: guest ({result.accel}) booted in {result.boot_s:.1f} s; the command exited "
+          f"{result.returncode} after {result.wall_s:.1f} s in all", file=sys.stderr)
+    return result.returncode
+
+
 def cmd_publish(args, _extra) -> int:
     from .publish import publish, unfinished  # nbconvert and papermill are slow to import: only for this command
 
@@ -614,8 +651,27 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_cleanup)
     p = add("demo", help="run the flagship notebooks headless and write HTML reports")
     p.add_argument("--out", help="output folder (default papermill_runs/)")
-    p.add_argument("--runtime", type=float, help="seconds per fio run (default 0.5; 08 runs 10x that)")
+    p.add_argument("--runtime", type=float, help="seconds per fio run (default 0.4; 08 runs 10x that)")
     p.set_defaults(func=cmd_demo)
+    p = add("nvmelab", help="run a notebook or a command in the NVMe lab: a QEMU guest with emulated NVMe "
+                            "SSDs and Linux's real nvme driver (an emulator's numbers, never a device's)",
+            description="Boots a QEMU guest (Debian's kernel, the host's root read-only, the data folder and "
+                        "papermill_runs/ read-write) with emulated NVMe controllers (/dev/nvme0n1, /dev/ng0n1, "
+                        "poll queues) and runs NOTEBOOK there (executed notebook and write-up in "
+                        "papermill_runs/NAME.nvmelab.ipynb and .html) or the COMMAND after '--'. The exit "
+                        "status is the command's own. Set-up: make setup-nvmelab (qemu-system-x86, "
+                        "linux-image-amd64, busybox-static, nvme-cli).",
+            usage="iolab nvmelab [options] NOTEBOOK [-p NAME VALUE]...  |  iolab nvmelab [options] -- COMMAND...")
+    p.add_argument("what", nargs="*", help="a notebook (.ipynb), or after '--' a command and its arguments")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
+                   help="a notebook parameter, as papermill's -p (numbers and True/False read as such)")
+    p.add_argument("--controllers", type=int, default=2, help="emulated NVMe controllers (default 2)")
+    p.add_argument("--namespace-size", default="1g", help="size of each one's namespace, fio units (default 1g)")
+    p.add_argument("--vcpus", type=int, default=2, help="guest CPUs (default 2)")
+    p.add_argument("--memory-mb", type=int, default=2048, help="guest memory in MiB (default 2048)")
+    p.add_argument("--poll-queues", type=int, default=2, help="nvme.poll_queues: queues for polled IO (default 2)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds before a hung guest is killed (default 900)")
+    p.set_defaults(func=cmd_nvmelab)
     p = add("publish", help="an executed notebook -> one offline HTML write-up (no code; parameters, results, provenance)",
             description="Writes the write-up of an executed notebook: one HTML file that needs no network "
                         "(figures inline, no script or style from a CDN), without code cells, tables with "

@@ -130,6 +130,8 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
        "system.json queue (/sys/block/<dev>/queue/scheduler)", "id"),
     _C("target_state", "", "what was written to the target before the runs: written whole once, "
        "not preconditioned, or SNIA steady state", "system.json target_state (iolab.target.Target.state)", "id"),
+    _C("emulated", "", "True for a run made in the NVMe lab (iolab.nvmelab): an emulator's numbers, never a device's",
+       "system.json emulated (IOLAB_NVMELAB in the lab's guest)", "id"),
     _C("smt", "", "SMT state (on, off, forceoff, notsupported, ...)", "system.json smt (/sys/devices/system/cpu/smt/control)", "id"),
     _C("drift", "", "what changed in the run's system snapshot since the study's first run ('' none)",
        "iolab.drift", "id"),

@@ -298,15 +298,18 @@ def nvme_cli(args: list[str]) -> str:
 
 def nvme_get_feature(controller: str, feature: int) -> int:
     """The current value of an NVMe feature (``nvme get-feature -f ID``)."""
-    out = nvme_cli(["get-feature", controller, "-f", hex(feature)])
-    found = re.search(r"[Cc]urrent value:\s*(0x[0-9a-fA-F]+)", out) or re.search(r"value:\s*(0x[0-9a-fA-F]+)", out)
+    # long options: nvme-cli 1.x and 2.x spell them alike (2.3 has no -V, the short form 1.x documented)
+    out = nvme_cli(["get-feature", controller, f"--feature-id={hex(feature)}"])
+    # nvme-cli 1.x prints "Current value:0x00000320", 2.3 (Debian 12) "Current value:00000320": hex either way
+    found = (re.search(r"[Cc]urrent value:\s*(?:0x)?([0-9a-fA-F]+)\b", out)
+             or re.search(r"value:\s*(?:0x)?([0-9a-fA-F]+)\b", out))
     if not found:
         raise KnobError(f"nvme get-feature {hex(feature)} on {controller} printed no value: {out.strip()[:200]!r}")
     return int(found.group(1), 16)
 
 
 def nvme_set_feature(controller: str, feature: int, value: int) -> None:
-    nvme_cli(["set-feature", controller, "-f", hex(feature), "-V", hex(value)])
+    nvme_cli(["set-feature", controller, f"--feature-id={hex(feature)}", f"--value={hex(value)}"])
 
 
 class NvmeFeatureKnob(Knob):

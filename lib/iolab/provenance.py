@@ -146,6 +146,20 @@ def machine_of(run_folders: Iterable[str | os.PathLike]) -> tuple[dict[str, Any]
     return snapshot(), "this machine when the write-up was made (no run folder holds a system.json)"
 
 
+def emulated(run_folders: Iterable[str | os.PathLike]) -> str | None:
+    """What the NVMe lab said of itself (``iolab.nvmelab``) when a run among ``run_folders``
+    was made there, or when this process runs in the lab; else None."""
+    for folder in run_folders:
+        for found in sorted(Path(folder).glob("**/system.json")) if Path(folder).is_dir() else []:
+            try:
+                said = json.loads(found.read_text()).get("emulated")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if said:
+                return str(said)
+    return os.environ.get("IOLAB_NVMELAB") or None
+
+
 def machine_rows(snap: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A snapshot as short (what, value) rows for a table: per-CPU values folded when they
     agree, lspci's tree and empty values left out, what is absent with its reason."""

@@ -547,6 +547,11 @@ def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recor
             rows.append((name, spec.get("default", ""), "default", spec.get("help", "")))
     rows += [(name, _literal(value), "given", "not a parameter of this notebook")
              for name, value in given.items() if name not in defaults]
+    emulated = provenance.emulated(recorded.get("run_folders") or [])
+    if emulated:
+        parts.append('<p class="failed iolab-emulated">⚠ ' + markup.escape(
+            f"Made in iolab's NVMe lab ({emulated}). Its figures show the kit's code paths on Linux's "
+            "real nvme driver; as measurements of a device they mean nothing.") + "</p>")
     flagged = checks.folder_flags(recorded.get("run_folders") or [])
     if flagged:
         parts.append('<p class="failed iolab-flags">⚠ ' + markup.escape(

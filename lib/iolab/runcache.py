@@ -53,7 +53,7 @@ from . import progress, store
 from .errors import IolabError, RunSkipped
 
 CACHE_NAME = ".iolab-table.parquet"
-CACHE_VERSION = 2  # 2: the stamp covers every file of the run folder, not run.json and params.json alone
+CACHE_VERSION = 3  # 2: the stamp covers every file of the run folder, not run.json and params.json alone; 3: emulated
 CHECKPOINT_S = 60.0  # a long first build saves what it has this often, so Ctrl-C loses little
 _META_KEY = b"iolab.runcache"
 _BAR_FROM = 200      # runs to derive before a progress bar is worth showing

@@ -132,6 +132,21 @@ def nvme_params() -> dict[str, Any]:
     return {p.name: read_text(p) for p in pdir.iterdir()}
 
 
+def nvme_device(device: str | None) -> dict[str, Any]:
+    """An NVMe namespace's controller facts from sysfs: model, firmware, serial, the
+    controller's transport, and its hardware queues by kind (``/sys/block/<ns>/mq/*``: one
+    folder per hardware queue; the nvme driver's default/read/poll split is its module
+    parameters). Empty for a device that is not NVMe."""
+    if not device or not device.startswith("nvme"):
+        return {}
+    ctrl = Path(f"/sys/block/{device}/device")
+    mq = Path(f"/sys/block/{device}/mq")
+    facts = {k: read_text(ctrl / k) for k in ("model", "firmware_rev", "serial", "transport", "queue_count")}
+    facts["hw_queues"] = len([p for p in mq.iterdir() if p.is_dir()]) if mq.is_dir() else None
+    facts["io_poll"] = read_text(Path(f"/sys/block/{device}/queue/io_poll"))
+    return facts
+
+
 def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[str, Any]:
     """The machine as it is now. ``absent`` lists what could not be read and why."""
     absent: dict[str, str] = {}
@@ -169,7 +184,10 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
         "device": device,
         "queue": queue_knobs(device),
         "nvme": nvme_params(),
+        "nvme_device": nvme_device(device),
         "pci": pci_topology(device),
+        # set inside the NVMe lab (iolab.nvmelab): the run is an emulator's, never a device's
+        "emulated": os.environ.get("IOLAB_NVMELAB") or None,
         "absent": absent,
     }
     if device and not snap["queue"].get("scheduler"):
@@ -196,8 +214,9 @@ def snapshot_columns(snap: dict[str, Any]) -> dict[str, Any]:
     """A snapshot's columns, what ``iolab.drift`` compares between runs: the kernel, the
     cpufreq governor of the pinned CPUs (of every online CPU when none were pinned; NaN
     without cpufreq; "a/b" when they differ), the target's active I/O scheduler (NaN without
-    a block device), the SMT state and what was written to the target before
-    (``iolab.target.Target.state``; NaN in older runs)."""
+    a block device), the SMT state, what was written to the target before
+    (``iolab.target.Target.state``; NaN in older runs) and whether the run was made in the
+    NVMe lab (``emulated``: an emulator's numbers)."""
     governors = snap.get("governor") or {}
     cpus = snap.get("cpus_in_use") or snap.get("cpus_online") or []
     mine = sorted({g for cpu, g in governors.items() if g and (not cpus or int(cpu) in cpus)})
@@ -208,6 +227,7 @@ def snapshot_columns(snap: dict[str, Any]) -> dict[str, Any]:
         "scheduler_active": (snap.get("queue") or {}).get("scheduler_active") or nan,
         "smt": snap.get("smt") or nan,
         "target_state": snap.get("target_state") or nan,
+        "emulated": bool(snap.get("emulated")),
     }
 
 

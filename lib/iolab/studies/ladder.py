@@ -52,8 +52,10 @@ def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
     return [
         Step("baseline io_uring", {"ioengine": "io_uring", "direct": 1, "iodepth": qd}),
         Step("polled completions (hipri)", {"hipri": 1}, ["poll"]),
-        Step("NVMe passthrough (io_uring_cmd on /dev/ng)", {"ioengine": "io_uring_cmd", "cmd_type": "nvme"},
-             ["nvme_ng"], note="filename becomes the /dev/ngXnY char device"),
+        # direct=0: the ngXnY char device refuses O_DIRECT (fio: "destination does not support
+        # O_DIRECT"), and passthrough never goes through the page cache anyway
+        Step("NVMe passthrough (io_uring_cmd on /dev/ng)", {"ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0},
+             ["nvme_ng"], note="filename becomes the /dev/ngXnY char device; direct=0 (no page cache on it)"),
         Step("fixedbufs + registerfiles + norandommap", {"fixedbufs": 1, "registerfiles": 1, "norandommap": 1}),
         Step("gtod_reduce (peak only: no latency)", {"gtod_reduce": 1}, peak_only=True),
         Step("batching: submit 32, complete 8", {"iodepth": batch_qd, "iodepth_batch_submit": 32,
@@ -171,7 +173,7 @@ def _run_step(step: Step, i: int, opts: dict, current: dict, *, target: Target, 
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
 
     tgt = target
-    if step.fio.get("ioengine") == "io_uring_cmd":
+    if opts.get("ioengine") == "io_uring_cmd":  # this step's, or carried forward from the passthrough step
         tgt = Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
     common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "tags": {"step": i, "step_name": step.name},
               "label": f"step{i}", "progress": None, "repeats": repeats, "warmup": warmup}
@@ -179,6 +181,8 @@ def _run_step(step: Step, i: int, opts: dict, current: dict, *, target: Target, 
     if step.tool == "tio":  # t/io_uring has no ramp time: a timed warm-up is fio's steps' only
         common["warmup"] = warmup if warmup == "run" else None
         flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
+        if tgt.kind == "char":  # after the passthrough step: t/io_uring's own passthrough, without O_DIRECT
+            flags |= {"u": 1, "O": 0}
         return add_cycles_per_io(sweep(grid, base=flags, tool="t/io_uring", **common))
     return add_cycles_per_io(sweep(grid, base=opts, **common, **measure_kw))
 

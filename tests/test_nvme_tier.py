@@ -1,0 +1,126 @@
+"""The NVMe tier: the kit's NVMe paths on Linux's real nvme driver, inside the NVMe lab
+(``iolab.nvmelab``: QEMU's emulated NVMe controllers). Every test here runs in one guest
+boot, which ``tests/test_nvmelab.py::test_the_nvme_tier_in_one_guest_boot`` makes; outside
+the lab they are skipped. The guest has two controllers (``/dev/nvme0n1``, ``/dev/nvme1n1``,
+and ``/dev/ng0n1``, ``/dev/ng1n1``), two poll queues each, and its figures are an emulator's:
+these tests are about code paths, never numbers."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iolab import checks, knobs, system
+from iolab.errors import UnsafeTargetError
+from iolab.runner import measure
+from iolab.studies import kernel_path, ladder, per_core, precondition
+from iolab.studies.per_core import LATENCY_SOURCE, have_tio
+from iolab.target import existing_path
+
+IN_LAB = bool(os.environ.get("IOLAB_NVMELAB")) and Path("/dev/nvme1n1").exists()
+pytestmark = [pytest.mark.nvme,
+              pytest.mark.skipif(not IN_LAB, reason="runs inside the NVMe lab (tests/test_nvmelab.py boots it)")]
+QUICK = {"rw": "randread", "bs": "4k", "ioengine": "io_uring", "direct": 1, "runtime": "300ms"}
+
+
+@pytest.fixture
+def ns0():
+    return existing_path("/dev/nvme0n1")
+
+
+def test_the_snapshot_names_the_controller_its_queues_and_the_lab():
+    snap = system.snapshot("nvme0n1", [0])
+    dev = snap["nvme_device"]
+    assert dev["model"] == "QEMU NVMe Ctrl" and dev["firmware_rev"] and dev["transport"] == "pcie"
+    assert dev["io_poll"] == "1" and dev["hw_queues"] >= 3  # default queues and the 2 poll queues
+    assert snap["nvme"]["poll_queues"] == "2" and snap["queue"]["scheduler_active"] in ("none", "mq-deadline")
+    assert "emulator" in snap["emulated"] and system.snapshot_columns(snap)["emulated"] is True
+
+
+def test_the_seed_000_ladder_runs_every_nvme_step_or_says_the_devices_words(ns0, tmp_path):
+    steps = ladder.default_ladder(qd=8, batch_qd=16)
+    table = ladder.run_ladder(steps, ns0, runtime_s=0.3, runs_dir=tmp_path / "runs", opt_in=True, warmup=None)
+    status = dict(zip(table.name, table.status))
+    why = dict(zip(table.name, table.reason.fillna("")))
+    for name in ("baseline io_uring", "polled completions (hipri)", "NVMe passthrough (io_uring_cmd on /dev/ng)",
+                 "fixedbufs + registerfiles + norandommap", "batching: submit 32, complete 8"):
+        assert status[name] == "measured", f"{name}: {why[name]}"
+    coalescing = "interrupt coalescing (NVMe feature 0x08 = 0x320)"
+    assert status[coalescing] == "failed" and "Feature Not Changeable" in why[coalescing]
+    assert status["t/io_uring"] == ("measured" if have_tio() else "skipped"), why["t/io_uring"]
+    print(table[["name", "status", "iops", "reason"]].to_string())
+
+
+def test_per_core_table_with_t_io_uring_polled(ns0, tmp_path):
+    if not have_tio():
+        pytest.skip("t/io_uring not built (make tio)")
+    table = per_core(ns0, [1, 8], polled=True, runtime_s=0.3, runs_dir=tmp_path / "runs")
+    assert set(table.tool) == {"fio", "t/io_uring"} and (table.iops > 0).all()
+    assert set(table.mean_lat_source) == set(LATENCY_SOURCE.values()) and table.mean_lat_us.notna().all()
+
+
+def test_one_fio_per_device_on_two_controllers(tmp_path):
+    targets = [existing_path("/dev/nvme0n1"), existing_path("/dev/nvme1n1")]
+    table = kernel_path.many_devices(2, "", {**QUICK, "iodepth": 4}, cpus=[0, 1], runs_dir=tmp_path / "runs",
+                                     targets=targets)
+    assert set(table.device) == {"nvme0n1", "nvme1n1"} and (table.iops > 0).all()
+
+
+@pytest.mark.parametrize("how", ["block", "passthrough"])
+def test_the_plausibility_checks_pass_plain_nvme_runs(how, tmp_path):
+    """Through /dev/nvme0n1, and through /dev/ng0n1 (io_uring_cmd), which the block layer's
+    counters in /sys/block/nvme0n1/stat never see."""
+    job, target = {**QUICK, "iodepth": 8}, existing_path("/dev/nvme0n1")
+    if how == "passthrough":
+        job, target = {**job, "ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0}, existing_path("/dev/ng0n1")
+    result = measure(job, target, cpus=[0], runs_dir=tmp_path / "runs")
+    failed = [c for c in checks.run_checks(result.path) if c.passed is False]
+    assert not failed, failed
+
+
+def test_the_guard_refuses_writes_to_a_namespace_holding_ext4_through_both_nodes(tmp_path):
+    subprocess.run(["mkfs.ext4", "-q", "-F", "/dev/nvme1n1"], check=True, capture_output=True)
+    try:
+        with pytest.raises(UnsafeTargetError, match="ext4"):
+            measure({**QUICK, "rw": "randwrite"}, existing_path("/dev/nvme1n1"), cpus=[0], runs_dir=tmp_path / "a")
+        with pytest.raises(UnsafeTargetError, match="ext4"):
+            measure({**QUICK, "rw": "randwrite", "ioengine": "io_uring_cmd", "cmd_type": "nvme"},
+                    existing_path("/dev/ng1n1"), cpus=[0], runs_dir=tmp_path / "b")
+        done = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", "/dev/nvme1n1"], capture_output=True,
+                              text=True)
+        assert done.stdout.strip() == "ext4"  # untouched
+    finally:
+        subprocess.run(["wipefs", "-a", "-q", "/dev/nvme1n1"], check=True)
+
+
+HOLD_KNOBS = """
+import sys, time
+from iolab import knobs
+from iolab.target import existing_path
+with knobs.applied(existing_path("/dev/nvme0n1"), {"scheduler": sys.argv[1], "nr_requests": 32}):
+    print("set", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_nvme_queue_knobs_come_back_after_sigterm(ns0):
+    before = {k: knobs.get(k).read(ns0) for k in ("scheduler", "nr_requests", "io_poll")}
+    other = "mq-deadline" if before["scheduler"] == "none" else "none"
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_KNOBS, other], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "set"
+    assert knobs.get("scheduler").read(ns0) == other and knobs.get("nr_requests").read(ns0) == "32"
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM
+    assert {k: knobs.get(k).read(ns0) for k in before} == before
+
+
+def test_precondition_an_nvme_namespace(tmp_path):
+    target = existing_path("/dev/nvme1n1")
+    started = time.monotonic()
+    rounds = precondition(target, runs_dir=tmp_path / "runs", round_s=0.3, max_rounds=5, window=5, fill_passes=1)
+    assert len(rounds) == 5 and (rounds.iops > 0).all() and target.state
+    assert time.monotonic() - started < 120

@@ -1,0 +1,79 @@
+"""The NVMe lab (iolab.nvmelab): its guest's pieces, its refusals, and the NVMe tier
+(tests/test_nvme_tier.py) run inside one guest boot."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, cli_here, is_root
+from iolab import nvmelab
+from iolab.errors import InputError
+
+LAB_MISSING = nvmelab.missing_tools()
+needs_lab = pytest.mark.skipif(bool(LAB_MISSING) or not is_root,
+                               reason=f"the NVMe lab needs root and {' '.join(LAB_MISSING) or 'nothing more'} "
+                                      "(make setup-nvmelab)")
+
+
+@pytest.mark.slow
+@needs_lab
+def test_the_nvme_tier_in_one_guest_boot():
+    """One boot runs every test of the tier; its exit status is pytest's inside the guest."""
+    lines = []
+    result = nvmelab.run([sys.executable, "-m", "pytest", "-q", "-rfE", "--color=no", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          "-m", "nvme", "tests/test_nvme_tier.py"], cwd=REPO, out=lines.append)
+    said = "\n".join(lines)
+    print(said, f"\nboot {result.boot_s:.1f} s, all {result.wall_s:.1f} s ({result.accel})")
+    assert result.returncode == 0, said[-4000:]
+    assert " passed" in said and "skipped" not in said and "deselected" not in said  # every tier test ran
+
+
+@needs_lab
+def test_a_hung_guest_is_killed_and_its_files_removed():
+    spec = nvmelab.LabSpec(controllers=1, namespace_size="16m", cpus=1, memory_mb=512, timeout_s=6)
+    with pytest.raises(nvmelab.LabError, match="did not finish within 6 s; it was killed"):
+        nvmelab.run(["sleep", "600"], spec)
+    assert not list(nvmelab.lab_dir().glob(f"boot-{os.getpid()}-*"))
+    left = subprocess.run(["pgrep", "-f", f"qemu-system.*boot-{os.getpid()}-"], capture_output=True, text=True)
+    assert not left.stdout.strip()
+
+
+def test_the_initramfs_is_a_cpio_the_kernel_and_cpio_read(tmp_path):
+    archive = tmp_path / "a.cpio"
+    archive.write_bytes(nvmelab._cpio_newc([("bin", 0o40755, b""), ("bin/x", 0o100755, b"abc"),
+                                            ("odd-name-length", 0o100644, b"12345")]))
+    listed = subprocess.run(["cpio", "-it", "--quiet"], stdin=archive.open("rb"), capture_output=True, text=True)
+    assert listed.stdout.split() == ["bin", "bin/x", "odd-name-length"]
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["cpio", "-id", "--quiet"], stdin=archive.open("rb"), cwd=out, check=True)
+    assert (out / "bin/x").read_bytes() == b"abc" and (out / "odd-name-length").read_bytes() == b"12345"
+
+
+@pytest.mark.skipif(nvmelab.guest_kernel() is None, reason="no kernel in /boot (apt-get install linux-image-amd64)")
+def test_modules_load_after_their_dependencies():
+    _, _, modules = nvmelab.guest_kernel()
+    names = [p.name for p in nvmelab.module_files(modules)]
+    assert names.index("nvme-core.ko") < names.index("nvme.ko") and names.index("9pnet.ko") < names.index("9p.ko")
+    assert names.index("virtio.ko") < names.index("virtio_pci.ko") and len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("field,value,said", [("controllers", 0, "controllers=0: give a whole number from 1 to 8"),
+                                              ("cpus", 99, "cpus=99"), ("memory_mb", 64, "at least 512"),
+                                              ("namespace_size", "1k", "at least 16m")])
+def test_a_lab_spec_out_of_range_is_refused(field, value, said):
+    with pytest.raises(nvmelab.LabError, match=said):
+        nvmelab.LabSpec(**{field: value})
+
+
+def test_the_command_line_refuses_what_it_cannot_run(tmp_path):
+    done = cli_here("nvmelab")
+    assert done.returncode == 1 and "give a notebook" in done.stderr
+    done = cli_here("nvmelab", "-p", "x", "1", "--", "nvme", "list")
+    assert done.returncode == 1 and "-p sets a notebook's parameter" in done.stderr
+    with pytest.raises(nvmelab.LabError, match="is not a notebook"):
+        nvmelab.run_notebook(tmp_path / "missing.ipynb")
+    with pytest.raises(nvmelab.LabError, match="no command given"):
+        nvmelab.run([])
+    assert isinstance(nvmelab.LabError("x"), Exception) and not issubclass(nvmelab.LabError, InputError)
