@@ -21,7 +21,7 @@ LAYERS = [
     ("grids", {"sweep", "search"}),
     ("studies", {"studies"}),
     ("pictures", {"plots", "flamegraph", "explore", "hostplots", "timeplots"}),
-    ("notebooks", {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance"}),
+    ("notebooks", {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance", "nvmelab"}),
     ("command line", {"cli"}),
 ]
 PACKAGE = REPO / "lib" / "iolab"

@@ -38,7 +38,7 @@ def test_unknown_parameter_is_refused(tmp_path):
 def test_flame_graph_notebook(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     out = execute(REPO / "notebooks/04_flame_graph.ipynb", tmp_path / "04.ipynb",
-                  {"runtime_s": 1, "size": "64m", "interactive": False, "cpu": CPU})
+                  {"runtime_s": 0.5, "size": "64m", "interactive": False, "cpu": CPU})
     nb = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "of the samples are idle" in text and "Normalised to equal totals" in text

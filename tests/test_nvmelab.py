@@ -22,7 +22,8 @@ def test_the_nvme_tier_in_one_guest_boot():
     """One boot runs every test of the tier; its exit status is pytest's inside the guest."""
     lines = []
     result = nvmelab.run([sys.executable, "-m", "pytest", "-q", "-rfE", "--color=no", "-p", "no:cacheprovider", "-p", "no:xdist",
-                          "-m", "nvme", "tests/test_nvme_tier.py"], cwd=REPO, out=lines.append)
+                          "-m", "nvme", "--durations=5", "tests/test_nvme_tier.py"],
+                         nvmelab.LabSpec(namespace_size="64m"), cwd=REPO, out=lines.append)
     said = "\n".join(lines)
     print(said, f"\nboot {result.boot_s:.1f} s, all {result.wall_s:.1f} s ({result.accel})")
     assert result.returncode == 0, said[-4000:]

@@ -52,7 +52,7 @@ KERNEL_PACKAGE = "linux-image-amd64"
 MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme")  # with their dependencies (modules.dep)
 BUSYBOX = "/bin/busybox"
 START, EXIT = "IOLAB-NVMELAB-START", "IOLAB-NVMELAB-EXIT"
-BUILD_VERSION = 2  # bump when the initramfs or its init changes
+BUILD_VERSION = 3  # bump when the initramfs or its init changes
 
 
 class LabError(IolabError):
@@ -236,14 +236,22 @@ for m in $LAB_MODULES; do
 done
 opts=trans=virtio,version=9p2000.L,msize=512000
 mount -t 9p -o $opts,ro,cache=loose hostroot /host || { echo "lab: the host root did not mount"; poweroff -f; }
-i=0
-for path in $LAB_RW; do
-    mount -t 9p -o $opts,cache=mmap "rw$i" "/host$path" || echo "lab: $path did not mount read-write"
-    i=$((i + 1))
-done
 mount --bind /proc /host/proc; mount --bind /sys /host/sys; mount --bind /dev /host/dev
 mount -t tmpfs tmpfs /host/run; mount -t tmpfs tmpfs /host/tmp
 mkdir -p /host/dev/pts /host/dev/shm; mount -t devpts devpts /host/dev/pts; mount -t tmpfs tmpfs /host/dev/shm
+# after the tmpfs: a checkout or data folder under the host's /tmp is seen through its own share
+i=0
+for path in $LAB_RO; do
+    mkdir -p "/host$path" 2>/dev/null
+    mount -t 9p -o $opts,ro,cache=loose "ro$i" "/host$path" || echo "lab: $path did not mount"
+    i=$((i + 1))
+done
+i=0
+for path in $LAB_RW; do
+    mkdir -p "/host$path" 2>/dev/null
+    mount -t 9p -o $opts,cache=mmap "rw$i" "/host$path" || echo "lab: $path did not mount read-write"
+    i=$((i + 1))
+done
 n=0
 while [ ! -e /dev/nvme$((LAB_CONTROLLERS - 1))n1 ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
 echo IOLAB-NVMELAB-START
@@ -314,6 +322,15 @@ def _quote_conf(value: str) -> str:
     return f"'{value}'"
 
 
+def _share(path: Path) -> str:
+    """A folder shared with the guest, as the guest's init reads it (a space-separated list)."""
+    text = str(path)
+    if any(c.isspace() for c in text) or "," in text:
+        raise LabError(f"nvmelab: {text!r} holds a space or comma, which QEMU's -virtfs and the guest's "
+                       "init cannot take; move the checkout (or IOLAB_DATA) to a path without them")
+    return text
+
+
 def rw_paths() -> list[Path]:
     """The host folders the guest writes to, at the same paths: the data folder (runs) and
     the executed-notebook folder."""
@@ -356,7 +373,8 @@ def run(argv: Sequence[str], spec: LabSpec = LabSpec(), *, cwd: str | os.PathLik
         conf = "\n".join([
             f"LAB_MODULES={_quote_conf(' '.join('/lib/modules/' + k.name for k in module_files(modules_dir)))}",
             f"LAB_POLL_QUEUES={spec.poll_queues}", f"LAB_CONTROLLERS={spec.controllers}",
-            f"LAB_RW={_quote_conf(' '.join(str(s) for s in shares))}",
+            f"LAB_RO={_quote_conf(_share(paths.REPO.resolve()))}",
+            f"LAB_RW={_quote_conf(' '.join(_share(s) for s in shares))}",
             f"LAB_PYTHON={_quote_conf(sys.executable)}", f"LAB_EXEC={_quote_conf(str(runner))}",
             f"LAB_ARGV={_quote_conf(str(job))}", ""])
         initramfs = boot / "initramfs.cpio"
@@ -395,6 +413,8 @@ def _qemu_argv(vmlinux: Path, initramfs: Path, images: list[Path], shares: list[
             # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
             # the guest's 9p client takes one for the other (/proc/stat went missing)
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
+    argv += ["-virtfs", f"local,path={paths.REPO.resolve()},mount_tag=ro0,security_model=none,readonly=on,"
+                        "multidevs=remap"]
     for i, share in enumerate(shares):
         argv += ["-virtfs", f"local,path={share},mount_tag=rw{i},security_model=none"]
     for i, image in enumerate(images):
@@ -458,9 +478,12 @@ def _remove_stale_boots() -> None:
 
 
 # ---------------------------------------------------------------- notebooks
-# What a notebook run in the lab is given unless the caller says otherwise: the first emulated
-# namespace as its target, and the device changes the lab exists to try (always restored).
-LAB_DEFAULTS = {"target": "/dev/nvme0n1", "opt_in_device_changes": True}
+def lab_defaults(spec: LabSpec) -> dict:
+    """What a notebook run in the lab is given unless the caller says otherwise: the first
+    emulated namespace as its target, every controller's namespace for notebook 06's one fio
+    per device, and the device changes the lab exists to try (always restored)."""
+    return {"target": "/dev/nvme0n1", "opt_in_device_changes": True,
+            "devices": [f"/dev/nvme{i}n1" for i in range(spec.controllers)] if spec.controllers > 1 else []}
 
 
 def notebook_output(notebook: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> Path:
@@ -473,13 +496,13 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, sp
                  out: Callable[[str], None] | None = None) -> tuple[LabResult, Path]:
     """Execute ``notebook`` with ``parameters`` (papermill) inside the lab, then write its
     offline write-up (``iolab.publish``): both land in ``out_dir`` (``papermill_runs/``).
-    ``LAB_DEFAULTS`` fill the parameters the notebook has and the caller did not give."""
+    ``lab_defaults`` fill the parameters the notebook has and the caller did not give."""
     notebook = Path(notebook).resolve()
     if not notebook.is_file() or notebook.suffix != ".ipynb":
         raise LabError(f"nvmelab: {notebook} is not a notebook (.ipynb) file")
     import papermill as pm
     known = pm.inspect_notebook(str(notebook))
-    parameters = {**{k: v for k, v in LAB_DEFAULTS.items() if k in known}, **(parameters or {})}
+    parameters = {**{k: v for k, v in lab_defaults(spec).items() if k in known}, **(parameters or {})}
     output = notebook_output(notebook, out_dir)
     if output.parent not in rw_paths() and not any(p in output.parents for p in rw_paths()):
         raise LabError(f"nvmelab: the guest writes only under {', '.join(map(str, rw_paths()))}; "

@@ -77,7 +77,9 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
     try:
         pm.execute_notebook(str(notebook), str(running), parameters=dict(parameters or {}),
                             kernel_name="python3", progress_bar=False, cwd=str(notebook.parent),
-                            execution_timeout=timeout_s, kernel_manager_class=_kernel_logging_to(log))
+                            execution_timeout=timeout_s, kernel_manager_class=_kernel_logging_to(log),
+                            # nbclient's 60 s for a kernel to answer is short on a loaded 2-CPU machine
+                            start_timeout=180)
     except pm.PapermillExecutionError as exc:
         kept = keep_failed(_keep_partial(running, output, "failed"))
         raise IolabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
