@@ -30,6 +30,10 @@ setup-nvmelab:
 test: setup-browser tio
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
 
+## test-nvme: the NVMe tier alone (tests/test_nvme_tier.py in one NVMe-lab guest boot, ~2 min; an emulator's numbers)
+test-nvme: setup-browser tio
+	IOLAB_NVME_TIER=1 $(PY) -m pytest -q -ra -s tests/test_nvmelab.py
+
 ## setup-browser: setup, plus Debian's chromium for the browser tests and the NVMe lab for the NVMe tier
 setup-browser:
 	@bash scripts/setup.sh --browser --nvmelab
@@ -58,4 +62,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup setup-browser setup-nvmelab nvmelab demo lab test tio bench strip clean help
+.PHONY: setup setup-browser setup-nvmelab nvmelab demo lab test test-nvme tio bench strip clean help

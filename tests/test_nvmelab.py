@@ -16,8 +16,16 @@ needs_lab = pytest.mark.skipif(bool(LAB_MISSING) or not is_root,
                                       "(make setup-nvmelab)")
 
 
+# The tier costs about 100 s of one host CPU under TCG (pandas alone imports in 18 s there):
+# beside the rest of the suite on 2 CPUs that is 90 s more wall time, past make test's 6
+# minutes. Until room is made for it, `make test-nvme` (IOLAB_NVME_TIER=1) runs it.
+TIER_ASKED = os.environ.get("IOLAB_NVME_TIER") == "1"
+
+
 @pytest.mark.slow
 @needs_lab
+@pytest.mark.skipif(not TIER_ASKED, reason="the NVMe tier runs with make test-nvme (IOLAB_NVME_TIER=1): "
+                                           "100 s of emulated CPU, past make test's 6-minute budget")
 def test_the_nvme_tier_in_one_guest_boot():
     """One boot runs every test of the tier; its exit status is pytest's inside the guest."""
     lines = []
@@ -28,6 +36,35 @@ def test_the_nvme_tier_in_one_guest_boot():
     print(said, f"\nboot {result.boot_s:.1f} s, all {result.wall_s:.1f} s ({result.accel})")
     assert result.returncode == 0, said[-4000:]
     assert " passed" in said and "skipped" not in said and "deselected" not in said  # every tier test ran
+
+
+LAB_CHECK = """
+import json, subprocess, sys
+from iolab import system
+snap = system.snapshot("nvme0n1", [0])
+fio = subprocess.run(["fio", "--name=p", "--filename=/dev/ng0n1", "--ioengine=io_uring_cmd", "--cmd_type=nvme",
+                      "--hipri=1", "--rw=randread", "--bs=4k", "--size=8m", "--iodepth=4", "--output-format=json"],
+                     capture_output=True, text=True)
+print(json.dumps({"device": snap["nvme_device"], "poll_queues": snap["nvme"].get("poll_queues"),
+                  "emulated": snap["emulated"], "fio_rc": fio.returncode,
+                  "ios": json.loads(fio.stdout)["jobs"][0]["read"]["total_ios"] if fio.returncode == 0 else fio.stderr}))
+sys.exit(3)
+"""
+
+
+@needs_lab
+def test_a_command_in_the_lab_sees_real_nvme_paths_and_its_exit_status_comes_out():
+    """make test's own look at the lab (the whole tier is make test-nvme): the snapshot's NVMe
+    facts, a polled passthrough read through /dev/ng0n1, and the command's exit status."""
+    import json
+    lines = []
+    result = nvmelab.run([sys.executable, "-c", LAB_CHECK], nvmelab.LabSpec(controllers=1, namespace_size="16m"),
+                         out=lines.append)
+    said = json.loads(next(line for line in lines if line.startswith("{")))
+    assert result.returncode == 3 and result.accel in ("tcg", "kvm") and result.boot_s < 60
+    assert said["device"]["model"] == "QEMU NVMe Ctrl" and said["device"]["io_poll"] == "1"
+    assert said["poll_queues"] == "2" and "emulator" in said["emulated"]
+    assert said["fio_rc"] == 0 and said["ios"] == 2048  # 8 MiB of 4 KiB reads, polled, passthrough
 
 
 @needs_lab

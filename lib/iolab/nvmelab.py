@@ -52,7 +52,7 @@ KERNEL_PACKAGE = "linux-image-amd64"
 MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme")  # with their dependencies (modules.dep)
 BUSYBOX = "/bin/busybox"
 START, EXIT = "IOLAB-NVMELAB-START", "IOLAB-NVMELAB-EXIT"
-BUILD_VERSION = 3  # bump when the initramfs or its init changes
+BUILD_VERSION = 4  # bump when the initramfs or its init changes
 
 
 class LabError(IolabError):
@@ -230,6 +230,7 @@ INIT = r"""#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev /host /tmp
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+ip link set lo up  # Jupyter's kernels talk over 127.0.0.1 (ZeroMQ)
 . /lab.conf
 for m in $LAB_MODULES; do
     case "$m" in */nvme.ko) insmod "$m" poll_queues=$LAB_POLL_QUEUES ;; *) insmod "$m" ;; esac
@@ -409,7 +410,10 @@ def _qemu_argv(vmlinux: Path, initramfs: Path, images: list[Path], shares: list[
     argv = [shutil.which(QEMU) or QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
             "-serial", "stdio", "-machine", "q35", "-accel", mode, "-cpu", "max" if mode == "tcg" else "host",
             "-smp", str(spec.cpus), "-m", str(spec.memory_mb), "-kernel", str(vmlinux), "-initrd", str(initramfs),
-            "-append", "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init",
+            # nowatchdog, no RCU stall reports: under TCG a vCPU can be descheduled for many
+            # seconds, and the soft-lockup dump landed in the middle of a notebook's output
+            "-append", "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init nowatchdog "
+                       "rcupdate.rcu_cpu_stall_suppress=1",
             # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
             # the guest's 9p client takes one for the other (/proc/stat went missing)
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
@@ -517,8 +521,9 @@ def _guest_notebook(notebook: str, output: str, parameters: str) -> int:
     from .publish import execute, publish
     try:
         executed = execute(notebook, output, json.loads(parameters))
-    except IolabError as exc:
-        print(f"iolab nvmelab: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the guest's last word: one line, then the exit status
+        print(f"iolab nvmelab: {Path(notebook).name} did not run in the lab: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
         return 1
     print(f"wrote {executed}\nwrote {publish(executed)}")
     return 0
