@@ -18,7 +18,7 @@ from iolab.errors import UnsafeTargetError
 from iolab.runner import measure
 from iolab.studies import kernel_path, ladder, per_core, precondition
 from iolab.studies.per_core import LATENCY_SOURCE, have_tio
-from iolab.target import existing_path
+from iolab.target import Target, existing_path
 
 IN_LAB = bool(os.environ.get("IOLAB_NVMELAB")) and Path("/dev/nvme1n1").exists()
 pytestmark = [pytest.mark.nvme,
@@ -74,8 +74,9 @@ def test_the_plausibility_checks_pass_plain_nvme_runs(how, tmp_path):
     """Through /dev/nvme0n1, and through /dev/ng0n1 (io_uring_cmd), which the block layer's
     counters in /sys/block/nvme0n1/stat never see."""
     job, target = {**QUICK, "iodepth": 8}, existing_path("/dev/nvme0n1")
-    if how == "passthrough":
-        job, target = {**job, "ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0}, existing_path("/dev/ng0n1")
+    if how == "passthrough":  # as the ladder runs it: the char node, the namespace's counters beside it
+        job = {**job, "ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0}
+        target = Target("char", Path("/dev/ng0n1"), None, device="nvme0n1")
     result = measure(job, target, cpus=[0], runs_dir=tmp_path / "runs")
     failed = [c for c in checks.run_checks(result.path) if c.passed is False]
     assert not failed, failed
@@ -99,7 +100,7 @@ def test_the_guard_refuses_writes_to_a_namespace_holding_ext4_through_both_nodes
 HOLD_KNOBS = """
 import sys, time
 from iolab import knobs
-from iolab.target import existing_path
+from iolab.target import Target, existing_path
 with knobs.applied(existing_path("/dev/nvme0n1"), {"scheduler": sys.argv[1], "nr_requests": 32}):
     print("set", flush=True)
     time.sleep(600)
