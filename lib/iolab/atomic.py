@@ -16,13 +16,13 @@ from typing import Any
 from .errors import DiskFullError
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to a temporary name beside ``path``, then rename over it.
+def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to a temporary name beside ``path``, then rename over it.
     DiskFullError, saying what to do, when the disk is full (the temporary file is removed)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(text) if isinstance(text, bytes) else tmp.write_text(text)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

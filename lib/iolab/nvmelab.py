@@ -43,7 +43,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import paths
+from .atomic import write_atomic, write_json
 from .errors import IolabError, ToolMissing
+from .target import parse_size
 
 ENV_FLAG = "IOLAB_NVMELAB"
 QEMU = "qemu-system-x86_64"
@@ -71,7 +73,6 @@ class LabSpec:
     timeout_s: float = 900.0
 
     def __post_init__(self):
-        from .target import parse_size
         for name, low, high in (("controllers", 1, 8), ("cpus", 1, 8), ("poll_queues", 0, 64)):
             value = getattr(self, name)
             if not isinstance(value, int) or not low <= value <= high:
@@ -142,7 +143,7 @@ def accel() -> str:
         pass
     vmlinux, _, _ = build()
     mode = "kvm" if _kvm_boots(vmlinux) else "tcg"
-    _write_atomic(note, json.dumps({"key": key, "accel": mode}).encode())
+    write_json(note, {"key": key, "accel": mode})
     return mode
 
 
@@ -300,21 +301,10 @@ def build(force: bool = False) -> tuple[Path, Path, str]:
     entries = [("bin", 0o40755, b""), ("bin/busybox", 0o100755, busybox.read_bytes()),
                ("init", 0o100755, INIT.encode()), ("lib", 0o40755, b""), ("lib/modules", 0o40755, b"")]
     entries += [(f"lib/modules/{ko.name}", 0o100644, ko.read_bytes()) for ko in kos]
-    _write_atomic(vmlinux, extract_vmlinux(vmlinuz))
-    _write_atomic(initramfs, _cpio_newc(entries))
-    _write_atomic(stamp_file, json.dumps({**stamp, "modules": [k.name for k in kos]}).encode())
+    write_atomic(vmlinux, extract_vmlinux(vmlinuz))
+    write_atomic(initramfs, _cpio_newc(entries))
+    write_json(stamp_file, {**stamp, "modules": [k.name for k in kos]})
     return vmlinux, initramfs, version
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _quote_conf(value: str) -> str:
@@ -363,7 +353,6 @@ def run(argv: Sequence[str], spec: LabSpec = LabSpec(), *, cwd: str | os.PathLik
         for i in range(spec.controllers):
             image = boot / f"nvme{i}.img"
             with open(image, "wb") as f:
-                from .target import parse_size
                 f.truncate(parse_size(spec.namespace_size))  # sparse: no space used until written
             images.append(image)
         guest_env = _guest_env(env, spec, mode)
