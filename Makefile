@@ -30,9 +30,9 @@ setup-nvmelab:
 test: setup-browser tio
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
 
-## test-nvme: the NVMe tier alone (tests/test_nvme_tier.py in one NVMe-lab guest boot, ~2 min; an emulator's numbers)
+## test-nvme: the NVMe lab's tests alone (make test runs them too), with the tier's own output (tests/test_nvme_tier.py in one guest boot, ~1 min)
 test-nvme: setup-browser tio
-	IOLAB_NVME_TIER=1 $(PY) -m pytest -q -ra -s tests/test_nvmelab.py
+	$(PY) -m pytest -q -ra -s tests/test_nvmelab.py
 
 ## setup-browser: setup, plus Debian's chromium for the browser tests and the NVMe lab for the NVMe tier
 setup-browser:

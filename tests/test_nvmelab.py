@@ -16,22 +16,17 @@ needs_lab = pytest.mark.skipif(bool(LAB_MISSING) or not is_root,
                                       "(make setup-nvmelab)")
 
 
-# The tier costs about 100 s of one host CPU under TCG (pandas alone imports in 18 s there):
-# beside the rest of the suite on 2 CPUs that is 90 s more wall time, past make test's 6
-# minutes. Until room is made for it, `make test-nvme` (IOLAB_NVME_TIER=1) runs it.
-TIER_ASKED = os.environ.get("IOLAB_NVME_TIER") == "1"
-
-
+# The tier's guest runs at niceness 10: under TCG it costs about 60 s of one host CPU, which
+# it takes from what the other tests leave idle (fio's sleeps, kernels starting) rather than
+# from them. It is scheduled first (marked slow), so it overlaps the whole suite.
 @pytest.mark.slow
 @needs_lab
-@pytest.mark.skipif(not TIER_ASKED, reason="the NVMe tier runs with make test-nvme (IOLAB_NVME_TIER=1): "
-                                           "100 s of emulated CPU, past make test's 6-minute budget")
 def test_the_nvme_tier_in_one_guest_boot():
     """One boot runs every test of the tier; its exit status is pytest's inside the guest."""
     lines = []
     result = nvmelab.run([sys.executable, "-m", "pytest", "-q", "-rfE", "--color=no", "-p", "no:cacheprovider", "-p", "no:xdist",
                           "-m", "nvme", "--durations=5", "tests/test_nvme_tier.py"],
-                         nvmelab.LabSpec(namespace_size="64m"), cwd=REPO, out=lines.append)
+                         nvmelab.LabSpec(namespace_size="32m", nice=10), cwd=REPO, out=lines.append)
     said = "\n".join(lines)
     print(said, f"\nboot {result.boot_s:.1f} s, all {result.wall_s:.1f} s ({result.accel})")
     assert result.returncode == 0, said[-4000:]
@@ -39,32 +34,28 @@ def test_the_nvme_tier_in_one_guest_boot():
 
 
 LAB_CHECK = """
-import json, subprocess, sys
-from iolab import system
-snap = system.snapshot("nvme0n1", [0])
-fio = subprocess.run(["fio", "--name=p", "--filename=/dev/ng0n1", "--ioengine=io_uring_cmd", "--cmd_type=nvme",
-                      "--hipri=1", "--rw=randread", "--bs=4k", "--size=8m", "--iodepth=4", "--output-format=json"],
-                     capture_output=True, text=True)
-print(json.dumps({"device": snap["nvme_device"], "poll_queues": snap["nvme"].get("poll_queues"),
-                  "emulated": snap["emulated"], "fio_rc": fio.returncode,
-                  "ios": json.loads(fio.stdout)["jobs"][0]["read"]["total_ios"] if fio.returncode == 0 else fio.stderr}))
+import json, os, sys
+from pathlib import Path
+print(json.dumps({"model": Path("/sys/class/nvme/nvme0/model").read_text().strip(),
+                  "poll_queues": Path("/sys/module/nvme/parameters/poll_queues").read_text().strip(),
+                  "ng": Path("/dev/ng0n1").is_char_device(), "flag": os.environ.get("IOLAB_NVMELAB", "")}))
 sys.exit(3)
 """
 
 
 @needs_lab
-def test_a_command_in_the_lab_sees_real_nvme_paths_and_its_exit_status_comes_out():
-    """make test's own look at the lab (the whole tier is make test-nvme): the snapshot's NVMe
-    facts, a polled passthrough read through /dev/ng0n1, and the command's exit status."""
+def test_a_command_in_the_lab_sees_the_nvme_controller_and_its_exit_status_comes_out():
+    """The lab's own plumbing, quickly (one controller, no fio: the tier above runs the kit's
+    NVMe paths): the controller and its char node, poll queues, the lab's flag in the
+    environment, and the command's exit status as the lab's."""
     import json
     lines = []
     result = nvmelab.run([sys.executable, "-c", LAB_CHECK], nvmelab.LabSpec(controllers=1, namespace_size="16m"),
                          out=lines.append)
     said = json.loads(next(line for line in lines if line.startswith("{")))
     assert result.returncode == 3 and result.accel in ("tcg", "kvm") and result.boot_s < 60
-    assert said["device"]["model"] == "QEMU NVMe Ctrl" and said["device"]["io_poll"] == "1"
-    assert said["poll_queues"] == "2" and "emulator" in said["emulated"]
-    assert said["fio_rc"] == 0 and said["ios"] == 2048  # 8 MiB of 4 KiB reads, polled, passthrough
+    assert said == {"model": "QEMU NVMe Ctrl", "poll_queues": "2", "ng": True, "flag": said["flag"]}
+    assert "emulator" in said["flag"]
 
 
 @needs_lab

@@ -13,7 +13,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .errors import InputError
 
@@ -456,6 +455,7 @@ def littles_law(qd: float, iops: float, mean_latency_us: float, tolerance: float
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """Student-t confidence interval of the mean of ``values`` (repeats of one setting):
     (low, high); NaN for fewer than two values. Used for every "mean and interval" figure."""
+    from scipy import stats  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
     if len(v) < 2:

@@ -64,16 +64,19 @@ class LabError(IolabError):
 @dataclass(frozen=True)
 class LabSpec:
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
-    ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues)."""
+    ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
+    QEMU runs at niceness ``nice`` (the test suite's guest takes 10: it uses the CPU the
+    other tests leave idle)."""
     controllers: int = 2
     namespace_size: str = "1g"
     cpus: int = 2
     memory_mb: int = 2048
     poll_queues: int = 2
     timeout_s: float = 900.0
+    nice: int = 0
 
     def __post_init__(self):
-        for name, low, high in (("controllers", 1, 8), ("cpus", 1, 8), ("poll_queues", 0, 64)):
+        for name, low, high in (("controllers", 1, 8), ("cpus", 1, 8), ("poll_queues", 0, 64), ("nice", 0, 19)):
             value = getattr(self, name)
             if not isinstance(value, int) or not low <= value <= high:
                 raise LabError(f"nvmelab {name}={value!r}: give a whole number from {low} to {high}")
@@ -396,16 +399,17 @@ def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str
 
 def _qemu_argv(vmlinux: Path, initramfs: Path, images: list[Path], shares: list[Path], spec: LabSpec,
                mode: str) -> list[str]:
-    argv = [shutil.which(QEMU) or QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
-            "-serial", "stdio", "-machine", "q35", "-accel", mode, "-cpu", "max" if mode == "tcg" else "host",
-            "-smp", str(spec.cpus), "-m", str(spec.memory_mb), "-kernel", str(vmlinux), "-initrd", str(initramfs),
-            # nowatchdog, no RCU stall reports: under TCG a vCPU can be descheduled for many
-            # seconds, and the soft-lockup dump landed in the middle of a notebook's output
-            "-append", "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init nowatchdog "
-                       "rcupdate.rcu_cpu_stall_suppress=1",
-            # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
-            # the guest's 9p client takes one for the other (/proc/stat went missing)
-            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
+    argv = ["nice", "-n", str(spec.nice)] if spec.nice else []  # nice execs QEMU: the pid is QEMU's
+    argv += [shutil.which(QEMU) or QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
+             "-serial", "stdio", "-machine", "q35", "-accel", mode, "-cpu", "max" if mode == "tcg" else "host",
+             "-smp", str(spec.cpus), "-m", str(spec.memory_mb), "-kernel", str(vmlinux), "-initrd", str(initramfs),
+             # nowatchdog, no RCU stall reports: under TCG a vCPU can be descheduled for many
+             # seconds, and the soft-lockup dump landed in the middle of a notebook's output
+             "-append", "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init nowatchdog "
+                        "rcupdate.rcu_cpu_stall_suppress=1",
+             # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
+             # the guest's 9p client takes one for the other (/proc/stat went missing)
+             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
     argv += ["-virtfs", f"local,path={paths.REPO.resolve()},mount_tag=ro0,security_model=none,readonly=on,"
                         "multidevs=remap"]
     for i, share in enumerate(shares):
