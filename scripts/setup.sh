@@ -73,9 +73,11 @@ fi
 if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
     echo "setup: installing Python dependencies into .venv"
     # uv (a PyPI package) installs the same requirements in seconds where pip takes half a
-    # minute; pip does it when uv cannot be had or fails (IOLAB_PIP=1 asks for pip)
+    # minute; pip does it when uv cannot be had or fails (IOLAB_PIP=1 asks for pip). Bytecode
+    # is compiled now, as pip does: else the first kernel of `make demo` compiles pandas and
+    # Jupyter, and the NVMe lab's guest (a read-only view of .venv) compiles them at every start
     if [ -z "${IOLAB_PIP:-}" ] && .venv/bin/python -m pip install -q uv >/dev/null 2>&1 \
-            && .venv/bin/uv pip install -q --python .venv/bin/python -e '.[dev]'; then
+            && .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -e '.[dev]'; then
         :
     else
         .venv/bin/python -m pip install -q --upgrade pip

@@ -139,11 +139,34 @@ def loop_watch(own_ledger):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest tests first (notebooks, browser, searches): with two workers, a long test
-    started last would leave one worker idle while the other finishes it."""
-    def weight(item):
-        return 0 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 1
-    items.sort(key=weight)
+    """The long tests first, spread over the workers. pytest-xdist's ``load`` scheduler hands
+    each worker a first chunk of (tests / workers / 4) consecutive tests: sorted plainly, all
+    the long ones (notebooks, browser, searches, the NVMe tier) fell in worker 0's chunk and
+    it ran 6 minutes while the others idled after 3. So the long tests go, longest first, to
+    the worker with the least long work so far, at the head of that worker's chunk; the
+    browser tests as one group, as they share one JupyterLab and one Chromium per worker."""
+    def weight(item):  # rough seconds of one CPU
+        if item.get_closest_marker("nvme_boot"):
+            return 80
+        return 15 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 0
+    groups: dict = {}
+    for item in items:
+        if weight(item):
+            groups.setdefault("browser" if item.get_closest_marker("browser") else item.nodeid, []).append(item)
+    long_ = sorted(groups.values(), key=lambda g: sum(map(weight, g)), reverse=True)
+    short = [i for i in items if not weight(i)]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    chunk = max(len(items) // workers // 4, 2)
+    heads: list[list] = [[] for _ in range(workers)]
+    for group in long_:
+        min(heads, key=lambda h: sum(map(weight, h))).extend(group)
+    if workers < 2 or len(items) < 2 * workers or max(map(len, heads)) > chunk:
+        items[:] = [i for g in long_ for i in g] + short
+        return
+    ordered, rest = [], iter(short)
+    for head in heads:  # worker k's first chunk: its long tests, then short ones to fill it
+        ordered += head + [next(rest) for _ in range(chunk - len(head))]
+    items[:] = ordered + list(rest)
 
 
 def sigint_default() -> None:

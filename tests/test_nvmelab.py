@@ -18,8 +18,8 @@ needs_lab = pytest.mark.skipif(bool(LAB_MISSING) or not is_root,
 
 # The tier's guest runs at niceness 10: under TCG it costs about 60 s of one host CPU, which
 # it takes from what the other tests leave idle (fio's sleeps, kernels starting) rather than
-# from them. It is scheduled first (marked slow), so it overlaps the whole suite.
-@pytest.mark.slow
+# from them. It is scheduled first (tests/conftest.py), so it overlaps the whole suite.
+@pytest.mark.nvme_boot
 @needs_lab
 def test_the_nvme_tier_in_one_guest_boot():
     """One boot runs every test of the tier; its exit status is pytest's inside the guest."""
