@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -105,4 +106,8 @@ def test_the_command_line_refuses_what_it_cannot_run(tmp_path):
         nvmelab.run_notebook(tmp_path / "missing.ipynb")
     with pytest.raises(nvmelab.LabError, match="no command given"):
         nvmelab.run([])
+    started = time.monotonic()  # a misspelt parameter is refused before the guest boots
+    done = cli_here("nvmelab", str(REPO / "notebooks/02_single_core_tuning_ladder.ipynb"), "-p", "runtime", "1")
+    assert done.returncode == 1 and "has no parameter(s) runtime" in done.stderr and "runtime_s" in done.stderr
+    assert time.monotonic() - started < 10
     assert isinstance(nvmelab.LabError("x"), Exception) and not issubclass(nvmelab.LabError, InputError)

@@ -488,24 +488,33 @@ def notebook_output(notebook: str | os.PathLike, out_dir: str | os.PathLike | No
     return Path(out_dir or paths.PAPERMILL_RUNS).resolve() / f"{Path(notebook).stem}.nvmelab.ipynb"
 
 
-def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, spec: LabSpec = LabSpec(), *,
-                 out_dir: str | os.PathLike | None = None,
-                 out: Callable[[str], None] | None = None) -> tuple[LabResult, Path]:
-    """Execute ``notebook`` with ``parameters`` (papermill) inside the lab, then write its
-    offline write-up (``iolab.publish``): both land in ``out_dir`` (``papermill_runs/``).
-    ``lab_defaults`` fill the parameters the notebook has and the caller did not give."""
+def notebook_job(notebook: str | os.PathLike, parameters: dict | None = None, spec: LabSpec = LabSpec(), *,
+                 out_dir: str | os.PathLike | None = None) -> tuple[list[str], Path]:
+    """The guest command that executes ``notebook`` with ``parameters`` (papermill) and writes
+    its offline write-up (``iolab.publish``), and the executed notebook's path in ``out_dir``
+    (``papermill_runs/``). ``lab_defaults`` fill the parameters the notebook has and the
+    caller did not give. A parameter the notebook lacks is refused here, before any boot."""
+    from .publish import refuse_unknown_parameters
     notebook = Path(notebook).resolve()
     if not notebook.is_file() or notebook.suffix != ".ipynb":
         raise LabError(f"nvmelab: {notebook} is not a notebook (.ipynb) file")
     import papermill as pm
     known = pm.inspect_notebook(str(notebook))
+    refuse_unknown_parameters(notebook, parameters, known)
     parameters = {**{k: v for k, v in lab_defaults(spec).items() if k in known}, **(parameters or {})}
     output = notebook_output(notebook, out_dir)
     if output.parent not in rw_paths() and not any(p in output.parents for p in rw_paths()):
         raise LabError(f"nvmelab: the guest writes only under {', '.join(map(str, rw_paths()))}; "
                        f"{output.parent} is outside them")
-    argv = [sys.executable, "-m", "iolab.nvmelab", "notebook", str(notebook), str(output),
-            json.dumps(parameters or {})]
+    return [sys.executable, "-m", "iolab.nvmelab", "notebook", str(notebook), str(output), json.dumps(parameters)], output
+
+
+def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, spec: LabSpec = LabSpec(), *,
+                 out_dir: str | os.PathLike | None = None,
+                 out: Callable[[str], None] | None = None) -> tuple[LabResult, Path]:
+    """Execute ``notebook`` inside the lab (``notebook_job``); the executed notebook and its
+    write-up land in ``out_dir`` (``papermill_runs/``)."""
+    argv, output = notebook_job(notebook, parameters, spec, out_dir=out_dir)
     return run(argv, spec, out=out), output
 
 

@@ -37,6 +37,14 @@ from .results import collect
 from .validate import input_file, notebook_file
 
 
+def refuse_unknown_parameters(notebook: Path, parameters: Mapping[str, Any] | None, known: Mapping[str, Any]) -> None:
+    """IolabError naming the parameters ``notebook``'s parameters cell does not have."""
+    unknown = set(parameters or {}) - set(known)
+    if unknown:
+        raise IolabError(f"{notebook.name} has no parameter(s) {', '.join(sorted(unknown))}; "
+                         f"it takes: {', '.join(known)}")
+
+
 def execute(notebook: str | os.PathLike, output: str | os.PathLike,
             parameters: Mapping[str, Any] | None = None, timeout_s: int = 1800) -> Path:
     """Run a notebook with papermill. Raises IolabError naming the failing cell; the
@@ -53,11 +61,7 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
 
     notebook, output = Path(notebook).resolve(), Path(output).resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
-    known = pm.inspect_notebook(str(notebook))
-    unknown = set(parameters or {}) - set(known)
-    if unknown:
-        raise IolabError(f"{notebook.name} has no parameter(s) {', '.join(sorted(unknown))}; "
-                         f"it takes: {', '.join(known)}")
+    refuse_unknown_parameters(notebook, parameters, pm.inspect_notebook(str(notebook)))
     os.environ.setdefault("IOLAB_HEADLESS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
     running = output.with_name(f".{output.stem}.{os.getpid()}.running{output.suffix}")
