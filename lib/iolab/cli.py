@@ -445,13 +445,13 @@ def cmd_nvmelab(args, _extra) -> int:
     notebook = len(what) == 1 and what[0].endswith(".ipynb")
     if args.parameter and not notebook:
         raise InputError("-p sets a notebook's parameter: give one notebook (.ipynb), not a command")
+    params = {name.strip(): _papermill_value(value) for name, value in args.parameter}
     if notebook:  # checked (parameters too) before the boot
-        params = {name.strip(): _papermill_value(value) for name, value in args.parameter}
-        what, _ = nvmelab.notebook_job(what[0], params, spec)
+        nvmelab.notebook_job(what[0], params, spec)
     print(f"iolab nvmelab: booting a QEMU {nvmelab.accel().upper()} guest with {spec.controllers} emulated NVMe "
           f"controller(s) of {spec.namespace_size}: its numbers are an emulator's, never a device's",
           file=sys.stderr, flush=True)
-    result = nvmelab.run(what, spec)
+    result = nvmelab.run_notebook(what[0], params, spec)[0] if notebook else nvmelab.run(what, spec)
     print(f"iolab nvmelab: guest ({result.accel}) booted in {result.boot_s:.1f} s; the command exited "
           f"{result.returncode} after {result.wall_s:.1f} s in all", file=sys.stderr)
     return result.returncode
@@ -728,6 +728,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             __import__("traceback").print_exc()
         what = str(exc) if isinstance(exc, IolabError) else _os_error(exc, args.command)
+        what = what.removeprefix(f"{args.command}: ")  # the library's own "nvmelab: ..." prefix, once
         print(f"iolab {args.command}: {_one_line(what)}", file=sys.stderr)
         ctrl_c = type(exc.__cause__) is KeyboardInterrupt  # a run stopped by Ctrl-C (RunInterrupted)
         return 130 if ctrl_c else 1

@@ -29,6 +29,7 @@ is killed by its pid and its files removed.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import lzma
 import os
@@ -54,11 +55,18 @@ KERNEL_PACKAGE = "linux-image-amd64"
 MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme")  # with their dependencies (modules.dep)
 BUSYBOX = "/bin/busybox"
 START, EXIT = "IOLAB-NVMELAB-START", "IOLAB-NVMELAB-EXIT"
-BUILD_VERSION = 4  # bump when the initramfs or its init changes
+BUILD_VERSION = 5  # bump when the initramfs or its init changes
 
 
 class LabError(IolabError):
     """The NVMe lab could not be built or booted, or its guest hung."""
+
+
+KERNEL_OOPS = re.compile(r"^\[\s*\d+\.\d+\] (general protection fault|BUG: |Oops|kernel BUG|Kernel panic)")
+
+
+class QemuCannotStart(LabError):
+    """QEMU itself refused to start on this machine (its own error, before any guest ran)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,9 @@ class LabSpec:
             value = getattr(self, name)
             if not isinstance(value, int) or not low <= value <= high:
                 raise LabError(f"nvmelab {name}={value!r}: give a whole number from {low} to {high}")
+        if self.poll_queues > self.cpus:  # the nvme module refuses it ("insmod: Invalid argument")
+            raise LabError(f"nvmelab poll_queues={self.poll_queues} is more than the guest's {self.cpus} vCPU(s), "
+                           "which Linux's nvme driver refuses: give as many vCPUs, or fewer poll queues")
         if not isinstance(self.memory_mb, int) or self.memory_mb < 512:
             raise LabError(f"nvmelab memory_mb={self.memory_mb!r}: give at least 512 (MiB)")
         size = parse_size(self.namespace_size)
@@ -259,6 +270,7 @@ for path in $LAB_RW; do
 done
 n=0
 while [ ! -e /dev/nvme$((LAB_CONTROLLERS - 1))n1 ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
+[ -e /dev/nvme$((LAB_CONTROLLERS - 1))n1 ] || { echo "lab: the emulated NVMe namespaces did not appear in 20 s"; poweroff -f; }
 echo IOLAB-NVMELAB-START
 chroot /host "$LAB_PYTHON" "$LAB_EXEC" "$LAB_ARGV"
 echo "IOLAB-NVMELAB-EXIT $?"
@@ -405,7 +417,9 @@ def _qemu_argv(vmlinux: Path, initramfs: Path, images: list[Path], shares: list[
              "-smp", str(spec.cpus), "-m", str(spec.memory_mb), "-kernel", str(vmlinux), "-initrd", str(initramfs),
              # nowatchdog, no RCU stall reports: under TCG a vCPU can be descheduled for many
              # seconds, and the soft-lockup dump landed in the middle of a notebook's output
-             "-append", "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init nowatchdog "
+             # oops=panic: a guest kernel that oopses powers off (panic=-1, -no-reboot) and the
+             # run ends with the oops's words, not a hung command waiting for the timeout
+             "-append", "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic rdinit=/init nowatchdog "
                         "rcupdate.rcu_cpu_stall_suppress=1",
              # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
              # the guest's 9p client takes one for the other (/proc/stat went missing)
@@ -428,6 +442,7 @@ def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float,
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     console, buffer, boot_s, code = [], b"", None, None
+    oops = culprit = None
     deadline = started + spec.timeout_s
     while True:
         left = deadline - time.monotonic()
@@ -456,11 +471,24 @@ def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float,
                 continue
             if code is None:
                 out(line)
+                if oops is None and KERNEL_OOPS.search(line):
+                    oops = line
+                elif oops is not None and culprit is None:
+                    frame = re.search(r"\]\s+(\w+)\+0x", line)  # the first frame not panic's own
+                    if frame and frame.group(1) not in ("dump_stack_lvl", "dump_stack", "panic", "show_stack"):
+                        culprit = line.split("]", 1)[1].strip()
     sel.close()
     wall = time.monotonic() - started
     if boot_s is None:
-        raise LabError("nvmelab: the guest stopped before running the command; its console said: "
-                       + " | ".join(l for l in console[-8:] if l.strip()))
+        said = " | ".join(l for l in console[-8:] if l.strip())
+        if proc.wait() != 0 and any(l.startswith(("qemu-system", "qemu:")) for l in console):
+            raise QemuCannotStart(f"nvmelab: QEMU could not start here: {said}")
+        raise LabError(f"nvmelab: the guest stopped before running the command; its console said: {said}")
+    if code is None and oops:
+        where = f" in {culprit}" if culprit else ""
+        raise LabError(f"nvmelab: the guest's kernel crashed while the command ran{where}: "
+                       f"{oops.split(']', 1)[-1].strip()} (Linux {guest_kernel()[0]}'s own failure; its whole "
+                       "report is on the console above). Try again, or boot a newer kernel (linux-image-amd64)")
     if code is None:
         raise LabError("nvmelab: the guest stopped while the command ran (no exit status on its console)")
     return LabResult(code, mode, boot_s, wall, console)
@@ -515,7 +543,21 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, sp
     """Execute ``notebook`` inside the lab (``notebook_job``); the executed notebook and its
     write-up land in ``out_dir`` (``papermill_runs/``)."""
     argv, output = notebook_job(notebook, parameters, spec, out_dir=out_dir)
-    return run(argv, spec, out=out), output
+    result = None
+    try:
+        result = run(argv, spec, out=out)
+        return result, output
+    finally:
+        if result is None or result.returncode != 0:
+            _keep_partial(output)
+
+
+def _keep_partial(output: Path) -> None:
+    """The guest's half-executed notebook (papermill writes it to a hidden running name) as
+    ``NAME.interrupted.ipynb``, when the guest crashed, hung or was stopped before renaming it."""
+    for running in output.parent.glob(f".{output.stem}.*.running{output.suffix}"):
+        with contextlib.suppress(OSError):
+            running.rename(output.with_name(f"{output.stem}.interrupted{output.suffix}"))
 
 
 def _guest_notebook(notebook: str, output: str, parameters: str) -> int:

@@ -18,6 +18,7 @@ runs through the generic sweep, so a ladder re-run into the same ``runs_dir`` re
 from __future__ import annotations
 
 import os
+import platform
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +137,8 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
         except IolabError as exc:
             row |= {"status": "failed", "reason": str(exc).splitlines()[0]}
             continue
+        if step.tool == "tio" and opts.get("ioengine") == "io_uring_cmd" and current.get("hipri"):
+            row["reason"] = polled_passthrough_hazard() or ""
         measured[i] = (step, opts, current)
         if not step.peak_only and step.tool == "fio":
             current = opts
@@ -182,9 +185,22 @@ def _run_step(step: Step, i: int, opts: dict, current: dict, *, target: Target, 
         common["warmup"] = warmup if warmup == "run" else None
         flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
         if tgt.kind == "char":  # after the passthrough step: t/io_uring's own passthrough, without O_DIRECT
-            flags |= {"u": 1, "O": 0}
+            flags |= {"u": 1, "O": 0, **({"p": 0} if polled_passthrough_hazard() else {})}
         return add_cycles_per_io(sweep(grid, base=flags, tool="t/io_uring", **common))
     return add_cycles_per_io(sweep(grid, base=opts, **common, **measure_kw))
+
+
+def polled_passthrough_hazard() -> str | None:
+    """Why t/io_uring's passthrough runs unpolled here, or None. In the NVMe lab, Debian's
+    6.1 kernel oopsed (general protection fault in nvme_ns_chr_uring_cmd_iopoll, from
+    io_ring_exit_work) each time t/io_uring exited with polled passthrough commands in flight
+    (-u1 -p1 at -d128; fio, which reaps its IOs before it exits, never did). On a host that
+    would take the machine down, so on 6.1 kernels the step is run without polling and says so."""
+    release = platform.release()
+    if release.startswith("6.1."):
+        return (f"t/io_uring's passthrough ran unpolled (-p0): Linux {release} oopsed at ring exit with "
+                "polled passthrough commands in flight (nvme_ns_chr_uring_cmd_iopoll, seen in the NVMe lab)")
+    return None
 
 
 def _summary(runs: pd.DataFrame) -> dict[str, Any]:
