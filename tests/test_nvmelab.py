@@ -139,3 +139,14 @@ def test_the_command_line_refuses_what_it_cannot_run(tmp_path):
     assert done.returncode == 1 and "has no parameter(s) runtime" in done.stderr and "runtime_s" in done.stderr
     assert time.monotonic() - started < 10
     assert isinstance(nvmelab.LabError("x"), Exception) and not issubclass(nvmelab.LabError, InputError)
+
+
+def test_a_lab_notebook_gets_the_lab_defaults_it_has_and_the_callers_win():
+    import json
+    argv, output = nvmelab.notebook_job(REPO / "notebooks/03_io_uring_per_core.ipynb", {"runtime_s": 0.5})
+    assert json.loads(argv[-1]) == {"target": "/dev/nvme0n1", "polled": True, "runtime_s": 0.5}
+    assert output.name == "03_io_uring_per_core.nvmelab.ipynb"
+    argv, _ = nvmelab.notebook_job(REPO / "notebooks/06_kernel_io_path.ipynb", {"target": "/dev/nvme1n1"},
+                                   nvmelab.LabSpec(controllers=3))
+    assert json.loads(argv[-1]) == {"target": "/dev/nvme1n1",
+                                    "devices": ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"]}

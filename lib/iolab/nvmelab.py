@@ -506,8 +506,9 @@ def _remove_stale_boots() -> None:
 def lab_defaults(spec: LabSpec) -> dict:
     """What a notebook run in the lab is given unless the caller says otherwise: the first
     emulated namespace as its target, every controller's namespace for notebook 06's one fio
-    per device, and the device changes the lab exists to try (always restored)."""
-    return {"target": "/dev/nvme0n1", "opt_in_device_changes": True,
+    per device, polled completions (its poll queues), and the device changes the lab exists
+    to try (always restored)."""
+    return {"target": "/dev/nvme0n1", "opt_in_device_changes": True, "polled": spec.poll_queues > 0,
             "devices": [f"/dev/nvme{i}n1" for i in range(spec.controllers)] if spec.controllers > 1 else []}
 
 
