@@ -556,9 +556,10 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, sp
 def _keep_partial(output: Path) -> None:
     """The guest's half-executed notebook (papermill writes it to a hidden running name) as
     ``NAME.interrupted.ipynb``, when the guest crashed, hung or was stopped before renaming it."""
+    from .publish import keep_partial
     for running in output.parent.glob(f".{output.stem}.*.running{output.suffix}"):
         with contextlib.suppress(OSError):
-            running.rename(output.with_name(f"{output.stem}.interrupted{output.suffix}"))
+            keep_partial(running, output, "interrupted")
 
 
 def _guest_notebook(notebook: str, output: str, parameters: str) -> int:

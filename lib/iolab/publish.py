@@ -85,17 +85,17 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
                             # nbclient's 60 s for a kernel to answer is short on a loaded 2-CPU machine
                             start_timeout=180)
     except pm.PapermillExecutionError as exc:
-        kept = keep_failed(_keep_partial(running, output, "failed"))
+        kept = keep_failed(keep_partial(running, output, "failed"))
         raise IolabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
                          f"{exc.evalue}. The executed notebook with the error is {kept} "
                          f"(kernel log: {log})"
                          + (f"; the last good one is still {output}" if output.exists() else "")) from exc
     except DeadKernelError as exc:
-        kept = keep_failed(_keep_partial(running, output, "failed"))
+        kept = keep_failed(keep_partial(running, output, "failed"))
         raise IolabError(f"{notebook.name}: its kernel died before the notebook finished; the partial "
                          f"notebook is {kept}, the kernel's log {log}") from exc
     except BaseException:
-        _keep_partial(running, output, "partial")
+        keep_partial(running, output, "partial")
         # the process is ending: asyncio would report nbclient's abandoned cell task at exit
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         raise
@@ -120,7 +120,7 @@ def _kernel_logging_to(log: Path):
     return KernelWithLog
 
 
-def _keep_partial(running: Path, output: Path, why: str) -> Path:
+def keep_partial(running: Path, output: Path, why: str) -> Path:
     """Put an unfinished executed notebook beside the last good one, named as such
     (``01_x.partial.ipynb`` / ``01_x.failed.ipynb``); the good one is not touched."""
     kept = output.with_name(f"{output.stem}.{why}{output.suffix}")
