@@ -25,9 +25,9 @@ def boot_or_skip(run, *args, **kw):
         pytest.skip(str(exc))
 
 
-# The tier's guest runs at niceness 10: under TCG it costs about 60 s of one host CPU, which
-# it takes from what the other tests leave idle (fio's sleeps, kernels starting) rather than
-# from them. It is scheduled first (tests/conftest.py), so it overlaps the whole suite.
+# The tier's guest runs at niceness 10, so the other tests come first when both want a CPU:
+# under TCG it costs about 70 s of one host CPU. It is scheduled first (tests/conftest.py), so
+# it overlaps the whole suite; make test took 20-40 s longer with it.
 @pytest.mark.nvme_boot
 @needs_lab
 def test_the_nvme_tier_in_one_guest_boot():

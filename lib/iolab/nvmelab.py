@@ -78,8 +78,8 @@ class QemuCannotStart(LabError):
 class LabSpec:
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
-    QEMU runs at niceness ``nice`` (the test suite's guest takes 10: it uses the CPU the
-    other tests leave idle)."""
+    QEMU runs at niceness ``nice`` (the test suite's guest takes 10: the other tests come
+    first when both want a CPU)."""
     controllers: int = 2
     namespace_size: str = "1g"
     cpus: int = 2
