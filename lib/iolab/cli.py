@@ -447,11 +447,11 @@ def cmd_nvmelab(args, _extra) -> int:
         raise InputError("-p sets a notebook's parameter: give one notebook (.ipynb), not a command")
     params = {name.strip(): _papermill_value(value) for name, value in args.parameter}
     if notebook:  # checked (parameters too) before the boot
-        nvmelab.notebook_job(what[0], params, spec)
+        what, output = nvmelab.notebook_job(what[0], params, spec)
     print(f"iolab nvmelab: booting a QEMU {nvmelab.accel().upper()} guest with {spec.controllers} emulated NVMe "
           f"controller(s) of {spec.namespace_size}: its numbers are an emulator's, never a device's",
           file=sys.stderr, flush=True)
-    result = nvmelab.run_notebook(what[0], params, spec)[0] if notebook else nvmelab.run(what, spec)
+    result = nvmelab.run_notebook_job(what, output, spec) if notebook else nvmelab.run(what, spec)
     print(f"iolab nvmelab: guest ({result.accel}) booted in {result.boot_s:.1f} s; the command exited "
           f"{result.returncode} after {result.wall_s:.1f} s in all", file=sys.stderr)
     return result.returncode

@@ -551,10 +551,16 @@ def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, sp
     """Execute ``notebook`` inside the lab (``notebook_job``); the executed notebook and its
     write-up land in ``out_dir`` (``papermill_runs/``)."""
     argv, output = notebook_job(notebook, parameters, spec, out_dir=out_dir)
+    return run_notebook_job(argv, output, spec, out=out), output
+
+
+def run_notebook_job(argv: list[str], output: Path, spec: LabSpec = LabSpec(), *,
+                     out: Callable[[str], None] | None = None) -> LabResult:
+    """Run a ``notebook_job`` in the lab; a half-run notebook is kept (``_keep_partial``)."""
     result = None
     try:
         result = run(argv, spec, out=out)
-        return result, output
+        return result
     finally:
         if result is None or result.returncode != 0:
             _keep_partial(output)

@@ -137,8 +137,8 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
         except IolabError as exc:
             row |= {"status": "failed", "reason": str(exc).splitlines()[0]}
             continue
-        if step.tool == "tio" and opts.get("ioengine") == "io_uring_cmd" and current.get("hipri"):
-            row["reason"] = polled_passthrough_hazard() or ""
+        if step.tool == "tio":
+            row["reason"] = _tio_unpolled(opts, current) or ""
         measured[i] = (step, opts, current)
         if not step.peak_only and step.tool == "fio":
             current = opts
@@ -185,7 +185,9 @@ def _run_step(step: Step, i: int, opts: dict, current: dict, *, target: Target, 
         common["warmup"] = warmup if warmup == "run" else None
         flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
         if tgt.kind == "char":  # after the passthrough step: t/io_uring's own passthrough, without O_DIRECT
-            flags |= {"u": 1, "O": 0, **({"p": 0} if polled_passthrough_hazard() else {})}
+            flags |= {"u": 1, "O": 0}
+        if _tio_unpolled(opts, current):
+            flags["p"] = 0
         return add_cycles_per_io(sweep(grid, base=flags, tool="t/io_uring", **common))
     return add_cycles_per_io(sweep(grid, base=opts, **common, **measure_kw))
 
@@ -200,6 +202,13 @@ def polled_passthrough_hazard() -> str | None:
     if release.startswith("6.1."):
         return (f"t/io_uring's passthrough ran unpolled (-p0): Linux {release} oopsed at ring exit with "
                 "polled passthrough commands in flight (nvme_ns_chr_uring_cmd_iopoll, seen in the NVMe lab)")
+    return None
+
+
+def _tio_unpolled(opts: dict, current: dict) -> str | None:
+    """Why this t/io_uring step, polled passthrough by what it carries, runs unpolled (None: it does not)."""
+    if opts.get("ioengine") == "io_uring_cmd" and current.get("hipri"):
+        return polled_passthrough_hazard()
     return None
 
 
