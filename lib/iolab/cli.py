@@ -15,6 +15,7 @@ message, exit 2.
     iolab sysinfo
     iolab demo
     iolab lab --port 8889                      # JupyterLab on notebooks/, as make lab
+    iolab seeds --quick --out DIR              # the seed write-ups reproduced here, a page per seed
 """
 from __future__ import annotations
 
@@ -155,6 +156,39 @@ def cmd_batch(args, _extra) -> int:
         print(f"iolab batch: {len(failed)} run(s) failed ({', '.join(failed)}); their notebooks keep papermill's "
               "error banner. Fix and run the same command again: only failed or missing runs re-run",
               file=sys.stderr)
+        return 3
+    return 0
+
+
+def cmd_seeds(args, _extra) -> int:
+    from . import validate
+    from .studies import seeds  # slow to import (papermill): only for this command
+
+    level = "smoke" if args.smoke else "quick" if args.quick else "full"
+    devices = [d.strip() for d in args.device or [] if d.strip()]
+    for dev in devices:
+        if not Path(dev).exists():
+            raise InputError(f"--device {dev}: no such device; give a block device such as /dev/nvme0n1 "
+                             "(or none: the scratch default)")
+    cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
+    out = validate.writable_dir(args.out or seeds.default_out(), "seeds folder", "--out DIR")
+    chosen = seeds.load_seeds(args.only)
+    todo = seeds.plan(chosen, out, level, devices=devices, cpus=cpus, allow_destructive=args.allow_destructive)
+    print(seeds.describe(todo, level), file=sys.stderr if not args.dry_run else sys.stdout)
+    if args.dry_run:
+        return 0
+
+    def said(record) -> None:
+        line = f"  {record['name']}: {record['status']} in {record['duration_s']:g} s"
+        print(line if record["status"] == "ok" else f"{line}: {_one_line(record['error'].splitlines()[0])}",
+              file=sys.stderr)
+    records = seeds.run(todo, out, level, devices=devices, on_done=said)
+    failed = [f"{ident}/{r['name']}" for ident, recs in records.items() for r in recs if r["status"] != "ok"]
+    print(f"{sum(len(r) for r in records.values()) - len(failed)} of {len(todo)} experiments ok; "
+          f"pages: {Path(out) / 'index.html'}")
+    if failed:
+        print(f"iolab seeds: {len(failed)} experiment(s) failed ({', '.join(failed)}); their pages say why. "
+              "Fix and run the same command again: only failed or missing experiments re-run", file=sys.stderr)
         return 3
     return 0
 
@@ -558,6 +592,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default: the manifest's out:, else batch-<manifest> beside it)")
     p.add_argument("--jobs", type=int, help="runs at once, as separate processes (default: the manifest's jobs:, 1)")
     p.set_defaults(func=cmd_batch)
+    p = add("seeds", help="reproduce the seed write-ups here: one batch per seed, then a page per seed with "
+                          "each published figure beside this machine's",
+            description="Runs the notebooks each seed manifest (data/seeds/*.yaml) names, one iolab batch per "
+                        "seed into OUT/seed-NNN/ (resumable: the same command runs only what failed or is "
+                        "missing; a failed experiment is kept and the rest go on, exit 3), then writes "
+                        "OUT/seed-NNN.html (every published figure beside the local one, with its interval, "
+                        "ratio and flags) and OUT/index.html. Without --device: the scratch file, and "
+                        "tmpfs-backed loop devices where a step needs a block device (root).")
+    p.add_argument("--device", nargs="+", metavar="DEV", help="block device(s) to measure (the search uses all, "
+                   "the other experiments the first); default: the scratch default")
+    p.add_argument("--cpus", help="CPUs to use, e.g. 0 or 2-3 (the single-core experiments use the first)")
+    p.add_argument("--only", help="these seeds only, e.g. 000,002")
+    level = p.add_mutually_exclusive_group()
+    level.add_argument("--quick", action="store_true", help="short runtimes: about 10 minutes on a 2-core VM")
+    level.add_argument("--smoke", action="store_true", help="the smallest settings (the test suite's): plumbing, "
+                       "not numbers")
+    p.add_argument("--out", help="output folder (default papermill_runs/seeds)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (every notebook run, its fio runs) and the time it should take; run nothing")
+    p.add_argument("--allow-destructive", action="store_true",
+                   help="allow writes to a device that holds data (the seeds only read; passed to every notebook)")
+    p.set_defaults(func=cmd_seeds)
     p = add("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
     p.add_argument("file", nargs="+", help="fio output file(s); several only with --pool")
     p.add_argument("--format", choices=("csv", "json"), default="csv")

@@ -47,6 +47,22 @@ def record(name: str, value: Any, unit: str = "", source: str = "", low: Any = N
     _emit({"results": [entry]}, f"recorded: {describe(entry)}")
 
 
+def record_many(entries: Iterable[Mapping[str, Any]], what: str = "") -> None:
+    """Record several results as one output (one line for people, ``what`` they are): each
+    entry takes ``record``'s arguments, e.g. {"name": "IOPS at QD 32", "value": 231000,
+    "unit": "IO/s", "low": ..., "high": ...}. For the per-setting figures a comparison reads
+    (``iolab seeds``), which would bury a notebook's key figures as one line each."""
+    bundle = []
+    for entry in entries:
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"a result needs a name (a non-empty string), not {name!r}")
+        bundle.append({"name": name.strip(), **{k: _plain(entry.get(k), name) for k in ("value", "low", "high")},
+                       **{k: str(entry.get(k) or "") for k in ("unit", "source", "note")}})
+    if bundle:
+        _emit({"results": bundle}, f"recorded {len(bundle)} results" + (f": {what}" if what else ""))
+
+
 def record_runs(runs: Any, runs_dir: str | os.PathLike | None = None) -> None:
     """Record the run folders behind this notebook's results (absolute paths). ``runs``:
     a table with a ``run_id`` column (its runs are looked up in ``runs_dir``, default

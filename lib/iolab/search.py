@@ -39,6 +39,7 @@ SIGKILL the same command ends with every (cell, repeat) exactly once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import hashlib
 import itertools
@@ -56,7 +57,7 @@ import yaml
 from . import compare, drift, knobs, repair, runner
 from .clients import measure_hosts
 from .analysis import add_cycles_per_io, t_interval
-from .atomic import write_atomic
+from .atomic import write_atomic, write_json
 from .errors import InputError, IolabError
 from .fio import fio_binary, to_jobfile
 from .hosts import hosts_from
@@ -76,6 +77,7 @@ from .validate import (check_cpus, check_fio_options, cpu_list, kind_of, mapping
 SPEC_KEYS = ("name", "description", "target", "size", "cpus", "repeats", "order", "seed", "base", "axes",
              "stop", "warmup", "hosts", "hosts_file")
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
+UNAVAILABLE = "unavailable.json"  # what a search with drop_unavailable left out, and why (left_out)
 STRESS = ("idle", "stressed")
 SIBLINGS = ("not used", "used")
 ORDERS = ("random", "given")
@@ -338,6 +340,20 @@ def cells(spec: Spec, targets: Sequence[Target]) -> tuple[list[Cell], list[tuple
     return out, problems, note
 
 
+def runnable_cells(spec: Spec, targets: Sequence[Target]) -> tuple[list[Cell], list[tuple[str, list, str]], str]:
+    """``cells`` without what this machine cannot vary: an axis none of whose values can be
+    set here is left out whole (its runs keep the machine's setting and the table has no such
+    column), an axis some of whose values can be set keeps those."""
+    _, problems, _ = cells(spec, targets)
+    unset = {(axis, str(v)) for axis, values, _ in problems for v in values}
+    gone = [a for a, values in spec.axes.items() if all((a, str(v)) in unset for v in values)]
+    if gone:
+        spec = dataclasses.replace(spec, axes={a: v for a, v in spec.axes.items() if a not in gone})
+    all_cells, _, note = cells(spec, targets)
+    kept = [c for c in all_cells if not any((a, str(x)) in unset for a, x in c.values.items())]
+    return kept, problems, note
+
+
 def _fmt(cpus: Sequence[int]) -> str:
     return ",".join(map(str, cpus))
 
@@ -356,11 +372,9 @@ def plan(spec: Spec, targets: Sequence[Target], drop_unavailable: bool = False,
     """Every (cell, repeat) in the order they will run, checked before the first: fio's own
     parse of each cell's job and the write guard (``iolab.jobcheck``), knob values, CPUs.
     SearchUnavailable lists what cannot be varied, unless ``drop_unavailable``."""
-    all_cells, problems, note = cells(spec, targets)
+    kept, problems, note = runnable_cells(spec, targets)
     if problems and not drop_unavailable:
         raise SearchUnavailable(problems)
-    dropped = {(axis, str(v)) for axis, values, _ in problems for v in values}
-    kept = [c for c in all_cells if not any((a, str(x)) in dropped for a, x in c.values.items())]
     if not kept:
         raise InputError("nothing is left to run once what this machine cannot vary is dropped")
     fio = fio_binary()
@@ -437,10 +451,13 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
     repair.recover_and_report()
     with open_targets(spec) as targets:
         runs = plan(spec, targets, drop_unavailable, allow_destructive)
+        unavailable = cells(spec, targets)[1] if drop_unavailable else []
         if announce:
-            announce(describe_plan(runs, spec))
+            announce(describe_plan(runs, spec) + "".join(f"\n  left out: {axis} {', '.join(map(str, values))}: {why}"
+                                                          for axis, values, why in unavailable))
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
         write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
+        write_json(runs_dir / UNAVAILABLE, [{"axis": a, "values": v, "why": w} for a, v, w in unavailable])
         done = done_runs(runs_dir)
         warm = warmup(spec.warmup)  # "run": once, before the first run measured; a time is in base
         hosts = hosts_from(spec.hosts, spec.hosts_file) if spec.hosts else None
@@ -465,7 +482,7 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
                     done[r.key] = measure(r.cell.options, targets[0], runs_dir=runs_dir, swept=r.swept,
                                                  label=r.label, **kw).path
     paths = [done[r.key] for r in runs if r.key in done]
-    return _table(load_runs(paths), spec.axes)
+    return _table(load_runs(paths), varied(spec.axes, left_out(runs_dir)))
 
 
 def default_folder(spec: Spec) -> Path:
@@ -486,12 +503,30 @@ def _table(table: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     return drift.flag(table, swept=[a for a in axes if a in table])
 
 
+def varied(axes: Mapping[str, Sequence], left: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The axes a search really varied: ``axes`` without those ``left`` (``left_out``) left
+    out whole. Their names may still be columns of the table (the machine's snapshot has a
+    ``governor`` and an ``smt``), as settings, not as axes."""
+    whole = {e["axis"] for e in left if {str(v) for v in axes.get(e["axis"], [])} <= {str(v) for v in e["values"]}}
+    return [a for a in axes if a not in whole]
+
+
+def left_out(runs_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """What a search run with ``drop_unavailable`` left out because this machine cannot
+    vary it: [{"axis", "values", "why"}] (kept in its runs folder; [] when nothing was)."""
+    try:
+        return json.loads((Path(runs_dir) / UNAVAILABLE).read_text())
+    except (OSError, ValueError):
+        return []
+
+
 def load_table(runs_dir: str | os.PathLike) -> pd.DataFrame:
     """The tidy table of a search's runs folder (its axes from the ``search.yaml`` kept
     there), re-derived from the run folders through the table cache (``iolab.runcache``)."""
     runs_dir = Path(runs_dir)
     saved = runs_dir / "search.yaml"
-    axes = list((yaml.safe_load(saved.read_text()) or {}).get("axes", {})) if saved.exists() else []
+    axes = (yaml.safe_load(saved.read_text()) or {}).get("axes", {}) if saved.exists() else {}
+    axes = varied(axes, left_out(runs_dir))
     table = load_cached(runs_dir)
     if table.empty:
         raise InputError(f"no finished runs in {runs_dir}: give the runs folder of a search "
@@ -522,5 +557,6 @@ def describe_plan(runs: Sequence[PlannedRun], spec: Spec) -> str:
             f"each ({spec.order} order, seed {spec.seed}){left_out}")
 
 
-__all__ = ["Spec", "SearchUnavailable", "load_spec", "plan", "run", "load_table", "cells", "cpu_mask",
+__all__ = ["Spec", "SearchUnavailable", "load_spec", "plan", "run", "load_table", "cells", "runnable_cells",
+           "varied", "left_out", "cpu_mask",
            "done_runs", "describe_plan", "open_targets", "summary"]

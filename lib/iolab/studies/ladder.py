@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from .. import compare, knobs
-from ..analysis import add_cycles_per_io
+from ..analysis import add_cycles_per_io, t_interval
 from ..errors import InputError, IolabError
 from ..fio import fio_time
 from ..progress import bar
@@ -214,10 +214,15 @@ def _tio_unpolled(opts: dict, current: dict) -> str | None:
 
 def _summary(runs: pd.DataFrame) -> dict[str, Any]:
     """A step's figures from its runs (``compare.per_run``: IOPS summed over jobs): means
-    over the repeats."""
-    return {c: runs[c].iloc[0] if c == "freq_source" else runs[c].mean() for c in
-            ("iops", "clat_p50_us", "clat_p99_us", "clat_p99_9_us", "cpu_busy_pct", "cycles_per_io",
-             "freq_source", "lat_mean_us_littles") if c in runs}
+    over the repeats, and for IOPS and the p50/p99 latencies their 95 % t interval
+    (``<column>_ci_low``/``_ci_high``; NaN with one run)."""
+    out = {c: runs[c].iloc[0] if c == "freq_source" else runs[c].mean() for c in
+           ("iops", "clat_p50_us", "clat_p99_us", "clat_p99_9_us", "cpu_busy_pct", "cycles_per_io",
+            "freq_source", "lat_mean_us_littles") if c in runs}
+    for c in ("iops", "clat_p50_us", "clat_p99_us"):
+        if c in runs:
+            out[f"{c}_ci_low"], out[f"{c}_ci_high"] = t_interval(runs[c])
+    return out
 
 
 def _gains(table: pd.DataFrame, step_runs: dict[int, pd.DataFrame]) -> list[compare.Comparison | None]:
