@@ -17,6 +17,10 @@ demo: setup
 lab: setup
 	@$(PY) -m iolab.cli lab --port "$(PORT)" --ip "$(IP)" $(LAB_ARGS)
 
+## seeds: reproduce every seed write-up here, quick (about 10 min on 2 cores): papermill_runs/seeds/index.html and a page per seed (SEEDS_ARGS="--device /dev/nvme0n1" for an SSD; SEEDS_ARGS=--full for the whole method)
+seeds: setup tio
+	$(PY) -m iolab.cli seeds $(if $(findstring --full,$(SEEDS_ARGS)),,--quick) $(filter-out --full,$(SEEDS_ARGS))
+
 ## nvmelab: run NOTEBOOK=notebooks/NN_....ipynb in the NVMe lab (a QEMU guest with emulated NVMe SSDs; an emulator's numbers); P="-p name value ..." for parameters
 nvmelab: setup-nvmelab
 	@test -n "$(NOTEBOOK)" || { echo "make nvmelab: give NOTEBOOK=notebooks/02_single_core_tuning_ladder.ipynb (or 03, 06)" >&2; exit 2; }
@@ -62,4 +66,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup setup-browser setup-nvmelab nvmelab demo lab test test-nvme tio bench strip clean help
+.PHONY: setup setup-browser setup-nvmelab nvmelab seeds demo lab test test-nvme tio bench strip clean help

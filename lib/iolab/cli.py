@@ -525,6 +525,9 @@ class _Skipped:
     def set_defaults(self, **kw) -> None:
         pass
 
+    def add_mutually_exclusive_group(self, **kw) -> "_Skipped":
+        return self
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; with ``only``, just that subcommand's parser is built (a command

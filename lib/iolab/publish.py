@@ -19,6 +19,7 @@ again.
 """
 from __future__ import annotations
 
+import contextlib
 import html as markup
 import logging
 import os
@@ -116,6 +117,17 @@ def _kernel_logging_to(log: Path):
             with open(log, "ab") as sink:
                 kw["stdout"] = kw["stderr"] = sink
                 return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+        async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False):
+            # Stopped mid-cell (SIGTERM, Ctrl-C), the kernel gets a Ctrl-C of its own first: its
+            # cell unwinds as an interactive one would (fio stopped, loop devices detached, knobs
+            # restored) and the shutdown request then ends it; killed busy, it would leave them.
+            if not restart:
+                with contextlib.suppress(Exception):
+                    await self._async_interrupt_kernel()
+                    self.shutdown_wait_time = max(self.shutdown_wait_time, 15.0)
+                    now = False
+            return await super()._async_shutdown_kernel(now=now, restart=restart)
 
     return KernelWithLog
 

@@ -1,0 +1,219 @@
+"""iolab seeds: the seed manifests cover every published figure; the plan and its estimate;
+each seed reproduced for real at its smoke settings (scratch file and loop devices), its
+executed notebooks read as the notebook tests read them, its page and the index checked in
+Chromium offline; a SIGTERM mid-seed, then the same command, redoes only what was missing.
+
+The smoke runs replace the headless tests of notebooks 01-05 that test_notebooks.py had:
+the same notebooks at the same sizes, once, through the command users run."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import nbformat
+import pandas as pd
+import pytest
+
+from conftest import CPU, REPO, cli_here, is_root
+from test_browser import browser  # noqa: F401 - a chromium for this module
+from iolab import seed_pages
+from iolab.errors import InputError
+from iolab.studies import seeds
+
+PUBLISHED = pd.read_csv(REPO / "data/reference/published_figures.csv", dtype={"seed": str})
+
+
+# ---------------------------------------------------------------- manifests and plans
+def test_every_published_figure_has_a_seed_manifest_reading_it():
+    loaded = seeds.load_seeds()
+    assert [s.ident for s in loaded] == sorted(PUBLISHED["seed"].unique())
+    for seed in loaded:
+        mine = PUBLISHED[PUBLISHED["seed"] == seed.ident]
+        read = {f["experiment"] for f in seed.figures}
+        assert set(mine["experiment"]) <= read, (seed.ident, set(mine["experiment"]) - read)
+        for fig in seed.figures:  # a label the manifest names is one the CSV has: no typo goes unread
+            unknown = set(fig.get("labels") or {}) - set(mine.loc[mine["experiment"] == fig["experiment"], "label"])
+            assert not unknown, (seed.ident, unknown)
+        assert seed.headline in set(mine["label"]), seed.headline
+
+
+def test_only_takes_numbers_with_or_without_zeros_and_names_the_seeds_when_wrong():
+    assert [s.ident for s in seeds.load_seeds("0, seed-003")] == ["000", "003"]
+    assert [s.ident for s in seeds.load_seeds(["2", "002"])] == ["002"]
+    with pytest.raises(InputError, match="no such seed; the seeds are 000, 001, 002, 003"):
+        seeds.load_seeds("9")
+    with pytest.raises(InputError, match="no such seed"):
+        seeds.load_seeds("../000")
+
+
+def test_a_bad_manifest_says_what_to_fix(tmp_path):
+    good = (REPO / "data/seeds/seed-002.yaml").read_text()
+    (tmp_path / "seed-002.yaml").write_text(good.replace("figures:", "figurs:"))
+    with pytest.raises(InputError, match="unknown key.*figurs"):
+        seeds.load_seeds(folder=tmp_path)
+    (tmp_path / "seed-002.yaml").write_text(good.replace("from: per-core", "from: per-cor"))
+    with pytest.raises(InputError, match="come from 'per-cor', which is not one of its experiments"):
+        seeds.load_seeds(folder=tmp_path)
+
+
+def test_dry_run_prints_the_plan_with_run_counts_and_an_estimate(tmp_path):
+    done = cli_here("seeds", "--dry-run", "--quick", "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    head = done.stdout.splitlines()[0]
+    m = re.search(r"4 seed\(s\) \(000, 001, 002, 003\), 6 notebook runs, (\d+) fio runs, about (\d+) (s|min)", head)
+    assert m, head
+    assert int(m.group(1)) > 20 and (m.group(3) == "s" or int(m.group(2)) <= 10)  # --quick: 10 minutes here
+    assert "03_io_uring_per_core.ipynb" in done.stdout and "not polled" in done.stdout
+    assert not list((tmp_path / "out").glob("seed-*/*/run.json"))  # nothing ran
+    bad = cli_here("seeds", "--dry-run", "--device", "/dev/nonexistent-ssd", "--out", tmp_path / "out")
+    assert bad.returncode == 1 and "no such device" in bad.stderr
+
+
+def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_path):
+    seed = seeds.load_seeds("002")[0]
+    run_dir = tmp_path / "seed-002" / "per-core"
+    run_dir.mkdir(parents=True)
+    results = [{"name": "IOPS at QD 1 (t/io_uring)", "value": 145000.0, "unit": "IO/s", "low": 140000.0,
+                "high": 150000.0, "note": "n=3"},
+               {"name": "mean latency at QD 1 (t/io_uring)", "value": None, "unit": "µs", "note": "skipped: no tool"}]
+    (run_dir / "run.json").write_text(json.dumps({"status": "ok", "results": results, "run_folders": []}))
+    table = seed_pages.comparisons(seed, tmp_path).set_index(["label", "metric"])
+    qd1 = table.loc[("Optane Gen2 QD1 t/io_uring", "iops")]
+    assert qd1["local"] == 145000.0 and qd1["ratio"] == pytest.approx(0.5) and qd1["low"] == 140000.0
+    assert table.loc[("Optane Gen2 QD1 t/io_uring", "mean_lat_us"), "how"] == "skipped: no tool"
+    assert "recorded no 'IOPS at QD 16 (t/io_uring)'" in table.loc[("Optane Gen2 QD16 t/io_uring", "iops"), "how"]
+    (run_dir / "run.json").write_text(json.dumps({"status": "failed", "error": "fio: bad option\nmore",
+                                                  "results": [], "run_folders": []}))
+    failed = seed_pages.comparisons(seed, tmp_path)
+    assert failed["local"].isna().all() and (failed["how"] == "experiment per-core failed: fio: bad option").all()
+
+
+# ---------------------------------------------------------------- real runs
+def _outputs(notebook) -> str:
+    nb = nbformat.read(notebook, as_version=4)
+    return "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for c in nb.cells for o in c.get("outputs", []))
+
+
+def _check_pages(browser, out, idents):  # noqa: F811
+    """Every page offline in Chromium: no console error, no failed fetch, every picture
+    drawn, every published figure of the seed a row with a local value or a reason."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
+    errors, failed = [], []
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("requestfailed", lambda r: failed.append(r.url))
+        page.goto((out / "index.html").as_uri())
+        page.wait_for_load_state("load")
+        assert page.locator("table tbody tr").count() == len(idents)
+        for ident in idents:
+            seed = seeds.load_seeds(ident)[0]
+            page.goto((out / f"seed-{ident}.html").as_uri())
+            page.wait_for_load_state("load")
+            rows = page.locator("tr[data-figure]")
+            expected = seed_pages.comparisons(seed, out)
+            assert rows.count() == len(expected) >= len(PUBLISHED[PUBLISHED["seed"] == ident])
+            for label in PUBLISHED.loc[PUBLISHED["seed"] == ident, "label"]:
+                assert page.locator("td", has_text=label).count() >= 1, label
+            why = page.eval_on_selector_all("tr[data-figure][data-local='0'] td.why", "t => t.map(x => x.innerText)")
+            assert all(w.strip() for w in why)
+            widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.naturalWidth)")
+            assert widths and all(w > 0 for w in widths), widths
+            text = page.locator("body").inner_text()
+            assert "No --device" in text and "Smoke settings" in text and "What differs" in text
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    finally:
+        context.close()
+    assert not errors and not failed, (errors, failed)
+
+
+def _smoke(out, only):
+    done = cli_here("seeds", "--smoke", "--only", only, "--cpus", CPU, "--out", out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not is_root, reason="seed 000's ladder runs on a loop device (root)")
+def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_path, loop_watch):  # noqa: F811
+    env = {**os.environ, "IOLAB_DATA": str(tmp_path / "data")}
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "iolab.cli", "seeds", "--smoke", "--only", "000", "--cpus", str(CPU), "--out", str(out)]
+    first = out / "seed-000" / "qd-knee" / "run.json"
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first.exists(), proc.communicate(timeout=60)
+        time.sleep(2)  # into the ladder
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM and "stopped by SIGTERM" in err, err[-2000:]
+    assert not (out / "seed-000" / "ladder" / "run.json").exists()
+    kept = first.read_text()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ladder: ok" in done.stderr and "qd-knee:" not in done.stderr  # only what was missing
+    assert first.read_text() == kept
+    knee = _outputs(out / "seed-000/qd-knee/01_queue_depth_knee.ipynb")
+    assert "IOPS at QD" in knee and "Cycles per IO" in knee and "recorded 9 results" in knee
+    assert "median IOPS of 2 repeats per QD" in knee or "No knee:" in knee
+    assert "skipped" in _outputs(out / "seed-000/ladder/02_single_core_tuning_ladder.ipynb")
+    assert (out / "seed-000/qd-knee/01_queue_depth_knee.html").read_text().count("data:image/png;base64") >= 4
+    assert list((tmp_path / "data/runs").glob("qd-knee-*/*/fio.json"))
+    table = seed_pages.comparisons(seeds.load_seeds("000")[0], out).set_index(["label", "metric"])
+    assert table.loc[("E-core QD32 io_uring (interrupts)", "iops"), "local"] > 0
+    assert "skipped" in table.loc[("3 + io_uring_cmd passthrough", "iops"), "how"]
+    _check_pages(browser, out, ["000"])
+    assert loop_watch.seen and not loop_watch.left_behind()  # detached after SIGTERM too
+
+
+@pytest.mark.slow
+def test_seed_001_cycles_per_io_and_where_they_go(browser, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    _smoke(tmp_path / "out", "001")
+    flame = _outputs(tmp_path / "out/seed-001/where-cycles-go/04_flame_graph.ipynb")
+    assert "of the samples are idle" in flame and "Normalised to equal totals" in flame
+    html = (tmp_path / "out/seed-001/where-cycles-go/04_flame_graph.html").read_text()
+    assert html.count("data:image/png;base64") >= 2  # both flame graphs are pictures
+    row = seed_pages.comparisons(seeds.load_seeds("001")[0], tmp_path / "out").set_index("metric").loc["cycles_per_io"]
+    assert row["published"] == 8666 and row["local"] > 0 and row["ratio"] > 0
+    _check_pages(browser, tmp_path / "out", ["001"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not is_root, reason="loop devices need root")
+def test_seed_002_per_core_on_a_loop_device(browser, tmp_path, monkeypatch, loop_watch):  # noqa: F811
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    _smoke(tmp_path / "out", "002")
+    assert "Little's law estimate" in _outputs(tmp_path / "out/seed-002/per-core/03_io_uring_per_core.ipynb")
+    table = seed_pages.comparisons(seeds.load_seeds("002")[0], tmp_path / "out")
+    assert table["local"].notna().all(), table[["label", "metric", "how"]]
+    _check_pages(browser, tmp_path / "out", ["002"])
+    assert loop_watch.seen and not loop_watch.left_behind()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not is_root, reason="loop devices need root")
+def test_seed_003_search_reduced_to_what_the_machine_can_vary(browser, tmp_path, monkeypatch, loop_watch):  # noqa: F811
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    _smoke(tmp_path / "out", "003")
+    text = _outputs(tmp_path / "out/seed-003/search/05_parameter_search.ipynb")
+    assert re.search("matters most|No setting makes a difference the repeats can show", text), text[-2000:]
+    table = seed_pages.comparisons(seeds.load_seeds("003")[0], tmp_path / "out").set_index("label")
+    roof = table.loc["device capacity: best of any 1 device run"]
+    assert roof["local"] > 0 and "roof" in roof["how"]
+    if not os.path.exists("/sys/devices/system/cpu/cpu0/cpufreq"):  # a VM: said, not measured
+        governor = table.loc["A, powersave governor: 16 devices, 8 cores (-61.2 %)"]
+        assert pd.isna(governor["local"]) and "cpufreq" in governor["how"]
+    assert (tmp_path / "out/seed-003/search/05_parameter_search.html").read_text().count("data:image/png;base64") >= 1
+    _check_pages(browser, tmp_path / "out", ["003"])
+    assert loop_watch.seen and not loop_watch.left_behind()
