@@ -412,6 +412,7 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
                 "freq_source": "scaling_cur_freq"}
     table = grid(NB_AXES, nb_value, extra=extra)
     calls = []
+    from iolab import search as real_search
     fake = types.ModuleType("iolab.search")
     fake.load_spec = lambda path: calls.append(("load_spec", str(path))) or types.SimpleNamespace(
         name="synthetic", axes=dict(NB_AXES), path=path)
@@ -421,6 +422,8 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
         return table.copy()
     fake.run = run
     fake.load_table = lambda runs_dir: calls.append(("load_table", runs_dir)) or table.copy()
+    fake.varied, fake.left_out = real_search.varied, lambda runs_dir: []  # nothing this machine could not vary
+    fake.default_folder = lambda spec: tmp_path / "default-search-folder"
     monkeypatch.setitem(sys.modules, "iolab.search", fake)
     monkeypatch.setattr(iolab, "search", fake, raising=False)
     if existing:

@@ -21,7 +21,8 @@ LAYERS = [
     ("grids", {"sweep", "search"}),
     ("studies", {"studies"}),
     ("pictures", {"plots", "flamegraph", "explore", "hostplots", "timeplots"}),
-    ("notebooks", {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance", "nvmelab"}),
+    ("notebooks", {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance", "nvmelab", "seeds",
+                   "seed_pages"}),
     ("command line", {"cli"}),
 ]
 PACKAGE = REPO / "lib" / "iolab"

@@ -21,7 +21,7 @@ from conftest import CPU, REPO, cli_here, is_root
 from test_browser import browser  # noqa: F401 - a chromium for this module
 from iolab import seed_pages
 from iolab.errors import InputError
-from iolab.studies import seeds
+from iolab import seeds
 
 PUBLISHED = pd.read_csv(REPO / "data/reference/published_figures.csv", dtype={"seed": str})
 

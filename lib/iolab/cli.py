@@ -162,7 +162,7 @@ def cmd_batch(args, _extra) -> int:
 
 def cmd_seeds(args, _extra) -> int:
     from . import validate
-    from .studies import seeds  # slow to import (papermill): only for this command
+    from . import seeds  # slow to import (papermill): only for this command
 
     level = "smoke" if args.smoke else "quick" if args.quick else "full"
     devices = [d.strip() for d in args.device or [] if d.strip()]

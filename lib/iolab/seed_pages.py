@@ -30,7 +30,7 @@ import pandas as pd
 from . import checks, paths
 from .atomic import write_atomic
 from .batch_index import STYLE, _esc, _link, _num
-from .studies.seeds import Seed, load_seed
+from .seeds import Seed, load_seed
 
 METRICS = {"iops": "IO/s", "clat_p50_us": "µs", "clat_p99_us": "µs", "mean_lat_us": "µs", "cycles_per_io": "cycles/IO"}
 WORDS = {"iops": "IOPS", "clat_p50_us": "clat p50", "clat_p99_us": "clat p99", "mean_lat_us": "mean latency",

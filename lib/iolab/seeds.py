@@ -34,10 +34,10 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from .. import paths
-from ..batch import BatchRun, Manifest, check_parameters, run_batch
-from ..errors import InputError
-from ..validate import kind_of, mapping, yaml_mapping
+from . import paths
+from .batch import BatchRun, Manifest, check_parameters, run_batch
+from .errors import InputError
+from .validate import kind_of, mapping, yaml_mapping
 
 LEVELS = ("full", "quick", "smoke")
 SEED_KEYS = ("seed", "title", "author", "date", "write_up", "setup", "headline", "experiments", "figures")
@@ -249,7 +249,7 @@ def _search_parameters(exp: Experiment, params: dict[str, Any], folder: Path, de
     folder.mkdir(parents=True, exist_ok=True)
     spec_path = folder / f"search-{digest}.yaml"
     if not spec_path.exists():
-        from ..atomic import write_atomic
+        from .atomic import write_atomic
         write_atomic(spec_path, text)
     if not devices:
         notes.append(f"no --device: the search reads {len(targets)} tmpfs-backed loop device(s)")
@@ -259,7 +259,7 @@ def _search_parameters(exp: Experiment, params: dict[str, Any], folder: Path, de
 
 def _cores(pool: list[int]) -> int:
     """Physical cores among the CPUs of ``pool`` (thread siblings count once)."""
-    from ..search import siblings_of
+    from .search import siblings_of
     return len({frozenset(siblings_of(c)) for c in pool})
 
 
@@ -288,7 +288,7 @@ def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
         runs = len(params.get("queue_depths", [])) * repeats + 1
         seconds = runs * (rt + RUN_OVERHEAD_S)
     elif name.startswith("02"):
-        from .ladder import default_ladder
+        from .studies.ladder import default_ladder
         runs = len(default_ladder()) * repeats + 1
         seconds = runs * (rt + RUN_OVERHEAD_S)
     elif name.startswith("03"):
@@ -309,8 +309,8 @@ def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
 def _search_runs(spec_path: Path) -> tuple[int, float]:
     """(runs, seconds each) of a search spec on this machine: its legal cells once the
     machine settings it cannot vary are left out, times its repeats."""
-    from .. import search
-    from ..validate import warmup  # the project's spelling of a time: "300ms", "5s"
+    from . import search
+    from .validate import warmup  # the project's spelling of a time: "300ms", "5s"
 
     spec = search.load_spec(spec_path)
     try:
@@ -344,7 +344,7 @@ def run(todo: Sequence[Planned], out: str | os.PathLike, level: str, devices: Se
     """Run the plan: one batch per seed into ``out/seed-NNN`` (resumable; a failed
     experiment is kept with its error), each seed's page written as soon as its batch
     ends, and the index page. Returns each seed's batch records."""
-    from .. import seed_pages
+    from . import seed_pages
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -364,7 +364,7 @@ def run(todo: Sequence[Planned], out: str | os.PathLike, level: str, devices: Se
 
 def _write_plan(out: Path, todo: Sequence[Planned], level: str, devices: Sequence[str]) -> None:
     """``out/plan.json``: what this command runs, read by the pages (which seeds, which level)."""
-    from ..atomic import write_json
+    from .atomic import write_json
 
     old = {}
     try:
