@@ -102,16 +102,3 @@ def test_the_rules_of_agreement():
     assert row({"value": 0}, 0).agrees and row({"value": 0}, 0).diff_pct is None
     with pytest.raises(InputError, match="tolerance"):
         rep.reproduce("x.ipynb", tolerance_pct=-1)
-
-
-@pytest.mark.slow
-def test_notebook_01_reproduces_with_its_parameters(tmp_path):
-    from conftest import CPU, REPO
-    params = {"queue_depths": [1, 4], "runtime_s": 0.3, "size": "32m", "repeats": 2, "interactive": False, "cpu": CPU}
-    executed = execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "01.ipynb", params)
-    report = rep.reproduce(executed, tmp_path / "again")
-    assert [row.name for row in report.rows][:2] == ["peak IOPS", "knee QD"]
-    assert all(row.new is not None or row.original is None for row in report.rows)
-    again = json.loads((tmp_path / "again" / "01.ipynb").read_text())["metadata"]["iolab"]
-    assert again["parameters"] == params and len(again["run_folders"]) == 4
-    assert report.differences is not None and "the re-run's first" in report.machine  # the runs' snapshots
