@@ -21,6 +21,10 @@ lab: setup
 seeds: setup tio
 	$(PY) -m iolab.cli seeds $(if $(findstring --full,$(SEEDS_ARGS)),,--quick) $(filter-out --full,$(SEEDS_ARGS))
 
+## seeds-nvmelab: make seeds inside the NVMe lab, on its emulated NVMe SSDs (polled, passthrough: the steps a loop device skips; an emulator's numbers): papermill_runs/seeds-nvmelab/index.html
+seeds-nvmelab: setup-nvmelab tio
+	$(PY) -m iolab.cli nvmelab --timeout 5400 -- $(CURDIR)/$(PY) -m iolab.cli seeds --quick --device /dev/nvme0n1 /dev/nvme1n1 --out $(CURDIR)/papermill_runs/seeds-nvmelab $(SEEDS_ARGS)
+
 ## nvmelab: run NOTEBOOK=notebooks/NN_....ipynb in the NVMe lab (a QEMU guest with emulated NVMe SSDs; an emulator's numbers); P="-p name value ..." for parameters
 nvmelab: setup-nvmelab
 	@test -n "$(NOTEBOOK)" || { echo "make nvmelab: give NOTEBOOK=notebooks/02_single_core_tuning_ladder.ipynb (or 03, 06)" >&2; exit 2; }
@@ -66,4 +70,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup setup-browser setup-nvmelab nvmelab seeds demo lab test test-nvme tio bench strip clean help
+.PHONY: setup setup-browser setup-nvmelab nvmelab seeds seeds-nvmelab demo lab test test-nvme tio bench strip clean help

@@ -316,7 +316,13 @@ def saved_notebook(s: Session, name: str):
     while path.stat().st_mtime_ns == before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert path.stat().st_mtime_ns != before, f"{name} was not saved after Ctrl+S {s.where()}"
-    return nbformat.read(path, as_version=4)
+    while True:  # the new mtime can come before the whole file (seen empty under load)
+        try:
+            return nbformat.read(path, as_version=4)
+        except (ValueError, nbformat.reader.NotJSONError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def assert_all_cells_ran(s: Session, name: str) -> None:

@@ -37,7 +37,7 @@ def test_over_time_notebook(tmp_path, monkeypatch):
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="loop devices need root")
 @pytest.mark.parametrize("name,params,expect", [
     # notebooks 01-05 run through iolab seeds' smoke runs (tests/test_seeds.py)
-    ("06_kernel_io_path.ipynb", {"runtime_s": 0.3, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 2,
+    ("06_kernel_io_path.ipynb", {"runtime_s": 0.3, "size": "128m", "block_sizes": ["4k", "256k"], "repeats": 1,
                                  "readahead_kb": [0, 512], "schedulers": ["none", "mq-deadline"]},
      "queue knobs restored"),
 ])

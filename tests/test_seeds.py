@@ -166,7 +166,7 @@ def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_
     assert "ladder: ok" in done.stderr and "qd-knee:" not in done.stderr  # only what was missing
     assert first.read_text() == kept
     knee = _outputs(out / "seed-000/qd-knee/01_queue_depth_knee.ipynb")
-    assert "IOPS at QD" in knee and "Cycles per IO" in knee and "recorded 9 results" in knee
+    assert "IOPS at QD" in knee and "Cycles per IO" in knee and "recorded 6 results" in knee
     assert "median IOPS of 2 repeats per QD" in knee or "No knee:" in knee
     assert "skipped" in _outputs(out / "seed-000/ladder/02_single_core_tuning_ladder.ipynb")
     assert (out / "seed-000/qd-knee/01_queue_depth_knee.html").read_text().count("data:image/png;base64") >= 4
