@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from . import paths
+from .paths import check_name
 from .batch import BatchRun, Manifest, check_parameters, run_batch
 from .errors import InputError
 from .validate import kind_of, mapping, yaml_mapping
@@ -146,7 +147,8 @@ def _experiment(doc: Any, i: int, path: Path) -> Experiment:
             raise InputError(f"search of {doc['name']} in {path.name}: unknown key(s) {', '.join(unknown)}")
     levels = {lv: dict(mapping(doc.get(lv), f"{lv} of {doc['name']} in {path.name}", f"{lv}: {{runtime_s: 1}}"))
               for lv in ("quick", "smoke")}
-    return Experiment(str(doc["name"]), notebook, str(doc.get("section", "")), str(doc.get("method", "")).strip(),
+    name = check_name(str(doc["name"]).strip(), f"experiments[{i}] name in {path.name}", "a name such as qd-knee")
+    return Experiment(name, notebook, str(doc.get("section", "")), str(doc.get("method", "")).strip(),
                       dict(mapping(doc.get("parameters"), f"parameters of {doc['name']}", "parameters: {runtime_s: 5}")),
                       levels, search)
 
