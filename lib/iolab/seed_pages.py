@@ -52,7 +52,7 @@ def _records(seed: Seed, out: Path) -> dict[str, dict[str, Any]]:
     found = {}
     for exp in seed.experiments:
         try:
-            found[exp.name] = json.loads((out / seed.slug / exp.name / "run.json").read_text())
+            found[exp.name] = json.loads((Path(out) / seed.slug / exp.name / "run.json").read_text())
         except (OSError, ValueError):
             continue
     return found
@@ -187,7 +187,27 @@ def local_setup(seed: Seed, out: Path) -> dict[str, Any]:
             continue
     snap = snap or system.snapshot()
     polled = any(_polled(f) for f in folders)
-    return {**snap, "polled": polled}
+    return {**snap, "polled": polled, "targets": _targets(folders)}
+
+
+def _targets(folders: Sequence[Path]) -> list[str]:
+    """What the runs read, in words, each once: the scratch file and the disk under it, loop
+    devices, block devices (from each run folder's ``params.json`` and ``system.json``)."""
+    found: dict[str, None] = {}
+    for f in folders:
+        try:
+            target = str(json.loads((f / "params.json").read_text()).get("target") or "")
+            device = json.loads((f / "system.json").read_text()).get("device")
+        except (OSError, ValueError, AttributeError):
+            continue
+        kind = target.split()[0] if target else ""
+        if kind == "scratch":
+            found[f"a scratch file on {device or 'this machine'}'s file system"] = None
+        elif kind == "loop" or (device or "").startswith("loop"):
+            found["tmpfs-backed loop devices (memory, not an SSD)"] = None
+        elif device:
+            found[f"/dev/{device}"] = None
+    return list(found)
 
 
 def _polled(folder: Path) -> bool:
@@ -223,7 +243,8 @@ def differences(seed: Seed, snap: Mapping[str, Any]) -> str:
     """A sentence on what differs between the published set-up and this one."""
     pub = seed.setup
     emulated = snap.get("emulated")
-    here = [f"{snap.get('cpu_model') or 'an unknown CPU'} at {_clock(snap)}", _device(snap),
+    here = [f"{snap.get('cpu_model') or 'an unknown CPU'} at {_clock(snap)}",
+            " and ".join(snap.get("targets") or []) or _device(snap),
             f"kernel {snap.get('kernel')}", str(snap.get("fio_version") or "fio"),
             "polled" if snap.get("polled") else "interrupts (not polled)",
             f"emulated: {emulated}" if emulated else "not emulated"]
@@ -427,7 +448,7 @@ def index_page(out: Path) -> str:
         if top:
             cells += [f"<td>{_esc(WORDS[top['metric']])}: {_esc(top['label'])}</td>",
                       f"<td class='num'>{_esc(_value(top['published'], top['unit']))}</td>",
-                      f"<td class='num'>{_esc(_value(top['local'], top['unit']))} {_esc(_interval(top))}"
+                      f"<td class='num'>{_esc(_value(top['local'], top['unit']))}<div class='note'>{_esc(_interval(top))}</div>"
                       + ("" if _number(top["local"]) else f"<div class='why'>{_esc(top['how'])}</div>") + "</td>",
                       f"<td class='num ratio'>{(format(top['ratio'], '.3g') + '×') if _number(top['ratio']) else '–'}</td>"]
         else:

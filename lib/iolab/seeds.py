@@ -294,7 +294,7 @@ def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
         runs = len(default_ladder()) * repeats + 1
         seconds = runs * (rt + RUN_OVERHEAD_S)
     elif name.startswith("03"):
-        qds = len(params.get("queue_depths", [1, 16, 128]))
+        qds = len(params.get("queue_depths", [1, 16, 128])) * repeats
         runs = 2 * qds  # fio and t/io_uring (which runs at least 2 s)
         seconds = qds * (rt + max(2.0, rt) + 2 * RUN_OVERHEAD_S)
     elif name.startswith("04"):

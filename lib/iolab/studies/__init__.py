@@ -7,6 +7,7 @@ to ``iolab.runner.measure``.
     qd_sweep            (qd.py)           seed 000: IOPS, latency and cycles/IO vs queue depth on one CPU
     knee_search         (qd.py)           the same knee with about half the runs (iolab.knee_search)
     per_core            (per_core.py)     seed 002: one core at QD1/16/128, t/io_uring and fio side by side
+    per_core_summary    (per_core.py)     its means over the repeats, with intervals
     ladder.run_ladder   (ladder.py)       seed 000: the single-core tuning ladder, one change per step
     kernel_path.*       (kernel_path.py)  seed 001: direct vs buffered, readahead, schedulers, block
                                           sizes, one fio per device
@@ -15,7 +16,8 @@ to ``iolab.runner.measure``.
 """
 from . import kernel_path, ladder, many_hosts
 from .per_core import per_core
+from .per_core import summary as per_core_summary
 from .precondition import precondition
 from .qd import knee_search, qd_sweep
 
-__all__ = ["kernel_path", "knee_search", "ladder", "many_hosts", "per_core", "precondition", "qd_sweep"]
+__all__ = ["kernel_path", "knee_search", "ladder", "many_hosts", "per_core", "per_core_summary", "precondition", "qd_sweep"]

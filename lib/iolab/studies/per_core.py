@@ -29,17 +29,20 @@ def have_tio() -> bool:
 
 
 def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: str = "512",
-             cpu: int = 0, runtime_s: float = 2.0, polled: bool = False,
+             cpu: int = 0, runtime_s: float = 2.0, polled: bool = False, repeats: int = 1,
              runs_dir: str | Path | None = None, allow_destructive: bool = False,
              **measure_kw) -> pd.DataFrame:
-    """One row per (tool, qd). fio's mean latency is measured (``lat_mean_us``);
+    """One row per (tool, qd) and repeat (``repeats`` runs of each, back to back; ``summary``
+    gives their means and intervals). fio's mean latency is measured (``lat_mean_us``);
     t/io_uring's is Little's law on a full queue (QD / IOPS, ``lat_mean_us_littles``),
     labelled as the estimate it is (``mean_lat_source``). Without t/io_uring only fio runs.
     ``allow_destructive`` and ``measure_kw`` go to the fio runs (t/io_uring only reads)."""
     queue_depths = positive_ints("queue_depths", queue_depths)
+    [repeats] = positive_ints("repeats", [repeats])
     check_cpus([cpu])
     runtime = fio_time(runtime_s)
-    common = {"target": target, "cpus": [cpu], "runs_dir": runs_dir or new_sweep_dir("per-core"), "progress": None}
+    common = {"target": target, "cpus": [cpu], "runs_dir": runs_dir or new_sweep_dir("per-core"), "progress": None,
+              "repeats": repeats}
     tio, tables = have_tio(), []
     for qd in queue_depths:
         batch = min(32, qd)
@@ -56,4 +59,15 @@ def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: 
     table = add_cycles_per_io(pd.concat(tables, ignore_index=True))
     table["mean_lat_us"] = table["lat_mean_us"].fillna(table.get("lat_mean_us_littles"))
     table["mean_lat_source"] = table["tool"].map(LATENCY_SOURCE)
-    return table.sort_values(["qd", "tool"], ignore_index=True)
+    return table.sort_values(["qd", "tool"], kind="stable", ignore_index=True)
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (tool, qd) of a ``per_core`` table: ``n`` runs, IOPS and mean latency as
+    ``<metric>_mean`` with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
+    ``iolab.compare.summarise``: NaN with one run) and the latency's source."""
+    from .. import compare
+    cells = compare.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us"])
+    source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]
+    cells["mean_lat_source"] = cells["tool"].map(source)
+    return cells.sort_values(["qd", "tool"], ignore_index=True)
