@@ -72,6 +72,10 @@ def test_dry_run_prints_the_plan_with_run_counts_and_an_estimate(tmp_path):
     assert not list((tmp_path / "out").glob("seed-*/*/run.json"))  # nothing ran
     bad = cli_here("seeds", "--dry-run", "--device", "/dev/nonexistent-ssd", "--out", tmp_path / "out")
     assert bad.returncode == 1 and "no such device" in bad.stderr
+    mine = tmp_path / "my-data.bin"
+    mine.write_bytes(b"keep")
+    bad = cli_here("seeds", "--dry-run", "--device", mine, "--out", tmp_path / "out")
+    assert bad.returncode == 1 and "is not a block device" in bad.stderr and mine.read_bytes() == b"keep"
 
 
 def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_path):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -170,6 +171,9 @@ def cmd_seeds(args, _extra) -> int:
         if not Path(dev).exists():
             raise InputError(f"--device {dev}: no such device; give a block device such as /dev/nvme0n1 "
                              "(or none: the scratch default)")
+        if not stat.S_ISBLK(os.stat(dev).st_mode):
+            raise InputError(f"--device {dev} is not a block device: give one such as /dev/nvme0n1 (a file or "
+                             "folder is not measured here; without --device the seeds use iolab's scratch file)")
     cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
     out = validate.writable_dir(args.out or seeds.default_out(), "seeds folder", "--out DIR")
     chosen = seeds.load_seeds(args.only)
