@@ -328,9 +328,12 @@ def _plan(out: Path) -> dict[str, Any]:
         return {}
 
 
-def _banners(seed: Seed, out: Path) -> list[str]:
+def _banners(seed: Seed, out: Path, snap: Mapping[str, Any]) -> list[str]:
     entry = _plan(out).get("seeds", {}).get(seed.ident, {})
     banners = []
+    if snap.get("emulated"):
+        banners.append(f"Emulated: {snap['emulated']}. The code paths are real (Linux's nvme driver, poll "
+                       "queues, passthrough); the numbers measure the emulator on this host, never an SSD.")
     if not entry.get("devices"):
         banners.append("No --device: these experiments ran on iolab's scratch default — a scratch file on this "
                        "machine's file system, and tmpfs-backed loop devices where a step needs a block device. "
@@ -359,7 +362,7 @@ def seed_page(seed: Seed, out: Path) -> str:
             f"<p class='note'>{_esc(seed.author)}, {_esc(seed.date)}; the write-up: <code>shared/seeds/"
             f"{_esc(seed.write_up)}</code>. Reproduced by <code>iolab seeds --only {_esc(seed.ident)}</code> "
             f"(manifest <code>data/seeds/{_esc(seed.path.name)}</code>).</p>"]
-    body += [f"<div class='banner'>{_esc(b)}</div>" for b in _banners(seed, out)]
+    body += [f"<div class='banner'>{_esc(b)}</div>" for b in _banners(seed, out, snap)]
     body += [f"<p><b>{have} of {len(table)}</b> published figures have a local value here; "
              "each of the others says why.</p>", "<h2>What differs between the two set-ups</h2>",
              f"<p>{_esc(differences(seed, snap))}</p>", "<h2>Published against local</h2>"]

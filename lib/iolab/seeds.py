@@ -49,6 +49,9 @@ SETUP_KEYS = ("cpu", "clock_ghz", "device", "kernel", "fio", "flags", "polled", 
 # (kernel start, imports, plots), measured on this project's 2-core VM
 RUN_OVERHEAD_S = 0.7
 NOTEBOOK_OVERHEAD_S = 15.0
+# inside the NVMe lab's QEMU TCG guest (IOLAB_NVMELAB says so) everything takes about this many
+# times longer: notebook 01 at the quick settings, 31 s here and 220 s in the guest
+TCG_SLOWDOWN = 7.0
 
 
 def seeds_dir() -> Path:
@@ -305,7 +308,13 @@ def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
         seconds = runs * (each + RUN_OVERHEAD_S)
     else:
         runs, seconds = 1, rt
-    return runs, seconds + NOTEBOOK_OVERHEAD_S
+    return runs, (seconds + NOTEBOOK_OVERHEAD_S) * _slowdown()
+
+
+def _slowdown() -> float:
+    """How much slower than this machine's native speed the plan runs: ``TCG_SLOWDOWN`` in
+    the NVMe lab's emulated guest, else 1."""
+    return TCG_SLOWDOWN if "TCG" in os.environ.get("IOLAB_NVMELAB", "") else 1.0
 
 
 def _search_runs(spec_path: Path) -> tuple[int, float]:
@@ -331,9 +340,10 @@ def describe(todo: Sequence[Planned], level: str) -> str:
         total_runs += p.fio_runs
         total_s += p.estimate_s
     seeds = list(dict.fromkeys(p.seed.ident for p in todo))
+    where = "in this emulated (TCG) guest" if _slowdown() > 1 else "on this machine"
     return "\n".join([f"iolab seeds ({level}): {len(seeds)} seed(s) ({', '.join(seeds)}), {len(todo)} notebook runs, "
-                      f"{total_runs} fio runs, about {_minutes(total_s)} on this machine (estimate from the plan)",
-                      *lines])
+                      f"{total_runs} fio runs, at most about {_minutes(total_s)} {where} (estimate from the plan: "
+                      "steps a target cannot do are skipped)", *lines])
 
 
 def _minutes(seconds: float) -> str:
