@@ -122,3 +122,15 @@ def test_process_mode_follows_fio_from_its_start(tmp_path):
     roots = {s.split(";")[0] for s in load_stacks(r.path)}
     assert roots == {"fio"}  # only fio's own tree, every process named
     assert json.loads((r.path / "argv.json").read_text())["argv"][:2] == ["perf", "record"]
+
+
+def test_a_profile_with_no_busy_sample_reads_as_empty_tables_not_errors():
+    """The NVMe lab's TCG guest gave notebook 04 a profile that was 100 % idle (the guest's
+    cpu-clock saw only its halt loop): its tables are empty, with their columns."""
+    from collections import Counter
+    from iolab import profile as prof
+    idle = Counter({"swapper;secondary_startup_64_no_verify_[k];native_safe_halt_[k]": 50})
+    busy = prof.without_idle(idle)
+    assert list(prof.categories(busy).assign(pct=lambda d: d.pct.round(1)).columns) == ["kind", "pct"]
+    assert prof.frames(busy, 15).empty and prof.share_under(busy, "td_io_commit") == 0
+    assert "100 % of the samples are idle" in prof.describe(idle, ("td_io_commit",))

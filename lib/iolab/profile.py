@@ -97,7 +97,7 @@ def categories(stacks: Counter, rules=DEFAULT_RULES) -> pd.DataFrame:
     by: Counter = Counter()
     for stack, n in stacks.items():
         by[stack_category(stack, rules)] += n
-    return pd.DataFrame([{"kind": k, "pct": 100 * v / total} for k, v in by.most_common()])
+    return pd.DataFrame([{"kind": k, "pct": 100 * v / total} for k, v in by.most_common()], columns=["kind", "pct"])
 
 
 def kernel_user_split(stacks: Counter, include_idle: bool = False) -> dict[str, float]:
