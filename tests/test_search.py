@@ -92,6 +92,23 @@ def stress_pids() -> set[int]:
     return {int(p) for p in out.split() if _descends_from_us(int(p))}
 
 
+@needs_root
+def test_stress_starts_in_a_folder_it_cannot_write(tmp_path, monkeypatch):
+    """The NVMe lab runs notebooks in the checkout, shared read-only: stress-ng refused to
+    start there ("temp-path '.' must be readable and writeable") until given one."""
+    from iolab.stress import stressed
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
+    try:
+        monkeypatch.chdir(ro)
+        with stressed([os.sched_getaffinity(0).__iter__().__next__()]) as pid:
+            assert pid and pid in stress_pids()
+    finally:
+        monkeypatch.chdir(tmp_path)
+        subprocess.run(["umount", str(ro)], check=True)
+
+
 def _descends_from_us(pid: int) -> bool:
     while pid > 1:
         if pid == os.getpid():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+import tempfile
 import time
 from typing import Iterator, Sequence
 
@@ -26,8 +27,10 @@ def stress_argv(cpus: Sequence[int]) -> list[str]:
     exe = shutil.which("stress-ng")
     if not exe:
         raise ToolMissing("stress-ng", "stress-ng")
+    # --temp-path: stress-ng refuses to start in a folder it cannot write (the NVMe lab's guest
+    # runs notebooks in the checkout, shared read-only), even for CPU workers
     return [exe, "--cpu", str(len(cpus)), "--taskset", ",".join(str(c) for c in cpus), "--timeout", "0",
-            "--quiet"]
+            "--temp-path", tempfile.gettempdir(), "--quiet"]
 
 
 @contextlib.contextmanager
