@@ -23,7 +23,7 @@ seeds: setup tio
 
 ## seeds-nvmelab: make seeds inside the NVMe lab, on its emulated NVMe SSDs (polled, passthrough: the steps a loop device skips; an emulator's numbers): papermill_runs/seeds-nvmelab/index.html
 seeds-nvmelab: setup-nvmelab tio
-	$(PY) -m iolab.cli nvmelab --timeout 5400 -- $(CURDIR)/$(PY) -m iolab.cli seeds --quick --device /dev/nvme0n1 /dev/nvme1n1 --out $(CURDIR)/papermill_runs/seeds-nvmelab $(SEEDS_ARGS)
+	$(PY) -m iolab.cli nvmelab --timeout 5400 -- $(CURDIR)/$(PY) -m iolab.cli seeds --quick --device /dev/nvme0n1 /dev/nvme1n1 --opt-in-device-changes --out $(CURDIR)/papermill_runs/seeds-nvmelab $(SEEDS_ARGS)
 
 ## nvmelab: run NOTEBOOK=notebooks/NN_....ipynb in the NVMe lab (a QEMU guest with emulated NVMe SSDs; an emulator's numbers); P="-p name value ..." for parameters
 nvmelab: setup-nvmelab

@@ -177,7 +177,8 @@ def cmd_seeds(args, _extra) -> int:
     cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
     out = validate.writable_dir(args.out or seeds.default_out(), "seeds folder", "--out DIR")
     chosen = seeds.load_seeds(args.only)
-    todo = seeds.plan(chosen, out, level, devices=devices, cpus=cpus, allow_destructive=args.allow_destructive)
+    todo = seeds.plan(chosen, out, level, devices=devices, cpus=cpus, allow_destructive=args.allow_destructive,
+                      opt_in_device_changes=args.opt_in_device_changes)
     print(seeds.describe(todo, level), file=sys.stderr if not args.dry_run else sys.stdout)
     if args.dry_run:
         return 0
@@ -620,6 +621,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                    help="print the plan (every notebook run, its fio runs) and the time it should take; run nothing")
     p.add_argument("--allow-destructive", action="store_true",
                    help="allow writes to a device that holds data (the seeds only read; passed to every notebook)")
+    p.add_argument("--opt-in-device-changes", action="store_true",
+                   help="let the ladder change an NVMe device setting (interrupt coalescing; always restored)")
     p.set_defaults(func=cmd_seeds)
     p = add("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
     p.add_argument("file", nargs="+", help="fio output file(s); several only with --pool")

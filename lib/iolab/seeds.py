@@ -179,10 +179,13 @@ def load_seeds(only: Sequence[str] | str | None = None, folder: str | os.PathLik
 
 # ---------------------------------------------------------------- the plan
 def plan(seeds: Sequence[Seed], out: str | os.PathLike, level: str = "full", *, devices: Sequence[str] = (),
-         cpus: Sequence[int] | None = None, allow_destructive: bool = False) -> list[Planned]:
+         cpus: Sequence[int] | None = None, allow_destructive: bool = False,
+         opt_in_device_changes: bool = False) -> list[Planned]:
     """Every notebook run of ``seeds`` at ``level``, with parameters for this machine: the
     devices (none: the notebooks' scratch/loop defaults), the CPUs (none: CPU 0, and every
-    allowed CPU for a search). Parameter names are checked against each notebook."""
+    allowed CPU for a search), ``opt_in_device_changes`` for the notebooks that take it (the
+    ladder's NVMe interrupt coalescing, always restored). Parameter names are checked
+    against each notebook."""
     if level not in LEVELS:
         raise InputError(f"level {level!r}: choose one of {', '.join(LEVELS)}")
     out = Path(out).resolve()
@@ -207,6 +210,8 @@ def plan(seeds: Sequence[Seed], out: str | os.PathLike, level: str = "full", *, 
                 params["interactive"] = False
             if allow_destructive and "allow_destructive" in known:
                 params["allow_destructive"] = True
+            if opt_in_device_changes and "opt_in_device_changes" in known:
+                params["opt_in_device_changes"] = True
             run = BatchRun(exp.name, exp.notebook, params)
             check_parameters(exp.notebook, [run])
             fio_runs, seconds = _estimate(exp, params)
