@@ -1,6 +1,7 @@
 """Recorded results (iolab.results): what a notebook records reaches the executed notebook's
 metadata and the side file beside it, JSON-safe, the later of one name winning."""
 import json
+import re
 
 import nbformat
 import numpy as np
@@ -112,3 +113,25 @@ def test_collect_reads_a_notebook_node():
         "", outputs=[nbformat.v4.new_output("display_data", data=bundle)])])
     assert results.collect(nb)["results"][0]["value"] == 1
     assert results.collect(nbformat.v4.new_notebook()) == {"results": [], "run_folders": []}
+
+
+def test_the_kits_errors_show_as_one_block_in_a_notebook_and_tb_shows_the_traceback(capsys):
+    """In IPython (a notebook's kernel), an IolabError is its name and message, not a screen of
+    frames; %tb still shows where it was raised; other errors keep their traceback."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from iolab import errors
+    shell = InteractiveShell()
+    try:
+        assert errors.brief_in_notebooks(shell)
+        result = shell.run_cell("from iolab.errors import InputError\n"
+                                "def check():\n    raise InputError('runtime: 0.5s: give 500ms')\ncheck()")
+        assert isinstance(result.error_in_exec, errors.InputError)
+        shown = capsys.readouterr().out
+        assert "InputError" in shown and "give 500ms" in shown and "%tb" in shown
+        assert "check()" not in shown and len(shown.strip().splitlines()) == 2
+        shell.run_cell("%tb")
+        assert "def check" in re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)  # the traceback, one magic away
+        shell.run_cell("1 / 0")
+        assert "ZeroDivisionError" in capsys.readouterr().out  # not ours: IPython's own
+    finally:
+        shell.clear_instance()

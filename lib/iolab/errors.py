@@ -5,6 +5,9 @@ code. Every message says what happened and what to do next.
 """
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 
 class IolabError(Exception):
     """Base of every error iolab raises on purpose (a user error, not a bug)."""
@@ -140,3 +143,34 @@ class RunFileError(IolabError):
 class RunSkipped(UserWarning):
     """A run folder left out of a table (``iolab.store.load_runs``, ``iolab.runcache``): the
     message names the run, the file and what is wrong with it."""
+
+
+# ---------------------------------------------------------------- in a notebook
+BRIEF_HINT = "(an iolab error: what happened and what to do are above; %tb in a new cell shows where it was raised)"
+
+
+def brief_in_notebooks(shell: Any = None) -> bool:
+    """In an IPython kernel, show the kit's own errors (``IolabError``: a user's mistake, its
+    message already says what to do) as one short block, the error's name and message,
+    instead of a screen of frames that ends in that message; ``%tb`` still shows the whole
+    traceback. Other exceptions keep IPython's traceback. ``import iolab`` calls it in a
+    kernel. True when installed; False outside IPython or when another handler is set."""
+    if shell is None:
+        ipython = sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None or not hasattr(shell, "set_custom_exc"):
+        return False
+    if getattr(shell, "custom_exceptions", ()) not in ((), (IolabError,)):
+        return False  # the user's own handler stays
+    shell.set_custom_exc((IolabError,), _brief)
+    return True
+
+
+def _brief(shell, etype, value, tb, tb_offset=None) -> list[str]:
+    """IPython's custom exception handler (``set_custom_exc``): the short block, sent as the
+    cell's error (so papermill and the write-ups see the same), the traceback kept for ``%tb``."""
+    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
+    sys.last_exc = value  # Python 3.12's name for it, which %tb reads first there
+    stb = [f"\x1b[1;31m{etype.__name__}\x1b[0m: {value}", f"\x1b[2m{BRIEF_HINT}\x1b[0m"]
+    shell._showtraceback(etype, value, stb)
+    return stb
