@@ -29,7 +29,7 @@ import nbformat
 import pytest
 
 from conftest import CPU, OTHER_CPU, REPO
-from iolab.lab import KERNEL_DISPLAY, lab_argv
+from iolab.lab import KERNEL_DISPLAY, lab_argv, quiet_lab
 from iolab.process import signal_group, spawn
 
 pytestmark = pytest.mark.browser
@@ -167,12 +167,12 @@ def _copy_notebooks(folder: Path) -> None:
 def _lab_env(token: str, home: Path) -> dict[str, str]:
     """The user's environment with: the token (in the environment, where ``ps`` cannot show
     it), data under ``home``, JupyterLab's settings and workspaces fresh (a saved workspace
-    would reopen other tabs) with the news question answered (its toast covers the
-    notebook's lower right corner), and no batch-mode flags a papermill test may have left
-    in this process (they would hide the widgets)."""
-    news = home / "settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True)
-    news.write_text(json.dumps({"fetchNews": "false"}))
+    would reopen other tabs) with the news question turned off as make lab turns it off
+    (``iolab.lab.quiet_lab``: its toast covers the notebook's lower right corner), and no
+    batch-mode flags a papermill test may have left in this process (they would hide the
+    widgets)."""
+    quiet_lab()
+    (home / "settings").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k not in ("IOLAB_HEADLESS", "TQDM_DISABLE")}
     env.update(JUPYTER_TOKEN=token, IOLAB_DATA=str(home / "data"),
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),

@@ -63,3 +63,19 @@ def test_make_lab_with_a_bad_port_prints_one_line():
 
 def test_the_notebooks_kernel_is_the_projects():
     assert kernel_warning() == "", f"JupyterLab would not offer {KERNEL_DISPLAY!r}"
+
+
+def test_make_lab_turns_off_jupyterlabs_news_pop_up_and_keeps_other_overrides(tmp_path):
+    import json
+    from iolab.lab import quiet_lab
+    settings = tmp_path / "share/jupyter/lab/settings"
+    settings.mkdir(parents=True)
+    (settings / "overrides.json").write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "x"},
+                                                        "@jupyterlab/apputils-extension:notification":
+                                                            {"doNotDisturbMode": True}}))
+    path = quiet_lab(tmp_path)
+    doc = json.loads(path.read_text())
+    assert doc["@jupyterlab/apputils-extension:notification"] == {"doNotDisturbMode": True, "fetchNews": "false",
+                                                                  "checkForUpdates": False}
+    assert doc["@jupyterlab/apputils-extension:themes"] == {"theme": "x"}
+    assert quiet_lab(tmp_path) == path and json.loads(path.read_text()) == doc  # twice: the same file

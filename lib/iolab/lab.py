@@ -99,6 +99,30 @@ def kernel_warning() -> str:
             f"not '{KERNEL_DISPLAY}': the notebooks may run without iolab; remove that folder or run make setup")
 
 
+QUIET = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def quiet_lab(prefix: str | os.PathLike | None = None) -> Path:
+    """JupyterLab's "news" question and update check turned off for this environment (its
+    toast covered the first outputs of a notebook): ``overrides.json`` in
+    ``PREFIX/share/jupyter/lab/settings/`` (``PREFIX``: this venv), other overrides kept. A
+    user's own setting still wins. Returns the file."""
+    import json
+
+    from .atomic import write_atomic
+
+    path = Path(prefix or sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    try:
+        old = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        old = {}  # a broken file is replaced: JupyterLab would ignore it anyway
+    merged = {**old, **{k: {**(old.get(k) or {}), **v} for k, v in QUIET.items()}}
+    if merged != old:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(merged, indent=2) + "\n")
+    return path
+
+
 def serve(notebook_dir: str | os.PathLike, port: str | int = 8888, ip: str = "127.0.0.1",
           extra: list[str] | None = None) -> None:
     """Check the port and the kernel, then replace this process with JupyterLab (Ctrl-C
@@ -112,6 +136,10 @@ def serve(notebook_dir: str | os.PathLike, port: str | int = 8888, ip: str = "12
     warning = kernel_warning()
     if warning:
         print(f"iolab lab: {warning}", file=sys.stderr)
+    try:
+        quiet_lab()
+    except OSError as exc:  # a read-only venv: the news toast shows, nothing worse
+        print(f"iolab lab: could not turn off JupyterLab's news pop-up ({exc.strerror})", file=sys.stderr)
     argv = lab_argv(notebook_dir, port=port, ip=ip) + list(extra or [])
     print(f"iolab lab: JupyterLab on {notebook_dir}, http://{ip}:{port}/lab (the URL with its "
           f"token follows); from a laptop: ssh -L {port}:127.0.0.1:{port} user@this-host", flush=True)
