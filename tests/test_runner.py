@@ -86,3 +86,19 @@ def test_killed_run_is_kept_and_marked(scratch, runs):
     assert load_runs(runs).empty  # interrupted runs are not mixed into results
     time.sleep(0.2)
     assert _fio_pids_under(runs) == []
+
+
+def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
+    """Notebook 08's 60 s run showed no progress: a run of LONG_RUN_S or more gets a bar of
+    its seconds, ticked from a thread, removed when the run ends (none for a short run)."""
+    import time
+    from iolab import progress
+    from iolab.runner import _seconds
+    assert _seconds({"runtime": "60s", "ramp_time": "2s"}) == 62 and _seconds({"runtime": 30}) == 30
+    monkeypatch.setattr(progress, "headless", lambda: False)
+    with progress.Ticking("fio x", 12) as ticking:
+        ticking.start()
+        time.sleep(1.3)
+        assert ticking._bar.n >= 1 and not ticking._bar.leave
+    assert not ticking._thread.is_alive()
+    assert progress.Ticking("fio y", 3)._bar.disable  # short: no bar

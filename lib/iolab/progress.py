@@ -44,3 +44,44 @@ class Stages:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+LONG_RUN_S = 10.0  # a single run at least this long gets a bar of its seconds (Ticking)
+
+
+class Ticking:
+    """A bar over the seconds of one long wait (a 60 s fio run): ``start()`` ticks it once a
+    second from a thread, up to ``seconds``; ``close()`` (or leaving the ``with`` block)
+    stops it and takes the bar away (``leave=False``: a finished or failed run leaves no
+    stale bar). Quiet when headless, and for waits shorter than ``LONG_RUN_S``."""
+
+    def __init__(self, desc: str, seconds: float):
+        import threading
+        from tqdm.auto import tqdm
+        self.seconds = max(0, int(round(seconds)))
+        self._bar = tqdm(total=self.seconds, desc=desc, unit="s", leave=False,
+                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} s",
+                         disable=headless() or seconds < LONG_RUN_S)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="iolab-progress", daemon=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            if self._bar.n < self.seconds:
+                self._bar.update(1)
+
+    def start(self) -> None:
+        if not self._bar.disable and not self._thread.is_alive():
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
+        self._bar.close()
+
+    def __enter__(self) -> "Ticking":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

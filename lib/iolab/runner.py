@@ -18,14 +18,14 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from . import checks, repair, series, signals
-from .errors import TargetError, TioError
+from .errors import IolabError, TargetError, TioError
 from .fio import fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
 from .fiojson import run_warnings
 from .jobcheck import guard_job_text, mark_created
 from .locks import cpus_locked
 from .perf import Profiler, ProfileSpec
 from .process import run_pinned
-from .progress import Stages
+from .progress import Stages, Ticking
 from .sampling import Sampler
 from .store import RunFolder, job_key, run_folder, run_table
 from .system import block_stat, snapshot
@@ -80,6 +80,19 @@ def exclusive(run):
     return wrapper
 
 
+def _seconds(opts: Mapping[str, Any]) -> float:
+    """How long a time-based fio job runs, ramp included (0 when that cannot be read)."""
+    from .validate import warmup  # the project's reading of a fio time: "60s", "500ms", "2m"
+    total = 0.0
+    for key in ("runtime", "ramp_time"):
+        text = str(opts.get(key) or "0s").strip()
+        try:
+            total += float(text) if text.replace(".", "", 1).isdigit() else float(warmup(text) or 0)  # fio: bare = s
+        except IolabError:
+            return 0.0
+    return total
+
+
 @exclusive
 def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
             runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
@@ -132,11 +145,13 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         if profiler:
             profiler.start()
         stat_before = block_stat(target.device)
+        ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
         try:
-            run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path,
-                          timeout_s=timeout_s, on_start=lambda pid: (sampler.start(), states and states.start(pid)),
+            run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path, timeout_s=timeout_s,
+                          on_start=lambda pid: (sampler.start(), states and states.start(pid), ticking.start()),
                           cpus=cpus, wrap=wrap, readonly=check.fio_readonly)
         finally:
+            ticking.close()
             mark_created(check)  # files fio laid out are iolab's: the next run may write them
             thread_samples = states.stop() if states and states.started else None  # its ticks end with fio
             if profiler:
