@@ -57,6 +57,7 @@ RATIOS = {"cycles_per_io", "cycles_per_io_perf", "dev_read_req_kib", "dev_write_
           "ios_per_submit_call", "lat_mean_us_littles"}
 HIGHER_IS_BETTER = {"iops", "bw_bytes_s", "bw_mib_s", "max_iops"}
 CPU_COST = {"cycles_per_io", "cycles_per_io_perf"}
+NONNEGATIVE = {"cpu_busy_pct", "cpu_freq_mhz", "fio_cpu_pct", "mean_lat_us", "lat_mean_us", "total_ios", "io_bytes"}
 PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")
 RESAMPLES = 10_000
 FREQ_SPREAD_PCT = 2.0      # cpu_freq_mhz max-min across repeats, % of the mean: "frequency changed"
@@ -120,13 +121,25 @@ def bootstrap_interval(values: Sequence[float], confidence: float = 0.95, seed: 
     return float(low), float(high)
 
 
+def nonnegative(metric: str) -> bool:
+    """Whether ``metric`` can never be below zero: rates, counts, sizes, times, CPU busy,
+    cycles (not a difference, a gain or an estimate that subtracts)."""
+    return (metric in SUMMED or metric in RATIOS or metric in NONNEGATIVE or metric.endswith("_us")
+            or bool(PERCENTILE.search(metric)))
+
+
 def interval(values: Sequence[float], metric: str, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """The interval of the mean of a metric's repeats, by ``method(metric)``: Student-t, or
-    for a bootstrap metric the bootstrap and t intervals joined (``joined``)."""
-    t = t_interval(_clean(values), confidence)
+    for a bootstrap metric the bootstrap and t intervals joined (``joined``). For a metric
+    that cannot be negative (``nonnegative``) the low end is clipped at 0: with few repeats
+    the t interval's symmetric half-width reaches below zero ("IOPS [-59,086, 452,039]"),
+    which says the interval is wide, not that the rate could be negative."""
+    low, high = t_interval(_clean(values), confidence)
     if method(metric) == "bootstrap":
-        return joined(bootstrap_interval(values, confidence, seed), t)
-    return t
+        low, high = joined(bootstrap_interval(values, confidence, seed), (low, high))
+    if nonnegative(metric) and low < 0:
+        low = 0.0
+    return low, high
 
 
 def welch_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:

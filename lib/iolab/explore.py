@@ -23,6 +23,7 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
+from . import compare
 from .analysis import t_interval
 from .columns import COLUMNS, label
 from .errors import InputError, IolabError
@@ -89,8 +90,10 @@ def _line(df: pd.DataFrame, x: str) -> bool:
     return pd.api.types.is_numeric_dtype(df[x]) and (_log2_axis(df, x) or df[x].nunique() > FEW_VALUES)
 
 
-def _interval(values) -> tuple[float, float]:
-    low, high = t_interval(values)
+def _interval(values, metric: str = "") -> tuple[float, float]:
+    """The 95 % interval of the mean of ``values`` (``compare.interval``: clipped at 0 for a
+    metric that cannot be negative); the mean itself when there is none (one value)."""
+    low, high = compare.interval(values, metric) if metric else t_interval(values)
     return (low, high) if not np.isnan(low) else (np.mean(values), np.mean(values))
 
 
@@ -122,7 +125,9 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     xs = [s for s in c.settings if s not in (hue, facet)] if x in c.metrics else [x]
     n = df.groupby(xs + [k for k in (hue, facet) if k])[y].count() if xs else df[y].agg(["count"])
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
-    interval = "95 % Student-t interval" if n.max() > 1 else "no interval: one run per point"
+    interval = ("95 % Student-t interval" + (" (stopped at 0: the quantity cannot be negative)"
+                                             if compare.nonnegative(y) else "")
+                if n.max() > 1 else "no interval: one run per point")
     source = COLUMNS[y].source if y in COLUMNS else "this table"
     fig.text(0.01, 0.01, f"source: {source}; mean of {runs} run(s) per point; {interval}",
              fontsize=7.5, color="0.35")
@@ -133,7 +138,7 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
 
 def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataFrame,
           facet: str | None = None) -> None:
-    kw = dict(data=part, x=x, y=y, hue=hue, hue_order=hue_order, errorbar=_interval, ax=ax)
+    kw = dict(data=part, x=x, y=y, hue=hue, hue_order=hue_order, errorbar=lambda v: _interval(v, y), ax=ax)
     if x in choices(full).metrics:
         by = [s for s in choices(full).settings if s not in (hue, facet)]
         _metric_vs_metric(part, x, y, by, hue, hue_order, ax)
@@ -163,7 +168,7 @@ def _metric_vs_metric(part: pd.DataFrame, x: str, y: str, by: list[str], hue, hu
         stats = sorted(g.groupby(keys), key=lambda kp: rank(kp[0]))
         mx = [p[x].mean() for _, p in stats]
         my = [p[y].mean() for _, p in stats]
-        err = lambda col, m: np.array([[m_ - _interval(p[col])[0], _interval(p[col])[1] - m_]
+        err = lambda col, m: np.array([[m_ - _interval(p[col], col)[0], _interval(p[col], col)[1] - m_]
                                        for (_, p), m_ in zip(stats, m)]).T
         ax.errorbar(mx, my, xerr=err(x, mx), yerr=err(y, my), marker="o", capsize=2,
                     label=None if h is None else f"{h}")

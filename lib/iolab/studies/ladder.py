@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from .. import compare, knobs
-from ..analysis import add_cycles_per_io, t_interval
+from ..analysis import add_cycles_per_io
 from ..errors import InputError, IolabError
 from ..fio import fio_time
 from ..progress import bar
@@ -221,7 +221,7 @@ def _summary(runs: pd.DataFrame) -> dict[str, Any]:
             "freq_source", "lat_mean_us_littles") if c in runs}
     for c in ("iops", "clat_p50_us", "clat_p99_us"):
         if c in runs:
-            out[f"{c}_ci_low"], out[f"{c}_ci_high"] = t_interval(runs[c])
+            out[f"{c}_ci_low"], out[f"{c}_ci_high"] = compare.interval(runs[c], c)
     return out
 
 

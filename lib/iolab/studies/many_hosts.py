@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from ..analysis import t_interval
+from .. import compare
 from ..clients import host_job_key, measure_hosts
 from ..hosts import Host
 from ..hosttable import POOLED, host_snapshot
@@ -77,7 +77,7 @@ def per_host(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     runs = table[(table["hosts_n"] == table["hosts_n"].max()) & (table["direction"] != "none")]
     rows = []
     for host, g in runs.groupby("host", sort=False):
-        lo, hi = t_interval(g[metric])
+        lo, hi = compare.interval(g[metric], metric)
         rows.append({"host": host, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi,
                      "repeats": len(g)})
     out = pd.DataFrame(rows)
@@ -142,7 +142,7 @@ def scaling(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     agg = pd.concat([single, rows[(rows["hosts_n"] > 1) & (rows["host"] == POOLED)]])
     out = []
     for k, g in agg.groupby("hosts_n"):
-        lo, hi = t_interval(g[metric])
+        lo, hi = compare.interval(g[metric], metric)
         out.append({"hosts_n": k, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi, "repeats": len(g)})
     frame = pd.DataFrame(out)
     one = frame.loc[frame["hosts_n"] == 1, f"{metric}_mean"]
