@@ -450,3 +450,13 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     assert space["best"]["config"] == "iodepth=16, governor=performance, devices=2, cores=2"
     assert space["roof"]["devices"] is not None and not space["freq"].empty
     assert len(space["pairs"]) == 3
+
+
+def test_a_cell_far_below_the_best_is_never_tied_with_it():
+    """Two noisy repeats gave a pairwise interval from -489 % to +1049 %: notebook 05 called
+    QD 1 cells at 52-68k tied with a best of 200k. A mean outside the best's interval is not tied."""
+    table = pd.DataFrame({"run_id": [f"r{i}" for i in range(6)], "iodepth": [1, 1, 16, 16, 64, 64],
+                          "iops": [52_000.0, 68_000.0, 150_000.0, 250_000.0, 200_000.0, 205_000.0]})
+    best, ties = effects.best_config(table, ["iodepth"], "iops")
+    assert best["iodepth"] == 64 and best["iops_ci_low"] > 68_000
+    assert 1 not in set(ties["iodepth"])  # its pairwise interval alone would have held 0

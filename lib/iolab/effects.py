@@ -309,7 +309,9 @@ def best_config(table: pd.DataFrame, axes, metric: str = "iops", higher_is_bette
     ``compare.compare`` cannot tell from the best at ``confidence`` — the interval of
     100 × (mean best / mean other - 1), bootstrap joined with Welch t, contains 0 — with
     their mean, interval, ``n``, ``ratio_pct``, ``low_pct``, ``high_pct`` and the
-    ``verdict``; best-first. A cell whose every run is beyond every run of the best and
+    ``verdict``; best-first. A cell whose mean lies outside the best cell's interval is never
+    tied (with 2 repeats a pairwise interval can span -489 % to +1049 % and call a cell at a
+    quarter of the best "tied"). A cell whose every run is beyond every run of the best and
     whose Welch interval excludes 0 is decided without the bootstrap (every resampled
     ratio is then on one side of 1: the same answer, faster). Cells with one run cannot be
     judged: they are left out of ``ties`` and counted in ``ties.attrs["unjudged"]``."""
@@ -337,6 +339,8 @@ def best_config(table: pd.DataFrame, axes, metric: str = "iops", higher_is_bette
             continue
         if _clearly_apart(va, vb, confidence):
             continue
+        if not best[f"{metric}_ci_low"] <= other[f"{metric}_mean"] <= best[f"{metric}_ci_high"]:
+            continue  # its mean is outside the best cell's interval: not a plausible best, whatever a wide pair says
         c = compare.compare(pd.concat([a, b], ignore_index=True), by="_config", a=best["config"],
                             b=other["config"], metric=metric, confidence=confidence)
         if c.low_pct <= 0 <= c.high_pct:
