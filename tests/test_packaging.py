@@ -65,7 +65,7 @@ def test_every_cli_command_has_help():
         assert len(text) > 10, f"'iolab {name}' has no help line in 'iolab --help'"
 
 
-STUDY_CALL = re.compile(r"\b(studies\.[\w.]+|lad\.run_ladder|kp\.(?:direct_vs_buffered|knob_sweep|block_sizes|many_devices)"
+STUDY_CALL = re.compile(r"\b(studies\.(?!\w*summary\b)[\w.]+|lad\.run_ladder|kp\.(?:direct_vs_buffered|knob_sweep|block_sizes|many_devices)"
                         r"|runner\.measure|search\.run)\(")
 
 
