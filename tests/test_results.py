@@ -135,3 +135,15 @@ def test_the_kits_errors_show_as_one_block_in_a_notebook_and_tb_shows_the_traceb
         assert "ZeroDivisionError" in capsys.readouterr().out  # not ours: IPython's own
     finally:
         shell.clear_instance()
+
+
+def test_live_tables_in_a_notebook_read_like_the_write_ups():
+    """``import iolab`` in a kernel sets pandas' float display to the write-ups' reading:
+    12748.502994 read 12,748.502994 live and 12,749 published."""
+    from iolab.columns import live_tables
+    try:
+        live_tables()
+        text = pd.DataFrame({"iops": [12748.502994, 275873792.0, 2.596134, float("nan")]}).to_string()
+        assert "12,749" in text and "275,873,792" in text and "2.60" in text and "NaN" in text
+    finally:
+        pd.reset_option("display.float_format")

@@ -7,7 +7,10 @@ __version__ = "0.1.0"
 
 import sys as _sys
 
-if "IPython" in _sys.modules:  # in a notebook: the kit's own errors as one short block (errors.brief_in_notebooks)
+_shell = getattr(_sys.modules.get("IPython"), "get_ipython", lambda: None)()
+if _shell is not None:  # in a notebook: the kit's errors as one short block, its tables as in the write-ups
+    from .columns import live_tables as _live_tables
     from .errors import brief_in_notebooks as _brief_in_notebooks
 
-    _brief_in_notebooks()
+    _brief_in_notebooks(_shell)
+    _live_tables()

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping
 
 from . import __version__, checks, provenance
 from .atomic import write_atomic
-from .columns import COLUMNS, label
+from .columns import COLUMNS, label, readable_number
 from .errors import InputError, IolabError, printable
 from .results import MIME as RESULTS_MIME
 from .results import collect
@@ -441,33 +441,11 @@ def offline(page: str) -> tuple[str, list[str]]:
 
 
 # ---------------------------------------------------------------- readable tables
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _ROW = re.compile(r"(<tr\b[^>]*>)(.*?)(</tr>)", re.S)
 _CELL = re.compile(r"<(t[hd])\b([^>]*)>(.*?)</t[hd]>", re.S)
 _DATAFRAME = re.compile(r"<table\b[^>]*class=\"[^\"]*\bdataframe\b[^\"]*\"[^>]*>.*?</table>", re.S)
 # columns whose integers are names, not quantities: no thousands separator in a year or an id
 _VERBATIM_COLUMN = re.compile(r"(?:^|_)(?:id|ids|year|seed|pid|index|cpu|cpus|groupid|error|port)$", re.I)
-
-
-def readable_number(text: str) -> str:
-    """A number as a table shows it to people; any other text unchanged. Integers from
-    1,000 get thousands separators; other numbers keep three significant digits without
-    rounding the integer part: 22441.558442 -> 22,442; 64.256 -> 64.3; 2.596134 -> 2.60;
-    0.982029 -> 0.982; 0.000123456 -> 0.000123."""
-    s = text.strip()
-    if not _NUMBER.fullmatch(s):
-        return text
-    if s.lstrip("+-").isdigit():
-        return f"{int(s):,}" if abs(int(s)) >= 1000 else s
-    value = float(s)
-    size = abs(value)
-    if size >= 100:
-        return f"{value:,.0f}"
-    if size >= 10:
-        return f"{value:.1f}"
-    if size >= 1:
-        return f"{value:.2f}"
-    return "0" if value == 0 else f"{value:.3g}"
 
 
 def readable_tables(page: str) -> str:
