@@ -80,7 +80,7 @@ def test_latency_against_iops_has_one_point_per_setting(table):
     means = table[table.bs == "4k"].groupby("qd")[["iops", "clat_p99_us"]].mean()
     assert np.allclose(xs, means.iops) and np.allclose(ys, means.clat_p99_us)  # joined in QD order
     assert [t.get_text() for t in ax.texts if t.get_text() in ("1", "4")] == ["1", "4"]
-    assert "2 run(s) per point" in fig.texts[-1].get_text()
+    assert "one point per setting (queue depth (IOs)), the mean of 2 run(s)" in fig.texts[-1].get_text()
     plt.close(fig)
 
 
@@ -105,3 +105,16 @@ def test_t_interval():
     low, high = analysis.t_interval([1.0, 2.0, 3.0])
     assert math.isclose(high - 2.0, 4.302652729911275 / math.sqrt(3), rel_tol=1e-9)  # t(0.975, 2) s/sqrt(n)
     assert math.isnan(analysis.t_interval([5.0])[0])
+
+
+def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_in_si():
+    """fio's interval logs of one run are not repeats: the footnote says "intervals of one
+    run"; an axis of 1.2e8 IOPS reads 120 M, not 1e8."""
+    from matplotlib.ticker import EngFormatter
+    import pandas as pd
+    series = pd.DataFrame({"run_id": ["r1"] * 6, "direction": ["read"] * 6, "qd": [1, 1, 1, 4, 4, 4],
+                           "iops": [1.1e8, 1.2e8, 1.3e8, 1.5e8, 1.6e8, 1.7e8]})
+    fig = explore.plot(series, x="qd", y="iops")
+    assert "mean of 3 interval(s) of one run per point" in fig.texts[-1].get_text()
+    assert isinstance(fig.axes[0].yaxis.get_major_formatter(), EngFormatter)
+    plt.close(fig)

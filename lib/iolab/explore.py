@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import EngFormatter
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -129,8 +130,14 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
                                              if compare.nonnegative(y) else "")
                 if n.max() > 1 else "no interval: one run per point")
     source = COLUMNS[y].source if y in COLUMNS else "this table"
-    fig.text(0.01, 0.01, f"source: {source}; mean of {runs} run(s) per point; {interval}",
-             fontsize=7.5, color="0.35")
+    one_run = "run_id" in df and df["run_id"].nunique() == 1 and n.max() > 1
+    what = f"{runs} interval(s) of one run" if one_run else f"{runs} run(s)"
+    per = (f"one point per setting ({', '.join(label(k) for k in xs)}), the mean of {what}" if x in c.metrics
+           else f"mean of {what} per point")
+    fig.text(0.01, 0.01, f"source: {source}; {per}; {interval}", fontsize=7.5, color="0.35")
+    for ax in axes[0]:  # 1.2e8 on an axis reads as 120 M
+        if pd.api.types.is_numeric_dtype(df[y]) and df[y].abs().max() >= 1e4:
+            ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     flag_banner(axes[0][0], df)
     return fig
