@@ -51,7 +51,7 @@ def test_line_is_the_mean_over_repeats_with_a_t_interval(table):
     intervals = [analysis.t_interval(one_bs[one_bs.qd == q].iops) for q in (1, 4)]
     assert np.isclose(band.min(), max(0, min(lo for lo, _ in intervals)))  # IOPS: the interval stops at 0
     assert np.isclose(band.max(), max(hi for _, hi in intervals))
-    assert "2 run(s) per point; 95 % Student-t interval" in fig.texts[-1].get_text()
+    assert "2 run(s) per point; 95 % Student-t interval" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
 
 
@@ -80,7 +80,7 @@ def test_latency_against_iops_has_one_point_per_setting(table):
     means = table[table.bs == "4k"].groupby("qd")[["iops", "clat_p99_us"]].mean()
     assert np.allclose(xs, means.iops) and np.allclose(ys, means.clat_p99_us)  # joined in QD order
     assert [t.get_text() for t in ax.texts if t.get_text() in ("1", "4")] == ["1", "4"]
-    assert "one point per setting (queue depth (IOs)), the mean of 2 run(s)" in fig.texts[-1].get_text()
+    assert "one point per setting (queue depth (IOs)), the mean of 2 run(s)" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
 
 
@@ -115,6 +115,6 @@ def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_
     series = pd.DataFrame({"run_id": ["r1"] * 6, "direction": ["read"] * 6, "qd": [1, 1, 1, 4, 4, 4],
                            "iops": [1.1e8, 1.2e8, 1.3e8, 1.5e8, 1.6e8, 1.7e8]})
     fig = explore.plot(series, x="qd", y="iops")
-    assert "mean of 3 interval(s) of one run per point" in fig.texts[-1].get_text()
+    assert "mean of 3 interval(s) of one run per point" in " ".join(fig.texts[-1].get_text().split())
     assert isinstance(fig.axes[0].yaxis.get_major_formatter(), EngFormatter)
     plt.close(fig)

@@ -14,6 +14,7 @@ default figure instead of widgets.
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -128,17 +129,19 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
     interval = ("95 % Student-t interval" + (" (stopped at 0: the quantity cannot be negative)"
                                              if compare.nonnegative(y) else "")
+                + ("; from 2 runs it is wide and says little: repeat 3 or more times" if n.min() == 2 else "")
                 if n.max() > 1 else "no interval: one run per point")
     source = COLUMNS[y].source if y in COLUMNS else "this table"
     one_run = "run_id" in df and df["run_id"].nunique() == 1 and n.max() > 1
     what = f"{runs} interval(s) of one run" if one_run else f"{runs} run(s)"
     per = (f"one point per setting ({', '.join(label(k) for k in xs)}), the mean of {what}" if x in c.metrics
            else f"mean of {what} per point")
-    fig.text(0.01, 0.01, f"source: {source}; {per}; {interval}", fontsize=7.5, color="0.35")
+    note = textwrap.fill(f"source: {source}; {per}; {interval}", width=int(fig.get_figwidth() * 18))
+    fig.text(0.01, 0.01, note, fontsize=7.5, color="0.35")  # wrapped to the figure: never cut at its edge
     for ax in axes[0]:  # 1.2e8 on an axis reads as 120 M
         if pd.api.types.is_numeric_dtype(df[y]) and df[y].abs().max() >= 1e4:
             ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.04 * (note.count("\n") + 1), 1, 1))
     flag_banner(axes[0][0], df)
     return fig
 
