@@ -6,6 +6,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from conftest import CPU  # noqa: E402
@@ -117,4 +118,14 @@ def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_
     fig = explore.plot(series, x="qd", y="iops")
     assert "mean of 3 interval(s) of one run per point" in " ".join(fig.texts[-1].get_text().split())
     assert isinstance(fig.axes[0].yaxis.get_major_formatter(), EngFormatter)
+    plt.close(fig)
+
+
+def test_a_numeric_hue_gets_a_sequential_scale_with_no_colour_twice(table):
+    import matplotlib.colors as mcolors
+    many = pd.concat([table.assign(iodepth_batch=b) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)],
+                     ignore_index=True)
+    fig = explore.plot(many, x="qd", y="iops", hue="iodepth_batch")
+    colours = [mcolors.to_hex(line.get_color()) for line in fig.axes[0].get_legend().get_lines()]
+    assert len(colours) == 11 and len(set(colours)) == 11  # the default cycle has 10: one would repeat
     plt.close(fig)

@@ -148,10 +148,12 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
 
 def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataFrame,
           facet: str | None = None) -> None:
-    kw = dict(data=part, x=x, y=y, hue=hue, hue_order=hue_order, errorbar=lambda v: _interval(v, y), ax=ax)
+    palette = _palette(full, hue, hue_order)
+    kw = dict(data=part, x=x, y=y, hue=hue, hue_order=hue_order, errorbar=lambda v: _interval(v, y), ax=ax,
+              **({"palette": palette} if palette else {}))
     if x in choices(full).metrics:
         by = [s for s in choices(full).settings if s not in (hue, facet)]
-        _metric_vs_metric(part, x, y, by, hue, hue_order, ax)
+        _metric_vs_metric(part, x, y, by, hue, hue_order, ax, palette)
     elif _line(full, x):
         sns.lineplot(marker="o", **kw)
         if _log2_axis(full, x):
@@ -165,12 +167,21 @@ def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataF
         ax.get_legend().set_title(label(hue))
 
 
-def _metric_vs_metric(part: pd.DataFrame, x: str, y: str, by: list[str], hue, hue_order, ax) -> None:
+def _palette(full: pd.DataFrame, hue: str | None, hue_order) -> list | None:
+    """A numeric hue's colours: a sequential scale in its order (low light, high dark), so
+    neither does a colour repeat nor does a legend look categorical; None otherwise."""
+    if not hue or not hue_order or not pd.api.types.is_numeric_dtype(full[hue]):
+        return None
+    return sns.color_palette("viridis_r", n_colors=len(hue_order))
+
+
+def _metric_vs_metric(part: pd.DataFrame, x: str, y: str, by: list[str], hue, hue_order, ax,
+                      palette: list | None = None) -> None:
     """Two measured columns against each other (latency vs IOPS): one point per setting
     (mean over repeats, 95 % t interval both ways), joined in the setting's order and
     labelled with its value."""
     groups = [(None, part)] if not hue else [(h, part[part[hue] == h]) for h in hue_order]
-    for h, g in groups:
+    for i, (h, g) in enumerate(groups):
         if g.empty:
             continue
         keys = by or [x]
@@ -181,7 +192,7 @@ def _metric_vs_metric(part: pd.DataFrame, x: str, y: str, by: list[str], hue, hu
         err = lambda col, m: np.array([[m_ - _interval(p[col], col)[0], _interval(p[col], col)[1] - m_]
                                        for (_, p), m_ in zip(stats, m)]).T
         ax.errorbar(mx, my, xerr=err(x, mx), yerr=err(y, my), marker="o", capsize=2,
-                    label=None if h is None else f"{h}")
+                    label=None if h is None else f"{h}", **({"color": palette[i]} if palette else {}))
         if by:
             for (k, _), px, py in zip(stats, mx, my):
                 ax.annotate(", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in k), (px, py),
