@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import EngFormatter
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -29,7 +28,7 @@ from . import compare
 from .analysis import t_interval
 from .columns import COLUMNS, label
 from .errors import InputError, IolabError
-from .plots import flag_banner
+from .plots import flag_banner, si_axis
 from .progress import headless
 from .target import parse_size
 
@@ -138,9 +137,8 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
            else f"mean of {what} per point")
     note = textwrap.fill(f"source: {source}; {per}; {interval}", width=int(fig.get_figwidth() * 18))
     fig.text(0.01, 0.01, note, fontsize=7.5, color="0.35")  # wrapped to the figure: never cut at its edge
-    for ax in axes[0]:  # 1.2e8 on an axis reads as 120 M
-        if pd.api.types.is_numeric_dtype(df[y]) and df[y].abs().max() >= 1e4:
-            ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
+    for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (plots.si_axis)
+        si_axis(ax, "y")
     fig.tight_layout(rect=(0, 0.04 * (note.count("\n") + 1), 1, 1))
     flag_banner(axes[0][0], df)
     return fig

@@ -10,7 +10,7 @@ import pandas as pd
 from .columns import label
 from .fiojson import PERCENTILES
 from .hosttable import POOLED
-from .plots import _ax, _si_axis, source_note
+from .plots import _ax, si_axis, source_note
 
 
 def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: str | None = None):
@@ -31,7 +31,7 @@ def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: s
     ax.set_xticklabels(rows["host"], rotation=20 if len(rows) > 4 else 0)
     ax.set_xlabel("host (fio server, as named)")
     ax.set_ylabel(label(metric))
-    _si_axis(ax)
+    si_axis(ax)
     n = int(rows["repeats"].max()) if len(rows) else 0
     ax.set_title(title or f"{label(metric)} per host, all hosts running at once")
     source_note(ax, f"fio client/server json+ reports, mean of {n} run(s) per host with 95 % t interval; "
@@ -77,7 +77,7 @@ def host_scaling(scale: pd.DataFrame, metric: str = "iops", ax=None):
     ax.set_xticks(k)
     ax.set_xlabel("hosts running the job at once")
     ax.set_ylabel(f"aggregate {label(metric)}")
-    _si_axis(ax)
+    si_axis(ax)
     ax.legend(fontsize=8)
     ax.set_title(f"Aggregate {label(metric)} against hosts (% = of linear)")
     source_note(ax, f"pooled rows of fio client/server runs (IOPS summed over hosts), mean of "

@@ -501,7 +501,7 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
         verdict = ("no interval" if pd.isna(apart) else "intervals apart" if apart else "no difference shown")
         p.set_title(f"{axis}: {part['effect_pct'].iloc[0]:.0f} % of mean\n{verdict}", fontsize=9,
                     color="0.1" if color != "0.55" else "0.4")
-        _si_axis(p)
+        si_axis(p)
     for p in panels[:: _ncols(panels)]:
         p.set_ylabel(label(metric))
     panels[0].figure.suptitle(title or f"Main effects: mean {label(metric)} at each level, over the other settings",
@@ -572,7 +572,7 @@ def _si(v: float, _pos=None) -> str:
     return f"{v:,.0f}" if a >= 100 else f"{v:.3g}"
 
 
-def _si_axis(ax, axis: str = "y") -> None:
+def si_axis(ax, axis: str = "y") -> None:
     """Compact tick labels (400k, 1.2M) when the axis reaches 10,000."""
     lo, hi = getattr(ax, f"get_{axis}lim")()
     if max(abs(lo), abs(hi)) >= 1e4:
@@ -669,7 +669,7 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
         p.margins(y=0.25)
         p.set_ylabel(label(metric))
         p.set_title("Roof only: this search has no devices or cores axis", fontsize=10)
-        _si_axis(p)
+        si_axis(p)
     for p, axis in zip(panels, present):
         _roofline_panel(p, roof, axis, ref)
     if present:
