@@ -137,8 +137,10 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
            else f"mean of {what} per point")
     note = textwrap.fill(f"source: {source}; {per}; {interval}", width=int(fig.get_figwidth() * 18))
     fig.text(0.01, 0.01, note, fontsize=7.5, color="0.35")  # wrapped to the figure: never cut at its edge
-    for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (plots.si_axis)
+    for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (plots.si_axis); a measured x too
         si_axis(ax, "y")
+        if x in c.metrics:
+            si_axis(ax, "x")
     fig.tight_layout(rect=(0, 0.04 * (note.count("\n") + 1), 1, 1))
     flag_banner(axes[0][0], df)
     return fig
@@ -245,9 +247,11 @@ class _Widget:
 
         self.tables = tables
         names = list(tables)
-        self.table = w.Dropdown(options=names, value=names[0], description="table")
-        self.x, self.y = w.Dropdown(description="x"), w.Dropdown(description="y")
-        self.hue, self.facet = w.Dropdown(description="hue"), w.Dropdown(description="facet")
+        # wide enough for "clat p99 (µs) [clat_p99_us] (measured)": the default width clipped it
+        wide = dict(layout=w.Layout(width="46%", min_width="18em"), style={"description_width": "3.5em"})
+        self.table = w.Dropdown(options=names, value=names[0], description="table", **wide)
+        self.x, self.y = w.Dropdown(description="x", **wide), w.Dropdown(description="y", **wide)
+        self.hue, self.facet = w.Dropdown(description="hue", **wide), w.Dropdown(description="facet", **wide)
         self.log_y = w.Checkbox(value=False, description="log y", indent=False)
         self.out = w.Output()
         self.code = w.Textarea(layout=w.Layout(width="100%", height="4em"), disabled=False)
@@ -257,7 +261,8 @@ class _Widget:
         self.table.observe(self._table_changed, names="value")
         for widget in (self.x, self.y, self.hue, self.facet, self.log_y):
             widget.observe(self.draw, names="value")
-        rows = [w.HBox([self.x, self.y]), w.HBox([self.hue, self.facet, self.log_y])]
+        rows = [w.HBox([self.x, self.y], layout=w.Layout(flex_flow="row wrap")),
+                w.HBox([self.hue, self.facet, self.log_y], layout=w.Layout(flex_flow="row wrap"))]
         self.box = w.VBox(([self.table] if len(names) > 1 else []) + rows +
                           [self.out, w.HTML("<b>copy the code for this plot:</b>"), self.code])
         self.box.add_class("iolab-explorer")
