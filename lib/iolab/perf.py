@@ -240,7 +240,9 @@ class Profiler:
         self._t0 = time.monotonic()
         if self._record is None:
             return
-        deadline = self._t0 + 5  # perf creates perf.data once its counters are set up
+        # perf creates perf.data once its counters are set up, in well under a second; on a
+        # loaded 2-CPU machine a perf that is refused took over 5 s even to exit
+        deadline = self._t0 + 15
         while not self.data.exists() and time.monotonic() < deadline \
                 and self._record.poll() is None:
             time.sleep(0.02)
