@@ -102,3 +102,17 @@ def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
         assert ticking._bar.n >= 1 and not ticking._bar.leave
     assert not ticking._thread.is_alive()
     assert progress.Ticking("fio y", 3)._bar.disable  # short: no bar
+
+
+def test_a_loop_that_fails_takes_its_bar_away(monkeypatch):
+    """A failed cell left a stale "0/4" bar in JupyterLab: a loop over ``progress.bar`` that
+    stops early removes its bar; one that finishes keeps it."""
+    from iolab import progress
+    monkeypatch.setattr(progress, "headless", lambda: False)
+    failing = progress.bar(range(4), "runs")
+    with pytest.raises(RuntimeError):
+        for i in failing:
+            raise RuntimeError("fio failed")
+    assert failing.leave is False
+    done = progress.bar(range(2), "runs")
+    assert list(done) == [0, 1] and done.leave is not False

@@ -13,9 +13,21 @@ def headless() -> bool:
 
 def bar(iterable: Iterable, desc: str, unit: str = "run", total: int | None = None, delay: float = 0):
     """``iterable`` wrapped in a progress bar (none when headless; shown only after ``delay``
-    seconds, so work that ends sooner leaves no bar behind)."""
+    seconds, so work that ends sooner leaves no bar behind). A loop that ends early (a
+    failed run, Ctrl-C) takes its bar away rather than leave a stale "0/4" behind."""
     from tqdm.auto import tqdm
-    return tqdm(iterable, desc=desc, unit=unit, total=total, disable=headless(), delay=delay)
+
+    class Bar(tqdm):
+        def __iter__(self):
+            inner = super().__iter__()
+            try:
+                yield from inner
+            except BaseException:  # GeneratorExit too: the loop around it stopped early
+                self.leave = False
+                inner.close()
+                raise
+
+    return Bar(iterable, desc=desc, unit=unit, total=total, disable=headless(), delay=delay)
 
 
 class Stages:
