@@ -3,7 +3,7 @@ index of the seeds side by side. One offline file each: inline style, the figure
 embedded PNG, no script.
 
     table = comparisons(seed, out)     # one row per published figure and metric
-    write_seed_page(seed, out, level)  # out/seed-NNN.html
+    write_seed_page(seed, out)         # out/seed-NNN.html (the level and devices from out/plan.json)
     write_index(out)                   # out/index.html
 
 A comparison row holds the published value (``data/reference/published_figures.csv``, cited),
@@ -414,7 +414,7 @@ def _html(title: str, body: Sequence[str]) -> str:
             f"<style>{PAGE_STYLE}</style></head><body>" + "\n".join(body) + "</body></html>\n")
 
 
-def write_seed_page(seed: Seed, out: str | Path, level: str | None = None) -> Path:
+def write_seed_page(seed: Seed, out: str | Path) -> Path:
     out = Path(out)
     page = out / f"{seed.slug}.html"
     write_atomic(page, seed_page(seed, out))

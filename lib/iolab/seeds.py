@@ -374,7 +374,7 @@ def run(todo: Sequence[Planned], out: str | os.PathLike, level: str, devices: Se
         seed = planned[0].seed
         manifest = Manifest(planned[0].run.notebook, [p.run for p in planned], out / seed.slug, 1, seed.path)
         records[ident] = run_batch(manifest, out / seed.slug, 1, on_done=on_done)
-        seed_pages.write_seed_page(seed, out, level)
+        seed_pages.write_seed_page(seed, out)
         seed_pages.write_index(out)
     return records
 
