@@ -147,3 +147,13 @@ def test_live_tables_in_a_notebook_read_like_the_write_ups():
         assert "12,749" in text and "275,873,792" in text and "2.60" in text and "NaN" in text
     finally:
         pd.reset_option("display.float_format")
+
+
+def test_per_setting_results_are_kept_but_folded_under_the_key_ones(tmp_path):
+    """record_many's results (one per QD, per step) are details: the write-up folds them
+    under the key figures and a batch index makes no column of them."""
+    from iolab.batch_index import result_names
+    bundle = results.merged([{"results": [{"name": "peak IOPS", "value": 5}]},
+                             {"results": [{"name": "IOPS at QD 1", "value": 1, "detail": True}]}])
+    assert "detail" not in bundle["results"][0] and bundle["results"][1]["detail"] is True
+    assert [name for name, _ in result_names([{"results": bundle["results"]}])] == ["peak IOPS"]

@@ -56,11 +56,13 @@ def varying(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, Any
 
 
 def result_names(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """(name, unit) of every result any run recorded, in first-seen order."""
+    """(name, unit) of every key result any run recorded, in first-seen order (not the
+    per-setting details of ``results.record_many``: a column each would bury the rest)."""
     seen: dict[str, str] = {}
     for r in runs:
         for res in r.get("results") or []:
-            seen.setdefault(res["name"], res.get("unit", ""))
+            if not res.get("detail"):
+                seen.setdefault(res["name"], res.get("unit", ""))
     return list(seen.items())
 
 

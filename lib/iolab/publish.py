@@ -556,14 +556,24 @@ def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recor
     parts.append(_table(("parameter", "value", "", "meaning"), rows) if rows
                  else "<p>This notebook has no parameters cell and was given no parameters.</p>")
     if recorded["results"]:
+        key = [r for r in recorded["results"] if not r.get("detail")]
+        detail = [r for r in recorded["results"] if r.get("detail")]
         parts.append('<h2 id="iolab-results">Results</h2>')
-        parts.append(_table(("result", "value", "unit", "interval", "source", "note"), [
-            (r.get("name", ""), _shown(r.get("value")), r.get("unit") or "",
-             f"[{_shown(r.get('low'))}, {_shown(r.get('high'))}]"
-             if r.get("low") is not None or r.get("high") is not None else "",
-             r.get("source") or "", r.get("note") or "") for r in recorded["results"]], numeric=(1, 3)))
+        if key:
+            parts.append(_results_table(key))
+        if detail:  # per-setting figures (results.record_many): kept, folded under the key ones
+            parts.append(f"<details><summary>{len(detail)} more results, one per setting (what iolab seeds "
+                         f"compares with published figures)</summary>{_results_table(detail)}</details>")
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def _results_table(results: list[Mapping[str, Any]]) -> str:
+    return _table(("result", "value", "unit", "interval", "source", "note"), [
+        (r.get("name", ""), _shown(r.get("value")), r.get("unit") or "",
+         f"[{_shown(r.get('low'))}, {_shown(r.get('high'))}]"
+         if r.get("low") is not None or r.get("high") is not None else "",
+         r.get("source") or "", r.get("note") or "") for r in results], numeric=(1, 3))
 
 
 def _shown(value: Any) -> str:

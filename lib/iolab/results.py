@@ -31,7 +31,7 @@ from .errors import InputError
 
 MIME = "application/vnd.iolab.results+json"
 FILE_ENV = "IOLAB_RESULTS_FILE"
-FIELDS = ("name", "value", "unit", "source", "low", "high", "note")
+FIELDS = ("name", "value", "unit", "source", "low", "high", "note", "detail")
 
 
 def record(name: str, value: Any, unit: str = "", source: str = "", low: Any = None, high: Any = None,
@@ -51,14 +51,15 @@ def record_many(entries: Iterable[Mapping[str, Any]], what: str = "") -> None:
     """Record several results as one output (one line for people, ``what`` they are): each
     entry takes ``record``'s arguments, e.g. {"name": "IOPS at QD 32", "value": 231000,
     "unit": "IO/s", "low": ..., "high": ...}. For the per-setting figures a comparison reads
-    (``iolab seeds``), which would bury a notebook's key figures as one line each."""
+    (``iolab seeds``), which would bury a notebook's key figures: they are marked
+    ``"detail": true``, and write-ups and batch indexes fold them away."""
     bundle = []
     for entry in entries:
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
             raise InputError(f"a result needs a name (a non-empty string), not {name!r}")
         bundle.append({"name": name.strip(), **{k: _plain(entry.get(k), name) for k in ("value", "low", "high")},
-                       **{k: str(entry.get(k) or "") for k in ("unit", "source", "note")}})
+                       **{k: str(entry.get(k) or "") for k in ("unit", "source", "note")}, "detail": True})
     if bundle:
         _emit({"results": bundle}, f"recorded {len(bundle)} results" + (f": {what}" if what else ""))
 
@@ -151,7 +152,7 @@ def merged(bundles: Iterable[Mapping[str, Any]]) -> dict[str, list]:
     folders: dict[str, None] = {}
     for bundle in bundles:
         for entry in bundle.get("results", []):
-            results[entry["name"]] = {k: entry.get(k) for k in FIELDS}
+            results[entry["name"]] = {k: entry.get(k) for k in FIELDS if k != "detail" or entry.get("detail")}
         folders.update(dict.fromkeys(bundle.get("run_folders", [])))
     return {"results": list(results.values()), "run_folders": list(folders)}
 
