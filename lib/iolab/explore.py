@@ -7,7 +7,7 @@
 What is offered comes from the column registry (``iolab.columns``): metrics (measured,
 with units) on y; settings (swept or chosen: queue depth, scheduler, block size, any fio
 option a sweep varied) on x, hue and facet; ids never. Each point is the mean over repeats
-with its 95 % Student-t interval (``analysis.t_interval``); queue depths and other doubling
+with its 95 % Student-t interval (``compare.interval``, stopped at 0 for a quantity that cannot be negative); queue depths and other doubling
 settings get a log2 axis. The widget shows the ``plot(...)`` call for the current choice,
 so an exploration becomes a cell. Headless (papermill, ``make demo``) it shows the static
 default figure instead of widgets.
@@ -25,7 +25,6 @@ import seaborn as sns
 from IPython.display import display
 
 from . import compare
-from .analysis import t_interval
 from .columns import COLUMNS, label
 from .errors import InputError, IolabError
 from .plots import flag_banner, si_axis
@@ -91,10 +90,10 @@ def _line(df: pd.DataFrame, x: str) -> bool:
     return pd.api.types.is_numeric_dtype(df[x]) and (_log2_axis(df, x) or df[x].nunique() > FEW_VALUES)
 
 
-def _interval(values, metric: str = "") -> tuple[float, float]:
+def _interval(values, metric: str) -> tuple[float, float]:
     """The 95 % interval of the mean of ``values`` (``compare.interval``: clipped at 0 for a
     metric that cannot be negative); the mean itself when there is none (one value)."""
-    low, high = compare.interval(values, metric) if metric else t_interval(values)
+    low, high = compare.interval(values, metric)
     return (low, high) if not np.isnan(low) else (np.mean(values), np.mean(values))
 
 

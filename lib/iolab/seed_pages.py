@@ -129,8 +129,7 @@ def _from_results(template: str, prow: pd.Series, spec: Mapping[str, Any], rec: 
         return None, None, None, f"not measured at these settings: the run recorded no {name!r}{note}"
     if not _number(result.get("value")):
         return None, None, None, f"{result.get('note') or 'no value recorded'}{note}"
-    low = max(result["low"], 0.0) if _number(result.get("low")) else None  # a count or a time is never negative
-    return (result["value"], low, result.get("high"),
+    return (result["value"], result.get("low"), result.get("high"),
             f"{name} ({result.get('note') or result.get('source') or 'recorded'}){note}")
 
 
@@ -167,7 +166,7 @@ def _from_search(column: str, where: Mapping[str, Any], rec: Mapping[str, Any]):
     cells = cells.sort_values([a for a in ("devices", "cores") if a in cells], ascending=False)
     best = cells.iloc[0]
     where_text = ", ".join(f"{a}={best[a]}" for a in dict.fromkeys(axes))
-    return (float(best[f"{column}_mean"]), max(float(best[f"{column}_ci_low"]), 0.0), float(best[f"{column}_ci_high"]),
+    return (float(best[f"{column}_mean"]), float(best[f"{column}_ci_low"]), float(best[f"{column}_ci_high"]),
             f"search cell {where_text}: mean of {int(best['n'])} runs, 95 % interval")
 
 

@@ -228,9 +228,10 @@ def _pollable(device: str | None) -> tuple[bool, str]:
     """Whether polled completions can run on ``device`` (its queue's io_poll), and why."""
     if not device:
         return False, "not polled: the default loop device has no poll queues"
+    from .system import queue_knobs
+
     name = Path(os.path.realpath(device)).name
-    poll = Path(f"/sys/block/{name}/queue/io_poll")
-    on = poll.exists() and poll.read_text().strip() == "1"
+    on = queue_knobs(name).get("io_poll") == "1"
     return on, (f"polled: {name} has poll queues" if on else
                 f"not polled: {name} has no poll queues (NVMe: boot with nvme.poll_queues=N)")
 

@@ -212,6 +212,25 @@ def _tio_unpolled(opts: dict, current: dict) -> str | None:
     return None
 
 
+STEP_FIGURES = (("IOPS", "iops", "IO/s"), ("clat p50", "clat_p50_us", "µs"), ("clat p99", "clat_p99_us", "µs"))
+
+
+def step_results(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Every step's IOPS, clat p50 and clat p99 as ``results.record_many`` entries ("IOPS:
+    baseline io_uring", with the step's interval); a skipped or failed step has no value and
+    its reason as the note (what ``iolab seeds`` reads)."""
+    out = []
+    for step in table.to_dict("records"):
+        measured = step.get("status") == "measured"
+        reason = step.get("reason") or ""
+        note = (f"mean of {step.get('runs')} runs, 95 % t interval" + (f"; {reason}" if reason else "")
+                if measured else f"{step.get('status')}: {reason}")
+        out += [{"name": f"{what}: {step['name']}", "value": step.get(column) if measured else None, "unit": unit,
+                 "low": step.get(f"{column}_ci_low"), "high": step.get(f"{column}_ci_high"),
+                 "source": f"step {step['step']}", "note": note} for what, column, unit in STEP_FIGURES]
+    return out
+
+
 def _summary(runs: pd.DataFrame) -> dict[str, Any]:
     """A step's figures from its runs (``compare.per_run``: IOPS summed over jobs): means
     over the repeats, and for IOPS and the p50/p99 latencies their 95 % t interval
