@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from conftest import CPU
+from conftest import CPU, FIXTURES
 from iolab import compare as cmp
 from iolab.errors import InputError
 from iolab.studies import ladder as lad
@@ -207,12 +207,30 @@ def test_the_cells_noise_is_carried_and_named():
 
 
 def test_an_interval_of_a_quantity_that_cannot_be_negative_stops_at_zero():
-    """Two repeats far apart: the t interval of IOPS reached -59,086 (notebook 05's roof);
+    """Repeats far apart: the t interval of IOPS reached -59,086 (notebook 05's roof);
     IOPS, latencies and cycles stop at 0, a gain in % does not."""
     from iolab import analysis, compare
-    low, high = compare.interval([60_000, 330_000], "iops")
+    low, high = compare.interval([60_000, 330_000, 45_000], "iops")
     assert low == 0 and high > 330_000
-    assert compare.interval([5.0, 900.0], "clat_p99_us")[0] == 0
-    assert compare.interval([-10.0, 40.0], "gain_pct")[0] < 0  # a difference may be negative
-    table = pd.DataFrame({"qd": [1, 1], "iops": [60_000, 330_000]})
+    assert compare.interval([5.0, 900.0, 7.0], "clat_p99_us")[0] == 0
+    assert compare.interval([-10.0, 40.0, 5.0], "gain_pct")[0] < 0  # a difference may be negative
+    table = pd.DataFrame({"qd": [1, 1, 1], "iops": [60_000, 330_000, 45_000]})
     assert analysis.summarise_repeats(table, ["qd"], "iops")["iops_ci_low"].iloc[0] == 0
+
+
+def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
+    """Real repeats (tests/fixtures/knee/: QD sweeps, 3 runs each, and a 5-trial grid): no
+    interval of IOPS or p99 reaches below 0; from two of the runs there is no interval at
+    all, and the tables say why instead of printing a ±9-standard-deviation one."""
+    from iolab import compare
+    knee = FIXTURES / "knee"
+    for name in ("loop_randread_3x.csv", "scratch_randread_3x.csv", "grid_randread_5x3.csv"):
+        runs = pd.read_csv(knee / name).rename(columns={"rep": "repeat"})
+        by = [c for c in ("target", "trial", "qd") if c in runs]
+        summary = compare.summarise(runs.assign(run_id=range(len(runs))), by, metrics=["iops", "clat_p99_us"])
+        for m in ("iops", "clat_p99_us"):
+            assert (summary[f"{m}_ci_low"] >= 0).all() and summary[f"{m}_ci_low"].notna().all(), (name, m)
+        two = compare.summarise(runs[runs["repeat"] < 2].assign(run_id=range((runs["repeat"] < 2).sum())), by,
+                                metrics=["iops"])
+        assert two["iops_ci_low"].isna().all() and (two["n"] == 2).all()
+        assert compare.readable(two)["IOPS (IO/s)"].str.endswith(f"({compare.NOT_INFORMATIVE})").all()

@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from conftest import CPU  # noqa: E402
+from conftest import CPU, FIXTURES  # noqa: E402
 
 from iolab import analysis, explore, sweep  # noqa: E402
 from iolab.columns import label  # noqa: E402
@@ -49,10 +49,16 @@ def test_line_is_the_mean_over_repeats_with_a_t_interval(table):
     means = one_bs.groupby("qd").iops.mean()
     assert list(xs) == [1, 4] and np.allclose(ys, means.to_numpy())
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
-    intervals = [analysis.t_interval(one_bs[one_bs.qd == q].iops) for q in (1, 4)]
+    assert np.allclose(sorted(set(band)), sorted(means))  # 2 runs: no interval, the band is the line
+    assert "2 run(s) per point; no interval: fewer than 3 repeats" in " ".join(fig.texts[-1].get_text().split())
+    plt.close(fig)
+    knee = pd.read_csv(FIXTURES / "knee" / "scratch_randread_3x.csv")  # real repeats, 3 a point
+    fig = explore.plot(knee.assign(run_id=range(len(knee))), x="qd", y="iops")
+    band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
+    intervals = [analysis.t_interval(g.iops) for _, g in knee.groupby("qd")]
     assert np.isclose(band.min(), max(0, min(lo for lo, _ in intervals)))  # IOPS: the interval stops at 0
     assert np.isclose(band.max(), max(hi for _, hi in intervals))
-    assert "2 run(s) per point; 95 % Student-t interval" in " ".join(fig.texts[-1].get_text().split())
+    assert "3 run(s) per point; 95 % Student-t interval" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
 
 

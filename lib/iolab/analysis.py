@@ -466,14 +466,14 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float
 
 def summarise_repeats(table: pd.DataFrame, by: Sequence[str], value: str,
                       confidence: float = 0.95) -> pd.DataFrame:
-    """Mean, standard deviation, coefficient of variation and a Student-t confidence
-    interval of ``value`` over repeats, per group ``by``. n = 1 gives NaN spread."""
+    """Mean, standard deviation, coefficient of variation and the confidence interval of
+    ``value`` over repeats (``compare.interval``: Student t, stopped at 0 for a rate or a
+    time, NaN below 3 repeats), per group ``by``. n = 1 gives NaN spread."""
     g = table.groupby(list(by))[value]
     out = g.agg(["mean", "std", "count", "min", "max"]).reset_index()
-    from .compare import nonnegative  # a rate or a time: its interval stops at 0 (compare.interval)
-    ci = [t_interval(v, confidence) for _, v in g]
-    floor = 0.0 if nonnegative(value) else -math.inf
-    out["ci_low"], out["ci_high"] = [max(lo, floor) if lo == lo else lo for lo, _ in ci], [hi for _, hi in ci]
+    from .compare import interval  # compare imports this module
+    ci = [interval(v, value, confidence) for _, v in g]
+    out["ci_low"], out["ci_high"] = [lo for lo, _ in ci], [hi for _, hi in ci]
     out["cv_pct"] = 100 * out["std"] / out["mean"]
     return out.rename(columns={c: f"{value}_{c}" for c in
                                ("mean", "std", "count", "min", "max", "ci_low", "ci_high", "cv_pct")})

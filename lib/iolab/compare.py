@@ -128,12 +128,23 @@ def nonnegative(metric: str) -> bool:
             or bool(PERCENTILE.search(metric)))
 
 
+MIN_REPEATS = 3
+NOT_INFORMATIVE = f"no interval: fewer than {MIN_REPEATS} repeats"
+
+
 def interval(values: Sequence[float], metric: str, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """The interval of the mean of a metric's repeats, by ``method(metric)``: Student-t, or
-    for a bootstrap metric the bootstrap and t intervals joined (``joined``). For a metric
-    that cannot be negative (``nonnegative``) the low end is clipped at 0: with few repeats
-    the t interval's symmetric half-width reaches below zero ("IOPS [-59,086, 452,039]"),
-    which says the interval is wide, not that the rate could be negative."""
+    for a bootstrap metric the bootstrap and t intervals joined (``joined``).
+
+    NaN, NaN with fewer than ``MIN_REPEATS`` (3) values: with two repeats Student's t at
+    95 % is 12.7, so the interval is ±9 standard deviations of the pair and says nothing
+    ("94,725 [-162,033, 351,483]"); tables print ``NOT_INFORMATIVE`` instead. For a metric
+    that cannot be negative (``nonnegative``) the low end is clipped at 0 rather than
+    computed on the log scale: the clip leaves the reported mean and the high end as the t
+    interval has them (a log-scale interval would be centred on the geometric mean), and a
+    low end at 0 says plainly that the interval is wide, not that the rate could be negative."""
+    if len(_clean(values)) < MIN_REPEATS:
+        return math.nan, math.nan
     low, high = t_interval(_clean(values), confidence)
     if method(metric) == "bootstrap":
         low, high = joined(bootstrap_interval(values, confidence, seed), (low, high))
@@ -250,7 +261,7 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
         return "nan" if pd.isna(x) else f"{x:,.{digits if abs(x) >= 10 else max(digits, 1)}f}"
 
     for m in metrics:
-        out[label(m)] = [f"{fmt(r[f'{m}_mean'])}" + ("" if pd.isna(r[f"{m}_ci_low"]) else
+        out[label(m)] = [f"{fmt(r[f'{m}_mean'])}" + (f" ({NOT_INFORMATIVE})" if pd.isna(r[f"{m}_ci_low"]) else
                          f" [{fmt(r[f'{m}_ci_low'])}, {fmt(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %")
                          for _, r in summary.iterrows()]
     for c in NOISE:

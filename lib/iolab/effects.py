@@ -305,72 +305,75 @@ def best_config(table: pd.DataFrame, axes, metric: str = "iops", higher_is_bette
     Returns ``(best, ties)``. ``best``: the axes' values, ``config`` (in words),
     ``<metric>_mean`` and its interval ``<metric>_ci_low`` / ``_ci_high``
     (``compare.interval``: Student t, or the bootstrap joined with t for percentiles and
-    ratios), ``n`` (runs) and ``note``. ``ties``: the other cells that
-    ``compare.compare`` cannot tell from the best at ``confidence`` — the interval of
-    100 × (mean best / mean other - 1), bootstrap joined with Welch t, contains 0 — with
-    their mean, interval, ``n``, ``ratio_pct``, ``low_pct``, ``high_pct`` and the
-    ``verdict``; best-first. A cell whose mean lies outside the best cell's interval is never
-    tied (with 2 repeats a pairwise interval can span -489 % to +1049 % and call a cell at a
-    quarter of the best "tied"). A cell whose every run is beyond every run of the best and
-    whose Welch interval excludes 0 is decided without the bootstrap (every resampled
-    ratio is then on one side of 1: the same answer, faster). Cells with one run cannot be
-    judged: they are left out of ``ties`` and counted in ``ties.attrs["unjudged"]``."""
+    ratios; none below 3 repeats), ``n`` (runs) and ``note``.
+
+    ``ties``: the other cells that Dunnett's test cannot tell from the best at
+    ``confidence`` (Dunnett 1955, "A multiple comparison procedure for comparing several
+    treatments with a control", JASA 50:1096; ``scipy.stats.dunnett`` with the best cell as
+    the control). Testing every cell against the best one pair at a time would, with 20
+    cells, call about one truly different cell "tied" by chance in each search; Dunnett's
+    test holds the family-wise error at 1 - ``confidence`` over all of them. A cell whose
+    mean lies outside the best cell's interval is never tied, whatever the test says (with
+    2 repeats a pairwise interval spanned -489 % to +1049 % and called a cell at a quarter
+    of the best "tied"). Each tie has its mean, interval, ``n``, ``ratio_pct`` = 100 ×
+    (mean best / mean other - 1) with ``low_pct`` / ``high_pct`` from Dunnett's
+    simultaneous interval of the difference, ``p`` and the ``verdict``; best-first. Cells
+    with fewer than 3 runs (``compare.MIN_REPEATS``) cannot be judged: they are left out
+    of ``ties`` and counted in ``ties.attrs["unjudged"]``."""
     names, _ = _axes(axes)
     runs = _runs(table, names, metric)
     runs = runs.assign(_config=[_config(r, names) for _, r in runs[names].iterrows()])
-    groups = {k: g for k, g in runs.groupby("_config", sort=False)}
+    groups = {k: g[metric].to_numpy(dtype=float) for k, g in runs.groupby("_config", sort=False)}
     cells = []
-    for key, g in groups.items():
-        v = g[metric].to_numpy(dtype=float)
+    for key, g in runs.groupby("_config", sort=False):
+        v = groups[key]
         low, high = compare.interval(v, metric, confidence)
         cells.append({**g.iloc[0][names].to_dict(), "config": key, f"{metric}_mean": float(v.mean()),
                       f"{metric}_ci_low": low, f"{metric}_ci_high": high, "n": len(v)})
     cells = pd.DataFrame(cells)
     best_i = cells[f"{metric}_mean"].idxmax() if higher_is_better else cells[f"{metric}_mean"].idxmin()
     best = cells.loc[best_i].copy()
-    a = groups[best["config"]]
-    va = a[metric].to_numpy(dtype=float)
-    ties, unjudged = [], 0
-    for _, other in cells.drop(index=best_i).iterrows():
-        b = groups[other["config"]]
-        vb = b[metric].to_numpy(dtype=float)
-        if len(va) < 2 or len(vb) < 2:
-            unjudged += 1
-            continue
-        if _clearly_apart(va, vb, confidence):
-            continue
-        if not best[f"{metric}_ci_low"] <= other[f"{metric}_mean"] <= best[f"{metric}_ci_high"]:
-            continue  # its mean is outside the best cell's interval: not a plausible best, whatever a wide pair says
-        c = compare.compare(pd.concat([a, b], ignore_index=True), by="_config", a=best["config"],
-                            b=other["config"], metric=metric, confidence=confidence)
-        if c.low_pct <= 0 <= c.high_pct:
-            ties.append({**other.to_dict(), "ratio_pct": c.ratio_pct, "low_pct": c.low_pct,
-                         "high_pct": c.high_pct, "verdict": c.verdict})
+    others = cells.drop(index=best_i)
+    judged = others[others["n"] >= compare.MIN_REPEATS] if best["n"] >= compare.MIN_REPEATS else others.iloc[:0]
+    ties = [{**other.to_dict(), **tie} for (_, other), tie in zip(judged.iterrows(), _dunnett(
+        groups[best["config"]], [groups[c] for c in judged["config"]], confidence))
+        if tie and best[f"{metric}_ci_low"] <= other[f"{metric}_mean"] <= best[f"{metric}_ci_high"]]
     columns = [*names, "config", f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high", "n",
-               "ratio_pct", "low_pct", "high_pct", "verdict"]
+               "ratio_pct", "low_pct", "high_pct", "p", "verdict"]
     ties = pd.DataFrame(ties, columns=columns).sort_values(
         f"{metric}_mean", ascending=not higher_is_better, ignore_index=True)
-    ties.attrs = {"metric": metric, "confidence": confidence, "unjudged": unjudged}
-    if len(va) < 2:
-        best["note"] = "one run of the best cell: no interval, ties cannot be judged; repeat the search (repeats >= 3)"
+    unjudged = len(others) - len(judged)
+    ties.attrs = {"metric": metric, "confidence": confidence, "unjudged": unjudged, "method": "Dunnett"}
+    if best["n"] < compare.MIN_REPEATS:
+        best["note"] = (f"{int(best['n'])} run(s) of the best cell: {compare.NOT_INFORMATIVE}, ties cannot be "
+                        f"judged; repeat the search (repeats >= {compare.MIN_REPEATS})")
     elif unjudged:
-        best["note"] = f"{unjudged} cell(s) with one run could not be judged against it"
+        best["note"] = f"{unjudged} cell(s) with fewer than {compare.MIN_REPEATS} runs could not be judged against it"
     else:
-        best["note"] = (f"{len(ties)} other cell(s) tied with it (compare.compare: {100 * confidence:g} % interval "
-                        f"of the ratio of means contains 0)")
+        best["note"] = (f"{len(ties)} other cell(s) tied with it (Dunnett's test against the best over "
+                        f"{len(judged)} cells, {100 * confidence:g} % family-wise)")
     return best, ties
 
 
-def _clearly_apart(va: np.ndarray, vb: np.ndarray, confidence: float) -> bool:
-    """True when every run of one side is beyond every run of the other (every bootstrap
-    ratio on one side of 1) and the Welch interval of the ratio excludes 0 on that side:
-    ``compare.compare``'s joined interval then excludes 0 too."""
-    low, high = compare.welch_ratio_interval(va, vb, confidence)
-    if va.min() > vb.max():
-        return low > 0
-    if va.max() < vb.min():
-        return high < 0
-    return False
+def _dunnett(best: np.ndarray, others: list[np.ndarray], confidence: float) -> list[dict]:
+    """For each of ``others``: {} when Dunnett's test tells it from ``best`` (p below
+    1 - ``confidence``), else its ``ratio_pct``, ``low_pct``, ``high_pct`` (best against it,
+    %, from the simultaneous interval of the difference), ``p`` and ``verdict``."""
+    if not others:
+        return []
+    from scipy import stats  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab
+    result = stats.dunnett(*others, control=best)
+    ci = result.confidence_interval(confidence)
+    out = []
+    for v, p, diff_low, diff_high in zip(others, result.pvalue, ci.low, ci.high):
+        if p < 1 - confidence:
+            out.append({})
+            continue
+        m = v.mean()
+        out.append({"ratio_pct": 100 * (best.mean() / m - 1), "low_pct": -100 * diff_high / m,
+                    "high_pct": -100 * diff_low / m, "p": float(p),
+                    "verdict": f"tied with the best: Dunnett's test p = {p:.2f} over {len(others)} cells"})
+    return out
 
 
 # ---------------------------------------------------------------- roofline
@@ -463,7 +466,7 @@ def describe_roofline(result: dict[str, Any]) -> str:
     parts = [f"roof: {_short(roof['value'], m)} {_words(m)} per device ({roof['config']}"
              + (f"; {100 * result.get('confidence', 0.95):g} % CI "
                 f"{_short(roof['ci_low'], m)}-{_short(roof['ci_high'], m)}"
-                if not math.isnan(roof["ci_low"]) else "") + ")"]
+                if not math.isnan(roof["ci_low"]) else f"; {compare.NOT_INFORMATIVE}") + ")"]
     for axis in ("devices", "cores"):
         frame = result[axis]
         if frame is None:

@@ -127,8 +127,9 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
     interval = ("95 % Student-t interval" + (" (stopped at 0: the quantity cannot be negative)"
                                              if compare.nonnegative(y) else "")
-                + ("; from 2 runs it is wide and says little: repeat 3 or more times" if n.min() == 2 else "")
-                if n.max() > 1 else "no interval: one run per point")
+                + (f"; none where a point has fewer than {compare.MIN_REPEATS} runs (it would say "
+                   "nothing): repeat 3 or more times" if n.min() < compare.MIN_REPEATS else "")
+                if n.max() >= compare.MIN_REPEATS else f"{compare.NOT_INFORMATIVE} per point")
     source = COLUMNS[y].source if y in COLUMNS else "this table"
     one_run = "run_id" in df and df["run_id"].nunique() == 1 and n.max() > 1
     what = f"{runs} interval(s) of one run" if one_run else f"{runs} run(s)"

@@ -240,10 +240,11 @@ class Profiler:
         self._t0 = time.monotonic()
         if self._record is None:
             return
-        # perf creates perf.data once its counters are set up, in well under a second; on a
-        # loaded 2-CPU machine a perf that is refused took over 5 s even to exit
+        # perf creates perf.data before it opens its counters, and writes the file's header
+        # once they are open, in well under a second; on a loaded 2-CPU machine a perf that
+        # is refused took over 5 s even to exit
         deadline = self._t0 + 15
-        while not self.data.exists() and time.monotonic() < deadline \
+        while not _has_header(self.data) and time.monotonic() < deadline \
                 and self._record.poll() is None:
             time.sleep(0.02)
         if self._record.poll() is not None:
@@ -272,6 +273,14 @@ class Profiler:
             (self.dir / RECORD_FILES[1]).write_text(self.folded.text())
         if self.spec.stat and (self.dir / STAT_FILES[0]).exists():
             self.stat = parse_stat(self.dir / STAT_FILES[0])
+
+
+def _has_header(data: Path) -> bool:
+    """Whether perf record has written ``data``'s header (the file is created empty first)."""
+    try:
+        return data.stat().st_size > 0
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- a run folder's perf files

@@ -541,8 +541,10 @@ def summary(table: pd.DataFrame, spec: Spec, metric: str = "iops") -> str:
 
     def line(row) -> str:
         where = ", ".join(f"{a}={row[a]}" for a in axes)
-        return (f"{where}: {row[f'{metric}_mean']:,.0f} [{row[f'{metric}_ci_low']:,.0f}, "
-                f"{row[f'{metric}_ci_high']:,.0f}] ({int(row['n'])} runs)" + ("  UNSTABLE" if row["unstable"] else ""))
+        ci = (compare.NOT_INFORMATIVE if pd.isna(row[f"{metric}_ci_low"]) else
+              f"[{row[f'{metric}_ci_low']:,.0f}, {row[f'{metric}_ci_high']:,.0f}]")
+        return (f"{where}: {row[f'{metric}_mean']:,.0f} {ci} ({int(row['n'])} runs)"
+                + ("  UNSTABLE" if row["unstable"] else ""))
     runs = table["run_id"].nunique() if "run_id" in table else len(table)
     return "\n".join([f"{runs} runs in {len(cells_)} cells; {metric} mean [95 % interval]:",
                       "  best   " + line(cells_.iloc[0]), "  worst  " + line(cells_.iloc[-1])])
