@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import REPO
 
 LAYERS = [
-    ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "progress", "signals", "results",
+    ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "readable", "progress", "signals", "results",
                       "runfiles"}),
     ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "owned", "pool", "compare", "drift", "knee_search", "effects", "hosttable",
                              "threadstates", "checks"}),

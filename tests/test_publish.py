@@ -61,8 +61,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook  # noqa: 
 
 from iolab import provenance  # noqa: E402
 from iolab.errors import InputError  # noqa: E402
-from iolab.publish import (WIDGET_VIEW, network_fetches, offline, publish, readable_number,  # noqa: E402
-                           readable_tables, to_html)
+from iolab.publish import WIDGET_VIEW, network_fetches, offline, publish, to_html  # noqa: E402
+from iolab.readable import readable_number, readable_tables  # noqa: E402
 
 RESULTS_MIME = "application/vnd.iolab.results+json"
 TINY_PARAMETERS = {"label": "tiny run", "depths": [1, 4, 16]}

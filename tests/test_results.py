@@ -138,15 +138,25 @@ def test_the_kits_errors_show_as_one_block_in_a_notebook_and_tb_shows_the_traceb
 
 
 def test_live_tables_in_a_notebook_read_like_the_write_ups():
-    """``import iolab`` in a kernel sets pandas' float display to the write-ups' reading:
-    12748.502994 read 12,748.502994 live and 12,749 published."""
-    from iolab.columns import live_tables
+    """``import iolab`` in a kernel shows DataFrames as the write-ups do: 12748.502994 read
+    12,748.502994 live and 12,749 published, raw bytes (275873792.0) as 263 MiB, units in
+    the headers, inside a box that scrolls sideways; pandas' text form rounds too."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from iolab.readable import SCROLL_BOX, live_tables
+    shell = InteractiveShell()
     try:
-        live_tables()
-        text = pd.DataFrame({"iops": [12748.502994, 275873792.0, 2.596134, float("nan")]}).to_string()
-        assert "12,749" in text and "275,873,792" in text and "2.60" in text and "NaN" in text
+        live_tables(shell)
+        frame = pd.DataFrame({"iops": [12748.502994, 2.596134], "io_bytes": [275873792.0, float("nan")],
+                              "run_id": [2011, 2024]})
+        text = frame.to_string()
+        assert "12,749" in text and "2.60" in text and "NaN" in text
+        html = shell.display_formatter.format(frame)[0]["text/html"]
+        assert html.startswith(f'<div class="{SCROLL_BOX}" style="overflow-x: auto')
+        assert ">12,749<" in html and ">263 MiB<" in html and ">2011<" in html
+        assert '<th title="iops">IOPS (IO/s)</th>' in html and '<th title="io_bytes">io bytes (B)</th>' in html
     finally:
         pd.reset_option("display.float_format")
+        shell.clear_instance()
 
 
 def test_per_setting_results_are_kept_but_folded_under_the_key_ones(tmp_path):

@@ -9,8 +9,8 @@ import sys as _sys
 
 _shell = getattr(_sys.modules.get("IPython"), "get_ipython", lambda: None)()
 if _shell is not None:  # in a notebook: the kit's errors as one short block, its tables as in the write-ups
-    from .columns import live_tables as _live_tables
     from .errors import brief_in_notebooks as _brief_in_notebooks
+    from .readable import live_tables as _live_tables
 
     _brief_in_notebooks(_shell)
-    _live_tables()
+    _live_tables(_shell)

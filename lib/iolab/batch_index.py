@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from . import checks
-from .publish import readable_number
+from .readable import readable_number
 
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -29,7 +29,7 @@ def _esc(x: Any) -> str:
 
 
 def _num(v: Any) -> str:
-    """A value for reading (``publish.readable_number``: separators, sensible precision)."""
+    """A value for reading (``readable.readable_number``: separators, sensible precision)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     return readable_number(str(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)

@@ -224,36 +224,3 @@ def label(name: str) -> str:
              "cycles_per_io": "CPU cycles per IO", "cpu_freq_mhz": "CPU frequency",
              "t_s": "time since fio started"}.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words
-
-
-# ---------------------------------------------------------------- numbers for people
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def readable_number(text: str) -> str:
-    """A number as a table shows it to people; any other text unchanged. Integers from
-    1,000 get thousands separators; other numbers keep three significant digits without
-    rounding the integer part: 22441.558442 -> 22,442; 64.256 -> 64.3; 2.596134 -> 2.60;
-    0.982029 -> 0.982; 0.000123456 -> 0.000123."""
-    s = text.strip()
-    if not _NUMBER.fullmatch(s):
-        return text
-    if s.lstrip("+-").isdigit():
-        return f"{int(s):,}" if abs(int(s)) >= 1000 else s
-    value = float(s)
-    size = abs(value)
-    if size >= 100:
-        return f"{value:,.0f}"
-    if size >= 10:
-        return f"{value:.1f}"
-    if size >= 1:
-        return f"{value:.2f}"
-    return "0" if value == 0 else f"{value:.3g}"
-
-
-def live_tables() -> None:
-    """In a notebook (``import iolab`` in a kernel calls it): pandas shows floats as the
-    write-ups do (``readable_number``: 12748.502994 -> 12,749; 2.596134 -> 2.60), so a live
-    table reads like the published one."""
-    import pandas as pd
-    pd.set_option("display.float_format", lambda v: readable_number(repr(float(v))))

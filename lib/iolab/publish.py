@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping
 
 from . import __version__, checks, provenance
 from .atomic import write_atomic
-from .columns import COLUMNS, label, readable_number
+from .readable import readable_number, readable_tables
 from .errors import InputError, IolabError, printable
 from .results import MIME as RESULTS_MIME
 from .results import collect
@@ -438,61 +438,6 @@ def offline(page: str) -> tuple[str, list[str]]:
     page = _STYLE.sub(lambda m: (m.group(1) + _CSS_FETCH.sub(css, m.group(2)) + m.group(3)) if m.group(1)
                       else m.group(4) + _CSS_FETCH.sub(css, m.group(5)), page)
     return page, disabled
-
-
-# ---------------------------------------------------------------- readable tables
-_ROW = re.compile(r"(<tr\b[^>]*>)(.*?)(</tr>)", re.S)
-_CELL = re.compile(r"<(t[hd])\b([^>]*)>(.*?)</t[hd]>", re.S)
-_DATAFRAME = re.compile(r"<table\b[^>]*class=\"[^\"]*\bdataframe\b[^\"]*\"[^>]*>.*?</table>", re.S)
-# columns whose integers are names, not quantities: no thousands separator in a year or an id
-_VERBATIM_COLUMN = re.compile(r"(?:^|_)(?:id|ids|year|seed|pid|index|cpu|cpus|groupid|error|port)$", re.I)
-
-
-def readable_tables(page: str) -> str:
-    """Every pandas table (``class="dataframe"``) in ``page`` with its cells' numbers
-    made readable (``readable_number``; not in id-like columns such as ``run_id`` or
-    ``year``) and the registered columns' names as labels with units
-    (``iolab.columns.label``: ``iops`` -> ``IOPS (IO/s)``, the name kept as a tooltip)."""
-    return _DATAFRAME.sub(lambda m: _readable_table(m.group(0)), page)
-
-
-def _readable_table(table: str) -> str:
-    head, sep, body = table.partition("</thead>")
-    if not sep:
-        head, body = "", table
-    # data cells are the last ones of a row (index cells come first, with rowspans), so
-    # a data cell's column is found by counting from the right
-    names: dict[int, set[str]] = {}
-    for row in _ROW.finditer(head):
-        at = 0
-        for tag, attrs, text in reversed(_CELL.findall(row.group(2))):
-            span = re.search(r"colspan=\"(\d+)\"", attrs)
-            for k in range(int(span.group(1)) if span else 1):
-                names.setdefault(at + k, set()).add(markup.unescape(text).strip())
-            at += int(span.group(1)) if span else 1
-    verbatim = {at for at, texts in names.items() if any(_VERBATIM_COLUMN.search(t) for t in texts)}
-
-    def header(m: re.Match) -> str:
-        tag, attrs, text = m.groups()
-        name = markup.unescape(text).strip()
-        if tag != "th" or name not in COLUMNS:
-            return m.group(0)
-        return f'<th{attrs} title="{markup.escape(name)}">{markup.escape(label(name))}</th>'
-
-    def row(m: re.Match) -> str:
-        cells = list(_CELL.finditer(m.group(2)))
-        out, end = [], 0
-        for i, cell in enumerate(cells):
-            tag, attrs, text = cell.groups()
-            out.append(m.group(2)[end:cell.start()])
-            end = cell.end()
-            if tag == "td" and len(cells) - 1 - i not in verbatim:
-                out.append(f"<td{attrs}>{readable_number(text)}</td>")
-            else:
-                out.append(cell.group(0))
-        return m.group(1) + "".join(out) + m.group(2)[end:] + m.group(3)
-
-    return _CELL.sub(header, head) + sep + _ROW.sub(row, body)
 
 
 # ---------------------------------------------------------------- header and appendix
