@@ -37,10 +37,18 @@ pytestmark = pytest.mark.browser
 VIEWPORT = {"width": 1280, "height": 900}
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-NOTEBOOKS = {  # short runs: the whole file stays under ~2.5 minutes on 2 cores
+NOTEBOOKS = {  # short runs: the whole file stays under ~4 minutes on 2 cores
     "01_queue_depth_knee.ipynb": {"queue_depths": [1, 4], "runtime_s": 0.5, "size": "64m", "cpu": CPU},
     "04_flame_graph.ipynb": {"runtime_s": 0.5, "size": "64m", "freq_hz": 499, "cpu": CPU},
+    "05_parameter_search.ipynb": {"spec": "search.yaml"},
+    "07_many_hosts.ipynb": {"start_local_servers": 2, "runtime_s": 0.4, "repeats": 3, "size": "64m"},
+    "08_over_time.ipynb": {"runtime_s": 3.0, "log_ms": 250, "size": "64m", "cpu": CPU, "window": 3},
 }
+SEARCH = {  # notebook 05's spec: 3 repeats (an interval per cell), one noisy cell next to the best
+    "name": "browser", "target": "scratch", "size": "64m", "cpus": [CPU], "repeats": 3, "seed": 1,
+    "base": {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"},
+    "axes": {"iodepth": [1, 2], "bs": ["4k", "64k"]}}
+BAD_SEARCH = {**SEARCH, "base": {**SEARCH["base"], "runtime": "0.5s"}}  # fio times are 500ms
 RUN_ALL_TIMEOUT_S = 240
 BROWSER_CPU = OTHER_CPU  # the notebooks measure on CPU
 HIGHLIGHT = "#e040fb"  # the flame graph's search-match fill
@@ -158,10 +166,17 @@ def _copy_notebooks(folder: Path) -> None:
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
+    import yaml
+
     folder.mkdir()
     for name, params in NOTEBOOKS.items():
         nb = parameterize_notebook(load_notebook_node(str(REPO / "notebooks" / name)), params)
         nbformat.write(nb, folder / name)
+    (folder / "search.yaml").write_text(yaml.safe_dump(SEARCH))
+    (folder / "bad_search.yaml").write_text(yaml.safe_dump(BAD_SEARCH))
+    nb = parameterize_notebook(load_notebook_node(str(REPO / "notebooks" / "05_parameter_search.ipynb")),
+                               {"spec": "bad_search.yaml"})
+    nbformat.write(nb, folder / "05_bad_spec.ipynb")
 
 
 def _lab_env(token: str, home: Path) -> dict[str, str]:
@@ -450,3 +465,86 @@ def test_queue_depth_notebook_explorer_in_jupyterlab(session):
         assert f"{axis}={column!r}" in text, \
             f"the explorer's code does not say {axis}={column!r}: {text!r} {s.where()}"
     assert_no_console_errors(s)
+
+
+# ---------------------------------------------------------------- notebooks 05, 07, 08: how they read
+_WIDE = """() => {
+    const nb = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-viewport, .jp-NotebookPanel .jp-Notebook');
+    const limit = nb.getBoundingClientRect().right + 1;
+    return Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output'))
+        .filter(o => !o.closest('.iolab-table') && (o.scrollWidth > o.clientWidth + 1
+                     || o.getBoundingClientRect().right > limit))
+        .map(o => o.innerText.slice(0, 80));
+}"""
+_SHRUNK = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output img'))
+    .filter(i => i.naturalWidth && i.getBoundingClientRect().width < 0.97 * i.naturalWidth)
+    .map(i => `${i.naturalWidth} px drawn at ${Math.round(i.getBoundingClientRect().width)} (cell: `
+              + `${(i.closest('.jp-Cell').querySelector('.jp-InputArea') || {innerText: ''}).innerText.slice(0, 60)})`)"""
+_TABLES = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output table'))
+    .map(t => t.innerText)"""
+_STALE_BARS = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .widget-hprogress'))
+    .filter(b => !b.querySelector('.progress-bar-success')).length"""  # a finished bar stays, green (tqdm)
+NEGATIVE_INTERVAL = re.compile(r"\[\s*-\d[\d,.]*\s*,")  # "[-59,086, 452,039]"
+
+
+def _look_through(s: Session, check: str) -> list:
+    """``check`` (a script returning a list) evaluated at each screenful from the notebook's
+    top to its bottom (JupyterLab lays out only the cells near the view); what it found."""
+    found: list = []
+    scroller = ("(document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer') || "
+                "document.querySelector('.jp-NotebookPanel .jp-Notebook'))")
+    s.page.evaluate(f"() => {{ {scroller}.scrollTop = 0; }}")
+    for _ in range(80):
+        s.page.evaluate(_PAINTED)
+        found += [f for f in s.page.evaluate(check) if f not in found]
+        if s.page.evaluate(f"() => {{ const n = {scroller}; const at = n.scrollTop; n.scrollTop += 600; "
+                           "return n.scrollTop === at; }"):
+            return found
+    return found
+
+
+def assert_reads_well(s: Session, name: str) -> None:
+    """The checks of issue P19 on a notebook that ran: no output wider than the notebook
+    unless inside the kit's scroll box, no figure drawn smaller than it was made (its 8-pt
+    legends stay at 10 px or more), no interval below zero in a table, no unfinished
+    progress bar left behind, no console error."""
+    checks = f"() => [({_WIDE})().map(w => 'wide: ' + w), ({_SHRUNK})().map(w => 'shrunk: ' + w), " \
+             f"({_TABLES})().map(t => 'table: ' + t), ['stale bars: ' + ({_STALE_BARS})()]].flat()"
+    found = _look_through(s, checks)
+    figures = s.page.locator(".jp-NotebookPanel .jp-OutputArea-output img")
+    for i in range(min(figures.count(), 3)):  # what a reader sees of the first figures
+        s.shot(f"figure{i}", figures.nth(i))
+    wide = [f for f in found if f.startswith("wide: ")]
+    shrunk = [f for f in found if f.startswith("shrunk: ")]
+    assert not wide, f"{name}: outputs wider than the notebook, outside a scroll box {s.where()}: {wide}"
+    assert not shrunk, f"{name}: figures drawn smaller than made (legends under 10 px) {s.where()}: {shrunk}"
+    negative = [m.group(0) for t in found if t.startswith("table: ") for m in NEGATIVE_INTERVAL.finditer(t)]
+    assert not negative, f"{name}: intervals below zero in its tables {s.where()}: {negative}"
+    stale = [f for f in found if f.startswith("stale bars: ") and f != "stale bars: 0"]
+    assert not stale, f"{name}: unfinished progress bars left on screen after the run {s.where()}: {stale}"
+    assert_no_console_errors(s)
+
+
+@pytest.mark.parametrize("name", ["05_parameter_search.ipynb", "07_many_hosts.ipynb", "08_over_time.ipynb"])
+def test_notebooks_read_well_in_jupyterlab(session, name):
+    s = session
+    open_notebook(s, name)
+    run_all(s)
+    assert_all_cells_ran(s, name)
+    assert_reads_well(s, name)
+
+
+def test_a_bad_parameter_is_one_short_error_block(session):
+    """A spec with ``runtime: 0.5s`` (fio wants 500ms): the cell shows the kit's one-line
+    advice, not a screen of traceback."""
+    s, name = session, "05_bad_spec.ipynb"
+    open_notebook(s, name)
+    run_all(s)
+    nb = saved_notebook(s, name)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "InputError", f"{name}: {errors} {s.where()}"
+    assert "500ms" in errors[0].evalue and len(errors[0].traceback) <= 2, errors[0].traceback
+    shown = s.page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").last
+    s.shot("error", shown)
+    assert box(shown)["height"] < 80, f"the error takes {box(shown)['height']:.0f} px, not one block {s.where()}"
+    assert s.page.evaluate(_STALE_BARS) == 0, f"a progress bar was left by the failed cell {s.where()}"

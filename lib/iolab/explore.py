@@ -27,7 +27,7 @@ from IPython.display import display
 from . import compare
 from .columns import COLUMNS, label
 from .errors import InputError, IolabError
-from .plots import flag_banner, si_axis
+from .plots import NOTEBOOK_WIDTH_IN, flag_banner, si_axis
 from .progress import headless
 from .target import parse_size
 
@@ -106,7 +106,7 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
             raise InputError(f"no column {name!r} in this table; columns worth plotting: "
                            f"{choices(df).settings + choices(df).metrics}")
     panels = _order(df[facet]) if facet else [None]
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(7.5, min(4.6 * len(panels), 13)), 4.4),
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(max(7.5, 4.6 * len(panels)), NOTEBOOK_WIDTH_IN), 4.4),
                              sharey=True, squeeze=False)
     hue_order = _order(df[hue]) if hue else None
     for ax, value in zip(axes[0], panels):

@@ -24,6 +24,10 @@ PALETTE = {"iops": "#1f77b4", "p50": "#2ca02c", "p99": "#d62728", "knee": "#7f7f
 CV_LIMIT = 0.10        # a cell is unstable above this coefficient of variation over repeats (pyperf: 10 %)
 UNSTABLE = f"unstable: CV > {100 * CV_LIMIT:g} % over repeats"
 UNSTABLE_COLOR = "#e31a1c"
+# inches: the widest figure JupyterLab shows at its own size (100 dpi) in a 1280-px window with
+# the file browser open (848 px of output; a legend outside the axes widens the saved figure);
+# a wider one is scaled down, and its 8-pt labels with it, below 10 px
+NOTEBOOK_WIDTH_IN = 8.2
 
 
 def _ax(ax):
@@ -375,7 +379,7 @@ def _two_panels(ax, rows_top: int, rows_bottom: int):
         if not isinstance(ax, (tuple, list, np.ndarray)) or len(ax) != 2:
             raise InputError("ladder_normalised draws two panels: pass ax=(published_ax, local_ax) or no ax")
         return ax[0], ax[1]
-    _, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(9, 2.2 + 0.3 * (rows_top + rows_bottom)),
+    _, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(NOTEBOOK_WIDTH_IN, 2.2 + 0.3 * (rows_top + rows_bottom)),
                                     height_ratios=[rows_top, rows_bottom], layout="constrained")
     return top, bottom
 
@@ -533,7 +537,7 @@ def _effect_panels(ax, n: int) -> np.ndarray:
         return panels[:n]
     ncols = min(n, 4)
     nrows = -(-n // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(2.9 * ncols + 0.8, 3.2 * nrows + 0.9), sharey=True,
+    fig, grid = plt.subplots(nrows, ncols, figsize=(min(2.9 * ncols + 0.8, NOTEBOOK_WIDTH_IN), 3.2 * nrows + 0.9), sharey=True,
                              squeeze=False)
     _spaced(fig, row_gap_in=1.25, col_gap_in=0.25)
     for extra in grid.ravel()[n:]:
@@ -651,7 +655,7 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
             raise InputError(f"roofline draws {len(present)} panels ({', '.join(present)}): pass that many Axes "
                              "or no ax")
     else:
-        fig, grid = plt.subplots(1, max(1, len(present)), figsize=(5.6 * max(1, len(present)) + 0.4, 4.8),
+        fig, grid = plt.subplots(1, max(1, len(present)), figsize=(min(5.6 * max(1, len(present)) + 0.4, NOTEBOOK_WIDTH_IN), 4.8),
                                  squeeze=False)
         _spaced(fig, row_gap_in=0, col_gap_in=0.9)
         panels = grid.ravel()

@@ -20,8 +20,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from .columns import label
 from .fiojson import percentiles_from_bins
 from .errors import InputError
-from .plots import source_note
+from .plots import NOTEBOOK_WIDTH_IN, source_note
 from .series import STALL_FRACTION, Series, Steady, heatmap
+
+LEGEND_IN = 1.4  # inches the legends right of the axes add to the saved (tight) figure
 
 COLORS = {"read": "#1f77b4", "write": "#ff7f0e", "trim": "#8c564b", "total": "#333333"}
 CPU_COLORS = {"cpu_busy_pct": "#2ca02c", "cpu_steal_pct": "#d62728", "cpu_iowait_pct": "#9467bd",
@@ -69,7 +71,7 @@ def over_time(s: Series, steady: Steady | None = None, stalls: pd.DataFrame | No
     has_freq = "cpu_freq_mhz" in samplers and samplers["cpu_freq_mhz"].notna().any()
     heights = [3.0, 2.3] + ([1.9] if not samplers.empty else []) + ([1.1] if has_freq else []) + \
               ([1.3] if has_threads else [])
-    fig, axes = plt.subplots(len(heights), 1, sharex=True, figsize=(12, 1.55 * sum(heights) + 1.2),
+    fig, axes = plt.subplots(len(heights), 1, sharex=True, figsize=(NOTEBOOK_WIDTH_IN - LEGEND_IN, 1.55 * sum(heights) + 1.2),
                              gridspec_kw={"height_ratios": heights, "hspace": 0.12})
     ax_iops, ax_lat = axes[0], axes[1]
     directions = list(dict.fromkeys(by_dir["direction"]))
@@ -207,7 +209,7 @@ def latency_heatmap(s: Series, direction: str | None = None, per_doubling: int =
     if not directions:
         raise InputError(f"{s.run_dir}: no histogram-log IOs to draw; the run needs fio's write_hist_log "
                          "(iolab asks for it with log_ms)")
-    fig, axes = plt.subplots(len(directions), 1, figsize=(12, 3.9 * len(directions) + 1.1), squeeze=False,
+    fig, axes = plt.subplots(len(directions), 1, figsize=(NOTEBOOK_WIDTH_IN, 3.9 * len(directions) + 1.1), squeeze=False,
                              sharex=True)
     grids = {d: heatmap(s, d, per_doubling) for d in directions}
     vmax = max(g.counts.max() for g in grids.values())
