@@ -33,7 +33,7 @@ COLUMNS: dict[str, Column] = {c.name: c for c in [
     _C("instrument_cost_pct", "%", "how far an instrumented run's metric lies below the clean runs of its cell",
        "iolab.checks.instrument_cost"),
     _C("job_index", "", "position of the job in fio's jobs/client_stats array", "fio JSON", "id"),
-    _C("job", "", "fio job name (jobname)", "fio JSON", "setting"),
+    _C("job", "", "fio job name (jobname)", "fio JSON", "id"),
     _C("groupid", "", "fio reporting group", "fio JSON", "id"),
     _C("hostname", "", "fio server host (client/server mode), else empty", "fio JSON", "id"),
     _C("host", "", "fio server as the user named it (address[:port]), or 'pooled' for all hosts together",
