@@ -187,20 +187,3 @@ def test_search_spec_with_hosts(loopback_servers, tmp_path):
     finally:
         del os.environ["IOLAB_DATA"]
     assert sorted(table.host) == sorted([*(h.name for h in loopback_servers.hosts), "pooled"])
-
-
-@pytest.mark.slow
-def test_many_hosts_notebook_on_local_servers(tmp_path, monkeypatch):
-    import nbformat
-    from iolab.publish import execute, to_html
-    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
-    before = namespaces()
-    out = execute(REPO / "notebooks/07_many_hosts.ipynb", tmp_path / "07.ipynb",
-                  {"start_local_servers": 2, "runtime_s": 0.5, "size": "32m", "repeats": 1, "interactive": False})
-    nb = nbformat.read(out, as_version=4)
-    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
-                   for c in nb.cells for o in c.get("outputs", []))
-    assert "2 hosts: " in text and "slowest host" in text and "servers stopped" in text
-    html = to_html(out).read_text()
-    assert html.count("data:image/png;base64") >= 4 and "pooled" in html and "efficiency" in html
-    assert namespaces() == before

@@ -1,6 +1,7 @@
 """Notebooks run headless through papermill with short settings, and export to HTML with
 their figures as inline pictures. Notebooks 01-05 run in tests/test_seeds.py, through the
-seeds' smoke runs (the same sizes, once)."""
+seeds' smoke runs (the same sizes, once); 07 and 08 in JupyterLab (tests/test_browser.py),
+their write-ups made from what JupyterLab saved."""
 import re
 
 import nbformat
@@ -15,22 +16,6 @@ def test_unknown_parameter_is_refused(tmp_path):
     from iolab.errors import IolabError
     with pytest.raises(IolabError, match="no parameter.*queue_depth"):
         execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "x.ipynb", {"queue_depth": [1]})
-
-
-@pytest.mark.slow
-def test_over_time_notebook(tmp_path, monkeypatch):
-    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
-    out = execute(REPO / "notebooks/08_over_time.ipynb", tmp_path / "08.ipynb",
-                  {"runtime_s": 2.5, "log_ms": 500, "size": "64m", "interactive": False, "cpu": CPU})  # a fractional runtime too
-    nb = nbformat.read(out, as_version=4)
-    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
-                   for c in nb.cells for o in c.get("outputs", []))
-    assert "the series accounts for" in text and "intervals of 500 ms" in text
-    assert "steady state (" in text.lower() and "stall" in text
-    html = to_html(out).read_text()
-    assert html.count("data:image/png;base64") >= 3  # the aligned series, the heatmap, the explorer's figure
-    assert "fio report (whole run)" in html and "logs (covered intervals)" in html
-    assert list((tmp_path / "data/runs").glob("over-time-*/*/fio_clat_hist.1.log"))
 
 
 @pytest.mark.slow

@@ -171,6 +171,7 @@ def _brief(shell, etype, value, tb, tb_offset=None) -> list[str]:
     cell's error (so papermill and the write-ups see the same), the traceback kept for ``%tb``."""
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
     sys.last_exc = value  # Python 3.12's name for it, which %tb reads first there
-    stb = [f"\x1b[1;31m{etype.__name__}\x1b[0m: {value}", f"\x1b[2m{BRIEF_HINT}\x1b[0m"]
+    from .readable import wrapped  # (readable imports the column registry: not at every import of errors)
+    stb = [f"\x1b[1;31m{etype.__name__}\x1b[0m: {wrapped(str(value))}", f"\x1b[2m{BRIEF_HINT}\x1b[0m"]
     shell._showtraceback(etype, value, stb)
     return stb

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import html as markup
 import re
+import textwrap
 
 from .columns import COLUMNS, label
 
+TEXT_WIDTH = 100  # characters: a JupyterLab output at 1280 px holds about 105 of its monospace
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 BYTE_UNITS = {"B": "", "B/s": "/s"}  # registry units whose values read better in KiB/MiB/GiB
 _BINARY = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
@@ -38,6 +40,14 @@ def readable_number(text: str) -> str:
     if size >= 1:
         return f"{value:.2f}"
     return "0" if value == 0 else f"{value:.3g}"
+
+
+def wrapped(text: str, width: int = TEXT_WIDTH) -> str:
+    """``text`` with each line longer than ``width`` broken at spaces (continued with an
+    indent): JupyterLab breaks a long output line anywhere, mid-word ("runtime='5" / "00ms'")."""
+    return "\n".join(textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False,
+                                    break_on_hyphens=False) if len(line) > width else line
+                      for line in text.splitlines())
 
 
 def readable_bytes(text: str, per: str = "") -> str:

@@ -22,15 +22,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import textwrap
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import paths
 from .atomic import write_atomic, write_json
 from .errors import InputError
-
-TEXT_WIDTH = 100  # characters: a JupyterLab output at 1280 px holds about 105 of its monospace
+from .readable import wrapped
 
 MIME = "application/vnd.iolab.results+json"
 FILE_ENV = "IOLAB_RESULTS_FILE"
@@ -179,9 +177,7 @@ def _emit(bundle: dict, text: str) -> None:
     from IPython import get_ipython  # IPython is there in a kernel; imported only when recording
     from IPython.display import display
 
-    # wrapped at the spaces: JupyterLab breaks a long output line anywhere, mid-word
-    text = "\n".join(textwrap.fill(line, TEXT_WIDTH, subsequent_indent="    ", break_long_words=False,
-                                    break_on_hyphens=False) for line in text.splitlines())
+    text = wrapped(text)
     if get_ipython() is not None:
         display({MIME: bundle, "text/plain": text}, raw=True)
     else:

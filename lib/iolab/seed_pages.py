@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from . import checks, paths
+from . import checks, compare, paths
 from .atomic import write_atomic
 from .batch_index import STYLE, _esc, _link, _num
 from .seeds import Seed, load_seed
@@ -317,7 +317,8 @@ def _value(v: Any, unit: str) -> str:
 def _interval(r: Mapping[str, Any]) -> str:
     if not _number(r.get("local")):
         return "–"
-    return f"[{_num(r['low'])}, {_num(r['high'])}]" if _number(r.get("low")) and _number(r.get("high")) else "no interval"
+    return (f"[{_num(r['low'])}, {_num(r['high'])}]" if _number(r.get("low")) and _number(r.get("high"))
+            else compare.NOT_INFORMATIVE)
 
 
 def _plan(out: Path) -> dict[str, Any]:
