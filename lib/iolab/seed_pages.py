@@ -136,7 +136,7 @@ def _from_results(template: str, prow: pd.Series, spec: Mapping[str, Any], rec: 
 def _from_search(column: str, where: Mapping[str, Any], rec: Mapping[str, Any]):
     """The mean of ``column`` in the search cell ``where`` selects, at the most devices and
     cores where that cell exists, with its 95 % interval over the repeats."""
-    from . import compare, search
+    from . import search
 
     folders = [Path(f) for f in rec.get("run_folders") or []]
     folder = next((f.parent for f in folders if (f.parent / "search.yaml").exists()), None)
