@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .readable import wrapped_text
 
 
 # ---------------------------------------------------------------- knee (Kneedle)
@@ -529,6 +530,7 @@ def qd_summary(table: pd.DataFrame, x: str = "qd", latency_target_us: float | No
     return out.reset_index()
 
 
+@wrapped_text
 def describe_qd_study(summary: pd.DataFrame, knee: Knee | KneeEstimate, saturation_qd: float | None,
                       latency_qd: float | None, latency_target_us: float | None = None) -> str:
     """The reading of a queue-depth sweep in words, with its numbers. With a

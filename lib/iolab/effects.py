@@ -68,6 +68,7 @@ import pandas as pd
 from . import compare
 from .columns import COLUMNS, label
 from .errors import InputError
+from .readable import wrapped_text
 
 FREQUENCY_AXES = ("governor", "turbo", "smt", "siblings", "thread_siblings", "stress")
 FREQ_NOTES = {
@@ -156,6 +157,7 @@ def rank_effects(effects: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@wrapped_text
 def describe_effects(effects: pd.DataFrame, metric: str | None = None) -> str:
     """The main effects in plain words, largest first: "iodepth matters most: IOPS range
     from 41k at 1 to 230k at 128 (+461 %, intervals apart); scheduler: no difference the
@@ -459,6 +461,7 @@ def roofline(table: pd.DataFrame, axes, metric: str = "iops", hold: str = "best"
     return out
 
 
+@wrapped_text
 def describe_roofline(result: dict[str, Any]) -> str:
     """The roofline in words: the roof, then each count's aggregate and efficiency."""
     m = result["metric"]
@@ -582,6 +585,7 @@ def frequency_effects(table: pd.DataFrame, axes, metric: str = "iops", confidenc
     return out
 
 
+@wrapped_text
 def describe_frequency(freq: pd.DataFrame, metric: str | None = None) -> str:
     """``frequency_effects`` in words: per level against the best one, the metric's change
     beside the frequency's, labelled with the frequency's source ("governor powersave: IOPS

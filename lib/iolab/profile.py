@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .readable import wrapped_text
+
 DEFAULT_RULES: list[tuple[str, str]] = [
     ("idle", r"^(swapper|cpu_idle|do_idle|default_idle|.*safe_halt|cpuidle_|intel_idle|acpi_idle)"),
     ("interrupt/softirq", r"(softirq|^irq_|^__irq_|^handle_irq|^handle_\w+_irq$|_irq_handler|^common_interrupt|"
@@ -164,6 +166,7 @@ def diff(a: Counter, b: Counter, labels: tuple[str, str] = ("A", "B"), merge_unk
     return Diff(stacks, movers.rename_axis("function").reset_index(), scale)
 
 
+@wrapped_text
 def describe(stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_uring_enter",
                                                           "_raw_spin_lock_irq", "filemap_read")) -> str:
     """The main facts of a profile in words, with numbers."""
@@ -190,6 +193,7 @@ def describe(stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_urin
     return " ".join(parts)
 
 
+@wrapped_text
 def describe_diff(d: Diff, labels: tuple[str, str] = ("A", "B"), n: int = 3) -> str:
     grew = d.movers[d.movers.delta_pct > 0].head(n)
     shrank = d.movers[d.movers.delta_pct < 0].head(n)

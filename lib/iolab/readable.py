@@ -50,6 +50,26 @@ def wrapped(text: str, width: int = TEXT_WIDTH) -> str:
                       for line in text.splitlines())
 
 
+class Paragraph(str):
+    """Text for people that prints ``wrapped`` (``print``, ``str``, f-strings) while its value
+    stays the one line it was built as (``in``, ``==``, slicing): a notebook's output breaks
+    at spaces, and code that searches the text is not thrown by the breaks."""
+
+    def __str__(self) -> str:
+        return wrapped(str.__str__(self))
+
+
+def wrapped_text(describe):
+    """Decorator for a function that returns a paragraph for people (``describe_*``): it
+    returns a ``Paragraph``, so ``print(...)`` in a notebook breaks it at spaces."""
+    import functools
+
+    @functools.wraps(describe)
+    def wrapper(*args, **kwargs):
+        return Paragraph(describe(*args, **kwargs))
+    return wrapper
+
+
 def readable_bytes(text: str, per: str = "") -> str:
     """A byte count (or rate: ``per="/s"``) in binary units with three significant digits:
     275873792 (or 275,873,792, as a live table's float format wrote it) -> 263 MiB;

@@ -62,6 +62,7 @@ from .atomic import write_json
 from .analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 from .errors import FioOutputError, InputError, RunFileError
 from .sampling import BUSY_FIELDS, FREQ_FILE, STAT_FIELDS, STAT_FILE, read_freq, read_stat
+from .readable import wrapped_text
 
 META = "series.json"           # written by the runner when logs were asked for
 FILES = (META,)                # in a run folder (iolab.producers): the first one there means logs were asked for
@@ -999,6 +1000,7 @@ def heatmap(series: Series, direction: str | None = None, per_doubling: int = 4,
     return Heatmap(t_edges, lat_edges_us, grid, int(per_bin[bucket < lo].sum()), int(cum[-1]))
 
 
+@wrapped_text
 def reading(series: Series, steady: Steady, stalls: pd.DataFrame) -> str:
     """What the run looks like over time, in words: steady state and warm-up, stalls and
     what the samplers saw during them, how much of fio's run the series covers."""

@@ -50,6 +50,7 @@ import pandas as pd
 from . import runfiles
 from .errors import InputError
 from .results import run_folders
+from .readable import wrapped_text
 
 SAMPLES_FILE, META_FILE = "samples_threads.csv", "threads.json"
 FILES = (SAMPLES_FILE, META_FILE)  # in a run folder; the first one there means the sampler ran
@@ -243,6 +244,7 @@ def run_columns(run_dir: str | os.PathLike) -> dict[str, Any]:
             "threads_unreadable": got.unreadable}
 
 
+@wrapped_text
 def describe(tab: pd.DataFrame, top: int = 5) -> str:
     """The first ``top`` rows of a ``table`` in words, one line each: ``fio R [running]: 1.00
     threads on average, active in 100 % of the run``."""
@@ -279,6 +281,7 @@ def _undersampled(name: str, got: ThreadSamples) -> list[str]:
     return said
 
 
+@wrapped_text
 def notes(runs: Any, scope: str = "run", runs_dir: str | os.PathLike | None = None) -> str:
     """What the tables of these runs do not show, in words (``''`` when nothing): a sampler
     that stopped early, the entries that could not be read (counted, labelled
