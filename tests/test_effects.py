@@ -361,7 +361,7 @@ def test_interaction_heatmap_annotates_means_departures_and_units(inter_table):
     ax = plots.interaction_heatmap(pivot, "cores", "stress", "iops")
     cells = [t.get_text() for t in ax.texts if not t.get_text().startswith("source:")]
     assert len(cells) == 4 and all("\n" in c and c.endswith("%") for c in cells)
-    assert cells[1].split("\n") == [plots._si(pivot.loc[1, "stressed"]), "-16 %"]
+    assert cells[1].split("\n") == [plots.si_number(pivot.loc[1, "stressed"]), "-16 %"]
     assert ax.collections[0].colorbar.ax.get_ylabel() == "IOPS (IO/s)"
     assert ax.get_ylabel() == "cores" and ax.get_xlabel() == "stress"
     assert "interaction 18.9 %" in ax.get_title() and "shown at 5 %" in ax.get_title()

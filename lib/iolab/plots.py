@@ -18,6 +18,7 @@ import seaborn as sns
 from . import compare
 from .analysis import Knee, KneeEstimate
 from .columns import label
+from .readable import si_number
 from .errors import InputError
 
 PALETTE = {"iops": "#1f77b4", "p50": "#2ca02c", "p99": "#d62728", "knee": "#7f7f7f"}
@@ -564,23 +565,11 @@ def _ncols(panels) -> int:
     return getattr(panels[0].figure, "_iolab_ncols", len(panels))
 
 
-def _si(v: float, _pos=None) -> str:
-    """400k, 1.2M, 61.7M: tick labels of large counts (the unit is in the axis label)."""
-    a = abs(v)
-    if a >= 1e9:
-        return f"{v / 1e9:.3g}G"
-    if a >= 1e6:
-        return f"{v / 1e6:.3g}M"
-    if a >= 1e4:
-        return f"{v / 1e3:.3g}k"
-    return f"{v:,.0f}" if a >= 100 else f"{v:.3g}"
-
-
 def si_axis(ax, axis: str = "y") -> None:
     """Compact tick labels (400k, 1.2M) when the axis reaches 10,000."""
     lo, hi = getattr(ax, f"get_{axis}lim")()
     if max(abs(lo), abs(hi)) >= 1e4:
-        getattr(ax, f"{axis}axis").set_major_formatter(_si)
+        getattr(ax, f"{axis}axis").set_major_formatter(si_number)
 
 
 def _figure_note(ax, text: str) -> None:
@@ -605,12 +594,12 @@ def interaction_heatmap(pivot: pd.DataFrame, a: str | None = None, b: str | None
     ax = _ax(ax)
     values = pivot.to_numpy(dtype=float)
     departure = np.asarray(pivot.attrs.get("departure_pct", np.full(values.shape, np.nan)), dtype=float)
-    annot = np.array([[("" if np.isnan(v) else _si(v) + ("" if np.isnan(d) else f"\n{_signed_pct(d)}"))
+    annot = np.array([[("" if np.isnan(v) else si_number(v) + ("" if np.isnan(d) else f"\n{_signed_pct(d)}"))
                        for v, d in zip(vr, dr)] for vr, dr in zip(values, departure)], dtype=object)
     sns.heatmap(pd.DataFrame(values, index=[_level_tick(v) for v in pivot.index],
                              columns=[_level_tick(v) for v in pivot.columns]),
                 annot=annot, fmt="", cmap="viridis", mask=np.isnan(values), linewidths=0.5, linecolor="white",
-                cbar_kws={"label": label(metric), "format": _si}, annot_kws={"fontsize": 8}, ax=ax)
+                cbar_kws={"label": label(metric), "format": si_number}, annot_kws={"fontsize": 8}, ax=ax)
     ax.set_ylabel(label(a))
     ax.set_xlabel(label(b))
     ax.tick_params(axis="y", rotation=0)
@@ -666,7 +655,7 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
         if not np.isnan(r["ci_low"]):
             p.errorbar([0], [r["value"]], yerr=[[r["value"] - r["ci_low"]], [r["ci_high"] - r["value"]]],
                        fmt="none", ecolor="0.15", capsize=5)
-        p.annotate(f"{_si(r['value'])}\n{r['config']}", (0, r["value"]), xytext=(0, 4), textcoords="offset points",
+        p.annotate(f"{si_number(r['value'])}\n{r['config']}", (0, r["value"]), xytext=(0, 4), textcoords="offset points",
                    ha="center", va="bottom", fontsize=8)
         p.set_xticks([0], ["roof (best cell)"])
         p.set_xlim(-1, 1)
@@ -702,7 +691,7 @@ def _roofline_panel(p, roof: dict, axis: str, ref: pd.DataFrame | None) -> None:
     xs = np.array(sorted(xs))
     word = "device" if axis == "devices" else "core"
     p.plot(xs, unit["value"] * xs, "--", color="0.3", linewidth=1.2, gid="roof x N",
-           label=f"roof × N ({_si(unit['value'])} per {word}: best one-{word} cell)")
+           label=f"roof × N ({si_number(unit['value'])} per {word}: best one-{word} cell)")
     if "device_bound" in m and m["device_bound"].notna().any():
         ceiling = float(m["device_bound"].max())
         p.axhline(ceiling, linestyle=":", color="#8c564b", linewidth=1.5, gid="device ceiling",
@@ -724,7 +713,7 @@ def _roofline_panel(p, roof: dict, axis: str, ref: pd.DataFrame | None) -> None:
     p.set_xlabel(label(axis))
     p.set_ylabel(f"aggregate {label(metric)}")
     p.yaxis.set_major_locator(plt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    p.yaxis.set_major_formatter(_si)
+    p.yaxis.set_major_formatter(si_number)
     lo, hi = p.get_ylim()
     p.set_ylim(lo / 1.6, hi * 2.2)  # room for the labels and the legend
     p.legend(fontsize=7.5, loc="upper left", framealpha=0.85)
@@ -745,7 +734,7 @@ def _published(p, ref: pd.DataFrame, axis: str, metric: str) -> None:
         roof = float(one[metric].max())
         xs = np.array(sorted(set(pts[axis].astype(float)) | {1.0}))
         p.plot(xs, roof * xs, "--", color="#dd8452", linewidth=1, alpha=0.8, gid="published roof x N",
-               label=f"published roof × N ({_si(roof)} per device)")
+               label=f"published roof × N ({si_number(roof)} per device)")
         for x, g in pts.groupby(axis):
             top = g[metric].max()
             p.annotate(f"{100 * top / (roof * x):.0f} %", (x, top), xytext=(0, 8), textcoords="offset points",

@@ -42,6 +42,19 @@ def readable_number(text: str) -> str:
     return "0" if value == 0 else f"{value:.3g}"
 
 
+def si_number(v: float, _pos=None) -> str:
+    """400k, 1.2M, 61.7M: a large count in three digits and an SI prefix, the unit said
+    elsewhere (an axis label); a matplotlib tick formatter as it is."""
+    a = abs(v)
+    if a >= 1e9:
+        return f"{v / 1e9:.3g}G"
+    if a >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if a >= 1e4:
+        return f"{v / 1e3:.3g}k"
+    return f"{v:,.0f}" if a >= 100 else f"{v:.3g}"
+
+
 def wrapped(text: str, width: int = TEXT_WIDTH) -> str:
     """``text`` with each line longer than ``width`` broken at spaces (continued with an
     indent): JupyterLab breaks a long output line anywhere, mid-word ("runtime='5" / "00ms'")."""
