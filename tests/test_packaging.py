@@ -26,6 +26,25 @@ def test_environment_yml_matches_pyproject():
     assert {"fio", "linux-perf", "pip"} <= conda
 
 
+def test_every_library_the_kit_imports_is_declared():
+    """A third-party module imported anywhere in lib/ (function-level imports too) comes from
+    a distribution pyproject.toml declares (``importlib.metadata.packages_distributions``)."""
+    import ast
+    from importlib.metadata import packages_distributions
+    declared = {_name(d) for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
+    imported = set()
+    for path in (REPO / "lib" / "iolab").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                imported.add(node.module.split(".")[0])
+    third = imported - set(sys.stdlib_module_names) - {"iolab"}
+    where = packages_distributions()
+    undeclared = {m: where.get(m) for m in third if not {_name(d) for d in where.get(m, [m])} & declared}
+    assert not undeclared, f"imported but not in pyproject.toml's dependencies: {undeclared}"
+
+
 def test_notebooks_are_clean_and_parameterised():
     notebooks = sorted((REPO / "notebooks").glob("*.ipynb"))
     assert notebooks

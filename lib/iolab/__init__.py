@@ -1,6 +1,7 @@
 """iolab: a Jupyter notebook research kit for Linux storage I/O performance.
 
-The public surface notebooks use; each module owns one concern (see DESIGN.md):
+Each module owns one concern; data flows one way, from a run to tables to plots (the
+layers: README, "How it works", and tests/test_layers.py):
 target -> fio (+ sampling, perf) -> store -> analysis -> plots.
 """
 __version__ = "0.1.0"
