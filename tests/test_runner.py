@@ -96,12 +96,15 @@ def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
     from iolab.runner import _seconds
     assert _seconds({"runtime": "60s", "ramp_time": "2s"}) == 62 and _seconds({"runtime": 30}) == 30
     monkeypatch.setattr(progress, "headless", lambda: False)
+    monkeypatch.setattr(progress, "_watched", lambda: True)  # a notebook, or a terminal
     with progress.Ticking("fio x", 12) as ticking:
         ticking.start()
         time.sleep(1.3)
         assert ticking._bar.n >= 1 and not ticking._bar.leave
     assert not ticking._thread.is_alive()
     assert progress.Ticking("fio y", 3)._bar.disable  # short: no bar
+    monkeypatch.setattr(progress, "_watched", lambda: False)
+    assert progress.Ticking("fio z", 12)._bar.disable  # stderr to a pipe or a log: no bar
 
 
 def test_a_loop_that_fails_takes_its_bar_away(monkeypatch):

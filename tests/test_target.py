@@ -8,12 +8,23 @@ from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
 from iolab.errors import TargetError, UnsafeTargetError
 from iolab.jobcheck import guard_write
 from iolab.runner import measure
-from iolab.target import existing_path, holds_data, loop_backing, loop_device, parse_size, scratch_file
+from iolab.target import existing_path, holds_data, loop_backing, loop_device, scratch_file
+from iolab.validate import parse_size
 
 
-def test_parse_size():
+def test_parse_size_reads_sizes_as_fio_does_and_nothing_else():
+    """One reading of a size (iolab.validate.parse_size): what makes scratch files and what
+    checks fio's options agree; a fraction, which fio drops, is refused in both."""
+    from iolab.errors import InputError
+    from iolab.validate import check_size
     assert parse_size("4k") == 4096 and parse_size("1g") == 2**30 and parse_size(512) == 512
-    assert parse_size("256MiB") == 256 * 2**20
+    assert parse_size("256MiB") == 256 * 2**20 == parse_size("256mb") and parse_size("1p") == 2**50
+    check_size("size", "1p")
+    for bad in ("1.5m", "4q", "-1k", ""):
+        with pytest.raises(InputError, match="not a size fio reads exactly"):
+            parse_size(bad)
+        with pytest.raises(InputError, match="not a size fio reads exactly"):
+            check_size("bs", bad or "x")
 
 
 def test_scratch_file_is_created_once_and_reused(tmp_path, runs):

@@ -48,7 +48,7 @@ def _fio_options(extra: list[str]) -> dict[str, str | bool]:
 def _target_size(args, options: dict) -> str:
     """The size of the scratch file or loop device to make: --target-size, else fio's own
     --size= when it is a plain size (not a percentage), else 1g."""
-    from .target import parse_size
+    from .validate import parse_size
 
     if args.target_size is not None:
         return args.target_size
@@ -395,7 +395,7 @@ def cmd_series(args, _extra) -> int:
 
 def cmd_check(args, _extra) -> int:
     from . import checks, validate
-    from .target import parse_size
+    from .validate import parse_size
 
     runs = []
     for given in args.run_dir:

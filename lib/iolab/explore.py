@@ -29,7 +29,7 @@ from .columns import COLUMNS, label
 from .errors import InputError, IolabError
 from .plots import NOTEBOOK_WIDTH_IN, flag_banner, si_axis
 from .progress import headless
-from .target import parse_size
+from .validate import parse_size
 
 MAX_CATEGORIES = 30      # an unregistered column with more distinct values is not a setting
 NONE = "(none)"          # the hue / facet choice that means no split

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import owned
-from .errors import FioError, TargetError, UnsafeTargetError
+from .errors import FioError, IolabError, TargetError, UnsafeTargetError
 from .fio import _fmt, fio_binary, to_jobfile
 from .target import Target, holds_data, loop_backing
 
@@ -416,11 +416,11 @@ def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real
 def _needs_bytes(options: Mapping[str, str | None]) -> int:
     """The bytes a job's ``size`` + ``offset`` reach into its file (0 for a percentage or
     none given: within the file)."""
-    from .target import parse_size
+    from .validate import parse_size
 
     try:
         return sum(parse_size(options[k]) for k in ("size", "offset") if options.get(k))
-    except (TargetError, ValueError):
+    except (IolabError, ValueError):
         return 0
 
 

@@ -46,7 +46,7 @@ from typing import Callable, Sequence
 from . import paths
 from .atomic import write_atomic, write_json
 from .errors import IolabError, ToolMissing
-from .target import parse_size
+from .validate import parse_size
 
 ENV_FLAG = "IOLAB_NVMELAB"
 QEMU = "qemu-system-x86_64"

@@ -61,11 +61,21 @@ class Stages:
 LONG_RUN_S = 10.0  # a single run at least this long gets a bar of its seconds (Ticking)
 
 
+def _watched() -> bool:
+    """In a notebook's kernel (a widget) or with stderr on a terminal."""
+    import sys
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return (shell is not None and type(shell).__module__.startswith("ipykernel")) or sys.stderr.isatty()
+
+
 class Ticking:
     """A bar over the seconds of one long wait (a 60 s fio run): ``start()`` ticks it once a
     second from a thread, up to ``seconds``; ``close()`` (or leaving the ``with`` block)
     stops it and takes the bar away (``leave=False``: a finished or failed run leaves no
-    stale bar). Quiet when headless, and for waits shorter than ``LONG_RUN_S``."""
+    stale bar). Quiet when headless, for waits shorter than ``LONG_RUN_S``, and when no one
+    watches it (not in a notebook and stderr not a terminal: a bar taken away is still in a
+    log or a pipe, a line of noise before the command's one line)."""
 
     def __init__(self, desc: str, seconds: float):
         import threading
@@ -73,7 +83,7 @@ class Ticking:
         self.seconds = max(0, int(round(seconds)))
         self._bar = tqdm(total=self.seconds, desc=desc, unit="s", leave=False,
                          bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} s",
-                         disable=headless() or seconds < LONG_RUN_S)
+                         disable=headless() or seconds < LONG_RUN_S or not _watched())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="iolab-progress", daemon=True)
 

@@ -45,20 +45,7 @@ from . import ledger, owned, signals
 from .errors import DiskFullError, TargetError, ToolMissing
 from .paths import TARGET_HELP, scratch_dir as default_scratch  # noqa: F401 (TARGET_HELP: named here too)
 from .progress import bar
-from .validate import list_param
-
-SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-def parse_size(text: str | int) -> int:
-    """fio-style size to bytes: ``4k`` -> 4096, ``1g`` -> 2**30 (base 2, as fio's default)."""
-    if isinstance(text, int):
-        return text
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(text).lower())
-    if not m:
-        raise TargetError(f"cannot read size {text!r}: use a number with k, m, g or t (e.g. 1g)")
-    return int(float(m.group(1)) * SIZE_UNITS[m.group(2)])
-
+from .validate import list_param, parse_size
 
 NOT_PRECONDITIONED = ("not preconditioned: as found (an SSD's figures depend on what was written "
                       "before; iolab.studies.precondition reaches SNIA steady state on request)")

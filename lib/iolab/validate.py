@@ -31,6 +31,8 @@ SIZE_OPTIONS = ("bs", "size")
 
 _TIME = re.compile(r"(\d+)(?:\.0*)?\s*(d|h|m|s|ms|msec|us|usec)?", re.I)
 _SIZE = re.compile(r"(\d+)\s*([kmgtp](?:i?b)?|b)?", re.I)
+SIZE_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+SIZE_HINT = "a whole number of bytes with an optional unit, e.g. 4k, 512, 1g"
 
 
 # ---------------------------------------------------------------- CPUs
@@ -150,12 +152,26 @@ def check_int(name: str, value: Any, minimum: int = 1) -> None:
                          f"give e.g. {name}={max(minimum, 1)}")
 
 
+def parse_size(value: str | int, name: str = "size") -> int:
+    """A fio size in bytes, read as fio reads it: a whole number with an optional unit k, m,
+    g, t or p, base 2 (fio's default; ``4k``, ``4KiB`` and ``4kb`` are 4096; ``1g`` is
+    2**30). The one reading of a size in iolab: scratch files, loop devices and namespaces
+    are made with it and fio's options are checked with it, so they always agree. Anything
+    else, a fraction included (fio drops it: ``1.5m`` would be read as 1 byte), is refused
+    with an InputError saying what to give."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _SIZE.fullmatch(str(value).strip())
+    if not m:
+        raise InputError(f"{name} {value!r} is not a size fio reads exactly (fio drops fractions: 1.5m would "
+                         f"be 1 byte); give {SIZE_HINT}")
+    return int(m.group(1)) * SIZE_UNITS[(m.group(2) or "")[:1].lower()]
+
+
 def check_size(name: str, value: Any) -> None:
-    """A fio size (``bs``, ``size``): a whole number > 0 with an optional k/m/g/t/p suffix
-    (``4k``, ``1g``, ``4KiB``); ``bs`` may give read,write,trim sizes (``4k,8k``) and
-    ``size`` a share of the file (``50%``)."""
-    hint = "a whole number of bytes with an optional unit, e.g. 4k, 512, 1g"
-    _whole(name, value, 1, hint)
+    """A fio size option (``bs``, ``size``): ``parse_size`` and > 0; ``bs`` may give
+    read,write,trim sizes (``4k,8k``) and ``size`` a share of the file (``50%``)."""
+    _whole(name, value, 1, SIZE_HINT)
     parts = str(value).split(",") if name == "bs" else [str(value)]
     for part in parts:
         part = part.strip()
@@ -163,10 +179,8 @@ def check_size(name: str, value: Any) -> None:
             continue  # bs=,8k: fio's default for reads, 8k for writes
         if name == "size" and re.fullmatch(r"\d+(\.\d+)?%", part) and 0 < float(part[:-1]) <= 100:
             continue
-        m = _SIZE.fullmatch(part)
-        if not m or int(m.group(1)) == 0:
-            raise InputError(f"fio option {name}={value!r} is not a size fio reads exactly "
-                             f"(fio drops fractions and reads 1.5m as 1 byte); give {hint}")
+        if parse_size(part, f"fio option {name}=") == 0:
+            raise InputError(f"fio option {name}={value!r}: a size of 0; give {SIZE_HINT}")
 
 
 def check_fio_options(options: Mapping[str, Any]) -> None:

@@ -26,7 +26,8 @@ from ..analysis import add_cycles_per_io
 from ..errors import InputError
 from ..store import load_runs
 from ..sweep import sweep
-from ..target import Target, loop_device, parse_size
+from ..target import Target, loop_device
+from ..validate import parse_size
 
 MODES = {1: "direct", 0: "buffered"}
 ROUNDS = {"order": "random", "warmup": "run"}
