@@ -93,8 +93,9 @@ def test_a_failed_run_is_kept_the_batch_goes_on_and_a_rerun_only_redoes_it(tmp_p
 
 def test_runs_on_one_cpu_never_overlap(tmp_path, monkeypatch):
     runs = [batch.BatchRun(n, tmp_path / "nb.ipynb", {"cpu": c}) for n, c in (("a", 0), ("b", 0), ("c", 1))]
-    assert batch._cpus_of({"cpu": 0}) == {"0"} and batch._cpus_of({"cpus": "0,1"}) == {"0", "1"}
-    assert batch._cpus_of({"x": 1}) == set()
+    assert batch._cpus_of({"cpu": 0}) == {0} and batch._cpus_of({"cpus": "0,1"}) == {0, 1}
+    assert batch._cpus_of({"x": 1}) == set() and batch._cpus_of({"cpus": [2, 3]}) == {2, 3}
+    assert batch._cpus_of({"cpus": "0-3"}) & batch._cpus_of({"cpu": 2})  # a range holds its CPUs
     spans = []
 
     def fake(run, run_dir):

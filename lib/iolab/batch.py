@@ -33,7 +33,6 @@ import hashlib
 import itertools
 import json
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ from .atomic import write_atomic, write_json
 from .errors import InputError, IolabError
 from .locks import folder_locked
 from .paths import inside, safe_name
-from .validate import kind_of, mapping, notebook_file, positive_ints, yaml_mapping
+from .validate import cpu_list, kind_of, mapping, notebook_file, positive_ints, yaml_mapping
 
 MANIFEST_KEYS = ("notebook", "defaults", "runs", "grid", "out", "jobs")
 
@@ -158,13 +157,14 @@ def check_parameters(notebook: Path, runs: list[BatchRun]) -> None:
 
 
 # ---------------------------------------------------------------- running
-def _cpus_of(params: Mapping[str, Any]) -> set[str]:
-    """The CPUs a run pins to, from its ``cpu``/``cpus`` parameter (empty: unknown)."""
+def _cpus_of(params: Mapping[str, Any]) -> set[int]:
+    """The CPUs a run pins to, from its ``cpu``/``cpus`` parameter read as every CPU list is
+    (``validate.cpu_list``: ``0-3`` holds 2); empty when it names none. InputError for a
+    list that cannot be read, before anything runs."""
     value = params.get("cpu", params.get("cpus"))
-    if value is None:
+    if value is None or value == "":
         return set()
-    items = value if isinstance(value, (list, tuple)) else re.split(r"[,\s]+", str(value).strip())
-    return {str(v) for v in items if str(v)}
+    return set(cpu_list(value))
 
 
 def execute_one(run: BatchRun, run_dir: Path) -> dict[str, Any]:
