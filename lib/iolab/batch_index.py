@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from . import checks
-from .readable import readable_number
+from .readable import readable_value
 
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -28,17 +28,10 @@ def _esc(x: Any) -> str:
     return html.escape(str(x))
 
 
-def _num(v: Any) -> str:
-    """A value for reading (``readable.readable_number``: separators, sensible precision)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return readable_number(str(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
-
-
 def _result_text(r: Mapping[str, Any]) -> str:
-    text = _num(r.get("value"))
+    text = readable_value(r.get("value"))
     if r.get("low") is not None and r.get("high") is not None:
-        text += f" [{_num(r['low'])}, {_num(r['high'])}]"
+        text += f" [{readable_value(r['low'])}, {readable_value(r['high'])}]"
     return text
 
 
@@ -94,7 +87,7 @@ def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str 
         if lo is not None and hi is not None:
             ax.errorbar(i, v, yerr=[[v - lo], [hi - v]], color="k", capsize=4, linewidth=1)
         top = hi if hi is not None and hi > v else v  # above the whisker, not on it
-        ax.annotate(_num(v), (i, top), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+        ax.annotate(readable_value(v), (i, top), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
     ax.margins(y=0.12)
     ax.set_xticks(list(xs))
     ax.set_xticklabels([p[0] for p in points], rotation=20 if len(points) > 4 else 0, fontsize=8)
@@ -138,7 +131,7 @@ def index_html(doc: Mapping[str, Any], out: Path) -> str:
         flagged = checks.folder_flags(r.get("run_folders") or [])
         cells.append(f"<td class='failed' title='{_esc(checks.banner_text(flagged, len(r['run_folders'])))}'>"
                      f"⚠ {len(flagged)} of {len(r['run_folders'])} runs</td>" if flagged else "<td>–</td>")
-        cells.append(f"<td class='num'>{_num(r.get('duration_s'))}</td>")
+        cells.append(f"<td class='num'>{readable_value(r.get('duration_s'))}</td>")
         cells.append("<td>" + " ".join(x for x in (_link(r.get("html"), out, "write-up"),
                                                   _link(r.get("output"), out, "notebook")) if x) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")

@@ -49,6 +49,7 @@ import pandas as pd
 
 from .analysis import add_cycles_per_io, t_interval
 from .columns import label
+from .readable import percent
 from .errors import InputError
 
 METRICS = ("iops", "bw_bytes_s", "clat_p50_us", "clat_p99_us", "cpu_busy_pct", "cycles_per_io")
@@ -352,14 +353,14 @@ def _says(c: Comparison, ratio: float, low: float, high: float) -> str:
     size, lo, hi = (ratio, low, high) if up else (-ratio, -high, -low)
     m = c.metric
     if m in HIGHER_IS_BETTER:
-        what = f"is {_pct(size)} {'faster' if up else 'slower'} than {c.b} ({_words(m)})"
+        what = f"is {percent(size)} {'faster' if up else 'slower'} than {c.b} ({_words(m)})"
     elif m in CPU_COST:
-        what = f"uses {_pct(size)} {'more' if up else 'less'} CPU per IO than {c.b} ({_words(m)})"
+        what = f"uses {percent(size)} {'more' if up else 'less'} CPU per IO than {c.b} ({_words(m)})"
     elif _is_latency(m):
-        what = f"is {'slower' if up else 'faster'}: {_words(m)} {_pct(size)} {'higher' if up else 'lower'} than {c.b}"
+        what = f"is {'slower' if up else 'faster'}: {_words(m)} {percent(size)} {'higher' if up else 'lower'} than {c.b}"
     else:
-        what = f"has {_pct(size)} {'higher' if up else 'lower'} {_words(m)} than {c.b}"
-    ci = "" if math.isnan(lo) or lo == hi else f", {100 * c.confidence:g} % CI [{_pct(lo)}, {_pct(hi)}]"
+        what = f"has {percent(size)} {'higher' if up else 'lower'} {_words(m)} than {c.b}"
+    ci = "" if math.isnan(lo) or lo == hi else f", {100 * c.confidence:g} % CI [{percent(lo)}, {percent(hi)}]"
     return f"{c.a} {what}{ci}"
 
 
@@ -369,10 +370,6 @@ def _is_latency(metric: str) -> bool:
 
 def _words(metric: str) -> str:
     return label(metric).split(" (")[0]
-
-
-def _pct(x: float) -> str:
-    return f"{x:.0f} %" if abs(x) >= 10 else f"{x:.1f} %"
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:

@@ -68,7 +68,7 @@ import pandas as pd
 from . import compare
 from .columns import COLUMNS, label
 from .errors import InputError
-from .readable import wrapped_text
+from .readable import percent, si_number, wrapped_text
 
 FREQUENCY_AXES = ("governor", "turbo", "smt", "siblings", "thread_siblings", "stress")
 FREQ_NOTES = {
@@ -173,7 +173,7 @@ def describe_effects(effects: pd.DataFrame, metric: str | None = None) -> str:
     for r in ranked.itertuples(index=False):
         low, high = getattr(r, f"low_{metric}"), getattr(r, f"high_{metric}")
         span = (f"{words} range from {_short(low, metric)} at {_text(r.low_level)} to "
-                f"{_short(high, metric)} at {_text(r.high_level)} ({_signed(r.change_pct)}")
+                f"{_short(high, metric)} at {_text(r.high_level)} ({percent(r.change_pct, signed=True)}")
         incomplete = "" if r.complete else "; an incomplete grid: the levels average over different cells"
         if pd.isna(r.separated):
             parts.append(f"{r.axis}: {span}, one run per cell: no interval, as measured{incomplete})")
@@ -600,7 +600,7 @@ def describe_frequency(freq: pd.DataFrame, metric: str | None = None) -> str:
         if _key(r.level) == _key(r.reference_level):
             continue
         ref = freq[(freq["axis"] == r.axis) & freq["level"].map(_key).eq(_key(r.reference_level))].iloc[0]
-        head = f"{r.axis} {_text(r.level)}: {words} {_signed(r.change_pct)} vs {_text(r.reference_level)}"
+        head = f"{r.axis} {_text(r.level)}: {words} {percent(r.change_pct, signed=True)} vs {_text(r.reference_level)}"
         if r.freq_source == "none" or math.isnan(r.cpu_freq_mhz_mean):
             parts.append(f"{head}; CPU frequency not sampled")
         elif "proc_cpuinfo" in r.freq_source:
@@ -617,7 +617,7 @@ def describe_frequency(freq: pd.DataFrame, metric: str | None = None) -> str:
             elif not math.isnan(r.freq_share_pct):
                 share = (f"; if CPU-bound ({words} follow the clock) the clock accounts for "
                          f"{r.freq_share_pct:.0f} % of it (log scale)")
-            parts.append(f"{head}; CPU frequency {_signed(r.freq_change_pct)} ({ref.cpu_freq_mhz_mean:,.0f} -> "
+            parts.append(f"{head}; CPU frequency {percent(r.freq_change_pct, signed=True)} ({ref.cpu_freq_mhz_mean:,.0f} -> "
                          f"{r.cpu_freq_mhz_mean:,.0f} MHz, {r.freq_source}){share}")
     return "; ".join(parts) + "."
 
@@ -779,12 +779,6 @@ def _pct_change(x: float, ref: float) -> float:
     return 100 * (x / ref - 1) if ref and not math.isnan(ref) and not math.isnan(x) else math.nan
 
 
-def _signed(pct: float) -> str:
-    if math.isnan(pct):
-        return "n/a"
-    return f"{pct:+.0f} %" if abs(pct) >= 10 else f"{pct:+.1f} %"
-
-
 def _words(metric: str) -> str:
     return label(metric).split(" (")[0]
 
@@ -793,9 +787,7 @@ def _short(x: float, metric: str) -> str:
     """41k, 3.86M, 120 µs: three significant digits, the unit unless the words carry it."""
     if x is None or math.isnan(x):
         return "n/a"
-    a = abs(x)
-    num = (f"{x / 1e9:.3g}G" if a >= 1e9 else f"{x / 1e6:.3g}M" if a >= 1e6 else
-           f"{x / 1e3:.3g}k" if a >= 1e3 else f"{x:.3g}")
+    num = si_number(x, k_from=1e3)
     col = COLUMNS.get(metric)
     unit = col.unit if col else ""
     if not unit or metric == "iops":

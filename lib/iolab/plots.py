@@ -18,7 +18,7 @@ import seaborn as sns
 from . import compare
 from .analysis import Knee, KneeEstimate
 from .columns import label
-from .readable import si_number
+from .readable import percent, readable_number, si_number
 from .errors import InputError
 
 PALETTE = {"iops": "#1f77b4", "p50": "#2ca02c", "p99": "#d62728", "knee": "#7f7f7f"}
@@ -443,7 +443,7 @@ def by_setting(df: pd.DataFrame, x: str, y: str = "iops", ax=None, title: str | 
     for bar, p, m, top, unstable in zip(bars, pos, mean, np.fmax(mean, high), cells["unstable"]):
         if unstable:
             bar.set(hatch="//", edgecolor="0.15", gid="unstable")
-        ax.annotate(_value(m) + (" unstable" if unstable else ""), (p, top), xytext=(0, 3),
+        ax.annotate(("" if np.isnan(m) else readable_number(repr(float(m)))) + (" unstable" if unstable else ""), (p, top), xytext=(0, 3),
                     textcoords="offset points", ha="center", va="bottom", fontsize=8,
                     color=UNSTABLE_COLOR if unstable else "0.1")
     ax.set_xticks(pos, [_tick(v) for v in cells[x]])
@@ -459,11 +459,6 @@ def by_setting(df: pd.DataFrame, x: str, y: str = "iops", ax=None, title: str | 
     source_note(ax, "; ".join(t for t in (source, bars_note, unstable) if t))
     flag_banner(ax, df)
     return ax
-
-
-def _value(v: float) -> str:
-    """A bar's value: thousands separated from 100 up, three significant digits below."""
-    return "" if np.isnan(v) else (f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}")
 
 
 # ---------------------------------------------------------------- reading a search (iolab.effects)
@@ -594,7 +589,7 @@ def interaction_heatmap(pivot: pd.DataFrame, a: str | None = None, b: str | None
     ax = _ax(ax)
     values = pivot.to_numpy(dtype=float)
     departure = np.asarray(pivot.attrs.get("departure_pct", np.full(values.shape, np.nan)), dtype=float)
-    annot = np.array([[("" if np.isnan(v) else si_number(v) + ("" if np.isnan(d) else f"\n{_signed_pct(d)}"))
+    annot = np.array([[("" if np.isnan(v) else si_number(v) + ("" if np.isnan(d) else f"\n{percent(d, signed=True)}"))
                        for v, d in zip(vr, dr)] for vr, dr in zip(values, departure)], dtype=object)
     sns.heatmap(pd.DataFrame(values, index=[_level_tick(v) for v in pivot.index],
                              columns=[_level_tick(v) for v in pivot.columns]),
@@ -617,11 +612,6 @@ def interaction_heatmap(pivot: pd.DataFrame, a: str | None = None, b: str | None
                     f"two-way ANOVA interaction against the within-cell mean square (Montgomery, Design and "
                     f"Analysis of Experiments, §5.3); blank: not measured")
     return ax
-
-
-def _signed_pct(d: float) -> str:
-    """+19 %, -0.4 %: whole percent from 10 up, one decimal below."""
-    return f"{d:+.0f} %" if abs(d) >= 10 else f"{d:+.1f} %"
 
 
 def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):

@@ -42,17 +42,37 @@ def readable_number(text: str) -> str:
     return "0" if value == 0 else f"{value:.3g}"
 
 
-def si_number(v: float, _pos=None) -> str:
+def si_number(v: float, _pos=None, k_from: float = 1e4) -> str:
     """400k, 1.2M, 61.7M: a large count in three digits and an SI prefix, the unit said
-    elsewhere (an axis label); a matplotlib tick formatter as it is."""
+    elsewhere (an axis label), from ``k_from`` up (1e4: an axis reads 5,000 rather than 5k;
+    sentences use 1e3); a matplotlib tick formatter as it is. "n/a" for NaN."""
+    if v is None or v != v:
+        return "n/a"
     a = abs(v)
     if a >= 1e9:
         return f"{v / 1e9:.3g}G"
     if a >= 1e6:
         return f"{v / 1e6:.3g}M"
-    if a >= 1e4:
+    if a >= k_from:
         return f"{v / 1e3:.3g}k"
     return f"{v:,.0f}" if a >= 100 else f"{v:.3g}"
+
+
+def percent(x: float, signed: bool = False) -> str:
+    """19 %, 0.4 % (``signed``: +19 %, -0.4 %): whole percent from 10 up, one decimal below;
+    "n/a" for NaN."""
+    if x is None or x != x:
+        return "n/a"
+    sign = "+" if signed else ""
+    return f"{x:{sign}.0f} %" if abs(x) >= 10 else f"{x:{sign}.1f} %"
+
+
+def readable_value(v) -> str:
+    """A table cell's value for reading: numbers by ``readable_number``, "–" for none or NaN,
+    other values as their text."""
+    if v is None or (isinstance(v, float) and v != v):
+        return "–"
+    return readable_number(str(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def wrapped(text: str, width: int = TEXT_WIDTH) -> str:

@@ -29,7 +29,8 @@ import pandas as pd
 
 from . import checks, compare, paths
 from .atomic import write_atomic
-from .batch_index import STYLE, _esc, _link, _num
+from .batch_index import STYLE, _esc, _link
+from .readable import readable_value
 from .seeds import Seed, load_seed
 
 METRICS = {"iops": "IO/s", "clat_p50_us": "µs", "clat_p99_us": "µs", "mean_lat_us": "µs", "cycles_per_io": "cycles/IO"}
@@ -311,13 +312,13 @@ def _plot(table: pd.DataFrame, seed: Seed) -> str | None:
 
 
 def _value(v: Any, unit: str) -> str:
-    return f"{_num(v)} {unit}" if _number(v) else "–"
+    return f"{readable_value(v)} {unit}" if _number(v) else "–"
 
 
 def _interval(r: Mapping[str, Any]) -> str:
     if not _number(r.get("local")):
         return "–"
-    return (f"[{_num(r['low'])}, {_num(r['high'])}]" if _number(r.get("low")) and _number(r.get("high"))
+    return (f"[{readable_value(r['low'])}, {readable_value(r['high'])}]" if _number(r.get("low")) and _number(r.get("high"))
             else compare.NOT_INFORMATIVE)
 
 
