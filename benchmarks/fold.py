@@ -12,6 +12,7 @@ alternating which goes first, whole processes with their start-up:
 
     FLAMEGRAPH_DIR=~/FlameGraph .venv/bin/python benchmarks/fold.py [--rounds 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,10 +50,37 @@ def record(work: Path, seconds: float) -> Path:
     """perf.data of a fio run with DWARF call chains, all CPUs, 1999 Hz."""
     data = work / "perf.data"
     (work / "f").write_bytes(b"\0" * (64 << 20))
-    fio = ["fio", "--name=b", f"--filename={work / 'f'}", "--rw=randread", "--ioengine=io_uring", "--iodepth=8",
-           "--direct=1", f"--runtime={seconds:g}s", "--time_based"]
-    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "1999", "--call-graph", "dwarf", "-a",
-                    "-o", str(data), "--", *fio], capture_output=True, check=True)
+    fio = [
+        "fio",
+        "--name=b",
+        f"--filename={work / 'f'}",
+        "--rw=randread",
+        "--ioengine=io_uring",
+        "--iodepth=8",
+        "--direct=1",
+        f"--runtime={seconds:g}s",
+        "--time_based",
+    ]
+    subprocess.run(
+        [
+            "perf",
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "1999",
+            "--call-graph",
+            "dwarf",
+            "-a",
+            "-o",
+            str(data),
+            "--",
+            *fio,
+        ],
+        capture_output=True,
+        check=True,
+    )
     return data
 
 
@@ -64,7 +92,7 @@ def texts(work: Path, data: Path) -> dict[str, Path]:
         if len(full) < size:
             raise SystemExit(f"perf script gave {len(full) / 1e6:.1f} MB, less than {name}: raise --seconds")
         path = work / f"perf-{name.replace(' ', '')}.txt"
-        path.write_bytes(full[:full.rfind(b"\n\n", 0, size) + 2])
+        path.write_bytes(full[: full.rfind(b"\n\n", 0, size) + 2])
         out[name] = path
     return out
 
@@ -80,8 +108,10 @@ def main() -> None:
         data = record(work, args.seconds)
         samples = texts(work, data)
         perl = Path(os.environ.get("FLAMEGRAPH_DIR", "")) / "stackcollapse-perf.pl"
-        print(f"{os.uname().nodename}: {os.cpu_count()} CPUs; perf.data {data.stat().st_size / 1e6:.0f} MB; "
-              f"{args.rounds} rounds, alternating; medians of whole processes")
+        print(
+            f"{os.uname().nodename}: {os.cpu_count()} CPUs; perf.data {data.stat().st_size / 1e6:.0f} MB; "
+            f"{args.rounds} rounds, alternating; medians of whole processes"
+        )
         if os.environ.get("FLAMEGRAPH_DIR") and perl.exists():
             for name, text in samples.items():
                 ours, theirs = work / "ours.txt", work / "theirs.txt"
@@ -91,19 +121,25 @@ def main() -> None:
                     subprocess.run(["perl", str(perl), str(text)], stdout=o, check=True)
                 same = ours.read_bytes() == theirs.read_bytes()
                 t_ours, t_perl = side_by_side([*IOLAB, "fold", str(text)], ["perl", str(perl), str(text)], args.rounds)
-                print(f"fold {name:7} iolab {t_ours:6.3f} s  stackcollapse-perf.pl {t_perl:6.3f} s  "
-                      f"speed {t_perl / t_ours:5.2f}x (goal >= 2)  output {'identical' if same else 'DIFFERS'}")
+                print(
+                    f"fold {name:7} iolab {t_ours:6.3f} s  stackcollapse-perf.pl {t_perl:6.3f} s  "
+                    f"speed {t_perl / t_ours:5.2f}x (goal >= 2)  output {'identical' if same else 'DIFFERS'}"
+                )
         else:
             print("fold vs stackcollapse-perf.pl: skipped (set FLAMEGRAPH_DIR to a FlameGraph checkout)")
         t_fold, t_script = side_by_side([*IOLAB, "fold", str(data)], ["perf", "script", "-i", str(data)], args.rounds)
-        print(f"perf.data -> folded {t_fold:6.3f} s  perf script alone {t_script:6.3f} s  "
-              f"ratio {t_fold / t_script:5.2f}x (goal <= 1.2)")
+        print(
+            f"perf.data -> folded {t_fold:6.3f} s  perf script alone {t_script:6.3f} s  "
+            f"ratio {t_fold / t_script:5.2f}x (goal <= 1.2)"
+        )
         empty = work / "empty.txt"
         empty.write_text("")
         t_help, t_py = side_by_side([*IOLAB, "--help"], [sys.executable, "-c", "pass"], args.rounds)
         t_empty, _ = side_by_side([*IOLAB, "fold", str(empty)], [sys.executable, "-c", "pass"], args.rounds)
-        print(f"start-up: iolab --help {t_help:5.3f} s, iolab fold (empty) {t_empty:5.3f} s, "
-              f"python alone {t_py:5.3f} s (goal: well under 0.2 s)")
+        print(
+            f"start-up: iolab --help {t_help:5.3f} s, iolab fold (empty) {t_empty:5.3f} s, "
+            f"python alone {t_py:5.3f} s (goal: well under 0.2 s)"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

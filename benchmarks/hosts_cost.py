@@ -14,6 +14,7 @@ host and in total, with the range over the rounds.
 
     .venv/bin/python benchmarks/hosts_cost.py [--rounds 5] [--runtime 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=float, default=2.0)
     args = ap.parse_args()
-    options = {"ioengine": "psync", "rw": "randread", "bs": "4k", "direct": 1, "runtime": f"{args.runtime:g}s",
-               "time_based": 1}
+    options = {
+        "ioengine": "psync",
+        "rw": "randread",
+        "bs": "4k",
+        "direct": 1,
+        "runtime": f"{args.runtime:g}s",
+        "time_based": 1,
+    }
     with tempfile.TemporaryDirectory() as tmp, hostlib.local_servers(2) as servers:
         work = Path(tmp)
         target = scratch_file(work / "scratch", "256m")
@@ -80,21 +87,27 @@ def main() -> None:
         }
         results: dict[str, list[tuple[float, list[float]]]] = {k: [] for k in cases}
         for r in range(args.rounds):
-            for name in (list(cases) if r % 2 == 0 else list(reversed(cases))):
+            for name in list(cases) if r % 2 == 0 else list(reversed(cases)):
                 results[name].append(cases[name]())
-        print(f"servers: {servers.kind}; job: {args.runtime:g} s psync 4k randread on a scratch file; "
-              f"{args.rounds} rounds, order alternating")
+        print(
+            f"servers: {servers.kind}; job: {args.runtime:g} s psync 4k randread on a scratch file; "
+            f"{args.rounds} rounds, order alternating"
+        )
         base = statistics.median(w for w, _ in results["plain fio"])
         base_iops = statistics.median(sum(i) for _, i in results["plain fio"])
-        print(f"{'case':26} {'wall s (median)':>16} {'extra s':>8} {'IOPS per host':>16} {'IOPS total':>12} "
-              f"{'total / plain':>13} {'range of total':>22}")
+        print(
+            f"{'case':26} {'wall s (median)':>16} {'extra s':>8} {'IOPS per host':>16} {'IOPS total':>12} "
+            f"{'total / plain':>13} {'range of total':>22}"
+        )
         for name, runs in results.items():
             wall = statistics.median(w for w, _ in runs)
             per_host = statistics.median(statistics.mean(i) for _, i in runs)
             totals = [sum(i) for _, i in runs]
             total = statistics.median(totals)
-            print(f"{name:26} {wall:16.2f} {wall - base:8.2f} {per_host:16,.0f} {total:12,.0f} "
-                  f"{total / base_iops:13.2f} {min(totals):10,.0f}-{max(totals):,.0f}")
+            print(
+                f"{name:26} {wall:16.2f} {wall - base:8.2f} {per_host:16,.0f} {total:12,.0f} "
+                f"{total / base_iops:13.2f} {min(totals):10,.0f}-{max(totals):,.0f}"
+            )
 
 
 if __name__ == "__main__":

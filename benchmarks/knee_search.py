@@ -10,6 +10,7 @@ best agreement any search could hope for with that knee method on this host.
     .venv/bin/python benchmarks/knee_search.py [--trials 10] [--runtime 1] [--repeats 3]
         [--targets loop,scratch] [--method power] [--keep]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,16 @@ def trial(target, job, args, work: Path, i: int) -> dict:
             out["grid_power"] = knee_with_interval(table.qd, table.iops, n_boot=0, method="power").x
             out["grid_kneedle"] = knee_with_interval(table.qd, table.iops, n_boot=0, method="kneedle").x
         else:
-            res = knee_search(target, QDS, job, cpu=args.cpu, repeats=args.repeats, method=args.method,
-                              runs_dir=work / f"search-{i}", n_boot=0)
+            res = knee_search(
+                target,
+                QDS,
+                job,
+                cpu=args.cpu,
+                repeats=args.repeats,
+                method=args.method,
+                runs_dir=work / f"search-{i}",
+                n_boot=0,
+            )
             out["search_runs"], out["search_knee"] = res.runs, res.estimate.x
             out["search_stages"] = [s.stage for s in res.steps]
         out[f"{which}_s"] = round(time.monotonic() - start, 1)
@@ -61,13 +70,18 @@ def summary(name: str, rows: list[dict], method: str) -> dict:
     share = [r["search_runs"] / r["grid_runs"] for r in rows]
     pairs = list(zip(rows, rows[1:]))
     return {
-        "target": name, "trials": len(rows), "method": method,
-        "runs_share_mean": round(sum(share) / len(share), 3), "runs_share_max": round(max(share), 3),
+        "target": name,
+        "trials": len(rows),
+        "method": method,
+        "runs_share_mean": round(sum(share) / len(share), 3),
+        "runs_share_max": round(max(share), 3),
         "agreement": round(sum(r["agree"] for r in rows) / len(rows), 3),
-        "grid_vs_next_grid_power": round(sum(within_one_step(a["grid_power"], b["grid_power"])
-                                             for a, b in pairs) / max(1, len(pairs)), 3),
-        "grid_vs_next_grid_kneedle": round(sum(within_one_step(a["grid_kneedle"], b["grid_kneedle"])
-                                               for a, b in pairs) / max(1, len(pairs)), 3),
+        "grid_vs_next_grid_power": round(
+            sum(within_one_step(a["grid_power"], b["grid_power"]) for a, b in pairs) / max(1, len(pairs)), 3
+        ),
+        "grid_vs_next_grid_kneedle": round(
+            sum(within_one_step(a["grid_kneedle"], b["grid_kneedle"]) for a, b in pairs) / max(1, len(pairs)), 3
+        ),
         "time_s_grid_mean": round(sum(r["grid_s"] for r in rows) / len(rows), 1),
         "time_s_search_mean": round(sum(r["search_s"] for r in rows) / len(rows), 1),
     }
@@ -95,9 +109,12 @@ def main() -> None:
                 for i in range(args.trials):
                     rows.append(trial(target, job, args, work / spec, i))
                     r = rows[-1]
-                    print(f"{spec} trial {i}: grid {r['grid_runs']} runs, knee power {r['grid_power']} / "
-                          f"kneedle {r['grid_kneedle']}; search {r['search_runs']} runs, knee "
-                          f"{r['search_knee']} ({'agrees' if r['agree'] else 'DISAGREES'})", flush=True)
+                    print(
+                        f"{spec} trial {i}: grid {r['grid_runs']} runs, knee power {r['grid_power']} / "
+                        f"kneedle {r['grid_kneedle']}; search {r['search_runs']} runs, knee "
+                        f"{r['search_knee']} ({'agrees' if r['agree'] else 'DISAGREES'})",
+                        flush=True,
+                    )
                 results.append(summary(spec, rows, args.method))
     finally:
         if args.keep:
@@ -108,10 +125,20 @@ def main() -> None:
     share = max(r["runs_share_max"] for r in results)
     agreement = sum(r["agreement"] * r["trials"] for r in results) / sum(r["trials"] for r in results)
     met = share <= 0.5 and agreement >= 0.9
-    print(json.dumps({"per_target": results, "runs_share_max": share, "agreement_all": round(agreement, 3),
-                      "goal": "runs share <= 0.5 and agreement >= 0.9", "goal_met": met,
-                      "runtime_s": args.runtime, "grid": f"QD {QDS[0]}..{QDS[-1]} x {args.repeats} repeats"},
-                     indent=1))
+    print(
+        json.dumps(
+            {
+                "per_target": results,
+                "runs_share_max": share,
+                "agreement_all": round(agreement, 3),
+                "goal": "runs share <= 0.5 and agreement >= 0.9",
+                "goal_met": met,
+                "runtime_s": args.runtime,
+                "grid": f"QD {QDS[0]}..{QDS[-1]} x {args.repeats} repeats",
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ A/B pairs in one process. Goal: ratio >= 0.99.
 
     .venv/bin/python benchmarks/overhead.py [--pairs 6] [--runtime 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,14 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="iolab-bench-"))
     target = scratch_file(work, "256m")
-    job = {"rw": "randread", "bs": "4k", "ioengine": "io_uring", "iodepth": 16, "direct": 1,
-           "runtime": f"{args.runtime}s"}
+    job = {
+        "rw": "randread",
+        "bs": "4k",
+        "ioengine": "io_uring",
+        "iodepth": 16,
+        "direct": 1,
+        "runtime": f"{args.runtime}s",
+    }
     plain_opts = job_options(job, target, [args.cpu])
     ratios, a_all, b_all = [], [], []
     for i in range(args.pairs):
@@ -38,18 +45,30 @@ def main() -> None:
             if which == "iolab":
                 got[which] = measure(job, target, cpus=[args.cpu], runs_dir=work / "runs").table.iops.sum()
             else:
-                out = subprocess.run(to_argv({"name": "plain", **plain_opts}) + ["--output-format=json"],
-                                     capture_output=True, text=True, check=True).stdout
+                out = subprocess.run(
+                    to_argv({"name": "plain", **plain_opts}) + ["--output-format=json"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
                 got[which] = tidy(find_json(out)).iops.sum()
         a_all.append(got["iolab"]), b_all.append(got["plain"])
         ratios.append(got["iolab"] / got["plain"])
-        print(f"pair {i}: iolab {got['iolab']:,.0f} IOPS  plain fio {got['plain']:,.0f} IOPS  "
-              f"ratio {ratios[-1]:.4f}")
-    print(json.dumps({"pairs": args.pairs, "runtime_s": args.runtime,
-                      "iolab_iops_median": statistics.median(a_all),
-                      "plain_iops_median": statistics.median(b_all),
-                      "ratio_median": round(statistics.median(ratios), 4),
-                      "ratio_mean": round(statistics.mean(ratios), 4), "goal": ">= 0.99"}, indent=1))
+        print(f"pair {i}: iolab {got['iolab']:,.0f} IOPS  plain fio {got['plain']:,.0f} IOPS  ratio {ratios[-1]:.4f}")
+    print(
+        json.dumps(
+            {
+                "pairs": args.pairs,
+                "runtime_s": args.runtime,
+                "iolab_iops_median": statistics.median(a_all),
+                "plain_iops_median": statistics.median(b_all),
+                "ratio_median": round(statistics.median(ratios), 4),
+                "ratio_mean": round(statistics.mean(ratios), 4),
+                "goal": ">= 0.99",
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

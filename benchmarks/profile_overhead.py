@@ -9,6 +9,7 @@ that they wake rarely (``iolab.perf``). Needs root (loop device, perf).
 
     .venv/bin/python benchmarks/profile_overhead.py [--pairs 8] [--runtime 2] [--cpu 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,12 +33,14 @@ def pairs(job, target, cpu: int, n: int, work: Path, **instruments) -> list[floa
     ratios = []
     for i in range(n):
         got = {}
-        for which in (("on", "off") if i % 2 == 0 else ("off", "on")):
+        for which in ("on", "off") if i % 2 == 0 else ("off", "on"):
             kw = instruments if which == "on" else {}
             got[which] = measure(job, target, cpus=[cpu], runs_dir=work / which, **kw).table.iops.sum()
         ratios.append(got["on"] / got["off"])
-        print(f"  pair {i}: with {got['on']:10,.0f} IOPS  without {got['off']:10,.0f} IOPS  ratio {ratios[-1]:.3f}",
-              flush=True)
+        print(
+            f"  pair {i}: with {got['on']:10,.0f} IOPS  without {got['off']:10,.0f} IOPS  ratio {ratios[-1]:.3f}",
+            flush=True,
+        )
     return ratios
 
 
@@ -47,10 +50,18 @@ def main() -> None:
     ap.add_argument("--runtime", type=float, default=2.0)
     ap.add_argument("--cpu", type=int, default=0)
     args = ap.parse_args()
-    job = {"rw": "randread", "bs": "4k", "ioengine": "io_uring", "iodepth": 16, "direct": 1,
-           "runtime": f"{args.runtime:g}s"}
-    cases = {"perf record 99 Hz + perf stat": {"profile": ProfileSpec(freq_hz=99)},
-             "every instrument together": {"profile": ProfileSpec(freq_hz=99), "threads": True, "log_ms": 500}}
+    job = {
+        "rw": "randread",
+        "bs": "4k",
+        "ioengine": "io_uring",
+        "iodepth": 16,
+        "direct": 1,
+        "runtime": f"{args.runtime:g}s",
+    }
+    cases = {
+        "perf record 99 Hz + perf stat": {"profile": ProfileSpec(freq_hz=99)},
+        "every instrument together": {"profile": ProfileSpec(freq_hz=99), "threads": True, "log_ms": 500},
+    }
     with tempfile.TemporaryDirectory() as tmp, loop_device("512m") as target:
         results = {}
         for name, kw in cases.items():
@@ -58,8 +69,10 @@ def main() -> None:
             results[name] = pairs(job, target, args.cpu, args.pairs, Path(tmp) / name.split()[0], **kw)
     for name, ratios in results.items():
         median = statistics.median(ratios)
-        print(f"{name}: IOPS with ÷ without = {median:.3f} median (pairs {min(ratios):.3f}-{max(ratios):.3f}); "
-              f"goal >= {GOAL}: {'met' if median >= GOAL else 'NOT met'}")
+        print(
+            f"{name}: IOPS with ÷ without = {median:.3f} median (pairs {min(ratios):.3f}-{max(ratios):.3f}); "
+            f"goal >= {GOAL}: {'met' if median >= GOAL else 'NOT met'}"
+        )
 
 
 if __name__ == "__main__":

@@ -9,10 +9,10 @@ terminal input. The clone is removed afterwards unless `--keep`.
 
     .venv/bin/python benchmarks/suite_time.py [--background] [--keep] [--workers N]
 """
+
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import signal
@@ -43,14 +43,17 @@ def main() -> int:
     print(f"clone: {clone} (mode {oct(top.stat().st_mode & 0o777)}); log: {log}", flush=True)
     start = time.monotonic()
     with open(log, "w") as out:
-        done = subprocess.run(argv, cwd=clone, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              preexec_fn=ignore_sigint)
+        done = subprocess.run(
+            argv, cwd=clone, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=ignore_sigint
+        )
     wall = time.monotonic() - start
     text = log.read_text(errors="replace")
     summary = re.findall(r"^=*\s*(\d+ (?:passed|failed).*?) in ([\d.]+)s", text, re.M)
     pytest_s = float(summary[-1][1]) if summary else float("nan")
-    print(f"make test {'(background) ' if args.background else ''}exit {done.returncode}: "
-          f"{wall:.0f} s in all ({wall / 60:.1f} min), set-up {wall - pytest_s:.0f} s, pytest {pytest_s:.0f} s")
+    print(
+        f"make test {'(background) ' if args.background else ''}exit {done.returncode}: "
+        f"{wall:.0f} s in all ({wall / 60:.1f} min), set-up {wall - pytest_s:.0f} s, pytest {pytest_s:.0f} s"
+    )
     print(f"result: {summary[-1][0] if summary else 'no pytest summary (see the log)'}")
     after = text.split("slowest 15 durations", 1)[1].split("\n", 1)[1] if "slowest 15 durations" in text else ""
     slowest = after.split("====", 1)[0]

@@ -12,6 +12,7 @@ and extrapolated (the output says so). The temporary folder is removed unless --
 
 Goal: 10,000 runs load in seconds (warm cache).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,15 @@ def real_run(work: Path) -> Path:
     """One real 1-second fio run on a 16 MiB scratch file."""
     from iolab.runner import measure
     from iolab.target import scratch_file
+
     target = scratch_file(work / "scratch", "16m")
-    return measure({"rw": "randread", "ioengine": "psync", "runtime": "1s"}, target, runs_dir=work / "source",
-                   swept={"qd": 1, "repeat": 0}, label="bench").path
+    return measure(
+        {"rw": "randread", "ioengine": "psync", "runtime": "1s"},
+        target,
+        runs_dir=work / "source",
+        swept={"qd": 1, "repeat": 0},
+        label="bench",
+    ).path
 
 
 def make_copies(source: Path, root: Path, start: int, count: int) -> list[Path]:
@@ -70,8 +77,12 @@ def timed(fn):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10_000, help="run folders to make (default 10,000)")
-    ap.add_argument("--sample", type=int, default=1_000,
-                    help="runs the uncached load_runs is timed on, then extrapolated (default 1,000)")
+    ap.add_argument(
+        "--sample",
+        type=int,
+        default=1_000,
+        help="runs the uncached load_runs is timed on, then extrapolated (default 1,000)",
+    )
     ap.add_argument("--warm-repeats", type=int, default=3, help="warm loads to time (default 3)")
     ap.add_argument("--source", help="a real run folder to copy (default: make one 1-second fio run)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
@@ -82,16 +93,20 @@ def main() -> None:
         root = work / "runs"
         root.mkdir()
         t_make, folders = timed(lambda: make_copies(source, root, 0, args.runs))
-        print(f"{args.runs:,} run folders (copies of {source.name}: run.json and params.json their own, "
-              f"other files hard-linked) made in {t_make:.1f} s under {root}")
+        print(
+            f"{args.runs:,} run folders (copies of {source.name}: run.json and params.json their own, "
+            f"other files hard-linked) made in {t_make:.1f} s under {root}"
+        )
 
         sample = min(args.sample, args.runs)
         t_plain, plain = timed(lambda: store.load_runs(folders[:sample]))
         per_run = t_plain / sample
         if sample < args.runs:
-            plain_note = (f"{sample:,} runs in {t_plain:.1f} s ({per_run * 1e3:.1f} ms/run) -> {args.runs:,} runs "
-                          f"~{per_run * args.runs:.0f} s, EXTRAPOLATED from {sample:,} (a full uncached load "
-                          f"would take {per_run * args.runs / 60:.1f} min)")
+            plain_note = (
+                f"{sample:,} runs in {t_plain:.1f} s ({per_run * 1e3:.1f} ms/run) -> {args.runs:,} runs "
+                f"~{per_run * args.runs:.0f} s, EXTRAPOLATED from {sample:,} (a full uncached load "
+                f"would take {per_run * args.runs / 60:.1f} min)"
+            )
         else:
             plain_note = f"{args.runs:,} runs in {t_plain:.1f} s ({per_run * 1e3:.1f} ms/run)"
         uncached_s = per_run * args.runs
@@ -102,7 +117,7 @@ def main() -> None:
             t, warm = timed(lambda: runcache.load_cached(root))
             warm_times.append(t)
         pd.testing.assert_frame_equal(warm, cold)
-        pd.testing.assert_frame_equal(warm.iloc[:len(plain)], plain)
+        pd.testing.assert_frame_equal(warm.iloc[: len(plain)], plain)
         cache_mib = (root / runcache.CACHE_NAME).stat().st_size / 2**20
 
         make_copies(source, root, args.runs, 10)
@@ -111,17 +126,25 @@ def main() -> None:
         best = min(warm_times)
 
         print(f"store.load_runs, no cache:        {plain_note}")
-        print(f"load_cached, cold (first build):  {len(cold):,} rows in {t_cold:.1f} s "
-              f"({t_cold / args.runs * 1e3:.1f} ms/run; cache file {cache_mib:.1f} MiB)")
-        print(f"load_cached, warm (cache hit):    {len(warm):,} rows in {best:.2f} s (best of {len(warm_times)}; "
-              f"median {statistics.median(warm_times):.2f} s) = {uncached_s / best:,.0f}x faster than uncached")
-        print(f"load_cached, warm + 10 new runs:  {len(added):,} rows in {t_add:.2f} s (10 runs derived, cache "
-              f"rewritten); the next load {t_after:.2f} s")
+        print(
+            f"load_cached, cold (first build):  {len(cold):,} rows in {t_cold:.1f} s "
+            f"({t_cold / args.runs * 1e3:.1f} ms/run; cache file {cache_mib:.1f} MiB)"
+        )
+        print(
+            f"load_cached, warm (cache hit):    {len(warm):,} rows in {best:.2f} s (best of {len(warm_times)}; "
+            f"median {statistics.median(warm_times):.2f} s) = {uncached_s / best:,.0f}x faster than uncached"
+        )
+        print(
+            f"load_cached, warm + 10 new runs:  {len(added):,} rows in {t_add:.2f} s (10 runs derived, cache "
+            f"rewritten); the next load {t_after:.2f} s"
+        )
         print("warm result equals the cold one and, on the sample, store.load_runs (assert_frame_equal)")
         scaled = best * 10_000 / args.runs
         verdict = "met" if scaled < GOAL_S else "NOT met"
-        print(f"goal: 10,000 runs load in seconds (warm cache): {verdict} "
-              f"({best:.2f} s for {args.runs:,} runs{'' if args.runs == 10_000 else f', ~{scaled:.2f} s per 10,000'})")
+        print(
+            f"goal: 10,000 runs load in seconds (warm cache): {verdict} "
+            f"({best:.2f} s for {args.runs:,} runs{'' if args.runs == 10_000 else f', ~{scaled:.2f} s per 10,000'})"
+        )
     finally:
         if args.keep:
             print(f"kept {work}")

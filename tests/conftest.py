@@ -24,6 +24,7 @@ needs_shared = pytest.mark.skipif(not PUBLISHED.exists(), reason="shared/fixture
 @pytest.fixture
 def scratch(tmp_path):
     from iolab.target import scratch_file
+
     return scratch_file(tmp_path / "scratch", "32m")
 
 
@@ -35,6 +36,7 @@ def runs(tmp_path):
 @pytest.fixture
 def loopdev():
     from iolab.target import loop_device
+
     if not is_root:
         pytest.skip("needs root")
     with loop_device("64m") as dev:
@@ -48,6 +50,7 @@ def mkfs_ext4(device):
 def write_dos_label(device):
     """One MBR partition (type 0x83, sectors 2048..18431) written by hand: no fdisk needed."""
     import struct
+
     entry = struct.pack("<B3sB3sII", 0, b"\0\0\0", 0x83, b"\0\0\0", 2048, 16384)
     with open(device, "r+b") as f:
         f.seek(446)
@@ -98,6 +101,7 @@ class LoopWatch:
 
     def __init__(self):
         import threading
+
         self.seen: dict[str, dict] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
@@ -105,6 +109,7 @@ class LoopWatch:
 
     def _poll(self) -> None:
         from iolab import ledger
+
         while not self._stop.wait(0.02):
             for _, entry in ledger.entries():
                 if entry.get("kind") == "loop" and entry.get("backing"):
@@ -117,9 +122,13 @@ class LoopWatch:
     def left_behind(self) -> list[str]:
         """What was seen and is still there: a backing file, or a device still attached to it."""
         from iolab.target import loop_backing
+
         self.stop()
-        return [f"{e.get('device')} ({backing})" for backing, e in self.seen.items()
-                if Path(backing).exists() or (e.get("device") and loop_backing(Path(e["device"]).name) == backing)]
+        return [
+            f"{e.get('device')} ({backing})"
+            for backing, e in self.seen.items()
+            if Path(backing).exists() or (e.get("device") and loop_backing(Path(e["device"]).name) == backing)
+        ]
 
 
 @pytest.fixture
@@ -145,10 +154,12 @@ def pytest_collection_modifyitems(config, items):
     it ran 6 minutes while the others idled after 3. So the long tests go, longest first, to
     the worker with the least long work so far, at the head of that worker's chunk; the
     browser tests as one group, as they share one JupyterLab and one Chromium per worker."""
+
     def weight(item):  # rough seconds of one CPU
         if item.get_closest_marker("nvme_boot"):
             return 80
         return 15 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 0
+
     groups: dict = {}
     for item in items:
         if weight(item):
@@ -196,6 +207,7 @@ def cli_here(*args) -> subprocess.CompletedProcess:
     import io
     from iolab import signals
     from iolab.cli import main
+
     out, err = io.StringIO(), io.StringIO()
     handlers = {s: signal.getsignal(s) for s in signals.CAUGHT}
     always = signals._always
@@ -213,9 +225,11 @@ def cli_here(*args) -> subprocess.CompletedProcess:
 
 
 NOBODY = 65534
-_BIND_AND_EXEC = ("import os, subprocess, sys\n"
-                  "subprocess.run(['mount', '--bind', sys.argv[1], sys.argv[2]], check=True)\n"
-                  "os.execvp(sys.argv[3], sys.argv[3:])")
+_BIND_AND_EXEC = (
+    "import os, subprocess, sys\n"
+    "subprocess.run(['mount', '--bind', sys.argv[1], sys.argv[2]], check=True)\n"
+    "os.execvp(sys.argv[3], sys.argv[3:])"
+)
 
 
 def reachable_by_others(path: Path) -> bool:
@@ -242,8 +256,20 @@ def run_as_nobody(argv, *, env=None, **kw) -> subprocess.CompletedProcess:
         seen = lambda s: str(s).replace(str(REPO), str(view))  # noqa: E731
         env = {k: seen(v) for k, v in env.items()}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(view / "lib"), env.get("PYTHONPATH")]))
-        runner = ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-c", _BIND_AND_EXEC,
-                  str(REPO), str(view), *drop, *map(seen, argv)]
+        runner = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            sys.executable,
+            "-c",
+            _BIND_AND_EXEC,
+            str(REPO),
+            str(view),
+            *drop,
+            *map(seen, argv),
+        ]
         done = subprocess.run(runner, env=env, **kw)
         if done.returncode != 0 and "mount" in (done.stderr or "") and "Traceback" in (done.stderr or ""):
             pytest.skip(f"user nobody cannot read {REPO}, and a bind mount to show it failed: {done.stderr[-300:]}")

@@ -1,4 +1,5 @@
 """Analyses on known answers: kneed's own curves, published fio QD sweeps, seed figures."""
+
 import json
 import math
 
@@ -6,9 +7,18 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, PUBLISHED, needs_shared
-from iolab.analysis import (KneeEstimate, add_cycles_per_io, cycles_per_io, describe_qd_study, find_knee,
-                            knee_with_interval, littles_law, max_x_under, saturation_point,
-                            summarise_repeats)
+from iolab.analysis import (
+    KneeEstimate,
+    add_cycles_per_io,
+    cycles_per_io,
+    describe_qd_study,
+    find_knee,
+    knee_with_interval,
+    littles_law,
+    max_x_under,
+    saturation_point,
+    summarise_repeats,
+)
 from iolab.errors import InputError
 
 
@@ -70,8 +80,8 @@ def test_cycles_per_io_seed_001():
 
 def test_cycles_per_io_from_a_table():
     import pandas as pd
-    t = pd.DataFrame({"cpu_busy_pct": [100.0], "cpus_sampled": [1], "cpu_freq_mhz": [3900.0],
-                      "iops": [450_000.0]})
+
+    t = pd.DataFrame({"cpu_busy_pct": [100.0], "cpus_sampled": [1], "cpu_freq_mhz": [3900.0], "iops": [450_000.0]})
     assert add_cycles_per_io(t).cycles_per_io.iloc[0] == pytest.approx(8666.67, abs=0.01)
 
 
@@ -83,6 +93,7 @@ def test_littles_law():
 
 def test_repeats_summary():
     import pandas as pd
+
     t = pd.DataFrame({"qd": [1, 1, 1, 2], "iops": [10.0, 12.0, 11.0, 20.0]})
     s = summarise_repeats(t, ["qd"], "iops")
     row = s[s.qd == 1].iloc[0]
@@ -123,8 +134,13 @@ def test_knee_and_the_95_percent_rule_say_when_they_disagree():
 def test_knee_interval_is_deterministic_with_the_seed():
     t = recorded("loop")
     a, b = knee_with_interval(t.qd, t.iops, seed=7), knee_with_interval(t.qd, t.iops, seed=7)
-    assert (a.x, a.low, a.high, a.share_in_interval, a.boot_knees) == (b.x, b.low, b.high, b.share_in_interval,
-                                                                         b.boot_knees)
+    assert (a.x, a.low, a.high, a.share_in_interval, a.boot_knees) == (
+        b.x,
+        b.low,
+        b.high,
+        b.share_in_interval,
+        b.boot_knees,
+    )
     other = knee_with_interval(t.qd, t.iops, seed=1)
     assert other.x == a.x and other.low <= other.x <= other.high
     wider = knee_with_interval(t.qd, t.iops, seed=7, level=0.99)
@@ -175,8 +191,10 @@ def test_one_value_per_x_has_no_interval():
 
 def test_describe_and_draw_the_knee_with_its_interval():
     import matplotlib
+
     matplotlib.use("Agg")
     from iolab import plots
+
     t = recorded("loop")
     e = knee_with_interval(t.qd, t.iops)
     summary = t.groupby("qd", as_index=False).iops.mean().assign(littles_ok=True)

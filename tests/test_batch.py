@@ -1,5 +1,6 @@
 """iolab batch: a manifest checked before anything runs, failures kept while the batch goes
 on, resume that re-runs only failed or missing runs, batch.json and the index page."""
+
 import json
 import subprocess
 import sys
@@ -8,7 +9,6 @@ import nbformat
 import pytest
 import yaml
 
-from conftest import REPO
 from iolab import batch
 from iolab.errors import InputError
 
@@ -20,9 +20,13 @@ def tiny_notebook(path):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("x: int = 1  # a number\nfail: bool = False  # raise on purpose\ncpu: int = 0")
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(
-        "import time\nfrom iolab import results\nif fail:\n    raise ValueError('asked to fail')\n"
-        "time.sleep(0.5)\nresults.record('double', 2 * x, 'units', 'the test notebook', low=2 * x - 1, high=2 * x + 1)")]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "import time\nfrom iolab import results\nif fail:\n    raise ValueError('asked to fail')\n"
+            "time.sleep(0.5)\nresults.record('double', 2 * x, 'units', 'the test notebook', low=2 * x - 1, high=2 * x + 1)"
+        ),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
     return path
@@ -35,38 +39,51 @@ def manifest(tmp_path, **doc):
     return path
 
 
-@pytest.mark.parametrize("doc, words", [
-    ({"runs": [{"name": "a", "parameters": {"y": 2}}]}, "has no parameter(s) y (\"'y'"),
-    ({"runs": [{"name": "a", "parameters": {"fial": True}}]}, "'fial': did you mean 'fail'?"),
-    ({"runs": [{"name": "a"}, {"name": "a"}]}, "run name(s) a appear twice"),
-    ({"grid": {}}, "has no runs"),
-    ({"runs": [{"parameters": {"x": 1}}]}, "runs[0] in batch.yaml needs a name"),
-    ({"run": [{"name": "a"}]}, "unknown key(s) run"),
-])
+@pytest.mark.parametrize(
+    "doc, words",
+    [
+        ({"runs": [{"name": "a", "parameters": {"y": 2}}]}, "has no parameter(s) y (\"'y'"),
+        ({"runs": [{"name": "a", "parameters": {"fial": True}}]}, "'fial': did you mean 'fail'?"),
+        ({"runs": [{"name": "a"}, {"name": "a"}]}, "run name(s) a appear twice"),
+        ({"grid": {}}, "has no runs"),
+        ({"runs": [{"parameters": {"x": 1}}]}, "runs[0] in batch.yaml needs a name"),
+        ({"run": [{"name": "a"}]}, "unknown key(s) run"),
+    ],
+)
 def test_bad_manifests_are_refused_before_anything_runs(tmp_path, doc, words):
     with pytest.raises(InputError) as err:
         batch.load_manifest(manifest(tmp_path, **doc))
-    assert words.split(" (\"")[0] in str(err.value)
+    assert words.split(' ("')[0] in str(err.value)
     assert not (tmp_path / "batch-batch").exists()
 
 
 def test_paths_are_relative_to_the_manifest(tmp_path):
     (tmp_path / "specs").mkdir()
     (tmp_path / "specs" / "s.yaml").write_text("x")
-    m = batch.load_manifest(manifest(tmp_path, defaults={"x": 1}, runs=[{"name": "a", "parameters": {"cpu": 0}}],
-                                     grid={"x": [1, 2]}))
+    m = batch.load_manifest(
+        manifest(tmp_path, defaults={"x": 1}, runs=[{"name": "a", "parameters": {"cpu": 0}}], grid={"x": [1, 2]})
+    )
     assert m.notebook == (tmp_path / "tiny.ipynb").resolve() and [r.name for r in m.runs] == ["a", "x=1", "x=2"]
     assert batch._paths({"spec": "specs/s.yaml", "rw": "randread"}, tmp_path) == {
-        "spec": str(tmp_path / "specs" / "s.yaml"), "rw": "randread"}
+        "spec": str(tmp_path / "specs" / "s.yaml"),
+        "rw": "randread",
+    }
 
 
 @pytest.mark.slow
 def test_a_failed_run_is_kept_the_batch_goes_on_and_a_rerun_only_redoes_it(tmp_path):
-    path = manifest(tmp_path, runs=[{"name": "one", "parameters": {"x": 1}},
-                                    {"name": "bad", "parameters": {"x": 2, "fail": True}},
-                                    {"name": "three", "parameters": {"x": 3, "cpu": 1}}], jobs=2)
-    first = subprocess.run(IOLAB + ["batch", str(path), "--out", str(tmp_path / "out")], capture_output=True,
-                           text=True, timeout=300)
+    path = manifest(
+        tmp_path,
+        runs=[
+            {"name": "one", "parameters": {"x": 1}},
+            {"name": "bad", "parameters": {"x": 2, "fail": True}},
+            {"name": "three", "parameters": {"x": 3, "cpu": 1}},
+        ],
+        jobs=2,
+    )
+    first = subprocess.run(
+        IOLAB + ["batch", str(path), "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300
+    )
     assert first.returncode == 3, first.stderr
     assert "1 run(s) failed (bad)" in first.stderr and "2 of 3 runs ok" in first.stdout
     doc = json.loads((tmp_path / "out" / "batch.json").read_text())
@@ -81,8 +98,9 @@ def test_a_failed_run_is_kept_the_batch_goes_on_and_a_rerun_only_redoes_it(tmp_p
     started = json.loads((tmp_path / "out" / "one" / "run.json").read_text())["started_utc"]
 
     path.write_text(path.read_text().replace("fail: true", "fail: false"))
-    again = subprocess.run(IOLAB + ["batch", str(path), "--out", str(tmp_path / "out")], capture_output=True,
-                           text=True, timeout=300)
+    again = subprocess.run(
+        IOLAB + ["batch", str(path), "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300
+    )
     assert again.returncode == 0, again.stderr
     assert again.stderr.count(": ok in") == 1 and "bad: ok" in again.stderr  # only the changed run re-ran
     assert json.loads((tmp_path / "out" / "one" / "run.json").read_text())["started_utc"] == started
@@ -100,9 +118,11 @@ def test_runs_on_one_cpu_never_overlap(tmp_path, monkeypatch):
 
     def fake(run, run_dir):
         import time
+
         start = time.monotonic()
         time.sleep(0.3)
         return {"name": run.name, "cpu": run.parameters["cpu"], "span": (start, time.monotonic())}
+
     monkeypatch.setattr(batch, "execute_one", fake)
     monkeypatch.setattr(batch.cf, "ProcessPoolExecutor", batch.cf.ThreadPoolExecutor)  # the schedule, in-process
     spans = list(batch._execute_all(runs, tmp_path, jobs=3))

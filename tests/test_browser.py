@@ -7,6 +7,7 @@ keyboard. No console error is allowed. Screenshots go to a temp folder named in 
 chromium comes from Debian (``make test`` installs it as root: ``scripts/setup.sh --browser``);
 Playwright never downloads a browser here (``executable_path``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,15 @@ from iolab.process import signal_group, spawn
 pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1280, "height": 900}
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NOTEBOOKS = {  # short runs: the whole file stays under ~4 minutes on 2 cores
     "01_queue_depth_knee.ipynb": {"queue_depths": [1, 4], "runtime_s": 0.5, "size": "64m", "cpu": CPU},
     "04_flame_graph.ipynb": {"runtime_s": 0.5, "size": "64m", "freq_hz": 499, "cpu": CPU},
@@ -45,9 +53,15 @@ NOTEBOOKS = {  # short runs: the whole file stays under ~4 minutes on 2 cores
     "08_over_time.ipynb": {"runtime_s": 2.5, "log_ms": 250, "size": "64m", "cpu": CPU, "window": 3},
 }
 SEARCH = {  # notebook 05's spec: 3 repeats (an interval per cell), one noisy cell next to the best
-    "name": "browser", "target": "scratch", "size": "64m", "cpus": [CPU], "repeats": 3, "seed": 1,
+    "name": "browser",
+    "target": "scratch",
+    "size": "64m",
+    "cpus": [CPU],
+    "repeats": 3,
+    "seed": 1,
     "base": {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"},
-    "axes": {"iodepth": [1, 2], "bs": ["4k", "64k"]}}
+    "axes": {"iodepth": [1, 2], "bs": ["4k", "64k"]},
+}
 BAD_SEARCH = {**SEARCH, "base": {**SEARCH["base"], "runtime": "0.5s"}}  # fio times are 500ms
 RUN_ALL_TIMEOUT_S = 240
 BROWSER_CPU = OTHER_CPU  # the notebooks measure on CPU
@@ -176,7 +190,6 @@ def _copy_notebooks(folder: Path) -> None:
     (folder / "bad_search.yaml").write_text(yaml.safe_dump(BAD_SEARCH))
 
 
-
 def _lab_env(token: str, home: Path) -> dict[str, str]:
     """The user's environment with: the token (in the environment, where ``ps`` cannot show
     it), data under ``home``, JupyterLab's settings and workspaces fresh (a saved workspace
@@ -187,9 +200,12 @@ def _lab_env(token: str, home: Path) -> dict[str, str]:
     quiet_lab()
     (home / "settings").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k not in ("IOLAB_HEADLESS", "TQDM_DISABLE")}
-    env.update(JUPYTER_TOKEN=token, IOLAB_DATA=str(home / "data"),
-               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    env.update(
+        JUPYTER_TOKEN=token,
+        IOLAB_DATA=str(home / "data"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+    )
     return env
 
 
@@ -205,8 +221,10 @@ def _wait_ready(proc: subprocess.Popen, url: str, token: str, log: Path, timeout
         except OSError:
             time.sleep(0.3)
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-    pytest.fail(f"JupyterLab did not answer at {url} within {timeout_s:g} s "
-                f"(exit code {proc.poll()}); the end of {log}:\n{tail}")
+    pytest.fail(
+        f"JupyterLab did not answer at {url} within {timeout_s:g} s "
+        f"(exit code {proc.poll()}); the end of {log}:\n{tail}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -218,9 +236,15 @@ def lab(shots):
         _copy_notebooks(home / "notebooks")
         port, token, log_path = _free_port(), secrets.token_hex(24), shots / "jupyterlab.log"
         with open(log_path, "w") as log:  # not pinned: the notebooks' kernel must reach CPU 0
-            proc, entry = spawn(lab_argv(home / "notebooks", port=port), name="jupyterlab", cwd=REPO,
-                                env=_lab_env(token, home), stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT)
+            proc, entry = spawn(
+                lab_argv(home / "notebooks", port=port),
+                name="jupyterlab",
+                cwd=REPO,
+                env=_lab_env(token, home),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_ready(proc, url, token, log_path)
@@ -240,6 +264,7 @@ _PAINTED = "() => new Promise(done => requestAnimationFrame(() => requestAnimati
 @dataclass
 class Session:
     """One browser page with its console errors and numbered screenshots."""
+
     page: object
     lab: Lab
     shots: Path
@@ -286,16 +311,15 @@ def open_notebook(s: Session, name: str) -> None:
     from playwright.sync_api import expect
 
     s.page.goto(f"{s.lab.url}/lab/tree/{name}?reset&token={s.lab.token}")  # reset: no tabs of earlier tests
-    expect(s.page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")).to_contain_text(
-        name, timeout=60_000)
+    expect(s.page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")).to_contain_text(name, timeout=60_000)
     s.page.locator(".jp-NotebookPanel .jp-Notebook").wait_for(timeout=60_000)
     dialog = s.page.locator(".jp-Dialog")
     if dialog.count() and "kernel" in dialog.inner_text().lower():
         dialog.locator("button.jp-mod-accept").click()
-    expect(s.page.locator(".jp-NotebookPanel-toolbar .jp-KernelName")).to_contain_text(
-        KERNEL_DISPLAY, timeout=60_000)
+    expect(s.page.locator(".jp-NotebookPanel-toolbar .jp-KernelName")).to_contain_text(KERNEL_DISPLAY, timeout=60_000)
     expect(s.page.locator(".jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator")).to_have_attribute(
-        "data-status", "idle", timeout=60_000)
+        "data-status", "idle", timeout=60_000
+    )
     s.shot("opened")
 
 
@@ -308,13 +332,15 @@ def run_all(s: Session) -> None:
     s.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     s.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     s.page.wait_for_function(  # started (or already done)
-        f"() => ({_PROMPTS})().some(p => p.includes('*')) || ({_PROMPTS})().every(p => /\\d/.test(p))",
-        timeout=30_000)
+        f"() => ({_PROMPTS})().some(p => p.includes('*')) || ({_PROMPTS})().every(p => /\\d/.test(p))", timeout=30_000
+    )
     indicator = ".jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator"
     s.page.wait_for_function(
         f"""() => !({_PROMPTS})().some(p => p.includes('*'))
             && document.querySelector('{indicator}').dataset.status === 'idle'""",
-        timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
+        timeout=RUN_ALL_TIMEOUT_S * 1000,
+        polling=500,
+    )
     s.shot("ran")
 
 
@@ -342,8 +368,9 @@ def assert_all_cells_ran(s: Session, name: str) -> None:
     """Every code cell has an execution count and none has an error output."""
     nb = saved_notebook(s, name)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    errors = [f"cell {i}: {o.ename}: {o.evalue}" for i, c in enumerate(code)
-              for o in c.outputs if o.output_type == "error"]
+    errors = [
+        f"cell {i}: {o.ename}: {o.evalue}" for i, c in enumerate(code) for o in c.outputs if o.output_type == "error"
+    ]
     assert not errors, f"{name} has error outputs {s.where()}:\n" + "\n".join(errors)
     not_run = [i for i, c in enumerate(code) if c.execution_count is None]
     assert not not_run, f"{name}: code cells {not_run} did not run {s.where()}"
@@ -387,7 +414,9 @@ def test_flame_graph_notebook_in_jupyterlab(session):
     frames, root, status = svg.locator("g[data-x]"), svg.locator('g[data-d="0"]').first, svg.locator(".status")
     s.shot("flame", root)
     svg_box = box(svg)
-    assert inside_viewport(svg_box), f"flame graph {svg_box} is wider than the {VIEWPORT['width']} px window {s.where()}"
+    assert inside_viewport(svg_box), (
+        f"flame graph {svg_box} is wider than the {VIEWPORT['width']} px window {s.where()}"
+    )
 
     index = svg.evaluate(_NARROW_FRAME)
     assert index >= 0, f"no narrow frame to click in the flame graph {s.where()}"
@@ -395,8 +424,9 @@ def test_flame_graph_notebook_in_jupyterlab(session):
     narrow, full = _frame_width(frame), _frame_width(root)
     frame.click()
     s.shot("zoomed", frame)
-    assert _frame_width(frame) > 0.95 * box(svg)["width"], \
+    assert _frame_width(frame) > 0.95 * box(svg)["width"], (
         f"clicking a {narrow:.0f} px frame did not zoom it to the graph's width {s.where()}"
+    )
 
     svg.locator("input.q").press_sequentially("io_uring|read")
     s.shot("search-status", status)
@@ -407,8 +437,9 @@ def test_flame_graph_notebook_in_jupyterlab(session):
 
     svg.locator(".reset").click()
     s.shot("reset", root)
-    assert abs(_frame_width(root) - full) < 1.5 and abs(_frame_width(frame) - narrow) < 1.5, \
+    assert abs(_frame_width(root) - full) < 1.5 and abs(_frame_width(frame) - narrow) < 1.5, (
         f"reset did not restore the whole graph {s.where()}"
+    )
     assert_no_console_errors(s)
 
 
@@ -460,8 +491,7 @@ def test_queue_depth_notebook_explorer_in_jupyterlab(session):
     s.shot("y-changed", explorer)
     text = code.input_value()
     for axis, column in changed.items():
-        assert f"{axis}={column!r}" in text, \
-            f"the explorer's code does not say {axis}={column!r}: {text!r} {s.where()}"
+        assert f"{axis}={column!r}" in text, f"the explorer's code does not say {axis}={column!r}: {text!r} {s.where()}"
     assert_no_console_errors(s)
 
 
@@ -489,14 +519,17 @@ def _look_through(s: Session, check: str) -> list:
     """``check`` (a script returning a list) evaluated at each screenful from the notebook's
     top to its bottom (JupyterLab lays out only the cells near the view); what it found."""
     found: list = []
-    scroller = ("(document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer') || "
-                "document.querySelector('.jp-NotebookPanel .jp-Notebook'))")
+    scroller = (
+        "(document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer') || "
+        "document.querySelector('.jp-NotebookPanel .jp-Notebook'))"
+    )
     s.page.evaluate(f"() => {{ {scroller}.scrollTop = 0; }}")
     for _ in range(80):
         s.page.evaluate(_PAINTED)
         found += [f for f in s.page.evaluate(check) if f not in found]
-        if s.page.evaluate(f"() => {{ const n = {scroller}; const at = n.scrollTop; n.scrollTop += 600; "
-                           "return n.scrollTop === at; }"):
+        if s.page.evaluate(
+            f"() => {{ const n = {scroller}; const at = n.scrollTop; n.scrollTop += 600; return n.scrollTop === at; }}"
+        ):
             return found
     return found
 
@@ -506,8 +539,10 @@ def assert_reads_well(s: Session, name: str) -> None:
     unless inside the kit's scroll box, no figure drawn smaller than it was made (its 8-pt
     legends stay at 10 px or more), no interval below zero in a table, no unfinished
     progress bar left behind, no console error."""
-    checks = f"() => [({_WIDE})().map(w => 'wide: ' + w), ({_SHRUNK})().map(w => 'shrunk: ' + w), " \
-             f"({_TABLES})().map(t => 'table: ' + t), ['stale bars: ' + ({_STALE_BARS})()]].flat()"
+    checks = (
+        f"() => [({_WIDE})().map(w => 'wide: ' + w), ({_SHRUNK})().map(w => 'shrunk: ' + w), "
+        f"({_TABLES})().map(t => 'table: ' + t), ['stale bars: ' + ({_STALE_BARS})()]].flat()"
+    )
     found = _look_through(s, checks)
     figures = s.page.locator(".jp-NotebookPanel .jp-OutputArea-output img")
     for i in range(min(figures.count(), 3)):  # what a reader sees of the first figures
@@ -524,13 +559,15 @@ def assert_reads_well(s: Session, name: str) -> None:
 
 
 def _outputs_text(nb) -> str:
-    return "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
-                   for c in nb.cells for o in c.get("outputs", []))
+    return "".join(
+        o.get("text", "") + o.get("data", {}).get("text/plain", "") for c in nb.cells for o in c.get("outputs", [])
+    )
 
 
 def _write_up(s: Session, name: str, nb) -> str:
     """The write-up (``iolab.publish.to_html``) of the notebook as JupyterLab saved it."""
     from iolab.publish import to_html
+
     path = s.lab.notebooks.parent / f"saved-{name}"
     nbformat.write(nb, path)
     return to_html(path).read_text()
@@ -543,8 +580,9 @@ def _shut_down_kernel(s: Session, name: str) -> None:
     with urllib.request.urlopen(urllib.request.Request(f"{s.lab.url}/api/sessions", headers=headers)) as r:
         sessions = [x for x in json.load(r) if x["path"].endswith(name)]
     for x in sessions:
-        urllib.request.urlopen(urllib.request.Request(f"{s.lab.url}/api/sessions/{x['id']}", method="DELETE",
-                                                      headers=headers)).close()
+        urllib.request.urlopen(
+            urllib.request.Request(f"{s.lab.url}/api/sessions/{x['id']}", method="DELETE", headers=headers)
+        ).close()
     deadline = time.monotonic() + 20
     while any(_alive(int(pid)) for pid in _kernel_pids(s, sessions)) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -552,8 +590,11 @@ def _shut_down_kernel(s: Session, name: str) -> None:
 
 def _kernel_pids(s: Session, sessions: list) -> list[str]:
     ids = {x["kernel"]["id"] for x in sessions}
-    return [p.parent.name for p in Path("/proc").glob("[0-9]*/cmdline")
-            if any(i.encode() in (p.read_bytes() if p.exists() else b"") for i in ids)]
+    return [
+        p.parent.name
+        for p in Path("/proc").glob("[0-9]*/cmdline")
+        if any(i.encode() in (p.read_bytes() if p.exists() else b"") for i in ids)
+    ]
 
 
 def _bad_spec_is_one_block(s: Session) -> None:
@@ -573,8 +614,13 @@ def _bad_spec_is_one_block(s: Session) -> None:
         s.shot("error", cells.last)
     assert "500ms" in shown.inner_text(), f"the error says {shown.inner_text()!r} {s.where()}"
     assert box(shown)["height"] < 80, f"the error takes {box(shown)['height']:.0f} px, not one block {s.where()}"
-    errors = [o for c in saved_notebook(s, "05_parameter_search.ipynb").cells if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    errors = [
+        o
+        for c in saved_notebook(s, "05_parameter_search.ipynb").cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert len(errors) == 1 and errors[0].ename == "InputError" and len(errors[0].traceback) <= 2, errors
 
 
@@ -582,6 +628,7 @@ def _many_hosts_checks(s: Session, name: str, before: str) -> None:
     """What the headless run of notebook 07 was tested for, on the JupyterLab run: the
     per-host figures in the write-up, and no network namespace left once its kernel ends."""
     from test_hosts import namespaces
+
     nb = saved_notebook(s, name)
     text = _outputs_text(nb)
     assert "2 hosts: " in text and "slowest host" in text and "servers stopped" in text, text[-2000:]
@@ -610,6 +657,7 @@ def test_notebooks_read_well_in_jupyterlab(session, name):
     """Notebooks 05, 07 and 08 with small parameters: Run All, then how they read (issue
     P19). 07 and 08 run here and nowhere else (their papermill runs were folded in)."""
     from test_hosts import namespaces
+
     s, before = session, namespaces()
     open_notebook(s, name)
     run_all(s)

@@ -1,5 +1,6 @@
 """A batch's index page in Debian's chromium: its table, its plots and working links to
 each run's write-up, opened from disk with the network cut off, no console error."""
+
 import time
 
 import pytest

@@ -6,6 +6,7 @@ and its figures are drawn. The page and a full-page screenshot stay in the test'
 chromium and Playwright as in tests/test_browser.py (its ``browser`` fixture: skipped, with
 the fix, when either is missing).
 """
+
 from __future__ import annotations
 
 import time
@@ -23,15 +24,20 @@ _LOAD_MS = "() => { const n = performance.getEntriesByType('navigation')[0]; ret
 
 
 def test_the_write_up_renders_offline(browser, tmp_path, record_property):  # noqa: F811
-    executed = execute(write_tiny_notebook(tmp_path / "tiny.ipynb"), tmp_path / "out" / "tiny.ipynb",
-                       TINY_PARAMETERS)
+    executed = execute(write_tiny_notebook(tmp_path / "tiny.ipynb"), tmp_path / "out" / "tiny.ipynb", TINY_PARAMETERS)
     page_file = publish(executed)
 
     context = browser.new_context(viewport=VIEWPORT, offline=True)
     requests, failed, errors = [], [], []
     # offline=True already fails network requests; the route also stops what offline mode lets through
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
-                  else route.abort("internetdisconnected"))
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith(("file:", "data:"))
+            else route.abort("internetdisconnected")
+        ),
+    )
     page = context.new_page()
     page.on("request", lambda r: requests.append(r.url))
     page.on("requestfailed", lambda r: failed.append(f"{r.url[:100]}: {r.failure}"))
@@ -49,8 +55,10 @@ def test_the_write_up_renders_offline(browser, tmp_path, record_property):  # no
     finally:
         context.close()
 
-    print(f"\nwrite-up {page_file} ({page_file.stat().st_size / 1024:.0f} KiB) loaded in {load_ms:.0f} ms "
-          f"(goto: {wall_ms:.0f} ms); screenshot {shot}")
+    print(
+        f"\nwrite-up {page_file} ({page_file.stat().st_size / 1024:.0f} KiB) loaded in {load_ms:.0f} ms "
+        f"(goto: {wall_ms:.0f} ms); screenshot {shot}"
+    )
     record_property("load_ms", round(load_ms))
     where = f"(page {page_file}, screenshot {shot})"
     assert not errors, f"console errors {where}:\n" + "\n".join(errors)

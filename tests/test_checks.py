@@ -1,5 +1,6 @@
 """Plausibility checks on real runs: a cache answering, a clean direct read, other traffic on
 the device; and each check's rule on recorded figures."""
+
 import json
 import subprocess
 import sys
@@ -17,8 +18,13 @@ QUICK = {"ioengine": "psync", "runtime": "1s"}
 
 
 def iolab(*args):
-    return subprocess.run([sys.executable, "-m", "iolab.cli", *args], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO / "lib"), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "iolab.cli", *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "lib"), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"},
+        timeout=120,
+    )
 
 
 def test_a_buffered_re_read_is_flagged_as_served_by_a_cache(scratch, runs):
@@ -46,21 +52,30 @@ def test_a_direct_read_of_a_loop_device_is_not_flagged(loopdev, runs):
 def test_other_traffic_on_the_device_is_flagged(loopdev, runs):
     def other_reader():  # once fio measures (the run may first wait for its CPU's lock)
         from test_signals import wait_for_fio
+
         wait_for_fio(runs, timeout=60)
         time.sleep(0.2)
         subprocess.run(["dd", f"if={loopdev.path}", "of=/dev/null", "bs=1M", "iflag=direct"], capture_output=True)
+
     t = threading.Thread(target=other_reader)
     t.start()
-    result = measure({**QUICK, "rw": "randread", "direct": 1, "rate_iops": 200, "runtime": "1500ms"}, loopdev,
-                     cpus=[CPU], runs_dir=runs)
+    result = measure(
+        {**QUICK, "rw": "randread", "direct": 1, "rate_iops": 200, "runtime": "1500ms"},
+        loopdev,
+        cpus=[CPU],
+        runs_dir=runs,
+    )
     t.join()
     assert "other traffic shared the device" in result.table["flags"].iloc[0]
 
 
 # ---------------------------------------------------------------- the rules, on recorded figures
-FIO = pd.DataFrame([{"direction": "read", "io_bytes": 8 << 30, "total_ios": 2 << 20, "bw_bytes_s": 8e9,
-                     "clat_mean_us": 0.0004}, {"direction": "write", "io_bytes": 1 << 30, "total_ios": 1 << 18,
-                                                "bw_bytes_s": 1e9, "clat_mean_us": 12.0}])
+FIO = pd.DataFrame(
+    [
+        {"direction": "read", "io_bytes": 8 << 30, "total_ios": 2 << 20, "bw_bytes_s": 8e9, "clat_mean_us": 0.0004},
+        {"direction": "write", "io_bytes": 1 << 30, "total_ios": 1 << 18, "bw_bytes_s": 1e9, "clat_mean_us": 12.0},
+    ]
+)
 
 
 def test_a_pcie_link_caps_bandwidth():
@@ -94,8 +109,15 @@ def test_writes_on_a_fresh_ssd_are_labelled_fresh_out_of_box():
 
 
 def test_instrument_cost_is_a_figure_not_a_silent_mix():
-    table = pd.DataFrame({"qd": [1, 1, 1, 8], "direction": "read", "iops": [100.0, 102.0, 90.0, 50.0],
-                          "instruments": ["", "", "perf record, perf stat", "thread sampler"], "flags": ""})
+    table = pd.DataFrame(
+        {
+            "qd": [1, 1, 1, 8],
+            "direction": "read",
+            "iops": [100.0, 102.0, 90.0, 50.0],
+            "instruments": ["", "", "perf record, perf stat", "thread sampler"],
+            "flags": "",
+        }
+    )
     out = checks.instrument_cost(table, by=["qd", "direction"])
     assert out.loc[2, "instrument_cost_pct"] == pytest.approx(100 * (1 - 90 / 101))
     assert "perf record, perf stat: iops +10.9 % below the mean of 2 clean run(s)" in out.loc[2, "flags"]
@@ -104,16 +126,26 @@ def test_instrument_cost_is_a_figure_not_a_silent_mix():
 
 def test_figures_and_reports_carry_a_banner(tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     from iolab import plots
-    df = pd.DataFrame({"run_id": ["a", "b"], "qd": [1, 1], "iops": [10.0, 11.0],
-                       "flags": ["device_vs_fio: served by a cache: vda read 0.1 MiB; use direct=1", ""]})
+
+    df = pd.DataFrame(
+        {
+            "run_id": ["a", "b"],
+            "qd": [1, 1],
+            "iops": [10.0, 11.0],
+            "flags": ["device_vs_fio: served by a cache: vda read 0.1 MiB; use direct=1", ""],
+        }
+    )
     ax = plots.by_setting(df, "qd")
     texts = [t.get_text() for t in ax.texts]
     assert any(t.startswith("⚠ 1 of 2 runs failed a plausibility check") and "served by a cache" in t for t in texts)
     run = tmp_path / "r1"
     run.mkdir()
-    (run / "checks.json").write_text(json.dumps({"checks": [checks.Check("latency_floor", False, "below 0").as_dict()]}))
+    (run / "checks.json").write_text(
+        json.dumps({"checks": [checks.Check("latency_floor", False, "below 0").as_dict()]})
+    )
     flagged = checks.folder_flags([run, tmp_path / "older-run"])
     assert flagged == [(str(run), "latency_floor: below 0")]
     assert checks.banner_text(flagged, 2).startswith("1 of 2 runs behind these figures failed")

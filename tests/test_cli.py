@@ -1,4 +1,5 @@
 """The iolab command line: a thin shell, errors as one line."""
+
 import json
 import os
 import signal
@@ -10,7 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, REPO, NOBODY, cli_here, needs_root, needs_shared, run_as_nobody, sigint_default
+from conftest import (
+    FIXTURES,
+    PUBLISHED,
+    REPO,
+    NOBODY,
+    cli_here,
+    needs_root,
+    needs_shared,
+    run_as_nobody,
+    sigint_default,
+)
 
 
 def iolab(*args, **kw):
@@ -29,11 +40,16 @@ def test_knee(tmp_path):
     """The published PM883 QD sweep (fio-plot's data) and kneed 0.9's own answer on log2 QD."""
     folder = PUBLISHED / "knee-published" / "k01_published_ssd_pm883_randread"
     curve = json.loads((folder / "curve.json").read_text())
-    expected = next(r for r in json.loads((folder / "expected_kneed.json").read_text())["results"]
-                    if r["x"] == "log2_qd" and r["y"] == "iops")
+    expected = next(
+        r
+        for r in json.loads((folder / "expected_kneed.json").read_text())["results"]
+        if r["x"] == "log2_qd" and r["y"] == "iops"
+    )
     csv = tmp_path / "t.csv"
     csv.write_text("qd,iops\n" + "".join(f"{q},{i}\n" for q, i in zip(curve["qd"], curve["iops"])))
-    assert iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == f"{expected['knee_qd']:g}"  # a new process
+    assert (
+        iolab("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == f"{expected['knee_qd']:g}"
+    )  # a new process
     csv.write_text("qd,iops\n1,5\n2,5\n4,5\n")
     assert cli_here("knee", str(csv), "--x", "qd", "--y", "iops").stdout.strip() == "none"
     bad = cli_here("knee", str(csv), "--x", "nope", "--y", "iops")
@@ -44,17 +60,37 @@ def test_knee(tmp_path):
 
 
 def test_run_prints_a_summary_and_stores(tmp_path):
-    out = iolab("run", "--target", "scratch", "--size=16m", "--cpus", "0", "--scratch-dir",
-                str(tmp_path / "s"), "--runs-dir", str(tmp_path / "r"), "--rw=randread",
-                "--runtime=300ms", "--ioengine=psync")
+    out = iolab(
+        "run",
+        "--target",
+        "scratch",
+        "--size=16m",
+        "--cpus",
+        "0",
+        "--scratch-dir",
+        str(tmp_path / "s"),
+        "--runs-dir",
+        str(tmp_path / "r"),
+        "--rw=randread",
+        "--runtime=300ms",
+        "--ioengine=psync",
+    )
     assert out.returncode == 0, out.stderr
     assert "cycles_per_io" in out.stdout and "stored:" in out.stdout
     assert len(list((tmp_path / "r").iterdir())) == 1
 
 
 def test_run_with_bad_option_and_missing_target(tmp_path):
-    out = iolab("run", "--scratch-dir", str(tmp_path), "--size=1m", "--runs-dir", str(tmp_path / "r"),
-                "--bogus_option=3", "--runtime=300ms")
+    out = iolab(
+        "run",
+        "--scratch-dir",
+        str(tmp_path),
+        "--size=1m",
+        "--runs-dir",
+        str(tmp_path / "r"),
+        "--bogus_option=3",
+        "--runtime=300ms",
+    )
     assert out.returncode == 1 and "bogus_option" in out.stderr and "Traceback" not in out.stderr
     out = iolab("run", "--target", str(tmp_path / "missing"))
     assert out.returncode == 1 and "does not exist" in out.stderr
@@ -101,21 +137,25 @@ def test_run_accepts_cpulist_ranges(tmp_path):
     assert out.returncode == 0, out.stderr
     params = json.loads(next((tmp_path / "r").glob("*/params.json")).read_text())
     from iolab.validate import cpu_list
+
     assert params["cpus"] == cpu_list(spec) and "cpus_allowed" in params["fio_options"]
 
 
-@pytest.mark.parametrize("more,words", [
-    (["--cpus", "{absent}"], ["CPU {absent} does not exist", "online CPUs"]),
-    (["--cpus", "zero"], ["cannot read the CPU list", "0-3"]),
-    (["--runtime=-5"], ["runtime", "negative"]),
-    (["--runtime=0.5"], ["runtime", "500ms"]),
-    (["--iodepth=0"], ["iodepth", ">= 1"]),
-    (["--iodepth=-3"], ["iodepth", ">= 1"]),
-    (["--iodepth=2.5"], ["iodepth", "whole number"]),
-    (["--numjobs=0"], ["numjobs", ">= 1"]),
-    (["--bs=1.5m"], ["bs", "size"]),
-    (["rw=read"], ["unexpected argument", "--name=value"]),
-])
+@pytest.mark.parametrize(
+    "more,words",
+    [
+        (["--cpus", "{absent}"], ["CPU {absent} does not exist", "online CPUs"]),
+        (["--cpus", "zero"], ["cannot read the CPU list", "0-3"]),
+        (["--runtime=-5"], ["runtime", "negative"]),
+        (["--runtime=0.5"], ["runtime", "500ms"]),
+        (["--iodepth=0"], ["iodepth", ">= 1"]),
+        (["--iodepth=-3"], ["iodepth", ">= 1"]),
+        (["--iodepth=2.5"], ["iodepth", "whole number"]),
+        (["--numjobs=0"], ["numjobs", ">= 1"]),
+        (["--bs=1.5m"], ["bs", "size"]),
+        (["rw=read"], ["unexpected argument", "--name=value"]),
+    ],
+)
 def test_run_refuses_bad_input_before_running(tmp_path, more, words):
     absent = str((os.cpu_count() or 1) + 64)
     out = cli(*run_args(tmp_path, *[m.format(absent=absent) for m in more]))
@@ -128,18 +168,22 @@ def test_run_as_non_root_into_a_root_owned_folder():
     top = Path(tempfile.mkdtemp(prefix="iolab-root-owned-"))  # root's, 0755: nobody cannot write
     try:
         top.chmod(0o755)
-        out = cli("run", "--runs-dir", top / "runs", "--scratch-dir", top / "s", "--runtime=300ms", user=NOBODY, cwd="/")
+        out = cli(
+            "run", "--runs-dir", top / "runs", "--scratch-dir", top / "s", "--runtime=300ms", user=NOBODY, cwd="/"
+        )
         one_line(out, "iolab run:", f"runs folder {top / 'runs'}", "Permission denied", "--runs-dir", "IOLAB_DATA")
         out = cli("run", "--runtime=300ms", user=NOBODY, cwd="/", env={**os.environ, "IOLAB_DATA": str(top / "data")})
         one_line(out, "iolab run:", str(top / "data" / "runs"), "--runs-dir", "IOLAB_DATA")
     finally:
         import shutil
+
         shutil.rmtree(top, ignore_errors=True)
 
 
 @needs_root
 def test_run_into_a_read_only_folder(tmp_path):
     from test_validation import tmpfs
+
     with tmpfs(tmp_path / "ro") as ro:
         out = cli("run", "--size=16m", "--scratch-dir", tmp_path / "s", "--runs-dir", ro / "runs", "--runtime=300ms")
         one_line(out, "iolab run:", "Read-only file system", "--runs-dir")
@@ -148,9 +192,19 @@ def test_run_into_a_read_only_folder(tmp_path):
 @needs_root
 def test_write_to_a_read_only_file(tmp_path):
     from test_validation import tmpfs
+
     with tmpfs(tmp_path / "ro", files={"data": bytes(4 << 20)}) as ro:
-        out = cli("run", "--target", ro / "data", "--allow-destructive", "--runs-dir", tmp_path / "r", "--rw=randwrite",
-                  "--runtime=300ms", "--ioengine=psync")
+        out = cli(
+            "run",
+            "--target",
+            ro / "data",
+            "--allow-destructive",
+            "--runs-dir",
+            tmp_path / "r",
+            "--rw=randwrite",
+            "--runtime=300ms",
+            "--ioengine=psync",
+        )
     line = one_line(out, "iolab run:", "fio error 30 (Read-only file system)")
     assert "(no message)" not in line
 
@@ -169,13 +223,16 @@ def test_fold_mistakes(tmp_path):
     one_line(cli("fold", tmp_path / "missing"), "iolab fold:", "no such", "check the path")
 
 
-@pytest.mark.parametrize("text,words", [
-    (None, ["no such CSV file"]),
-    ("", ["is empty"]),
-    ("qd,iops\n", ["no rows"]),
-    ("qd,iops\n1,10\n2,lots\n4,30\n", ["'iops'", "'lots'", "not a number"]),
-    ("qd,iops\n0,1\n1,10\n2,20\n4,30\n", ["log2", "--linear"]),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        (None, ["no such CSV file"]),
+        ("", ["is empty"]),
+        ("qd,iops\n", ["no rows"]),
+        ("qd,iops\n1,10\n2,lots\n4,30\n", ["'iops'", "'lots'", "not a number"]),
+        ("qd,iops\n0,1\n1,10\n2,20\n4,30\n", ["log2", "--linear"]),
+    ],
+)
 def test_knee_mistakes(tmp_path, text, words):
     csv = tmp_path / "t.csv"
     if text is not None:
@@ -221,9 +278,12 @@ def test_debug_shows_the_traceback(tmp_path):
 
 def test_os_errors_are_one_line(tmp_path):
     from iolab.cli import _os_error
+
     line = _os_error(PermissionError(13, "Permission denied", "/data/runs"), "run")
-    assert line == "/data/runs: Permission denied; check its permissions, or choose a folder you can " \
-                   "write (--runs-dir / --scratch-dir, or IOLAB_DATA=DIR)"
+    assert (
+        line == "/data/runs: Permission denied; check its permissions, or choose a folder you can "
+        "write (--runs-dir / --scratch-dir, or IOLAB_DATA=DIR)"
+    )
     assert "free space" in _os_error(OSError(28, "No space left on device", "/x"), "run")
     assert "give a file" in _os_error(IsADirectoryError(21, "Is a directory", "/x"), "parse")
 
@@ -234,9 +294,13 @@ def test_usage_errors_exit_2():
 
 
 def test_ctrl_c_is_one_line_and_130(tmp_path):
-    proc = subprocess.Popen([PYTHON, "-m", "iolab.cli", *map(str, run_args(tmp_path, "--runtime=30",
-                             "--ioengine=psync"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "iolab.cli", *map(str, run_args(tmp_path, "--runtime=30", "--ioengine=psync"))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list((tmp_path / "r").glob(".tmp-*/job.fio")):
         time.sleep(0.1)

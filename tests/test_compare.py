@@ -2,6 +2,7 @@
 runs: three 0.5 s psync runs capped at 300 IOPS (fio's rate_iops) and three capped at 3,000 on
 a scratch file. Capped, the two sides stay apart beside other tests' load (QD 1 against QD 8
 once gave an interval reaching below 0 when one run in three was slowed)."""
+
 import itertools
 import math
 
@@ -17,15 +18,29 @@ from iolab.studies import ladder as lad
 from iolab.sweep import sweep
 from iolab.target import scratch_file
 
-JOB = {"rw": "randread", "bs": "4k", "runtime": "500ms", "ioengine": "psync", "direct": 1,
-       "rate_process": "poisson", "randrepeat": 0}  # capped rates that still vary from run to run
+JOB = {
+    "rw": "randread",
+    "bs": "4k",
+    "runtime": "500ms",
+    "ioengine": "psync",
+    "direct": 1,
+    "rate_process": "poisson",
+    "randrepeat": 0,
+}  # capped rates that still vary from run to run
 
 
 @pytest.fixture(scope="module")
 def capped(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compare")
-    return sweep({"rate_iops": [300, 3000]}, target=scratch_file(tmp / "s", "32m"), base=JOB, cpus=[CPU], repeats=3,
-                 runs_dir=tmp / "runs", progress=None)
+    return sweep(
+        {"rate_iops": [300, 3000]},
+        target=scratch_file(tmp / "s", "32m"),
+        base=JOB,
+        cpus=[CPU],
+        repeats=3,
+        runs_dir=tmp / "runs",
+        progress=None,
+    )
 
 
 def test_t_interval_of_the_mean_iops_by_hand(capped):
@@ -73,7 +88,7 @@ def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
     assert c.verdict.startswith(f"3000 is {c.ratio_pct:.0f} % faster than 300 (IOPS), 95 % CI [{c.low_pct:.0f} %, ")
     # Welch by hand: relative variances of the two means add; Welch-Satterthwaite df
     ua, ub = a.var(ddof=1) / (3 * a.mean() ** 2), b.var(ddof=1) / (3 * b.mean() ** 2)
-    df = (ua + ub) ** 2 / (ua ** 2 / 2 + ub ** 2 / 2)
+    df = (ua + ub) ** 2 / (ua**2 / 2 + ub**2 / 2)
     r, half = a.mean() / b.mean(), stats.t.ppf(0.975, df) * a.mean() / b.mean() * math.sqrt(ua + ub)
     welch = (100 * (r - half - 1), 100 * (r + half - 1))
     # the bootstrap by enumeration: every resample of each side (27 x 27, equally likely)
@@ -103,9 +118,15 @@ def test_lower_is_better_words():
     """The words for columns where less is better (the registry's direction), on numbers made
     for it: a measured QD 8 uses fewer cycles per IO than QD 1 only beyond the load of the
     tests beside it."""
-    qd = pd.DataFrame({"iodepth": [1] * 3 + [8] * 3, "run_id": [f"r{i}" for i in range(6)], "direction": "read",
-                       "cycles_per_io": [9000.0, 9100, 8900, 4000, 4100, 3900],
-                       "clat_p50_us": [40.0, 41, 39, 120, 118, 122]})
+    qd = pd.DataFrame(
+        {
+            "iodepth": [1] * 3 + [8] * 3,
+            "run_id": [f"r{i}" for i in range(6)],
+            "direction": "read",
+            "cycles_per_io": [9000.0, 9100, 8900, 4000, 4100, 3900],
+            "clat_p50_us": [40.0, 41, 39, 120, 118, 122],
+        }
+    )
     cycles = cmp.compare(qd, "iodepth", 8, 1, "cycles_per_io")
     assert cycles.ratio_pct < 0 and "8 uses" in cycles.verdict and "less CPU per IO than 1" in cycles.verdict
     lat = cmp.compare(qd, "iodepth", 1, 8, "clat_p50_us")
@@ -130,23 +151,41 @@ def test_no_difference_the_repeats_can_show():
 
 
 def _cell(name, iops, freq=(2000.0,) * 3, busy=(50.0,) * 3, fio=(50.0,) * 3):
-    return pd.DataFrame({"mode": name, "run_id": [f"{name}{i}" for i in range(3)], "direction": "read",
-                         "iops": iops, "cpu_freq_mhz": freq, "freq_source": "scaling_cur_freq",
-                         "cpu_busy_pct": busy, "cpus_sampled": 1, "usr_cpu_pct": 10.0,
-                         "sys_cpu_pct": [f - 10 for f in fio], "cpu_irq_pct": 0.0, "cpu_softirq_pct": 0.0})
+    return pd.DataFrame(
+        {
+            "mode": name,
+            "run_id": [f"{name}{i}" for i in range(3)],
+            "direction": "read",
+            "iops": iops,
+            "cpu_freq_mhz": freq,
+            "freq_source": "scaling_cur_freq",
+            "cpu_busy_pct": busy,
+            "cpus_sampled": 1,
+            "usr_cpu_pct": 10.0,
+            "sys_cpu_pct": [f - 10 for f in fio],
+            "cpu_irq_pct": 0.0,
+            "cpu_softirq_pct": 0.0,
+        }
+    )
 
 
 def test_unstable_cells_and_their_likely_causes():
-    t = pd.concat([_cell("steady", [100.0, 101, 99]),
-                   _cell("freq", [100.0, 130, 80], freq=(2000.0, 3000, 2000)),
-                   _cell("load", [100.0, 130, 80], busy=(50.0, 90, 50)),
-                   _cell("device", [100.0, 130, 80])])
+    t = pd.concat(
+        [
+            _cell("steady", [100.0, 101, 99]),
+            _cell("freq", [100.0, 130, 80], freq=(2000.0, 3000, 2000)),
+            _cell("load", [100.0, 130, 80], busy=(50.0, 90, 50)),
+            _cell("device", [100.0, 130, 80]),
+        ]
+    )
     s = cmp.summarise(t, ["mode"], ["iops"], cv_threshold=0.10).set_index("mode")
     assert not s.unstable["steady"] and s.unstable_why["steady"] == ""
     assert s.unstable[["freq", "load", "device"]].all()
     cv = 100 * np.std([100, 130, 80], ddof=1) / np.mean([100, 130, 80])
-    assert s.unstable_why["freq"].startswith(f"iops CV {cv:.0f} % > 10 %; likely: the CPU frequency changed "
-                                             "(2,000-3,000 MHz across repeats, scaling_cur_freq)")
+    assert s.unstable_why["freq"].startswith(
+        f"iops CV {cv:.0f} % > 10 %; likely: the CPU frequency changed "
+        "(2,000-3,000 MHz across repeats, scaling_cur_freq)"
+    )
     assert "other load on the pinned CPU (up to 40 % of a CPU" in s.unstable_why["load"]
     assert s.unstable_why["device"].endswith("likely: the device's or host's own variance")
     assert not cmp.summarise(t, ["mode"], ["iops"], cv_threshold=0.30).unstable.any()
@@ -154,10 +193,20 @@ def test_unstable_cells_and_their_likely_causes():
 
 
 def test_a_run_is_its_jobs_summed():
-    t = pd.DataFrame({"capped": 1, "run_id": ["r0", "r0", "r0", "r1"], "job_index": [0, 1, 2, 0],
-                      "direction": ["read", "read", "none", "read"], "iops": [100.0, 300, 0, 400],
-                      "cpu_busy_pct": 40.0, "cpus_sampled": 2, "cpu_freq_mhz": 1000.0,
-                      "usr_cpu_pct": [5.0, 5, 5, 10], "sys_cpu_pct": [15.0, 15, 15, 30]})
+    t = pd.DataFrame(
+        {
+            "capped": 1,
+            "run_id": ["r0", "r0", "r0", "r1"],
+            "job_index": [0, 1, 2, 0],
+            "direction": ["read", "read", "none", "read"],
+            "iops": [100.0, 300, 0, 400],
+            "cpu_busy_pct": 40.0,
+            "cpus_sampled": 2,
+            "cpu_freq_mhz": 1000.0,
+            "usr_cpu_pct": [5.0, 5, 5, 10],
+            "sys_cpu_pct": [15.0, 15, 15, 30],
+        }
+    )
     r = cmp.per_run(t, ["capped"]).set_index("run_id")
     assert r.iops.to_dict() == {"r0": 400, "r1": 400}
     assert r.cycles_per_io["r0"] == pytest.approx(0.4 * 2 * 1e9 / 400)  # busy x CPUs x f / IOPS
@@ -176,10 +225,19 @@ def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
     capped well below what psync reaches even beside other tests' load (an uncapped step once
     gave one run in three at a tenth of the others, and the 3-run interval reached below 0), so
     its interval must exclude 0."""
-    steps = [lad.Step("capped", {"ioengine": "psync", "rate_iops": 300, "rate_process": "poisson", "randrepeat": 0}),
-             lad.Step("raised", {"rate_iops": 3000})]  # poisson arrivals: capped rates that still vary
-    t = lad.run_ladder(steps, scratch_file(tmp_path / "s", "32m"), cpu=CPU, runtime_s=0.5, repeats=3,
-                       runs_dir=tmp_path / "runs", warmup=None)
+    steps = [
+        lad.Step("capped", {"ioengine": "psync", "rate_iops": 300, "rate_process": "poisson", "randrepeat": 0}),
+        lad.Step("raised", {"rate_iops": 3000}),
+    ]  # poisson arrivals: capped rates that still vary
+    t = lad.run_ladder(
+        steps,
+        scratch_file(tmp_path / "s", "32m"),
+        cpu=CPU,
+        runtime_s=0.5,
+        repeats=3,
+        runs_dir=tmp_path / "runs",
+        warmup=None,
+    )
     assert list(t.runs) == [3, 3] and math.isnan(t.gain_pct[0]) and t.gain_verdict[0] == ""
     assert 0 < t.gain_low_pct[1] < t.gain_pct[1] < t.gain_high_pct[1]
     assert t.gain_pct[1] == pytest.approx(100 * (t.iops[1] / t.iops[0] - 1))
@@ -189,9 +247,12 @@ def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
 def test_the_cells_noise_is_carried_and_named():
     """The samplers' per-run noise columns (iolab.sampling) come through as cell means, and
     high steal or other load is named as the likely cause of an unstable cell."""
+
     def noisy(name, steal, other):
-        return _cell(name, [100.0, 130, 80]).assign(cpu_steal_pct=steal, host_steal_pct=steal / 2,
-                                                    cpu_iowait_pct=1.0, other_cpu_pct=other)
+        return _cell(name, [100.0, 130, 80]).assign(
+            cpu_steal_pct=steal, host_steal_pct=steal / 2, cpu_iowait_pct=1.0, other_cpu_pct=other
+        )
+
     t = pd.concat([noisy("steal", 8.0, 2.0), noisy("other", 1.0, 30.0), noisy("quiet", 1.0, 2.0)])
     s = cmp.summarise(t, ["mode"], ["iops"]).set_index("mode")
     assert s.loc["steal", "cpu_steal_pct"] == pytest.approx(8) and s.loc["other", "other_cpu_pct"] == pytest.approx(30)
@@ -210,6 +271,7 @@ def test_an_interval_of_a_quantity_that_cannot_be_negative_stops_at_zero():
     """Repeats far apart: the t interval of IOPS reached -59,086 (notebook 05's roof);
     IOPS, latencies and cycles stop at 0, a gain in % does not."""
     from iolab import analysis, compare
+
     low, high = compare.interval([60_000, 330_000, 45_000], "iops")
     assert low == 0 and high > 330_000
     assert compare.interval([5.0, 900.0, 7.0], "clat_p99_us")[0] == 0
@@ -223,6 +285,7 @@ def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
     interval of IOPS or p99 reaches below 0; from two of the runs there is no interval at
     all, and the tables say why instead of printing a ±9-standard-deviation one."""
     from iolab import compare
+
     knee = FIXTURES / "knee"
     for name in ("loop_randread_3x.csv", "scratch_randread_3x.csv", "grid_randread_5x3.csv"):
         runs = pd.read_csv(knee / name).rename(columns={"rep": "repeat"})
@@ -230,7 +293,8 @@ def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
         summary = compare.summarise(runs.assign(run_id=range(len(runs))), by, metrics=["iops", "clat_p99_us"])
         for m in ("iops", "clat_p99_us"):
             assert (summary[f"{m}_ci_low"] >= 0).all() and summary[f"{m}_ci_low"].notna().all(), (name, m)
-        two = compare.summarise(runs[runs["repeat"] < 2].assign(run_id=range((runs["repeat"] < 2).sum())), by,
-                                metrics=["iops"])
+        two = compare.summarise(
+            runs[runs["repeat"] < 2].assign(run_id=range((runs["repeat"] < 2).sum())), by, metrics=["iops"]
+        )
         assert two["iops_ci_low"].isna().all() and (two["n"] == 2).all()
         assert compare.readable(two)["IOPS (IO/s)"].str.endswith(f"({compare.NOT_INFORMATIVE})").all()

@@ -4,6 +4,7 @@ runs' rows and names the run, the file and what is wrong, one line each; `iolab 
 
 One real run (0.3 s of fio, psync, pinned, thread sampler and interval logs on) is made per
 module and copied; each case damages one file of one copy and puts it back."""
+
 import json
 import shutil
 
@@ -20,20 +21,37 @@ GARBAGE = b"\x00\xff\x1b[31mGARBAGE\x07\n"
 
 def _half(data: bytes) -> bytes:
     """The first half, cut mid-line (one byte less when the half ends a line)."""
-    cut = data[:len(data) // 2]
+    cut = data[: len(data) // 2]
     return cut[:-1] if cut.endswith(b"\n") else cut
 
 
-DAMAGE = {"missing": None, "empty": lambda d: b"", "half": _half, "garbage": lambda d: GARBAGE * 3,
-          "[]": lambda d: b"[]", "{}": lambda d: b"{}", '"x"': lambda d: b'"x"'}
+DAMAGE = {
+    "missing": None,
+    "empty": lambda d: b"",
+    "half": _half,
+    "garbage": lambda d: GARBAGE * 3,
+    "[]": lambda d: b"[]",
+    "{}": lambda d: b"{}",
+    '"x"': lambda d: b'"x"',
+}
 JSON_TYPES = ("[]", "{}", '"x"')
-NOT_READ = ("argv.json", "job.fio", "fio.stderr")        # kept for provenance: a table never judges them
+NOT_READ = ("argv.json", "job.fio", "fio.stderr")  # kept for provenance: a table never judges them
 OPTIONAL = ("params.json", "blockstat.json", "system.json", "checks.json", "series.json")  # missing: a run without
 ANY_OBJECT = ("params.json", "system.json", "series.json")  # {} is a valid (empty) one
 THREAD_FILES = ("samples_threads.csv", "threads.json")
 CHECK_FILES = ("fio.json", "params.json", "system.json", "blockstat.json")
-READ = ("run.json", "params.json", "fio.json", "samples_stat.csv", "samples_freq.csv", *THREAD_FILES,
-        "blockstat.json", "system.json", "checks.json", "series.json")
+READ = (
+    "run.json",
+    "params.json",
+    "fio.json",
+    "samples_stat.csv",
+    "samples_freq.csv",
+    *THREAD_FILES,
+    "blockstat.json",
+    "system.json",
+    "checks.json",
+    "series.json",
+)
 
 
 def _cases():
@@ -56,9 +74,17 @@ def skipped(name: str, kind: str) -> bool:
 def made(tmp_path_factory):
     from iolab.runner import measure
     from iolab.target import scratch_file
+
     tmp = tmp_path_factory.mktemp("corrupt")
-    return measure(FIO, scratch_file(tmp / "scratch", "16m"), cpus=[CPU], runs_dir=tmp / "made",
-                   swept={"qd": 1, "repeat": 0}, threads=True, log_ms=100).path
+    return measure(
+        FIO,
+        scratch_file(tmp / "scratch", "16m"),
+        cpus=[CPU],
+        runs_dir=tmp / "made",
+        swept={"qd": 1, "repeat": 0},
+        threads=True,
+        log_ms=100,
+    ).path
 
 
 def _copy(src, dst, logs=True):
@@ -114,8 +140,11 @@ def test_a_table_keeps_the_other_runs_and_names_the_file(root, name, kind, capsy
         else:
             assert ids == {"r0", "r1", "r2"} and not said, err
         for command, files in (("threads", THREAD_FILES), ("check", CHECK_FILES)):
-            if name in files and skipped(name, kind) and (command == "threads" or kind not in ("missing", "{}")
-                                                          or name == "fio.json" and kind == "{}"):
+            if (
+                name in files
+                and skipped(name, kind)
+                and (command == "threads" or kind not in ("missing", "{}") or name == "fio.json" and kind == "{}")
+            ):
                 assert main([command, str(root / "r1")]) == 1
                 out, err = capsys.readouterr()
                 assert not out and str(root / "r1" / name) in _one_line(err, command)
@@ -128,9 +157,18 @@ def with_logs(made, tmp_path_factory):
     return _copy(made, tmp_path_factory.mktemp("logs") / "s1")
 
 
-@pytest.mark.parametrize(("name", "kind"), [("series.json", "empty"), ("series.json", "half"), ("series.json", "[]"),
-                                            ("series.json", '"x"'), ("samples_stat.csv", "half"),
-                                            ("fio_clat.1.log", "half"), ("fio_iops.1.log", "garbage")])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("series.json", "empty"),
+        ("series.json", "half"),
+        ("series.json", "[]"),
+        ("series.json", '"x"'),
+        ("samples_stat.csv", "half"),
+        ("fio_clat.1.log", "half"),
+        ("fio_iops.1.log", "garbage"),
+    ],
+)
 def test_series_of_a_damaged_run_is_one_line(with_logs, name, kind, capsys):
     put_back = _damaged(with_logs / name, kind)
     try:
@@ -177,6 +215,7 @@ def test_the_notebooks_loaders_warn_by_name(root):
 
 def test_pooling_a_damaged_report_names_it(root):
     from iolab.pool import pool_runs
+
     put_back = _damaged(root / "r1" / "fio.json", "garbage")
     try:
         with pytest.raises(FioOutputError, match=r"r1/fio.json: no fio JSON output found") as got:
@@ -186,10 +225,13 @@ def test_pooling_a_damaged_report_names_it(root):
         put_back()
 
 
-@pytest.mark.parametrize("edit, words", [
-    (lambda d: d.update(jobs=[]), "holds no job"),
-    (lambda d: d["jobs"][0].update(read=None, write=None, trim=None), "no read, write or trim figures"),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda d: d.update(jobs=[]), "holds no job"),
+        (lambda d: d["jobs"][0].update(read=None, write=None, trim=None), "no read, write or trim figures"),
+    ],
+)
 def test_a_report_with_no_figures_is_damaged_not_a_row_of_zeros(root, edit, words, capsys):
     """Valid JSON that lost its jobs or its figures is skipped by name, never a made-up row."""
     report = root / "r1" / "fio.json"

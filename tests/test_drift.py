@@ -1,5 +1,6 @@
 """Drift within a study (iolab.drift): a run whose system snapshot differs from the study's
 first run is flagged with what changed; what the study sweeps is not drift."""
+
 import json
 import shutil
 from pathlib import Path
@@ -13,8 +14,14 @@ from iolab.target import scratch_file
 
 
 def test_a_changed_kernel_and_governor_are_named_on_the_run_that_changed(tmp_path):
-    table = sweep({"iodepth": [1, 2]}, target=scratch_file(tmp_path / "s", "16m"), base=QUICK, cpus=[CPU],
-                  runs_dir=tmp_path / "runs", progress=None)
+    table = sweep(
+        {"iodepth": [1, 2]},
+        target=scratch_file(tmp_path / "s", "16m"),
+        base=QUICK,
+        cpus=[CPU],
+        runs_dir=tmp_path / "runs",
+        progress=None,
+    )
     assert list(table.drift) == ["", ""]  # same machine, nothing drifted
     first, second = (tmp_path / "runs" / r for r in table.run_id.unique())
     copy = tmp_path / "copy"
@@ -36,13 +43,15 @@ def test_a_changed_kernel_and_governor_are_named_on_the_run_that_changed(tmp_pat
 
 
 def test_the_first_run_is_the_earliest_and_a_swept_key_is_compared_within_its_cell():
-    table = pd.DataFrame({
-        "run_id": ["20260102T000000Z-b", "20260101T000000Z-a", "20260103T000000Z-c", "20260104T000000Z-d"],
-        "scheduler": ["mq-deadline", "none", "none", "mq-deadline"],
-        "scheduler_active": ["mq-deadline", "none", "none", "kyber"],
-        "kernel": ["6.1", "6.1", "6.2", "6.1"],
-        "governor": [float("nan")] * 4,
-    })
+    table = pd.DataFrame(
+        {
+            "run_id": ["20260102T000000Z-b", "20260101T000000Z-a", "20260103T000000Z-c", "20260104T000000Z-d"],
+            "scheduler": ["mq-deadline", "none", "none", "mq-deadline"],
+            "scheduler_active": ["mq-deadline", "none", "none", "kyber"],
+            "kernel": ["6.1", "6.1", "6.2", "6.1"],
+            "governor": [float("nan")] * 4,
+        }
+    )
     out = drift.flag(table).set_index("run_id").drift
     assert out["20260101T000000Z-a"] == "" and out["20260102T000000Z-b"] == ""
     assert out["20260103T000000Z-c"] == "kernel 6.1 -> 6.2"
@@ -56,7 +65,8 @@ def test_the_first_run_is_the_earliest_and_a_swept_key_is_compared_within_its_ce
 def test_a_scheduler_sweep_is_not_drift(loopdev, tmp_path):
     available = Path(f"/sys/block/{loopdev.device}/queue/scheduler").read_text().split()
     schedulers = [s.strip("[]") for s in available][:2]  # none and mq-deadline, both active in turn
-    table = sweep({"scheduler": schedulers}, target=loopdev, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "runs",
-                  progress=None)
+    table = sweep(
+        {"scheduler": schedulers}, target=loopdev, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "runs", progress=None
+    )
     assert list(table.scheduler_active) == list(table.scheduler) == schedulers
     assert list(table.drift) == [""] * len(schedulers)

@@ -3,6 +3,7 @@ main effects ranked with the right sign and size, the one interaction built in f
 the best configuration and its ties, the roofline's efficiencies (and seed 003's 99.99 %),
 the frequency labelled sampled or nominal; and notebook 05's analysis cells run on such a
 grid with a stand-in for iolab.search."""
+
 import itertools
 import math
 import re
@@ -20,16 +21,17 @@ import pytest  # noqa: E402
 
 import iolab  # noqa: E402
 from conftest import FIXTURES, REPO  # noqa: E402
-from iolab import compare, effects, paths, plots  # noqa: E402
+from iolab import effects, paths, plots  # noqa: E402
 from iolab.errors import InputError  # noqa: E402
 
-QD = {1: 1.0, 4: 3.0, 16: 5.0}          # IOPS factor per iodepth
-MQ = 0.8                                 # mq-deadline costs 20 %
+QD = {1: 1.0, 4: 3.0, 16: 5.0}  # IOPS factor per iodepth
+MQ = 0.8  # mq-deadline costs 20 %
 SEED003_ROOF, SEED003_16 = 3_857_938, 61_720_159
 
 
-def grid(axes: dict, value, repeats: int = 3, noise: float = 0.01, seed: int = 1, extra=None,
-         jobs: int = 1) -> pd.DataFrame:
+def grid(
+    axes: dict, value, repeats: int = 3, noise: float = 0.01, seed: int = 1, extra=None, jobs: int = 1
+) -> pd.DataFrame:
     """A search table: every combination of ``axes`` x ``repeats`` runs, ``value(cell)`` IOPS
     with multiplicative normal noise, split over ``jobs`` rows per run (per_run sums them)."""
     rng = np.random.default_rng(seed)
@@ -40,8 +42,18 @@ def grid(axes: dict, value, repeats: int = 3, noise: float = 0.01, seed: int = 1
             iops = value(cell) * (1 + noise * rng.standard_normal())
             more = extra(cell, rng) if extra else {}
             for j in range(jobs):
-                rows.append({**cell, "run_id": f"r{i:04d}-{r}", "status": "ok", "repeat": r, "job_index": j,
-                             "direction": "read", "iops": iops / jobs, **more})
+                rows.append(
+                    {
+                        **cell,
+                        "run_id": f"r{i:04d}-{r}",
+                        "status": "ok",
+                        "repeat": r,
+                        "job_index": j,
+                        "direction": "read",
+                        "iops": iops / jobs,
+                        **more,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -63,18 +75,18 @@ def test_main_effects_rank_the_known_effects_with_their_sign_and_size(main_table
     ranked = effects.rank_effects(eff)
     assert list(ranked["axis"]) == ["iodepth", "scheduler", "nomerges"]
     assert eff.attrs["skipped"] == {"bs": "one level (4k): nothing to compare"}
-    grand = 100_000 * np.mean(list(QD.values())) * (1 + MQ) / 2        # 270k
+    grand = 100_000 * np.mean(list(QD.values())) * (1 + MQ) / 2  # 270k
     assert eff.attrs["grand_mean"] == pytest.approx(grand, rel=0.01)
     qd = eff[eff.axis == "iodepth"].set_index("level")
-    for depth, factor in QD.items():   # two jobs per run summed: the run's IOPS
+    for depth, factor in QD.items():  # two jobs per run summed: the run's IOPS
         assert qd.loc[depth, "iops_mean"] == pytest.approx(100_000 * factor * (1 + MQ) / 2, rel=0.01)
         assert qd.loc[depth, "iops_ci_low"] < qd.loc[depth, "iops_mean"] < qd.loc[depth, "iops_ci_high"]
         assert qd.loc[depth, "n_runs"] == 12 and qd.loc[depth, "n_cells"] == 4
     top = ranked.iloc[0]
-    assert top.effect_pct == pytest.approx(100 * 0.9 * 4 / 2.7, rel=0.02)   # (450k - 90k) / 270k
+    assert top.effect_pct == pytest.approx(100 * 0.9 * 4 / 2.7, rel=0.02)  # (450k - 90k) / 270k
     assert top.change_pct == pytest.approx(400, rel=0.02) and top.low_level == 1 and top.high_level == 16
     sched = eff[eff.axis == "scheduler"].set_index("level")
-    assert list(sched.index) == ["none", "mq-deadline"]                    # the spec's order
+    assert list(sched.index) == ["none", "mq-deadline"]  # the spec's order
     assert sched.loc["mq-deadline", "vs_first_pct"] == pytest.approx(-20, abs=1)
     assert ranked.set_index("axis")["separated"].to_dict() == {"iodepth": True, "scheduler": True, "nomerges": False}
     assert ranked["complete"].all()
@@ -82,12 +94,18 @@ def test_main_effects_rank_the_known_effects_with_their_sign_and_size(main_table
 
 def test_describe_effects_says_what_matters_in_words(main_table):
     words = effects.describe_effects(effects.main_effects(main_table, MAIN_AXES))
-    top = re.match(r"iodepth matters most: IOPS range from (\d+\.?\d*)k at 1 to (\d+)k at 16 \(\+(\d+) %, "
-                   r"intervals apart\); ", words)
+    top = re.match(
+        r"iodepth matters most: IOPS range from (\d+\.?\d*)k at 1 to (\d+)k at 16 \(\+(\d+) %, "
+        r"intervals apart\); ",
+        words,
+    )
     assert top and float(top[1]) == pytest.approx(90, abs=1) and float(top[2]) == pytest.approx(450, abs=5)
     assert float(top[3]) == pytest.approx(400, abs=5)
-    sched = re.search(r"scheduler: IOPS range from (\d+)k at mq-deadline to (\d+)k at none \(\+(\d+) %, "
-                      r"intervals apart\)", words)
+    sched = re.search(
+        r"scheduler: IOPS range from (\d+)k at mq-deadline to (\d+)k at none \(\+(\d+) %, "
+        r"intervals apart\)",
+        words,
+    )
     assert sched and float(sched[3]) == pytest.approx(25, abs=2)
     assert "nomerges: no difference the repeats can show" in words and "intervals overlap" in words
     assert "bs: one level (4k): nothing to compare" in words
@@ -112,8 +130,14 @@ def test_one_run_per_cell_has_no_interval_and_says_so(main_table):
 
 
 def test_a_cell_with_one_run_borrows_the_pooled_noise(main_table):
-    lost = main_table[~((main_table.iodepth == 16) & (main_table.scheduler == "none") & (main_table.nomerges == 0)
-                        & (main_table.repeat > 0))]
+    lost = main_table[
+        ~(
+            (main_table.iodepth == 16)
+            & (main_table.scheduler == "none")
+            & (main_table.nomerges == 0)
+            & (main_table.repeat > 0)
+        )
+    ]
     eff = effects.main_effects(lost, MAIN_AXES)
     assert eff["iops_ci_low"].notna().all()
     assert eff.set_index(["axis", "level"]).loc[("iodepth", 16), "n_runs"] == 10
@@ -155,8 +179,8 @@ def test_interactions_find_the_built_in_pair_first(inter_table):
     assert (top.a, top.b) == ("cores", "stress") and top.shown and top.p_value < 1e-6 and top.complete
     # log means 0, ln 0.5, 0, 0: every residual is ln(0.5) / 4 -> exp(0.173) - 1 = 18.9 %
     assert top.interaction_pct == pytest.approx(100 * math.expm1(math.log(2) / 4), abs=0.5)
-    assert (inter.iloc[1:]["interaction_pct"] < 1).all()               # the rest multiply: no interaction
-    assert inter.iloc[1:]["shown"].sum() <= 1                           # at 5 %, at most a chance one
+    assert (inter.iloc[1:]["interaction_pct"] < 1).all()  # the rest multiply: no interaction
+    assert inter.iloc[1:]["shown"].sum() <= 1  # at 5 %, at most a chance one
 
 
 def test_the_additive_model_calls_multiplicative_effects_interactions(inter_table):
@@ -174,7 +198,7 @@ def test_interaction_pivot_holds_cell_means_and_departures(inter_table):
     assert pivot.loc[1, "stressed"] == pytest.approx(base / 2, rel=0.01)
     assert pivot.loc[2, "stressed"] == pytest.approx(2 * base, rel=0.01)
     dep = np.array(pivot.attrs["departure_pct"])
-    assert dep[0, 1] == pytest.approx(100 * math.expm1(-math.log(2) / 4), abs=0.5)   # below the prediction
+    assert dep[0, 1] == pytest.approx(100 * math.expm1(-math.log(2) / 4), abs=0.5)  # below the prediction
     assert dep[0, 0] > 0 and pivot.attrs["shown"]
 
 
@@ -183,9 +207,10 @@ BEST_AXES = {"iodepth": [1, 4, 16, 32], "scheduler": ["none", "mq-deadline"]}
 
 
 def test_best_config_and_the_configurations_tied_with_it():
-    factor = {1: 1.0, 4: 3.0, 16: 5.0, 32: 5.02}   # 16 and 32 within the noise
-    t = grid(BEST_AXES, lambda c: 100_000 * factor[c["iodepth"]] * (MQ if c["scheduler"] == "mq-deadline" else 1),
-             noise=0.02)
+    factor = {1: 1.0, 4: 3.0, 16: 5.0, 32: 5.02}  # 16 and 32 within the noise
+    t = grid(
+        BEST_AXES, lambda c: 100_000 * factor[c["iodepth"]] * (MQ if c["scheduler"] == "mq-deadline" else 1), noise=0.02
+    )
     best, ties = effects.best_config(t, BEST_AXES)
     assert best["scheduler"] == "none" and best["iodepth"] in (16, 32) and best["n"] == 3
     assert best["iops_ci_low"] < best["iops_mean"] < best["iops_ci_high"]
@@ -203,13 +228,15 @@ def test_ties_on_recorded_repeats_are_dunnetts_and_never_outside_the_best_interv
     the best, less those whose mean is outside the best cell's interval; QD 1-4, at a third
     of the best or less, never; two repeats a cell judge nothing and say why."""
     from scipy import stats
+
     runs = pd.read_csv(FIXTURES / "knee" / "loop_randread_3x.csv").assign(run_id=lambda t: range(len(t)))
     best, ties = effects.best_config(runs, ["qd"], "iops")
     by_qd = {q: g["iops"].to_numpy() for q, g in runs.groupby("qd")}
     others = [q for q in by_qd if q != best["qd"]]
     p = stats.dunnett(*[by_qd[q] for q in others], control=by_qd[best["qd"]]).pvalue
-    expected = {q for q, pq in zip(others, p) if pq >= 0.05
-                and best["iops_ci_low"] <= by_qd[q].mean() <= best["iops_ci_high"]}
+    expected = {
+        q for q, pq in zip(others, p) if pq >= 0.05 and best["iops_ci_low"] <= by_qd[q].mean() <= best["iops_ci_high"]
+    }
     assert set(ties["qd"]) == expected and expected and not expected & {1, 2, 4}
     assert (ties["low_pct"] <= ties["ratio_pct"]).all() and (ties["ratio_pct"] <= ties["high_pct"]).all()
     assert f"over {len(others)} cells" in best["note"] and ties.attrs["method"] == "Dunnett"
@@ -242,7 +269,7 @@ def test_roofline_efficiency_against_roof_times_n(roof_table, hold):
     dev = r["devices"].set_index("devices")
     assert list(dev.index) == [1, 2, 4]
     assert dev["roof_x_n"].to_numpy() == pytest.approx(r["roof"]["value"] * np.array([1, 2, 4]))
-    assert dev["efficiency_pct"].to_numpy() == pytest.approx([100, 100, 75], abs=1.5)   # 4 devices: 2 cores cap 600k
+    assert dev["efficiency_pct"].to_numpy() == pytest.approx([100, 100, 75], abs=1.5)  # 4 devices: 2 cores cap 600k
     assert dev.loc[4, "config"] == "cores=2, iodepth=8"
     cores = r["cores"].set_index("cores")
     assert r["core_roof"]["value"] == pytest.approx(300e3, rel=0.01)
@@ -259,7 +286,7 @@ def test_roofline_without_devices_or_cores_is_the_roof_only(roof_table):
     assert any("no devices axis" in n for n in r["notes"]) and any("no cores axis" in n for n in r["notes"])
     no_single = roof_table[roof_table.devices > 1]
     r = effects.roofline(no_single, ROOF_AXES)
-    assert r["roof"]["value"] == pytest.approx(200e3, rel=0.01)          # best at 2 devices / 2
+    assert r["roof"]["value"] == pytest.approx(200e3, rel=0.01)  # best at 2 devices / 2
     assert any("no run with one device" in n for n in r["notes"])
     with pytest.raises(InputError, match="not one; choose from"):
         effects.roofline(roof_table, ROOF_AXES, metric="clat_p99_us")
@@ -284,14 +311,19 @@ def test_seed_003_roofline_figures():
 
 # ---------------------------------------------------------------- frequency
 FREQ_AXES = {"governor": ["performance", "powersave"], "turbo": ["on", "off"], "iodepth": [1, 4]}
-CLOCK = {("performance", "on"): 3300, ("performance", "off"): 2600, ("powersave", "on"): 1200,
-         ("powersave", "off"): 1200}
+CLOCK = {
+    ("performance", "on"): 3300,
+    ("performance", "off"): 2600,
+    ("powersave", "on"): 1200,
+    ("powersave", "off"): 1200,
+}
 
 
 def freq_table(source: str) -> pd.DataFrame:
     def extra(c, rng):
         mhz = CLOCK[(c["governor"], c["turbo"])] * (1 + 0.003 * rng.standard_normal())
         return {"cpu_freq_mhz": mhz if source == "scaling_cur_freq" else 2400.0, "freq_source": source}
+
     return grid(FREQ_AXES, lambda c: 100 * CLOCK[(c["governor"], c["turbo"])] * c["iodepth"], extra=extra)
 
 
@@ -301,7 +333,7 @@ def test_frequency_effects_sampled_clock_explains_the_governor():
     assert f.attrs["absent"] == ["smt", "siblings", "thread_siblings", "stress"]
     ps = f[(f.axis == "governor") & (f.level == "powersave")].iloc[0]
     assert ps.reference_level == "performance"
-    assert ps.change_pct == pytest.approx(100 * (1200 / 2950 - 1), abs=1)      # IOPS follow the clock
+    assert ps.change_pct == pytest.approx(100 * (1200 / 2950 - 1), abs=1)  # IOPS follow the clock
     assert ps.freq_change_pct == pytest.approx(ps.change_pct, abs=1)
     assert ps.freq_share_pct == pytest.approx(100, abs=3) and ps.freq_note.startswith("sampled")
     words = effects.describe_frequency(f)
@@ -322,11 +354,18 @@ def test_frequency_from_proc_cpuinfo_is_labelled_nominal():
 def test_frequency_unchanged_or_outrun_is_said_so():
     axes = {"stress": ["idle", "stressed"], "governor": ["performance", "powersave"], "devices": [1, 4]}
 
-    def value(c):   # one device caps IOPS whatever the clock; stress costs 30 % at the same clock
+    def value(c):  # one device caps IOPS whatever the clock; stress costs 30 % at the same clock
         cpu = 1e6 * (0.4 if c["governor"] == "powersave" else 1) * (0.7 if c["stress"] == "stressed" else 1)
         return min(c["devices"] * 300e3, cpu)
-    t = grid(axes, value, extra=lambda c, rng: {"cpu_freq_mhz": 1200.0 if c["governor"] == "powersave" else 3000.0,
-                                                "freq_source": "scaling_cur_freq"})
+
+    t = grid(
+        axes,
+        value,
+        extra=lambda c, rng: {
+            "cpu_freq_mhz": 1200.0 if c["governor"] == "powersave" else 3000.0,
+            "freq_source": "scaling_cur_freq",
+        },
+    )
     words = effects.describe_frequency(effects.frequency_effects(t, axes))
     assert re.search(r"stress stressed: IOPS -2\d % vs idle; CPU frequency unchanged \(2,100 MHz", words)
     assert "the clock does not explain it" in words
@@ -337,7 +376,7 @@ def test_frequency_unchanged_or_outrun_is_said_so():
 def test_main_effects_plot_one_panel_per_axis_with_level_means_and_intervals(main_table):
     eff = effects.main_effects(main_table, MAIN_AXES)
     panels = plots.main_effects(eff)
-    assert [p.get_xlabel() for p in panels] == ["iodepth", "scheduler", "nomerges"]    # by effect size
+    assert [p.get_xlabel() for p in panels] == ["iodepth", "scheduler", "nomerges"]  # by effect size
     assert panels[0].get_ylabel() == "IOPS (IO/s)"
     for p, axis in zip(panels, ["iodepth", "scheduler", "nomerges"]):
         part = eff[eff.axis == axis]
@@ -346,7 +385,8 @@ def test_main_effects_plot_one_panel_per_axis_with_level_means_and_intervals(mai
         whiskers = next(c for c in p.collections if c.get_gid() == f"{axis} intervals")
         segs = whiskers.get_segments()
         assert np.array([sorted(s[:, 1]) for s in segs]) == pytest.approx(
-            part[["iops_ci_low", "iops_ci_high"]].to_numpy())
+            part[["iops_ci_low", "iops_ci_high"]].to_numpy()
+        )
         assert [t.get_text() for t in p.get_xticklabels()] == [str(v) for v in part["level"]]
     assert panels[0].get_title().startswith("iodepth: 133 % of mean") and "intervals apart" in panels[0].get_title()
     assert "no difference shown" in panels[2].get_title()
@@ -374,7 +414,7 @@ def test_roofline_plot_draws_roof_times_n_efficiencies_and_seed_003(roof_table):
     ref = pd.read_csv(paths.reference_dir() / "published_figures.csv").query("experiment == 'search_roofline'")
     dev_ax, core_ax = plots.roofline(r, reference=ref)
     roof_line = next(line for line in dev_ax.get_lines() if line.get_gid() == "roof x N")
-    assert list(roof_line.get_xdata()) == [1, 2, 4, 16]                   # the seed's 16 devices on the axis
+    assert list(roof_line.get_xdata()) == [1, 2, 4, 16]  # the seed's 16 devices on the axis
     assert list(roof_line.get_ydata()) == pytest.approx(r["roof"]["value"] * np.array([1, 2, 4, 16]))
     labels = [t.get_text() for t in dev_ax.texts if t.get_gid() == "efficiency"]
     assert labels == [f"{e:.0f} %" for e in r["devices"]["efficiency_pct"]] and labels[-1] == "75 %"
@@ -405,8 +445,12 @@ NB_AXES = {"iodepth": [1, 4, 16], "governor": ["performance", "powersave"], "dev
 
 
 def nb_value(c):
-    return (min(c["devices"] * 200e3, c["cores"] * 150e3) * QD[c["iodepth"]] / 5
-            * (0.4 if c["governor"] == "powersave" else 1))
+    return (
+        min(c["devices"] * 200e3, c["cores"] * 150e3)
+        * QD[c["iodepth"]]
+        / 5
+        * (0.4 if c["governor"] == "powersave" else 1)
+    )
 
 
 @pytest.mark.parametrize("existing", [False, True])
@@ -414,19 +458,26 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     """Every code cell of notebook 05 runs, in order, with iolab.search replaced by a stand-in
     that returns a synthetic search table (the real one runs fio): once running the spec,
     once reading an existing runs folder (it keeps the spec as search.yaml)."""
+
     def extra(c, rng):
-        return {"cpu_freq_mhz": (1300 if c["governor"] == "powersave" else 3300) * (1 + 0.003 * rng.standard_normal()),
-                "freq_source": "scaling_cur_freq"}
+        return {
+            "cpu_freq_mhz": (1300 if c["governor"] == "powersave" else 3300) * (1 + 0.003 * rng.standard_normal()),
+            "freq_source": "scaling_cur_freq",
+        }
+
     table = grid(NB_AXES, nb_value, extra=extra)
     calls = []
     from iolab import search as real_search
+
     fake = types.ModuleType("iolab.search")
-    fake.load_spec = lambda path: calls.append(("load_spec", str(path))) or types.SimpleNamespace(
-        name="synthetic", axes=dict(NB_AXES), path=path)
+    fake.load_spec = lambda path: (
+        calls.append(("load_spec", str(path))) or types.SimpleNamespace(name="synthetic", axes=dict(NB_AXES), path=path)
+    )
 
     def run(spec, runs_dir=None, *, drop_unavailable=False, allow_destructive=False):
         calls.append(("run", runs_dir, drop_unavailable, allow_destructive))
         return table.copy()
+
     fake.run = run
     fake.load_table = lambda runs_dir: calls.append(("load_table", runs_dir)) or table.copy()
     fake.varied, fake.left_out = real_search.varied, lambda runs_dir: []  # nothing this machine could not vary
@@ -443,7 +494,7 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     assert (space["spec"], space["runs_dir"], space["metric"]) == ("data/examples/search_small.yaml", "", "iops")
     assert space["drop_unavailable"] is False and space["allow_destructive"] is False
     if existing:
-        space["runs_dir"] = str(tmp_path)   # as papermill -p runs_dir would
+        space["runs_dir"] = str(tmp_path)  # as papermill -p runs_dir would
     for cell in code[1:]:
         exec(compile(cell.source, f"05 cell {cell.id}", "exec"), space)
         plt.close("all")
@@ -451,7 +502,7 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
         assert calls == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]
     else:
         assert calls[1:] == [("run", None, False, False)] and calls[0][0] == "load_spec"
-        assert (REPO / calls[0][1]).resolve() == REPO / "data/examples/search_small.yaml"   # cwd or the checkout
+        assert (REPO / calls[0][1]).resolve() == REPO / "data/examples/search_small.yaml"  # cwd or the checkout
     assert list(space["axes"]) == list(NB_AXES)
     assert effects.rank_effects(space["eff"]).iloc[0]["axis"] == "iodepth"
     assert space["best"]["config"] == "iodepth=16, governor=performance, devices=2, cores=2"
@@ -463,9 +514,13 @@ def test_a_cell_far_below_the_best_is_never_tied_with_it():
     """Noisy repeats gave a pairwise interval from -489 % to +1049 %: notebook 05 called
     QD 1 cells at 52-68k tied with a best of 200k. A mean outside the best's interval is not
     tied, even when the test, with one very noisy cell, cannot tell it apart."""
-    table = pd.DataFrame({"run_id": [f"r{i}" for i in range(9)], "iodepth": [1, 1, 1, 16, 16, 16, 64, 64, 64],
-                          "iops": [52_000.0, 68_000.0, 60_000.0, 20_000.0, 390_000.0, 90_000.0,
-                                   200_000.0, 205_000.0, 202_000.0]})
+    table = pd.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(9)],
+            "iodepth": [1, 1, 1, 16, 16, 16, 64, 64, 64],
+            "iops": [52_000.0, 68_000.0, 60_000.0, 20_000.0, 390_000.0, 90_000.0, 200_000.0, 205_000.0, 202_000.0],
+        }
+    )
     best, ties = effects.best_config(table, ["iodepth"], "iops")
     assert best["iodepth"] == 64 and best["iops_ci_low"] > 68_000
     assert ties.empty  # QD 16 (mean 167k, outside 64's interval): Dunnett alone, p > 0.05, would tie it

@@ -1,4 +1,5 @@
 """The explorer on a real sweep: what it offers, what it draws, the code it gives back."""
+
 import math
 
 import matplotlib
@@ -21,11 +22,18 @@ from iolab.errors import InputError  # noqa: E402
 def table(tmp_path_factory):
     """Two queue depths x two block sizes x two repeats of 1 s random reads on a scratch file."""
     from iolab.target import scratch_file
+
     tmp = tmp_path_factory.mktemp("explore")
     tgt = scratch_file(tmp / "scratch", "32m")
-    t = sweep.sweep({"iodepth": [1, 4], "bs": ["64k", "4k"]}, target=tgt, cpus=[CPU], repeats=2,
-                    base={"rw": "randread", "runtime": fio_time(0.3)}, runs_dir=tmp / "runs",
-                    aliases={"iodepth": "qd"})
+    t = sweep.sweep(
+        {"iodepth": [1, 4], "bs": ["64k", "4k"]},
+        target=tgt,
+        cpus=[CPU],
+        repeats=2,
+        base={"rw": "randread", "runtime": fio_time(0.3)},
+        runs_dir=tmp / "runs",
+        aliases={"iodepth": "qd"},
+    )
     return analysis.add_cycles_per_io(t)
 
 
@@ -87,7 +95,9 @@ def test_latency_against_iops_has_one_point_per_setting(table):
     means = table[table.bs == "4k"].groupby("qd")[["iops", "clat_p99_us"]].mean()
     assert np.allclose(xs, means.iops) and np.allclose(ys, means.clat_p99_us)  # joined in QD order
     assert [t.get_text() for t in ax.texts if t.get_text() in ("1", "4")] == ["1", "4"]
-    assert "one point per setting (queue depth (IOs)), the mean of 2 run(s)" in " ".join(fig.texts[-1].get_text().split())
+    assert "one point per setting (queue depth (IOs)), the mean of 2 run(s)" in " ".join(
+        fig.texts[-1].get_text().split()
+    )
     plt.close(fig)
 
 
@@ -118,8 +128,15 @@ def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_
     """fio's interval logs of one run are not repeats: the footnote says "intervals of one
     run"; an axis of 1.2e8 IOPS reads 120M, not 1e8 (plots.si_axis)."""
     import pandas as pd
-    series = pd.DataFrame({"run_id": ["r1"] * 6, "direction": ["read"] * 6, "qd": [1, 1, 1, 4, 4, 4],
-                           "iops": [1.1e8, 1.2e8, 1.3e8, 1.5e8, 1.6e8, 1.7e8]})
+
+    series = pd.DataFrame(
+        {
+            "run_id": ["r1"] * 6,
+            "direction": ["read"] * 6,
+            "qd": [1, 1, 1, 4, 4, 4],
+            "iops": [1.1e8, 1.2e8, 1.3e8, 1.5e8, 1.6e8, 1.7e8],
+        }
+    )
     fig = explore.plot(series, x="qd", y="iops")
     assert "mean of 3 interval(s) of one run per point" in " ".join(fig.texts[-1].get_text().split())
     fig.canvas.draw()
@@ -129,8 +146,10 @@ def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_
 
 def test_a_numeric_hue_gets_a_sequential_scale_with_no_colour_twice(table):
     import matplotlib.colors as mcolors
-    many = pd.concat([table.assign(iodepth_batch=b) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)],
-                     ignore_index=True)
+
+    many = pd.concat(
+        [table.assign(iodepth_batch=b) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)], ignore_index=True
+    )
     fig = explore.plot(many, x="qd", y="iops", hue="iodepth_batch")
     colours = [mcolors.to_hex(line.get_color()) for line in fig.axes[0].get_legend().get_lines()]
     assert len(colours) == 11 and len(set(colours)) == 11  # the default cycle has 10: one would repeat

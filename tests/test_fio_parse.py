@@ -1,6 +1,7 @@
 """The fio parser on recorded real outputs: fio 2.18 to 3.34 (shared fixtures, with
 expected values extracted independently) and fio 3.33 outputs recorded here
 (tests/fixtures/record.sh)."""
+
 import json
 import math
 import subprocess
@@ -14,9 +15,28 @@ from iolab.fio import to_argv, to_jobfile
 from iolab.fiojson import load_document, merge_bins, parse_output, percentiles_from_bins, tidy
 
 REC = FIXTURES / "fio"
-REQUIRED = ["job_index", "job", "groupid", "hostname", "direction", "iops", "bw_bytes_s", "io_bytes",
-            "total_ios", "runtime_ms", "clat_mean_us", "clat_p50_us", "clat_p99_us", "clat_p99_9_us",
-            "lat_mean_us", "usr_cpu_pct", "sys_cpu_pct", "ctx", "error", "fio_version"]
+REQUIRED = [
+    "job_index",
+    "job",
+    "groupid",
+    "hostname",
+    "direction",
+    "iops",
+    "bw_bytes_s",
+    "io_bytes",
+    "total_ios",
+    "runtime_ms",
+    "clat_mean_us",
+    "clat_p50_us",
+    "clat_p99_us",
+    "clat_p99_9_us",
+    "lat_mean_us",
+    "usr_cpu_pct",
+    "sys_cpu_pct",
+    "ctx",
+    "error",
+    "fio_version",
+]
 
 
 def published_cases():
@@ -33,7 +53,7 @@ def published_cases():
 @pytest.mark.parametrize("path,expected", published_cases())
 def test_published_fio_versions(path, expected):
     table = parse_output(path)
-    assert list(table.columns[:len(REQUIRED)]) == REQUIRED
+    assert list(table.columns[: len(REQUIRED)]) == REQUIRED
     assert table["fio_version"].iloc[0] == expected["fio_version"]
     for i, job in enumerate(expected["jobs"]):
         rows = table[table.job_index == i]
@@ -69,8 +89,12 @@ def test_text_before_json_is_kept_as_warnings():
 def test_bins_reproduce_fio_percentiles_exactly():
     """json+ carries both fio's percentiles and the histogram: recomputing from the bins
     must give fio's own numbers."""
-    for name in ("jsonplus_randread.json", "jsonplus_randrw.json", "jsonplus_numjobs3.json",
-                 "jsonplus_lat_percentiles.json"):
+    for name in (
+        "jsonplus_randread.json",
+        "jsonplus_randrw.json",
+        "jsonplus_numjobs3.json",
+        "jsonplus_lat_percentiles.json",
+    ):
         data = load_document(REC / name).data
         for job in data["jobs"]:
             for d in ("read", "write"):
@@ -156,16 +180,28 @@ def test_no_json_is_a_clear_error(tmp_path):
     bad.write_text("fio: unrecognized option '--bogus'\n")
     with pytest.raises(FioOutputError, match="no fio JSON output found.*unrecognized option"):
         parse_output(bad)
-    cli = subprocess.run([sys.executable, "-m", "iolab.cli", "parse", str(bad)],
-                         capture_output=True, text=True)
+    cli = subprocess.run([sys.executable, "-m", "iolab.cli", "parse", str(bad)], capture_output=True, text=True)
     assert cli.returncode == 1 and "Traceback" not in cli.stderr
     assert len(cli.stderr.strip().splitlines()) == 1
 
 
 def test_option_dicts_to_argv_and_jobfile():
-    opts = {"name": "a", "rw": "randread", "iodepth": 32, "hipri": True, "norandommap": False,
-            "percentile_list": [50, 99]}
-    assert to_argv(opts) == ["fio", "--name=a", "--rw=randread", "--iodepth=32", "--hipri",
-                             "--norandommap=0", "--percentile_list=50:99"]
+    opts = {
+        "name": "a",
+        "rw": "randread",
+        "iodepth": 32,
+        "hipri": True,
+        "norandommap": False,
+        "percentile_list": [50, 99],
+    }
+    assert to_argv(opts) == [
+        "fio",
+        "--name=a",
+        "--rw=randread",
+        "--iodepth=32",
+        "--hipri",
+        "--norandommap=0",
+        "--percentile_list=50:99",
+    ]
     text = to_jobfile({"r": {"rw": "read"}}, {"bs": "4k"})
     assert text.splitlines()[:4] == ["[global]", "bs=4k", "", "[r]"]

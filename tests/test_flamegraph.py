@@ -1,4 +1,5 @@
 """Flame graph pictures and the reading, on known small profiles and a recorded real one."""
+
 import xml.dom.minidom
 from collections import Counter
 
@@ -10,12 +11,14 @@ from iolab import flamegraph as fg, profile as prof
 from iolab.fold import FoldOptions, fold_file, fold_lines
 
 matplotlib.use("Agg")
-KNOWN = Counter({
-    "fio;main;td_io_commit;io_uring_enter_[k];io_submit_sqes_[k];blk_mq_submit_bio_[k]": 60,
-    "fio;main;td_io_commit;io_uring_enter_[k];nvme_queue_rq_[k]": 20,
-    "fio;main;get_io_u": 10,
-    "swapper;do_idle_[k];default_idle_[k]": 10,
-})
+KNOWN = Counter(
+    {
+        "fio;main;td_io_commit;io_uring_enter_[k];io_submit_sqes_[k];blk_mq_submit_bio_[k]": 60,
+        "fio;main;td_io_commit;io_uring_enter_[k];nvme_queue_rq_[k]": 20,
+        "fio;main;get_io_u": 10,
+        "swapper;do_idle_[k];default_idle_[k]": 10,
+    }
+)
 
 
 def test_frames_and_shares():
@@ -76,8 +79,16 @@ def _svg_frames(svg: str):
         if g.hasAttribute("data-x"):
             rect = g.getElementsByTagName("rect")[0]
             assert g.getElementsByTagName("text")
-            out.append((float(g.getAttribute("data-x")), float(g.getAttribute("data-w")), int(g.getAttribute("data-d")),
-                        g.getAttribute("data-n"), float(rect.getAttribute("x")), float(rect.getAttribute("width"))))
+            out.append(
+                (
+                    float(g.getAttribute("data-x")),
+                    float(g.getAttribute("data-w")),
+                    int(g.getAttribute("data-d")),
+                    g.getAttribute("data-n"),
+                    float(rect.getAttribute("x")),
+                    float(rect.getAttribute("width")),
+                )
+            )
     return float(root.getAttribute("viewBox").split()[2]), out
 
 
@@ -128,11 +139,15 @@ fio 4242/4242  4440.2:    1001001 cpu-clock:
 
 def test_junk_unknown_runs_are_one_frame_in_svg_and_draw_and_diff():
     stacks = fold_lines(_JUNK.splitlines(keepends=True), FoldOptions(kernel=True)).stacks
-    assert "memfd:sealed-91;[unknown] ;[unknown];[unknown] ;[unknown] ;entry_SYSCALL_64_after_hwframe_[k];" \
-           "fdget_raw_[k]" in stacks  # what perf's "(deleted)" modules fold to, as with stackcollapse-perf.pl
+    assert (
+        "memfd:sealed-91;[unknown] ;[unknown];[unknown] ;[unknown] ;entry_SYSCALL_64_after_hwframe_[k];"
+        "fdget_raw_[k]" in stacks
+    )  # what perf's "(deleted)" modules fold to, as with stackcollapse-perf.pl
     merged = prof.merge_unknown_runs(stacks)
-    assert set(merged) == {"memfd:sealed-91;[unknown];entry_SYSCALL_64_after_hwframe_[k];fdget_raw_[k]",
-                           "fio;td_io_queue;[unknown];io_submit_sqes_[k]"}
+    assert set(merged) == {
+        "memfd:sealed-91;[unknown];entry_SYSCALL_64_after_hwframe_[k];fdget_raw_[k]",
+        "fio;td_io_queue;[unknown];io_submit_sqes_[k]",
+    }
     _, frames = _svg_frames(fg.svg(stacks))
     assert max(f[2] for f in frames) + 1 == 4 == fg.draw(stacks).get_ylim()[1]
     assert sum(f[3] == "[unknown]" for f in frames) == 2

@@ -1,6 +1,7 @@
 """Folding perf script text: byte-for-byte the results of FlameGraph's stackcollapse-perf.pl
 on its own test inputs, and invariants on perf script texts recorded here
 (frame pointers, DWARF, -F subsets, -a with CPU columns)."""
+
 import re
 from collections import Counter
 
@@ -9,8 +10,15 @@ import pytest
 from conftest import FIXTURES, PUBLISHED, needs_shared
 from iolab.fold import FoldOptions, fold_file, fold_lines, read_folded
 
-OPTS = {"pid": dict(pid=True), "tid": dict(tid=True), "kernel": dict(kernel=True), "jit": dict(jit=True),
-        "all": dict(kernel=True, jit=True), "addrs": dict(addrs=True), "default": {}}
+OPTS = {
+    "pid": dict(pid=True),
+    "tid": dict(tid=True),
+    "kernel": dict(kernel=True),
+    "jit": dict(jit=True),
+    "all": dict(kernel=True, jit=True),
+    "addrs": dict(addrs=True),
+    "default": {},
+}
 
 
 def upstream_cases():
@@ -92,6 +100,7 @@ def test_the_chunked_fast_path_folds_as_the_line_by_line_one(chunk, opt, monkeyp
     what fold_lines gives line by line, on every recorded profile and upstream input, with
     chunk boundaries anywhere (64 characters: inside lines and samples)."""
     from iolab import fold
+
     monkeypatch.setattr(fold, "CHUNK", chunk)
     sources = sorted((FIXTURES / "perf").glob("*.txt"))
     if PUBLISHED.exists():
@@ -99,20 +108,38 @@ def test_the_chunked_fast_path_folds_as_the_line_by_line_one(chunk, opt, monkeyp
     for source in sources:
         fast = fold_file(source, FoldOptions(**OPTS[opt]))
         slow = fold_lines(open(source, errors="replace"), FoldOptions(**OPTS[opt]))
-        assert (fast.text(), fast.samples, fast.skipped_other_events, fast.unrecognized_lines, fast.event) == \
-               (slow.text(), slow.samples, slow.skipped_other_events, slow.unrecognized_lines, slow.event), source.name
+        assert (fast.text(), fast.samples, fast.skipped_other_events, fast.unrecognized_lines, fast.event) == (
+            slow.text(),
+            slow.samples,
+            slow.skipped_other_events,
+            slow.unrecognized_lines,
+            slow.event,
+        ), source.name
 
 
 def test_odd_texts_fold_alike_both_ways():
     from iolab.fold import fold_text
-    texts = ["", "\n\n\n", "# comment\n\n", "fio 1 [000] 1.0: 5 cpu-clock:\n", "fio 1 [000] 1.0: 5 cpu-clock:\n\n",
-             "fio 1 [000] 1.0: 5 cpu-clock:\n\tffff a (m)\n\n\n\nfio 2 [000] 1.0: 5 cycles:\n\tffff b (m)\n\n",
-             "junk line\n\tffff a (m)\n\n", "\tffff a (m)\n\n", "fio 1 [000] 1.0: 7 cpu-clock:\n  # odd\n\tffff a (m)\n\n",
-             "java 3 [000] 1.0: 1 cpu-clock:\n\t1 Lcom/x/Y;m (/tmp/perf-3.map)\n\n",
-             "fio 1 [000] 1.0: 7 cpu-clock:\nfio 2 [000] 1.0: 7 cpu-clock:\n\tffff a (m)\n\n",
-             "fio 1 [000] 1.0: 7 cpu-clock:\r\n\tffff a (m)\r\n\r\n"]
+
+    texts = [
+        "",
+        "\n\n\n",
+        "# comment\n\n",
+        "fio 1 [000] 1.0: 5 cpu-clock:\n",
+        "fio 1 [000] 1.0: 5 cpu-clock:\n\n",
+        "fio 1 [000] 1.0: 5 cpu-clock:\n\tffff a (m)\n\n\n\nfio 2 [000] 1.0: 5 cycles:\n\tffff b (m)\n\n",
+        "junk line\n\tffff a (m)\n\n",
+        "\tffff a (m)\n\n",
+        "fio 1 [000] 1.0: 7 cpu-clock:\n  # odd\n\tffff a (m)\n\n",
+        "java 3 [000] 1.0: 1 cpu-clock:\n\t1 Lcom/x/Y;m (/tmp/perf-3.map)\n\n",
+        "fio 1 [000] 1.0: 7 cpu-clock:\nfio 2 [000] 1.0: 7 cpu-clock:\n\tffff a (m)\n\n",
+        "fio 1 [000] 1.0: 7 cpu-clock:\r\n\tffff a (m)\r\n\r\n",
+    ]
     for text in texts:
         for opts in (FoldOptions(), FoldOptions(kernel=True, jit=True, pid=True)):
             fast, slow = fold_text(text, opts), fold_lines(text.splitlines(keepends=True), opts)
-            assert (fast.text(), fast.samples, fast.unrecognized_lines, fast.skipped_other_events) == \
-                   (slow.text(), slow.samples, slow.unrecognized_lines, slow.skipped_other_events), repr(text)
+            assert (fast.text(), fast.samples, fast.unrecognized_lines, fast.skipped_other_events) == (
+                slow.text(),
+                slow.samples,
+                slow.unrecognized_lines,
+                slow.skipped_other_events,
+            ), repr(text)

@@ -3,6 +3,7 @@
 Every bypass a user found is tried against a real ext4 (or a DOS label, or a mount): it
 must be refused before a run folder exists, and ``fsck.ext4 -n -f`` must find the
 filesystem intact afterwards."""
+
 import json
 import os
 import subprocess
@@ -35,21 +36,25 @@ def ext4(loopdev):
 # ---------------------------------------------------------------- fio's reading (no root)
 def test_fio_resolves_aliases_blanks_and_global_order(tmp_path):
     job = tmp_path / "j.fio"
-    job.write_text("[global]\nreadwrite=randwrite\n[a]\nrw=randread \nverify=0\n"
-                   "[global]\nbs=8k\n[b]\n")
+    job.write_text("[global]\nreadwrite=randwrite\n[a]\nrw=randread \nverify=0\n[global]\nbs=8k\n[b]\n")
     jobs, parsed_by, _ = parse_jobfile(job)
     assert parsed_by == "fio --debug=parse"
     assert [(j.name, j.options) for j in jobs] == [
-        ("a", {"rw": "randread", "verify": "0"}), ("b", {"rw": "randwrite", "bs": "8k"})]
+        ("a", {"rw": "randread", "verify": "0"}),
+        ("b", {"rw": "randwrite", "bs": "8k"}),
+    ]
 
 
-@pytest.mark.parametrize("text, words", [
-    ("[x]\nno_such_option=1\n", "Bad option <no_such_option=1>"),
-    ("[x]\nioengine=psync\nhipri\n", "Bad option <hipri>"),
-    ("[x]\nReadWrite=randwrite\n", "Bad option <ReadWrite=randwrite>"),
-    ("[x]\nrw=RANDWRITE\n", "failed parsing rw=RANDWRITE"),
-    ("[x]\nrw= randwrite\n", "failed parsing rw= randwrite"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("[x]\nno_such_option=1\n", "Bad option <no_such_option=1>"),
+        ("[x]\nioengine=psync\nhipri\n", "Bad option <hipri>"),
+        ("[x]\nReadWrite=randwrite\n", "Bad option <ReadWrite=randwrite>"),
+        ("[x]\nrw=RANDWRITE\n", "failed parsing rw=RANDWRITE"),
+        ("[x]\nrw= randwrite\n", "failed parsing rw= randwrite"),
+    ],
+)
 def test_a_dropped_job_is_a_fio_error(tmp_path, text, words):
     job = tmp_path / "j.fio"
     job.write_text(text)
@@ -62,11 +67,13 @@ def test_read_only_judgement():
     assert write_reasons(normalise({"rw": "read", "verify": 0})) == []
     assert write_reasons(normalise({"readwrite": "randread:8", "verify": "md5", "do_verify": 1})) == []
     assert write_reasons(normalise({"readwrite": "randwrite "})) == ["rw=randwrite"]
-    for opts, reason in [({"rw": "read", "unlink": 1}, "unlink=1"),
-                         ({"rw": "read", "trim_percentage": 10}, "trim_percentage=10"),
-                         ({"rw": "read", "ioengine": "filedelete"}, "ioengine=filedelete"),
-                         ({"rw": "read", "exec_prerun": "true"}, "exec_prerun=true"),
-                         ({"rw": "read", "mem": "mmap:/x"}, "mem=mmap:/x")]:
+    for opts, reason in [
+        ({"rw": "read", "unlink": 1}, "unlink=1"),
+        ({"rw": "read", "trim_percentage": 10}, "trim_percentage=10"),
+        ({"rw": "read", "ioengine": "filedelete"}, "ioengine=filedelete"),
+        ({"rw": "read", "exec_prerun": "true"}, "exec_prerun=true"),
+        ({"rw": "read", "mem": "mmap:/x"}, "mem=mmap:/x"),
+    ]:
         assert reason in write_reasons(normalise(opts))
     assert write_reasons(normalise({"rw": "read", "unlink": 0, "trim_backlog": "0"})) == []
 
@@ -106,8 +113,12 @@ def test_bypass_is_refused_and_ext4_survives(case, ext4, scratch, runs, tmp_path
     (tmp_path / "link").symlink_to(ext4.path)
     (tmp_path / "dir" / "sub").mkdir(parents=True)
     (tmp_path / "dir" / "sub" / "dev").symlink_to(ext4.path)
-    fill = {"dev": ext4.path, "name": ext4.path.name, "tmp": tmp_path,
-            "backing": ext4.notes[0].split("(")[1].rstrip(")")}
+    fill = {
+        "dev": ext4.path,
+        "name": ext4.path.name,
+        "tmp": tmp_path,
+        "backing": ext4.notes[0].split("(")[1].rstrip(")"),
+    }
     options = {k: v.format(**fill) if isinstance(v, str) else v for k, v in template.items()}
     target = existing_path(ext4.path) if on_device else scratch
     with pytest.raises(UnsafeTargetError, match="allow_destructive") as err:
@@ -130,8 +141,10 @@ def test_leading_blank_is_refused_by_fio(ext4, runs):
 @needs_root
 def test_global_inherited_write_is_refused(ext4, runs, tmp_path):
     job = tmp_path / "j.fio"
-    job.write_text(f"[global]\nfilename={ext4.path}\nruntime=1s\nioengine=psync\n"
-                   "[reader]\nrw=read\n[global]\nreadwrite=randwrite\n[writer]\n")
+    job.write_text(
+        f"[global]\nfilename={ext4.path}\nruntime=1s\nioengine=psync\n"
+        "[reader]\nrw=read\n[global]\nreadwrite=randwrite\n[writer]\n"
+    )
     with pytest.raises(UnsafeTargetError, match=r"job \[writer\].*rw=randwrite.*ext4"):
         guard_job(job)
     fsck_clean(ext4.path)
@@ -175,8 +188,12 @@ def test_mounted_filesystem(ext4, scratch, runs, tmp_path):
         with pytest.raises(UnsafeTargetError, match=f"mount at {mnt}"):
             measure({**QUICK, "rw": "randwrite", "filename": str(ext4.path)}, scratch, runs_dir=runs)
         with pytest.raises(UnsafeTargetError, match="allow_mounted_write"):
-            measure({**QUICK, "rw": "write", "allow_mounted_write": 1}, existing_path(ext4.path),
-                    runs_dir=runs, allow_destructive=True)
+            measure(
+                {**QUICK, "rw": "write", "allow_mounted_write": 1},
+                existing_path(ext4.path),
+                runs_dir=runs,
+                allow_destructive=True,
+            )
         no_run_folder(runs)
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
@@ -212,8 +229,9 @@ def test_randread_with_verify_md5_is_allowed_and_runs_readonly(ext4, runs):
 def test_params_name_the_device_an_option_overrode_the_scratch_target_with(ext4, scratch, runs):
     result = measure({**QUICK, "rw": "randread", "filename": str(ext4.path)}, scratch, runs_dir=runs)
     params = json.loads((result.path / "params.json").read_text())
-    assert params["files"] == [{"job": "iolab", "option": "filename", "path": str(ext4.path),
-                                "kind": "block", "device": str(ext4.path)}]
+    assert params["files"] == [
+        {"job": "iolab", "option": "filename", "path": str(ext4.path), "kind": "block", "device": str(ext4.path)}
+    ]
     assert params["target"].startswith(f"block {ext4.path} (fio options override the target scratch")
     assert json.loads((result.path / "run.json").read_text())["target"] == params["target"]
     assert "--readonly" in _argv(result.path)
@@ -238,9 +256,9 @@ def test_python_fallback_reads_like_fio(tmp_path):
     """The fallback (fio built without parse debug) resolves aliases and blanks the same way."""
     from iolab.jobcheck import _python_jobs
     from iolab.fio import fio_binary
+
     job = tmp_path / "j.fio"
-    job.write_text("[global]\nreadwrite=randwrite\n; note\n[a]\n  rw=randread  \ntime_based\n"
-                   "[global]\nbs=8k\n[b]\n")
+    job.write_text("[global]\nreadwrite=randwrite\n; note\n[a]\n  rw=randread  \ntime_based\n[global]\nbs=8k\n[b]\n")
     fio_jobs = [(j.name, j.options) for j in parse_jobfile(job)[0]]
     assert [(j.name, j.options) for j in _python_jobs(job, fio_binary())] == fio_jobs
 
@@ -251,17 +269,23 @@ def test_a_users_file_is_refused_and_survives_new_and_own_files_are_written(tmp_
     opens: a symlink, a directory= option); a file fio lays out in an iolab run, the scratch
     file and an empty file are iolab's to write; --allow-destructive writes anyway."""
     from iolab import owned
+
     precious = tmp_path / "precious.db"
     precious.write_text("".join(f"{i}\n" for i in range(70_000)))
     before = precious.read_bytes()
     (tmp_path / "alias").symlink_to(precious)
-    for opts in ({"filename": str(precious)}, {"filename": str(tmp_path / "alias")},
-                 {"directory": str(tmp_path), "filename": "precious.db"}):
+    for opts in (
+        {"filename": str(precious)},
+        {"filename": str(tmp_path / "alias")},
+        {"directory": str(tmp_path), "filename": "precious.db"},
+    ):
         with pytest.raises(UnsafeTargetError, match="existing file of 408,890 bytes that iolab did not create"):
             measure({**QUICK, "rw": "randwrite", "size": "1m", **opts}, scratch, runs_dir=runs)
     assert precious.read_bytes() == before and not owned.is_owned(precious)
     no_run_folder(runs)
-    assert measure({**QUICK, "rw": "randread", "filename": str(precious), "size": "256k"}, scratch, runs_dir=runs)  # reads are fine
+    assert measure(
+        {**QUICK, "rw": "randread", "filename": str(precious), "size": "256k"}, scratch, runs_dir=runs
+    )  # reads are fine
 
     laid_out = {**QUICK, "rw": "randwrite", "size": "1m", "filename": str(tmp_path / "new.dat"), "ioengine": "psync"}
     measure(laid_out, scratch, runs_dir=runs)
@@ -280,8 +304,17 @@ def test_fio_options_named_like_iolabs_reach_fio(tmp_path):
     """--size is fio's (it also sizes the scratch file iolab makes); iolab's own is --target-size;
     --thread is fio's, never an abbreviation of --threads."""
     from iolab.cli import main
-    base = ["run", "--scratch-dir", str(tmp_path / "s"), "--runs-dir", str(tmp_path / "r"), "--rw=randread",
-            "--runtime=300ms", "--ioengine=psync"]
+
+    base = [
+        "run",
+        "--scratch-dir",
+        str(tmp_path / "s"),
+        "--runs-dir",
+        str(tmp_path / "r"),
+        "--rw=randread",
+        "--runtime=300ms",
+        "--ioengine=psync",
+    ]
     assert main([*base, "--size=4m", "--thread"]) == 0
     params = json.loads(next((tmp_path / "r").glob("*/params.json")).read_text())
     assert params["fio_options"]["size"] == "4m" and params["fio_options"]["thread"] is True
@@ -296,6 +329,7 @@ def test_links_logs_and_short_files_of_a_user_are_refused(tmp_path, scratch, run
     shorter file out again."""
     from iolab.errors import TargetError
     from iolab.target import scratch_file
+
     precious = tmp_path / "precious.bin"
     precious.write_bytes(os.urandom(100 << 10))
     before = precious.read_bytes()

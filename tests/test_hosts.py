@@ -1,5 +1,6 @@
 """Client/server runs on real fio servers on this machine: network namespaces joined by veth
 pairs (root) or loopback ports, each server started and stopped by its pid."""
+
 import json
 import os
 import signal
@@ -21,18 +22,26 @@ JOB = {"ioengine": "psync", "runtime": "300ms"}
 
 def iolab(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(REPO / "lib")}
-    return subprocess.run([sys.executable, "-m", "iolab.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "iolab.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
 
 
 def namespaces():
     """Every network namespace but those of other live processes (iolab names them
     ``iolab-<pid>-<n>``): they belong to tests running beside this one."""
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
+
     def live_iolab(line: str) -> bool:
         parts = line.split()[0].split("-") if line.strip() else []
-        return len(parts) == 3 and parts[0] == "iolab" and parts[1].isdigit() and parts[1] != str(os.getpid()) \
+        return (
+            len(parts) == 3
+            and parts[0] == "iolab"
+            and parts[1].isdigit()
+            and parts[1] != str(os.getpid())
             and ledger.alive(int(parts[1]), None)
+        )
+
     return "\n".join(line for line in listed if not live_iolab(line))
 
 
@@ -43,16 +52,25 @@ def loopback_servers():
 
 
 # ---------------------------------------------------------------- naming hosts
-@pytest.mark.parametrize("text,address,port", [
-    (" 10.0.0.2 ", "10.0.0.2", 8765), ("h1:8766", "h1", 8766), ("[::1]:9000", "::1", 9000), ("[::1]", "::1", 8765)])
+@pytest.mark.parametrize(
+    "text,address,port",
+    [(" 10.0.0.2 ", "10.0.0.2", 8765), ("h1:8766", "h1", 8766), ("[::1]:9000", "::1", 9000), ("[::1]", "::1", 8765)],
+)
 def test_host_spellings(text, address, port):
     h = hostlib.parse_host(text)
     assert (h.name, h.address, h.port) == (text.strip(), address, port)
 
 
-@pytest.mark.parametrize("text,words", [
-    ("h1:x", "not a number"), ("h1:0", "outside 1-65535"), ("h 1", "address\\[:port\\]"),
-    ("h1,8765", "address\\[:port\\]"), ("[::1]8765", "IPv6")])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("h1:x", "not a number"),
+        ("h1:0", "outside 1-65535"),
+        ("h 1", "address\\[:port\\]"),
+        ("h1,8765", "address\\[:port\\]"),
+        ("[::1]8765", "IPv6"),
+    ],
+)
 def test_bad_host_spellings_say_how_to_write_one(text, words):
     with pytest.raises(InputError, match=words):
         hostlib.parse_host(text)
@@ -70,7 +88,10 @@ def test_a_host_named_twice_or_none_is_refused(tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text("10.0.0.2:\n  via: ssh -tt root@10.0.0.2\n10.0.0.3:8766: {via: [env]}\n")
     hosts = hostlib.hosts_from("10.0.0.3:8766", good)
-    assert hosts[0].via == ("env",) and [h.name for h in hostlib.hosts_from(None, good)] == ["10.0.0.2", "10.0.0.3:8766"]
+    assert hosts[0].via == ("env",) and [h.name for h in hostlib.hosts_from(None, good)] == [
+        "10.0.0.2",
+        "10.0.0.3:8766",
+    ]
 
 
 # ---------------------------------------------------------------- before any run
@@ -95,13 +116,24 @@ def test_another_fio_version_is_named_before_any_run(loopback_servers, tmp_path)
 # ---------------------------------------------------------------- runs
 def test_iolab_run_hosts_gives_a_row_per_host_and_a_pooled_row(loopback_servers, tmp_path):
     names = [h.name for h in loopback_servers.hosts]  # same address, two ports: two hosts
-    done = iolab("run", "--hosts", f" {names[0]} ,{names[1]}", "--runs-dir", str(tmp_path / "runs"),
-                 "--scratch-dir", str(tmp_path / "s"), "--size=32m", "--runtime=1s", "--ioengine=psync")
+    done = iolab(
+        "run",
+        "--hosts",
+        f" {names[0]} ,{names[1]}",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--scratch-dir",
+        str(tmp_path / "s"),
+        "--size=32m",
+        "--runtime=1s",
+        "--ioengine=psync",
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert [ln.split()[0] for ln in lines[1:4]] == [*names, "pooled"]
     run = next((tmp_path / "runs").iterdir())
     from iolab.store import run_table
+
     table = run_table(run)
     hosts, pooled = table[table.host != "pooled"], table[table.host == "pooled"].iloc[0]
     assert list(hosts.host) == names and set(hosts.host_status) == {"ok"}
@@ -110,8 +142,9 @@ def test_iolab_run_hosts_gives_a_row_per_host_and_a_pooled_row(loopback_servers,
     assert hosts.clat_p99_us.min() <= pooled.clat_p99_us <= hosts.clat_p99_us.max()
     for name in ("fio.json", "hosts.list", "hosts.json", "job.fio"):
         assert (run / name).exists()
-    assert all(json.loads((run / "hosts" / h.folder / "system.json").read_text())["kernel"]
-               for h in loopback_servers.hosts)  # this machine: its snapshot is taken without a prefix
+    assert all(
+        json.loads((run / "hosts" / h.folder / "system.json").read_text())["kernel"] for h in loopback_servers.hosts
+    )  # this machine: its snapshot is taken without a prefix
     assert "Starting 1 process" not in (table.fio_warnings.iloc[0] or "")
 
 
@@ -136,10 +169,13 @@ def test_a_host_killed_mid_run_is_marked_failed_and_the_other_kept(loopback_serv
 
     def kill_soon():  # once the run is under way (it may first wait for its CPU's lock)
         from test_signals import wait_for_fio
+
         wait_for_fio(runs, timeout=60)
         time.sleep(1.0)
         os.killpg(victim.proc.pid, signal.SIGKILL)  # the server and the job it forked
+
     import threading
+
     threading.Thread(target=kill_soon, daemon=True).start()
     result = measure_hosts({**JOB, "runtime": "3s"}, scratch, hosts=loopback_servers.hosts, runs_dir=runs)
     t = result.table.set_index("host")
@@ -161,15 +197,18 @@ def test_writes_to_a_block_device_on_hosts_iolab_cannot_see_are_refused(loopdev,
 
 @pytest.mark.skipif(not is_root or not hostlib.netns_allowed(), reason="network namespaces need root and ip")
 def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_ledger):
-    code = ("import os, signal, sys; sys.path.insert(0, %r)\n"
-            "from iolab import hosts\n"
-            "s = hosts.start_local_servers(1)\n"
-            "print(s.servers[0].proc.pid, s.namespaces[0][0], flush=True)\n"
-            "os.kill(os.getpid(), signal.SIGKILL)\n") % str(REPO / "lib")
+    code = (
+        "import os, signal, sys; sys.path.insert(0, %r)\n"
+        "from iolab import hosts\n"
+        "s = hosts.start_local_servers(1)\n"
+        "print(s.servers[0].proc.pid, s.namespaces[0][0], flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    ) % str(REPO / "lib")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     pid, ns = out.split()
     assert ns in namespaces()
     from iolab.repair import recover
+
     said = recover()
     assert ns not in namespaces() and any(ns in s for s in said)
     time.sleep(0.2)
@@ -179,8 +218,16 @@ def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_l
 
 def test_search_spec_with_hosts(loopback_servers, tmp_path):
     from iolab import search
-    spec = {"name": "h", "target": "scratch", "size": "32m", "base": {**JOB}, "axes": {"iodepth": [1]},
-            "hosts": ",".join(h.name for h in loopback_servers.hosts), "warmup": None}
+
+    spec = {
+        "name": "h",
+        "target": "scratch",
+        "size": "32m",
+        "base": {**JOB},
+        "axes": {"iodepth": [1]},
+        "hosts": ",".join(h.name for h in loopback_servers.hosts),
+        "warmup": None,
+    }
     os.environ["IOLAB_DATA"] = str(tmp_path / "data")
     try:
         table = search.run(search.load_spec(spec), tmp_path / "runs", announce=None, progress=False)

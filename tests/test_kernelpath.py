@@ -1,8 +1,8 @@
 """Kernel-path experiments on loop devices; every knob restored, even after an interrupt."""
+
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -26,11 +26,13 @@ def test_interrupted_sweep_restores_the_knob(loopdev, tmp_path):
         while not fio_running(tmp_path) and time.monotonic() < deadline:
             time.sleep(0.05)
         signal.raise_signal(signal.SIGINT)
+
     timer = threading.Thread(target=ctrl_c_once_fio_runs)
     timer.start()
     with sigint_raises(), pytest.raises((KeyboardInterrupt, RunInterrupted)):
-        kp.knob_sweep(loopdev, "scheduler", ["mq-deadline", "kyber"], {**QUICK, "runtime": "10s"},
-                      runs_dir=tmp_path, warmup=None)
+        kp.knob_sweep(
+            loopdev, "scheduler", ["mq-deadline", "kyber"], {**QUICK, "runtime": "10s"}, runs_dir=tmp_path, warmup=None
+        )
     timer.join()
     assert queue_knobs(loopdev.device) == before
     run = next(tmp_path.iterdir())
@@ -41,8 +43,9 @@ def test_interrupted_sweep_restores_the_knob(loopdev, tmp_path):
 def test_scheduler_and_readahead_really_change(loopdev, tmp_path):
     t = kp.knob_sweep(loopdev, "scheduler", ["none", "mq-deadline"], {**QUICK, "direct": 1}, runs_dir=tmp_path / "s")
     assert set(t.scheduler) == {"none", "mq-deadline"} and (t.iops > 0).all()
-    ra = kp.knob_sweep(loopdev, "read_ahead_kb", [0, 1024], {**QUICK, "rw": "read", "direct": 0},
-                       runs_dir=tmp_path / "r", drop=True)
+    ra = kp.knob_sweep(
+        loopdev, "read_ahead_kb", [0, 1024], {**QUICK, "rw": "read", "direct": 0}, runs_dir=tmp_path / "r", drop=True
+    )
     size = ra.set_index("read_ahead_kb").dev_read_req_kib
     assert size[0] == pytest.approx(4, abs=0.5) and size[1024] > 8 * size[0]
 

@@ -2,6 +2,7 @@
 /sys (read here, not through iolab) and are put back after success, an exception, SIGTERM,
 and — through the ledger — SIGKILL. A knob the machine lacks is refused before anything
 changes, with the reason."""
+
 import os
 import signal
 import stat
@@ -24,7 +25,7 @@ def queue_file(dev, name) -> Path:
 
 def selected(dev) -> str:
     text = queue_file(dev, "scheduler").read_text()
-    return text[text.index("[") + 1:text.index("]")]
+    return text[text.index("[") + 1 : text.index("]")]
 
 
 def other_scheduler(dev) -> str:
@@ -89,7 +90,11 @@ def test_values_are_checked_and_what_the_kernel_keeps_is_verified(loopdev):
         knobs.get("smt").encode("maybe")
     if Path("/sys/devices/system/cpu/smt/control").read_text().strip() == "notsupported":
         assert knobs.get("smt").check(None, "off") == "smt is 'notsupported' here: the kernel does not let it change"
-    assert knobs.get("io_poll").check(loopdev, 1).startswith(f"no poll queues: /sys/block/{loopdev.device}/queue/io_poll is 0")
+    assert (
+        knobs.get("io_poll")
+        .check(loopdev, 1)
+        .startswith(f"no poll queues: /sys/block/{loopdev.device}/queue/io_poll is 0")
+    )
     assert "no block queue" in knobs.get("scheduler").check(None, "none")
     ra = queue_file(loopdev, "read_ahead_kb")
     before = ra.read_text()
@@ -121,8 +126,13 @@ def test_an_nvme_cli_failure_is_an_iolab_error(tmp_path, monkeypatch):
     assert isinstance(info.value, IolabError) and info.value.returncode == 2
 
 
-@pytest.mark.parametrize("said", ["get-feature:0x08 (Interrupt Coalescing), Current value:00000320",  # nvme-cli 2.3
-                                  "get-feature:0x8 (Interrupt Coalescing), Current value:0x00000320"])  # 1.x
+@pytest.mark.parametrize(
+    "said",
+    [
+        "get-feature:0x08 (Interrupt Coalescing), Current value:00000320",  # nvme-cli 2.3
+        "get-feature:0x8 (Interrupt Coalescing), Current value:0x00000320",
+    ],
+)  # 1.x
 def test_an_nvme_feature_value_is_read_from_either_nvme_cli(said, tmp_path, monkeypatch):
     """Both as nvme-cli prints them; 2.3's form (hex without 0x) was refused until the NVMe
     lab ran the coalescing step against a real nvme driver."""
@@ -146,9 +156,14 @@ with knobs.applied(existing_path(sys.argv[1]), {"read_ahead_kb": 0, "scheduler":
 
 def hold(loopdev, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO / "lib")}
-    proc = subprocess.Popen([PY, "-c", textwrap.dedent(HOLD), str(loopdev.path), other_scheduler(loopdev)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [PY, "-c", textwrap.dedent(HOLD), str(loopdev.path), other_scheduler(loopdev)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=sigint_default,
+    )
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
     return proc
 

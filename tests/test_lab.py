@@ -1,5 +1,6 @@
 """The JupyterLab front door: the argv ``make lab`` runs, and the one-line refusals of a bad
 port or address (the server itself is started in tests/test_browser.py)."""
+
 import os
 import socket
 import subprocess
@@ -21,8 +22,13 @@ def test_argv_is_this_venvs_jupyter_lab_on_localhost(monkeypatch):
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     argv = lab_argv("nb")
     assert argv[:4] == [sys.executable, "-m", "jupyter", "lab"]
-    assert {"--ServerApp.root_dir=nb", "--ServerApp.ip=127.0.0.1", "--ServerApp.port=8888",
-            "--ServerApp.port_retries=0", "--no-browser"} <= _opts(argv)
+    assert {
+        "--ServerApp.root_dir=nb",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port=8888",
+        "--ServerApp.port_retries=0",
+        "--no-browser",
+    } <= _opts(argv)
     assert not any("token" in a for a in argv)  # JupyterLab makes one and prints the URL with it
     assert ("--allow-root" in argv) == (os.geteuid() == 0)
 
@@ -68,14 +74,23 @@ def test_the_notebooks_kernel_is_the_projects():
 def test_make_lab_turns_off_jupyterlabs_news_pop_up_and_keeps_other_overrides(tmp_path):
     import json
     from iolab.lab import quiet_lab
+
     settings = tmp_path / "share/jupyter/lab/settings"
     settings.mkdir(parents=True)
-    (settings / "overrides.json").write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "x"},
-                                                        "@jupyterlab/apputils-extension:notification":
-                                                            {"doNotDisturbMode": True}}))
+    (settings / "overrides.json").write_text(
+        json.dumps(
+            {
+                "@jupyterlab/apputils-extension:themes": {"theme": "x"},
+                "@jupyterlab/apputils-extension:notification": {"doNotDisturbMode": True},
+            }
+        )
+    )
     path = quiet_lab(tmp_path)
     doc = json.loads(path.read_text())
-    assert doc["@jupyterlab/apputils-extension:notification"] == {"doNotDisturbMode": True, "fetchNews": "false",
-                                                                  "checkForUpdates": False}
+    assert doc["@jupyterlab/apputils-extension:notification"] == {
+        "doNotDisturbMode": True,
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    }
     assert doc["@jupyterlab/apputils-extension:themes"] == {"theme": "x"}
     assert quiet_lab(tmp_path) == path and json.loads(path.read_text()) == doc  # twice: the same file

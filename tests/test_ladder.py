@@ -1,4 +1,5 @@
 """The tuning ladder on a loop device: which steps run, which are skipped and why."""
+
 import pytest
 
 from conftest import CPU, needs_root
@@ -11,16 +12,20 @@ def test_capabilities_of_a_loop_device(loopdev):
     caps = lad.capabilities(loopdev)
     assert caps["poll"].startswith(f"no poll queues: /sys/block/{loopdev.device}/queue/io_poll is 0")
     assert caps["nvme"].startswith("not NVMe") and "not NVMe" in caps["nvme_ng"]
-    assert "opt_in" in lad.capabilities(loopdev, opt_in=False) and lad.capabilities(loopdev, opt_in=True)["opt_in"] is None
+    assert (
+        "opt_in" in lad.capabilities(loopdev, opt_in=False) and lad.capabilities(loopdev, opt_in=True)["opt_in"] is None
+    )
 
 
 @needs_root
 def test_short_ladder(loopdev, tmp_path):
-    steps = [lad.Step("baseline", {"ioengine": "io_uring", "direct": 1, "iodepth": 8}),
-             lad.Step("hipri", {"hipri": 1}, ["poll"]),
-             lad.Step("fixedbufs", {"fixedbufs": 1, "registerfiles": 1}),
-             lad.Step("gtod_reduce", {"gtod_reduce": 1}, peak_only=True),
-             lad.Step("batching", {"iodepth": 32, "iodepth_batch_submit": 16, "iodepth_batch_complete": 4})]
+    steps = [
+        lad.Step("baseline", {"ioengine": "io_uring", "direct": 1, "iodepth": 8}),
+        lad.Step("hipri", {"hipri": 1}, ["poll"]),
+        lad.Step("fixedbufs", {"fixedbufs": 1, "registerfiles": 1}),
+        lad.Step("gtod_reduce", {"gtod_reduce": 1}, peak_only=True),
+        lad.Step("batching", {"iodepth": 32, "iodepth_batch_submit": 16, "iodepth_batch_complete": 4}),
+    ]
     t = lad.run_ladder(steps, loopdev, cpu=CPU, runtime_s=0.5, runs_dir=tmp_path)
     assert list(t.status) == ["measured", "skipped", "measured", "measured", "measured"]
     assert "io_poll is 0" in t.reason[1]
@@ -35,11 +40,14 @@ def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, mon
     """nvme-cli exiting non-zero used to escape as CalledProcessError and abort the ladder."""
     from iolab.target import Target
     from test_knobs import failing_nvme
+
     failing_nvme(tmp_path, monkeypatch)
     as_nvme = Target(scratch.kind, scratch.path, scratch.size_bytes, device="nvme0n1")
-    steps = [lad.Step("baseline", {"ioengine": "psync", "iodepth": 1}),
-             lad.Step("coalescing", {}, knobs={"nvme_coalescing": 0x320}),
-             lad.Step("again", {})]
+    steps = [
+        lad.Step("baseline", {"ioengine": "psync", "iodepth": 1}),
+        lad.Step("coalescing", {}, knobs={"nvme_coalescing": 0x320}),
+        lad.Step("again", {}),
+    ]
     t = lad.run_ladder(steps, as_nvme, cpu=CPU, runtime_s=0.5, runs_dir=tmp_path / "runs")
     assert list(t.status) == ["measured", "failed", "measured"]
     assert "exit 2): NVMe status: Invalid Field" in t.reason[1]
@@ -49,13 +57,19 @@ def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, mon
 def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path):
     """Round 1 walks the ladder in order, later rounds run every step once more, shuffled."""
     import json
-    steps = [lad.Step("one", {"ioengine": "psync", "iodepth": 1}), lad.Step("two", {"bs": "8k"}),
-             lad.Step("three", {"bs": "16k"})]
+
+    steps = [
+        lad.Step("one", {"ioengine": "psync", "iodepth": 1}),
+        lad.Step("two", {"bs": "8k"}),
+        lad.Step("three", {"bs": "16k"}),
+    ]
     t = lad.run_ladder(steps, scratch, cpu=CPU, runtime_s=0.3, runs_dir=tmp_path / "runs", repeats=3, seed=1)
     assert list(t.status) == ["measured"] * 3 and list(t.runs) == [3, 3, 3]
     # in the order they ran: run.json is written as a run ends (started_utc has whole seconds)
-    ran = sorted(((p.parent / "run.json").stat().st_mtime_ns, json.loads(p.read_text())["swept"])
-                 for p in (tmp_path / "runs").glob("*/params.json"))
+    ran = sorted(
+        ((p.parent / "run.json").stat().st_mtime_ns, json.loads(p.read_text())["swept"])
+        for p in (tmp_path / "runs").glob("*/params.json")
+    )
     rounds = [[s["step"] for _, s in ran if s["repeat"] == r] for r in range(3)]
     assert [s["repeat"] for _, s in ran] == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # round by round
     assert rounds[0] == [0, 1, 2] and rounds[1:] != [[0, 1, 2]] * 2  # later rounds shuffled (seed 1)

@@ -3,26 +3,66 @@
 The layers, lowest first (README, "How it works"). A new module must be placed here; an
 import that goes up a layer (the parser importing the runner, the store importing a
 producer) fails this test, function-level imports included."""
+
 import ast
 from pathlib import Path
 
 from conftest import REPO
 
 LAYERS = [
-    ("foundations", {"__init__", "errors", "paths", "atomic", "columns", "readable", "progress", "signals", "results",
-                      "runfiles"}),
-    ("readers and parsers", {"system", "fiojson", "fold", "profile", "tio", "analysis", "ledger", "owned", "pool", "compare", "drift", "knee_search", "effects", "hosttable",
-                             "threadstates", "checks"}),
-    ("tools and resources", {"process", "fio", "perf", "sampling", "locks", "jobcheck", "validate",
-                             "target", "knobs", "stress", "hosts", "threads", "series"}),
+    (
+        "foundations",
+        {"__init__", "errors", "paths", "atomic", "columns", "readable", "progress", "signals", "results", "runfiles"},
+    ),
+    (
+        "readers and parsers",
+        {
+            "system",
+            "fiojson",
+            "fold",
+            "profile",
+            "tio",
+            "analysis",
+            "ledger",
+            "owned",
+            "pool",
+            "compare",
+            "drift",
+            "knee_search",
+            "effects",
+            "hosttable",
+            "threadstates",
+            "checks",
+        },
+    ),
+    (
+        "tools and resources",
+        {
+            "process",
+            "fio",
+            "perf",
+            "sampling",
+            "locks",
+            "jobcheck",
+            "validate",
+            "target",
+            "knobs",
+            "stress",
+            "hosts",
+            "threads",
+            "series",
+        },
+    ),
     ("run folders", {"producers", "store", "runcache"}),
     ("repair", {"repair"}),
     ("one run", {"runner", "clients"}),
     ("grids", {"sweep", "search"}),
     ("studies", {"studies"}),
     ("pictures", {"plots", "flamegraph", "explore", "hostplots", "timeplots"}),
-    ("notebooks", {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance", "nvmelab", "seeds",
-                   "seed_pages"}),
+    (
+        "notebooks",
+        {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance", "nvmelab", "seeds", "seed_pages"},
+    ),
     ("command line", {"cli"}),
 ]
 PACKAGE = REPO / "lib" / "iolab"
@@ -63,8 +103,9 @@ def test_every_import_goes_down_or_sideways():
         mine = layer_of(module)
         for dep in imports(path):
             if layer_of(dep) > mine:
-                upward.append(f"{path.relative_to(PACKAGE)} ({LAYERS[mine][0]}) imports {dep} "
-                              f"({LAYERS[layer_of(dep)][0]})")
+                upward.append(
+                    f"{path.relative_to(PACKAGE)} ({LAYERS[mine][0]}) imports {dep} ({LAYERS[layer_of(dep)][0]})"
+                )
     assert not upward, "imports that go up a layer:\n" + "\n".join(upward)
 
 

@@ -5,6 +5,7 @@ labels) is refused or sanitised by ``iolab.paths``; ``warmup`` is read by
 ``iolab.validate.warmup`` alone; bad manifests, specs, hosts files, notebooks and
 environment values give one line naming the file or variable, exit 1, no traceback, and
 nothing a file holds reaches the terminal raw. All in-process, no fio run."""
+
 import json
 from pathlib import Path
 
@@ -32,8 +33,9 @@ def home(tmp_path, monkeypatch, own_ledger):
 
 def outside(home: Path) -> set[str]:
     """Everything under ``home`` but the data folder, the ledger and this test's inputs."""
-    return {str(p.relative_to(home)) for p in home.rglob("*")
-            if p.relative_to(home).parts[0] not in ("data", "state", "in")}
+    return {
+        str(p.relative_to(home)) for p in home.rglob("*") if p.relative_to(home).parts[0] not in ("data", "state", "in")
+    }
 
 
 def one_line(done, command: str) -> str:
@@ -55,8 +57,12 @@ def tiny_notebook(home: Path) -> Path:
     cell = new_code_cell("x = 1", metadata={"tags": ["parameters"]})
     path = home / "in" / "tiny.ipynb"
     path.parent.mkdir(exist_ok=True)
-    nbformat.write(new_notebook(cells=[cell], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                       "language": "python"}}), path)
+    nbformat.write(
+        new_notebook(
+            cells=[cell], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+        ),
+        path,
+    )
     return path
 
 
@@ -94,14 +100,25 @@ def test_search_names_are_refused_on_every_way_in(home):
 
 def test_batch_names_are_sanitised_and_checked_before_a_run(home):
     from iolab import batch
+
     notebook = tiny_notebook(home)
     for name in EVIL + [str(home / "victim")]:  # one manifest each: ".." and "." both sanitise to "run"
-        manifest = write(home, "batch.yaml", yaml.safe_dump({"notebook": str(notebook), "runs": [
-            {"name": name or "empty", "parameters": {"x": 1}}], "grid": {"x": ["../../../victim", "a" * 300]}}))
+        manifest = write(
+            home,
+            "batch.yaml",
+            yaml.safe_dump(
+                {
+                    "notebook": str(notebook),
+                    "runs": [{"name": name or "empty", "parameters": {"x": 1}}],
+                    "grid": {"x": ["../../../victim", "a" * 300]},
+                }
+            ),
+        )
         for run in batch.load_manifest(manifest).runs:
             assert Path(run.name).name == run.name and run.name not in (".", "..") and len(run.name) <= paths.NAME_MAX
-    by_hand = batch.Manifest(notebook, [batch.BatchRun("../../../victim", notebook, {})], home / "data" / "out", 1,
-                             manifest)
+    by_hand = batch.Manifest(
+        notebook, [batch.BatchRun("../../../victim", notebook, {})], home / "data" / "out", 1, manifest
+    )
     with pytest.raises(InputError, match="would put files outside"):
         batch.run_batch(by_hand)  # a name not through load_manifest: refused before anything runs
     assert outside(home) == set() and not (home / "victim").exists()
@@ -134,17 +151,36 @@ def test_sweep_names_are_refused(home):
 
 
 # ---------------------------------------------------------------- 2. one spelling of warm-up
-@pytest.mark.parametrize("value,kind", [("run", "run"), (True, "run"), ("none", None), (None, None), (False, None),
-                                        ("", None), (0, None), ("2s", 2.0), ("500ms", 0.5), (" RUN ", "run")])
+@pytest.mark.parametrize(
+    "value,kind",
+    [
+        ("run", "run"),
+        (True, "run"),
+        ("none", None),
+        (None, None),
+        (False, None),
+        ("", None),
+        (0, None),
+        ("2s", 2.0),
+        ("500ms", 0.5),
+        (" RUN ", "run"),
+    ],
+)
 def test_warmup_spellings(value, kind):
     assert validate.warmup(value) == kind
     assert validate.warmup(validate.warmup_text(kind)) == kind  # what is recorded reads back the same
 
 
-@pytest.mark.parametrize("value,words", [
-    (2, "warmup: 2 is not one of run .one discarded run first., none, or a time.*write 2s for seconds"),
-    (0.5, "a bare number could mean runs or seconds: write 0.5s"), ("soon", "warmup: 'soon' is not one of run"),
-    ("-1s", "is not one of run"), ([1], "is not one of run")])
+@pytest.mark.parametrize(
+    "value,words",
+    [
+        (2, "warmup: 2 is not one of run .one discarded run first., none, or a time.*write 2s for seconds"),
+        (0.5, "a bare number could mean runs or seconds: write 0.5s"),
+        ("soon", "warmup: 'soon' is not one of run"),
+        ("-1s", "is not one of run"),
+        ([1], "is not one of run"),
+    ],
+)
 def test_warmup_anything_else_is_refused_everywhere(value, words, home):
     with pytest.raises(InputError, match=words):
         validate.warmup(value)
@@ -171,8 +207,10 @@ def test_every_shipped_warmup_is_spelled_the_one_way():
         if isinstance(doc, dict) and "warmup" in doc:
             found.append(validate.warmup(doc["warmup"]))
     for path in REPO.glob("notebooks/*.ipynb"):
-        cell = next((c for c in json.loads(path.read_text())["cells"] if "parameters" in c["metadata"].get("tags", [])), None)
-        line = next((l for l in (cell["source"] if cell else []) if l.startswith("warmup")), None)
+        cell = next(
+            (c for c in json.loads(path.read_text())["cells"] if "parameters" in c["metadata"].get("tags", [])), None
+        )
+        line = next((s for s in (cell["source"] if cell else []) if s.startswith("warmup")), None)
         if line:
             found.append(validate.warmup(line.split("=", 1)[1].split("#")[0].strip().strip('"')))
             assert '"2s"' in line and "a number" not in line, f"{path.name}: {line}"
@@ -194,19 +232,24 @@ BATCH_CASES = {
 @pytest.mark.parametrize("case", BATCH_CASES)
 def test_bad_batch_manifests_give_one_line(case, home):
     body, words = BATCH_CASES[case]
-    nbformat.write(new_notebook(cells=[new_code_cell("x = 1", metadata={"tags": ["parameters"]})]),
-                   write(home, "plain.ipynb", ""))  # no kernelspec: papermill cannot inspect it
+    nbformat.write(
+        new_notebook(cells=[new_code_cell("x = 1", metadata={"tags": ["parameters"]})]), write(home, "plain.ipynb", "")
+    )  # no kernelspec: papermill cannot inspect it
     doc = {"notebook": str(tiny_notebook(home)), "runs": [{"name": "a", "parameters": {"x": 2}}], **body}
     said = one_line(cli_here("batch", write(home, "batch.yaml", yaml.safe_dump(doc))), "batch")
     assert words in said
 
 
-@pytest.mark.parametrize("content,words", [
-    (f"{SECRET} \x1b[31mred\n\0\x01".encode(), "is NUL): a binary file? give a Jupyter notebook"),
-    (b"\x82\xff" + SECRET.encode(), "is not text (byte 0 is not UTF-8)"),
-    (json.dumps({SECRET: 1}), "is JSON but not a Jupyter notebook (a mapping without the cells"),
-    (json.dumps([SECRET]), "is JSON but not a Jupyter notebook (a list without"),
-    (f"{{{SECRET}", "is not a Jupyter notebook: it is not JSON (line 1)")])
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        (f"{SECRET} \x1b[31mred\n\0\x01".encode(), "is NUL): a binary file? give a Jupyter notebook"),
+        (b"\x82\xff" + SECRET.encode(), "is not text (byte 0 is not UTF-8)"),
+        (json.dumps({SECRET: 1}), "is JSON but not a Jupyter notebook (a mapping without the cells"),
+        (json.dumps([SECRET]), "is JSON but not a Jupyter notebook (a list without"),
+        (f"{{{SECRET}", "is not a Jupyter notebook: it is not JSON (line 1)"),
+    ],
+)
 def test_a_notebook_that_is_not_one_gives_one_line_without_its_contents(content, words, home):
     notebook = write(home, "x.ipynb", content)
     manifest = write(home, "batch.yaml", yaml.safe_dump({"notebook": str(notebook), "runs": [{"name": "a"}]}))
@@ -216,21 +259,33 @@ def test_a_notebook_that_is_not_one_gives_one_line_without_its_contents(content,
         assert words in one_line(cli_here(command, notebook), command)
 
 
-@pytest.mark.parametrize("text,words", [
-    ("axes: {iodepth: [1]}\nbase: [1, 2]", "base in the search spec is a list"),
-    ("axes: {iodepth: [1]}\nstop: {ci_pct: abc}", "stop.ci_pct 'abc' is not a percentage"),
-    ("axes: {iodepth: [{a: 1}]}", "axis 'iodepth' has {'a': 1}, a mapping"), ("axes: [1]", "the spec has no axes"),
-    (f"- {SECRET}", "holds a list, not a mapping"), ("axes: [1", "is not YAML this can read"),
-    ("axes: {iodepth: [1]}\nname: \"\\e[2J\"", "search name '\\x1b[2J' has '\\x1b'"),
-    (b"\0\x01" + SECRET.encode(), "is not text (byte 0 is NUL)")])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("axes: {iodepth: [1]}\nbase: [1, 2]", "base in the search spec is a list"),
+        ("axes: {iodepth: [1]}\nstop: {ci_pct: abc}", "stop.ci_pct 'abc' is not a percentage"),
+        ("axes: {iodepth: [{a: 1}]}", "axis 'iodepth' has {'a': 1}, a mapping"),
+        ("axes: [1]", "the spec has no axes"),
+        (f"- {SECRET}", "holds a list, not a mapping"),
+        ("axes: [1", "is not YAML this can read"),
+        ('axes: {iodepth: [1]}\nname: "\\e[2J"', "search name '\\x1b[2J' has '\\x1b'"),
+        (b"\0\x01" + SECRET.encode(), "is not text (byte 0 is NUL)"),
+    ],
+)
 def test_bad_search_specs_give_one_line(text, words, home):
     assert words in one_line(cli_here("search", "--dry-run", write(home, "spec.yaml", text)), "search")
 
 
-@pytest.mark.parametrize("text,words", [
-    ("- a\n- b", "holds a list, not a mapping"), ("h1: 5", "host h1 is a number (5), not a mapping"),
-    ("h1: {via: 5}", "give `via: <command prefix>`"), ('h1: {via: "ssh \\"x"}', "close the quote"),
-    (b"\0\x01", "is not text")])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("- a\n- b", "holds a list, not a mapping"),
+        ("h1: 5", "host h1 is a number (5), not a mapping"),
+        ("h1: {via: 5}", "give `via: <command prefix>`"),
+        ('h1: {via: "ssh \\"x"}', "close the quote"),
+        (b"\0\x01", "is not text"),
+    ],
+)
 def test_bad_hosts_files_give_one_line(text, words, home):
     with pytest.raises(InputError, match="hosts.yaml") as err:
         hosts.hosts_from(None, write(home, "hosts.yaml", text))
@@ -251,8 +306,9 @@ def test_lock_wait_default_and_plain_values(monkeypatch):
     assert locks.default_wait_s() == 0
 
 
-@pytest.mark.parametrize("variable,read", [("IOLAB_DATA", paths.data_dir), ("IOLAB_STATE", paths.state_dir),
-                                           ("IOLAB_LOCKS", paths.lock_dir)])
+@pytest.mark.parametrize(
+    "variable,read", [("IOLAB_DATA", paths.data_dir), ("IOLAB_STATE", paths.state_dir), ("IOLAB_LOCKS", paths.lock_dir)]
+)
 def test_folders_from_the_environment_with_control_characters_are_refused(variable, read, monkeypatch, own_ledger):
     monkeypatch.setenv(variable, "/tmp/a\x1b[2J\nb")
     with pytest.raises(InputError, match=f"{variable}=.*holds control characters"):
@@ -272,14 +328,23 @@ def test_messages_quote_names_without_control_characters(home):
     assert "\\x1b]0;pwn\\x07" in said and "\x07" not in said
 
 
-PERF = ("fio 4242 [000] 1.000001: 1001 cpu-clock:\n"
-        "\tffffffff81 io_submit_sqes ([kernel.kallsyms])\n\t55d3c0 td_io_queue (/usr/bin/fio)\n\n")
+PERF = (
+    "fio 4242 [000] 1.000001: 1001 cpu-clock:\n"
+    "\tffffffff81 io_submit_sqes ([kernel.kallsyms])\n\t55d3c0 td_io_queue (/usr/bin/fio)\n\n"
+)
 
 
-@pytest.mark.parametrize("text,words", [
-    ("", "is empty; give the output of `perf script` on a profile recorded with call graphs (`perf record -g`)"),
-    ("hello world 12 lines\nnoise\n\nmore 34 words\n\n", "holds no perf script sample with a call chain (2 sample(s)"),
-    (b"\x82\xff\x00 binary\n\n\x1b[2J", "holds no perf script sample with a call chain")])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("", "is empty; give the output of `perf script` on a profile recorded with call graphs (`perf record -g`)"),
+        (
+            "hello world 12 lines\nnoise\n\nmore 34 words\n\n",
+            "holds no perf script sample with a call chain (2 sample(s)",
+        ),
+        (b"\x82\xff\x00 binary\n\n\x1b[2J", "holds no perf script sample with a call chain"),
+    ],
+)
 def test_fold_without_a_stack_says_what_to_give(text, words, home):
     assert words in one_line(cli_here("fold", write(home, "perf.txt", text)), "fold")
 
@@ -302,20 +367,36 @@ def test_parse_escapes_job_names(home):
 def failed_notebook(path: Path, error: bool = True) -> Path:
     """An executed notebook as papermill leaves one that failed in cell 2 (or, without
     ``error``, one whose last cells never ran)."""
-    cells = [new_markdown_cell("# A study"),
-             new_code_cell("print(1)", execution_count=1, outputs=[new_output("stream", name="stdout", text="1\n")]),
-             new_code_cell("1 / 0", execution_count=2, outputs=[new_output(
-                 "error", ename="ZeroDivisionError", evalue="division by \x1b[31mzero\x1b[0m", traceback=[])] if error else []),
-             new_code_cell("print(3)", metadata={"papermill": {"status": "pending"}}), new_code_cell("print(4)")]
+    cells = [
+        new_markdown_cell("# A study"),
+        new_code_cell("print(1)", execution_count=1, outputs=[new_output("stream", name="stdout", text="1\n")]),
+        new_code_cell(
+            "1 / 0",
+            execution_count=2,
+            outputs=[
+                new_output("error", ename="ZeroDivisionError", evalue="division by \x1b[31mzero\x1b[0m", traceback=[])
+            ]
+            if error
+            else [],
+        ),
+        new_code_cell("print(3)", metadata={"papermill": {"status": "pending"}}),
+        new_code_cell("print(4)"),
+    ]
     nbformat.write(new_notebook(cells=cells, metadata={"papermill": {"exception": error, "parameters": {}}}), path)
     return path
 
 
 def test_a_partial_or_failed_notebook_publishes_with_a_banner(home):
     from iolab.publish import unfinished
-    for error, words in ((True, "This notebook did not finish: cell 2 raised ZeroDivisionError: division by zero; "
-                                "2 of its 4 code cells never ran"),
-                         (False, "This notebook did not finish: 2 of its 4 code cells never ran")):
+
+    for error, words in (
+        (
+            True,
+            "This notebook did not finish: cell 2 raised ZeroDivisionError: division by zero; "
+            "2 of its 4 code cells never ran",
+        ),
+        (False, "This notebook did not finish: 2 of its 4 code cells never ran"),
+    ):
         (home / "in").mkdir(exist_ok=True)
         notebook = failed_notebook(home / "in" / "nb.ipynb", error)
         assert unfinished(notebook).startswith(words)
@@ -324,4 +405,4 @@ def test_a_partial_or_failed_notebook_publishes_with_a_banner(home):
         assert done.stderr.startswith(f"iolab publish: {words}") and done.stderr.count("\n") == 1
         page = notebook.with_suffix(".html").read_text()
         banner = page.index("iolab-unfinished")
-        assert words in page and banner < page.index("<h1") and "\x1b" not in page[banner:banner + 400]
+        assert words in page and banner < page.index("<h1") and "\x1b" not in page[banner : banner + 400]

@@ -4,6 +4,7 @@ boot, which ``tests/test_nvmelab.py::test_the_nvme_tier_in_one_guest_boot`` make
 the lab they are skipped. The guest has two controllers (``/dev/nvme0n1``, ``/dev/nvme1n1``,
 and ``/dev/ng0n1``, ``/dev/ng1n1``), two poll queues each, and its figures are an emulator's:
 these tests are about code paths, never numbers."""
+
 import os
 import signal
 import subprocess
@@ -21,8 +22,10 @@ from iolab.studies.per_core import LATENCY_SOURCE, have_tio
 from iolab.target import Target, existing_path
 
 IN_LAB = bool(os.environ.get("IOLAB_NVMELAB")) and Path("/dev/nvme1n1").exists()
-pytestmark = [pytest.mark.nvme,
-              pytest.mark.skipif(not IN_LAB, reason="runs inside the NVMe lab (tests/test_nvmelab.py boots it)")]
+pytestmark = [
+    pytest.mark.nvme,
+    pytest.mark.skipif(not IN_LAB, reason="runs inside the NVMe lab (tests/test_nvmelab.py boots it)"),
+]
 QUICK = {"rw": "randread", "bs": "4k", "ioengine": "io_uring", "direct": 1, "runtime": "300ms"}
 
 
@@ -45,8 +48,13 @@ def test_the_seed_000_ladder_runs_every_nvme_step_or_says_the_devices_words(ns0,
     table = ladder.run_ladder(steps, ns0, runtime_s=0.3, runs_dir=tmp_path / "runs", opt_in=True, warmup=None)
     status = dict(zip(table.name, table.status))
     why = dict(zip(table.name, table.reason.fillna("")))
-    for name in ("baseline io_uring", "polled completions (hipri)", "NVMe passthrough (io_uring_cmd on /dev/ng)",
-                 "fixedbufs + registerfiles + norandommap", "batching: submit 32, complete 8"):
+    for name in (
+        "baseline io_uring",
+        "polled completions (hipri)",
+        "NVMe passthrough (io_uring_cmd on /dev/ng)",
+        "fixedbufs + registerfiles + norandommap",
+        "batching: submit 32, complete 8",
+    ):
         assert status[name] == "measured", f"{name}: {why[name]}"
     coalescing = "interrupt coalescing (NVMe feature 0x08 = 0x320)"
     assert status[coalescing] == "failed" and "Feature Not Changeable" in why[coalescing]
@@ -64,8 +72,9 @@ def test_per_core_table_with_t_io_uring_polled(ns0, tmp_path):
 
 def test_one_fio_per_device_on_two_controllers(tmp_path):
     targets = [existing_path("/dev/nvme0n1"), existing_path("/dev/nvme1n1")]
-    table = kernel_path.many_devices(2, "", {**QUICK, "iodepth": 4}, cpus=[0, 1], runs_dir=tmp_path / "runs",
-                                     targets=targets)
+    table = kernel_path.many_devices(
+        2, "", {**QUICK, "iodepth": 4}, cpus=[0, 1], runs_dir=tmp_path / "runs", targets=targets
+    )
     assert set(table.device) == {"nvme0n1", "nvme1n1"} and (table.iops > 0).all()
 
 
@@ -88,10 +97,15 @@ def test_the_guard_refuses_writes_to_a_namespace_holding_ext4_through_both_nodes
         with pytest.raises(UnsafeTargetError, match="ext4"):
             measure({**QUICK, "rw": "randwrite"}, existing_path("/dev/nvme1n1"), cpus=[0], runs_dir=tmp_path / "a")
         with pytest.raises(UnsafeTargetError, match="ext4"):
-            measure({**QUICK, "rw": "randwrite", "ioengine": "io_uring_cmd", "cmd_type": "nvme"},
-                    existing_path("/dev/ng1n1"), cpus=[0], runs_dir=tmp_path / "b")
-        done = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", "/dev/nvme1n1"], capture_output=True,
-                              text=True)
+            measure(
+                {**QUICK, "rw": "randwrite", "ioengine": "io_uring_cmd", "cmd_type": "nvme"},
+                existing_path("/dev/ng1n1"),
+                cpus=[0],
+                runs_dir=tmp_path / "b",
+            )
+        done = subprocess.run(
+            ["blkid", "-p", "-o", "value", "-s", "TYPE", "/dev/nvme1n1"], capture_output=True, text=True
+        )
         assert done.stdout.strip() == "ext4"  # untouched
     finally:
         subprocess.run(["wipefs", "-a", "-q", "/dev/nvme1n1"], check=True)

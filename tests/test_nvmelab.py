@@ -1,5 +1,6 @@
 """The NVMe lab (iolab.nvmelab): its guest's pieces, its refusals, and the NVMe tier
 (tests/test_nvme_tier.py) run inside one guest boot."""
+
 import os
 import subprocess
 import sys
@@ -12,9 +13,10 @@ from iolab import nvmelab
 from iolab.errors import InputError
 
 LAB_MISSING = nvmelab.missing_tools()
-needs_lab = pytest.mark.skipif(bool(LAB_MISSING) or not is_root,
-                               reason=f"the NVMe lab needs root and {' '.join(LAB_MISSING) or 'nothing more'} "
-                                      "(make setup-nvmelab)")
+needs_lab = pytest.mark.skipif(
+    bool(LAB_MISSING) or not is_root,
+    reason=f"the NVMe lab needs root and {' '.join(LAB_MISSING) or 'nothing more'} (make setup-nvmelab)",
+)
 
 
 def boot_or_skip(run, *args, **kw):
@@ -33,9 +35,28 @@ def boot_or_skip(run, *args, **kw):
 def test_the_nvme_tier_in_one_guest_boot():
     """One boot runs every test of the tier; its exit status is pytest's inside the guest."""
     lines = []
-    result = boot_or_skip(nvmelab.run, [sys.executable, "-m", "pytest", "-q", "-rfE", "--color=no", "-p", "no:cacheprovider",
-                                        "-p", "no:xdist", "-m", "nvme", "--durations=5", "tests/test_nvme_tier.py"],
-                          nvmelab.LabSpec(namespace_size="32m", nice=10), cwd=REPO, out=lines.append)
+    result = boot_or_skip(
+        nvmelab.run,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rfE",
+            "--color=no",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-m",
+            "nvme",
+            "--durations=5",
+            "tests/test_nvme_tier.py",
+        ],
+        nvmelab.LabSpec(namespace_size="32m", nice=10),
+        cwd=REPO,
+        out=lines.append,
+    )
     said = "\n".join(lines)
     print(said, f"\nboot {result.boot_s:.1f} s, all {result.wall_s:.1f} s ({result.accel})")
     assert result.returncode == 0, said[-4000:]
@@ -58,9 +79,14 @@ def test_a_command_in_the_lab_sees_the_nvme_controller_and_its_exit_status_comes
     NVMe paths): the controller and its char node, poll queues, the lab's flag in the
     environment, and the command's exit status as the lab's."""
     import json
+
     lines = []
-    result = boot_or_skip(nvmelab.run, [sys.executable, "-c", LAB_CHECK],
-                          nvmelab.LabSpec(controllers=1, namespace_size="16m"), out=lines.append)
+    result = boot_or_skip(
+        nvmelab.run,
+        [sys.executable, "-c", LAB_CHECK],
+        nvmelab.LabSpec(controllers=1, namespace_size="16m"),
+        out=lines.append,
+    )
     said = json.loads(next(line for line in lines if line.startswith("{")))
     assert result.returncode == 3 and result.accel in ("tcg", "kvm") and result.boot_s < 60
     assert said == {"model": "QEMU NVMe Ctrl", "poll_queues": "2", "ng": True, "flag": said["flag"]}
@@ -82,8 +108,11 @@ def test_a_guest_kernel_crash_ends_the_run_with_the_kernels_words():
     """oops=panic: a crash (here sysrq's; in the lab, 6.1's polled passthrough once oopsed at
     ring exit) powers the guest off at once instead of leaving the command hung."""
     spec = nvmelab.LabSpec(controllers=1, namespace_size="16m", cpus=1, poll_queues=1, memory_mb=512, timeout_s=60)
-    with pytest.raises(nvmelab.LabError, match=r"kernel crashed while the command ran in sysrq_handle_crash.*"
-                                               r"Kernel panic - not syncing: sysrq triggered crash"):
+    with pytest.raises(
+        nvmelab.LabError,
+        match=r"kernel crashed while the command ran in sysrq_handle_crash.*"
+        r"Kernel panic - not syncing: sysrq triggered crash",
+    ):
         nvmelab.run(["sh", "-c", "echo c > /proc/sysrq-trigger; sleep 600"], spec, out=lambda line: None)
     assert not list(nvmelab.lab_dir().glob(f"boot-{os.getpid()}-*"))
 
@@ -92,14 +121,17 @@ def test_a_guest_kernel_crash_ends_the_run_with_the_kernels_words():
 def test_qemu_refusing_to_start_is_its_own_error_and_leaves_nothing():
     """What the lab's tests skip on (boot_or_skip): QEMU's own refusal, here 100 TB of memory."""
     with pytest.raises(nvmelab.QemuCannotStart, match="QEMU could not start here: qemu-system.*memory"):
-        nvmelab.run(["true"], nvmelab.LabSpec(controllers=1, namespace_size="16m", memory_mb=10 ** 8))
+        nvmelab.run(["true"], nvmelab.LabSpec(controllers=1, namespace_size="16m", memory_mb=10**8))
     assert not list(nvmelab.lab_dir().glob(f"boot-{os.getpid()}-*"))
 
 
 def test_the_initramfs_is_a_cpio_the_kernel_and_cpio_read(tmp_path):
     archive = tmp_path / "a.cpio"
-    archive.write_bytes(nvmelab._cpio_newc([("bin", 0o40755, b""), ("bin/x", 0o100755, b"abc"),
-                                            ("odd-name-length", 0o100644, b"12345")]))
+    archive.write_bytes(
+        nvmelab._cpio_newc(
+            [("bin", 0o40755, b""), ("bin/x", 0o100755, b"abc"), ("odd-name-length", 0o100644, b"12345")]
+        )
+    )
     listed = subprocess.run(["cpio", "-it", "--quiet"], stdin=archive.open("rb"), capture_output=True, text=True)
     assert listed.stdout.split() == ["bin", "bin/x", "odd-name-length"]
     out = tmp_path / "out"
@@ -116,10 +148,16 @@ def test_modules_load_after_their_dependencies():
     assert names.index("virtio.ko") < names.index("virtio_pci.ko") and len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("field,value,said", [("controllers", 0, "controllers=0: give a whole number from 1 to 8"),
-                                              ("cpus", 99, "cpus=99"), ("memory_mb", 64, "at least 512"),
-                                              ("namespace_size", "1k", "at least 16m"),
-                                              ("cpus", 1, "poll_queues=2 is more than the guest's 1 vCPU")])
+@pytest.mark.parametrize(
+    "field,value,said",
+    [
+        ("controllers", 0, "controllers=0: give a whole number from 1 to 8"),
+        ("cpus", 99, "cpus=99"),
+        ("memory_mb", 64, "at least 512"),
+        ("namespace_size", "1k", "at least 16m"),
+        ("cpus", 1, "poll_queues=2 is more than the guest's 1 vCPU"),
+    ],
+)
 def test_a_lab_spec_out_of_range_is_refused(field, value, said):
     with pytest.raises(nvmelab.LabError, match=said):
         nvmelab.LabSpec(**{field: value})
@@ -143,10 +181,14 @@ def test_the_command_line_refuses_what_it_cannot_run(tmp_path):
 
 def test_a_lab_notebook_gets_the_lab_defaults_it_has_and_the_callers_win():
     import json
+
     argv, output = nvmelab.notebook_job(REPO / "notebooks/03_io_uring_per_core.ipynb", {"runtime_s": 0.5})
     assert json.loads(argv[-1]) == {"target": "/dev/nvme0n1", "polled": True, "runtime_s": 0.5}
     assert output.name == "03_io_uring_per_core.nvmelab.ipynb"
-    argv, _ = nvmelab.notebook_job(REPO / "notebooks/06_kernel_io_path.ipynb", {"target": "/dev/nvme1n1"},
-                                   nvmelab.LabSpec(controllers=3))
-    assert json.loads(argv[-1]) == {"target": "/dev/nvme1n1",
-                                    "devices": ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"]}
+    argv, _ = nvmelab.notebook_job(
+        REPO / "notebooks/06_kernel_io_path.ipynb", {"target": "/dev/nvme1n1"}, nvmelab.LabSpec(controllers=3)
+    )
+    assert json.loads(argv[-1]) == {
+        "target": "/dev/nvme1n1",
+        "devices": ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"],
+    }

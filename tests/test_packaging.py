@@ -1,5 +1,6 @@
 """The repository's own rules: environment.yml matches pyproject.toml, notebooks are
 committed without outputs and with a papermill parameters cell, lib/ is not git-ignored."""
+
 import re
 import subprocess
 import sys
@@ -22,7 +23,9 @@ def test_environment_yml_matches_pyproject():
     assert env["channels"][0] == "conda-forge"
     conda = {_name(d) for d in env["dependencies"] if isinstance(d, str)}
     conda_python = conda - {"python", "fio", "linux-perf", "stress-ng", "pip"}
-    assert conda_python == pip_deps, f"only in environment.yml: {conda_python - pip_deps}; only in pyproject: {pip_deps - conda_python}"
+    assert conda_python == pip_deps, (
+        f"only in environment.yml: {conda_python - pip_deps}; only in pyproject: {pip_deps - conda_python}"
+    )
     assert {"fio", "linux-perf", "pip"} <= conda
 
 
@@ -31,6 +34,7 @@ def test_every_library_the_kit_imports_is_declared():
     a distribution pyproject.toml declares (``importlib.metadata.packages_distributions``)."""
     import ast
     from importlib.metadata import packages_distributions
+
     declared = {_name(d) for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
     imported = set()
     for path in (REPO / "lib" / "iolab").rglob("*.py"):
@@ -65,14 +69,35 @@ def test_gitignore_keeps_the_package():
 
 def test_every_column_is_described_and_labelled_with_its_unit():
     from iolab.columns import COLUMNS, label
+
     for col in COLUMNS.values():
         assert col.meaning and col.source, col.name
         assert col.role in {"metric", "setting", "id"} and col.scale in {"linear", "log2"}, col.name
     # written by hand: what a reader of the plots should see
-    assert [label(c) for c in ("iops", "clat_p99_us", "clat_p99_9_us", "bw_mib_s", "qd", "cycles_per_io",
-                               "cpu_freq_mhz", "runtime_ms", "bs")] == [
-        "IOPS (IO/s)", "clat p99 (µs)", "clat p99.9 (µs)", "bandwidth (MiB/s)", "queue depth (IOs)",
-        "CPU cycles per IO (cycles/IO)", "CPU frequency (MHz)", "runtime (ms)", "block size"]
+    assert [
+        label(c)
+        for c in (
+            "iops",
+            "clat_p99_us",
+            "clat_p99_9_us",
+            "bw_mib_s",
+            "qd",
+            "cycles_per_io",
+            "cpu_freq_mhz",
+            "runtime_ms",
+            "bs",
+        )
+    ] == [
+        "IOPS (IO/s)",
+        "clat p99 (µs)",
+        "clat p99.9 (µs)",
+        "bandwidth (MiB/s)",
+        "queue depth (IOs)",
+        "CPU cycles per IO (cycles/IO)",
+        "CPU frequency (MHz)",
+        "runtime (ms)",
+        "block size",
+    ]
 
 
 def test_every_cli_command_has_help():
@@ -84,8 +109,10 @@ def test_every_cli_command_has_help():
         assert len(text) > 10, f"'iolab {name}' has no help line in 'iolab --help'"
 
 
-STUDY_CALL = re.compile(r"\b(studies\.(?!\w*summary\b)[\w.]+|lad\.run_ladder|kp\.(?:direct_vs_buffered|knob_sweep|block_sizes|many_devices)"
-                        r"|runner\.measure|search\.run)\(")
+STUDY_CALL = re.compile(
+    r"\b(studies\.(?!\w*summary\b)[\w.]+|lad\.run_ladder|kp\.(?:direct_vs_buffered|knob_sweep|block_sizes|many_devices)"
+    r"|runner\.measure|search\.run)\("
+)
 
 
 def test_every_notebook_forwards_allow_destructive_and_names_targets_one_way():

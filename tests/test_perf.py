@@ -1,4 +1,5 @@
 """perf around real fio runs (the software cpu-clock event works in this VM)."""
+
 import json
 import os
 import shutil
@@ -12,8 +13,7 @@ from iolab import producers, profile as prof, store
 from iolab.analysis import add_cycles_per_io
 from iolab.errors import PerfError
 from iolab.fold import FoldOptions, fold_lines
-from iolab.perf import (STAT_TIDY_V1, ProfileSpec, Profiler, fold_perf_data, parse_stat, probe, script_argv,
-                        stat_columns)
+from iolab.perf import STAT_TIDY_V1, ProfileSpec, Profiler, fold_perf_data, parse_stat, probe, script_argv, stat_columns
 from iolab.runner import measure
 from iolab.store import load_runs, load_stacks
 from iolab.target import scratch_file
@@ -25,8 +25,13 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="CPU-wide perf needs ro
 def profiled(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("perf")
     target = scratch_file(tmp, "32m")
-    return measure({**QUICK, "ioengine": "io_uring", "iodepth": 8, "direct": 1, "runtime": "2s"},
-                   target, cpus=[CPU], runs_dir=tmp / "runs", profile=ProfileSpec(freq_hz=499))
+    return measure(
+        {**QUICK, "ioengine": "io_uring", "iodepth": 8, "direct": 1, "runtime": "2s"},
+        target,
+        cpus=[CPU],
+        runs_dir=tmp / "runs",
+        profile=ProfileSpec(freq_hz=499),
+    )
 
 
 def test_probe_explains_this_machine():
@@ -56,9 +61,12 @@ def test_folding_perf_data_directly_equals_the_text_route(profiled):
     text = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True).stdout
     via_text = fold_lines(text.splitlines(keepends=True), FoldOptions(kernel=True))
     direct = fold_perf_data(data, FoldOptions(kernel=True))
+
     # fio's stacks: the process lives through the whole recording, so both routes name it
     # the same way (a short-lived process that exits mid-run may be named differently)
-    fio_only = lambda stacks: {s: n for s, n in stacks.items() if s.split(";")[0] == "fio"}
+    def fio_only(stacks):
+        return {s: n for s, n in stacks.items() if s.split(";")[0] == "fio"}
+
     assert fio_only(direct.stacks) == fio_only(via_text.stacks) and sum(fio_only(direct.stacks).values()) > 0
     assert "time" in script_argv(data)[script_argv(data).index("-F") + 1]
 
@@ -88,9 +96,13 @@ def test_perf_stat_columns_from_recorded_outputs(tmp_path):
 def test_schema_1_perf_window_is_still_read(tmp_path):
     """Schema 1 kept the window as a fake 'window_s' event appended to perf_stat_tidy.csv."""
     shutil.copy(FIXTURES / "perf/stat_software.csv", tmp_path / "perf_stat.csv")
-    old = pd.concat([parse_stat(tmp_path / "perf_stat.csv"),
-                     pd.DataFrame([{"event": "window_s", "value": 1.31, "unit": "s", "supported": True,
-                                    "running_pct": 100.0}])], ignore_index=True)
+    old = pd.concat(
+        [
+            parse_stat(tmp_path / "perf_stat.csv"),
+            pd.DataFrame([{"event": "window_s", "value": 1.31, "unit": "s", "supported": True, "running_pct": 100.0}]),
+        ],
+        ignore_index=True,
+    )
     old.to_csv(tmp_path / STAT_TIDY_V1, index=False)
     cols = stat_columns(tmp_path)
     assert cols["perf_window_s"] == 1.31 and cols["perf_task_clock_ms"] == 1313.80
@@ -117,8 +129,13 @@ def test_unprivileged_user_is_told_about_paranoid_and_kptr():
 
 
 def test_process_mode_follows_fio_from_its_start(tmp_path):
-    r = measure({**QUICK, "ioengine": "io_uring", "iodepth": 4, "runtime": "1s"}, scratch_file(tmp_path, "16m"),
-                cpus=[CPU], runs_dir=tmp_path / "runs", profile=ProfileSpec(mode="process", freq_hz=499))
+    r = measure(
+        {**QUICK, "ioengine": "io_uring", "iodepth": 4, "runtime": "1s"},
+        scratch_file(tmp_path, "16m"),
+        cpus=[CPU],
+        runs_dir=tmp_path / "runs",
+        profile=ProfileSpec(mode="process", freq_hz=499),
+    )
     roots = {s.split(";")[0] for s in load_stacks(r.path)}
     assert roots == {"fio"}  # only fio's own tree, every process named
     assert json.loads((r.path / "argv.json").read_text())["argv"][:2] == ["perf", "record"]
@@ -129,6 +146,7 @@ def test_a_profile_with_no_busy_sample_reads_as_empty_tables_not_errors():
     cpu-clock saw only its halt loop): its tables are empty, with their columns."""
     from collections import Counter
     from iolab import profile as prof
+
     idle = Counter({"swapper;secondary_startup_64_no_verify_[k];native_safe_halt_[k]": 50})
     busy = prof.without_idle(idle)
     assert list(prof.categories(busy).assign(pct=lambda d: d.pct.round(1)).columns) == ["kind", "pct"]

@@ -1,4 +1,5 @@
 """The standard figures on synthetic tables: intervals over repeats, unstable cells, the ladder."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -13,8 +14,8 @@ from iolab.errors import InputError  # noqa: E402
 
 QDS = [1, 2, 4, 8, 16, 32, 64]
 UNSTABLE_QD = 16
-STEADY = (0.98, 1.0, 1.02)       # CV 2 %
-SPREAD = (0.75, 1.0, 1.25)       # CV 25 %: unstable
+STEADY = (0.98, 1.0, 1.02)  # CV 2 %
+SPREAD = (0.75, 1.0, 1.25)  # CV 25 %: unstable
 
 
 def qd_table(repeats: int = 3) -> pd.DataFrame:
@@ -27,10 +28,21 @@ def qd_table(repeats: int = 3) -> pd.DataFrame:
         for rep in range(repeats):
             iops = 200_000 * (1 - np.exp(-qd / 5)) * spread[rep]
             p50 = 0.9e6 * qd / iops
-            rows.append({"qd": qd, "repeat": rep, "run_id": f"qd{qd}-r{rep}", "direction": "read",
-                         "iops": iops, "clat_p50_us": p50, "clat_p99_us": p50 * (1.6 + 0.05 * rep),
-                         "fio_version": "fio-3.36", "percentiles_from": "bins",
-                         "cpu_freq_mhz": freqs[rep], "freq_source": "scaling_cur_freq"})
+            rows.append(
+                {
+                    "qd": qd,
+                    "repeat": rep,
+                    "run_id": f"qd{qd}-r{rep}",
+                    "direction": "read",
+                    "iops": iops,
+                    "clat_p50_us": p50,
+                    "clat_p99_us": p50 * (1.6 + 0.05 * rep),
+                    "fio_version": "fio-3.36",
+                    "percentiles_from": "bins",
+                    "cpu_freq_mhz": freqs[rep],
+                    "freq_source": "scaling_cur_freq",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -50,13 +62,23 @@ def ladder_table(runs: int = 3) -> pd.DataFrame:
     steps = [  # name, tool, status, reason, iops, carried_forward, gain, low, high
         ("baseline io_uring", "fio", M, "", 100_000, True, np.nan, np.nan, np.nan),
         ("polled completions (hipri)", "fio", S, "no poll queues: /sys/block/loop0/queue/io_poll is 0", *[np.nan] * 5),
-        ("NVMe passthrough (io_uring_cmd on /dev/ng)", "fio", S, "no /dev/ng* node for loop0 (not NVMe)",
-         *[np.nan] * 5),
+        (
+            "NVMe passthrough (io_uring_cmd on /dev/ng)",
+            "fio",
+            S,
+            "no /dev/ng* node for loop0 (not NVMe)",
+            *[np.nan] * 5,
+        ),
         ("fixedbufs + registerfiles + norandommap", "fio", M, "", 112_000, True, 12.0, 4.0, 20.0),
         ("gtod_reduce (peak only: no latency)", "fio", M, "", 125_000, False, 11.6, -2.0, 25.0),
         ("batching: submit 32, complete 8", "fio", M, "", 130_000, True, 16.1, 9.0, 23.0),
-        ("interrupt coalescing (NVMe feature 0x08 = 0x320)", "fio", S,
-         "changes a device setting: pass opt_in=True to allow (always restored)", *[np.nan] * 5),
+        (
+            "interrupt coalescing (NVMe feature 0x08 = 0x320)",
+            "fio",
+            S,
+            "changes a device setting: pass opt_in=True to allow (always restored)",
+            *[np.nan] * 5,
+        ),
         ("t/io_uring", "tio", M, "", 190_000, False, 46.2, 40.0, 52.0),
     ]
     rows = []
@@ -64,14 +86,25 @@ def ladder_table(runs: int = 3) -> pd.DataFrame:
         measured = status == M
         if runs < 2:
             low = high = np.nan
-        rows.append({"step": i, "name": name, "tool": tool, "status": status, "reason": reason,
-                     "iops": iops, "carried_forward": kept if measured else np.nan,
-                     "runs": runs if measured else pd.NA, "gain_pct": gain, "gain_low_pct": low,
-                     "gain_high_pct": high,
-                     "gain_verdict": "" if np.isnan(gain) else f"step {i} is {gain:.0f} % faster",
-                     "cpu_busy_pct": 99.0 if measured else np.nan,
-                     "cycles_per_io": 3e9 / iops if measured else np.nan,
-                     "freq_source": "scaling_cur_freq" if measured else np.nan})
+        rows.append(
+            {
+                "step": i,
+                "name": name,
+                "tool": tool,
+                "status": status,
+                "reason": reason,
+                "iops": iops,
+                "carried_forward": kept if measured else np.nan,
+                "runs": runs if measured else pd.NA,
+                "gain_pct": gain,
+                "gain_low_pct": low,
+                "gain_high_pct": high,
+                "gain_verdict": "" if np.isnan(gain) else f"step {i} is {gain:.0f} % faster",
+                "cpu_busy_pct": 99.0 if measured else np.nan,
+                "cycles_per_io": 3e9 / iops if measured else np.nan,
+                "freq_source": "scaling_cur_freq" if measured else np.nan,
+            }
+        )
     table = pd.DataFrame(rows)
     table["runs"] = table["runs"].astype("Int64")
     return table

@@ -2,6 +2,7 @@
 published outputs of fio 2.18-3.14 in shared/fixtures): every expected number is computed
 here by hand from the raw JSON — bins summed with plain Python, then fio's rule (stat.c
 calc_clat_percentiles: the first bin whose cumulative count reaches p % of all IOs)."""
+
 import io
 import json
 import math
@@ -87,7 +88,8 @@ def test_repeats_in_files_are_averaged_and_all_bins_pooled():
     # parsed dicts pool the same as paths; concurrent files are summed
     by_dict = pool_outputs(docs)
     assert by_dict.drop(columns="percentile_note").equals(
-        pool_outputs([REC / n for n in names]).drop(columns="percentile_note"))
+        pool_outputs([REC / n for n in names]).drop(columns="percentile_note")
+    )
     assert by_dict.percentile_note[0].startswith("lat: input 1 (and 1 more) has no json+ lat bins")
     together = pool_outputs([REC / n for n in names], files="concurrent").iloc[0]
     assert together.iops == pytest.approx(sum(per_file_iops), rel=1e-12)
@@ -127,8 +129,10 @@ def test_an_output_without_bins_gives_nan_and_the_reason():
     row = table.iloc[0]
     assert all(math.isnan(row[f"clat_p{n}_us"]) for n in PS)  # never an average of percentiles
     assert pd.isna(row.percentiles_from) and row.percentile_source == "none"
-    assert f"clat: {REC / 'json_randread.json'} has no json+ clat bins: run fio with --output-format=json+" \
+    assert (
+        f"clat: {REC / 'json_randread.json'} has no json+ clat bins: run fio with --output-format=json+"
         in row.percentile_note
+    )
     iops = [raw(n)["jobs"][0]["read"]["iops"] for n in ("jsonplus_randread.json", "json_randread.json")]
     assert row.iops == pytest.approx(sum(iops) / 2, rel=1e-12)
 
@@ -145,8 +149,10 @@ def test_published_outputs_of_other_fio_versions():
     """fio 3.1 QD files as repeats (no bins: NaN and why), fio 2.18's µs latencies, fio 3.14
     numjobs=4 with group_reporting (one entry: fio already summed it)."""
     pub = PUBLISHED / "fio-published"
-    paths = [pub / "p05_fio-3.14_ssd_randread_qd16_nj4/randread-16-4.json",
-             pub / "p01_fio-2.18_randread_qd1/randread-01.json"]
+    paths = [
+        pub / "p05_fio-3.14_ssd_randread_qd16_nj4/randread-16-4.json",
+        pub / "p01_fio-2.18_randread_qd1/randread-01.json",
+    ]
     jobs = [json.loads(p.read_text())["jobs"][0]["read"] for p in paths]
     row = pool_outputs(paths).iloc[0]
     assert row.pooled_as == "2 files (repeats, averaged) x 1 job"
@@ -157,7 +163,8 @@ def test_published_outputs_of_other_fio_versions():
     assert math.isnan(row.clat_p99_us) and "--output-format=json+" in row.percentile_note
     sweep = sorted((pub / "p02_fio-3.1_ssd_pm883_randread_qd_sweep").glob("randread-*.json"))
     assert pool_outputs(sweep).iloc[0].total_ios == sum(
-        json.loads(p.read_text())["jobs"][0]["read"]["total_ios"] for p in sweep)
+        json.loads(p.read_text())["jobs"][0]["read"]["total_ios"] for p in sweep
+    )
 
 
 def test_fio_2_bins_are_converted_to_ns():
@@ -196,6 +203,7 @@ def test_what_cannot_be_pooled_is_refused():
 def iolab(*args):
     """``iolab ARGS`` in this process (conftest.cli_here)."""
     from conftest import cli_here
+
     return cli_here(*args)
 
 
@@ -209,11 +217,14 @@ def test_cli_pool(tmp_path):
     assert rows[0]["pooled_as"].startswith("2 files (concurrent, summed)")
     single = iolab("parse", files[0])  # unchanged without --pool
     assert single.stdout.splitlines()[0].startswith("job_index,job,groupid,hostname")
-    for args, words in (((*files,), "add --pool"), ((files[0], tmp_path, "--pool"), "is a folder"),
-                        ((files[0], "--files-are", "repeats"), "add --pool"),
-                        ((files[0], next((FIXTURES / "tio").glob("*.txt")), "--pool"), "t/io_uring output"),
-                        ((files[0], tmp_path / "missing.json", "--pool"), "no such")):
+    for args, words in (
+        ((*files,), "add --pool"),
+        ((files[0], tmp_path, "--pool"), "is a folder"),
+        ((files[0], "--files-are", "repeats"), "add --pool"),
+        ((files[0], next((FIXTURES / "tio").glob("*.txt")), "--pool"), "t/io_uring output"),
+        ((files[0], tmp_path / "missing.json", "--pool"), "no such"),
+    ):
         bad = iolab("parse", *args)
         assert bad.returncode == 1 and bad.stdout == "", args
-        line, = bad.stderr.strip().splitlines()
+        (line,) = bad.stderr.strip().splitlines()
         assert line.startswith("iolab parse:") and words in line, line

@@ -1,4 +1,5 @@
 """SNIA's steady-state rule, and preconditioning a loop device to it."""
+
 import pytest
 
 from conftest import mkfs_ext4, needs_root
@@ -21,8 +22,9 @@ def test_steady_state_rule():
 @needs_root
 def test_precondition_a_loop_device(loopdev, tmp_path):
     assert loopdev.state.startswith("written whole once")
-    rounds = precondition(loopdev, runs_dir=tmp_path / "runs", round_s=0.5, max_rounds=6, window=3,
-                          fill_passes=1, iodepth=8)
+    rounds = precondition(
+        loopdev, runs_dir=tmp_path / "runs", round_s=0.5, max_rounds=6, window=3, fill_passes=1, iodepth=8
+    )
     assert 3 <= len(rounds) <= 6 and (rounds.iops > 0).all() and list(rounds["round"]) == list(range(len(rounds)))
     assert rounds.steady.iloc[-1] == loopdev.state.startswith("SNIA steady state")
     assert "written whole 1x sequentially (128k), then" in loopdev.state and "4k randwrite at QD8" in loopdev.state

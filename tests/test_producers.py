@@ -1,6 +1,7 @@
 """The run-folder contract (iolab.producers): every column a producer emits is described in
 iolab.columns, every file of a run folder is declared once, and the store knows the registry,
 never a producer."""
+
 import ast
 import json
 import shutil
@@ -77,4 +78,6 @@ def test_store_imports_the_registry_and_no_producer():
         imported |= {name.split(".")[-1] for name in names}
     readers = {p.read.__module__.split(".")[-1] for p in producers.PRODUCERS} - {"producers"}
     assert "producers" in imported
-    assert not imported & (PRODUCER_MODULES | readers), f"store imports producers: {imported & (PRODUCER_MODULES | readers)}"
+    assert not imported & (PRODUCER_MODULES | readers), (
+        f"store imports producers: {imported & (PRODUCER_MODULES | readers)}"
+    )

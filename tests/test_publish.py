@@ -1,4 +1,5 @@
 """Executed notebooks replace the last good ones only when complete."""
+
 import os
 import signal
 import subprocess
@@ -33,9 +34,15 @@ def test_interrupted_demo_prints_one_line_and_keeps_the_reports(tmp_path):
     out.mkdir()
     (out / "01_queue_depth_knee.ipynb").write_text("good")
     env = {**os.environ, "IOLAB_DATA": str(tmp_path / "data"), "IOLAB_STATE": str(tmp_path / "state")}
-    proc = subprocess.Popen([PY, "-m", "iolab.cli", "demo", "--out", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-                            preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [PY, "-m", "iolab.cli", "demo", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+        preexec_fn=sigint_default,
+    )
     deadline = time.monotonic() + 60
     while not list((tmp_path / "data").glob("runs/qd-knee-*/*/job.fio")) and time.monotonic() < deadline:
         time.sleep(0.1)  # the notebook's kernel is measuring
@@ -71,23 +78,37 @@ TINY_PARAMETERS = {"label": "tiny run", "depths": [1, 4, 16]}
 def write_tiny_notebook(path):
     """A notebook without fio: a parameters cell, a DataFrame with numbers to make readable,
     a matplotlib figure, an iolab results output, a link in the text."""
-    nb = new_notebook(cells=[
-        new_markdown_cell("# A tiny study\n\nMade-up numbers that check the write-up; "
-                          "[a paper](https://example.org/paper) stays a link."),
-        new_code_cell('label = "tiny"  # what this run is called\nscale = 1.0  # multiplies every number\n'
-                      "depths = [1, 2]  # queue depths", metadata={"tags": ["parameters"]}),
-        new_code_cell("import pandas as pd\n"
-                      'pd.DataFrame({"qd": depths, "iops": [22441.558442 * scale, 1234.56, 0.982029],\n'
-                      '              "clat_p99_us": [64.256, 2.596134, 1500.0], "year": [2011, 2020, 2024],\n'
-                      '              "what": ["a", "b", "c"]})'),
-        new_code_cell("import matplotlib.pyplot as plt\n"
-                      "fig, ax = plt.subplots(figsize=(4, 3))\nax.plot(depths, [1, 2, 3])\nax.set_title(label)\n"
-                      "plt.show()"),
-        new_code_cell("from IPython.display import display\n"
-                      f"display({{{RESULTS_MIME!r}: {{'results': [{{'name': 'peak IOPS', 'value': 22441.558442, "
-                      "'unit': 'IO/s', 'source': 'made up', 'low': 21000, 'high': 23500.5, 'note': 'a test'}]}, "
-                      "'text/plain': 'RESULT-OUTPUT-MARKER'}, raw=True)"),
-    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell(
+                "# A tiny study\n\nMade-up numbers that check the write-up; "
+                "[a paper](https://example.org/paper) stays a link."
+            ),
+            new_code_cell(
+                'label = "tiny"  # what this run is called\nscale = 1.0  # multiplies every number\n'
+                "depths = [1, 2]  # queue depths",
+                metadata={"tags": ["parameters"]},
+            ),
+            new_code_cell(
+                "import pandas as pd\n"
+                'pd.DataFrame({"qd": depths, "iops": [22441.558442 * scale, 1234.56, 0.982029],\n'
+                '              "clat_p99_us": [64.256, 2.596134, 1500.0], "year": [2011, 2020, 2024],\n'
+                '              "what": ["a", "b", "c"]})'
+            ),
+            new_code_cell(
+                "import matplotlib.pyplot as plt\n"
+                "fig, ax = plt.subplots(figsize=(4, 3))\nax.plot(depths, [1, 2, 3])\nax.set_title(label)\n"
+                "plt.show()"
+            ),
+            new_code_cell(
+                "from IPython.display import display\n"
+                f"display({{{RESULTS_MIME!r}: {{'results': [{{'name': 'peak IOPS', 'value': 22441.558442, "
+                "'unit': 'IO/s', 'source': 'made up', 'low': 21000, 'high': 23500.5, 'note': 'a test'}]}, "
+                "'text/plain': 'RESULT-OUTPUT-MARKER'}, raw=True)"
+            ),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
     nbformat.write(nb, path)
     return path
 
@@ -117,8 +138,8 @@ def test_the_write_up_fetches_nothing_and_shows_no_code(tiny):
 
 def test_the_write_up_tables_are_readable(tiny):
     text = tiny[2]
-    table = text[text.index('class="dataframe"'):]
-    table = table[:table.index("</table>")]
+    table = text[text.index('class="dataframe"') :]
+    table = table[: table.index("</table>")]
     for shown in ("22,442", "1,235", "0.982", "64.3", "2.60", "1,500", ">2011<", ">2024<", ">a<"):
         assert shown in table, shown
     assert "22441.558442" not in text and "2,011" not in table
@@ -128,8 +149,8 @@ def test_the_write_up_tables_are_readable(tiny):
 
 def test_the_write_up_opens_with_the_parameters_and_drops_result_outputs(tiny):
     text = markup.unescape(tiny[2])
-    params = text[text.index("<h2>Parameters</h2>"):]
-    params = params[:params.index("</table>")]
+    params = text[text.index("<h2>Parameters</h2>") :]
+    params = params[: params.index("</table>")]
     assert '<td>label</td><td>"tiny run"</td><td>given</td><td>what this run is called</td>' in params
     assert "<td>scale</td><td>1.0</td><td>default</td><td>multiplies every number</td>" in params
     assert "<td>depths</td><td>[1, 4, 16]</td><td>given</td>" in params
@@ -143,7 +164,7 @@ def test_the_write_up_opens_with_the_parameters_and_drops_result_outputs(tiny):
 def test_the_write_up_ends_with_its_provenance(tiny):
     executed, _, text = tiny
     text = markup.unescape(text)
-    appendix = text[text.index("<h2>Provenance</h2>"):]
+    appendix = text[text.index("<h2>Provenance</h2>") :]
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert head and head in appendix
     assert re.search(r"\((clean|with changes: \d+ file\(s\) changed, \d+ untracked)\)", appendix)
@@ -151,8 +172,13 @@ def test_the_write_up_ends_with_its_provenance(tiny):
     import nbconvert
     import pandas
     import papermill
-    for name, module in (("pandas", pandas), ("matplotlib", matplotlib), ("papermill", papermill),
-                         ("nbconvert", nbconvert)):
+
+    for name, module in (
+        ("pandas", pandas),
+        ("matplotlib", matplotlib),
+        ("papermill", papermill),
+        ("nbconvert", nbconvert),
+    ):
         assert f"<td>{name}</td><td>{module.__version__}</td>" in appendix, name
     for tool in ("<td>Linux kernel</td>", "<td>fio</td>", "<td>perf</td>", "<td>kernel</td>", "<td>CPUs online</td>"):
         assert tool in appendix, tool
@@ -167,29 +193,53 @@ def test_the_results_table_and_the_run_folders_come_from_the_metadata(tiny, tmp_
     run.mkdir(parents=True)
     (run / "fio.json").write_text('{"jobs": []}')
     (run / "run.json").write_text('{"status": "ok"}')
-    (run / "system.json").write_text(json.dumps({"kernel": "9.9.9-test", "fio_version": "fio-9.99",
-                                                 "hostname": "measured-here", "cpus_online": [0, 1]}))
+    (run / "system.json").write_text(
+        json.dumps(
+            {"kernel": "9.9.9-test", "fio_version": "fio-9.99", "hostname": "measured-here", "cpus_online": [0, 1]}
+        )
+    )
     nb = nbformat.read(tiny[0], as_version=4)
     nb.metadata["iolab"] = {
-        "results": [{"name": "knee", "value": 32.0, "unit": "IOs", "source": "Kneedle", "low": 16.0, "high": 32,
-                     "note": "81 % of resamples"},
-                    {"name": "cycles per IO", "value": 13847.25, "unit": "cycles/IO", "source": "perf stat",
-                     "low": None, "high": None, "note": ""}],
+        "results": [
+            {
+                "name": "knee",
+                "value": 32.0,
+                "unit": "IOs",
+                "source": "Kneedle",
+                "low": 16.0,
+                "high": 32,
+                "note": "81 % of resamples",
+            },
+            {
+                "name": "cycles per IO",
+                "value": 13847.25,
+                "unit": "cycles/IO",
+                "source": "perf stat",
+                "low": None,
+                "high": None,
+                "note": "",
+            },
+        ],
         "run_folders": [str(run.parent), str(tmp_path / "gone")],
-        "parameters": {"label": "from iolab"}}
+        "parameters": {"label": "from iolab"},
+    }
     nbformat.write(nb, tmp_path / "meta.ipynb")
     text = markup.unescape(publish(tmp_path / "meta.ipynb", tmp_path / "meta.html").read_text())
-    results = text[text.index('<h2 id="iolab-results">Results</h2>'):]
-    results = results[:results.index("</table>")]
-    assert ('<td>knee</td><td class="num">32</td><td>IOs</td><td class="num">[16, 32]</td><td>Kneedle</td>'
-            "<td>81 % of resamples</td>") in results
+    results = text[text.index('<h2 id="iolab-results">Results</h2>') :]
+    results = results[: results.index("</table>")]
+    assert (
+        '<td>knee</td><td class="num">32</td><td>IOs</td><td class="num">[16, 32]</td><td>Kneedle</td>'
+        "<td>81 % of resamples</td>"
+    ) in results
     assert '<td>cycles per IO</td><td class="num">13,847</td><td>cycles/IO</td><td class="num"></td>' in results
     assert "peak IOPS" not in results  # the metadata, not the outputs, when both are there
     assert '<td>label</td><td>"from iolab"</td><td>given</td>' in text
     digest = provenance.folder_digest(run.parent)
     assert digest["sha256"] and digest["files"] == 2  # fio.json and system.json; run.json is not hashed
     assert f'<td>{run.parent}</td><td class="num">2</td>' in text and digest["sha256"] in text
-    assert f"<td>{tmp_path / 'gone'}</td><td class=\"num\">0</td><td class=\"num\">0</td><td>not on this machine</td>" in text
+    assert (
+        f'<td>{tmp_path / "gone"}</td><td class="num">0</td><td class="num">0</td><td>not on this machine</td>' in text
+    )
     assert "<td>kernel</td><td>9.9.9-test</td>" in text and "<td>host</td><td>measured-here</td>" in text
     assert "<td>fio</td><td>fio-9.99</td>" in text  # the fio that measured, from the run folder
 
@@ -212,9 +262,22 @@ def test_to_html_is_the_write_up_or_the_notebook_with_its_code(tiny, tmp_path):
 
 
 def test_a_failed_notebook_says_so(tmp_path):
-    nb = new_notebook(cells=[new_code_cell("1 / 0", outputs=[nbformat.v4.new_output(
-        "error", ename="ZeroDivisionError", evalue="division by zero", traceback=["ZeroDivisionError: division by zero"])])],
-        metadata={"papermill": {"exception": True, "parameters": {}, "input_path": "/x/nb.ipynb"}})
+    nb = new_notebook(
+        cells=[
+            new_code_cell(
+                "1 / 0",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "error",
+                        ename="ZeroDivisionError",
+                        evalue="division by zero",
+                        traceback=["ZeroDivisionError: division by zero"],
+                    )
+                ],
+            )
+        ],
+        metadata={"papermill": {"exception": True, "parameters": {}, "input_path": "/x/nb.ipynb"}},
+    )
     nbformat.write(nb, tmp_path / "nb.failed.ipynb")
     text = publish(tmp_path / "nb.failed.ipynb").read_text()
     assert "This notebook did not finish: code cell 1 raised ZeroDivisionError: division by zero" in text
@@ -224,12 +287,14 @@ def test_a_failed_notebook_says_so(tmp_path):
 def test_publish_refuses_what_it_cannot_write_up(tiny, tmp_path):
     (tmp_path / "not.ipynb").write_text("hello")
     fresh = write_tiny_notebook(tmp_path / "fresh.ipynb")
-    cases = [(tmp_path / "missing.ipynb", None, "no such notebook"),
-             (tmp_path, None, "is a folder"),
-             (tmp_path / "not.ipynb", None, "not a Jupyter notebook"),
-             (fresh, None, "has no outputs: it has not been run"),
-             (tiny[0], tiny[0], "is the notebook itself"),
-             (tiny[0], tmp_path / "nowhere" / "x.html", "there is no folder")]
+    cases = [
+        (tmp_path / "missing.ipynb", None, "no such notebook"),
+        (tmp_path, None, "is a folder"),
+        (tmp_path / "not.ipynb", None, "not a Jupyter notebook"),
+        (fresh, None, "has no outputs: it has not been run"),
+        (tiny[0], tiny[0], "is the notebook itself"),
+        (tiny[0], tmp_path / "nowhere" / "x.html", "there is no folder"),
+    ]
     for notebook, html, words in cases:
         with pytest.raises(InputError, match=words):
             publish(notebook, html)
@@ -240,22 +305,43 @@ def test_iolab_publish_command(tiny, tmp_path):
     """The write-up in this process (nbconvert imported once per worker); the one-line
     refusal from a new process."""
     from conftest import cli_here
+
     env = {**os.environ, "IOLAB_STATE": str(tmp_path / "state")}
     ok = cli_here("publish", tiny[0], "-o", tmp_path / "w.html")
     assert ok.returncode == 0 and ok.stdout.strip() == f"wrote {tmp_path / 'w.html'}", ok.stderr
     assert network_fetches((tmp_path / "w.html").read_text()) == []
-    bad = subprocess.run([PY, "-m", "iolab.cli", "publish", str(tmp_path / "nope.ipynb")],
-                         capture_output=True, text=True, env=env)
+    bad = subprocess.run(
+        [PY, "-m", "iolab.cli", "publish", str(tmp_path / "nope.ipynb")], capture_output=True, text=True, env=env
+    )
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("iolab publish:") and "no such notebook" in bad.stderr
 
 
-@pytest.mark.parametrize("text,shown", [
-    ("22441.558442", "22,442"), ("472000", "472,000"), ("999", "999"), ("-12345", "-12,345"),
-    ("100.4", "100"), ("64.256", "64.3"), ("2.596134", "2.60"), ("1.0", "1.00"), ("0.982029", "0.982"),
-    ("0.000123456", "0.000123"), ("0.0", "0"), ("1.5e-07", "1.5e-07"), ("2.5e6", "2,500,000"),
-    ("NaN", "NaN"), ("True", "True"), ("proc_cpuinfo", "proc_cpuinfo"), ("1_000", "1_000"), ("", ""),
-    ("4k", "4k"), ("[1, 2]", "[1, 2]")])
+@pytest.mark.parametrize(
+    "text,shown",
+    [
+        ("22441.558442", "22,442"),
+        ("472000", "472,000"),
+        ("999", "999"),
+        ("-12345", "-12,345"),
+        ("100.4", "100"),
+        ("64.256", "64.3"),
+        ("2.596134", "2.60"),
+        ("1.0", "1.00"),
+        ("0.982029", "0.982"),
+        ("0.000123456", "0.000123"),
+        ("0.0", "0"),
+        ("1.5e-07", "1.5e-07"),
+        ("2.5e6", "2,500,000"),
+        ("NaN", "NaN"),
+        ("True", "True"),
+        ("proc_cpuinfo", "proc_cpuinfo"),
+        ("1_000", "1_000"),
+        ("", ""),
+        ("4k", "4k"),
+        ("[1, 2]", "[1, 2]"),
+    ],
+)
 def test_readable_number(text, shown):
     assert readable_number(text) == shown
 
@@ -263,6 +349,7 @@ def test_readable_number(text, shown):
 def test_readable_tables_count_columns_from_the_right():
     """A named index adds a header row and index cells; a year column keeps its digits."""
     import pandas as pd
+
     table = pd.DataFrame({"qd": [1, 2], "year": [2011, 2024], "iops": [22441.558442, 1234567.0]}).set_index("qd")
     page = readable_tables("<p>12345.678</p>" + table.to_html())
     assert page.startswith("<p>12345.678</p>")  # outside tables: untouched
@@ -272,12 +359,14 @@ def test_readable_tables_count_columns_from_the_right():
 
 
 def test_offline_disables_every_fetch_and_keeps_links():
-    page = ('<html><head><script src="https://cdn.example/require.js"></script>'
-            "<link rel='stylesheet' href='http://cdn.example/x.css'>"
-            '<style>@import url("https://fonts.example/f.css"); body { background: url(//img.example/b.png) }</style>'
-            '</head><body><img alt="x" src=//img.example/a.png><img src="data:image/png;base64,AAAA">'
-            '<a href="https://example.org/paper">paper</a><div style="background: url(\'https://x.example/c.png\')">'
-            '</div><script>var a = 1;</script><main></main></body></html>')
+    page = (
+        '<html><head><script src="https://cdn.example/require.js"></script>'
+        "<link rel='stylesheet' href='http://cdn.example/x.css'>"
+        '<style>@import url("https://fonts.example/f.css"); body { background: url(//img.example/b.png) }</style>'
+        '</head><body><img alt="x" src=//img.example/a.png><img src="data:image/png;base64,AAAA">'
+        '<a href="https://example.org/paper">paper</a><div style="background: url(\'https://x.example/c.png\')">'
+        "</div><script>var a = 1;</script><main></main></body></html>"
+    )
     assert len(network_fetches(page)) == 6
     fixed, disabled = offline(page)
     assert network_fetches(fixed) == [] and len(disabled) == 6
@@ -301,17 +390,52 @@ def test_folder_digest_covers_the_raw_outputs_only(tmp_path):
     (run / "fio.json").write_text('{"jobs": [1]}')
     assert provenance.folder_digest(tmp_path / "a")["sha256"] != first["sha256"]
     assert provenance.folder_digest(tmp_path / "none") == {
-        "path": str(tmp_path / "none"), "sha256": None, "files": 0, "bytes": 0, "why": "not on this machine"}
+        "path": str(tmp_path / "none"),
+        "sha256": None,
+        "files": 0,
+        "bytes": 0,
+        "why": "not on this machine",
+    }
 
 
 def test_rerun_command_spells_each_kind_of_value():
     nb = REPO / "notebooks" / "01_queue_depth_knee.ipynb"
-    command = provenance.rerun_command(nb, {"target": "/dev/nvme0n1", "size": "1", "runtime_s": 1.5, "cpu": 3,
-                                            "interactive": False, "queue_depths": [1, 4], "knobs": {"a": 1}})
+    command = provenance.rerun_command(
+        nb,
+        {
+            "target": "/dev/nvme0n1",
+            "size": "1",
+            "runtime_s": 1.5,
+            "cpu": 3,
+            "interactive": False,
+            "queue_depths": [1, 4],
+            "knobs": {"a": 1},
+        },
+    )
     assert shlex.split(command) == [
-        ".venv/bin/papermill", "notebooks/01_queue_depth_knee.ipynb", "out.ipynb", "-r", "target", "/dev/nvme0n1",
-        "-r", "size", "1", "-p", "runtime_s", "1.5", "-p", "cpu", "3", "-p", "interactive", "False",
-        "-y", "queue_depths: [1, 4]", "-y", 'knobs: {"a": 1}']
+        ".venv/bin/papermill",
+        "notebooks/01_queue_depth_knee.ipynb",
+        "out.ipynb",
+        "-r",
+        "target",
+        "/dev/nvme0n1",
+        "-r",
+        "size",
+        "1",
+        "-p",
+        "runtime_s",
+        "1.5",
+        "-p",
+        "cpu",
+        "3",
+        "-p",
+        "interactive",
+        "False",
+        "-y",
+        "queue_depths: [1, 4]",
+        "-y",
+        'knobs: {"a": 1}',
+    ]
     assert provenance.rerun_command(None, {}) is None
 
 
@@ -324,11 +448,20 @@ def test_widgets_give_way_to_their_static_fallback(tmp_path):
     """A notebook saved from JupyterLab: widget views need a widget manager from a CDN."""
     view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
     out = nbformat.v4.new_output
-    nb = new_notebook(cells=[
-        new_code_cell("w", outputs=[out("display_data", data={WIDGET_VIEW: view, "text/plain": "HBox(children=(...))"})]),
-        new_code_cell("e", outputs=[out("display_data", data={WIDGET_VIEW: view, "image/png": "iVBORw0KGgo=",
-                                                              "text/plain": "<Figure>"})])],
-        metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}}})
+    nb = new_notebook(
+        cells=[
+            new_code_cell(
+                "w", outputs=[out("display_data", data={WIDGET_VIEW: view, "text/plain": "HBox(children=(...))"})]
+            ),
+            new_code_cell(
+                "e",
+                outputs=[
+                    out("display_data", data={WIDGET_VIEW: view, "image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
+                ],
+            ),
+        ],
+        metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}}},
+    )
     nbformat.write(nb, tmp_path / "w.ipynb")
     text = publish(tmp_path / "w.ipynb").read_text()
     assert "HBox(children" not in text and "widget-view" not in text and "widget-state" not in text

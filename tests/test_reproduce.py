@@ -1,5 +1,6 @@
 """iolab reproduce: an executed notebook run again with its parameters, its recorded results
 compared (exit 0 when they agree, 3 when one drifted, 1 when there is nothing to compare)."""
+
 import json
 import shutil
 
@@ -54,8 +55,9 @@ def test_a_changed_input_is_drift(tmp_path, capsys):
     old_run = tmp_path / "runs" / "20200101T000000Z-old-0a1b2c"  # a run made on another kernel
     old_run.mkdir(parents=True)
     shutil.copy(FIXTURES / "fio" / "jsonplus_randread.json", old_run / "fio.json")
-    (old_run / "run.json").write_text(json.dumps({"schema": 2, "schema_version": 2, "run_id": old_run.name,
-                                                  "status": "ok"}))
+    (old_run / "run.json").write_text(
+        json.dumps({"schema": 2, "schema_version": 2, "run_id": old_run.name, "status": "ok"})
+    )
     (old_run / "system.json").write_text(json.dumps({"kernel": "1.0-long-ago", "cpus_in_use": [0]}))
     executed = execute(source, tmp_path / "first" / "file.ipynb", {"path": str(value), "old_run": str(old_run)})
     value.write_text("150")

@@ -1,5 +1,6 @@
 """Recorded results (iolab.results): what a notebook records reaches the executed notebook's
 metadata and the side file beside it, JSON-safe, the later of one name winning."""
+
 import json
 import re
 
@@ -29,8 +30,9 @@ def notebook(path, *code, parameters="n = 1\nruns_dir = ''"):
     """A notebook with a parameters cell and the cells ``code``, written to ``path``."""
     cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]})]
     cells += [nbformat.v4.new_code_cell(c) for c in code]
-    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                         "language": "python"}})
+    nb = nbformat.v4.new_notebook(
+        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    )
     nbformat.write(nb, path)
     return path
 
@@ -51,21 +53,40 @@ def test_a_notebook_records_its_results_in_its_metadata_and_beside_it(tmp_path):
     assert side == json.loads(json.dumps(meta))
     assert meta["parameters"] == {"n": 3, "runs_dir": str(runs)}
     assert meta["results"] == [
-        {"name": "square", "value": 10, "unit": "IO/s", "source": "recorded again", "low": None, "high": None,
-         "note": ""},  # replaced by the later record, in the first one's place
-        {"name": "nothing", "value": None, "unit": "", "source": "", "low": None, "high": None,
-         "note": "NaN becomes null"}]
+        {
+            "name": "square",
+            "value": 10,
+            "unit": "IO/s",
+            "source": "recorded again",
+            "low": None,
+            "high": None,
+            "note": "",
+        },  # replaced by the later record, in the first one's place
+        {
+            "name": "nothing",
+            "value": None,
+            "unit": "",
+            "source": "",
+            "low": None,
+            "high": None,
+            "note": "NaN becomes null",
+        },
+    ]
     assert meta["run_folders"] == [str(runs / "r1"), str(runs / "r2")]
-    text = "".join(o.get("data", {}).get("text/plain", "") for c in nbformat.read(out, as_version=4).cells
-                   for o in c.get("outputs", []))
+    text = "".join(
+        o.get("data", {}).get("text/plain", "")
+        for c in nbformat.read(out, as_version=4).cells
+        for o in c.get("outputs", [])
+    )
     assert "recorded: square = 9 IO/s [8, 10] (a made-up interval)" in text
     assert "recorded: 1 run folder" in text
     assert results.collect(out) == {k: meta[k] for k in ("results", "run_folders")}
 
 
 def test_a_failed_notebook_keeps_what_it_recorded_beside_it(tmp_path):
-    source = notebook(tmp_path / "fails.ipynb", "from iolab import results\nresults.record('n', n)",
-                      "raise RuntimeError('broken')")
+    source = notebook(
+        tmp_path / "fails.ipynb", "from iolab import results\nresults.record('n', n)", "raise RuntimeError('broken')"
+    )
     with pytest.raises(IolabError, match="fails.failed.ipynb"):
         execute(source, tmp_path / "fails.ipynb", {"n": 5})
     side = json.loads((tmp_path / "fails.failed.results.json").read_text())
@@ -83,7 +104,10 @@ def test_values_become_json(tmp_path, monkeypatch, capsys):
     results.record_runs(run_folders(tmp_path / "study", "r1", "r2"))  # a folder of run folders
     kept = json.loads((tmp_path / "results.json").read_text())
     assert [(r["name"], r["value"], r["low"], r["high"]) for r in kept["results"]] == [
-        ("a", 2.5, None, None), ("b", None, None, None), ("c", "randread", None, None)]
+        ("a", 2.5, None, None),
+        ("b", None, None, None),
+        ("c", "randread", None, None),
+    ]
     assert kept["run_folders"] == [str(tmp_path / "study" / "r1"), str(tmp_path / "study" / "r2")]
     assert "recorded: a = 0.5 [0, none]" in capsys.readouterr().out  # outside IPython: the text line
     with pytest.raises(InputError, match="not a number"):
@@ -109,8 +133,9 @@ def test_run_ids_are_found_in_a_study_folder(tmp_path, monkeypatch):
 
 def test_collect_reads_a_notebook_node():
     bundle = {results.MIME: {"results": [{"name": "x", "value": 1}]}, "text/plain": "recorded: x = 1"}
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "", outputs=[nbformat.v4.new_output("display_data", data=bundle)])])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output("display_data", data=bundle)])]
+    )
     assert results.collect(nb)["results"][0]["value"] == 1
     assert results.collect(nbformat.v4.new_notebook()) == {"results": [], "run_folders": []}
 
@@ -120,11 +145,14 @@ def test_the_kits_errors_show_as_one_block_in_a_notebook_and_tb_shows_the_traceb
     frames; %tb still shows where it was raised; other errors keep their traceback."""
     from IPython.core.interactiveshell import InteractiveShell
     from iolab import errors
+
     shell = InteractiveShell()
     try:
         assert errors.brief_in_notebooks(shell)
-        result = shell.run_cell("from iolab.errors import InputError\n"
-                                "def check():\n    raise InputError('runtime: 0.5s: give 500ms')\ncheck()")
+        result = shell.run_cell(
+            "from iolab.errors import InputError\n"
+            "def check():\n    raise InputError('runtime: 0.5s: give 500ms')\ncheck()"
+        )
         assert isinstance(result.error_in_exec, errors.InputError)
         shown = capsys.readouterr().out
         assert "InputError" in shown and "give 500ms" in shown and "%tb" in shown
@@ -143,11 +171,13 @@ def test_live_tables_in_a_notebook_read_like_the_write_ups():
     the headers, inside a box that scrolls sideways; pandas' text form rounds too."""
     from IPython.core.interactiveshell import InteractiveShell
     from iolab.readable import SCROLL_BOX, live_tables
+
     shell = InteractiveShell()
     try:
         live_tables(shell)
-        frame = pd.DataFrame({"iops": [12748.502994, 2.596134], "io_bytes": [275873792.0, float("nan")],
-                              "run_id": [2011, 2024]})
+        frame = pd.DataFrame(
+            {"iops": [12748.502994, 2.596134], "io_bytes": [275873792.0, float("nan")], "run_id": [2011, 2024]}
+        )
         text = frame.to_string()
         assert "12,749" in text and "2.60" in text and "NaN" in text
         html = shell.display_formatter.format(frame)[0]["text/html"]
@@ -163,7 +193,12 @@ def test_per_setting_results_are_kept_but_folded_under_the_key_ones(tmp_path):
     """record_many's results (one per QD, per step) are details: the write-up folds them
     under the key figures and a batch index makes no column of them."""
     from iolab.batch_index import result_names
-    bundle = results.merged([{"results": [{"name": "peak IOPS", "value": 5}]},
-                             {"results": [{"name": "IOPS at QD 1", "value": 1, "detail": True}]}])
+
+    bundle = results.merged(
+        [
+            {"results": [{"name": "peak IOPS", "value": 5}]},
+            {"results": [{"name": "IOPS at QD 1", "value": 1, "detail": True}]},
+        ]
+    )
     assert "detail" not in bundle["results"][0] and bundle["results"][1]["detail"] is True
     assert [name for name, _ in result_names([{"results": bundle["results"]}])] == ["peak IOPS"]

@@ -1,5 +1,6 @@
 """The cached table of a folder of runs (iolab.runcache) and `iolab table`: equal to a fresh
 store.load_runs, re-deriving only what changed, never failing on its cache."""
+
 import json
 import os
 import shutil
@@ -20,10 +21,13 @@ def real_runs(tmp_path_factory):
     """Two real 1-second fio runs (qd 1 and 2), copied by the tests to make more."""
     from iolab.runner import measure
     from iolab.target import scratch_file
+
     tmp = tmp_path_factory.mktemp("real")
     target = scratch_file(tmp / "scratch", "16m")
-    return [measure(FIO, target, runs_dir=tmp / "runs", swept={"qd": qd, "repeat": 0},
-                    label=f"qd{qd}").path for qd in (1, 2)]
+    return [
+        measure(FIO, target, runs_dir=tmp / "runs", swept={"qd": qd, "repeat": 0}, label=f"qd{qd}").path
+        for qd in (1, 2)
+    ]
 
 
 def copy_run(src, root, name, status=None, **swept):
@@ -50,13 +54,13 @@ def folder(tmp_path, real_runs):
     root.mkdir()
     a, b = real_runs
     copy_run(a, root, "r00", bs="4k")
-    copy_run(b, root, "r01", bs=4096)                      # bs: numbers and strings -> object
-    r02 = copy_run(a, root, "r02", bs="4k", note=None)     # None -> an object column in one run
+    copy_run(b, root, "r01", bs=4096)  # bs: numbers and strings -> object
+    r02 = copy_run(a, root, "r02", bs="4k", note=None)  # None -> an object column in one run
     snap = json.loads((r02 / "system.json").read_text())
     snap["governor"] = {str(cpu): "performance" for cpu in snap.get("cpus_online") or [0]}
-    (r02 / "system.json").write_text(json.dumps(snap))     # governor: text here, NaN elsewhere
+    (r02 / "system.json").write_text(json.dumps(snap))  # governor: text here, NaN elsewhere
     copy_run(a, root, "r03", bs="4k", knobs={"read_ahead_kb": 128}, flag=True)  # dict -> JSON text
-    copy_run(b, root, "r04", "failed", bs="8k", qd=2.5)    # qd: int and float -> float64
+    copy_run(b, root, "r04", "failed", bs="8k", qd=2.5)  # qd: int and float -> float64
     (copy_run(a, root, "r05", "interrupted") / "fio.json").unlink()  # no report: skipped, warned
     (root / "warmup").mkdir()
     copy_run(a, root, "warmup/w00")
@@ -72,6 +76,7 @@ def derived(monkeypatch):
     def counting(path):
         calls.append(os.path.basename(path))
         return real(path)
+
     monkeypatch.setattr(store, "run_table", counting)
     return calls
 
@@ -160,7 +165,7 @@ def test_a_changed_fio_json_changes_the_table(folder, derived):
     report = folder / "r00" / "fio.json"
     st, text = report.stat(), report.read_text()
     at = next(i for i in range(text.index('"iops"'), len(text)) if text[i].isdigit())
-    report.write_text(text[:at] + ("2" if text[at] != "2" else "3") + text[at + 1:])
+    report.write_text(text[:at] + ("2" if text[at] != "2" else "3") + text[at + 1 :])
     os.utime(report, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert report.stat().st_size == st.st_size and report.stat().st_mtime_ns == st.st_mtime_ns
     derived.clear()
@@ -199,7 +204,7 @@ def test_skipped_runs_are_warned_about_as_load_runs_does(folder):
 def test_a_damaged_cache_is_rebuilt(folder, derived, damage):
     cached(folder)
     path = folder / runcache.CACHE_NAME
-    path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2] if damage == "truncated" else damage)
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2] if damage == "truncated" else damage)
     derived.clear()
     table = cached(folder)
     assert sorted(derived) == ["r00", "r01", "r02", "r03", "r04", "r05"]
@@ -219,6 +224,7 @@ def test_a_cache_of_another_format_is_rebuilt(folder, derived, monkeypatch):
 def test_a_folder_that_cannot_be_written_loads_without_a_cache(folder, monkeypatch):
     def refuse(path, write):
         raise PermissionError(13, "Permission denied", str(path))
+
     monkeypatch.setattr(runcache, "_replace", refuse)
     pd.testing.assert_frame_equal(cached(folder, None), fresh(folder, None))
     assert not (folder / runcache.CACHE_NAME).exists()
@@ -243,8 +249,12 @@ def test_two_loaders_at_once_leave_a_good_cache(folder, real_runs):
     for i in range(6):
         copy_run(real_runs[i % 2], folder, f"r1{i}")
     code = "import sys, iolab.runcache as r; print(len(r.load_cached(sys.argv[1])))"
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert [o.strip() for o, _ in outs] == ["10", "10"]
@@ -275,6 +285,7 @@ def test_write_parquet_keeps_mixed_columns_as_text(tmp_path):
 def iolab(*args):
     """``iolab ARGS`` in this process (conftest.cli_here): pandas and pyarrow imported once."""
     from conftest import cli_here
+
     return cli_here(*args)
 
 
@@ -302,13 +313,16 @@ def test_cli_writes_parquet_to_a_file(folder, tmp_path):
 
 
 def test_cli_input_errors_are_one_line(tmp_path, folder):
-    for args, words in [((tmp_path / "nowhere",), "no such folder"),
-                        ((folder / "r00" / "fio.json",), "fio.json is a file, not a folder; give the folder"),
-                        ((tmp_path,), f"holds no run folders (<run>/run.json); give the folder that holds them, "
-                                      f"e.g. {folder}"),
-                        ((folder / "r05",), "r05 holds no ok run that can be read (it has 1 interrupted)"),
-                        ((folder, "--status", "interrupted", "--no-cache"),
-                         "holds no interrupted run that can be read (it has 4 ok, 1 failed, 1 interrupted)")]:
+    for args, words in [
+        ((tmp_path / "nowhere",), "no such folder"),
+        ((folder / "r00" / "fio.json",), "fio.json is a file, not a folder; give the folder"),
+        ((tmp_path,), f"holds no run folders (<run>/run.json); give the folder that holds them, e.g. {folder}"),
+        ((folder / "r05",), "r05 holds no ok run that can be read (it has 1 interrupted)"),
+        (
+            (folder, "--status", "interrupted", "--no-cache"),
+            "holds no interrupted run that can be read (it has 4 ok, 1 failed, 1 interrupted)",
+        ),
+    ]:
         out = iolab("table", *args)
         assert out.returncode == 1 and not out.stdout, out
         assert out.stderr.startswith("iolab table: ") and words in out.stderr, out.stderr

@@ -1,4 +1,5 @@
 """Real fio runs through iolab: stored, parsed, with samplers; and the failures."""
+
 import json
 import os
 import signal
@@ -17,8 +18,17 @@ from iolab.target import resolve
 def test_measure_stores_everything(scratch, runs):
     result = measure({**QUICK, "iodepth": 1}, scratch, cpus=[CPU], runs_dir=runs, swept={"qd": 1})
     names = {p.name for p in result.path.iterdir()}
-    assert {"run.json", "params.json", "job.fio", "argv.json", "fio.json", "fio.stderr",
-            "system.json", "samples_freq.csv", "samples_stat.csv"} <= names
+    assert {
+        "run.json",
+        "params.json",
+        "job.fio",
+        "argv.json",
+        "fio.json",
+        "fio.stderr",
+        "system.json",
+        "samples_freq.csv",
+        "samples_stat.csv",
+    } <= names
     assert read_run(result.path)["status"] == "ok"
     argv = json.loads((result.path / "argv.json").read_text())["argv"]
     assert argv[1:] == ["--output-format=json+", "--output=fio.json", "job.fio"]
@@ -58,8 +68,10 @@ def _fio_pids_under(folder):
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if os.readlink(f"/proc/{pid}/cwd").startswith(str(folder)) and \
-                    open(f"/proc/{pid}/comm").read().strip() == "fio":
+            if (
+                os.readlink(f"/proc/{pid}/cwd").startswith(str(folder))
+                and open(f"/proc/{pid}/comm").read().strip() == "fio"
+            ):
                 pids.append(int(pid))
         except OSError:
             continue
@@ -69,6 +81,7 @@ def _fio_pids_under(folder):
 def test_killed_run_is_kept_and_marked(scratch, runs):
     """fio killed with SIGKILL: RunInterrupted, the folder kept as 'interrupted', and no
     fio process of ours left behind."""
+
     def kill_fio():
         for _ in range(100):
             time.sleep(0.1)
@@ -76,6 +89,7 @@ def test_killed_run_is_kept_and_marked(scratch, runs):
             if pids:
                 os.kill(min(pids), signal.SIGKILL)
                 return
+
     killer = threading.Thread(target=kill_fio)
     killer.start()
     with pytest.raises(RunInterrupted, match="signal 9"):
@@ -94,6 +108,7 @@ def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
     import time
     from iolab import progress
     from iolab.runner import _seconds
+
     assert _seconds({"runtime": "60s", "ramp_time": "2s"}) == 62 and _seconds({"runtime": 30}) == 30
     monkeypatch.setattr(progress, "headless", lambda: False)
     monkeypatch.setattr(progress, "_watched", lambda: True)  # a notebook, or a terminal
@@ -111,6 +126,7 @@ def test_a_loop_that_fails_takes_its_bar_away(monkeypatch):
     """A failed cell left a stale "0/4" bar in JupyterLab: a loop over ``progress.bar`` that
     stops early removes its bar; one that finishes keeps it."""
     from iolab import progress
+
     monkeypatch.setattr(progress, "headless", lambda: False)
     failing = progress.bar(range(4), "runs")
     with pytest.raises(RuntimeError):

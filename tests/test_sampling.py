@@ -1,4 +1,5 @@
 """Samplers around real fio runs, cross-checked against fio's own CPU accounting."""
+
 import os
 import signal
 import subprocess
@@ -10,13 +11,29 @@ import pytest
 
 from conftest import CPU, QUICK
 from iolab.runner import measure
-from iolab.sampling import (OTHER_FLAG_PCT, STAT_FIELDS, STEAL_FLAG_PCT, Sampler, Samples, cpu_utilisation,
-                            noise_flag, read_freq_mhz, read_proc_stat, run_columns, summarise, trim)
+from iolab.sampling import (
+    OTHER_FLAG_PCT,
+    STAT_FIELDS,
+    STEAL_FLAG_PCT,
+    Sampler,
+    Samples,
+    cpu_utilisation,
+    noise_flag,
+    read_freq_mhz,
+    read_proc_stat,
+    run_columns,
+    summarise,
+    trim,
+)
 
 
 def test_sampler_sees_the_pinned_cpu_busy(scratch, runs):
-    result = measure({**QUICK, "runtime": "2s", "ioengine": "io_uring", "iodepth": 8, "direct": 1},
-                     scratch, cpus=[CPU], runs_dir=runs)
+    result = measure(
+        {**QUICK, "runtime": "2s", "ioengine": "io_uring", "iodepth": 8, "direct": 1},
+        scratch,
+        cpus=[CPU],
+        runs_dir=runs,
+    )
     stat = pd.read_csv(result.path / "samples_stat.csv")
     freq = pd.read_csv(result.path / "samples_freq.csv")
     assert set(stat.cpu) == {CPU} and len(stat) >= 4  # 0.5 s samples over 2 s
@@ -36,8 +53,9 @@ def test_a_spinning_cpu_reads_busy_and_its_busy_seconds_match_the_clock():
     is a process of its own: a thread of this one left CPU 0 idle whenever the sampler
     thread, descheduled on a loaded machine, held the GIL (87 % busy once, under the suite)."""
     spin = "import sys, time\nend = time.monotonic() + 3\nprint(flush=True)\nwhile time.monotonic() < end: pass"
-    spinner = subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE,
-                               preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", spin], stdout=subprocess.PIPE, preexec_fn=lambda: os.sched_setaffinity(0, {0})
+    )
     try:
         spinner.stdout.readline()  # it spins from here
         s = Sampler([0], 0.05).start()
@@ -84,7 +102,9 @@ def test_a_real_run_names_the_noise_the_machine_adds(scratch, runs):
     stat.drop(columns=[c for c in stat if c.startswith("host_")]).to_csv(result.path / "samples_stat.csv", index=False)
     old = run_columns(result.path)
     assert pd.isna(old["host_steal_pct"]) and pd.isna(old["host_busy_pct"])
-    assert old["cpu_steal_pct"] == pytest.approx(row.cpu_steal_pct) and old["other_cpu_pct"] == pytest.approx(row.other_cpu_pct)
+    assert old["cpu_steal_pct"] == pytest.approx(row.cpu_steal_pct) and old["other_cpu_pct"] == pytest.approx(
+        row.other_cpu_pct
+    )
 
 
 def test_another_process_on_the_pinned_cpu_is_other_load(scratch, runs):
@@ -108,10 +128,15 @@ def _samples(steal=0, iowait=0, user=50, system=10, idle=None, host_steal=None):
     idle = 100 - steal - iowait - user - system if idle is None else idle
     zero = dict.fromkeys(STAT_FIELDS, 0)
     end = {**zero, "user": user, "system": system, "idle": idle, "iowait": iowait, "steal": steal}
-    host_end = {**end, "steal": steal if host_steal is None else host_steal,
-                "idle": idle + steal - (steal if host_steal is None else host_steal)}
-    rows = [{"t_s": t, "cpu": 0, **c, **{f"host_{k}": v for k, v in h.items()}}
-            for t, c, h in ((0.0, zero, zero), (1.0, end, host_end))]
+    host_end = {
+        **end,
+        "steal": steal if host_steal is None else host_steal,
+        "idle": idle + steal - (steal if host_steal is None else host_steal),
+    }
+    rows = [
+        {"t_s": t, "cpu": 0, **c, **{f"host_{k}": v for k, v in h.items()}}
+        for t, c, h in ((0.0, zero, zero), (1.0, end, host_end))
+    ]
     return Samples(pd.DataFrame(columns=["t_s", "cpu", "freq_mhz", "freq_source"]), pd.DataFrame(rows))
 
 

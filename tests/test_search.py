@@ -1,6 +1,7 @@
 """The parameter search: specs checked before anything runs, seed 003's CPU-mask rule, a
 real search on loop devices (devices and stress axes, knobs put back), and a search killed
 with SIGKILL that resumes with every (cell, repeat) exactly once."""
+
 import json
 import os
 import re
@@ -26,17 +27,20 @@ def spec_file(tmp_path, **doc):
     return path
 
 
-@pytest.mark.parametrize("doc, words", [
-    ({"axis": {"iodepth": [1]}}, "unknown key 'axis' (did you mean 'axes'?)"),
-    ({"axes": {}}, "the spec has no axes"),
-    ({"axes": {"iodepth": []}}, "axis 'iodepth' has no values"),
-    ({"axes": {"stress": ["busy"]}}, "stress: 'busy' is not one of idle, stressed"),
-    ({"axes": {"devices": [1, 2]}}, "the devices axis goes up to 2 but the spec lists 1 target"),
-    ({"axes": {"iodepth": [1]}, "order": "sorted"}, "order 'sorted': choose random"),
-    ({"axes": {"iodepth": [1, 1]}}, "lists a value twice"),
-    ({"axes": {"iodepth": [1]}, "repeats": 0}, "repeats"),
-    ({"axes": {"iodepth": [1]}, "stop": {"ci": 5}}, "stop: give {metric: iops, ci_pct: 5"),
-])
+@pytest.mark.parametrize(
+    "doc, words",
+    [
+        ({"axis": {"iodepth": [1]}}, "unknown key 'axis' (did you mean 'axes'?)"),
+        ({"axes": {}}, "the spec has no axes"),
+        ({"axes": {"iodepth": []}}, "axis 'iodepth' has no values"),
+        ({"axes": {"stress": ["busy"]}}, "stress: 'busy' is not one of idle, stressed"),
+        ({"axes": {"devices": [1, 2]}}, "the devices axis goes up to 2 but the spec lists 1 target"),
+        ({"axes": {"iodepth": [1]}, "order": "sorted"}, "order 'sorted': choose random"),
+        ({"axes": {"iodepth": [1, 1]}}, "lists a value twice"),
+        ({"axes": {"iodepth": [1]}, "repeats": 0}, "repeats"),
+        ({"axes": {"iodepth": [1]}, "stop": {"ci": 5}}, "stop: give {metric: iops, ci_pct: 5"),
+    ],
+)
 def test_bad_specs_are_refused_with_what_to_fix(tmp_path, doc, words):
     with pytest.raises(InputError, match=re.escape(words)):
         search.load_spec(spec_file(tmp_path, **doc))
@@ -65,8 +69,9 @@ def test_cpu_mask_follows_seed_003(monkeypatch):
 
 
 def test_what_the_machine_cannot_vary_is_listed_before_anything_runs(tmp_path):
-    spec = search.load_spec(spec_file(tmp_path, axes={"iodepth": [1, 2], "cores": [1, 64],
-                                                      "siblings": ["not used", "used"]}))
+    spec = search.load_spec(
+        spec_file(tmp_path, axes={"iodepth": [1, 2], "cores": [1, 64], "siblings": ["not used", "used"]})
+    )
     with search.open_targets(spec) as targets:
         with pytest.raises(search.SearchUnavailable) as err:
             search.plan(spec, targets)
@@ -97,6 +102,7 @@ def test_stress_starts_in_a_folder_it_cannot_write(tmp_path, monkeypatch):
     """The NVMe lab runs notebooks in the checkout, shared read-only: stress-ng refused to
     start there ("temp-path '.' must be readable and writeable") until given one."""
     from iolab.stress import stressed
+
     ro = tmp_path / "ro"
     ro.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
@@ -129,11 +135,23 @@ def test_a_search_over_devices_stress_and_a_knob(tmp_path, monkeypatch):
     def spy(target, settings):
         applied.append((target.device, dict(settings)))
         return real(target, settings)
+
     monkeypatch.setattr(knobs, "applied", spy)
-    spec = search.load_spec({"name": "real", "target": ["loop:32m", "loop:32m"], "cpus": [0, 1], "repeats": 1,
-                             "base": {**BASE, "ioengine": "io_uring", "direct": 1},
-                             "axes": {"scheduler": ["none", "mq-deadline"], "devices": [2],
-                                      "stress": ["idle", "stressed"], "cores": [1]}})
+    spec = search.load_spec(
+        {
+            "name": "real",
+            "target": ["loop:32m", "loop:32m"],
+            "cpus": [0, 1],
+            "repeats": 1,
+            "base": {**BASE, "ioengine": "io_uring", "direct": 1},
+            "axes": {
+                "scheduler": ["none", "mq-deadline"],
+                "devices": [2],
+                "stress": ["idle", "stressed"],
+                "cores": [1],
+            },
+        }
+    )
     # one and two devices, stress and cores together: seed 003's smoke run (test_seeds.py)
     table = search.run(spec, tmp_path / "runs", announce=None)
     per_run = table.drop_duplicates("run_id")
@@ -142,18 +160,25 @@ def test_a_search_over_devices_stress_and_a_knob(tmp_path, monkeypatch):
     assert set(per_run.search) == {spec.ident} and (per_run.scheduler_active == per_run.scheduler).all()
     devices = {d for d, _ in applied}
     assert len(devices) == 2 and {(d, s["scheduler"]) for d, s in applied} == {
-        (d, s) for d in devices for s in ("none", "mq-deadline")}  # the knob is set on every device read
+        (d, s) for d in devices for s in ("none", "mq-deadline")
+    }  # the knob is set on every device read
     two = per_run.run_id.iloc[0]
     job = (tmp_path / "runs" / two / "job.fio").read_text()
-    assert job.count("[") == 2 and len(set(l for l in job.splitlines() if l.startswith("filename="))) == 2
+    assert job.count("[") == 2 and len({s for s in job.splitlines() if s.startswith("filename=")}) == 2
     stressed = per_run[per_run.stress == "stressed"]
     assert (stressed.other_cpu_pct.fillna(0) >= 0).all() and stress_pids() == before
     again = search.load_table(tmp_path / "runs")
     assert sorted(again.run_id.unique()) == sorted(per_run.run_id)
 
 
-KILL_SPEC = {"name": "killed", "repeats": 2, "order": "random", "seed": 2, "base": {**BASE, "runtime": "300ms"},
-             "axes": {"scheduler": ["none", "mq-deadline"], "iodepth": [1, 2]}}
+KILL_SPEC = {
+    "name": "killed",
+    "repeats": 2,
+    "order": "random",
+    "seed": 2,
+    "base": {**BASE, "runtime": "300ms"},
+    "axes": {"scheduler": ["none", "mq-deadline"], "iodepth": [1, 2]},
+}
 
 
 @pytest.mark.slow
@@ -185,12 +210,19 @@ def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopde
 
 def test_the_stop_rule_ends_a_cell_once_its_interval_is_narrow(tmp_path):
     # cpus_sampled is 1 in every run: its interval is 0 wide after min_repeats runs
-    spec = search.load_spec(spec_file(tmp_path, repeats=4, axes={"iodepth": [1, 2]},
-                                      stop={"metric": "cpus_sampled", "ci_pct": 1, "min_repeats": 2}))
+    spec = search.load_spec(
+        spec_file(
+            tmp_path,
+            repeats=4,
+            axes={"iodepth": [1, 2]},
+            stop={"metric": "cpus_sampled", "ci_pct": 1, "min_repeats": 2},
+        )
+    )
     table = search.run(spec, tmp_path / "runs", announce=None)
     assert table.groupby("iodepth").run_id.nunique().to_dict() == {1: 2, 2: 2}
     assert search.run(spec, tmp_path / "runs", announce=None).run_id.nunique() == 4  # nothing more runs
-    bad = search.load_spec(spec_file(tmp_path, repeats=3, axes={"iodepth": [1]},
-                                     stop={"metric": "speed", "min_repeats": 2}))
+    bad = search.load_spec(
+        spec_file(tmp_path, repeats=3, axes={"iodepth": [1]}, stop={"metric": "speed", "min_repeats": 2})
+    )
     with pytest.raises(InputError, match="stop.metric 'speed' is not a column"):
         search.run(bad, tmp_path / "runs2", announce=None)

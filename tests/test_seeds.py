@@ -6,6 +6,7 @@ Chromium offline; a SIGTERM mid-seed, then the same command, redoes only what wa
 The smoke runs replace the headless tests of notebooks 01-05 that test_notebooks.py had (and
 notebook 01's reproduce test): the same notebooks at the same sizes, once, through the
 command users run."""
+
 import json
 import os
 import re
@@ -65,8 +66,9 @@ def test_dry_run_prints_the_plan_with_run_counts_and_an_estimate(tmp_path):
     done = cli_here("seeds", "--dry-run", "--quick", "--out", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     head = done.stdout.splitlines()[0]
-    m = re.search(r"4 seed\(s\) \(000, 001, 002, 003\), 6 notebook runs, (\d+) fio runs, at most about (\d+) (s|min)",
-                  head)
+    m = re.search(
+        r"4 seed\(s\) \(000, 001, 002, 003\), 6 notebook runs, (\d+) fio runs, at most about (\d+) (s|min)", head
+    )
     assert m, head
     assert int(m.group(1)) > 20 and (m.group(3) == "s" or int(m.group(2)) <= 10)  # --quick: 10 minutes here
     assert "03_io_uring_per_core.ipynb" in done.stdout and "not polled" in done.stdout
@@ -83,17 +85,26 @@ def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_pat
     seed = seeds.load_seeds("002")[0]
     run_dir = tmp_path / "seed-002" / "per-core"
     run_dir.mkdir(parents=True)
-    results = [{"name": "IOPS at QD 1 (t/io_uring)", "value": 145000.0, "unit": "IO/s", "low": 140000.0,
-                "high": 150000.0, "note": "n=3"},
-               {"name": "mean latency at QD 1 (t/io_uring)", "value": None, "unit": "µs", "note": "skipped: no tool"}]
+    results = [
+        {
+            "name": "IOPS at QD 1 (t/io_uring)",
+            "value": 145000.0,
+            "unit": "IO/s",
+            "low": 140000.0,
+            "high": 150000.0,
+            "note": "n=3",
+        },
+        {"name": "mean latency at QD 1 (t/io_uring)", "value": None, "unit": "µs", "note": "skipped: no tool"},
+    ]
     (run_dir / "run.json").write_text(json.dumps({"status": "ok", "results": results, "run_folders": []}))
     table = seed_pages.comparisons(seed, tmp_path).set_index(["label", "metric"])
     qd1 = table.loc[("Optane Gen2 QD1 t/io_uring", "iops")]
     assert qd1["local"] == 145000.0 and qd1["ratio"] == pytest.approx(0.5) and qd1["low"] == 140000.0
     assert table.loc[("Optane Gen2 QD1 t/io_uring", "mean_lat_us"), "how"] == "skipped: no tool"
     assert "recorded no 'IOPS at QD 16 (t/io_uring)'" in table.loc[("Optane Gen2 QD16 t/io_uring", "iops"), "how"]
-    (run_dir / "run.json").write_text(json.dumps({"status": "failed", "error": "fio: bad option\nmore",
-                                                  "results": [], "run_folders": []}))
+    (run_dir / "run.json").write_text(
+        json.dumps({"status": "failed", "error": "fio: bad option\nmore", "results": [], "run_folders": []})
+    )
     failed = seed_pages.comparisons(seed, tmp_path)
     assert failed["local"].isna().all() and (failed["how"] == "experiment per-core failed: fio: bad option").all()
 
@@ -101,8 +112,9 @@ def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_pat
 # ---------------------------------------------------------------- real runs
 def _outputs(notebook) -> str:
     nb = nbformat.read(notebook, as_version=4)
-    return "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
-                   for c in nb.cells for o in c.get("outputs", []))
+    return "".join(
+        o.get("text", "") + o.get("data", {}).get("text/plain", "") for c in nb.cells for o in c.get("outputs", [])
+    )
 
 
 def _check_pages(browser, out, idents):  # noqa: F811
@@ -149,7 +161,19 @@ def _smoke(out, only):
 def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_path, loop_watch):  # noqa: F811
     env = {**os.environ, "IOLAB_DATA": str(tmp_path / "data")}
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "iolab.cli", "seeds", "--smoke", "--only", "000", "--cpus", str(CPU), "--out", str(out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "iolab.cli",
+        "seeds",
+        "--smoke",
+        "--only",
+        "000",
+        "--cpus",
+        str(CPU),
+        "--out",
+        str(out),
+    ]
     first = out / "seed-000" / "qd-knee" / "run.json"
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

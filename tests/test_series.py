@@ -1,6 +1,7 @@
 """fio's interval logs as a time series (iolab.series): a real 3 s run at 500 ms checked against
 fio's own report, and recorded run folders (tests/fixtures/record_series.py) for steady
 state, stalls, client/server logs and the edge cases."""
+
 import json
 import math
 import shutil
@@ -34,8 +35,10 @@ def copy(name, tmp_path):
 
 def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
     from iolab.runner import measure
-    run = measure({**QUICK, "rw": "randrw", "runtime": "3s", "numjobs": 2}, scratch, cpus=[CPU], runs_dir=runs,
-                  log_ms=500)
+
+    run = measure(
+        {**QUICK, "rw": "randrw", "runtime": "3s", "numjobs": 2}, scratch, cpus=[CPU], runs_dir=runs, log_ms=500
+    )
     s = series.read_series(run.path)
     doc = json.loads((run.path / "fio.json").read_text())
     runtime_s = max(j[d]["runtime"] for j in doc["jobs"] for d in ("read", "write")) / 1000
@@ -54,7 +57,10 @@ def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
     for direction in ("read", "write"):
         fio_total = sum(j[direction]["total_ios"] for j in doc["jobs"])
         cov = s.coverage.set_index("direction").loc[direction]
-        assert cov["fio_ios"] == fio_total and cov["series_ios"] == s.table.loc[s.table.direction == direction, "ios"].sum()
+        assert (
+            cov["fio_ios"] == fio_total
+            and cov["series_ios"] == s.table.loc[s.table.direction == direction, "ios"].sum()
+        )
         # the IOs add up to fio's total minus the reported uncovered part: the last partial interval
         assert cov["series_ios"] + cov["uncovered_ios"] == fio_total and cov["uncovered_ios"] > 0
         assert cov["uncovered_s"] == pytest.approx(runtime_s - cov["covered_s"]) and 0 <= cov["uncovered_s"] < 1.0
@@ -70,7 +76,8 @@ def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
         # covered IOs' by the same rule (checked here by ranking every IO)
         reported = {float(k): v for k, v in doc["jobs"][0][direction]["clat_ns"]["percentile"].items()}
         assert fiojson.percentiles_from_bins(fiojson.merge_bins(pooled, rest), [50, 99, 99.9]) == {
-            p: reported[p] for p in (50.0, 99.0, 99.9)}
+            p: reported[p] for p in (50.0, 99.0, 99.9)
+        }
         logs = series.summary(s).set_index(["part", "direction"]).loc[("logs (covered intervals)", direction)]
         for name, p in (("50", 50), ("99", 99), ("99_9", 99.9)):
             assert logs[f"clat_p{name}_us"] * 1000 == fio_rule(pooled, p)
@@ -90,7 +97,11 @@ def test_fio_s_bin_index_is_the_latency_json_plus_reports():
     for idx in (0, 127, 128, 191, 192, 1855):
         low, high = series.bin_edges_ns(idx)
         assert low <= series.plat_idx_to_val(idx) < high
-    assert series.hist_layout(1856) == (29, 0) and series.hist_layout(1216) == (19, 0) and series.hist_layout(464) == (29, 2)
+    assert (
+        series.hist_layout(1856) == (29, 0)
+        and series.hist_layout(1216) == (19, 0)
+        and series.hist_layout(464) == (29, 2)
+    )
     with pytest.raises(FioOutputError, match="1856"):
         series.hist_layout(1000)
 
@@ -116,7 +127,7 @@ def test_steady_state_is_snia_s_rule_over_the_intervals(limits):
     s = series.read_series(REC / "stall")
     steady = series.find_steady(s, **limits)
     iops = s.totals()["iops"].to_numpy()
-    verdicts = [steady_state(iops[i:i + 5], **limits)[0] for i in range(len(iops) - 4)]
+    verdicts = [steady_state(iops[i : i + 5], **limits)[0] for i in range(len(iops) - 4)]
     assert steady.method == "SNIA rule" and steady.reached == any(verdicts)
     if steady.reached:  # the first window that holds starts the steady part; the warm-up is before it
         first = verdicts.index(True)
@@ -146,8 +157,10 @@ def test_the_summary_puts_fio_s_report_beside_the_logs():
         whole = parts.loc[("fio report (whole run)", direction)]
         assert whole["ios"] == doc["jobs"][0][direction]["total_ios"]
         assert whole["iops"] == pytest.approx(doc["jobs"][0][direction]["iops"])
-        assert parts.loc[("logs (covered intervals)", direction), "ios"] == s.coverage.set_index(
-            "direction").loc[direction, "series_ios"]
+        assert (
+            parts.loc[("logs (covered intervals)", direction), "ios"]
+            == s.coverage.set_index("direction").loc[direction, "series_ios"]
+        )
 
 
 def test_client_server_logs_carry_their_host_and_their_overlap_is_undone():
@@ -170,8 +183,10 @@ def test_client_server_logs_carry_their_host_and_their_overlap_is_undone():
 def test_a_histogram_log_that_counts_more_than_fio_is_not_used(tmp_path):
     run = copy("mixed", tmp_path)
     hist = run / "fio_clat_hist.1.log"
-    doubled = [", ".join(f[:3] + [str(2 * int(v)) for v in f[3:]]) for f in
-               (line.split(", ") for line in hist.read_text().splitlines())]
+    doubled = [
+        ", ".join(f[:3] + [str(2 * int(v)) for v in f[3:]])
+        for f in (line.split(", ") for line in hist.read_text().splitlines())
+    ]
     hist.write_text("\n".join(doubled) + "\n")
     s = series.read_series(run)
     assert "its intervals overlap: its IO counts and percentiles are not used" in s.note()
@@ -196,8 +211,8 @@ def test_logs_of_another_fio_layout(tmp_path):
     lines = []
     for line in hist.read_text().splitlines():
         fields = line.split(", ")
-        assert all(v == "0" for v in fields[3 + 1216:])
-        lines.append(", ".join(fields[:3 + 1216]))
+        assert all(v == "0" for v in fields[3 + 1216 :])
+        lines.append(", ".join(fields[: 3 + 1216]))
     hist.write_text("\n".join(lines) + "\n")
     after = series.read_series(run)
     assert after.bins.shape[1] == 1216
@@ -232,6 +247,7 @@ def test_what_is_missing_is_said(tmp_path):
 
 def test_iolab_series_prints_it(tmp_path, capsys):
     from iolab.cli import main
+
     assert main(["series", str(REC / "mixed"), "--format", "json"]) == 0
     out = capsys.readouterr()
     rows = json.loads(out.out)
@@ -244,6 +260,7 @@ def test_iolab_series_prints_it(tmp_path, capsys):
 
 def test_pictures_over_time_and_the_heatmap():
     from iolab import timeplots
+
     s = series.read_series(REC / "stall")
     steady, stalls = series.find_steady(s, range_pct=60.0, slope_pct=30.0), series.find_stalls(s)
     fig = timeplots.over_time(s, steady, stalls)

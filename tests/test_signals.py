@@ -5,6 +5,7 @@ released, knob put back); SIGKILL leaves a ledger that the next iolab process re
 Each test gets its own ledger folder (IOLAB_STATE) so concurrent tests cannot repair
 each other's leftovers.
 """
+
 import json
 import os
 import signal
@@ -52,9 +53,14 @@ def env_for(tmp_path):
 
 
 def start(script, tmp_path):
-    return subprocess.Popen([PY, "-c", textwrap.dedent(script), str(tmp_path)], stdout=subprocess.PIPE,
-                            preexec_fn=sigint_default,
-                            stderr=subprocess.PIPE, text=True, env=env_for(tmp_path))
+    return subprocess.Popen(
+        [PY, "-c", textwrap.dedent(script), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        preexec_fn=sigint_default,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_for(tmp_path),
+    )
 
 
 def fio_running(proc_pid_or_folder) -> list[int]:
@@ -62,8 +68,9 @@ def fio_running(proc_pid_or_folder) -> list[int]:
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "fio" and \
-                    os.readlink(f"/proc/{pid}/cwd").startswith(str(proc_pid_or_folder)):
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "fio" and os.readlink(f"/proc/{pid}/cwd").startswith(
+                str(proc_pid_or_folder)
+            ):
                 out.append(int(pid))
         except OSError:
             continue
@@ -117,15 +124,17 @@ def test_sigkill_leaves_nothing_that_cleanup_cannot_repair(tmp_path):
     proc.communicate(timeout=10)
     assert gone(tmp_path), "fio outlived a SIGKILLed iolab"
     assert [r.name.startswith(".tmp-") for r in runs_of(tmp_path)] == [True]
-    done = subprocess.run([PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True,
-                          env=env_for(tmp_path), timeout=60)
+    done = subprocess.run(
+        [PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True, env=env_for(tmp_path), timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "interrupted" in done.stdout and "died" in done.stdout
     runs = runs_of(tmp_path)
     assert len(runs) == 1 and not runs[0].name.startswith(".")
     assert json.loads((runs[0] / "run.json").read_text())["status"] == "interrupted"
-    again = subprocess.run([PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True,
-                           env=env_for(tmp_path), timeout=60)
+    again = subprocess.run(
+        [PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True, env=env_for(tmp_path), timeout=60
+    )
     assert "nothing" in again.stdout.lower()
 
 
@@ -133,6 +142,7 @@ def _loop_attached(device: str, backing: str | None = None) -> bool:
     """Whether ``device`` is attached (to ``backing``, when given: under pytest-xdist another
     test may attach the same /dev/loopN again as soon as it is free)."""
     from iolab.target import loop_backing
+
     now = loop_backing(Path(device).name)
     return now is not None and (backing is None or os.path.realpath(now) == os.path.realpath(backing))
 
@@ -153,8 +163,9 @@ def test_loop_device_and_knob_come_back(tmp_path, sig):
     assert gone(tmp_path)
     if sig == signal.SIGKILL:
         assert _loop_attached(device, backing) and Path(backing).exists()
-        done = subprocess.run([PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True,
-                              env=env_for(tmp_path), timeout=60)
+        done = subprocess.run(
+            [PY, "-m", "iolab.cli", "cleanup"], capture_output=True, text=True, env=env_for(tmp_path), timeout=60
+        )
         assert f"detached loop device {device}" in done.stdout, done.stdout + done.stderr
         assert "read_ahead_kb" in done.stdout
     assert not _loop_attached(device, backing) and not Path(backing).exists()
@@ -189,9 +200,15 @@ def test_ctrl_c_at_any_moment_leaves_no_fio(tmp_path):
     """Ctrl-C at odd moments right after the run starts (the window between starting fio
     and recording it): always an interrupted run and no fio left. One process takes every
     Ctrl-C in turn (its imports are paid once); the tests above end a process with one."""
-    proc = subprocess.Popen([PY, "-c", textwrap.dedent(RUN_EACH_LINE), str(tmp_path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_default, env=env_for(tmp_path))
+    proc = subprocess.Popen(
+        [PY, "-c", textwrap.dedent(RUN_EACH_LINE), str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
+        env=env_for(tmp_path),
+    )
     try:
         for i, delay in enumerate([0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5]):
             sub = tmp_path / f"t{i}"
@@ -202,9 +219,12 @@ def test_ctrl_c_at_any_moment_leaves_no_fio(tmp_path):
             time.sleep(delay)
             proc.send_signal(signal.SIGINT)
             line = proc.stdout.readline().strip()
-            assert line.startswith("stopped"), f"Ctrl-C at +{delay}s: {line!r}; {proc.stderr.read() if not line else ''}"
+            assert line.startswith("stopped"), (
+                f"Ctrl-C at +{delay}s: {line!r}; {proc.stderr.read() if not line else ''}"
+            )
             assert gone(sub), f"fio outlived a Ctrl-C at +{delay}s ({line}): " + ", ".join(
-                Path(f"/proc/{p}/stat").read_text()[:80] for p in fio_running(sub))
+                Path(f"/proc/{p}/stat").read_text()[:80] for p in fio_running(sub)
+            )
             assert not any(r.name.startswith(".tmp-") for r in runs_of(sub))
     finally:
         proc.stdin.close()
@@ -219,9 +239,27 @@ def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch,
 
     env = {**env_for(tmp_path), "IOLAB_LOCK_WAIT_S": "0"}
     with cpus_locked([0]):
-        done = subprocess.run([PY, "-m", "iolab.cli", "run", "--cpus", "0", "--runs-dir", str(tmp_path / "r"),
-                               "--scratch-dir", str(tmp_path / "s"), "--target-size", "8m", "--runtime=1"],
-                              capture_output=True, text=True, env=env, timeout=60)
+        done = subprocess.run(
+            [
+                PY,
+                "-m",
+                "iolab.cli",
+                "run",
+                "--cpus",
+                "0",
+                "--runs-dir",
+                str(tmp_path / "r"),
+                "--scratch-dir",
+                str(tmp_path / "s"),
+                "--target-size",
+                "8m",
+                "--runtime=1",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert done.returncode == 1
         assert f"CPU 0 is in use by pid {os.getpid()}" in done.stderr and "Traceback" not in done.stderr
         assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir())
@@ -229,9 +267,17 @@ def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch,
             pass
     os.environ["IOLAB_LOCK_WAIT_S"] = "0"
     try:
-        waiter = subprocess.Popen([PY, "-c", "import time\nfrom iolab.locks import cpus_locked\n"
-                                   "with cpus_locked([1]):\n    print('held', flush=True); time.sleep(1.5)"],
-                                  stdout=subprocess.PIPE, text=True, env=env_for(tmp_path))
+        waiter = subprocess.Popen(
+            [
+                PY,
+                "-c",
+                "import time\nfrom iolab.locks import cpus_locked\n"
+                "with cpus_locked([1]):\n    print('held', flush=True); time.sleep(1.5)",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env_for(tmp_path),
+        )
         assert waiter.stdout.readline().strip() == "held"
         with pytest.raises(BusyError, match="CPU 1 is in use"):
             with cpus_locked([0, 1]):
@@ -254,13 +300,17 @@ def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypa
     km, kc = start_new_kernel(kernel_name="python3")
     out = []
     try:
-        kc.execute_interactive(textwrap.dedent("""
+        kc.execute_interactive(
+            textwrap.dedent("""
             from iolab.target import loop_device
             from iolab.knobs import temporary_value
             ctx = loop_device("16m"); dev = ctx.__enter__()
             knob = temporary_value(f"/sys/block/{dev.device}/queue/read_ahead_kb", "0"); knob.__enter__()
             print(dev.path, dev.notes[0].split("(")[1].rstrip(")"))
-            """), timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
+            """),
+            timeout=60,
+            output_hook=lambda m: out.append(m["content"].get("text", "")),
+        )
         device, backing = "".join(out).split()
         assert _loop_attached(device, backing)
         os.kill(km.provisioner.pid, sig)
@@ -288,9 +338,12 @@ def test_a_kernel_that_swallows_sigterm_still_ends_and_releases(tmp_path, monkey
     km, kc = start_new_kernel(kernel_name="python3")
     out = []
     try:
-        kc.execute_interactive("from iolab.target import loop_device\nctx = loop_device('16m'); dev = ctx.__enter__()\n"
-                               "print(dev.path, dev.notes[0].split('(')[1].rstrip(')'))", timeout=60,
-                               output_hook=lambda m: out.append(m["content"].get("text", "")))
+        kc.execute_interactive(
+            "from iolab.target import loop_device\nctx = loop_device('16m'); dev = ctx.__enter__()\n"
+            "print(dev.path, dev.notes[0].split('(')[1].rstrip(')'))",
+            timeout=60,
+            output_hook=lambda m: out.append(m["content"].get("text", "")),
+        )
         device, backing = "".join(out).split()
         kc.execute("import time; time.sleep(120)")
         time.sleep(1.5)
@@ -326,6 +379,7 @@ def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_led
     process is stopped there, not left to run while a Jupyter kernel lives on."""
     from conftest import sigint_raises
     from iolab import ledger, process
+
     started = []
     real = ledger.record
 
@@ -334,6 +388,7 @@ def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_led
         entry = real(kind, **details)
         os.kill(os.getpid(), signal.SIGINT)  # held back until the block ends
         return entry
+
     monkeypatch.setattr(ledger, "record", record_then_ctrl_c)
     with sigint_raises(), pytest.raises(KeyboardInterrupt):
         process.spawn(["sleep", "30"], name="sleep")

@@ -1,4 +1,5 @@
 """Run folders: atomic, versioned, loadable; a full disk loses nothing already written."""
+
 import json
 import subprocess
 
@@ -14,8 +15,7 @@ from iolab.store import SCHEMA_VERSION, load_runs, read_run, run_folder, run_tab
 
 def test_load_many_runs_into_one_table(scratch, runs):
     for qd in (1, 2):
-        measure({**QUICK, "iodepth": qd, "ioengine": "io_uring"}, scratch, runs_dir=runs,
-                swept={"qd": qd, "repeat": 0})
+        measure({**QUICK, "iodepth": qd, "ioengine": "io_uring"}, scratch, runs_dir=runs, swept={"qd": qd, "repeat": 0})
     table = load_runs(runs)
     assert sorted(table.qd) == [1, 2] and table.run_id.nunique() == 2
     assert {"cpu_busy_pct", "cpu_freq_mhz", "freq_source", "busy_cpu_s"} <= set(table.columns)
@@ -31,8 +31,11 @@ def test_newer_schema_says_what_to_do(scratch, runs):
     path = measure(QUICK, scratch, runs_dir=runs).path
     assert read_run(path)["schema"] == SCHEMA_VERSION
     _rewrite_meta(path, schema=SCHEMA_VERSION + 1)
-    with pytest.raises(SchemaError, match=fr"schema {SCHEMA_VERSION + 1}; this iolab .* reads schemas 1 to "
-                                          fr"{SCHEMA_VERSION}\. Upgrade iolab \(git pull; make setup\)"):
+    with pytest.raises(
+        SchemaError,
+        match=rf"schema {SCHEMA_VERSION + 1}; this iolab .* reads schemas 1 to "
+        rf"{SCHEMA_VERSION}\. Upgrade iolab \(git pull; make setup\)",
+    ):
         read_run(path)
     with pytest.warns(UserWarning, match="skipping run.*Upgrade iolab"):
         assert load_runs(runs).empty

@@ -1,5 +1,6 @@
 """The generic sweep: resume after a SIGKILLed run, knob keys applied around a cell's runs
 (not given to fio), and every study forwarding the measurement options to measure."""
+
 import json
 import os
 import subprocess
@@ -41,8 +42,13 @@ def finished(runs: Path, status: str = "ok") -> dict[str, str]:
 
 def start_sweep(tmp_path):
     env = {**os.environ, "IOLAB_STATE": str(tmp_path / "state"), "PYTHONPATH": str(REPO / "lib")}
-    return subprocess.Popen([PY, "-c", textwrap.dedent(SWEEP), str(tmp_path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [PY, "-c", textwrap.dedent(SWEEP), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def test_a_sweep_killed_mid_way_resumes_with_only_the_missing_cells(tmp_path):
@@ -74,8 +80,14 @@ def test_a_sweep_killed_mid_way_resumes_with_only_the_missing_cells(tmp_path):
 def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path):
     ra = Path(f"/sys/block/{loopdev.device}/queue/read_ahead_kb")
     before, calls = ra.read_text(), []
-    table = sweep({"read_ahead_kb": [0, 512]}, target=loopdev, base={**QUICK, "rw": "read", "direct": 0},
-                  cpus=[CPU], runs_dir=tmp_path / "runs", before_run=lambda: calls.append(ra.read_text().strip()))
+    table = sweep(
+        {"read_ahead_kb": [0, 512]},
+        target=loopdev,
+        base={**QUICK, "rw": "read", "direct": 0},
+        cpus=[CPU],
+        runs_dir=tmp_path / "runs",
+        before_run=lambda: calls.append(ra.read_text().strip()),
+    )
     assert list(table.read_ahead_kb) == [0, 512] and calls == ["0", "512"]
     for row in table.itertuples():
         run = tmp_path / "runs" / row.run_id
@@ -87,8 +99,13 @@ def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path)
 @needs_root
 def test_a_bad_knob_value_in_a_later_cell_runs_nothing(loopdev, tmp_path):
     with pytest.raises(KnobUnavailable, match="scheduler='fifo'.*choose one of"):
-        sweep({"iodepth": [1], "scheduler": ["none", "fifo"]}, target=loopdev, base=QUICK, cpus=[CPU],
-              runs_dir=tmp_path / "runs")
+        sweep(
+            {"iodepth": [1], "scheduler": ["none", "fifo"]},
+            target=loopdev,
+            base=QUICK,
+            cpus=[CPU],
+            runs_dir=tmp_path / "runs",
+        )
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
@@ -99,8 +116,9 @@ class Stop(Exception):
 STUDIES = {
     "qd_sweep": lambda t, d, kw: studies.qd_sweep(t, [1], QUICK, runs_dir=d, **kw),
     "per_core": lambda t, d, kw: studies.per_core(t, [1], runtime_s=0.5, runs_dir=d, **kw),
-    "ladder": lambda t, d, kw: lad.run_ladder([lad.Step("baseline", {"iodepth": 1})], t, runtime_s=0.5,
-                                              runs_dir=d, **kw),
+    "ladder": lambda t, d, kw: lad.run_ladder(
+        [lad.Step("baseline", {"iodepth": 1})], t, runtime_s=0.5, runs_dir=d, **kw
+    ),
     "direct_vs_buffered": lambda t, d, kw: kp.direct_vs_buffered(t, QUICK, runs_dir=d, **kw),
     "knob_sweep": lambda t, d, kw: kp.knob_sweep(t, "read_ahead_kb", [0], QUICK, runs_dir=d, **kw),
     "block_sizes": lambda t, d, kw: kp.block_sizes(t, ["4k"], QUICK, runs_dir=d, **kw),
@@ -125,10 +143,14 @@ def test_every_study_forwards_the_measure_options(study, loopdev, tmp_path, monk
 
 def test_rounds_put_every_cell_in_each_round(scratch):
     from iolab.sweep import plan
+
     grid = {"iodepth": [1, 2, 4]}
 
     def order(**kw):
-        return [(r.swept["repeat"], r.options["iodepth"]) for r in plan(grid, target=scratch, base=QUICK, repeats=2, **kw)]
+        return [
+            (r.swept["repeat"], r.options["iodepth"]) for r in plan(grid, target=scratch, base=QUICK, repeats=2, **kw)
+        ]
+
     assert order() == [(0, 1), (1, 1), (0, 2), (1, 2), (0, 4), (1, 4)]
     assert order(order="interleaved") == [(0, 1), (0, 2), (0, 4), (1, 1), (1, 2), (1, 4)]
     shuffled = order(order="random", seed=3)
@@ -142,7 +164,11 @@ def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path
     table = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "r", warmup="run")
     warm = list((tmp_path / "r" / "warmup").glob("*/run.json"))
     assert len(warm) == 1 and len(table) == 2 and "warmup" not in table
-    assert json.loads((warm[0].parent / "params.json").read_text())["swept"] == {"iodepth": 1, "repeat": 0, "warmup": True}
+    assert json.loads((warm[0].parent / "params.json").read_text())["swept"] == {
+        "iodepth": 1,
+        "repeat": 0,
+        "warmup": True,
+    }
     again = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "r", warmup="run")
     assert list(again.run_id) == list(table.run_id) and len(list((tmp_path / "r" / "warmup").iterdir())) == 1
     ramped = sweep({"iodepth": [1]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "p", warmup="500ms")

@@ -1,4 +1,5 @@
 """The machine snapshot and the read-only readers (knob changes: test_knobs.py)."""
+
 from pathlib import Path
 
 from iolab.system import parse_cpu_list, snapshot, turbo_state
@@ -21,7 +22,10 @@ def test_cpu_list():
 def test_turbo_state_reads_the_kernel_files():
     """Against the files themselves (intel_pstate.rst: no_turbo 1 = off; cpufreq.rst: boost 1 = on)."""
     on, source = turbo_state()
-    no_turbo, boost = Path("/sys/devices/system/cpu/intel_pstate/no_turbo"), Path("/sys/devices/system/cpu/cpufreq/boost")
+    no_turbo, boost = (
+        Path("/sys/devices/system/cpu/intel_pstate/no_turbo"),
+        Path("/sys/devices/system/cpu/cpufreq/boost"),
+    )
     if no_turbo.exists():
         assert (on, source) == (no_turbo.read_text().strip() == "0", "intel_pstate/no_turbo")
     elif boost.exists():

@@ -1,4 +1,5 @@
 """Targets and the guard that refuses to destroy data (on real loop devices)."""
+
 import subprocess
 from pathlib import Path
 
@@ -17,6 +18,7 @@ def test_parse_size_reads_sizes_as_fio_does_and_nothing_else():
     checks fio's options agree; a fraction, which fio drops, is refused in both."""
     from iolab.errors import InputError
     from iolab.validate import check_size
+
     assert parse_size("4k") == 4096 and parse_size("1g") == 2**30 and parse_size(512) == 512
     assert parse_size("256MiB") == 256 * 2**20 == parse_size("256mb") and parse_size("1p") == 2**50
     check_size("size", "1p")
@@ -93,4 +95,5 @@ def test_guard_ignores_files_and_reads(tmp_path):
     guard_write(t, {"rw": "randwrite"})  # a scratch file is ours to overwrite
     with pytest.raises(UnsafeTargetError, match="allow_mounted_write"):
         from iolab.target import Target
+
         guard_write(Target("block", Path("/dev/null")), {"rw": "write", "allow_mounted_write": 1})

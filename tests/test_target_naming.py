@@ -1,5 +1,6 @@
 """One way to name a target everywhere, and the notebook form that always gives loop
 devices back: when release() runs, the kernel stops, or a cell fails."""
+
 import json
 import subprocess
 from pathlib import Path
@@ -14,11 +15,19 @@ from iolab.errors import TargetError
 from iolab.runner import measure
 
 
-@pytest.mark.parametrize("spec,expect", [
-    ("scratch", ("scratch", None)), (" SCRATCH ", ("scratch", None)), ("", ("scratch", None)),
-    ("scratch:64m", ("scratch", "64m")), ("loop", ("loop", None)), (" Loop : 64M ", ("loop", "64M")),
-    ("/dev/nvme0n1", ("path", "/dev/nvme0n1")), ("./loop", ("path", "./loop")),
-])
+@pytest.mark.parametrize(
+    "spec,expect",
+    [
+        ("scratch", ("scratch", None)),
+        (" SCRATCH ", ("scratch", None)),
+        ("", ("scratch", None)),
+        ("scratch:64m", ("scratch", "64m")),
+        ("loop", ("loop", None)),
+        (" Loop : 64M ", ("loop", "64M")),
+        ("/dev/nvme0n1", ("path", "/dev/nvme0n1")),
+        ("./loop", ("path", "./loop")),
+    ],
+)
 def test_parse_spec(spec, expect):
     assert targets.parse_spec(spec) == expect
 
@@ -74,9 +83,11 @@ def test_a_failing_middle_cell_leaves_no_loop_device(tmp_path, keep_going):
         f"json.dump({{'dev': str(tgt.path), 'notes': tgt.notes}}, open({str(record)!r}, 'w'))",
         "raise RuntimeError('a middle cell fails')",
         "assert tgt.released, 'the failed cell should have released the loop device'",
-        "targets.release()")
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=keep_going,
-                            resources={"metadata": {"path": str(REPO)}})
+        "targets.release()",
+    )
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", allow_errors=keep_going, resources={"metadata": {"path": str(REPO)}}
+    )
     if keep_going:
         client.execute()
         assert not any(o.get("output_type") == "error" for o in nb.cells[2].outputs), nb.cells[2].outputs

@@ -1,5 +1,6 @@
 """Thread states beside a run (iolab.threads, iolab.threadstates; seed 001's psn method): a
 real buffered workload on a loop device, and the sampler and its table on a recorded /proc."""
+
 import errno
 import json
 import os
@@ -43,8 +44,19 @@ def _stat(pid, comm, state, flags=0x400000, ppid=1):
     return f"{pid} ({comm}) {state} {rest}\n"
 
 
-def _thread(proc: Path, pid, tid, comm, state, *, flags=0x400000, syscall="17 0x5 0x7f 0x1000 0x0 0x0 0x0 0x7ff 0x7f\n",
-            wchan="0", stack="", ppid=1):
+def _thread(
+    proc: Path,
+    pid,
+    tid,
+    comm,
+    state,
+    *,
+    flags=0x400000,
+    syscall="17 0x5 0x7f 0x1000 0x0 0x0 0x0 0x7ff 0x7f\n",
+    wchan="0",
+    stack="",
+    ppid=1,
+):
     d = proc / str(pid) / "task" / str(tid)
     d.mkdir(parents=True)
     (d / "stat").write_text(_stat(tid, comm, state, flags, 2 if flags & PF_KTHREAD else ppid))
@@ -63,8 +75,9 @@ def proc(tmp_path):
     _thread(p, 90, 90, "fio", "S", syscall="230 0x1 0x0\n", wchan="hrtimer_nanosleep", ppid=80)
     _thread(p, 100, 100, "fio", "R", syscall="running\n", ppid=90)
     _thread(p, 100, 101, "fio", "D", wchan="folio_wait_bit_common", stack=FIO_STACK, ppid=90)
-    _thread(p, 100, 102, "fio", "S", syscall="426 0x3 0x0 0x1 0x1 0x0 0x8 0x7ff 0x7f\n", wchan="io_cqring_wait",
-            ppid=90)
+    _thread(
+        p, 100, 102, "fio", "S", syscall="426 0x3 0x0 0x1 0x1 0x0 0x8 0x7ff 0x7f\n", wchan="io_cqring_wait", ppid=90
+    )
     _thread(p, 2, 2, "kworker/u8:3+loop0", "R", flags=PF_KTHREAD, stack=WORKER_STACK)
     _thread(p, 7, 7, "kworker/u8:11-events_unbound", "D", flags=PF_KTHREAD, wchan="io_schedule", stack=WORKER_STACK)
     _thread(p, 50, 50, "bash", "S", syscall="61 0xffffffff 0x7ffc\n", wchan="do_wait")
@@ -122,10 +135,13 @@ def test_recorded_proc_table_counts_and_labels(proc, tmp_path):
     assert list(tab.columns) == [*threadstates.KEYS, "samples", "avg_active_threads", "pct_of_run"]
     assert set(tab.columns) <= set(COLUMNS)
     active = tab.state.isin(["R", "D"])
-    assert active.iloc[:active.sum()].all() and tab.state.iloc[-1] == "S"  # active first, then asleep
+    assert active.iloc[: active.sum()].all() and tab.state.iloc[-1] == "S"  # active first, then asleep
     fio_d = tab[(tab.comm == "fio") & (tab.state == "D")].iloc[0]
-    assert (fio_d.syscall, fio_d.wchan, fio_d.kstack) == ("pread64", "folio_wait_bit_common",
-                                                         "blkdev_read_iter->filemap_read->folio_wait_bit_common")
+    assert (fio_d.syscall, fio_d.wchan, fio_d.kstack) == (
+        "pread64",
+        "folio_wait_bit_common",
+        "blkdev_read_iter->filemap_read->folio_wait_bit_common",
+    )
     assert (fio_d.samples, fio_d.avg_active_threads, fio_d.pct_of_run) == (2, 1.0, 100.0)
     fio_s = tab[(tab.comm == "fio") & (tab.state == "S")].set_index("syscall")  # the run's own sleep too
     assert fio_s.loc["io_uring_enter", "wchan"] == "io_cqring_wait" and fio_s.loc["io_uring_enter", "samples"] == 2
@@ -142,9 +158,13 @@ def test_recorded_proc_table_counts_and_labels(proc, tmp_path):
     assert "stat 4 exited" in threadstates.notes(run)
     everything = threadstates.table(run, by=["comm"], scope="all").set_index("comm")
     assert everything.loc["python*", "avg_active_threads"] == 1.0
-    assert threadstates.run_columns(run) == {"threads_active_avg": 3.5, "threads_running_avg": 1.5,
-                                             "threads_d_state_avg": 2.0, "threads_ticks": 2,
-                                             "threads_unreadable": 4}
+    assert threadstates.run_columns(run) == {
+        "threads_active_avg": 3.5,
+        "threads_running_avg": 1.5,
+        "threads_d_state_avg": 2.0,
+        "threads_ticks": 2,
+        "threads_unreadable": 4,
+    }
     assert "fio D pread64 folio_wait_bit_common" in threadstates.describe(tab)
     side = threadstates.compare({"a": run, "b": [run]}, by=["comm", "state"])
     assert list(side.columns) == ["comm", "state", "a", "b"] and (side.a == side.b).all()
@@ -303,8 +323,13 @@ def test_buffered_reads_on_a_loop_device_show_fio_and_the_kernel_workers(loopdev
     other tests' load, and what it sees, not its timing, is the point of this test."""
     monkeypatch.setattr(threads, "_lower_priority", lambda: "normal (test)")
     knobs.drop_caches()
-    result = measure({"rw": "randread", "bs": "4k", "ioengine": "psync", "direct": 0, "runtime": "1500ms",
-                      "time_based": 1}, loopdev, cpus=[CPU], runs_dir=runs, threads=True)
+    result = measure(
+        {"rw": "randread", "bs": "4k", "ioengine": "psync", "direct": 0, "runtime": "1500ms", "time_based": 1},
+        loopdev,
+        cpus=[CPU],
+        runs_dir=runs,
+        threads=True,
+    )
     got = threadstates.load(result.path)
     assert got.ticks >= 20 and got.meta["interval_s"] == 0.05 and got.meta["late_ticks"] <= 3
     assert got.meta["workload_pid"] and CPU not in got.meta["sampler_cpus"]  # off fio's CPU

@@ -1,4 +1,5 @@
 """t/io_uring: the parser on outputs recorded here, and live runs (make test builds it)."""
+
 import subprocess
 import sys
 
@@ -41,8 +42,9 @@ def test_unsupported_polling_is_detected():
 
 
 def test_iolab_parse_accepts_tio_output():
-    out = subprocess.run([sys.executable, "-m", "iolab.cli", "parse", str(TIO / "two_submitters.txt")],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "iolab.cli", "parse", str(TIO / "two_submitters.txt")], capture_output=True, text=True
+    )
     assert out.returncode == 0 and "ios_per_submit_call" in out.stdout.splitlines()[0]
     assert looks_like_tio(out.stdout) is False
 

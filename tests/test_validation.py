@@ -1,5 +1,6 @@
 """Bad input refused before a run, with what to do; wrong results no longer silent.
 Real fio runs (1 s each) against a scratch file where the case is about a run."""
+
 import json
 import os
 import re
@@ -40,8 +41,15 @@ def tmpfs(path: Path, *, size: str = "16m", files: dict[str, bytes] | None = Non
 
 # ---------------------------------------------------------------- runtime: seconds -> fio time
 def test_fio_time_is_exact():
-    assert [fio_time(s) for s in (2, 2.0, 0.5, 1.5, 0.0125, 0.001, 3600)] == \
-        ["2s", "2s", "500ms", "1500ms", "12500us", "1ms", "3600s"]
+    assert [fio_time(s) for s in (2, 2.0, 0.5, 1.5, 0.0125, 0.001, 3600)] == [
+        "2s",
+        "2s",
+        "500ms",
+        "1500ms",
+        "12500us",
+        "1ms",
+        "3600s",
+    ]
     for bad in (0, -5, float("nan"), 1e-7, "x"):
         with pytest.raises(InputError):
             fio_time(bad)
@@ -59,22 +67,46 @@ def test_no_runtime_is_formatted_by_hand():
         assert not pattern.search(path.read_text()), f"{path}: use iolab.fio.fio_time"
 
 
-@pytest.mark.parametrize("name,value,words", [
-    ("runtime", 0.5, "500ms"), ("runtime", "0.5s", "500ms"), ("runtime", "-5", "negative"),
-    ("runtime", 0, "at least 1"), ("ramp_time", "1.5s", "1500ms"), ("iodepth", 0, ">= 1"),
-    ("iodepth", -1, ">= 1"), ("iodepth", 2.5, "whole number"), ("iodepth", "abc", "whole number"),
-    ("numjobs", 0, ">= 1"), ("iodepth_batch_submit", -1, ">= 0"), ("bs", "1.5m", "size"),
-    ("bs", 0, "size"), ("size", "-4k", "size"), ("iodepth", True, "needs a value"),
-])
+@pytest.mark.parametrize(
+    "name,value,words",
+    [
+        ("runtime", 0.5, "500ms"),
+        ("runtime", "0.5s", "500ms"),
+        ("runtime", "-5", "negative"),
+        ("runtime", 0, "at least 1"),
+        ("ramp_time", "1.5s", "1500ms"),
+        ("iodepth", 0, ">= 1"),
+        ("iodepth", -1, ">= 1"),
+        ("iodepth", 2.5, "whole number"),
+        ("iodepth", "abc", "whole number"),
+        ("numjobs", 0, ">= 1"),
+        ("iodepth_batch_submit", -1, ">= 0"),
+        ("bs", "1.5m", "size"),
+        ("bs", 0, "size"),
+        ("size", "-4k", "size"),
+        ("iodepth", True, "needs a value"),
+    ],
+)
 def test_fio_options_fio_would_misread(name, value, words):
     with pytest.raises(InputError, match=re.escape(words)):
         validate.check_fio_options({name: value})
 
 
 def test_fio_options_that_are_fine():
-    validate.check_fio_options({"runtime": "2s", "ramp_time": 0, "startdelay": "1-5", "iodepth": "32",
-                                "iodepth_batch_submit": 0, "bs": "4k,8k", "size": "50%",
-                                "numjobs": 2.0, "rw": "randread", "hipri": True})
+    validate.check_fio_options(
+        {
+            "runtime": "2s",
+            "ramp_time": 0,
+            "startdelay": "1-5",
+            "iodepth": "32",
+            "iodepth_batch_submit": 0,
+            "bs": "4k,8k",
+            "size": "50%",
+            "numjobs": 2.0,
+            "rw": "randread",
+            "hipri": True,
+        }
+    )
 
 
 # ---------------------------------------------------------------- the measure check, CPUs
@@ -121,10 +153,14 @@ def test_list_parameters_from_papermill_strings():
 def test_notebook_refuses_a_list_as_plain_string(tmp_path, monkeypatch):
     from iolab.errors import IolabError
     from iolab.publish import execute
+
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     with pytest.raises(IolabError, match=re.escape("-y 'queue_depths: [1, 2]'")):
-        execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "01.ipynb",
-                {"queue_depths": "1 2", "size": "16m", "interactive": False})
+        execute(
+            REPO / "notebooks/01_queue_depth_knee.ipynb",
+            tmp_path / "01.ipynb",
+            {"queue_depths": "1 2", "size": "16m", "interactive": False},
+        )
     assert not list((tmp_path / "data").glob("runs/*/*/fio.json"))  # nothing ran
 
 
@@ -190,8 +226,12 @@ def test_fio_refusing_a_mounted_device_is_not_an_ok_run(loopdev, runs, tmp_path)
     subprocess.run(["mount", str(loopdev.path), str(mnt)], check=True)
     try:
         with pytest.raises(FioError, match="appears mounted"):
-            measure({**QUICK, "rw": "randwrite", "time_based": 0, "size": "1m"}, loopdev, runs_dir=runs,
-                    allow_destructive=True)
+            measure(
+                {**QUICK, "rw": "randwrite", "time_based": 0, "size": "1m"},
+                loopdev,
+                runs_dir=runs,
+                allow_destructive=True,
+            )
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
     assert read_run(next(p for p in runs.iterdir() if not p.name.startswith(".")))["status"] == "failed"
@@ -207,8 +247,9 @@ def test_fio_clamp_is_kept_as_a_warning(scratch, runs):
 
 def test_stray_fio_lines_are_warnings():
     doc = find_json("fio: time_based requires a runtime/timeout setting\n" + MOUNTED.split("\n", 1)[1])
-    assert run_warnings(doc, "fio: time_based requires a runtime/timeout setting\n") == \
-        ["fio: time_based requires a runtime/timeout setting"]
+    assert run_warnings(doc, "fio: time_based requires a runtime/timeout setting\n") == [
+        "fio: time_based requires a runtime/timeout setting"
+    ]
 
 
 @needs_root
@@ -236,18 +277,22 @@ def test_falling_curve_has_no_knee():
 @needs_root
 def test_perf_message_for_non_root_is_whole():
     import shutil
+
     paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
     if not shutil.which("perf") or paranoid < 1:
         pytest.skip("needs perf and perf_event_paranoid >= 1 (CPU-wide profiles refused to non-root)")
     work = Path(tempfile.mkdtemp(prefix="iolab-perf-"))
     try:
         work.chmod(0o777)
-        code = ("from iolab.perf import Profiler, ProfileSpec, probe\n"
-                "from iolab.errors import PerfError\n"
-                f"p = Profiler({str(work)!r}, [0], ProfileSpec(stat=False), probe())\n"
-                "try:\n    p.start()\nexcept PerfError as e:\n    print(e)\n")
-        out = run_as_nobody([REPO / ".venv/bin/python", "-c", code], capture_output=True, text=True,
-                            cwd="/", timeout=60)
+        code = (
+            "from iolab.perf import Profiler, ProfileSpec, probe\n"
+            "from iolab.errors import PerfError\n"
+            f"p = Profiler({str(work)!r}, [0], ProfileSpec(stat=False), probe())\n"
+            "try:\n    p.start()\nexcept PerfError as e:\n    print(e)\n"
+        )
+        out = run_as_nobody(
+            [REPO / ".venv/bin/python", "-c", code], capture_output=True, text=True, cwd="/", timeout=60
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     said = out.stdout

@@ -4,6 +4,7 @@ Each module owns one concern; data flows one way, from a run to tables to plots 
 layers: README, "How it works", and tests/test_layers.py):
 target -> fio (+ sampling, perf) -> store -> analysis -> plots.
 """
+
 __version__ = "0.1.0"
 
 import sys as _sys

@@ -4,6 +4,7 @@ then is renamed over it, so a reader sees the old file or the new one, never hal
     write_atomic("data/runs/x/run.json", text)
     write_json("data/runs/x/params.json", {"swept": {"qd": 32}})
 """
+
 from __future__ import annotations
 
 import errno
@@ -27,8 +28,9 @@ def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         if exc.errno == errno.ENOSPC:
-            raise DiskFullError(f"no space left to write {path}: free space on "
-                                f"{path.parent} or point data_dir elsewhere") from exc
+            raise DiskFullError(
+                f"no space left to write {path}: free space on {path.parent} or point data_dir elsewhere"
+            ) from exc
         raise
 
 

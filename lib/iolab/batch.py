@@ -25,6 +25,7 @@ call; its maintainers advise processes), and two runs pinned to the same CPU (th
 or ``cpus`` parameter) never run at once; iolab's per-CPU locks keep their fio runs apart
 anyway.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -81,8 +82,10 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     if not doc.get("notebook"):
         raise InputError(f"{path.name} names no notebook: add notebook: <path relative to {here}>")
     if not isinstance(doc["notebook"], (str, os.PathLike)):
-        raise InputError(f"notebook in {path.name} is a {kind_of(doc['notebook'])}; give one path: "
-                         "notebook: ../notebooks/01_queue_depth_knee.ipynb")
+        raise InputError(
+            f"notebook in {path.name} is a {kind_of(doc['notebook'])}; give one path: "
+            "notebook: ../notebooks/01_queue_depth_knee.ipynb"
+        )
     notebook = (here / str(doc["notebook"]).strip()).resolve()
     if not notebook.is_file():
         raise InputError(f"notebook {notebook} (from {path.name}, relative to {here}) does not exist")
@@ -91,12 +94,15 @@ def load_manifest(path: str | os.PathLike) -> Manifest:
     runs: list[BatchRun] = []
     entries = doc.get("runs") or []
     if not isinstance(entries, list):
-        raise InputError(f"runs in {path.name} is a {kind_of(entries)}, not a list; write it as "
-                         "runs: [{name: bs-4k, parameters: {bs: 4k}}]")
+        raise InputError(
+            f"runs in {path.name} is a {kind_of(entries)}, not a list; write it as "
+            "runs: [{name: bs-4k, parameters: {bs: 4k}}]"
+        )
     for i, entry in enumerate(entries):
         if not isinstance(entry, Mapping) or not entry.get("name"):
-            raise InputError(f"runs[{i}] in {path.name} needs a name and parameters: "
-                             "- {name: bs-4k, parameters: {bs: 4k}}")
+            raise InputError(
+                f"runs[{i}] in {path.name} needs a name and parameters: - {{name: bs-4k, parameters: {{bs: 4k}}}}"
+            )
         params = mapping(entry.get("parameters"), f"runs[{i}] parameters in {path.name}", "parameters: {bs: 4k}")
         runs.append(BatchRun(safe_name(entry["name"]), notebook, {**defaults, **_paths(params, here)}))
     grid = mapping(doc.get("grid"), f"grid in {path.name}", "grid: {bs: [4k, 16k]}")
@@ -145,15 +151,20 @@ def check_parameters(notebook: Path, runs: list[BatchRun]) -> None:
     try:
         known = set(pm.inspect_notebook(str(notebook)))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # e.g. no kernelspec in its metadata
-        raise InputError(f"papermill cannot read the parameters of {notebook} ({str(exc)[:120]}); open and save it "
-                         "in JupyterLab with the project's kernel, then run the batch again") from None
+        raise InputError(
+            f"papermill cannot read the parameters of {notebook} ({str(exc)[:120]}); open and save it "
+            "in JupyterLab with the project's kernel, then run the batch again"
+        ) from None
     for run in runs:
         unknown = sorted(set(run.parameters) - known)
         if unknown:
             near = {u: m[0] for u in unknown if (m := difflib.get_close_matches(u, known, 1))}
             hint = "; ".join(f"{u!r}: did you mean {m!r}?" for u, m in near.items())
-            raise InputError(f"run {run.name}: {notebook.name} has no parameter(s) {', '.join(unknown)}"
-                             + (f" ({hint})" if hint else "") + f"; it takes: {', '.join(sorted(known))}")
+            raise InputError(
+                f"run {run.name}: {notebook.name} has no parameter(s) {', '.join(unknown)}"
+                + (f" ({hint})" if hint else "")
+                + f"; it takes: {', '.join(sorted(known))}"
+            )
 
 
 # ---------------------------------------------------------------- running
@@ -173,8 +184,13 @@ def execute_one(run: BatchRun, run_dir: Path) -> dict[str, Any]:
 
     run_dir.mkdir(parents=True, exist_ok=True)
     executed = run_dir / run.notebook.name
-    record: dict[str, Any] = {"name": run.name, "notebook": str(run.notebook), "parameters": run.parameters,
-                              "key": run.key, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    record: dict[str, Any] = {
+        "name": run.name,
+        "notebook": str(run.notebook),
+        "parameters": run.parameters,
+        "key": run.key,
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     start = time.monotonic()
     try:
         out = publish.execute(run.notebook, executed, run.parameters)
@@ -196,6 +212,7 @@ def execute_one(run: BatchRun, run_dir: Path) -> dict[str, Any]:
 
 def _export(executed: Path) -> Path:
     from . import publish
+
     exporter = getattr(publish, "publish", None) or publish.to_html
     return exporter(executed, executed.with_suffix(".html"))
 
@@ -216,8 +233,12 @@ def _previous(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def run_batch(manifest: Manifest | str | os.PathLike, out: str | os.PathLike | None = None, jobs: int | None = None,
-              on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run_batch(
+    manifest: Manifest | str | os.PathLike,
+    out: str | os.PathLike | None = None,
+    jobs: int | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """Run every run of the manifest that has no "ok" record with the same parameters in
     ``out`` (default: the manifest's ``out``, else ``batch-<manifest name>`` beside it);
     write ``batch.json`` and ``index.html`` there; return every run's record, in manifest
@@ -272,8 +293,27 @@ def _write_index(manifest: Manifest, out: Path, records: Mapping[str, dict[str, 
     from .batch_index import index_html  # matplotlib: only when writing the page
 
     ordered = [records[r.name] for r in manifest.runs if r.name in records]
-    doc = {"manifest": str(manifest.path), "notebook": str(manifest.notebook), "runs": [
-        {k: rec.get(k) for k in ("name", "notebook", "parameters", "status", "output", "html", "duration_s", "error",
-                                 "results", "run_folders")} for rec in ordered]}
+    doc = {
+        "manifest": str(manifest.path),
+        "notebook": str(manifest.notebook),
+        "runs": [
+            {
+                k: rec.get(k)
+                for k in (
+                    "name",
+                    "notebook",
+                    "parameters",
+                    "status",
+                    "output",
+                    "html",
+                    "duration_s",
+                    "error",
+                    "results",
+                    "run_folders",
+                )
+            }
+            for rec in ordered
+        ],
+    }
     write_json(out / "batch.json", doc)
     write_atomic(out / "index.html", index_html(doc, out))

@@ -1,12 +1,12 @@
 """The index page of a batch (``OUT/index.html``): every run with its status, parameters and
 recorded results side by side, plots of each result across the runs, and links to each
 run's write-up. One offline file: inline style, figures as embedded PNG, no script."""
+
 from __future__ import annotations
 
 import base64
 import html
 import io
-import math
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -69,6 +69,7 @@ def _link(target: str | None, out: Path, text: str) -> str:
 def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str | None) -> str | None:
     """A bar per run of result ``name`` (whiskers: its recorded interval), as a data: URI."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -94,8 +95,13 @@ def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str 
     ax.set_xlabel(x_param or "run")
     ax.set_ylabel(f"{name} ({unit})" if unit else name)
     ax.set_title(f"{name} across the batch's runs")
-    fig.text(0.01, 0.01, "source: each run's recorded results (iolab.results); whiskers: the interval it recorded",
-             fontsize=7, color="0.35")
+    fig.text(
+        0.01,
+        0.01,
+        "source: each run's recorded results (iolab.results); whiskers: the interval it recorded",
+        fontsize=7,
+        color="0.35",
+    )
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
@@ -109,40 +115,79 @@ def index_html(doc: Mapping[str, Any], out: Path) -> str:
     vary, same = varying(runs)
     results = result_names(runs)
     ok = sum(r.get("status") == "ok" for r in runs)
-    head = [f"<h1>Batch of {_esc(Path(doc['notebook']).name)}</h1>",
-            f"<p>{len(runs)} runs: <span class='ok'>{ok} ok</span>"
-            + (f", <span class='failed'>{len(runs) - ok} failed</span>" if ok < len(runs) else "")
-            + f". Manifest: <code>{_esc(doc['manifest'])}</code>. Re-run the same command to re-run only "
-              "failed or missing runs.</p>"]
+    head = [
+        f"<h1>Batch of {_esc(Path(doc['notebook']).name)}</h1>",
+        f"<p>{len(runs)} runs: <span class='ok'>{ok} ok</span>"
+        + (f", <span class='failed'>{len(runs) - ok} failed</span>" if ok < len(runs) else "")
+        + f". Manifest: <code>{_esc(doc['manifest'])}</code>. Re-run the same command to re-run only "
+        "failed or missing runs.</p>",
+    ]
     if same:
-        head.append("<p class='note'>Shared parameters: " + ", ".join(f"<code>{_esc(k)}={_esc(v)}</code>"
-                                                                    for k, v in same.items()) + "</p>")
-    cols = ["run", "status", *vary, *(f"{n} ({u})" if u else n for n, u in results), "plausibility flags",
-            "duration (s)", "files"]
+        head.append(
+            "<p class='note'>Shared parameters: "
+            + ", ".join(f"<code>{_esc(k)}={_esc(v)}</code>" for k, v in same.items())
+            + "</p>"
+        )
+    cols = [
+        "run",
+        "status",
+        *vary,
+        *(f"{n} ({u})" if u else n for n, u in results),
+        "plausibility flags",
+        "duration (s)",
+        "files",
+    ]
     rows = []
     for r in runs:
         by_name = {x["name"]: x for x in r.get("results") or []}
-        cells = [f"<td>{_link(r.get('html'), out, r['name']) or _esc(r['name'])}</td>",
-                 f"<td class='{_esc(r.get('status'))}'>{_esc(r.get('status'))}"
-                 + (f"<div class='err'>{_esc(str(r.get('error') or '').splitlines()[0][:300])}</div>" if r.get("error") else "")
-                 + "</td>"]
+        cells = [
+            f"<td>{_link(r.get('html'), out, r['name']) or _esc(r['name'])}</td>",
+            f"<td class='{_esc(r.get('status'))}'>{_esc(r.get('status'))}"
+            + (
+                f"<div class='err'>{_esc(str(r.get('error') or '').splitlines()[0][:300])}</div>"
+                if r.get("error")
+                else ""
+            )
+            + "</td>",
+        ]
         cells += [f"<td>{_esc(r['parameters'].get(p))}</td>" for p in vary]
         cells += [f"<td class='num'>{_esc(_result_text(by_name[n])) if n in by_name else '–'}</td>" for n, _ in results]
         flagged = checks.folder_flags(r.get("run_folders") or [])
-        cells.append(f"<td class='failed' title='{_esc(checks.banner_text(flagged, len(r['run_folders'])))}'>"
-                     f"⚠ {len(flagged)} of {len(r['run_folders'])} runs</td>" if flagged else "<td>–</td>")
+        cells.append(
+            f"<td class='failed' title='{_esc(checks.banner_text(flagged, len(r['run_folders'])))}'>"
+            f"⚠ {len(flagged)} of {len(r['run_folders'])} runs</td>"
+            if flagged
+            else "<td>–</td>"
+        )
         cells.append(f"<td class='num'>{readable_value(r.get('duration_s'))}</td>")
-        cells.append("<td>" + " ".join(x for x in (_link(r.get("html"), out, "write-up"),
-                                                  _link(r.get("output"), out, "notebook")) if x) + "</td>")
+        cells.append(
+            "<td>"
+            + " ".join(x for x in (_link(r.get("html"), out, "write-up"), _link(r.get("output"), out, "notebook")) if x)
+            + "</td>"
+        )
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    table = ("<table><thead><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in cols) + "</tr></thead><tbody>"
-             + "".join(rows) + "</tbody></table>")
+    table = (
+        "<table><thead><tr>"
+        + "".join(f"<th>{_esc(c)}</th>" for c in cols)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
     x_param = vary[0] if len(vary) == 1 else None
-    figures = [f"<figure><img alt='{_esc(n)} across runs' src='{uri}'></figure>"
-               for n, u in results if (uri := _plot(n, u, runs, x_param))]
+    figures = [
+        f"<figure><img alt='{_esc(n)} across runs' src='{uri}'></figure>"
+        for n, u in results
+        if (uri := _plot(n, u, runs, x_param))
+    ]
     body = head + ["<h2>Runs</h2>", table]
-    body += ["<h2>Results across runs</h2>", *figures] if figures else [
-        "<p class='note'>No result was recorded by two or more successful runs: nothing to plot.</p>"]
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>iolab batch: "
-            f"{_esc(Path(doc['notebook']).name)}</title><style>{STYLE}</style></head><body>"
-            + "\n".join(body) + "</body></html>\n")
+    body += (
+        ["<h2>Results across runs</h2>", *figures]
+        if figures
+        else ["<p class='note'>No result was recorded by two or more successful runs: nothing to plot.</p>"]
+    )
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>iolab batch: "
+        f"{_esc(Path(doc['notebook']).name)}</title><style>{STYLE}</style></head><body>"
+        + "\n".join(body)
+        + "</body></html>\n"
+    )

@@ -25,6 +25,7 @@ failed ones, the ``flags`` column of every table (empty when all pass). The inst
 cost (a run with perf, the thread sampler or fine logs next to a clean run of the same cell)
 is a comparison of runs, ``instrument_cost(table)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,9 +41,9 @@ from .errors import RunFileError
 from .fiojson import run_rows
 
 FILE = "checks.json"
-CACHE_SHARE = 0.5       # the device moved less than this share of fio's bytes: a cache answered
-OTHER_SHARE = 1.5       # more than this multiple: other traffic (or readahead)
-MIN_BYTES = 4 << 20     # differences below 4 MiB are not judged (journal writes, metadata)
+CACHE_SHARE = 0.5  # the device moved less than this share of fio's bytes: a cache answered
+OTHER_SHARE = 1.5  # more than this multiple: other traffic (or readahead)
+MIN_BYTES = 4 << 20  # differences below 4 MiB are not judged (journal writes, metadata)
 CLOCK_RESOLUTION_US = 0.001
 ROTATIONAL_EXEMPT = re.compile(r"^(loop|ram|zram|nullb|dm-)")  # not an SSD whatever rotational says
 
@@ -50,6 +51,7 @@ ROTATIONAL_EXEMPT = re.compile(r"^(loop|ram|zram|nullb|dm-)")  # not an SSD what
 @dataclass
 class Check:
     """One check of one run (and direction): ``passed`` None when it could not be made."""
+
     name: str
     passed: bool | None
     words: str
@@ -74,8 +76,14 @@ def _mib(n: float) -> str:
 def device_vs_fio(fio: pd.DataFrame, blockstat: Mapping[str, Any] | None, direct: bool | None) -> list[Check]:
     """Bytes and requests at the device against fio's, per direction (module docstring)."""
     if not blockstat:
-        return [Check("device_vs_fio", None, "no block device counters (a file on a file system iolab could "
-                      "not map to a device, or a client/server run): not checked")]
+        return [
+            Check(
+                "device_vs_fio",
+                None,
+                "no block device counters (a file on a file system iolab could "
+                "not map to a device, or a client/server run): not checked",
+            )
+        ]
     before, after = blockstat["before"], blockstat["after"]
     dev = blockstat.get("device", "the device")
     out = []
@@ -84,29 +92,56 @@ def device_vs_fio(fio: pd.DataFrame, blockstat: Mapping[str, Any] | None, direct
         fio_bytes, fio_ios = float(rows["io_bytes"].sum()), float(rows["total_ios"].sum())
         d = {k: after.get(f"{rw}_{k}", 0) - before.get(f"{rw}_{k}", 0) for k in ("ios", "merges", "sectors")}
         dev_bytes = d["sectors"] * 512.0
-        figures = {"fio_bytes": fio_bytes, "fio_ios": fio_ios, "device_bytes": dev_bytes,
-                   "device_ios": float(d["ios"]), "device_merges": float(d["merges"]), "device": dev}
-        threshold = (f"device bytes within {CACHE_SHARE:g}x-{OTHER_SHARE:g}x of fio's, or differing by less "
-                     f"than {_mib(MIN_BYTES)}")
+        figures = {
+            "fio_bytes": fio_bytes,
+            "fio_ios": fio_ios,
+            "device_bytes": dev_bytes,
+            "device_ios": float(d["ios"]),
+            "device_merges": float(d["merges"]),
+            "device": dev,
+        }
+        threshold = (
+            f"device bytes within {CACHE_SHARE:g}x-{OTHER_SHARE:g}x of fio's, or differing by less "
+            f"than {_mib(MIN_BYTES)}"
+        )
         if fio_bytes == 0 and dev_bytes < MIN_BYTES:
             continue
         ratio = dev_bytes / fio_bytes if fio_bytes else math.inf
         figures["device_over_fio"] = ratio if fio_bytes else None  # JSON has no infinity
         if abs(dev_bytes - fio_bytes) < MIN_BYTES or CACHE_SHARE <= ratio <= OTHER_SHARE:
-            out.append(Check("device_vs_fio", True, f"{dev} moved {ratio:.2f}x fio's {rw} bytes", figures,
-                             threshold, rw))
+            out.append(
+                Check("device_vs_fio", True, f"{dev} moved {ratio:.2f}x fio's {rw} bytes", figures, threshold, rw)
+            )
         elif ratio < CACHE_SHARE:
-            out.append(Check("device_vs_fio", False,
-                             f"served by a cache: {dev} read/wrote {_mib(dev_bytes)} for fio's {_mib(fio_bytes)} of "
-                             f"{rw}s ({100 * ratio:.0f} %); these figures are the page cache's, not the device's "
-                             "(use direct=1, or drop caches and make the file larger than memory)",
-                             figures, threshold, rw))
+            out.append(
+                Check(
+                    "device_vs_fio",
+                    False,
+                    f"served by a cache: {dev} read/wrote {_mib(dev_bytes)} for fio's {_mib(fio_bytes)} of "
+                    f"{rw}s ({100 * ratio:.0f} %); these figures are the page cache's, not the device's "
+                    "(use direct=1, or drop caches and make the file larger than memory)",
+                    figures,
+                    threshold,
+                    rw,
+                )
+            )
         else:
-            why = ("other traffic on the device during the run, or readahead (buffered I/O)" if direct is False and rw == "read"
-                   else "other traffic shared the device during the run")
+            why = (
+                "other traffic on the device during the run, or readahead (buffered I/O)"
+                if direct is False and rw == "read"
+                else "other traffic shared the device during the run"
+            )
             than = f"{ratio:.1f}x fio's {_mib(fio_bytes)}" if fio_bytes else f"while fio did no {rw}s"
-            out.append(Check("device_vs_fio", False, f"{dev} moved {_mib(dev_bytes)} of {rw}s, {than}: {why}; "
-                             "measure on an idle device", figures, threshold, rw))
+            out.append(
+                Check(
+                    "device_vs_fio",
+                    False,
+                    f"{dev} moved {_mib(dev_bytes)} of {rw}s, {than}: {why}; measure on an idle device",
+                    figures,
+                    threshold,
+                    rw,
+                )
+            )
     return out
 
 
@@ -129,17 +164,26 @@ def link_capacity_bytes_s(pci: Mapping[str, Any] | None) -> float | None:
 
 def bus_ceiling(fio: pd.DataFrame, snapshot: Mapping[str, Any] | None, ceiling_bytes_s: float | None) -> list[Check]:
     link = link_capacity_bytes_s((snapshot or {}).get("pci"))
-    limits = [(v, src) for v, src in ((link, "the PCIe link (sysfs speed x width)"),
-                                      (ceiling_bytes_s, "the ceiling given for the device")) if v]
+    limits = [
+        (v, src)
+        for v, src in (
+            (link, "the PCIe link (sysfs speed x width)"),
+            (ceiling_bytes_s, "the ceiling given for the device"),
+        )
+        if v
+    ]
     if not limits:
         return [Check("bus_ceiling", None, "no PCIe link in sysfs and no ceiling given: not checked")]
     limit, source = min(limits)
     bw = float(fio.loc[fio["direction"] != "none", "bw_bytes_s"].sum())
     figures = {"bw_bytes_s": bw, "ceiling_bytes_s": limit, "ceiling_source": source}
     ok = bw <= limit
-    words = (f"{_rate(bw)} within {source} ({_rate(limit)})" if ok else
-             f"{_rate(bw)} is above {source}, {_rate(limit)}: impossible for the device; "
-             "a cache or a wrong device answered")
+    words = (
+        f"{_rate(bw)} within {source} ({_rate(limit)})"
+        if ok
+        else f"{_rate(bw)} is above {source}, {_rate(limit)}: impossible for the device; "
+        "a cache or a wrong device answered"
+    )
     return [Check("bus_ceiling", ok, words, figures, f"bandwidth <= {_rate(limit)}")]
 
 
@@ -155,12 +199,23 @@ def latency_floor(fio: pd.DataFrame, floor_us: float | None) -> list[Check]:
         if mean is None or math.isnan(mean):
             continue
         ok = mean >= floor
-        words = (f"mean clat {mean:,.3f} µs >= {floor:g} µs" if ok else
-                 f"mean completion latency {mean:,.3f} µs is below {floor:g} µs"
-                 f" ({'the floor given for the device class' if floor_us else 'fio clock resolution'}): "
-                 "not a device's latency")
-        out.append(Check("latency_floor", ok, words, {"clat_mean_us": mean, "floor_us": floor},
-                         f"clat mean >= {floor:g} µs", row["direction"]))
+        words = (
+            f"mean clat {mean:,.3f} µs >= {floor:g} µs"
+            if ok
+            else f"mean completion latency {mean:,.3f} µs is below {floor:g} µs"
+            f" ({'the floor given for the device class' if floor_us else 'fio clock resolution'}): "
+            "not a device's latency"
+        )
+        out.append(
+            Check(
+                "latency_floor",
+                ok,
+                words,
+                {"clat_mean_us": mean, "floor_us": floor},
+                f"clat mean >= {floor:g} µs",
+                row["direction"],
+            )
+        )
     return out
 
 
@@ -173,14 +228,18 @@ def ssd_state(fio: pd.DataFrame, snapshot: Mapping[str, Any] | None) -> list[Che
         return []
     state = str(snap.get("target_state") or "not preconditioned")
     ok = "steady" in state or "precondition" in state and not state.startswith("not")
-    words = (f"writes on {device} after: {state}" if ok else
-             f"fresh-out-of-box: writes on SSD {device} that was {state}; its write figures are not steady "
-             "state (studies.precondition brings it there); never pool them with steady-state runs")
+    words = (
+        f"writes on {device} after: {state}"
+        if ok
+        else f"fresh-out-of-box: writes on SSD {device} that was {state}; its write figures are not steady "
+        "state (studies.precondition brings it there); never pool them with steady-state runs"
+    )
     return [Check("ssd_state", ok, words, {"device": device, "target_state": state}, "preconditioned to steady state")]
 
 
-def run_checks(run_dir: str | Path, *, ceiling_bytes_s: float | None = None,
-               latency_floor_us: float | None = None) -> list[Check]:
+def run_checks(
+    run_dir: str | Path, *, ceiling_bytes_s: float | None = None, latency_floor_us: float | None = None
+) -> list[Check]:
     """Every check of one run folder, derived from its files (module docstring)."""
     run_dir = Path(run_dir)
     fio = run_rows(run_dir)
@@ -193,8 +252,13 @@ def run_checks(run_dir: str | Path, *, ceiling_bytes_s: float | None = None,
     if options.get("ioengine") == "io_uring_cmd":
         # NVMe passthrough commands bypass the block layer's accounting: /sys/block/<dev>/stat
         # stays still however much fio reads (seen in the NVMe lab: "0 MiB for fio's 22 MiB")
-        device = [Check("device_vs_fio", None, "NVMe passthrough (io_uring_cmd): the block device's counters "
-                        "do not count it: not checked")]
+        device = [
+            Check(
+                "device_vs_fio",
+                None,
+                "NVMe passthrough (io_uring_cmd): the block device's counters do not count it: not checked",
+            )
+        ]
     else:
         with runfiles.guard(run_dir / "blockstat.json"):
             device = device_vs_fio(fio, blockstat, direct)
@@ -215,8 +279,9 @@ def stored_checks(run_dir: str | Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / FILE
     found = runfiles.read_json(path, keys=("checks",))["checks"]
     if not isinstance(found, list) or not all(isinstance(c, dict) and "name" in c and "passed" in c for c in found):
-        raise RunFileError(path, "has 'checks' that is not a list of checks (objects with 'name' and 'passed')",
-                           runfiles.TODO[FILE])
+        raise RunFileError(
+            path, "has 'checks' that is not a list of checks (objects with 'name' and 'passed')", runfiles.TODO[FILE]
+        )
     return found
 
 
@@ -224,8 +289,15 @@ def instruments(run_dir: str | Path) -> str:
     """What measured the run besides fio and the 0.5 s samplers, from its files: perf record,
     perf stat, the thread-state sampler, fio's interval logs ("" for a clean run)."""
     run_dir = Path(run_dir)
-    found = [name for name, file in (("perf record", "perf.data"), ("perf stat", "perf_stat.csv"),
-                                     ("thread sampler", "samples_threads.csv")) if (run_dir / file).exists()]
+    found = [
+        name
+        for name, file in (
+            ("perf record", "perf.data"),
+            ("perf stat", "perf_stat.csv"),
+            ("thread sampler", "samples_threads.csv"),
+        )
+        if (run_dir / file).exists()
+    ]
     if any(run_dir.glob("*_iops*.log")) or any(run_dir.glob("*_clat_hist*.log")):
         found.append("fio interval logs")
     return ", ".join(found)
@@ -236,8 +308,9 @@ def flag_columns(run_dir: str | Path) -> dict[str, str]:
     return {"flags": flags(stored_checks(run_dir)), "instruments": instruments(run_dir)}
 
 
-def instrument_cost(table: pd.DataFrame, by: tuple[str, ...] | list[str] = ("direction",),
-                    metric: str = "iops") -> pd.DataFrame:
+def instrument_cost(
+    table: pd.DataFrame, by: tuple[str, ...] | list[str] = ("direction",), metric: str = "iops"
+) -> pd.DataFrame:
     """``table`` with ``instrument_cost_pct`` on every instrumented run: how far its
     ``metric`` lies below the mean of the clean runs of the same cell (the columns ``by``),
     and that figure added to its ``flags`` — never the two mixed silently. An instrumented
@@ -248,19 +321,23 @@ def instrument_cost(table: pd.DataFrame, by: tuple[str, ...] | list[str] = ("dir
     out["flags"] = out["flags"].fillna("") if "flags" in out else ""
     out["instrument_cost_pct"] = math.nan
     keys = [c for c in by if c in out]
-    for _, cell in (out.groupby(keys, dropna=False) if keys else [((), out)]):
+    for _, cell in out.groupby(keys, dropna=False) if keys else [((), out)]:
         used = cell["instruments"].fillna("") != ""
         clean = cell.loc[~used, metric]
         for i in cell.index[used]:
             what = out.at[i, "instruments"]
             if clean.empty:
-                words = (f"instrument_cost: measured with {what} and no clean run of this cell to compare with; "
-                         "its figures carry the instruments' cost")
+                words = (
+                    f"instrument_cost: measured with {what} and no clean run of this cell to compare with; "
+                    "its figures carry the instruments' cost"
+                )
             else:
                 cost = 100 * (1 - out.at[i, metric] / clean.mean())
                 out.at[i, "instrument_cost_pct"] = cost
-                words = (f"instrument_cost: measured with {what}: {metric} {cost:+.1f} % below the mean of "
-                         f"{len(clean)} clean run(s) of this cell")
+                words = (
+                    f"instrument_cost: measured with {what}: {metric} {cost:+.1f} % below the mean of "
+                    f"{len(clean)} clean run(s) of this cell"
+                )
             out.at[i, "flags"] = " | ".join(f for f in (out.at[i, "flags"], words) if f)
     return out
 
@@ -285,5 +362,7 @@ def banner_text(flagged: list[tuple[str, str]], total: int) -> str:
     """One paragraph for a report: how many runs failed a check and the words of each check."""
     words = list(dict.fromkeys(w.strip() for _, text in flagged for w in text.split(" | ")))
     shown = "; ".join(words[:6]) + (f"; and {len(words) - 6} more" if len(words) > 6 else "")
-    return (f"{len(flagged)} of {total} runs behind these figures failed a plausibility check "
-            f"(iolab check RUN_DIR shows them): {shown}")
+    return (
+        f"{len(flagged)} of {total} runs behind these figures failed a plausibility check "
+        f"(iolab check RUN_DIR shows them): {shown}"
+    )

@@ -14,6 +14,7 @@ block device is refused on hosts iolab cannot inspect unless ``allow_destructive
 that fails mid-run is marked failed in ``hosts.json`` with fio's words; the others' results
 are kept. The run fails only when no host reported.
 """
+
 from __future__ import annotations
 
 import time
@@ -42,7 +43,8 @@ def _refuse_blind_writes(check, hosts: Sequence[Host], allow_destructive: bool) 
         raise UnsafeTargetError(
             f"the job writes to {', '.join(sorted(set(devices)))} on {', '.join(blind)}, where iolab cannot see "
             "what that device holds; check it there and pass allow_destructive=True (--allow-destructive) "
-            "to write to it anyway")
+            "to write to it anyway"
+        )
 
 
 def _failures(hosts: Sequence[Host], doc_data: Mapping[str, Any], said: str, returncode: int) -> dict[str, str]:
@@ -54,25 +56,43 @@ def _failures(hosts: Sequence[Host], doc_data: Mapping[str, Any], said: str, ret
         if (host.address, host.port) in reported:
             continue
         words = [ln for ln in lines if host.address in ln and not ln.startswith("<")]
-        out[host.name] = ("; ".join(dict.fromkeys(words)) or "fio returned no report for this host") + \
-            f" (fio exited {returncode})"
+        out[host.name] = (
+            "; ".join(dict.fromkeys(words)) or "fio returned no report for this host"
+        ) + f" (fio exited {returncode})"
     return out
 
 
-def host_job_key(opts: Mapping[str, Any], target: Target, hosts: Sequence[Host],
-                 swept: Mapping[str, Any] | None = None, jobs: Sequence[Mapping[str, Any]] = ()) -> str:
+def host_job_key(
+    opts: Mapping[str, Any],
+    target: Target,
+    hosts: Sequence[Host],
+    swept: Mapping[str, Any] | None = None,
+    jobs: Sequence[Mapping[str, Any]] = (),
+) -> str:
     """The job key of a run on ``hosts`` (``iolab.store.job_key`` with the hosts' names):
     what a resumed study matches stored runs on. ``opts``: ``runner.job_options``."""
-    return job_key({**opts, **({"jobs": list(jobs)} if jobs else {}), "hosts": [h.name for h in hosts]},
-                   target.describe(), swept or {})
+    return job_key(
+        {**opts, **({"jobs": list(jobs)} if jobs else {}), "hosts": [h.name for h in hosts]},
+        target.describe(),
+        swept or {},
+    )
 
 
 @exclusive
-def measure_hosts(options: Mapping[str, Any], target: Target, *, hosts: Sequence[Host],
-                  cpus: list[int] | None = None, runs_dir: str | Path = "data/runs",
-                  swept: Mapping[str, Any] | None = None, label: str = "hosts",
-                  allow_destructive: bool = False, timeout_s: float | None = None,
-                  jobs: Sequence[Mapping[str, Any]] | None = None, snapshots: bool = True) -> RunResult:
+def measure_hosts(
+    options: Mapping[str, Any],
+    target: Target,
+    *,
+    hosts: Sequence[Host],
+    cpus: list[int] | None = None,
+    runs_dir: str | Path = "data/runs",
+    swept: Mapping[str, Any] | None = None,
+    label: str = "hosts",
+    allow_destructive: bool = False,
+    timeout_s: float | None = None,
+    jobs: Sequence[Mapping[str, Any]] | None = None,
+    snapshots: bool = True,
+) -> RunResult:
     """Run the job on every host of ``hosts`` at once and store the run (module docstring).
     ``cpus`` pins the job on every host (``cpus_allowed``); ``target`` names the file or
     device each host opens (the same path on each). ``snapshots``: take each host's system
@@ -93,24 +113,51 @@ def measure_hosts(options: Mapping[str, Any], target: Target, *, hosts: Sequence
         folder.write_text("job.fio", jobtext)
         folder.write_text(HOST_LIST, "".join(f"{h.fio_line}\n" for h in hosts))
         described = check.describe_target(target)
-        folder.write_json("params.json", {"swept": dict(swept or {}), "fio_options": opts, "files": check.record(),
-                                          "job_key": key, "cpus": cpus, "target": described,
-                                          "hosts": [h.name for h in hosts], **({"jobs": jobs} if jobs else {})})
+        folder.write_json(
+            "params.json",
+            {
+                "swept": dict(swept or {}),
+                "fio_options": opts,
+                "files": check.record(),
+                "job_key": key,
+                "cpus": cpus,
+                "target": described,
+                "hosts": [h.name for h in hosts],
+                **({"jobs": jobs} if jobs else {}),
+            },
+        )
         folder.meta["target"] = described
-        records = [{"name": h.name, "address": h.address, "port": h.port, "via": list(h.via), "folder": h.folder,
-                    "fio_version": versions.get(h.name), "status": "running"} for h in hosts]
+        records = [
+            {
+                "name": h.name,
+                "address": h.address,
+                "port": h.port,
+                "via": list(h.via),
+                "folder": h.folder,
+                "fio_version": versions.get(h.name),
+                "status": "running",
+            }
+            for h in hosts
+        ]
         folder.write_json(HOSTS_FILE, {"hosts": records})
         if snapshots:
             for h in hosts:
                 (folder.path / "hosts" / h.folder).mkdir(parents=True, exist_ok=True)
-                folder.write_json(f"hosts/{h.folder}/system.json",
-                                  {**snapshot_on(h, target.device, cpus), "target_state": target.state})
+                folder.write_json(
+                    f"hosts/{h.folder}/system.json",
+                    {**snapshot_on(h, target.device, cpus), "target_state": target.state},
+                )
         argv = fio_argv(Path("job.fio"), Path("fio.json"), fio)
         argv[-1:-1] = [f"--client={HOST_LIST}"]
         folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "hosts": [h.name for h in hosts]})
         start = time.monotonic()
-        done = run_pinned(argv, name="fio client", cwd=folder.path, timeout_s=timeout_s,
-                          kept="the hosts' reports, if any, are kept in fio.json")
+        done = run_pinned(
+            argv,
+            name="fio client",
+            cwd=folder.path,
+            timeout_s=timeout_s,
+            kept="the hosts' reports, if any, are kept in fio.json",
+        )
         mark_created(check)
         folder.write_text("fio.stderr", done.stderr)
         folder.meta["wall_s"] = time.monotonic() - start
@@ -121,14 +168,18 @@ def measure_hosts(options: Mapping[str, Any], target: Target, *, hosts: Sequence
         except Exception:
             failed = _failures(hosts, {}, said, done.returncode)
             _record_hosts(folder, records, failed)
-            raise FioError("no host reported: " + "; ".join(f"{k}: {v}" for k, v in failed.items()),
-                           done.returncode, done.stderr) from None
+            raise FioError(
+                "no host reported: " + "; ".join(f"{k}: {v}" for k, v in failed.items()), done.returncode, done.stderr
+            ) from None
         failed = _failures(hosts, doc.data, said, done.returncode)
         _record_hosts(folder, records, failed)
         if len(failed) == len(hosts):
-            raise FioError("no host reported: " + "; ".join(f"{k}: {v}" for k, v in failed.items()),
-                           done.returncode, done.stderr)
-        folder.meta["fio_warnings"] = run_warnings(doc, done.stderr) + [f"host {k} failed: {v}" for k, v in failed.items()]
+            raise FioError(
+                "no host reported: " + "; ".join(f"{k}: {v}" for k, v in failed.items()), done.returncode, done.stderr
+            )
+        folder.meta["fio_warnings"] = run_warnings(doc, done.stderr) + [
+            f"host {k} failed: {v}" for k, v in failed.items()
+        ]
         folder.meta["hosts_failed"] = failed
     return RunResult(folder.path, run_table(folder.path))
 

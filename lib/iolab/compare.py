@@ -37,6 +37,7 @@ bandwidth and latency, less / more CPU for cycles per IO. The Welch floor matter
 3 runs a side the bootstrap alone calls two equal settings different about 1 time in 5
 (simulated, normal runs), the Welch interval 1 in 25.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,16 +55,22 @@ from .errors import InputError
 
 METRICS = ("iops", "bw_bytes_s", "clat_p50_us", "clat_p99_us", "cpu_busy_pct", "cycles_per_io")
 SUMMED = {"iops", "bw_bytes_s", "bw_mib_s", "io_bytes", "total_ios", "max_iops"}  # over a run's jobs
-RATIOS = {"cycles_per_io", "cycles_per_io_perf", "dev_read_req_kib", "dev_write_req_kib",
-          "ios_per_submit_call", "lat_mean_us_littles"}
+RATIOS = {
+    "cycles_per_io",
+    "cycles_per_io_perf",
+    "dev_read_req_kib",
+    "dev_write_req_kib",
+    "ios_per_submit_call",
+    "lat_mean_us_littles",
+}
 HIGHER_IS_BETTER = {"iops", "bw_bytes_s", "bw_mib_s", "max_iops"}
 CPU_COST = {"cycles_per_io", "cycles_per_io_perf"}
 NONNEGATIVE = {"cpu_busy_pct", "cpu_freq_mhz", "fio_cpu_pct", "mean_lat_us", "lat_mean_us", "total_ios", "io_bytes"}
 PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")
 RESAMPLES = 10_000
-FREQ_SPREAD_PCT = 2.0      # cpu_freq_mhz max-min across repeats, % of the mean: "frequency changed"
-OTHER_LOAD_POINTS = 10.0   # pinned CPUs busy beyond fio's usr+sys and interrupts, % of one CPU
-STEAL_PCT = 5.0           # mean hypervisor steal in a cell, % (iolab.sampling.STEAL_FLAG_PCT)
+FREQ_SPREAD_PCT = 2.0  # cpu_freq_mhz max-min across repeats, % of the mean: "frequency changed"
+OTHER_LOAD_POINTS = 10.0  # pinned CPUs busy beyond fio's usr+sys and interrupts, % of one CPU
+STEAL_PCT = 5.0  # mean hypervisor steal in a cell, % (iolab.sampling.STEAL_FLAG_PCT)
 NOISE = ("cpu_steal_pct", "host_steal_pct", "cpu_iowait_pct", "other_cpu_pct")  # cell means
 NO_INTERVAL = "no interval; repeat the study (repeats >= 3) to know"
 
@@ -79,8 +86,9 @@ def per_run(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in by if c not in table]
     if missing:
-        raise InputError(f"no column {', '.join(map(repr, missing))} in the table: "
-                         f"group by some of {', '.join(table.columns)}")
+        raise InputError(
+            f"no column {', '.join(map(repr, missing))} in the table: group by some of {', '.join(table.columns)}"
+        )
     io = table[table["direction"] != "none"] if "direction" in table else table
     io = io.drop(columns=["fio_cpu_pct", "other_load_pct"], errors="ignore").reset_index(drop=True)  # re-derived
     if "run_id" not in io:
@@ -94,8 +102,15 @@ def per_run(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
         runs = add_cycles_per_io(runs)
     if {"usr_cpu_pct", "sys_cpu_pct"} <= set(io):
         jobs = io.groupby(keys + (["job_index"] if "job_index" in io else []), sort=False, dropna=False)
-        own = (jobs[["usr_cpu_pct", "sys_cpu_pct"]].first().sum(axis=1)  # a job's rows share its rusage
-               .groupby(level=keys, sort=False, dropna=False).sum().rename("fio_cpu_pct").reset_index())
+        own = (
+            jobs[["usr_cpu_pct", "sys_cpu_pct"]]
+            .first()
+            .sum(axis=1)  # a job's rows share its rusage
+            .groupby(level=keys, sort=False, dropna=False)
+            .sum()
+            .rename("fio_cpu_pct")
+            .reset_index()
+        )
         runs = runs.merge(own, on=keys, how="left")
         if {"cpu_busy_pct", "cpus_sampled"} <= set(runs):
             irq = sum(runs[c] for c in ("cpu_irq_pct", "cpu_softirq_pct") if c in runs)
@@ -109,8 +124,9 @@ def method(metric: str) -> str:
     return "bootstrap" if PERCENTILE.search(metric) or metric in RATIOS else "t"
 
 
-def bootstrap_interval(values: Sequence[float], confidence: float = 0.95, seed: int = 0,
-                       resamples: int = RESAMPLES) -> tuple[float, float]:
+def bootstrap_interval(
+    values: Sequence[float], confidence: float = 0.95, seed: int = 0, resamples: int = RESAMPLES
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (repeats): ``resamples``
     resamples with replacement from ``numpy.random.default_rng(seed)``. NaN for fewer than
     two values."""
@@ -125,8 +141,13 @@ def bootstrap_interval(values: Sequence[float], confidence: float = 0.95, seed: 
 def nonnegative(metric: str) -> bool:
     """Whether ``metric`` can never be below zero: rates, counts, sizes, times, CPU busy,
     cycles (not a difference, a gain or an estimate that subtracts)."""
-    return (metric in SUMMED or metric in RATIOS or metric in NONNEGATIVE or metric.endswith("_us")
-            or bool(PERCENTILE.search(metric)))
+    return (
+        metric in SUMMED
+        or metric in RATIOS
+        or metric in NONNEGATIVE
+        or metric.endswith("_us")
+        or bool(PERCENTILE.search(metric))
+    )
 
 
 MIN_REPEATS = 3
@@ -158,7 +179,10 @@ def welch_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: flo
     """Interval of 100 x (mean a / mean b - 1) by the delta method: the ratio's relative
     variance is the sum of the two means' (s² / (n m²)), with Welch-Satterthwaite degrees
     of freedom. NaN with fewer than two values on a side."""
-    from scipy import stats  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
+    from scipy import (
+        stats,
+    )  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
+
     a, b = _clean(a), _clean(b)
     if len(a) < 2 or len(b) < 2:
         return math.nan, math.nan
@@ -166,7 +190,7 @@ def welch_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: flo
     ua, ub = a.var(ddof=1) / (len(a) * a.mean() ** 2), b.var(ddof=1) / (len(b) * b.mean() ** 2)
     if ua + ub == 0:
         return 100 * (ratio - 1), 100 * (ratio - 1)
-    df = (ua + ub) ** 2 / (ua ** 2 / (len(a) - 1) + ub ** 2 / (len(b) - 1))
+    df = (ua + ub) ** 2 / (ua**2 / (len(a) - 1) + ub**2 / (len(b) - 1))
     half = stats.t.ppf(0.5 + confidence / 2, df) * ratio * math.sqrt(ua + ub)
     return 100 * (ratio - half - 1), 100 * (ratio + half - 1)
 
@@ -185,8 +209,14 @@ def cv_pct(values: Sequence[float]) -> float:
 
 
 # ---------------------------------------------------------------- summary per cell
-def summarise(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = METRICS,
-              cv_threshold: float = 0.10, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def summarise(
+    table: pd.DataFrame,
+    by: Sequence[str],
+    metrics: Sequence[str] = METRICS,
+    cv_threshold: float = 0.10,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per cell ``by``: for each metric ``<m>_mean``, ``<m>_ci_low``, ``<m>_ci_high``
     (``method(m)``: t or seeded bootstrap) and ``<m>_cv_pct``; ``n`` (runs in the cell);
     ``unstable`` (a metric's CV above ``cv_threshold``, a fraction: 0.10 = 10 %) and
@@ -197,8 +227,10 @@ def summarise(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = M
     runs = per_run(table, by)
     absent = [m for m in metrics if m not in runs]
     if metrics is not METRICS and absent:
-        raise InputError(f"no metric {', '.join(map(repr, absent))} in the table: choose from "
-                         f"{', '.join(runs.select_dtypes('number').columns)}")
+        raise InputError(
+            f"no metric {', '.join(map(repr, absent))} in the table: choose from "
+            f"{', '.join(runs.select_dtypes('number').columns)}"
+        )
     metrics = [m for m in metrics if m in runs]
     rows = []
     for key, cell in runs.groupby(by, sort=False, dropna=False) if by else [((), runs)]:
@@ -209,8 +241,12 @@ def summarise(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = M
             v = _clean(cell[m])
             low, high = interval(v, m, confidence, seed)
             cv = cv_pct(v)
-            row |= {f"{m}_mean": float(v.mean()) if len(v) else math.nan, f"{m}_ci_low": low,
-                    f"{m}_ci_high": high, f"{m}_cv_pct": cv}
+            row |= {
+                f"{m}_mean": float(v.mean()) if len(v) else math.nan,
+                f"{m}_ci_low": low,
+                f"{m}_ci_high": high,
+                f"{m}_cv_pct": cv,
+            }
             if cv > 100 * cv_threshold:
                 noisy.append(f"{m} CV {cv:.0f} %")
         for c in NOISE:
@@ -218,8 +254,7 @@ def summarise(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = M
                 v = _clean(cell[c])
                 row[c] = float(v.mean()) if len(v) else math.nan
         row["unstable"] = bool(noisy)
-        row["unstable_why"] = (f"{', '.join(noisy)} > {100 * cv_threshold:g} %; likely: {_causes(cell)}"
-                               if noisy else "")
+        row["unstable_why"] = f"{', '.join(noisy)} > {100 * cv_threshold:g} %; likely: {_causes(cell)}" if noisy else ""
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -234,18 +269,23 @@ def _causes(cell: pd.DataFrame) -> str:
             found.append(f"the CPU frequency changed ({f.min():,.0f}-{f.max():,.0f} MHz across repeats{src})")
     other = _clean(cell["other_cpu_pct"]) if "other_cpu_pct" in cell else np.array([])
     if len(other) and other.mean() > OTHER_LOAD_POINTS:
-        found.append(f"other load on the pinned CPUs (mean {other.mean():.0f} % of their time beyond "
-                     f"fio's own usr+sys, an estimate)")
+        found.append(
+            f"other load on the pinned CPUs (mean {other.mean():.0f} % of their time beyond "
+            f"fio's own usr+sys, an estimate)"
+        )
     elif "other_load_pct" in cell:
         extra = _clean(cell["other_load_pct"])
         if len(extra) and extra.max() > OTHER_LOAD_POINTS:
-            found.append(f"other load on the pinned CPU (up to {extra.max():.0f} % of a CPU busy beyond "
-                         f"fio's own usr+sys and interrupts)")
+            found.append(
+                f"other load on the pinned CPU (up to {extra.max():.0f} % of a CPU busy beyond "
+                f"fio's own usr+sys and interrupts)"
+            )
     for c, where in (("cpu_steal_pct", "the pinned CPUs"), ("host_steal_pct", "the machine")):
         steal = _clean(cell[c]) if c in cell else np.array([])
         if len(steal) and steal.mean() > STEAL_PCT:
-            found.append(f"hypervisor steal (mean {steal.mean():.0f} % of {where}' time)"
-                         .replace("machine'", "machine's"))
+            found.append(
+                f"hypervisor steal (mean {steal.mean():.0f} % of {where}' time)".replace("machine'", "machine's")
+            )
             break
     return " and ".join(found) or "the device's or host's own variance"
 
@@ -254,17 +294,26 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
     """A summary as text for a table: each metric ``mean [low, high]`` with its CV, the cell
     columns, ``n`` and the unstable flag and reason."""
     metrics = [c[:-5] for c in summary.columns if c.endswith("_mean")]
-    cells = [c for c in summary.columns if not c.startswith(tuple(f"{m}_" for m in metrics))
-             and c not in ("n", "unstable", "unstable_why", *NOISE)]
+    cells = [
+        c
+        for c in summary.columns
+        if not c.startswith(tuple(f"{m}_" for m in metrics)) and c not in ("n", "unstable", "unstable_why", *NOISE)
+    ]
     out = summary[cells + ["n"]].copy()
 
     def fmt(x: float) -> str:
         return "nan" if pd.isna(x) else f"{x:,.{digits if abs(x) >= 10 else max(digits, 1)}f}"
 
     for m in metrics:
-        out[label(m)] = [f"{fmt(r[f'{m}_mean'])}" + (f" ({NOT_INFORMATIVE})" if pd.isna(r[f"{m}_ci_low"]) else
-                         f" [{fmt(r[f'{m}_ci_low'])}, {fmt(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %")
-                         for _, r in summary.iterrows()]
+        out[label(m)] = [
+            f"{fmt(r[f'{m}_mean'])}"
+            + (
+                f" ({NOT_INFORMATIVE})"
+                if pd.isna(r[f"{m}_ci_low"])
+                else f" [{fmt(r[f'{m}_ci_low'])}, {fmt(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %"
+            )
+            for _, r in summary.iterrows()
+        ]
     for c in NOISE:
         if c in summary:
             out[label(c)] = [fmt(x) for x in summary[c]]
@@ -280,6 +329,7 @@ class Comparison:
     interval (the bootstrap and the Welch t joined; NaN with one run on a side), the runs on each side and the verdict
     in words. ``better`` is the side the interval shows better (None: no difference shown,
     or the metric has no better direction)."""
+
     ratio_pct: float
     low_pct: float
     high_pct: float
@@ -293,14 +343,21 @@ class Comparison:
     mean_b: float = math.nan
     confidence: float = 0.95
     better: Any = None
-    method: str = ""   # what set the ends: "bootstrap", "Welch t" or "bootstrap and Welch t"
+    method: str = ""  # what set the ends: "bootstrap", "Welch t" or "bootstrap and Welch t"
 
     def __str__(self) -> str:
         return self.verdict
 
 
-def compare(table: pd.DataFrame, by: str = "scheduler", a: Any = "none", b: Any = "mq-deadline",
-            metric: str = "iops", confidence: float = 0.95, seed: int = 0) -> Comparison:
+def compare(
+    table: pd.DataFrame,
+    by: str = "scheduler",
+    a: Any = "none",
+    b: Any = "mq-deadline",
+    metric: str = "iops",
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
     """Is ``a`` really better than ``b`` on ``metric``? The runs where column ``by`` is ``a``
     against those where it is ``b`` (filter the table first when other settings vary):
     the ratio of the means and its percentile bootstrap interval (each side resampled on
@@ -311,18 +368,22 @@ def compare(table: pd.DataFrame, by: str = "scheduler", a: Any = "none", b: Any 
     slower) and cycles per IO (less / more CPU)."""
     runs = per_run(table, [by])
     if metric not in runs:
-        raise InputError(f"no metric {metric!r} in the table: choose from "
-                         f"{', '.join(runs.select_dtypes('number').columns)}")
+        raise InputError(
+            f"no metric {metric!r} in the table: choose from {', '.join(runs.select_dtypes('number').columns)}"
+        )
     va, vb = (_clean(runs.loc[runs[by] == side, metric]) for side in (a, b))
     for side, v in ((a, va), (b, vb)):
         if not len(v):
-            raise InputError(f"no run with {by}={side!r} and a {metric} value: the table has "
-                             f"{by} = {', '.join(map(str, runs[by].unique()))}")
+            raise InputError(
+                f"no run with {by}={side!r} and a {metric} value: the table has "
+                f"{by} = {', '.join(map(str, runs[by].unique()))}"
+            )
     if vb.mean() <= 0 or va.mean() < 0:
         raise InputError(f"{metric} of {b!r} is {vb.mean():g}: a ratio needs positive means")
     ratio = 100 * (va.mean() / vb.mean() - 1)
-    c = Comparison(ratio, math.nan, math.nan, len(va), len(vb), "", metric, a, b,
-                   float(va.mean()), float(vb.mean()), confidence)
+    c = Comparison(
+        ratio, math.nan, math.nan, len(va), len(vb), "", metric, a, b, float(va.mean()), float(vb.mean()), confidence
+    )
     if len(va) < 2 or len(vb) < 2:
         who = "one run each" if len(va) == len(vb) == 1 else f"one run of {a if len(va) < 2 else b}"
         c.verdict = f"{who}: {NO_INTERVAL}; as measured, {_says(c, ratio, ratio, ratio)}"
@@ -333,11 +394,14 @@ def compare(table: pd.DataFrame, by: str = "scheduler", a: Any = "none", b: Any 
     boot = tuple(float(q) for q in np.quantile(100 * (ma / mb - 1), [(1 - confidence) / 2, (1 + confidence) / 2]))
     welch = welch_ratio_interval(va, vb, confidence)
     low, high = c.low_pct, c.high_pct = joined(boot, welch)
-    c.method = " and ".join(name for name, ends in (("bootstrap", boot), ("Welch t", welch))
-                            if low == ends[0] or high == ends[1])
+    c.method = " and ".join(
+        name for name, ends in (("bootstrap", boot), ("Welch t", welch)) if low == ends[0] or high == ends[1]
+    )
     if low <= 0 <= high:
-        c.verdict = (f"no difference the repeats can show: {a} vs {b} {ratio:+.1f} % ({_words(metric)}), "
-                     f"{100 * confidence:g} % CI [{low:+.1f} %, {high:+.1f} %], n = {len(va)} and {len(vb)}")
+        c.verdict = (
+            f"no difference the repeats can show: {a} vs {b} {ratio:+.1f} % ({_words(metric)}), "
+            f"{100 * confidence:g} % CI [{low:+.1f} %, {high:+.1f} %], n = {len(va)} and {len(vb)}"
+        )
         return c
     c.verdict = _says(c, ratio, low, high)
     if metric in HIGHER_IS_BETTER or metric in CPU_COST or _is_latency(metric):
@@ -357,7 +421,9 @@ def _says(c: Comparison, ratio: float, low: float, high: float) -> str:
     elif m in CPU_COST:
         what = f"uses {percent(size)} {'more' if up else 'less'} CPU per IO than {c.b} ({_words(m)})"
     elif _is_latency(m):
-        what = f"is {'slower' if up else 'faster'}: {_words(m)} {percent(size)} {'higher' if up else 'lower'} than {c.b}"
+        what = (
+            f"is {'slower' if up else 'faster'}: {_words(m)} {percent(size)} {'higher' if up else 'lower'} than {c.b}"
+        )
     else:
         what = f"has {percent(size)} {'higher' if up else 'lower'} {_words(m)} than {c.b}"
     ci = "" if math.isnan(lo) or lo == hi else f", {100 * c.confidence:g} % CI [{percent(lo)}, {percent(hi)}]"

@@ -16,6 +16,7 @@ it swept; without ``swept=``, a swept column is recognised by name when it is no
 snapshot column (``scheduler``); ``governor`` and ``smt`` are both, so pass ``swept=`` for
 a table loaded by hand from a sweep over those knobs.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
@@ -44,8 +45,7 @@ def _swept_columns(table: pd.DataFrame, keys: Sequence[str], swept: Iterable[str
     return {c for k in keys for c in SWEPT_AS.get(k, ()) if c in table.columns and c not in keys}
 
 
-def changes(runs: pd.DataFrame, keys: Sequence[str] = DRIFT_KEYS,
-            swept: Iterable[str] | None = None) -> dict[str, str]:
+def changes(runs: pd.DataFrame, keys: Sequence[str] = DRIFT_KEYS, swept: Iterable[str] | None = None) -> dict[str, str]:
     """run_id -> what drifted from the first run ("" for none); one row per run in ``runs``,
     already in run order."""
     keys = [k for k in keys if k in runs.columns]
@@ -67,8 +67,13 @@ def changes(runs: pd.DataFrame, keys: Sequence[str] = DRIFT_KEYS,
     return out
 
 
-def flag(table: pd.DataFrame, keys: Sequence[str] = DRIFT_KEYS, *, swept: Iterable[str] | None = None,
-         by: str | Sequence[str] | None = None) -> pd.DataFrame:
+def flag(
+    table: pd.DataFrame,
+    keys: Sequence[str] = DRIFT_KEYS,
+    *,
+    swept: Iterable[str] | None = None,
+    by: str | Sequence[str] | None = None,
+) -> pd.DataFrame:
     """``table`` with a ``drift`` text column on every row: "" when its run's snapshot keys
     match the first run of its study, else what changed ("kernel a -> b; governor x -> y").
 

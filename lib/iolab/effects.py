@@ -54,6 +54,7 @@ Every interval is taken at ``confidence`` (95 % by default). The best of many ce
 biased up by its own noise (the winner's curse): its interval is the cell's own, not
 widened for the choice.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -74,7 +75,7 @@ FREQUENCY_AXES = ("governor", "turbo", "smt", "siblings", "thread_siblings", "st
 FREQ_NOTES = {
     "scaling_cur_freq": "sampled: scaling_cur_freq of the pinned CPUs every 0.5 s, trimmed mean",
     "proc_cpuinfo": "nominal: /proc/cpuinfo (no cpufreq on this machine); it follows no governor or "
-                    "turbo, so it cannot explain a change",
+    "turbo, so it cannot explain a change",
     "none": "not sampled",
 }
 MODELS = ("multiplicative", "additive")
@@ -111,24 +112,58 @@ def main_effects(table: pd.DataFrame, axes, metric: str = "iops", confidence: fl
         stats_ = [_level(cells[_is(cells[axis], lv)], noise, confidence) for lv in levels]
         means = np.array([s[0] for s in stats_])
         hi, lo = int(np.nanargmax(means)), int(np.nanargmin(means))
-        apart = (pd.NA if any(math.isnan(s[1]) for s in (stats_[hi], stats_[lo]))
-                 else bool(stats_[hi][1] > stats_[lo][2]))
+        apart = (
+            pd.NA if any(math.isnan(s[1]) for s in (stats_[hi], stats_[lo])) else bool(stats_[hi][1] > stats_[lo][2])
+        )
         for i, (level, (mean, low, high, n_runs, n_cells)) in enumerate(zip(levels, stats_)):
-            rows.append({
-                "axis": axis, "level": level, "level_index": i, f"{metric}_mean": mean,
-                f"{metric}_ci_low": low, f"{metric}_ci_high": high, "n_runs": n_runs, "n_cells": n_cells,
-                "vs_first_pct": _pct_change(mean, means[0]),
-                "effect_pct": 100 * (means[hi] - means[lo]) / abs(grand) if grand else math.nan,
-                "change_pct": _pct_change(means[hi], means[lo]),
-                "low_level": levels[lo], "high_level": levels[hi], "separated": apart,
-                "complete": _complete(cells, names, axis, levels)})
-    out = pd.DataFrame(rows, columns=[
-        "axis", "level", "level_index", f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high",
-        "n_runs", "n_cells", "vs_first_pct", "effect_pct", "change_pct", "low_level", "high_level",
-        "separated", "complete"])
+            rows.append(
+                {
+                    "axis": axis,
+                    "level": level,
+                    "level_index": i,
+                    f"{metric}_mean": mean,
+                    f"{metric}_ci_low": low,
+                    f"{metric}_ci_high": high,
+                    "n_runs": n_runs,
+                    "n_cells": n_cells,
+                    "vs_first_pct": _pct_change(mean, means[0]),
+                    "effect_pct": 100 * (means[hi] - means[lo]) / abs(grand) if grand else math.nan,
+                    "change_pct": _pct_change(means[hi], means[lo]),
+                    "low_level": levels[lo],
+                    "high_level": levels[hi],
+                    "separated": apart,
+                    "complete": _complete(cells, names, axis, levels),
+                }
+            )
+    out = pd.DataFrame(
+        rows,
+        columns=[
+            "axis",
+            "level",
+            "level_index",
+            f"{metric}_mean",
+            f"{metric}_ci_low",
+            f"{metric}_ci_high",
+            "n_runs",
+            "n_cells",
+            "vs_first_pct",
+            "effect_pct",
+            "change_pct",
+            "low_level",
+            "high_level",
+            "separated",
+            "complete",
+        ],
+    )
     out["separated"] = out["separated"].astype("boolean")
-    out.attrs = {"metric": metric, "confidence": confidence, "grand_mean": grand, "skipped": skipped,
-                 "repeats": _repeats_text(cells), "axes": names}
+    out.attrs = {
+        "metric": metric,
+        "confidence": confidence,
+        "grand_mean": grand,
+        "skipped": skipped,
+        "repeats": _repeats_text(cells),
+        "axes": names,
+    }
     return out
 
 
@@ -143,13 +178,35 @@ def rank_effects(effects: pd.DataFrame) -> pd.DataFrame:
         first = part.iloc[0]
         mean = part.set_index("level_index")[f"{metric}_mean"]
         index = {_key(v): i for i, v in zip(part["level_index"], part["level"])}
-        rows.append({"axis": axis, "effect_pct": first["effect_pct"], "change_pct": first["change_pct"],
-                     "separated": first["separated"], "low_level": first["low_level"],
-                     f"low_{metric}": mean[index[_key(first["low_level"])]], "high_level": first["high_level"],
-                     f"high_{metric}": mean[index[_key(first["high_level"])]], "levels": len(part),
-                     "complete": bool(first["complete"])})
-    out = pd.DataFrame(rows, columns=["axis", "effect_pct", "change_pct", "separated", "low_level",
-                                      f"low_{metric}", "high_level", f"high_{metric}", "levels", "complete"])
+        rows.append(
+            {
+                "axis": axis,
+                "effect_pct": first["effect_pct"],
+                "change_pct": first["change_pct"],
+                "separated": first["separated"],
+                "low_level": first["low_level"],
+                f"low_{metric}": mean[index[_key(first["low_level"])]],
+                "high_level": first["high_level"],
+                f"high_{metric}": mean[index[_key(first["high_level"])]],
+                "levels": len(part),
+                "complete": bool(first["complete"]),
+            }
+        )
+    out = pd.DataFrame(
+        rows,
+        columns=[
+            "axis",
+            "effect_pct",
+            "change_pct",
+            "separated",
+            "low_level",
+            f"low_{metric}",
+            "high_level",
+            f"high_{metric}",
+            "levels",
+            "complete",
+        ],
+    )
     out = out.sort_values("effect_pct", ascending=False, na_position="last", ignore_index=True)
     out.insert(0, "rank", range(1, len(out) + 1))
     out["separated"] = out["separated"].astype("boolean")
@@ -172,8 +229,10 @@ def describe_effects(effects: pd.DataFrame, metric: str | None = None) -> str:
     parts, named_most = [], False
     for r in ranked.itertuples(index=False):
         low, high = getattr(r, f"low_{metric}"), getattr(r, f"high_{metric}")
-        span = (f"{words} range from {_short(low, metric)} at {_text(r.low_level)} to "
-                f"{_short(high, metric)} at {_text(r.high_level)} ({percent(r.change_pct, signed=True)}")
+        span = (
+            f"{words} range from {_short(low, metric)} at {_text(r.low_level)} to "
+            f"{_short(high, metric)} at {_text(r.high_level)} ({percent(r.change_pct, signed=True)}"
+        )
         incomplete = "" if r.complete else "; an incomplete grid: the levels average over different cells"
         if pd.isna(r.separated):
             parts.append(f"{r.axis}: {span}, one run per cell: no interval, as measured{incomplete})")
@@ -195,8 +254,9 @@ def describe_effects(effects: pd.DataFrame, metric: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------- interactions
-def interaction(table: pd.DataFrame, a: str, b: str, metric: str = "iops", axes=None,
-                model: str = "multiplicative") -> pd.DataFrame:
+def interaction(
+    table: pd.DataFrame, a: str, b: str, metric: str = "iops", axes=None, model: str = "multiplicative"
+) -> pd.DataFrame:
     """The (a, b) cell means of ``metric`` (its unit): ``a`` on the rows, ``b`` on the
     columns; each is the mean of the full cells (every axis in ``axes``, default [a, b])
     at that a and b, so other settings count equally. ``attrs``: ``departure_pct`` (same
@@ -226,29 +286,45 @@ def interactions(table: pd.DataFrame, axes, metric: str = "iops", model: str = "
     rows = []
     for a, b in itertools.combinations(multi, 2):
         r = _two_way(runs, names, a, b, metric, model, order)
-        rows.append({"a": a, "b": b, **{k: r[k] for k in ("interaction_pct", "max_departure_pct", "where",
-                                                          "f_stat", "p_value", "shown", "complete")}})
-    out = pd.DataFrame(rows, columns=["a", "b", "interaction_pct", "max_departure_pct", "where", "f_stat",
-                                      "p_value", "shown", "complete"])
+        rows.append(
+            {
+                "a": a,
+                "b": b,
+                **{
+                    k: r[k]
+                    for k in ("interaction_pct", "max_departure_pct", "where", "f_stat", "p_value", "shown", "complete")
+                },
+            }
+        )
+    out = pd.DataFrame(
+        rows,
+        columns=["a", "b", "interaction_pct", "max_departure_pct", "where", "f_stat", "p_value", "shown", "complete"],
+    )
     out = out.sort_values("interaction_pct", ascending=False, na_position="last", ignore_index=True)
     out["shown"] = out["shown"].astype("boolean")
-    out.attrs = {"metric": metric, "model": model,
-                 "skipped": {x: "one level" for x in names if x not in multi}}
+    out.attrs = {"metric": metric, "model": model, "skipped": {x: "one level" for x in names if x not in multi}}
     return out
 
 
-def _two_way(runs: pd.DataFrame, names: list[str], a: str, b: str, metric: str, model: str,
-             order: dict) -> dict[str, Any]:
+def _two_way(
+    runs: pd.DataFrame, names: list[str], a: str, b: str, metric: str, model: str, order: dict
+) -> dict[str, Any]:
     """The (a, b) table of cell means, its departures from the additive fit (log or raw
     scale), their strength and the ANOVA F test of the interaction."""
-    from scipy import stats  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
+    from scipy import (
+        stats,
+    )  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
+
     raw = runs[metric].to_numpy(dtype=float)
     if model == "multiplicative" and (raw <= 0).any():
-        raise InputError(f"{metric} has values <= 0: a multiplicative model takes logarithms; "
-                         f"pass model='additive'")
+        raise InputError(f"{metric} has values <= 0: a multiplicative model takes logarithms; pass model='additive'")
     y = np.log(raw) if model == "multiplicative" else raw
-    full = (runs.assign(_y=y).groupby(names, sort=False, dropna=False)
-            .agg(y=("_y", "mean"), raw=(metric, "mean"), var=("_y", "var"), n=("_y", "size")).reset_index())
+    full = (
+        runs.assign(_y=y)
+        .groupby(names, sort=False, dropna=False)
+        .agg(y=("_y", "mean"), raw=(metric, "mean"), var=("_y", "var"), n=("_y", "size"))
+        .reset_index()
+    )
     rep = full[full["n"] >= 2]
     df_e = int((rep["n"] - 1).sum())
     mse = float(((rep["n"] - 1) * rep["var"]).sum() / df_e) if df_e else math.nan
@@ -262,7 +338,7 @@ def _two_way(runs: pd.DataFrame, names: list[str], a: str, b: str, metric: str, 
                 W[i, j] = len(c) * stats.hmean(c["n"])  # runs behind the cell mean (balanced: K x n)
     resid = Y - _additive_fit(Y)
     present = ~np.isnan(Y)
-    rms = float(np.sqrt(np.nanmean(resid ** 2)))
+    rms = float(np.sqrt(np.nanmean(resid**2)))
     if model == "multiplicative":
         departure, strength = 100 * np.expm1(resid), 100 * math.expm1(rms)
     else:
@@ -272,17 +348,23 @@ def _two_way(runs: pd.DataFrame, names: list[str], a: str, b: str, metric: str, 
     df_ab = int(present.sum()) - len(rows) - len(cols) + 1
     f_stat = p_value = math.nan
     if df_ab > 0 and df_e > 0 and mse > 0:
-        f_stat = float(np.nansum(W * resid ** 2) / df_ab / mse)
+        f_stat = float(np.nansum(W * resid**2) / df_ab / mse)
         p_value = float(stats.f.sf(f_stat, df_ab, df_e))
     elif df_ab > 0 and df_e > 0:  # no noise at all: any departure is real
         f_stat, p_value = (math.inf, 0.0) if strength > 1e-9 else (math.nan, math.nan)
     pivot = pd.DataFrame(R, index=pd.Index(rows, name=a), columns=pd.Index(cols, name=b))
-    return {"pivot": pivot, "departure_pct": departure.tolist(), "interaction_pct": strength,
-            "max_departure_pct": float(departure[where_i, where_j]),
-            "where": f"{a}={_text(rows[where_i])}, {b}={_text(cols[where_j])}",
-            "f_stat": f_stat, "p_value": p_value,
-            "shown": pd.NA if math.isnan(p_value) else bool(p_value < 0.05),
-            "complete": bool(present.all()), "model": model}
+    return {
+        "pivot": pivot,
+        "departure_pct": departure.tolist(),
+        "interaction_pct": strength,
+        "max_departure_pct": float(departure[where_i, where_j]),
+        "where": f"{a}={_text(rows[where_i])}, {b}={_text(cols[where_j])}",
+        "f_stat": f_stat,
+        "p_value": p_value,
+        "shown": pd.NA if math.isnan(p_value) else bool(p_value < 0.05),
+        "complete": bool(present.all()),
+        "model": model,
+    }
 
 
 def _additive_fit(Y: np.ndarray, sweeps: int = 200) -> np.ndarray:
@@ -300,8 +382,9 @@ def _additive_fit(Y: np.ndarray, sweeps: int = 200) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- best configuration
-def best_config(table: pd.DataFrame, axes, metric: str = "iops", higher_is_better: bool = True,
-                confidence: float = 0.95) -> tuple[pd.Series, pd.DataFrame]:
+def best_config(
+    table: pd.DataFrame, axes, metric: str = "iops", higher_is_better: bool = True, confidence: float = 0.95
+) -> tuple[pd.Series, pd.DataFrame]:
     """The best cell and the cells statistically tied with it.
 
     Returns ``(best, ties)``. ``best``: the axes' values, ``config`` (in words),
@@ -330,30 +413,58 @@ def best_config(table: pd.DataFrame, axes, metric: str = "iops", higher_is_bette
     for key, g in runs.groupby("_config", sort=False):
         v = groups[key]
         low, high = compare.interval(v, metric, confidence)
-        cells.append({**g.iloc[0][names].to_dict(), "config": key, f"{metric}_mean": float(v.mean()),
-                      f"{metric}_ci_low": low, f"{metric}_ci_high": high, "n": len(v)})
+        cells.append(
+            {
+                **g.iloc[0][names].to_dict(),
+                "config": key,
+                f"{metric}_mean": float(v.mean()),
+                f"{metric}_ci_low": low,
+                f"{metric}_ci_high": high,
+                "n": len(v),
+            }
+        )
     cells = pd.DataFrame(cells)
     best_i = cells[f"{metric}_mean"].idxmax() if higher_is_better else cells[f"{metric}_mean"].idxmin()
     best = cells.loc[best_i].copy()
     others = cells.drop(index=best_i)
     judged = others[others["n"] >= compare.MIN_REPEATS] if best["n"] >= compare.MIN_REPEATS else others.iloc[:0]
-    ties = [{**other.to_dict(), **tie} for (_, other), tie in zip(judged.iterrows(), _dunnett(
-        groups[best["config"]], [groups[c] for c in judged["config"]], confidence))
-        if tie and best[f"{metric}_ci_low"] <= other[f"{metric}_mean"] <= best[f"{metric}_ci_high"]]
-    columns = [*names, "config", f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high", "n",
-               "ratio_pct", "low_pct", "high_pct", "p", "verdict"]
+    ties = [
+        {**other.to_dict(), **tie}
+        for (_, other), tie in zip(
+            judged.iterrows(), _dunnett(groups[best["config"]], [groups[c] for c in judged["config"]], confidence)
+        )
+        if tie and best[f"{metric}_ci_low"] <= other[f"{metric}_mean"] <= best[f"{metric}_ci_high"]
+    ]
+    columns = [
+        *names,
+        "config",
+        f"{metric}_mean",
+        f"{metric}_ci_low",
+        f"{metric}_ci_high",
+        "n",
+        "ratio_pct",
+        "low_pct",
+        "high_pct",
+        "p",
+        "verdict",
+    ]
     ties = pd.DataFrame(ties, columns=columns).sort_values(
-        f"{metric}_mean", ascending=not higher_is_better, ignore_index=True)
+        f"{metric}_mean", ascending=not higher_is_better, ignore_index=True
+    )
     unjudged = len(others) - len(judged)
     ties.attrs = {"metric": metric, "confidence": confidence, "unjudged": unjudged, "method": "Dunnett"}
     if best["n"] < compare.MIN_REPEATS:
-        best["note"] = (f"{int(best['n'])} run(s) of the best cell: {compare.NOT_INFORMATIVE}, ties cannot be "
-                        f"judged; repeat the search (repeats >= {compare.MIN_REPEATS})")
+        best["note"] = (
+            f"{int(best['n'])} run(s) of the best cell: {compare.NOT_INFORMATIVE}, ties cannot be "
+            f"judged; repeat the search (repeats >= {compare.MIN_REPEATS})"
+        )
     elif unjudged:
         best["note"] = f"{unjudged} cell(s) with fewer than {compare.MIN_REPEATS} runs could not be judged against it"
     else:
-        best["note"] = (f"{len(ties)} other cell(s) tied with it (Dunnett's test against the best over "
-                        f"{len(judged)} cells, {100 * confidence:g} % family-wise)")
+        best["note"] = (
+            f"{len(ties)} other cell(s) tied with it (Dunnett's test against the best over "
+            f"{len(judged)} cells, {100 * confidence:g} % family-wise)"
+        )
     return best, ties
 
 
@@ -364,6 +475,7 @@ def _dunnett(best: np.ndarray, others: list[np.ndarray], confidence: float) -> l
     if not others:
         return []
     from scipy import stats  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab
+
     result = stats.dunnett(*others, control=best)
     ci = result.confidence_interval(confidence)
     out = []
@@ -372,15 +484,22 @@ def _dunnett(best: np.ndarray, others: list[np.ndarray], confidence: float) -> l
             out.append({})
             continue
         m = v.mean()
-        out.append({"ratio_pct": 100 * (best.mean() / m - 1), "low_pct": -100 * diff_high / m,
-                    "high_pct": -100 * diff_low / m, "p": float(p),
-                    "verdict": f"tied with the best: Dunnett's test p = {p:.2f} over {len(others)} cells"})
+        out.append(
+            {
+                "ratio_pct": 100 * (best.mean() / m - 1),
+                "low_pct": -100 * diff_high / m,
+                "high_pct": -100 * diff_low / m,
+                "p": float(p),
+                "verdict": f"tied with the best: Dunnett's test p = {p:.2f} over {len(others)} cells",
+            }
+        )
     return out
 
 
 # ---------------------------------------------------------------- roofline
-def roofline(table: pd.DataFrame, axes, metric: str = "iops", hold: str = "best",
-             confidence: float = 0.95) -> dict[str, Any]:
+def roofline(
+    table: pd.DataFrame, axes, metric: str = "iops", hold: str = "best", confidence: float = 0.95
+) -> dict[str, Any]:
     """The single-device roof and how the aggregate ``metric`` scales with devices and cores
     (seed 003, AiSIO: the roof is the best single-device result, 3 857 938 IOPS, and
     N devices can do at most N × roof).
@@ -401,11 +520,15 @@ def roofline(table: pd.DataFrame, axes, metric: str = "iops", hold: str = "best"
     an axis the table lacks. The result is a dict: ``metric``, ``hold``, ``roof``,
     ``core_roof``, ``devices``, ``cores``, ``notes`` (a list of sentences)."""
     if hold not in ("best", "fixed"):
-        raise InputError(f"hold={hold!r}: choose 'best' (the best cell at each count) or 'fixed' "
-                         f"(the other axes at the best configuration)")
+        raise InputError(
+            f"hold={hold!r}: choose 'best' (the best cell at each count) or 'fixed' "
+            f"(the other axes at the best configuration)"
+        )
     if metric not in compare.HIGHER_IS_BETTER:
-        raise InputError(f"a roofline is a ceiling on a throughput: metric={metric!r} is not one; choose "
-                         f"from {', '.join(sorted(compare.HIGHER_IS_BETTER))}")
+        raise InputError(
+            f"a roofline is a ceiling on a throughput: metric={metric!r} is not one; choose "
+            f"from {', '.join(sorted(compare.HIGHER_IS_BETTER))}"
+        )
     names, _ = _axes(axes)
     runs = _runs(table, names, metric)
     notes: list[str] = []
@@ -414,14 +537,24 @@ def roofline(table: pd.DataFrame, axes, metric: str = "iops", hold: str = "best"
             runs[axis] = _counts(runs[axis], axis)
     cells = _cell_summary(runs, names, metric, confidence)
     best_all = cells.loc[cells[f"{metric}_mean"].idxmax()]
-    out: dict[str, Any] = {"metric": metric, "hold": hold, "confidence": confidence, "roof": None, "core_roof": None,
-                           "devices": None, "cores": None, "notes": notes}
+    out: dict[str, Any] = {
+        "metric": metric,
+        "hold": hold,
+        "confidence": confidence,
+        "roof": None,
+        "core_roof": None,
+        "devices": None,
+        "cores": None,
+        "notes": notes,
+    }
     if "devices" in names:
         out["roof"] = _unit_roof(cells, "devices", metric, notes, "device")
     else:
         out["roof"] = _roof_row(best_all, metric, 1)
-        notes.append("no devices axis: the roof is the best cell of the search (one device, as measured); "
-                     "no scaling with devices to read")
+        notes.append(
+            "no devices axis: the roof is the best cell of the search (one device, as measured); "
+            "no scaling with devices to read"
+        )
     if "cores" in names:
         out["core_roof"] = _unit_roof(cells, "cores", metric, notes, "core")
     else:
@@ -441,22 +574,40 @@ def roofline(table: pd.DataFrame, axes, metric: str = "iops", hold: str = "best"
                 continue
             c = at.loc[at[f"{metric}_mean"].idxmax()]
             roof_n = unit["value"] * n
-            row = {axis: n, f"{metric}_mean": c[f"{metric}_mean"], f"{metric}_ci_low": c[f"{metric}_ci_low"],
-                   f"{metric}_ci_high": c[f"{metric}_ci_high"], "n_runs": int(c["n"]), "roof_x_n": roof_n,
-                   "efficiency_pct": 100 * c[f"{metric}_mean"] / roof_n,
-                   "efficiency_low_pct": 100 * c[f"{metric}_ci_low"] / roof_n,
-                   "efficiency_high_pct": 100 * c[f"{metric}_ci_high"] / roof_n,
-                   "config": _config(c, [x for x in names if x != axis])}
+            row = {
+                axis: n,
+                f"{metric}_mean": c[f"{metric}_mean"],
+                f"{metric}_ci_low": c[f"{metric}_ci_low"],
+                f"{metric}_ci_high": c[f"{metric}_ci_high"],
+                "n_runs": int(c["n"]),
+                "roof_x_n": roof_n,
+                "efficiency_pct": 100 * c[f"{metric}_mean"] / roof_n,
+                "efficiency_low_pct": 100 * c[f"{metric}_ci_low"] / roof_n,
+                "efficiency_high_pct": 100 * c[f"{metric}_ci_high"] / roof_n,
+                "config": _config(c, [x for x in names if x != axis]),
+            }
             if axis == "cores" and "devices" in names:
                 row["device_bound"] = out["roof"]["value"] * c["devices"]
             rows.append(row)
-        cols = [axis, f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high", "n_runs", "roof_x_n",
-                "efficiency_pct", "efficiency_low_pct", "efficiency_high_pct", "config"]
-        out[axis] = pd.DataFrame(rows, columns=cols + (["device_bound"] if axis == "cores" and "devices" in names
-                                                       else []))
+        cols = [
+            axis,
+            f"{metric}_mean",
+            f"{metric}_ci_low",
+            f"{metric}_ci_high",
+            "n_runs",
+            "roof_x_n",
+            "efficiency_pct",
+            "efficiency_low_pct",
+            "efficiency_high_pct",
+            "config",
+        ]
+        out[axis] = pd.DataFrame(
+            rows, columns=cols + (["device_bound"] if axis == "cores" and "devices" in names else [])
+        )
     if out["devices"] is not None or out["cores"] is not None:
-        notes.append("the best cell at each count" if hold == "best"
-                     else "the other axes held at the best configuration")
+        notes.append(
+            "the best cell at each count" if hold == "best" else "the other axes held at the best configuration"
+        )
     notes.append("the roof is a maximum over cells, biased up by their noise (its interval is the cell's own)")
     return out
 
@@ -466,20 +617,30 @@ def describe_roofline(result: dict[str, Any]) -> str:
     """The roofline in words: the roof, then each count's aggregate and efficiency."""
     m = result["metric"]
     roof = result["roof"]
-    parts = [f"roof: {_short(roof['value'], m)} {_words(m)} per device ({roof['config']}"
-             + (f"; {100 * result.get('confidence', 0.95):g} % CI "
-                f"{_short(roof['ci_low'], m)}-{_short(roof['ci_high'], m)}"
-                if not math.isnan(roof["ci_low"]) else f"; {compare.NOT_INFORMATIVE}") + ")"]
+    parts = [
+        f"roof: {_short(roof['value'], m)} {_words(m)} per device ({roof['config']}"
+        + (
+            f"; {100 * result.get('confidence', 0.95):g} % CI {_short(roof['ci_low'], m)}-{_short(roof['ci_high'], m)}"
+            if not math.isnan(roof["ci_low"])
+            else f"; {compare.NOT_INFORMATIVE}"
+        )
+        + ")"
+    ]
     for axis in ("devices", "cores"):
         frame = result[axis]
         if frame is None:
             continue
         unit = "device" if axis == "devices" else "core"
         roof_name = "roof" if axis == "devices" else "core roof"
-        each = "; ".join(f"{int(r[axis])} {unit}{'s' if r[axis] != 1 else ''}: "
-                         + (f"{_short(r[f'{m}_mean'], m)} = {r['efficiency_pct']:.0f} % of "
-                            f"{int(r[axis])} × {roof_name}" if pd.notna(r.get(f"{m}_mean")) else "not measured")
-                         for _, r in frame.iterrows())
+        each = "; ".join(
+            f"{int(r[axis])} {unit}{'s' if r[axis] != 1 else ''}: "
+            + (
+                f"{_short(r[f'{m}_mean'], m)} = {r['efficiency_pct']:.0f} % of {int(r[axis])} × {roof_name}"
+                if pd.notna(r.get(f"{m}_mean"))
+                else "not measured"
+            )
+            for _, r in frame.iterrows()
+        )
         if axis == "cores":
             core = result["core_roof"]
             each = f"core roof {_short(core['value'], m)} per core ({core['config']}); " + each
@@ -498,10 +659,15 @@ def _unit_roof(cells: pd.DataFrame, axis: str, metric: str, notes: list[str], un
 
 
 def _roof_row(cell: pd.Series, metric: str, per: float) -> dict[str, Any]:
-    return {"value": float(cell[f"{metric}_mean"]) / per, "ci_low": float(cell[f"{metric}_ci_low"]) / per,
-            "ci_high": float(cell[f"{metric}_ci_high"]) / per, "n_runs": int(cell["n"]),
-            "config": _config(cell, [c for c in cell.index if c not in
-                                     {f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high", "n"}])}
+    return {
+        "value": float(cell[f"{metric}_mean"]) / per,
+        "ci_low": float(cell[f"{metric}_ci_low"]) / per,
+        "ci_high": float(cell[f"{metric}_ci_high"]) / per,
+        "n_runs": int(cell["n"]),
+        "config": _config(
+            cell, [c for c in cell.index if c not in {f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high", "n"}]
+        ),
+    }
 
 
 def _cell_summary(runs: pd.DataFrame, names: list[str], metric: str, confidence: float) -> pd.DataFrame:
@@ -510,9 +676,15 @@ def _cell_summary(runs: pd.DataFrame, names: list[str], metric: str, confidence:
     for key, g in runs.groupby(names, sort=False, dropna=False):
         v = g[metric].to_numpy(dtype=float)
         low, high = compare.interval(v, metric, confidence)
-        rows.append({**dict(zip(names, key if isinstance(key, tuple) else (key,))),
-                     f"{metric}_mean": float(v.mean()), f"{metric}_ci_low": low, f"{metric}_ci_high": high,
-                     "n": len(v)})
+        rows.append(
+            {
+                **dict(zip(names, key if isinstance(key, tuple) else (key,))),
+                f"{metric}_mean": float(v.mean()),
+                f"{metric}_ci_low": low,
+                f"{metric}_ci_high": high,
+                "n": len(v),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -521,14 +693,17 @@ def _counts(values: pd.Series, axis: str) -> pd.Series:
     out = pd.to_numeric(values, errors="coerce")
     bad = values[out.isna() | (out <= 0)]
     if len(bad):
-        raise InputError(f"{axis} must be a positive count of {axis}; the table has {bad.iloc[0]!r}: "
-                         f"fix the search spec's {axis} axis")
+        raise InputError(
+            f"{axis} must be a positive count of {axis}; the table has {bad.iloc[0]!r}: "
+            f"fix the search spec's {axis} axis"
+        )
     return out
 
 
 # ---------------------------------------------------------------- frequency
-def frequency_effects(table: pd.DataFrame, axes, metric: str = "iops", confidence: float = 0.95,
-                      which: Sequence[str] = FREQUENCY_AXES) -> pd.DataFrame:
+def frequency_effects(
+    table: pd.DataFrame, axes, metric: str = "iops", confidence: float = 0.95, which: Sequence[str] = FREQUENCY_AXES
+) -> pd.DataFrame:
     """For the axes in ``which`` that the search varied (governor, turbo, SMT, thread
     siblings, stress: those that move the CPU clock or share a core), the metric and the
     sampled CPU frequency per level side by side: ``<metric>_mean`` and its interval and
@@ -561,10 +736,21 @@ def frequency_effects(table: pd.DataFrame, axes, metric: str = "iops", confidenc
             f = _level(fcells[_is(fcells[axis], level)], fnoise, confidence) if has_freq else (math.nan,) * 3
             sources = runs.loc[_is(runs[axis], level), "freq_source"] if "freq_source" in runs else pd.Series()
             source = ", ".join(sorted(set(sources.dropna().astype(str)))) or "none"
-            part.append({"axis": axis, "level": level, f"{metric}_mean": m, f"{metric}_ci_low": lo,
-                         f"{metric}_ci_high": hi, "n_runs": n_runs, "cpu_freq_mhz_mean": f[0],
-                         "cpu_freq_mhz_ci_low": f[1], "cpu_freq_mhz_ci_high": f[2], "freq_source": source,
-                         "freq_note": "; ".join(FREQ_NOTES.get(s, s) for s in source.split(", "))})
+            part.append(
+                {
+                    "axis": axis,
+                    "level": level,
+                    f"{metric}_mean": m,
+                    f"{metric}_ci_low": lo,
+                    f"{metric}_ci_high": hi,
+                    "n_runs": n_runs,
+                    "cpu_freq_mhz_mean": f[0],
+                    "cpu_freq_mhz_ci_low": f[1],
+                    "cpu_freq_mhz_ci_high": f[2],
+                    "freq_source": source,
+                    "freq_note": "; ".join(FREQ_NOTES.get(s, s) for s in source.split(", ")),
+                }
+            )
         ref = max(part, key=lambda r: r[f"{metric}_mean"])
         for r in part:
             r["reference_level"] = ref["level"]
@@ -573,15 +759,38 @@ def frequency_effects(table: pd.DataFrame, axes, metric: str = "iops", confidenc
             sampled = r["freq_source"] == ref["freq_source"] == "scaling_cur_freq"
             ratio = r[f"{metric}_mean"] / ref[f"{metric}_mean"]
             fratio = r["cpu_freq_mhz_mean"] / ref["cpu_freq_mhz_mean"]
-            r["freq_share_pct"] = (100 * math.log(fratio) / math.log(ratio)
-                                   if sampled and abs(ratio - 1) >= 0.01 and fratio > 0 else math.nan)
+            r["freq_share_pct"] = (
+                100 * math.log(fratio) / math.log(ratio)
+                if sampled and abs(ratio - 1) >= 0.01 and fratio > 0
+                else math.nan
+            )
         rows += part
-    out = pd.DataFrame(rows, columns=[
-        "axis", "level", f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high", "n_runs", "cpu_freq_mhz_mean",
-        "cpu_freq_mhz_ci_low", "cpu_freq_mhz_ci_high", "reference_level", "change_pct", "freq_change_pct",
-        "freq_share_pct", "freq_source", "freq_note"])
-    out.attrs = {"metric": metric, "confidence": confidence, "skipped": skipped,
-                 "absent": [x for x in which if x not in names]}
+    out = pd.DataFrame(
+        rows,
+        columns=[
+            "axis",
+            "level",
+            f"{metric}_mean",
+            f"{metric}_ci_low",
+            f"{metric}_ci_high",
+            "n_runs",
+            "cpu_freq_mhz_mean",
+            "cpu_freq_mhz_ci_low",
+            "cpu_freq_mhz_ci_high",
+            "reference_level",
+            "change_pct",
+            "freq_change_pct",
+            "freq_share_pct",
+            "freq_source",
+            "freq_note",
+        ],
+    )
+    out.attrs = {
+        "metric": metric,
+        "confidence": confidence,
+        "skipped": skipped,
+        "absent": [x for x in which if x not in names],
+    }
     return out
 
 
@@ -593,8 +802,9 @@ def describe_frequency(freq: pd.DataFrame, metric: str | None = None) -> str:
     metric = metric or freq.attrs.get("metric", "iops")
     if freq.empty:
         absent = ", ".join(freq.attrs.get("absent", [])) or "none of them"
-        return (f"no governor, turbo, SMT, siblings or stress axis with two levels in this search "
-                f"({absent} not searched)")
+        return (
+            f"no governor, turbo, SMT, siblings or stress axis with two levels in this search ({absent} not searched)"
+        )
     words, parts = _words(metric), []
     for r in freq.itertuples(index=False):
         if _key(r.level) == _key(r.reference_level):
@@ -604,21 +814,31 @@ def describe_frequency(freq: pd.DataFrame, metric: str | None = None) -> str:
         if r.freq_source == "none" or math.isnan(r.cpu_freq_mhz_mean):
             parts.append(f"{head}; CPU frequency not sampled")
         elif "proc_cpuinfo" in r.freq_source:
-            parts.append(f"{head}; CPU frequency {ref.cpu_freq_mhz_mean:,.0f} -> {r.cpu_freq_mhz_mean:,.0f} MHz is "
-                         f"nominal (/proc/cpuinfo, no cpufreq): it cannot say whether the clock explains this")
+            parts.append(
+                f"{head}; CPU frequency {ref.cpu_freq_mhz_mean:,.0f} -> {r.cpu_freq_mhz_mean:,.0f} MHz is "
+                f"nominal (/proc/cpuinfo, no cpufreq): it cannot say whether the clock explains this"
+            )
         elif abs(r.freq_change_pct) < 1:
-            parts.append(f"{head}; CPU frequency unchanged ({r.cpu_freq_mhz_mean:,.0f} MHz, {r.freq_source}): "
-                         f"the clock does not explain it")
+            parts.append(
+                f"{head}; CPU frequency unchanged ({r.cpu_freq_mhz_mean:,.0f} MHz, {r.freq_source}): "
+                f"the clock does not explain it"
+            )
         else:
             share = ""
             if not math.isnan(r.freq_share_pct) and r.freq_share_pct > 110:
-                share = (f"; the clock moved further than {words} ({r.freq_share_pct:.0f} % of the change, log "
-                         f"scale): some runs were bound by something else, such as the devices")
+                share = (
+                    f"; the clock moved further than {words} ({r.freq_share_pct:.0f} % of the change, log "
+                    f"scale): some runs were bound by something else, such as the devices"
+                )
             elif not math.isnan(r.freq_share_pct):
-                share = (f"; if CPU-bound ({words} follow the clock) the clock accounts for "
-                         f"{r.freq_share_pct:.0f} % of it (log scale)")
-            parts.append(f"{head}; CPU frequency {percent(r.freq_change_pct, signed=True)} ({ref.cpu_freq_mhz_mean:,.0f} -> "
-                         f"{r.cpu_freq_mhz_mean:,.0f} MHz, {r.freq_source}){share}")
+                share = (
+                    f"; if CPU-bound ({words} follow the clock) the clock accounts for "
+                    f"{r.freq_share_pct:.0f} % of it (log scale)"
+                )
+            parts.append(
+                f"{head}; CPU frequency {percent(r.freq_change_pct, signed=True)} ({ref.cpu_freq_mhz_mean:,.0f} -> "
+                f"{r.cpu_freq_mhz_mean:,.0f} MHz, {r.freq_source}){share}"
+            )
     return "; ".join(parts) + "."
 
 
@@ -655,16 +875,20 @@ def _runs(table: pd.DataFrame, names: list[str], metric: str) -> pd.DataFrame:
     """One row per run (``compare.per_run``) of the runs whose status is ok, with a value."""
     missing = [a for a in names if a not in table]
     if missing:
-        raise InputError(f"no column {', '.join(map(repr, missing))} in the table: the axes must be columns of "
-                         f"the search table ({', '.join(map(str, table.columns))})")
+        raise InputError(
+            f"no column {', '.join(map(repr, missing))} in the table: the axes must be columns of "
+            f"the search table ({', '.join(map(str, table.columns))})"
+        )
     ok = table[table["status"].fillna("ok").astype(str) == "ok"] if "status" in table else table
     if ok.empty:
-        raise InputError("no run with status 'ok' in the table: nothing to read; see the runs' status column "
-                         "and their fio stderr")
+        raise InputError(
+            "no run with status 'ok' in the table: nothing to read; see the runs' status column and their fio stderr"
+        )
     runs = compare.per_run(ok, names)
     if metric not in runs:
-        raise InputError(f"no metric {metric!r} in the table: choose from "
-                         f"{', '.join(runs.select_dtypes('number').columns)}")
+        raise InputError(
+            f"no metric {metric!r} in the table: choose from {', '.join(runs.select_dtypes('number').columns)}"
+        )
     runs = runs[runs[metric].notna()].reset_index(drop=True)
     if runs.empty:
         raise InputError(f"no run has a {metric} value: nothing to read")
@@ -673,8 +897,7 @@ def _runs(table: pd.DataFrame, names: list[str], metric: str) -> pd.DataFrame:
 
 def _cells(runs: pd.DataFrame, names: list[str], metric: str) -> pd.DataFrame:
     """Per full cell: ``mean``, ``var`` (sample variance over its runs; NaN for one) and ``n``."""
-    return (runs.groupby(names, sort=False, dropna=False)[metric]
-            .agg(mean="mean", var="var", n="size").reset_index())
+    return runs.groupby(names, sort=False, dropna=False)[metric].agg(mean="mean", var="var", n="size").reset_index()
 
 
 def _pooled_noise(cells: pd.DataFrame) -> tuple[float, int]:
@@ -691,7 +914,10 @@ def _level(c: pd.DataFrame, noise: tuple[float, int], confidence: float) -> tupl
     """Marginal mean of a level (mean of its cells' means) and its interval: variance
     sum(s_c² / n_c) / k², Welch–Satterthwaite degrees of freedom; one-run cells borrow the
     pooled relative variance. Returns (mean, low, high, runs, cells)."""
-    from scipy import stats  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
+    from scipy import (
+        stats,
+    )  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
+
     k, mean = len(c), float(c["mean"].mean())
     runs = int(c["n"].sum())
     rel_var, pooled_df = noise
@@ -703,7 +929,7 @@ def _level(c: pd.DataFrame, noise: tuple[float, int], confidence: float) -> tupl
     total = float(v.sum())
     if total == 0:
         return mean, mean, mean, runs, k
-    df = total ** 2 / float(np.sum(v ** 2 / d))
+    df = total**2 / float(np.sum(v**2 / d))
     half = stats.t.ppf(0.5 + confidence / 2, df) * math.sqrt(total) / k
     return mean, mean - half, mean + half, runs, k
 

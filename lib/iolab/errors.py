@@ -3,6 +3,7 @@
 Library code raises these; only ``iolab.cli`` turns them into a message and an exit
 code. Every message says what happened and what to do next.
 """
+
 from __future__ import annotations
 
 import sys
@@ -88,8 +89,10 @@ class NvmeError(KnobError):
     def __init__(self, argv: list[str], returncode: int, stderr: str):
         self.argv, self.returncode, self.stderr = argv, returncode, stderr
         words = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
-        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {words}. Check the "
-                         "controller path (`nvme list` shows them) and that iolab runs as root.")
+        super().__init__(
+            f"`{' '.join(argv)}` failed (exit {returncode}): {words}. Check the "
+            "controller path (`nvme list` shows them) and that iolab runs as root."
+        )
 
 
 class HostError(IolabError):
@@ -132,8 +135,10 @@ class RunFileError(IolabError):
     (``iolab.runfiles``): ``path`` is the file, ``what`` what is wrong (it reads on from the
     path: "is empty (0 bytes)"), ``todo`` what to do."""
 
-    TODO = ("restore it from a copy of the run folder, or delete the folder and re-run the experiment "
-            "(its argv.json holds the command)")
+    TODO = (
+        "restore it from a copy of the run folder, or delete the folder and re-run the experiment "
+        "(its argv.json holds the command)"
+    )
 
     def __init__(self, path, what: str, todo: str = ""):
         self.path, self.what, self.todo = path, what, todo or self.TODO
@@ -172,6 +177,7 @@ def _brief(shell, etype, value, tb, tb_offset=None) -> list[str]:
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
     sys.last_exc = value  # Python 3.12's name for it, which %tb reads first there
     from .readable import wrapped  # (readable imports the column registry: not at every import of errors)
+
     stb = [f"\x1b[1;31m{etype.__name__}\x1b[0m: {wrapped(str(value))}", f"\x1b[2m{BRIEF_HINT}\x1b[0m"]
     shell._showtraceback(etype, value, stb)
     return stb

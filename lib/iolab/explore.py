@@ -12,6 +12,7 @@ settings get a log2 axis. The widget shows the ``plot(...)`` call for the curren
 so an exploration becomes a cell. Headless (papermill, ``make demo``) it shows the static
 default figure instead of widgets.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -31,14 +32,15 @@ from .plots import NOTEBOOK_WIDTH_IN, flag_banner, si_axis
 from .progress import headless
 from .validate import parse_size
 
-MAX_CATEGORIES = 30      # an unregistered column with more distinct values is not a setting
-NONE = "(none)"          # the hue / facet choice that means no split
-FEW_VALUES = 6           # a numeric setting with this many values or fewer is drawn as categories
+MAX_CATEGORIES = 30  # an unregistered column with more distinct values is not a setting
+NONE = "(none)"  # the hue / facet choice that means no split
+FEW_VALUES = 6  # a numeric setting with this many values or fewer is drawn as categories
 
 
 @dataclass(frozen=True)
 class Choices:
     """The columns of one table worth plotting: ``settings`` (x, hue, facet), ``metrics`` (y)."""
+
     settings: list[str]
     metrics: list[str]
 
@@ -97,17 +99,27 @@ def _interval(values, metric: str) -> tuple[float, float]:
     return (low, high) if not np.isnan(low) else (np.mean(values), np.mean(values))
 
 
-def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
-         facet: str | None = None, log_y: bool = False, title: str | None = None):
+def plot(
+    df: pd.DataFrame,
+    x: str,
+    y: str = "iops",
+    hue: str | None = None,
+    facet: str | None = None,
+    log_y: bool = False,
+    title: str | None = None,
+):
     """One figure of ``y`` against ``x`` (mean over repeats, 95 % Student-t interval), one
     colour per ``hue`` value, one panel per ``facet`` value. Returns the Figure."""
     for name in (x, y, hue, facet):
         if name is not None and name not in df.columns:
-            raise InputError(f"no column {name!r} in this table; columns worth plotting: "
-                           f"{choices(df).settings + choices(df).metrics}")
+            raise InputError(
+                f"no column {name!r} in this table; columns worth plotting: "
+                f"{choices(df).settings + choices(df).metrics}"
+            )
     panels = _order(df[facet]) if facet else [None]
-    fig, axes = plt.subplots(1, len(panels), figsize=(min(max(7.5, 4.6 * len(panels)), NOTEBOOK_WIDTH_IN), 4.4),
-                             sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(min(max(7.5, 4.6 * len(panels)), NOTEBOOK_WIDTH_IN), 4.4), sharey=True, squeeze=False
+    )
     hue_order = _order(df[hue]) if hue else None
     for ax, value in zip(axes[0], panels):
         part = df if facet is None else df[df[facet] == value]
@@ -119,22 +131,35 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
             ax.get_legend().remove()
     axes[0][0].set_ylabel(label(y))
     flagged = "flags" in df and (df["flags"].fillna("") != "").any()  # a banner goes between title and plot
-    fig.suptitle(title or f"{label(y)} by {label(x)}" + (f" and {label(hue)}" if hue else ""), fontsize=11,
-                 **({"y": 1.1} if flagged else {}))
+    fig.suptitle(
+        title or f"{label(y)} by {label(x)}" + (f" and {label(hue)}" if hue else ""),
+        fontsize=11,
+        **({"y": 1.1} if flagged else {}),
+    )
     c = choices(df)
     xs = [s for s in c.settings if s not in (hue, facet)] if x in c.metrics else [x]
     n = df.groupby(xs + [k for k in (hue, facet) if k])[y].count() if xs else df[y].agg(["count"])
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
-    interval = ("95 % Student-t interval" + (" (stopped at 0: the quantity cannot be negative)"
-                                             if compare.nonnegative(y) else "")
-                + (f"; none where a point has fewer than {compare.MIN_REPEATS} runs (it would say "
-                   "nothing): repeat 3 or more times" if n.min() < compare.MIN_REPEATS else "")
-                if n.max() >= compare.MIN_REPEATS else f"{compare.NOT_INFORMATIVE} per point")
+    interval = (
+        "95 % Student-t interval"
+        + (" (stopped at 0: the quantity cannot be negative)" if compare.nonnegative(y) else "")
+        + (
+            f"; none where a point has fewer than {compare.MIN_REPEATS} runs (it would say "
+            "nothing): repeat 3 or more times"
+            if n.min() < compare.MIN_REPEATS
+            else ""
+        )
+        if n.max() >= compare.MIN_REPEATS
+        else f"{compare.NOT_INFORMATIVE} per point"
+    )
     source = COLUMNS[y].source if y in COLUMNS else "this table"
     one_run = "run_id" in df and df["run_id"].nunique() == 1 and n.max() > 1
     what = f"{runs} interval(s) of one run" if one_run else f"{runs} run(s)"
-    per = (f"one point per setting ({', '.join(label(k) for k in xs)}), the mean of {what}" if x in c.metrics
-           else f"mean of {what} per point")
+    per = (
+        f"one point per setting ({', '.join(label(k) for k in xs)}), the mean of {what}"
+        if x in c.metrics
+        else f"mean of {what} per point"
+    )
     note = textwrap.fill(f"source: {source}; {per}; {interval}", width=int(fig.get_figwidth() * 18))
     fig.text(0.01, 0.01, note, fontsize=7.5, color="0.35")  # wrapped to the figure: never cut at its edge
     for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (plots.si_axis); a measured x too
@@ -146,11 +171,18 @@ def plot(df: pd.DataFrame, x: str, y: str = "iops", hue: str | None = None,
     return fig
 
 
-def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataFrame,
-          facet: str | None = None) -> None:
+def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataFrame, facet: str | None = None) -> None:
     palette = _palette(full, hue, hue_order)
-    kw = dict(data=part, x=x, y=y, hue=hue, hue_order=hue_order, errorbar=lambda v: _interval(v, y), ax=ax,
-              **({"palette": palette} if palette else {}))
+    kw = dict(
+        data=part,
+        x=x,
+        y=y,
+        hue=hue,
+        hue_order=hue_order,
+        errorbar=lambda v: _interval(v, y),
+        ax=ax,
+        **({"palette": palette} if palette else {}),
+    )
     if x in choices(full).metrics:
         by = [s for s in choices(full).settings if s not in (hue, facet)]
         _metric_vs_metric(part, x, y, by, hue, hue_order, ax, palette)
@@ -175,8 +207,9 @@ def _palette(full: pd.DataFrame, hue: str | None, hue_order) -> list | None:
     return sns.color_palette("viridis_r", n_colors=len(hue_order))
 
 
-def _metric_vs_metric(part: pd.DataFrame, x: str, y: str, by: list[str], hue, hue_order, ax,
-                      palette: list | None = None) -> None:
+def _metric_vs_metric(
+    part: pd.DataFrame, x: str, y: str, by: list[str], hue, hue_order, ax, palette: list | None = None
+) -> None:
     """Two measured columns against each other (latency vs IOPS): one point per setting
     (mean over repeats, 95 % t interval both ways), joined in the setting's order and
     labelled with its value."""
@@ -185,27 +218,53 @@ def _metric_vs_metric(part: pd.DataFrame, x: str, y: str, by: list[str], hue, hu
         if g.empty:
             continue
         keys = by or [x]
-        rank = lambda k: [_order(part[c]).index(v) for c, v in zip(keys, k)]
-        stats = sorted(g.groupby(keys), key=lambda kp: rank(kp[0]))
+        stats = sorted(g.groupby(keys), key=lambda kp: [_order(part[c]).index(v) for c, v in zip(keys, kp[0])])
         mx = [p[x].mean() for _, p in stats]
         my = [p[y].mean() for _, p in stats]
-        err = lambda col, m: np.array([[m_ - _interval(p[col], col)[0], _interval(p[col], col)[1] - m_]
-                                       for (_, p), m_ in zip(stats, m)]).T
-        ax.errorbar(mx, my, xerr=err(x, mx), yerr=err(y, my), marker="o", capsize=2,
-                    label=None if h is None else f"{h}", **({"color": palette[i]} if palette else {}))
+
+        def err(col, m, stats=stats):
+            return np.array(
+                [[m_ - _interval(p[col], col)[0], _interval(p[col], col)[1] - m_] for (_, p), m_ in zip(stats, m)]
+            ).T
+
+        ax.errorbar(
+            mx,
+            my,
+            xerr=err(x, mx),
+            yerr=err(y, my),
+            marker="o",
+            capsize=2,
+            label=None if h is None else f"{h}",
+            **({"color": palette[i]} if palette else {}),
+        )
         if by:
             for (k, _), px, py in zip(stats, mx, my):
-                ax.annotate(", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in k), (px, py),
-                            textcoords="offset points", xytext=(4, 4), fontsize=7, color="0.3")
+                ax.annotate(
+                    ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in k),
+                    (px, py),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=7,
+                    color="0.3",
+                )
     if hue:
         ax.legend(title=label(hue), fontsize=8)
     if by:
-        ax.text(0.99, 0.01, "points labelled with " + ", ".join(label(b) for b in by),
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="0.3")
+        ax.text(
+            0.99,
+            0.01,
+            "points labelled with " + ", ".join(label(b) for b in by),
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="0.3",
+        )
 
 
-def code(x: str, y: str, hue: str | None = None, facet: str | None = None, log_y: bool = False,
-         table: str = "table") -> str:
+def code(
+    x: str, y: str, hue: str | None = None, facet: str | None = None, log_y: bool = False, table: str = "table"
+) -> str:
     """The cell that draws the explorer's current figure."""
     args = [f"x={x!r}", f"y={y!r}"] + [f"{k}={v!r}" for k, v in (("hue", hue), ("facet", facet)) if v]
     args += ["log_y=True"] if log_y else []
@@ -216,8 +275,7 @@ def default_axes(df: pd.DataFrame) -> tuple[str, str]:
     """The first setting (queue depth when there is one) and IOPS (else the first metric)."""
     c = choices(df)
     if not c.settings or not c.metrics:
-        raise InputError("this table has no setting that varies or no metric to plot: "
-                         f"columns {list(df.columns)}")
+        raise InputError(f"this table has no setting that varies or no metric to plot: columns {list(df.columns)}")
     x = "qd" if "qd" in c.settings else c.settings[0]
     return x, ("iops" if "iops" in c.metrics else c.metrics[0])
 
@@ -261,10 +319,15 @@ class _Widget:
         self.table.observe(self._table_changed, names="value")
         for widget in (self.x, self.y, self.hue, self.facet, self.log_y):
             widget.observe(self.draw, names="value")
-        rows = [w.HBox([self.x, self.y], layout=w.Layout(flex_flow="row wrap")),
-                w.HBox([self.hue, self.facet, self.log_y], layout=w.Layout(flex_flow="row wrap"))]
-        self.box = w.VBox(([self.table] if len(names) > 1 else []) + rows +
-                          [self.out, w.HTML("<b>copy the code for this plot:</b>"), self.code])
+        rows = [
+            w.HBox([self.x, self.y], layout=w.Layout(flex_flow="row wrap")),
+            w.HBox([self.hue, self.facet, self.log_y], layout=w.Layout(flex_flow="row wrap")),
+        ]
+        self.box = w.VBox(
+            ([self.table] if len(names) > 1 else [])
+            + rows
+            + [self.out, w.HTML("<b>copy the code for this plot:</b>"), self.code]
+        )
         self.box.add_class("iolab-explorer")
         self.draw()
 
@@ -289,9 +352,13 @@ class _Widget:
         if self._busy:
             return
         df = self.tables[self.table.value]
-        args = dict(x=self.x.value, y=self.y.value, log_y=self.log_y.value,
-                    hue=None if self.hue.value == NONE else self.hue.value,
-                    facet=None if self.facet.value == NONE else self.facet.value)
+        args = dict(
+            x=self.x.value,
+            y=self.y.value,
+            log_y=self.log_y.value,
+            hue=None if self.hue.value == NONE else self.hue.value,
+            facet=None if self.facet.value == NONE else self.facet.value,
+        )
         name = self.table.value
         self.code.value = code(**args, table=name)
         with self.out:

@@ -9,6 +9,7 @@ runs it pinned with ``--output-format=json+`` and leaves fio's raw report untouc
 run that exited 0, ``read_output`` and ``raise_for_failure`` turn a report without I/O or with
 job errors into FioError carrying fio's own words.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,10 @@ def fio_time(seconds: float) -> str:
         scaled = value * factor
         if abs(scaled - round(scaled)) <= 1e-9 * max(1.0, abs(scaled)):
             return f"{round(scaled)}{unit}"
-    raise InputError(f"a time of {seconds!r} s is not a whole number of microseconds, the finest "
-                     "unit fio reads; round it, e.g. to 0.5 or 0.001")
+    raise InputError(
+        f"a time of {seconds!r} s is not a whole number of microseconds, the finest "
+        "unit fio reads; round it, e.g. to 0.5 or 0.001"
+    )
 
 
 def to_argv(options: Mapping[str, Any], fio: str = "fio") -> list[str]:
@@ -75,8 +78,9 @@ def to_argv(options: Mapping[str, Any], fio: str = "fio") -> list[str]:
     return argv
 
 
-def to_jobfile(jobs: Mapping[str, Mapping[str, Any]] | Mapping[str, Any],
-               global_options: Mapping[str, Any] | None = None) -> str:
+def to_jobfile(
+    jobs: Mapping[str, Mapping[str, Any]] | Mapping[str, Any], global_options: Mapping[str, Any] | None = None
+) -> str:
     """fio job file text. ``jobs`` maps job name -> options, or is one option dict
     (then its ``name`` key, default ``iolab``, names the single job)."""
     if jobs and all(isinstance(v, Mapping) for v in jobs.values()):
@@ -113,13 +117,13 @@ def fio_binary() -> str:
 
 def fio_version(fio: str | None = None) -> str:
     fio = fio or fio_binary()
-    return subprocess.run([fio, "--version"], capture_output=True, text=True,
-                          check=False).stdout.strip()
+    return subprocess.run([fio, "--version"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 @dataclass
 class FioRun:
     """A finished fio invocation: where its output is and what it printed."""
+
     argv: list[str]
     output_path: Path
     returncode: int
@@ -130,19 +134,34 @@ class FioRun:
     extra: dict = field(default_factory=dict)
 
 
-def fio_argv(jobfile: Path, output_path: Path, fio: str | None = None,
-             wrap: list[str] | None = None, readonly: bool = False) -> list[str]:
+def fio_argv(
+    jobfile: Path, output_path: Path, fio: str | None = None, wrap: list[str] | None = None, readonly: bool = False
+) -> list[str]:
     """The exact command line iolab runs fio with (json+, so percentiles come from bins),
     optionally under a wrapper such as ``perf record ... --``. ``readonly`` adds fio's
     ``--readonly``: fio then refuses any job that writes or trims."""
-    return [*(wrap or []), fio or fio_binary(), "--output-format=json+", f"--output={output_path}",
-            *(["--readonly"] if readonly else []), str(jobfile)]
+    return [
+        *(wrap or []),
+        fio or fio_binary(),
+        "--output-format=json+",
+        f"--output={output_path}",
+        *(["--readonly"] if readonly else []),
+        str(jobfile),
+    ]
 
 
-def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
-            timeout_s: float | None = None, on_start=None, cwd: Path | None = None,
-            cpus: list[int] | None = None, wrap: list[str] | None = None,
-            readonly: bool = False) -> FioRun:
+def run_fio(
+    jobfile: Path,
+    output_path: Path,
+    *,
+    fio: str | None = None,
+    timeout_s: float | None = None,
+    on_start=None,
+    cwd: Path | None = None,
+    cpus: list[int] | None = None,
+    wrap: list[str] | None = None,
+    readonly: bool = False,
+) -> FioRun:
     """Run ``fio --output-format=json+ --output=OUTPUT [--readonly] JOBFILE`` with
     ``iolab.process.run_pinned``.
 
@@ -150,19 +169,29 @@ def run_fio(jobfile: Path, output_path: Path, *, fio: str | None = None,
     ``cwd``). Raises FioError carrying fio's message and exit code when fio fails,
     RunInterrupted when it was stopped by a signal or Ctrl-C (its partial output kept).
     """
-    done = run_pinned(fio_argv(jobfile, output_path, fio, wrap, readonly), name="fio", cwd=cwd, cpus=cpus,
-                      timeout_s=timeout_s, on_start=on_start,
-                      kept=f"its partial output, if any, is kept in {output_path}")
+    done = run_pinned(
+        fio_argv(jobfile, output_path, fio, wrap, readonly),
+        name="fio",
+        cwd=cwd,
+        cpus=cpus,
+        timeout_s=timeout_s,
+        on_start=on_start,
+        kept=f"its partial output, if any, is kept in {output_path}",
+    )
     if done.returncode != 0:
         said = said_lines(_output_errors(Path(cwd or ".") / output_path), done.stderr, done.stdout)
         folder = Path(cwd or ".")  # a run folder .tmp-<id> is renamed <id> when it is finished
         folder = folder.with_name(folder.name.removeprefix(".tmp-"))
-        raise FioError(f"fio exited with code {done.returncode}: {'; '.join(said) or '(no message)'}; "
-                       f"fix the cause fio names, or the options in the job file {folder / jobfile} "
-                       "(see `man fio`)",
-                       done.returncode, done.stderr)
-    return FioRun(done.argv, Path(cwd or ".") / output_path, done.returncode, done.stdout, done.stderr,
-                  done.wall_s, done.pid)
+        raise FioError(
+            f"fio exited with code {done.returncode}: {'; '.join(said) or '(no message)'}; "
+            f"fix the cause fio names, or the options in the job file {folder / jobfile} "
+            "(see `man fio`)",
+            done.returncode,
+            done.stderr,
+        )
+    return FioRun(
+        done.argv, Path(cwd or ".") / output_path, done.returncode, done.stdout, done.stderr, done.wall_s, done.pid
+    )
 
 
 # ---------------------------------------------------------------- after a run: did it fail?
@@ -181,8 +210,12 @@ def read_output(path: str | os.PathLike, stderr: str = "", jobfile: str | os.Pat
         return load_document(path)
     except FioOutputError as exc:
         said = said_lines(stderr)
-        raise FioError(f"fio wrote no report: {'; '.join(said) or exc}; check the fio options "
-                       f"(see `man fio`) in the job file {jobfile}", 0, stderr) from None
+        raise FioError(
+            f"fio wrote no report: {'; '.join(said) or exc}; check the fio options "
+            f"(see `man fio`) in the job file {jobfile}",
+            0,
+            stderr,
+        ) from None
 
 
 def raise_for_failure(doc: FioDocument, stderr: str = "", jobfile: str | os.PathLike = "job.fio") -> None:
@@ -193,9 +226,18 @@ def raise_for_failure(doc: FioDocument, stderr: str = "", jobfile: str | os.Path
     said = said_lines(doc.text_before, doc.text_after, stderr)
     errors = job_errors(frame) if len(frame) else []
     if errors:
-        raise FioError("fio reported job errors: " + "; ".join(errors + said) +
-                       f"; fix the cause or the options in the job file {jobfile}", 0, stderr)
+        raise FioError(
+            "fio reported job errors: "
+            + "; ".join(errors + said)
+            + f"; fix the cause or the options in the job file {jobfile}",
+            0,
+            stderr,
+        )
     if not len(frame) or ((frame["total_ios"].fillna(0) == 0).all() and (frame["io_bytes"].fillna(0) == 0).all()):
-        raise FioError("fio did no I/O (it aborted the run): " +
-                       ("; ".join(said) or "it said nothing and its report has no job that did I/O") +
-                       f"; fix what fio says, or the options in the job file {jobfile}", 0, stderr)
+        raise FioError(
+            "fio did no I/O (it aborted the run): "
+            + ("; ".join(said) or "it said nothing and its report has no job that did I/O")
+            + f"; fix what fio says, or the options in the job file {jobfile}",
+            0,
+            stderr,
+        )

@@ -20,6 +20,7 @@ A run folder keeps fio's report as ``fio.json`` and its stderr as ``fio.stderr``
 ``run_rows(run_dir)`` reads them back as the run's rows (with ``fio_warnings``).
 Building job files and running fio is ``iolab.fio``.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,6 +52,7 @@ FILES = ("fio.json", "fio.stderr", "job.fio")  # in a run folder (written by iol
 @dataclass
 class FioDocument:
     """The fio JSON object found in a file, plus the text around it."""
+
     data: dict
     text_before: list[str]
     text_after: list[str]
@@ -106,7 +108,8 @@ def find_json(text: str) -> FioDocument:
         raise FioOutputError(
             "no fio JSON output found (expected fio's report: an object with 'fio version' and "
             "'jobs' or 'client_stats'); give the file fio wrote with --output-format=json or "
-            "json+ (a run folder's fio.json)." + hint)
+            "json+ (a run folder's fio.json)." + hint
+        )
     start, end, obj = found
     before = [s for s in text[:start].splitlines() if s.strip()]
     after = [s for s in text[end:].splitlines() if s.strip()]
@@ -120,8 +123,9 @@ def load_document(path: str | os.PathLike) -> FioDocument:
         raise FioOutputError(f"{path}: no such file; check the path") from None
     except IsADirectoryError:
         inside = Path(path) / "fio.json"
-        raise FioOutputError(f"{path} is a folder, not fio output; give a file"
-                             + (f", e.g. {inside}" if inside.exists() else "")) from None
+        raise FioOutputError(
+            f"{path} is a folder, not fio output; give a file" + (f", e.g. {inside}" if inside.exists() else "")
+        ) from None
     try:
         return find_json(text)
     except FioOutputError as exc:
@@ -148,8 +152,7 @@ def percentiles_from_bins(bins: Mapping[str, int], wanted: Iterable[float]) -> d
         return {}
     # the first bucket whose running count reaches p % of all IOs (zero-count buckets never
     # are: the running count stood as high one bucket earlier)
-    return {p: float(values[min(bisect_left(running, p / 100.0 * total), len(values) - 1)])
-            for p in sorted(wanted)}
+    return {p: float(values[min(bisect_left(running, p / 100.0 * total), len(values) - 1)]) for p in sorted(wanted)}
 
 
 def merge_bins(*bins: Mapping[str, int]) -> dict[str, int]:
@@ -245,8 +248,7 @@ def _direction_row(dirdata: Mapping[str, Any], legacy_units: bool) -> dict[str, 
     return row
 
 
-def _job_rows(job: Mapping[str, Any], index: int, version: str, legacy: bool,
-              hostname: str) -> list[dict[str, Any]]:
+def _job_rows(job: Mapping[str, Any], index: int, version: str, legacy: bool, hostname: str) -> list[dict[str, Any]]:
     base = {
         "job_index": index,
         "job": job.get("jobname", ""),
@@ -267,15 +269,41 @@ def _job_rows(job: Mapping[str, Any], index: int, version: str, legacy: bool,
             continue
         rows.append({**base, "direction": direction, **_direction_row(dirdata, legacy)})
     if not rows:
-        rows.append({**base, "direction": "none", "iops": 0.0, "bw_bytes_s": 0.0,
-                     "io_bytes": 0, "total_ios": 0, "runtime_ms": 0.0})
+        rows.append(
+            {
+                **base,
+                "direction": "none",
+                "iops": 0.0,
+                "bw_bytes_s": 0.0,
+                "io_bytes": 0,
+                "total_ios": 0,
+                "runtime_ms": 0.0,
+            }
+        )
     return rows
 
 
 COLUMN_ORDER = [
-    "job_index", "job", "groupid", "hostname", "direction", "iops", "bw_bytes_s", "io_bytes",
-    "total_ios", "runtime_ms", "clat_mean_us", "clat_p50_us", "clat_p99_us", "clat_p99_9_us",
-    "lat_mean_us", "usr_cpu_pct", "sys_cpu_pct", "ctx", "error", "fio_version",
+    "job_index",
+    "job",
+    "groupid",
+    "hostname",
+    "direction",
+    "iops",
+    "bw_bytes_s",
+    "io_bytes",
+    "total_ios",
+    "runtime_ms",
+    "clat_mean_us",
+    "clat_p50_us",
+    "clat_p99_us",
+    "clat_p99_9_us",
+    "lat_mean_us",
+    "usr_cpu_pct",
+    "sys_cpu_pct",
+    "ctx",
+    "error",
+    "fio_version",
 ]
 
 
@@ -313,9 +341,11 @@ def checked_rows(doc: FioDocument | Mapping[str, Any], source: Any) -> list[dict
     try:
         return tidy_rows(doc)
     except runfiles.CONTENT_ERRORS as exc:
-        raise FioOutputError(f"{source}: fio JSON, but a job in it is not as fio writes it "
-                             f"({runfiles.quote(f'{type(exc).__name__}: {exc}', 80)}); give fio's report as fio "
-                             "wrote it") from None
+        raise FioOutputError(
+            f"{source}: fio JSON, but a job in it is not as fio writes it "
+            f"({runfiles.quote(f'{type(exc).__name__}: {exc}', 80)}); give fio's report as fio "
+            "wrote it"
+        ) from None
 
 
 def checked_tidy(doc: FioDocument | Mapping[str, Any], source: Any) -> pd.DataFrame:
@@ -370,16 +400,19 @@ def run_document(report: str | os.PathLike) -> FioDocument:
         return find_json(text)
     except FioOutputError:
         runfiles.parse_json(text.strip(), report, dict)  # cut short, not JSON, or not an object: said so
-        raise RunFileError(report, "holds a JSON object that is not fio's report (no 'fio version' with 'jobs' or "
-                                   "'client_stats')") from None
+        raise RunFileError(
+            report, "holds a JSON object that is not fio's report (no 'fio version' with 'jobs' or 'client_stats')"
+        ) from None
 
 
 def job_errors(frame: pd.DataFrame) -> list[str]:
     """Human-readable lines for jobs that report a non-zero error (fio's ``error`` is an
     errno: "fio error 30 (Read-only file system)", os.strerror)."""
     bad = frame[frame["error"].fillna(0).astype(int) != 0]
-    return [f"job {r.job!r} (index {r.job_index}): fio error {r.error} ({os.strerror(int(r.error))})"
-            for r in bad.drop_duplicates("job_index").itertuples()]
+    return [
+        f"job {r.job!r} (index {r.job_index}): fio error {r.error} ({os.strerror(int(r.error))})"
+        for r in bad.drop_duplicates("job_index").itertuples()
+    ]
 
 
 # ---------------------------------------------------------------- what fio said
@@ -387,7 +420,7 @@ def said_lines(*texts: Iterable[str] | str) -> list[str]:
     """Non-empty lines of several texts (or lists of lines), each once, in order."""
     out: list[str] = []
     for text in texts:
-        for line in (text.splitlines() if isinstance(text, str) else text):
+        for line in text.splitlines() if isinstance(text, str) else text:
             line = line.strip()
             if line and line not in out:
                 out.append(line)
@@ -416,9 +449,11 @@ def run_warnings(doc: FioDocument, stderr: str = "") -> list[str]:
         except (TypeError, ValueError):
             continue
         if asked > 1 and at_one >= 99.95:
-            note = (f"job {job.get('jobname', '')!r}: iodepth={asked} but every IO was submitted at "
-                    "depth 1 (fio iodepth_level): queue depth will be capped at 1 (a synchronous "
-                    "ioengine such as psync does this)")
+            note = (
+                f"job {job.get('jobname', '')!r}: iodepth={asked} but every IO was submitted at "
+                "depth 1 (fio iodepth_level): queue depth will be capped at 1 (a synchronous "
+                "ioengine such as psync does this)"
+            )
             if note not in out:
                 out.append(note)
     return out

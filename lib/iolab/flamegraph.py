@@ -16,6 +16,7 @@ The reading of the same stacks in numbers (shares, kinds, diffs, a paragraph) is
 Layout follows FlameGraph's flamegraph.pl: the x axis is the share of samples, frames merged
 by name and sorted alphabetically — it is not time.
 """
+
 from __future__ import annotations
 
 import html
@@ -28,8 +29,14 @@ from .progress import headless
 from .profile import bare, frame_category, is_diff, merge_unknown_runs
 
 CATEGORY_COLORS = {
-    "idle": "#c7c7c7", "interrupt/softirq": "#d62728", "io_uring": "#ff7f0e", "block layer": "#2ca02c",
-    "driver": "#8c564b", "page cache": "#bcbd22", "kernel": "#e9967a", "user": "#6baed6",
+    "idle": "#c7c7c7",
+    "interrupt/softirq": "#d62728",
+    "io_uring": "#ff7f0e",
+    "block layer": "#2ca02c",
+    "driver": "#8c564b",
+    "page cache": "#bcbd22",
+    "kernel": "#e9967a",
+    "user": "#6baed6",
 }
 
 
@@ -38,8 +45,8 @@ CATEGORY_COLORS = {
 class Box:
     name: str
     depth: int
-    x: float       # start, in samples
-    width: float   # samples
+    x: float  # start, in samples
+    width: float  # samples
     delta: float = 0.0
 
 
@@ -65,6 +72,7 @@ def layout(stacks, min_fraction: float = 0.0) -> list[Box]:
                 boxes.append(Box(name, depth, x, width, delta))
                 walk(children, depth + 1, x)
             x += width
+
     walk(tree, 0, 0.0)
     return boxes
 
@@ -80,8 +88,11 @@ def _color(box: Box, diff_mode: bool, max_delta: float) -> str:
         if max_delta <= 0 or box.width <= 0:
             return "#dddddd"
         s = max(-1.0, min(1.0, box.delta / max_delta))
-        return (f"#ff{int(255 * (1 - s)):02x}{int(255 * (1 - s)):02x}" if s >= 0
-                else f"#{int(255 * (1 + s)):02x}{int(255 * (1 + s)):02x}ff")
+        return (
+            f"#ff{int(255 * (1 - s)):02x}{int(255 * (1 - s)):02x}"
+            if s >= 0
+            else f"#{int(255 * (1 + s)):02x}{int(255 * (1 + s)):02x}ff"
+        )
     if box.depth == 0:
         return "#e0e0e0"
     return CATEGORY_COLORS.get(frame_category(box.name), CATEGORY_COLORS["user"])
@@ -89,7 +100,7 @@ def _color(box: Box, diff_mode: bool, max_delta: float) -> str:
 
 def _cut(label: str, chars: int) -> str:
     """``label`` in at most ``chars`` characters, cut with '..' ('' below 3 characters)."""
-    return "" if chars < 3 else label if len(label) <= chars else label[:chars - 2] + ".."
+    return "" if chars < 3 else label if len(label) <= chars else label[: chars - 2] + ".."
 
 
 def _prepare(stacks, merge_unknowns: bool):
@@ -100,8 +111,15 @@ def _prepare(stacks, merge_unknowns: bool):
     return diff_mode, stacks, total_width(stacks)
 
 
-def draw(stacks, ax=None, title: str = "Flame graph", icicle: bool = False,
-         min_fraction: float = 0.002, count_name: str = "samples", merge_unknowns: bool = True):
+def draw(
+    stacks,
+    ax=None,
+    title: str = "Flame graph",
+    icicle: bool = False,
+    min_fraction: float = 0.002,
+    count_name: str = "samples",
+    merge_unknowns: bool = True,
+):
     """Static flame graph on a matplotlib axis. ``stacks``: Counter, or a Diff's
     ``stacks`` for a differential graph (widths from the second profile). Runs of junk
     ``[unknown]`` frames are drawn as one (``merge_unknown_runs``) unless ``merge_unknowns=False``."""
@@ -113,11 +131,25 @@ def draw(stacks, ax=None, title: str = "Flame graph", icicle: bool = False,
     max_delta = max((abs(b.delta) for b in boxes), default=0.0)
     for b in boxes:
         y = depth - 1 - b.depth if icicle else b.depth
-        ax.add_patch(Rectangle((b.x / total, y), b.width / total, 0.95,
-                               facecolor=_color(b, diff_mode, max_delta), edgecolor="white", linewidth=0.3))
+        ax.add_patch(
+            Rectangle(
+                (b.x / total, y),
+                b.width / total,
+                0.95,
+                facecolor=_color(b, diff_mode, max_delta),
+                edgecolor="white",
+                linewidth=0.3,
+            )
+        )
         if b.width / total > 0.04:
-            ax.text(b.x / total + 0.002, y + 0.45, _cut(bare(b.name), int(b.width / total * 160)),
-                    fontsize=6.5, va="center", clip_on=True)
+            ax.text(
+                b.x / total + 0.002,
+                y + 0.45,
+                _cut(bare(b.name), int(b.width / total * 160)),
+                fontsize=6.5,
+                va="center",
+                clip_on=True,
+            )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, depth)
     ax.set_yticks([])
@@ -126,20 +158,37 @@ def draw(stacks, ax=None, title: str = "Flame graph", icicle: bool = False,
     if not diff_mode:
         used = {frame_category(b.name) for b in boxes if b.depth > 0}
         handles = [Rectangle((0, 0), 1, 1, color=c) for k, c in CATEGORY_COLORS.items() if k in used]
-        ax.legend(handles, [k for k in CATEGORY_COLORS if k in used], fontsize=7, loc="upper left",
-                  bbox_to_anchor=(0, -0.08 - 0.6 / depth), ncol=8, frameon=False)
+        ax.legend(
+            handles,
+            [k for k in CATEGORY_COLORS if k in used],
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(0, -0.08 - 0.6 / depth),
+            ncol=8,
+            frameon=False,
+        )
     else:
-        ax.legend([Rectangle((0, 0), 1, 1, color="#ff6666"), Rectangle((0, 0), 1, 1, color="#6666ff")],
-                  ["grew", "shrank"], fontsize=7, loc="upper right")
+        ax.legend(
+            [Rectangle((0, 0), 1, 1, color="#ff6666"), Rectangle((0, 0), 1, 1, color="#6666ff")],
+            ["grew", "shrank"],
+            fontsize=7,
+            loc="upper right",
+        )
     return ax
 
 
-_HEAD = 64              # px above the frames: title, hint, search row
-_CHAR = 0.6 * 11        # px per character of the 11-px monospace labels (before the browser measures)
+_HEAD = 64  # px above the frames: title, hint, search row
+_CHAR = 0.6 * 11  # px per character of the 11-px monospace labels (before the browser measures)
 
 
-def svg(stacks, title: str = "Flame graph", width: int = 1200, row: int = 16,
-        min_fraction: float = 0.001, merge_unknowns: bool = True) -> str:
+def svg(
+    stacks,
+    title: str = "Flame graph",
+    width: int = 1200,
+    row: int = 16,
+    min_fraction: float = 0.001,
+    merge_unknowns: bool = True,
+) -> str:
     """A self-contained interactive SVG flame graph (no external scripts, no network);
     ``stacks`` as for ``draw`` (a Diff's stacks give the differential graph).
 
@@ -160,10 +209,23 @@ def svg(stacks, title: str = "Flame graph", width: int = 1200, row: int = 16,
     max_delta = max((abs(b.delta) for b in boxes), default=0.0)
     out = [_svg_header(title, width, height, diff_mode)]
     for b in boxes:
-        tip = f"{bare(b.name)} ({100 * b.width / total:.2f} %" + (
-            f", {100 * b.delta / total:+.2f} pts" if diff_mode else "") + ")"
-        out.append(_svg_frame(b, b.x / total, b.width / total, tip, _color(b, diff_mode, max_delta),
-                              width, height - 4 - (b.depth + 1) * row, row))
+        tip = (
+            f"{bare(b.name)} ({100 * b.width / total:.2f} %"
+            + (f", {100 * b.delta / total:+.2f} pts" if diff_mode else "")
+            + ")"
+        )
+        out.append(
+            _svg_frame(
+                b,
+                b.x / total,
+                b.width / total,
+                tip,
+                _color(b, diff_mode, max_delta),
+                width,
+                height - 4 - (b.depth + 1) * row,
+                row,
+            )
+        )
     out.append(f"<script><![CDATA[{_SVG_JS}]]></script></svg>")
     return "\n".join(out)
 
@@ -172,29 +234,33 @@ def _svg_header(title: str, width: int, height: int, diff_mode: bool) -> str:
     hint = "click a frame to zoom, background or Reset to zoom out; search takes a regex"
     if diff_mode:
         hint += "; red: grew, blue: shrank"
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="iolab-flame" width="100%" '
-            f'viewBox="0 0 {width} {height}" preserveAspectRatio="xMinYMin meet" '
-            f'font-family="monospace" font-size="11">\n'
-            f'<rect class="bg" x="0" y="0" width="{width}" height="{height}" fill="#fff"/>\n'
-            f'<text x="4" y="16" font-size="13" font-weight="bold">{html.escape(title)}</text>\n'
-            f'<text class="hint" x="4" y="33" fill="#555">{hint}</text>\n'
-            '<foreignObject x="4" y="40" width="214" height="22"><input xmlns="http://www.w3.org/1999/xhtml" '
-            'class="q" placeholder="search (regex)" style="width:210px;height:20px;box-sizing:border-box;'
-            'font:11px monospace"/></foreignObject>\n'
-            '<g class="reset" opacity="0.4" style="cursor:pointer"><rect x="226" y="41" width="84" height="20" '
-            'rx="3" fill="#eee" stroke="#888"/><text x="268" y="55" text-anchor="middle">Reset zoom</text></g>\n'
-            f'<text class="status" x="{width - 4}" y="55" text-anchor="end"></text>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="iolab-flame" width="100%" '
+        f'viewBox="0 0 {width} {height}" preserveAspectRatio="xMinYMin meet" '
+        f'font-family="monospace" font-size="11">\n'
+        f'<rect class="bg" x="0" y="0" width="{width}" height="{height}" fill="#fff"/>\n'
+        f'<text x="4" y="16" font-size="13" font-weight="bold">{html.escape(title)}</text>\n'
+        f'<text class="hint" x="4" y="33" fill="#555">{hint}</text>\n'
+        '<foreignObject x="4" y="40" width="214" height="22"><input xmlns="http://www.w3.org/1999/xhtml" '
+        'class="q" placeholder="search (regex)" style="width:210px;height:20px;box-sizing:border-box;'
+        'font:11px monospace"/></foreignObject>\n'
+        '<g class="reset" opacity="0.4" style="cursor:pointer"><rect x="226" y="41" width="84" height="20" '
+        'rx="3" fill="#eee" stroke="#888"/><text x="268" y="55" text-anchor="middle">Reset zoom</text></g>\n'
+        f'<text class="status" x="{width - 4}" y="55" text-anchor="end"></text>'
+    )
 
 
 def _svg_frame(b: Box, x: float, w: float, tip: str, fill: str, width: int, y: float, row: int) -> str:
     """One frame as ``g[data-x]``, placed for the unzoomed graph ``width`` px wide."""
     name = bare(b.name)
-    return (f'<g data-x="{x:.9f}" data-w="{w:.9f}" data-d="{b.depth}" data-n="{html.escape(name)}">'
-            f'<title>{html.escape(tip)}</title>'
-            f'<rect x="{x * width:.1f}" y="{y}" width="{max(w * width - 0.5, 0.5):.1f}" height="{row - 1}" '
-            f'fill="{fill}" rx="1"/>'
-            f'<text x="{x * width + 2:.1f}" y="{y + row - 4}">'
-            f'{html.escape(_cut(name, int((w * width - 4) // _CHAR)))}</text></g>')
+    return (
+        f'<g data-x="{x:.9f}" data-w="{w:.9f}" data-d="{b.depth}" data-n="{html.escape(name)}">'
+        f"<title>{html.escape(tip)}</title>"
+        f'<rect x="{x * width:.1f}" y="{y}" width="{max(w * width - 0.5, 0.5):.1f}" height="{row - 1}" '
+        f'fill="{fill}" rx="1"/>'
+        f'<text x="{x * width + 2:.1f}" y="{y + row - 4}">'
+        f"{html.escape(_cut(name, int((w * width - 4) // _CHAR)))}</text></g>"
+    )
 
 
 # Scoped to its own <svg> (document.currentScript), so graphs on one page do not interfere.
@@ -248,4 +314,5 @@ def show(stacks, title: str = "Flame graph", interactive: bool = True) -> None:
     if not interactive or headless():
         return
     from IPython.display import HTML, display  # only in a notebook kernel
+
     display(HTML(svg(stacks, title=title)))

@@ -22,11 +22,13 @@ options — checked on that project's own test inputs and expected results:
   inlined frames (``a->b``) are split, the inner ones marked ``_[i]``; ``kernel``/``jit``
   mark kernel and JIT frames ``_[k]``/``_[j]``; ``+0x..`` offsets and argument lists are cut.
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter
 from pathlib import Path
+
 TYPE_CHECKING = False  # typing is not imported at run time: `iolab fold` must start fast
 if TYPE_CHECKING:
     from typing import Iterable, TextIO
@@ -41,10 +43,18 @@ _JIT_MAP = re.compile(r"/tmp/perf-\d+\.map")
 class FoldOptions:
     """stackcollapse-perf.pl's options (a plain class: ``iolab fold`` must start fast, and
     the dataclasses module costs several ms to import)."""
+
     __slots__ = ("pid", "tid", "kernel", "jit", "addrs", "event_filter")
 
-    def __init__(self, pid: bool = False, tid: bool = False, kernel: bool = False, jit: bool = False,
-                 addrs: bool = False, event_filter: str = ""):
+    def __init__(
+        self,
+        pid: bool = False,
+        tid: bool = False,
+        kernel: bool = False,
+        jit: bool = False,
+        addrs: bool = False,
+        event_filter: str = "",
+    ):
         self.pid, self.tid, self.kernel, self.jit, self.addrs = pid, tid, kernel, jit, addrs
         self.event_filter = event_filter
 
@@ -55,8 +65,14 @@ class FoldOptions:
 class Folded:
     """Folded stacks (stack -> weight) and what folding noticed."""
 
-    def __init__(self, stacks: Counter | None = None, event: str = "", skipped_other_events: int = 0,
-                 unrecognized_lines: int = 0, samples: int = 0):
+    def __init__(
+        self,
+        stacks: Counter | None = None,
+        event: str = "",
+        skipped_other_events: int = 0,
+        unrecognized_lines: int = 0,
+        samples: int = 0,
+    ):
         self.stacks = stacks if stacks is not None else Counter()
         self.event, self.skipped_other_events = event, skipped_other_events
         self.unrecognized_lines, self.samples = unrecognized_lines, samples
@@ -116,7 +132,7 @@ class _Folder:
         # the same (function, module) pairs recur in almost every sample: tidy each once
         self.frames_of: dict[tuple, list[str]] = {}
         self.chains: dict[tuple[str, bool], str | None] = {}  # (frame lines, java) -> "root;...;leaf"
-        self.lines: dict[str, list[str]] = {}       # a frame line -> its frames, leaf first
+        self.lines: dict[str, list[str]] = {}  # a frame line -> its frames, leaf first
         self.lines_java: dict[str, list[str]] = {}  # the same in a java process (tidied otherwise)
 
     def frames(self, f: re.Match) -> list[str]:
@@ -187,7 +203,7 @@ class _Folder:
         on each of them then on a blank line would: a header line then indented frames
         take the fast path, anything else the line-by-line one."""
         nl = text.find("\n")
-        head, chain = (text[:nl], text[nl + 1:]) if nl >= 0 else (text, "")
+        head, chain = (text[:nl], text[nl + 1 :]) if nl >= 0 else (text, "")
         m = _HEADER.match(head) if head[:1] not in ("#", "\t", " ", "") else None
         if m is None or self.skip or self.stack or self.pname is not None:
             for raw in text.split("\n"):
@@ -259,7 +275,7 @@ def fold_stream(stream: TextIO, options: FoldOptions | None = None) -> Folded:
         if cut < 0:
             rest = text
             continue
-        rest = text[cut + 2:]
+        rest = text[cut + 2 :]
         for sample in text[:cut].split("\n\n"):
             sample = sample.lstrip("\n")  # more blank lines in a row end nothing more
             if sample:
@@ -272,6 +288,7 @@ def fold_stream(stream: TextIO, options: FoldOptions | None = None) -> Folded:
 def fold_text(text: str, options: FoldOptions | None = None) -> Folded:
     """Fold ``perf script`` text held in memory (``fold_stream``)."""
     import io
+
     return fold_stream(io.StringIO(text), options)
 
 
@@ -293,4 +310,3 @@ def read_folded(source: str | Path | TextIO) -> Counter:
             stack = stack.rsplit(" ", 1)[0]
         stacks[stack] += int(count)
     return stacks
-

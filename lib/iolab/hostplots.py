@@ -2,6 +2,7 @@
 side, the latency distribution of each host and of all pooled, and the aggregate against the
 number of hosts. Like ``iolab.plots``: tidy frames in, units from the column registry, the
 source of every number under the plot, the ``ax`` returned."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,9 @@ def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: s
     """Bars of each host's mean ``metric`` with its 95 % t interval (``many_hosts.per_host``);
     the pooled bar (when the metric is a latency: a sum of IOPS is on another scale) hatched."""
     ax = _ax(ax)
-    rows = summary if not metric.startswith("iops") and not metric.startswith("bw") else summary[summary["host"] != POOLED]
+    rows = (
+        summary if not metric.startswith("iops") and not metric.startswith("bw") else summary[summary["host"] != POOLED]
+    )
     mean = rows[f"{metric}_mean"].to_numpy(float)
     err = np.vstack([mean - rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float) - mean])
     err = np.where(np.isnan(err), 0, err)
@@ -34,8 +37,11 @@ def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: s
     si_axis(ax)
     n = int(rows["repeats"].max()) if len(rows) else 0
     ax.set_title(title or f"{label(metric)} per host, all hosts running at once")
-    source_note(ax, f"fio client/server json+ reports, mean of {n} run(s) per host with 95 % t interval; "
-                    "pooled: summed bins of every host (iolab.pool)")
+    source_note(
+        ax,
+        f"fio client/server json+ reports, mean of {n} run(s) per host with 95 % t interval; "
+        "pooled: summed bins of every host (iolab.pool)",
+    )
     return ax
 
 
@@ -48,8 +54,15 @@ def host_percentiles(run_rows: pd.DataFrame, kind: str = "clat", ax=None):
     for _, r in rows.iterrows():
         values = [r.get(f"{kind}_p{n}_us", np.nan) for n in names]
         pooled = r["host"] == POOLED
-        ax.plot(nines, values, marker="o", lw=2.5 if pooled else 1.2, color="black" if pooled else None,
-                ls="--" if pooled else "-", label=f"{r['host']} ({r['direction']})")
+        ax.plot(
+            nines,
+            values,
+            marker="o",
+            lw=2.5 if pooled else 1.2,
+            color="black" if pooled else None,
+            ls="--" if pooled else "-",
+            label=f"{r['host']} ({r['direction']})",
+        )
     ax.set_xticks(nines)
     ax.set_xticklabels([f"p{PERCENTILES[n]:g}" for n in names])
     ax.set_yscale("log")
@@ -58,8 +71,11 @@ def host_percentiles(run_rows: pd.DataFrame, kind: str = "clat", ax=None):
     ax.legend(fontsize=8)
     run = rows["run_id"].iloc[0] if "run_id" in rows and len(rows) else "?"
     ax.set_title(f"{kind} latency distribution per host and pooled")
-    source_note(ax, f"run {run}: each host's json+ percentiles; pooled: fio's percentile rule on the hosts' "
-                    "summed bins (not an average of percentiles)")
+    source_note(
+        ax,
+        f"run {run}: each host's json+ percentiles; pooled: fio's percentile rule on the hosts' "
+        "summed bins (not an average of percentiles)",
+    )
     return ax
 
 
@@ -80,7 +96,9 @@ def host_scaling(scale: pd.DataFrame, metric: str = "iops", ax=None):
     si_axis(ax)
     ax.legend(fontsize=8)
     ax.set_title(f"Aggregate {label(metric)} against hosts (% = of linear)")
-    source_note(ax, f"pooled rows of fio client/server runs (IOPS summed over hosts), mean of "
-                    f"{int(scale['repeats'].max())} runs per count with 95 % t interval")
+    source_note(
+        ax,
+        f"pooled rows of fio client/server runs (IOPS summed over hosts), mean of "
+        f"{int(scale['repeats'].max())} runs per count with 95 % t interval",
+    )
     return ax
-

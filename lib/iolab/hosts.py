@@ -20,6 +20,7 @@ the connection or runs another fio version, each by its name. ``local_servers(n)
 root may make them, else on loopback ports — and stops them (by pid) and removes the
 namespaces when it ends, also after a crash (``iolab.ledger``, ``iolab.repair``).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,7 @@ from .paths import safe_name
 from .process import spawn, stop_group
 from .validate import mapping, yaml_mapping
 
-DEFAULT_PORT = 8765      # fio's FIO_NET_PORT (server.h)
+DEFAULT_PORT = 8765  # fio's FIO_NET_PORT (server.h)
 CONNECT_TIMEOUT_S = 3.0
 HOST_FILE_KEYS = ("via",)
 
@@ -50,6 +51,7 @@ HOST_FILE_KEYS = ("via",)
 class Host:
     """One fio server: ``name`` as the user wrote it (the table's ``host`` column); two
     hosts are the same when their address and port are."""
+
     name: str = field(compare=False)
     address: str
     port: int = DEFAULT_PORT
@@ -99,9 +101,11 @@ def parse_host(text: str, via: Sequence[str] = ()) -> Host:
     elif name.count(":") == 1:
         address, port = name.split(":")
     if not _ADDRESS.fullmatch(address) or ".." in address or address.startswith(("-", ".")):
-        raise InputError(f"host {text[:80]!r} is not address[:port] (e.g. 10.0.0.2, h1:8766, [::1]:8765): "
-                         "an address is a host name, IPv4 or [IPv6] address of at most 253 characters; "
-                         "separate hosts with commas")
+        raise InputError(
+            f"host {text[:80]!r} is not address[:port] (e.g. 10.0.0.2, h1:8766, [::1]:8765): "
+            "an address is a host name, IPv4 or [IPv6] address of at most 253 characters; "
+            "separate hosts with commas"
+        )
     try:
         port = int(port)
     except ValueError:
@@ -119,8 +123,10 @@ def hosts_from(spec: str | Sequence[str] | None, hosts_file: str | os.PathLike |
     names = [s for s in (spec.split(",") if isinstance(spec, str) else spec or [])]
     names = [str(n).strip() for n in names if str(n).strip()] or list(vias)
     if not names:
-        raise InputError("no hosts given: name them as address[:port], comma-separated "
-                         "(--hosts 10.0.0.2,10.0.0.3:8766), or give a hosts file")
+        raise InputError(
+            "no hosts given: name them as address[:port], comma-separated "
+            "(--hosts 10.0.0.2,10.0.0.3:8766), or give a hosts file"
+        )
     hosts = []
     for name in names:
         plain = parse_host(name)
@@ -128,8 +134,9 @@ def hosts_from(spec: str | Sequence[str] | None, hosts_file: str | os.PathLike |
         hosts.append(Host(plain.name, plain.address, plain.port, tuple(via)))
     twice = sorted({h.name for h in hosts if hosts.count(h) > 1})
     if twice:
-        raise InputError(f"host {', '.join(twice)} is named twice (the same address and port); "
-                         "name each fio server once")
+        raise InputError(
+            f"host {', '.join(twice)} is named twice (the same address and port); name each fio server once"
+        )
     return hosts
 
 
@@ -147,8 +154,10 @@ def read_hosts_file(path: str | os.PathLike) -> dict[str, list[str]]:
         via = entry.get("via") if isinstance(entry, Mapping) else entry
         extra = [k for k in entry if k not in HOST_FILE_KEYS] if isinstance(entry, Mapping) else []
         if extra or not isinstance(via, (str, list)) or not via:
-            raise InputError(f"{path}: host {name}: give `via: <command prefix>` (e.g. via: ssh -tt "
-                             f"root@{name}), nothing else" + (f"; unknown key {', '.join(map(str, extra))}" if extra else ""))
+            raise InputError(
+                f"{path}: host {name}: give `via: <command prefix>` (e.g. via: ssh -tt "
+                f"root@{name}), nothing else" + (f"; unknown key {', '.join(map(str, extra))}" if extra else "")
+            )
         try:
             out[name] = shlex.split(via) if isinstance(via, str) else [str(v) for v in via]
         except ValueError as exc:  # shlex: an unclosed quote
@@ -192,8 +201,10 @@ def connect_problem(host: Host, timeout_s: float = CONNECT_TIMEOUT_S) -> str:
         with socket.create_connection((host.address, host.port), timeout=timeout_s):
             return ""
     except ConnectionRefusedError:
-        return (f"refused the connection on port {host.port}: no fio server listens there; start one "
-                f"(fio --server={host.fio_line}) or let iolab start it (a `via:` prefix in a hosts file, and --start-servers)")
+        return (
+            f"refused the connection on port {host.port}: no fio server listens there; start one "
+            f"(fio --server={host.fio_line}) or let iolab start it (a `via:` prefix in a hosts file, and --start-servers)"
+        )
     except socket.timeout:
         return f"did not answer within {timeout_s:g} s on port {host.port}: check the address and any firewall"
     except OSError as exc:
@@ -220,8 +231,10 @@ def check_hosts(hosts: Sequence[Host], fio_version: str) -> dict[str, str]:
             continue
         versions[host.name] = theirs
         if theirs != fio_version:
-            problems.append(f"{host.name} runs {theirs}, this machine {fio_version}: fio's client and "
-                            "servers must be the same version; install the same fio on every host")
+            problems.append(
+                f"{host.name} runs {theirs}, this machine {fio_version}: fio's client and "
+                "servers must be the same version; install the same fio on every host"
+            )
     if problems:
         raise HostError("before any run started, these hosts are not ready:\n  " + "\n  ".join(problems))
     return versions
@@ -233,8 +246,10 @@ def snapshot_on(host: Host, device: str | None = None, cpus: list[int] | None = 
     if not host.reachable_for_commands:
         return {"absent": f"no command reaches {host.name} (give it `via:` in a hosts file)"}
     source = Path(system.__file__).read_text()
-    script = (source.replace("from . import __version__", f"__version__ = {system.__version__!r}")
-              + f"\nimport json as _json\nprint(_json.dumps(snapshot({device!r}, {cpus!r})))\n")
+    script = (
+        source.replace("from . import __version__", f"__version__ = {system.__version__!r}")
+        + f"\nimport json as _json\nprint(_json.dumps(snapshot({device!r}, {cpus!r})))\n"
+    )
     try:
         return json.loads(run_on(host, ["python3", "-"], stdin=script, timeout_s=60))
     except (HostError, ValueError) as exc:
@@ -245,6 +260,7 @@ def snapshot_on(host: Host, device: str | None = None, cpus: list[int] | None = 
 @dataclass
 class Server:
     """A ``fio --server`` iolab started: stopped by its pid."""
+
     host: Host
     proc: subprocess.Popen
     entry: ledger.Entry
@@ -259,11 +275,18 @@ def start_server(host: Host, wait_s: float = 10) -> Server:
     """Start ``fio --server`` on ``host`` behind its prefix; returns once it accepts
     connections. HostError when it exits or does not listen within ``wait_s``."""
     if not host.reachable_for_commands:
-        raise HostError(f"host {host.name}: no command reaches it to start fio --server; give it "
-                        "`via:` in a hosts file, or start the server there yourself")
+        raise HostError(
+            f"host {host.name}: no command reaches it to start fio --server; give it "
+            "`via:` in a hosts file, or start the server there yourself"
+        )
     bind = f"{'ip6:' if host.ipv6 else 'ip:'}{host.address},{host.port}"
-    proc, entry = spawn(host.command(["fio", f"--server={bind}"]), name=f"fio server {host.name}",
-                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc, entry = spawn(
+        host.command(["fio", f"--server={bind}"]),
+        name=f"fio server {host.name}",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     server = Server(host, proc, entry)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
@@ -316,6 +339,7 @@ class LocalServers:
 def netns_allowed() -> bool:
     """Whether this process may make network namespaces (root, with ``ip``)."""
     import shutil
+
     return os.geteuid() == 0 and shutil.which("ip") is not None
 
 
@@ -331,14 +355,16 @@ def _make_netns(index: int, tag: str, octet: int) -> tuple[str, Host, ledger.Ent
     entry = ledger.record("netns", name=name, undo=lambda: delete_netns(name))
     here, there = f"10.{octet}.{index}.1", f"10.{octet}.{index}.2"
     inns = ["ip", "netns", "exec", name]
-    for argv in (["ip", "netns", "add", name],
-                 ["ip", "link", "add", outside, "type", "veth", "peer", "name", inside],
-                 ["ip", "link", "set", inside, "netns", name],
-                 ["ip", "addr", "add", f"{here}/30", "dev", outside],
-                 ["ip", "link", "set", outside, "up"],
-                 [*inns, "ip", "addr", "add", f"{there}/30", "dev", inside],
-                 [*inns, "ip", "link", "set", inside, "up"],
-                 [*inns, "ip", "link", "set", "lo", "up"]):
+    for argv in (
+        ["ip", "netns", "add", name],
+        ["ip", "link", "add", outside, "type", "veth", "peer", "name", inside],
+        ["ip", "link", "set", inside, "netns", name],
+        ["ip", "addr", "add", f"{here}/30", "dev", outside],
+        ["ip", "link", "set", outside, "up"],
+        [*inns, "ip", "addr", "add", f"{there}/30", "dev", inside],
+        [*inns, "ip", "link", "set", inside, "up"],
+        [*inns, "ip", "link", "set", "lo", "up"],
+    ):
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             subprocess.run(["ip", "link", "delete", outside], capture_output=True, check=False)

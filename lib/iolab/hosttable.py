@@ -19,6 +19,7 @@ out; the pooled row sums IOPS and bandwidth over the hosts (they ran at the same
 takes percentiles from their summed json+ bins (``iolab.pool``), never an average of
 percentiles. A host's snapshot columns (kernel, governor, scheduler) sit on its rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,11 +61,19 @@ def run_rows(run_dir: str | Path) -> pd.DataFrame:
     frame["host_status"] = "ok"
     frame["host_error"] = ""
     for col in ("kernel", "governor", "scheduler_active", "smt"):
-        frame[col] = [snapshot_columns(host_snapshot(run_dir, h["folder"]))[col] if h else math.nan
-                      for h in named]
-    failed = [{"host": h["name"], "direction": "none", "host_status": "failed",
-               "host_error": h.get("error", ""), "job": "", "fio_warnings": frame["fio_warnings"].iloc[0]
-               if len(frame) else ""} for h in hosts if h.get("status") == "failed"]
+        frame[col] = [snapshot_columns(host_snapshot(run_dir, h["folder"]))[col] if h else math.nan for h in named]
+    failed = [
+        {
+            "host": h["name"],
+            "direction": "none",
+            "host_status": "failed",
+            "host_error": h.get("error", ""),
+            "job": "",
+            "fio_warnings": frame["fio_warnings"].iloc[0] if len(frame) else "",
+        }
+        for h in hosts
+        if h.get("status") == "failed"
+    ]
     parts = [frame, pd.DataFrame(failed)] if failed else [frame]
     ok = frame[frame["direction"] != "none"]
     if ok["host"].nunique() > 1:
@@ -81,8 +90,9 @@ def _pooled(run_dir: Path, ok: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFram
     try:
         pooled = pool_outputs([run_dir / "fio.json"], files="concurrent")
     except IolabError as exc:  # a job error on some host: its bins cannot be trusted in a sum
-        return pd.DataFrame([{"host": POOLED, "direction": "none", "host_status": "failed",
-                              "host_error": f"not pooled: {exc}"}])
+        return pd.DataFrame(
+            [{"host": POOLED, "direction": "none", "host_status": "failed", "host_error": f"not pooled: {exc}"}]
+        )
     n = ok["host"].nunique()
     pooled["pooled_as"] = f"{n} hosts (concurrent: IOPS summed, percentiles from summed json+ bins)"
     pooled["host"], pooled["job"], pooled["host_status"], pooled["host_error"] = POOLED, "all hosts", "ok", ""

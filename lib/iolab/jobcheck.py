@@ -17,6 +17,7 @@ Fallback, when fio prints no parse debug lines (built without debug): a Python r
 the ini text, option names mapped to fio's canonical names with the "alias:" lines of
 ``fio --cmdhelp`` and values stripped of blanks (:func:`normalise`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,10 +39,34 @@ from .target import Target, holds_data, loop_backing
 READ_MODES = {"read", "randread"}
 # engines whose rw=read/randread only reads the job's files (fio 3.33 `fio --enghelp`);
 # any other engine (falloc, ftruncate, e4defrag, filecreate, filedelete, exec, external:...) is a write
-READ_ENGINES = {"sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "io_uring_cmd",
-                "posixaio", "mmap", "splice", "sg", "null", "filestat", "dirstat", "cpuio", "xnvme"}
-WRITE_IF_SET = ("unlink", "unlink_each_loop", "trim_percentage", "trim_backlog", "create_only",
-                "fill_device", "allow_mounted_write")
+READ_ENGINES = {
+    "sync",
+    "psync",
+    "vsync",
+    "pvsync",
+    "pvsync2",
+    "libaio",
+    "io_uring",
+    "io_uring_cmd",
+    "posixaio",
+    "mmap",
+    "splice",
+    "sg",
+    "null",
+    "filestat",
+    "dirstat",
+    "cpuio",
+    "xnvme",
+}
+WRITE_IF_SET = (
+    "unlink",
+    "unlink_each_loop",
+    "trim_percentage",
+    "trim_backlog",
+    "create_only",
+    "fill_device",
+    "allow_mounted_write",
+)
 WRITES_TO_PATH = ("write_iolog", "merge_blktrace_file")  # the value is a file fio writes
 # the value is a prefix of the logs fio writes (PREFIX_bw.N.log, _clat_hist.N.log ...): writing
 # them does not make the job's I/O a write, but a user's file there is not fio's to overwrite
@@ -49,18 +74,18 @@ LOG_OPTIONS = ("write_bw_log", "write_lat_log", "write_iops_log", "write_hist_lo
 # what these make fio do is not bounded by the job's files: a command, a replayed log that
 # names its own files and may write, a built-in profile with its own jobs
 UNBOUNDED = ("exec_prerun", "exec_postrun", "read_iolog", "profile")
-FORMAT_EXPANSION_CAP = 256   # $jobnum / $filenum values tried per job
-OPENDIR_CAP = 100_000        # files walked below one opendir
+FORMAT_EXPANSION_CAP = 256  # $jobnum / $filenum values tried per job
+OPENDIR_CAP = 100_000  # files walked below one opendir
 _DEBUG = re.compile(r"^parse\s+\d+\s+(.*)$")
 _SECTION = re.compile(r"^Parsing section \[(.*)\]\s*$")
 _OPTION = re.compile(r"^handle_option=(.*?), ptr=(.*)$")
-_FAILED = ("Bad option", "failed parsing", "dropped", "unable to open", "while parsing",
-           "requires an argument")
+_FAILED = ("Bad option", "failed parsing", "dropped", "unable to open", "while parsing", "requires an argument")
 
 
 @dataclass
 class Job:
     """One job as fio reads it: canonical option names -> values (None: given without value)."""
+
     name: str
     options: dict[str, str | None]
 
@@ -70,6 +95,7 @@ class OpenedFile:
     """A path a job opens. ``kind``: block, char, file, directory, missing or other.
     ``device``: the /dev block device holding the data (a char device's block device, the
     loop device a file backs), if any. ``assumed``: checked only to be safe (fio may not open it)."""
+
     job: str
     option: str
     path: str
@@ -82,6 +108,7 @@ class OpenedFile:
 class JobCheck:
     """fio's reading of a job file, the files it opens and why each job is not read-only
     (``writes[job]`` empty = provably read-only)."""
+
     jobs: list[Job]
     files: list[OpenedFile]
     writes: dict[str, list[str]]
@@ -107,33 +134,39 @@ class JobCheck:
         real = [f for f in self.record() if f["option"] in ("filename", "directory+filename")]
         if all(f["path"] == os.path.realpath(target.path) for f in real):
             return target.describe()
-        opened = ", ".join(f"{f['kind']} {f['path']}" + (f" ({f['device']})" if f["device"] and
-                                                           f["device"] != f["path"] else "") for f in real)
+        opened = ", ".join(
+            f"{f['kind']} {f['path']}" + (f" ({f['device']})" if f["device"] and f["device"] != f["path"] else "")
+            for f in real
+        )
         return f"{opened} (fio options override the target {target.describe()})"
 
 
 # ---------------------------------------------------------------- fio's parse
-def parse_jobfile(jobfile: str | os.PathLike, fio: str | None = None,
-                  shown: str | None = None) -> tuple[list[Job], str, list[str]]:
+def parse_jobfile(
+    jobfile: str | os.PathLike, fio: str | None = None, shown: str | None = None
+) -> tuple[list[Job], str, list[str]]:
     """(jobs, "fio --debug=parse" or "python fallback", fio's other stderr lines) for a job
     file (``shown``: how messages name it). Raises FioError with fio's words when fio
     rejects or drops a job."""
     fio = fio or fio_binary()
-    done = subprocess.run([fio, "--parse-only", "--debug=parse", str(jobfile)],
-                          capture_output=True, text=True, check=False)
-    debug = [m.group(1) for line in (done.stdout + "\n" + done.stderr).splitlines()
-             if (m := _DEBUG.match(line))]
+    done = subprocess.run(
+        [fio, "--parse-only", "--debug=parse", str(jobfile)], capture_output=True, text=True, check=False
+    )
+    debug = [m.group(1) for line in (done.stdout + "\n" + done.stderr).splitlines() if (m := _DEBUG.match(line))]
     said = [line for line in done.stderr.splitlines() if line.strip() and not _DEBUG.match(line)]
     if done.returncode != 0 or any(marker in line for line in said for marker in _FAILED):
-        raise FioError(f"fio cannot parse {shown or f'the job file {jobfile}'} (`fio --parse-only`, exit "
-                       f"{done.returncode}): {' | '.join(said) or '(no message)'}. Nothing was run: "
-                       "fix or remove that option (see `fio --cmdhelp=OPTION`).",
-                       done.returncode or 1, done.stderr)
+        raise FioError(
+            f"fio cannot parse {shown or f'the job file {jobfile}'} (`fio --parse-only`, exit "
+            f"{done.returncode}): {' | '.join(said) or '(no message)'}. Nothing was run: "
+            "fix or remove that option (see `fio --cmdhelp=OPTION`).",
+            done.returncode or 1,
+            done.stderr,
+        )
     if not any(_SECTION.match(d) or _OPTION.match(d) for d in debug):
         return _python_jobs(Path(jobfile), fio), "python fallback", said
     sections: list[tuple[str, dict[str, str | None]]] = []
     for d in debug:
-        if (m := _SECTION.match(d)):
+        if m := _SECTION.match(d):
             sections.append((m.group(1), {}))
         elif (m := _OPTION.match(d)) and sections:
             sections[-1][1][m.group(1)] = None if m.group(2) == "(null)" else m.group(2)
@@ -168,8 +201,10 @@ def _python_jobs(jobfile: Path, fio: str) -> list[Job]:
                 sections.append((line[1:-1], {}))
             elif sections:
                 key, sep, value = line.partition("=")
-                sections[-1][1][key.strip()] = re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(
-                    m.group(1), ""), value) if sep else True  # True: a flag, as in to_jobfile
+                sections[-1][1][key.strip()] = (
+                    re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value) if sep else True
+                )  # True: a flag, as in to_jobfile
+
     read(jobfile)
     return _inherit([(name, normalise(opts, fio)) for name, opts in sections])
 
@@ -247,8 +282,9 @@ def write_reasons(options: Mapping[str, str | None]) -> list[str]:
 
 def _unbounded(options: Mapping[str, str | None]) -> list[str]:
     engine = options.get("ioengine") or ""
-    return ([f"{k}={options[k]}" for k in UNBOUNDED if options.get(k)] +
-            ([f"ioengine={engine}"] if engine == "exec" or "/" in engine or engine.startswith("external") else []))
+    return [f"{k}={options[k]}" for k in UNBOUNDED if options.get(k)] + (
+        [f"ioengine={engine}"] if engine == "exec" or "/" in engine or engine.startswith("external") else []
+    )
 
 
 def _split(value: str | None) -> list[str]:
@@ -274,8 +310,13 @@ def paths_of(job: Job) -> list[tuple[str, str, bool]]:
     names = _split(o.get("filename"))
     if not names:
         fmt = o.get("filename_format") or "$jobname.$jobnum.$filenum"
-        names = sorted({fmt.replace("$jobname", job.name).replace("$jobnum", str(j)).replace("$filenum", str(f))
-                        for j in range(_count(o.get("numjobs"))) for f in range(_count(o.get("nrfiles")))})
+        names = sorted(
+            {
+                fmt.replace("$jobname", job.name).replace("$jobnum", str(j)).replace("$filenum", str(f))
+                for j in range(_count(o.get("numjobs")))
+                for f in range(_count(o.get("nrfiles")))
+            }
+        )
     out = []
     for name in names:
         if dirs:
@@ -288,7 +329,7 @@ def paths_of(job: Job) -> list[tuple[str, str, bool]]:
         prefix = o.get(k)
         if prefix and os.path.isabs(prefix):
             out += [(k, p, False) for p in sorted(glob.glob(glob.escape(prefix) + "_*.log"))]
-    if (mm := _mmap_file(o.get("mem"))):
+    if mm := _mmap_file(o.get("mem")):
         out.append(("mem", mm, False))
     return out
 
@@ -300,8 +341,10 @@ def _walk(top: str) -> list[str]:
     for root, dirs, files in os.walk(top):
         found += [os.path.join(root, n) for n in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]]
         if len(found) > OPENDIR_CAP:
-            raise TargetError(f"opendir={top} holds more than {OPENDIR_CAP} files: iolab cannot check "
-                              "them all; point opendir at a smaller directory")
+            raise TargetError(
+                f"opendir={top} holds more than {OPENDIR_CAP} files: iolab cannot check "
+                "them all; point opendir at a smaller directory"
+            )
     return found
 
 
@@ -332,7 +375,7 @@ def _block_of_char(dev: str) -> str | None:
     """The block device behind a char device: NVMe generic ngXnY -> nvmeXnY, SCSI sgN ->
     /sys/class/scsi_generic/sgN/device/block/*. None for any other char device."""
     name = Path(dev).name
-    if (m := re.fullmatch(r"ng(\d+)n(\d+)", name)):
+    if m := re.fullmatch(r"ng(\d+)n(\d+)", name):
         return f"/dev/nvme{m.group(1)}n{m.group(2)}"
     blocks = sorted(Path(f"/sys/class/scsi_generic/{name}/device/block").glob("*"))
     return f"/dev/{blocks[0].name}" if blocks else None
@@ -348,8 +391,14 @@ def _loop_backed_by(path: str) -> str | None:
 
 
 # ---------------------------------------------------------------- the guard
-def guard_job(jobfile: str | os.PathLike, allow_destructive: bool = False, *, fio: str | None = None,
-              cwd: str | os.PathLike | None = None, shown: str | None = None) -> JobCheck:
+def guard_job(
+    jobfile: str | os.PathLike,
+    allow_destructive: bool = False,
+    *,
+    fio: str | None = None,
+    cwd: str | os.PathLike | None = None,
+    shown: str | None = None,
+) -> JobCheck:
     """fio's reading of ``jobfile`` (run from ``cwd``), judged. Raises FioError when fio
     rejects or drops a job; UnsafeTargetError for ``allow_mounted_write`` (always), and,
     unless ``allow_destructive``, for a job that is not provably read-only and opens a
@@ -358,33 +407,42 @@ def guard_job(jobfile: str | os.PathLike, allow_destructive: bool = False, *, fi
     return _judge(*parse_jobfile(jobfile, fio, shown), allow_destructive, cwd)
 
 
-def _judge(jobs: list[Job], parsed_by: str, warnings: list[str], allow_destructive: bool,
-           cwd: str | os.PathLike | None) -> JobCheck:
+def _judge(
+    jobs: list[Job], parsed_by: str, warnings: list[str], allow_destructive: bool, cwd: str | os.PathLike | None
+) -> JobCheck:
     """:func:`guard_job` on fio's reading of a job file."""
     files, writes = [], {}
     for job in jobs:
         writes[job.name] = write_reasons(job.options)
         if _set(job.options.get("allow_mounted_write", "0")):
-            raise UnsafeTargetError(f"job [{job.name}] sets allow_mounted_write: iolab never sets fio's "
-                                    "allow_mounted_write; remove it")
+            raise UnsafeTargetError(
+                f"job [{job.name}] sets allow_mounted_write: iolab never sets fio's allow_mounted_write; remove it"
+            )
         if (unbounded := _unbounded(job.options)) and not allow_destructive:
             raise UnsafeTargetError(
                 f"refusing job [{job.name}]: fio reads it as {', '.join(unbounded)}, which can write "
                 "anywhere and iolab cannot see what it touches. Remove it, or pass "
-                "allow_destructive=True (CLI: --allow-destructive) if you really mean it.")
+                "allow_destructive=True (CLI: --allow-destructive) if you really mean it."
+            )
         for option, path, assumed in paths_of(job):
             real, kind, device = classify(path, cwd)
             files.append(OpenedFile(job.name, option, real, kind, device, assumed))
             found = holds_data(device) if device and writes[job.name] and not allow_destructive else []
             if found:
-                via = (f" (the file behind {device})" if kind == "file" else
-                       f" (char device of {device})" if kind == "char" else "")
+                via = (
+                    f" (the file behind {device})"
+                    if kind == "file"
+                    else f" (char device of {device})"
+                    if kind == "char"
+                    else ""
+                )
                 raise UnsafeTargetError(
                     f"refusing job [{job.name}]: fio reads it as {', '.join(writes[job.name])} (not "
                     f"read-only), and its {option} {path!r} opens {real}{via}, which holds "
                     f"{'; '.join(found)}. Writing would destroy that data. Use a scratch file or an "
                     "empty device, or pass allow_destructive=True (CLI: --allow-destructive) if you "
-                    "really mean it.")
+                    "really mean it."
+                )
             if kind == "file" and not device and not allow_destructive:
                 _refuse_users_file(job, writes[job.name], option, path, real)
     return JobCheck(jobs, files, writes, parsed_by, warnings)
@@ -401,16 +459,21 @@ def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real
         return
     if size == 0 or owned.is_owned(real):
         return
-    why = writes or ([f"{option} (fio writes its log there)"] if option in LOG_OPTIONS else
-                     [f"size={job.options.get('size')} beyond the file's {size:,} bytes (fio lays it out again)"]
-                     if _needs_bytes(job.options) > size else [])
+    why = writes or (
+        [f"{option} (fio writes its log there)"]
+        if option in LOG_OPTIONS
+        else [f"size={job.options.get('size')} beyond the file's {size:,} bytes (fio lays it out again)"]
+        if _needs_bytes(job.options) > size
+        else []
+    )
     if not why:
         return
     raise UnsafeTargetError(
         f"refusing job [{job.name}]: fio reads it as {', '.join(why)} (not read-only), and its {option} "
         f"{path!r} opens {real}, an existing file of {size:,} bytes that iolab did not create. Writing "
         "would destroy its contents. Use the scratch target (--target scratch), a new file name, or pass "
-        "allow_destructive=True (CLI: --allow-destructive) if you really mean it.")
+        "allow_destructive=True (CLI: --allow-destructive) if you really mean it."
+    )
 
 
 def _needs_bytes(options: Mapping[str, str | None]) -> int:
@@ -432,8 +495,9 @@ def mark_created(check: "JobCheck") -> None:
             owned.mark(f.path)
 
 
-def guard_job_text(text: str, allow_destructive: bool = False, *, fio: str | None = None,
-                   cwd: str | os.PathLike | None = None) -> JobCheck:
+def guard_job_text(
+    text: str, allow_destructive: bool = False, *, fio: str | None = None, cwd: str | os.PathLike | None = None
+) -> JobCheck:
     """:func:`guard_job` on job-file text (written to a temporary file that is removed)."""
     return _judge(*_parse_text(text, fio or fio_binary()), allow_destructive, cwd)
 

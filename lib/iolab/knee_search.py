@@ -21,6 +21,7 @@ answer depends on them (the idea of sequential experimental design; the knee is 
 Every step stops at ``budget`` runs. ``next_depths(samples, grid)`` is the planner alone (no
 I/O: tested on recorded and synthetic curves); ``iolab.studies.qd.knee_search`` runs it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,14 +30,15 @@ from typing import Any, Mapping, Sequence
 from .analysis import KneeEstimate, knee_with_interval
 from .errors import InputError
 
-BOOT_PLANNING = 200   # resamples per planning step (the final estimate uses the caller's)
+BOOT_PLANNING = 200  # resamples per planning step (the final estimate uses the caller's)
 
 
 @dataclass
 class Step:
     """One planning decision: the depths to run next (one run each) and why."""
+
     depths: list[float]
-    stage: str            # coarse | refine | confirm | narrow | done
+    stage: str  # coarse | refine | confirm | narrow | done
     why: str
 
 
@@ -44,11 +46,12 @@ class Step:
 class SearchResult:
     """What ``iolab.studies.qd.knee_search`` found: the knee estimate on every run made,
     the runs used beside the full grid's, and the planner's steps in order."""
+
     estimate: KneeEstimate
     runs: int
     grid_runs: int
     steps: list[Step] = field(default_factory=list)
-    table: Any = None     # the tidy table of every run made (a DataFrame)
+    table: Any = None  # the tidy table of every run made (a DataFrame)
 
     @property
     def share_of_grid(self) -> float:
@@ -66,7 +69,7 @@ def neighbours(grid: Sequence[float], x: float) -> list[float]:
     """``x`` and the grid depths either side of it."""
     grid = sorted(grid)
     i = grid.index(x)
-    return grid[max(0, i - 1):i + 2]
+    return grid[max(0, i - 1) : i + 2]
 
 
 def _estimate(samples: Mapping[float, Sequence[float]], n_boot: int, seed: int, method: str) -> KneeEstimate:
@@ -75,8 +78,15 @@ def _estimate(samples: Mapping[float, Sequence[float]], n_boot: int, seed: int, 
     return knee_with_interval(xs, ys, n_boot=n_boot, seed=seed, method=method)
 
 
-def next_depths(samples: Mapping[float, Sequence[float]], grid: Sequence[float], *, budget: int,
-                confirm: int = 3, seed: int = 0, method: str = "kneedle") -> Step:
+def next_depths(
+    samples: Mapping[float, Sequence[float]],
+    grid: Sequence[float],
+    *,
+    budget: int,
+    confirm: int = 3,
+    seed: int = 0,
+    method: str = "kneedle",
+) -> Step:
     """The next depths to run, given ``samples`` (depth -> the IOPS of each run so far).
 
     ``grid``: the full study's depths (at least 3); ``budget``: the most runs the search may
@@ -104,30 +114,40 @@ def next_depths(samples: Mapping[float, Sequence[float]], grid: Sequence[float],
     est = _estimate(samples, BOOT_PLANNING, seed, method)
     if est.x is None:  # no bend among the coarse points: look at the depths between them
         gaps = [x for x in grid if not have(x)]
-        return (take("refine", gaps, "no knee among the depths run so far: the rest of the grid")
-                if gaps else Step([], "done", "every depth run: no knee"))
+        return (
+            take("refine", gaps, "no knee among the depths run so far: the rest of the grid")
+            if gaps
+            else Step([], "done", "every depth run: no knee")
+        )
     near = neighbours(grid, est.x)
     gaps = [x for x in near if not have(x)]
     if gaps:
         return take("refine", gaps, f"the grid's neighbours of the knee at QD {est.x:g}")
     short = [x for x in near if have(x) < (confirm if x == est.x else confirm - 1)]
     if short:
-        return take("confirm", short, f"{confirm} runs at the knee (QD {est.x:g}), {confirm - 1} at its "
-                    "neighbours")
+        return take("confirm", short, f"{confirm} runs at the knee (QD {est.x:g}), {confirm - 1} at its neighbours")
     rivals = [(d, x) for x, d in zip(est.knee.x_used, est.knee.difference) if x not in near]
     if rivals and have(max(rivals)[1]) < confirm - 1:
         runner_up = max(rivals)[1]
-        return take("challenge", [runner_up], f"QD {runner_up:g}, the best depth away from the knee, run "
-                    "again: one lucky run there would hide a second bend")
+        return take(
+            "challenge",
+            [runner_up],
+            f"QD {runner_up:g}, the best depth away from the knee, run "
+            "again: one lucky run there would hide a second bend",
+        )
     if est.low is not None and (est.low < near[0] or est.high > near[-1]):
         wide = sorted((x for x in grid if est.low <= x <= est.high and have(x)), key=have)
-        return take("narrow", wide,
-                    f"the knee's interval [{est.low:g}, {est.high:g}] spans more than its neighbours")
-    return Step([], "done", f"knee at QD {est.x:g}, " + (
-        f"interval [{est.low:g}, {est.high:g}] within its neighbours" if est.low is not None else "no interval"))
+        return take("narrow", wide, f"the knee's interval [{est.low:g}, {est.high:g}] spans more than its neighbours")
+    return Step(
+        [],
+        "done",
+        f"knee at QD {est.x:g}, "
+        + (f"interval [{est.low:g}, {est.high:g}] within its neighbours" if est.low is not None else "no interval"),
+    )
 
 
-def final_estimate(samples: Mapping[float, Sequence[float]], n_boot: int = 1000, seed: int = 0,
-                   method: str = "kneedle") -> KneeEstimate:
+def final_estimate(
+    samples: Mapping[float, Sequence[float]], n_boot: int = 1000, seed: int = 0, method: str = "kneedle"
+) -> KneeEstimate:
     """The knee and its interval on every run the search made."""
     return _estimate(samples, n_boot, seed, method)

@@ -31,6 +31,7 @@ Specification, "Interrupt Coalescing (Feature Identifier 08h)".
 
 ``drop_caches()`` is an action, not a knob: there is nothing to put back.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 @dataclass
 class Change:
     """One write iolab made and will undo: its ledger entry knows how (``Entry.put_back``)."""
+
     what: str
     old: str
     entry: ledger.Entry
@@ -154,8 +156,10 @@ class FileKnob(Knob):
                     changes.append(write_file(path, wanted))
         kept = {self._now(p) for p in self.files(target)}
         if kept != {wanted}:
-            raise KnobError(f"{self.name}: the kernel kept {', '.join(map(str, kept))} when iolab wrote "
-                            f"{wanted!r} (read_ahead_kb rounds to pages, for one): choose a value it keeps")
+            raise KnobError(
+                f"{self.name}: the kernel kept {', '.join(map(str, kept))} when iolab wrote "
+                f"{wanted!r} (read_ahead_kb rounds to pages, for one): choose a value it keeps"
+            )
         return changes
 
 
@@ -173,8 +177,7 @@ class QueueKnob(FileKnob):
 
     def missing(self, target: Target | None) -> str:
         if target is None or not target.device:
-            return (f"{_describe(target)} has no block queue: use a block device, 'loop' or "
-                    "'loop:SIZE' as the target")
+            return f"{_describe(target)} has no block queue: use a block device, 'loop' or 'loop:SIZE' as the target"
         return f"no /sys/block/{target.device}/queue/{self.name} (this kernel or driver lacks it)"
 
     def encode(self, value: Any) -> str:
@@ -195,8 +198,10 @@ class SchedulerKnob(QueueKnob):
     def refused(self, target: Target | None, wanted: str) -> str | None:
         offered = self.choices(target)
         if wanted not in offered:
-            return (f"scheduler {wanted!r} is not offered by {target.device}: choose one of "
-                    f"{', '.join(offered)} (or load its module: modprobe {wanted.replace('-', '_')})")
+            return (
+                f"scheduler {wanted!r} is not offered by {target.device}: choose one of "
+                f"{', '.join(offered)} (or load its module: modprobe {wanted.replace('-', '_')})"
+            )
         return None
 
 
@@ -212,10 +217,13 @@ class IoPollKnob(QueueKnob):
         now = self._now(self.files(target)[0])
         if wanted == "1":
             poll_queues = read_text("/sys/module/nvme/parameters/poll_queues")
-            return (f"no poll queues: /sys/block/{target.device}/queue/io_poll is {now}"
-                    + ("; nvme poll_queues=0 (boot with nvme.poll_queues=N)" if poll_queues == "0" else ""))
-        return (f"polling cannot be turned off at run time (io_poll is {now}; the kernel ignores writes): "
-                "leave fio's hipri off instead")
+            return f"no poll queues: /sys/block/{target.device}/queue/io_poll is {now}" + (
+                "; nvme poll_queues=0 (boot with nvme.poll_queues=N)" if poll_queues == "0" else ""
+            )
+        return (
+            f"polling cannot be turned off at run time (io_poll is {now}; the kernel ignores writes): "
+            "leave fio's hipri off instead"
+        )
 
 
 def _describe(target: Target | None) -> str:
@@ -252,8 +260,15 @@ class OnOffKnob(CpuKnob):
     """A switch with the values on / off (also True / False, 1 / 0); ``texts`` are what
     its file holds for on and for off."""
 
-    def __init__(self, name: str, about: str, path: str | None, missing: str,
-                 texts: tuple[str, str] = ("1", "0"), fixed: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        name: str,
+        about: str,
+        path: str | None,
+        missing: str,
+        texts: tuple[str, str] = ("1", "0"),
+        fixed: tuple[str, ...] = (),
+    ):
         super().__init__(name, about, path, missing)
         self.texts, self.fixed = texts, fixed
 
@@ -274,9 +289,14 @@ class OnOffKnob(CpuKnob):
 def _turbo() -> OnOffKnob:
     found = turbo_file()
     path, inverted = (str(found[0].relative_to(SYS_CPU)), found[1]) if found else (None, False)
-    return OnOffKnob("turbo", "turbo / boost clocks above the base frequency", path,
-                     "no intel_pstate/no_turbo or cpufreq/boost file: turbo is not under the "
-                     "kernel's control here (typical in a VM)", ("0", "1") if inverted else ("1", "0"))
+    return OnOffKnob(
+        "turbo",
+        "turbo / boost clocks above the base frequency",
+        path,
+        "no intel_pstate/no_turbo or cpufreq/boost file: turbo is not under the "
+        "kernel's control here (typical in a VM)",
+        ("0", "1") if inverted else ("1", "0"),
+    )
 
 
 # ---------------------------------------------------------------- NVMe features (nvme-cli)
@@ -301,8 +321,9 @@ def nvme_get_feature(controller: str, feature: int) -> int:
     # long options: nvme-cli 1.x and 2.x spell them alike (2.3 has no -V, the short form 1.x documented)
     out = nvme_cli(["get-feature", controller, f"--feature-id={hex(feature)}"])
     # nvme-cli 1.x prints "Current value:0x00000320", 2.3 (Debian 12) "Current value:00000320": hex either way
-    found = (re.search(r"[Cc]urrent value:\s*(?:0x)?([0-9a-fA-F]+)\b", out)
-             or re.search(r"value:\s*(?:0x)?([0-9a-fA-F]+)\b", out))
+    found = re.search(r"[Cc]urrent value:\s*(?:0x)?([0-9a-fA-F]+)\b", out) or re.search(
+        r"value:\s*(?:0x)?([0-9a-fA-F]+)\b", out
+    )
     if not found:
         raise KnobError(f"nvme get-feature {hex(feature)} on {controller} printed no value: {out.strip()[:200]!r}")
     return int(found.group(1), 16)
@@ -335,8 +356,14 @@ class NvmeFeatureKnob(Knob):
         ctrl, new = controller(target), int(value)
         old = nvme_get_feature(ctrl, self.feature)
         with signals.deferred():
-            entry = ledger.record("nvme", controller=ctrl, feature=self.feature, old=old, new=new,
-                                  undo=lambda: nvme_set_feature(ctrl, self.feature, old))
+            entry = ledger.record(
+                "nvme",
+                controller=ctrl,
+                feature=self.feature,
+                old=old,
+                new=new,
+                undo=lambda: nvme_set_feature(ctrl, self.feature, old),
+            )
             try:
                 nvme_set_feature(ctrl, self.feature, new)
             except BaseException:
@@ -352,7 +379,11 @@ def _is_uint(value: Any) -> bool:
 
 def not_nvme(target: Target | None) -> str | None:
     dev = getattr(target, "device", None) or ""
-    return None if dev.startswith("nvme") else f"not NVMe: {dev or getattr(target, 'kind', 'no target')} {getattr(target, 'path', '')}".rstrip()
+    return (
+        None
+        if dev.startswith("nvme")
+        else f"not NVMe: {dev or getattr(target, 'kind', 'no target')} {getattr(target, 'path', '')}".rstrip()
+    )
 
 
 def no_nvme_cli() -> str | None:
@@ -365,23 +396,35 @@ def controller(target: Target) -> str:
 
 
 # ---------------------------------------------------------------- the registry
-KNOBS: dict[str, Knob] = {k.name: k for k in (
-    SchedulerKnob("scheduler", "I/O scheduler of the target's queue"),
-    QueueKnob("read_ahead_kb", "readahead of buffered sequential reads (KiB)", minimum=0),
-    QueueKnob("nomerges", "request merging: 0 all, 1 simple only, 2 none", allowed=("0", "1", "2")),
-    QueueKnob("rq_affinity", "completion CPU: 0 any, 1 same group, 2 the submitting CPU", allowed=("0", "1", "2")),
-    QueueKnob("nr_requests", "requests the queue holds per hardware queue", minimum=1),
-    QueueKnob("max_sectors_kb", "largest request the block layer issues (KiB)", minimum=1),
-    IoPollKnob("io_poll", "polled completions (poll queues exist); set by the driver at boot", allowed=("0", "1")),
-    GovernorKnob("governor", "cpufreq scaling governor of every online CPU", None,
-                 "no /sys/devices/system/cpu/cpu*/cpufreq: no cpufreq driver, the frequency is not "
-                 "under the kernel's control here (typical in a VM)"),
-    _turbo(),
-    OnOffKnob("smt", "simultaneous multithreading (sibling CPUs online)", "smt/control",
-              "no /sys/devices/system/cpu/smt/control (kernel without CONFIG_HOTPLUG_SMT)", ("on", "off"),
-              fixed=("forceoff", "notsupported", "notimplemented")),
-    NvmeFeatureKnob("nvme_coalescing", "NVMe interrupt coalescing (feature 08h)", 0x08),
-)}
+KNOBS: dict[str, Knob] = {
+    k.name: k
+    for k in (
+        SchedulerKnob("scheduler", "I/O scheduler of the target's queue"),
+        QueueKnob("read_ahead_kb", "readahead of buffered sequential reads (KiB)", minimum=0),
+        QueueKnob("nomerges", "request merging: 0 all, 1 simple only, 2 none", allowed=("0", "1", "2")),
+        QueueKnob("rq_affinity", "completion CPU: 0 any, 1 same group, 2 the submitting CPU", allowed=("0", "1", "2")),
+        QueueKnob("nr_requests", "requests the queue holds per hardware queue", minimum=1),
+        QueueKnob("max_sectors_kb", "largest request the block layer issues (KiB)", minimum=1),
+        IoPollKnob("io_poll", "polled completions (poll queues exist); set by the driver at boot", allowed=("0", "1")),
+        GovernorKnob(
+            "governor",
+            "cpufreq scaling governor of every online CPU",
+            None,
+            "no /sys/devices/system/cpu/cpu*/cpufreq: no cpufreq driver, the frequency is not "
+            "under the kernel's control here (typical in a VM)",
+        ),
+        _turbo(),
+        OnOffKnob(
+            "smt",
+            "simultaneous multithreading (sibling CPUs online)",
+            "smt/control",
+            "no /sys/devices/system/cpu/smt/control (kernel without CONFIG_HOTPLUG_SMT)",
+            ("on", "off"),
+            fixed=("forceoff", "notsupported", "notimplemented"),
+        ),
+        NvmeFeatureKnob("nvme_coalescing", "NVMe interrupt coalescing (feature 08h)", 0x08),
+    )
+}
 
 
 def get(name: str) -> Knob:
@@ -397,8 +440,7 @@ def checked(target: Target | None, settings: Mapping[str, Any]) -> list[tuple[Kn
     plan = [(get(name), value) for name, value in settings.items()]
     reasons = [f"{k.name}={v!r}: {why}" for k, v in plan if (why := k.check(target, v))]
     if reasons:
-        raise KnobUnavailable(f"cannot set on {_describe(target)}: " + "; ".join(reasons)
-                              + ". Nothing was changed.")
+        raise KnobUnavailable(f"cannot set on {_describe(target)}: " + "; ".join(reasons) + ". Nothing was changed.")
     return plan
 
 
@@ -467,8 +509,11 @@ def temporary_value(path: str | os.PathLike, value: Any) -> Iterator[str]:
 def status(target: Target | None = None) -> pd.DataFrame:
     """Each knob: its value here, and whether it can be changed or why not."""
     import pandas as pd  # only here: the knobs themselves (and ``import iolab.knobs``) need no pandas
-    rows = [{"knob": k.name, "value": k.read(target), "why_not": k.check(target) or "",
-             "about": k.about} for k in KNOBS.values()]
+
+    rows = [
+        {"knob": k.name, "value": k.read(target), "why_not": k.check(target) or "", "about": k.about}
+        for k in KNOBS.values()
+    ]
     return pd.DataFrame(rows)
 
 

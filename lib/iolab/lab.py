@@ -8,6 +8,7 @@ JupyterLab listens on 127.0.0.1 unless another address is asked, always wants a 
 makes one and prints the URL with it), and opens no browser on a machine without a display.
 From a laptop: ``ssh -L 8888:127.0.0.1:8888 user@host``, then open the printed URL.
 """
+
 from __future__ import annotations
 
 import errno
@@ -22,8 +23,13 @@ KERNEL_NAME = "python3"  # the notebooks' kernelspec name
 KERNEL_DISPLAY = "Python 3 (iolab)"  # what scripts/setup.sh names it
 
 
-def lab_argv(notebook_dir: str | os.PathLike, port: int = 8888, ip: str = "127.0.0.1",
-             token: str | None = None, open_browser: bool | None = None) -> list[str]:
+def lab_argv(
+    notebook_dir: str | os.PathLike,
+    port: int = 8888,
+    ip: str = "127.0.0.1",
+    token: str | None = None,
+    open_browser: bool | None = None,
+) -> list[str]:
     """The argv that starts this venv's JupyterLab on ``notebook_dir``.
 
     ``token=None`` lets JupyterLab make one (or take ``$JUPYTER_TOKEN``) and print the URL
@@ -32,12 +38,22 @@ def lab_argv(notebook_dir: str | os.PathLike, port: int = 8888, ip: str = "127.0
     one only where a display exists. The port is never moved to a free one silently (a
     moved port would break the ``ssh -L`` forward): a busy port is an error."""
     if token == "":
-        raise InputError("an empty token would let anyone who reaches the port run code; "
-                         "leave the token out (JupyterLab makes one) or give a random one")
+        raise InputError(
+            "an empty token would let anyone who reaches the port run code; "
+            "leave the token out (JupyterLab makes one) or give a random one"
+        )
     if open_browser is None:
         open_browser = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    argv = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={Path(notebook_dir)}",
-            f"--ServerApp.ip={ip}", f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    argv = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={Path(notebook_dir)}",
+        f"--ServerApp.ip={ip}",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+    ]
     argv.append("--ServerApp.open_browser=True" if open_browser else "--no-browser")
     if token is not None:
         argv.append(f"--IdentityProvider.token={token}")
@@ -50,8 +66,10 @@ def check_port(port: str | int) -> int:
     """``port`` as an int, or InputError saying how to give one (``PORT=abc``)."""
     text = str(port).strip()
     if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise InputError(f"port {text!r} is not a port number; give one from 1024 to 65535, "
-                         "e.g. make lab PORT=8889 (iolab lab --port 8889)")
+        raise InputError(
+            f"port {text!r} is not a port number; give one from 1024 to 65535, "
+            "e.g. make lab PORT=8889 (iolab lab --port 8889)"
+        )
     return int(text)
 
 
@@ -63,8 +81,10 @@ def check_free(ip: str, port: int) -> None:
     except socket.gaierror:
         infos = []
     if not infos:
-        raise InputError(f"{ip!r} is not an address JupyterLab can listen on; give 127.0.0.1 (the "
-                         "default; reach it with ssh -L) or this machine's address, e.g. make lab IP=0.0.0.0")
+        raise InputError(
+            f"{ip!r} is not an address JupyterLab can listen on; give 127.0.0.1 (the "
+            "default; reach it with ssh -L) or this machine's address, e.g. make lab IP=0.0.0.0"
+        )
     family, kind, proto, _, addr = infos[0]
     with socket.socket(family, kind, proto) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as JupyterLab binds
@@ -76,12 +96,13 @@ def check_free(ip: str, port: int) -> None:
 
 def _bind_advice(exc: OSError, ip: str, port: int) -> str:
     if exc.errno == errno.EADDRINUSE:
-        return (f"port {port} on {ip} is in use (another JupyterLab? `ss -ltnp 'sport = :{port}'` "
-                f"shows which); choose another: make lab PORT={port + 1} (iolab lab --port {port + 1})")
+        return (
+            f"port {port} on {ip} is in use (another JupyterLab? `ss -ltnp 'sport = :{port}'` "
+            f"shows which); choose another: make lab PORT={port + 1} (iolab lab --port {port + 1})"
+        )
     if exc.errno == errno.EACCES:
         return f"port {port} needs root (ports below 1024); choose one above 1024, e.g. make lab PORT=8888"
-    return (f"cannot listen on {ip}:{port} ({exc.strerror}); give an address of this machine, "
-            "e.g. make lab IP=127.0.0.1")
+    return f"cannot listen on {ip}:{port} ({exc.strerror}); give an address of this machine, e.g. make lab IP=127.0.0.1"
 
 
 def kernel_warning() -> str:
@@ -95,8 +116,10 @@ def kernel_warning() -> str:
         return f"no '{KERNEL_NAME}' Jupyter kernel; run make setup to install '{KERNEL_DISPLAY}'"
     if spec.display_name == KERNEL_DISPLAY:
         return ""
-    return (f"the '{KERNEL_NAME}' kernel Jupyter finds is '{spec.display_name}' ({spec.resource_dir}), "
-            f"not '{KERNEL_DISPLAY}': the notebooks may run without iolab; remove that folder or run make setup")
+    return (
+        f"the '{KERNEL_NAME}' kernel Jupyter finds is '{spec.display_name}' ({spec.resource_dir}), "
+        f"not '{KERNEL_DISPLAY}': the notebooks may run without iolab; remove that folder or run make setup"
+    )
 
 
 QUIET = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
@@ -123,8 +146,9 @@ def quiet_lab(prefix: str | os.PathLike | None = None) -> Path:
     return path
 
 
-def serve(notebook_dir: str | os.PathLike, port: str | int = 8888, ip: str = "127.0.0.1",
-          extra: list[str] | None = None) -> None:
+def serve(
+    notebook_dir: str | os.PathLike, port: str | int = 8888, ip: str = "127.0.0.1", extra: list[str] | None = None
+) -> None:
     """Check the port and the kernel, then replace this process with JupyterLab (Ctrl-C
     then reaches JupyterLab alone). Returns only by raising InputError."""
     import importlib.util
@@ -141,7 +165,10 @@ def serve(notebook_dir: str | os.PathLike, port: str | int = 8888, ip: str = "12
     except OSError as exc:  # a read-only venv: the news toast shows, nothing worse
         print(f"iolab lab: could not turn off JupyterLab's news pop-up ({exc.strerror})", file=sys.stderr)
     argv = lab_argv(notebook_dir, port=port, ip=ip) + list(extra or [])
-    print(f"iolab lab: JupyterLab on {notebook_dir}, http://{ip}:{port}/lab (the URL with its "
-          f"token follows); from a laptop: ssh -L {port}:127.0.0.1:{port} user@this-host", flush=True)
+    print(
+        f"iolab lab: JupyterLab on {notebook_dir}, http://{ip}:{port}/lab (the URL with its "
+        f"token follows); from a laptop: ssh -L {port}:127.0.0.1:{port} user@this-host",
+        flush=True,
+    )
     sys.stderr.flush()
     os.execv(argv[0], argv)

@@ -24,6 +24,7 @@ that exits while it still holds something — a Jupyter kernel stopped by SIGTER
 device entered by hand in a cell — puts it back at exit with those, so nothing of iolab's
 outlives it; only a process that dies without exiting (SIGKILL) needs ``iolab.repair``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -71,8 +72,13 @@ class Entry:
         assert kind in ORDER, kind
         pid = os.getpid()
         self.kind, self.undo = kind, undo
-        self.data = {"kind": kind, "owner_pid": pid, "owner_start": start_time(pid),
-                     "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details}
+        self.data = {
+            "kind": kind,
+            "owner_pid": pid,
+            "owner_start": start_time(pid),
+            "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **details,
+        }
         self.path = _dir() / f"{pid}-{kind}-{secrets.token_hex(4)}.json"
         self.write()
         _held[self.path] = self
@@ -102,8 +108,14 @@ def record(kind: str, *, undo: Callable[[], object], **details: Any) -> Entry:
 
 def describe(entry: dict) -> str:
     """What an entry names, in a word: its device, file, process or controller."""
-    return str(entry.get("device") or entry.get("backing") or entry.get("path") or entry.get("name")
-               or entry.get("controller") or "")
+    return str(
+        entry.get("device")
+        or entry.get("backing")
+        or entry.get("path")
+        or entry.get("name")
+        or entry.get("controller")
+        or ""
+    )
 
 
 def entries() -> Iterator[tuple[Path, dict]]:
@@ -132,7 +144,6 @@ def _put_back_own_at_exit() -> None:
         try:
             entry.put_back()
         except (OSError, IolabError) as exc:  # IolabError: nvme-cli failed or is gone
-            print(f"iolab cleanup at exit: could not put back {what} ({exc}): run `iolab cleanup`",
-                  file=sys.stderr)
+            print(f"iolab cleanup at exit: could not put back {what} ({exc}): run `iolab cleanup`", file=sys.stderr)
         else:
             print(f"iolab cleanup at exit: put back {what}", file=sys.stderr)

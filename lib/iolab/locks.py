@@ -11,6 +11,7 @@ lock to clean.
 Locks are re-entrant within a process (a sweep of runs on CPU 0 holds it once per run;
 ``many_devices`` runs on several CPUs from threads of one process).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -100,12 +101,17 @@ def _acquire(path: Path, what: str, wait_s: float) -> int:
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise BusyError(f"{what} is in use by {holder(path)}. Wait for it to finish, choose "
-                                f"other CPUs (--cpus / cpu=), or set IOLAB_LOCK_WAIT_S to wait longer "
-                                f"(lock file {path})") from None
+                raise BusyError(
+                    f"{what} is in use by {holder(path)}. Wait for it to finish, choose "
+                    f"other CPUs (--cpus / cpu=), or set IOLAB_LOCK_WAIT_S to wait longer "
+                    f"(lock file {path})"
+                ) from None
             if not told:
-                print(f"iolab: {what} is in use by {holder(path)}; waiting up to {wait_s:.0f} s "
-                      "(IOLAB_LOCK_WAIT_S)", file=sys.stderr, flush=True)
+                print(
+                    f"iolab: {what} is in use by {holder(path)}; waiting up to {wait_s:.0f} s (IOLAB_LOCK_WAIT_S)",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 told = True
             time.sleep(0.2)
         except BaseException:
@@ -113,8 +119,14 @@ def _acquire(path: Path, what: str, wait_s: float) -> int:
             raise
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
-        os.pwrite(fd, (f"pid {os.getpid()} ({getpass.getuser()}: {' '.join(sys.argv)[:120]}) since "
-                       f"{time.strftime('%H:%M:%S')}\n").encode(), 0)
+        os.pwrite(
+            fd,
+            (
+                f"pid {os.getpid()} ({getpass.getuser()}: {' '.join(sys.argv)[:120]}) since "
+                f"{time.strftime('%H:%M:%S')}\n"
+            ).encode(),
+            0,
+        )
     return fd
 
 

@@ -27,6 +27,7 @@ host's own Python; the guest prints the command's exit status on its console (QE
 status does not carry it), and that status is the lab's. A guest that outlives ``timeout_s``
 is killed by its pid and its files removed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -80,6 +81,7 @@ class LabSpec:
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
     QEMU runs at niceness ``nice`` (the test suite's guest takes 10: the other tests come
     first when both want a CPU)."""
+
     controllers: int = 2
     namespace_size: str = "1g"
     cpus: int = 2
@@ -94,8 +96,10 @@ class LabSpec:
             if not isinstance(value, int) or not low <= value <= high:
                 raise LabError(f"nvmelab {name}={value!r}: give a whole number from {low} to {high}")
         if self.poll_queues > self.cpus:  # the nvme module refuses it ("insmod: Invalid argument")
-            raise LabError(f"nvmelab poll_queues={self.poll_queues} is more than the guest's {self.cpus} vCPU(s), "
-                           "which Linux's nvme driver refuses: give as many vCPUs, or fewer poll queues")
+            raise LabError(
+                f"nvmelab poll_queues={self.poll_queues} is more than the guest's {self.cpus} vCPU(s), "
+                "which Linux's nvme driver refuses: give as many vCPUs, or fewer poll queues"
+            )
         if not isinstance(self.memory_mb, int) or self.memory_mb < 512:
             raise LabError(f"nvmelab memory_mb={self.memory_mb!r}: give at least 512 (MiB)")
         size = parse_size(self.namespace_size)
@@ -108,9 +112,9 @@ class LabSpec:
 @dataclass
 class LabResult:
     returncode: int
-    accel: str            # "kvm" or "tcg"
-    boot_s: float         # QEMU started -> the command started, seconds
-    wall_s: float         # the whole boot, seconds
+    accel: str  # "kvm" or "tcg"
+    boot_s: float  # QEMU started -> the command started, seconds
+    wall_s: float  # the whole boot, seconds
     console: list[str] = field(default_factory=list)  # the guest's console before the command
 
 
@@ -120,8 +124,11 @@ def lab_dir() -> Path:
 
 def missing_tools() -> list[str]:
     """Debian packages the lab needs that are not installed (empty: all there)."""
-    missing = [pkg for tool, pkg in PACKAGES.items() if not shutil.which(tool)
-               and not (tool == "busybox" and Path(BUSYBOX).exists())]
+    missing = [
+        pkg
+        for tool, pkg in PACKAGES.items()
+        if not shutil.which(tool) and not (tool == "busybox" and Path(BUSYBOX).exists())
+    ]
     if guest_kernel() is None:
         missing.append(KERNEL_PACKAGE)
     return missing
@@ -131,7 +138,7 @@ def guest_kernel() -> tuple[str, Path, Path] | None:
     """(version, vmlinuz, modules folder) of the newest kernel in /boot with its modules."""
     found = []
     for vmlinuz in Path("/boot").glob("vmlinuz-*"):
-        version = vmlinuz.name[len("vmlinuz-"):]
+        version = vmlinuz.name[len("vmlinuz-") :]
         modules = Path("/lib/modules") / version
         if (modules / "modules.dep").is_file():
             key = tuple(int(n) for n in re.findall(r"\d+", version)[:4])
@@ -143,7 +150,7 @@ def guest_kernel() -> tuple[str, Path, Path] | None:
 
 
 def accel() -> str:
-    """"kvm" when KVM boots a guest here, else "tcg". On this project's VMs /dev/kvm opens
+    """ "kvm" when KVM boots a guest here, else "tcg". On this project's VMs /dev/kvm opens
     but a KVM guest fails (``-cpu host``: "failed to set MSR 0x10a") or hangs before its
     first console line, so KVM is tried once with the lab's kernel (5 s at most) and the
     answer kept in the lab folder for this host kernel and QEMU."""
@@ -152,6 +159,7 @@ def accel() -> str:
     except OSError:
         return "tcg"
     from .system import tool_version
+
     key = {"host_kernel": os.uname().release, "qemu": tool_version([QEMU, "--version"])}
     note = lab_dir() / "accel.json"
     try:
@@ -168,12 +176,31 @@ def accel() -> str:
 
 def _kvm_boots(vmlinux: Path, wait_s: float = 5.0) -> bool:
     """Does the kernel print its first line under KVM within ``wait_s``?"""
-    argv = [shutil.which(QEMU) or QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
-            "-serial", "stdio", "-accel", "kvm", "-cpu", "host", "-m", "256", "-kernel", str(vmlinux),
-            "-append", "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 rdinit=/none"]
+    argv = [
+        shutil.which(QEMU) or QEMU,
+        "-nodefaults",
+        "-no-reboot",
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-serial",
+        "stdio",
+        "-accel",
+        "kvm",
+        "-cpu",
+        "host",
+        "-m",
+        "256",
+        "-kernel",
+        str(vmlinux),
+        "-append",
+        "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 rdinit=/none",
+    ]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         import selectors
+
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stdout, selectors.EVENT_READ)
             deadline, seen = time.monotonic() + wait_s, b""
@@ -191,8 +218,10 @@ def _kvm_boots(vmlinux: Path, wait_s: float = 5.0) -> bool:
 
 def describe(spec: LabSpec, mode: str) -> str:
     """What ``IOLAB_NVMELAB`` says inside the guest (and every run's snapshot records)."""
-    return (f"QEMU {mode.upper()} guest with {spec.controllers} emulated NVMe controller(s) of "
-            f"{spec.namespace_size}: an emulator's numbers, not a device's")
+    return (
+        f"QEMU {mode.upper()} guest with {spec.controllers} emulated NVMe controller(s) of "
+        f"{spec.namespace_size}: an emulator's numbers, not a device's"
+    )
 
 
 # ---------------------------------------------------------------- building the guest
@@ -201,8 +230,10 @@ def extract_vmlinux(vmlinuz: Path) -> bytes:
     data = vmlinuz.read_bytes()
     start = data.find(b"\xfd7zXZ\x00")
     if start < 0:
-        raise LabError(f"{vmlinuz}: no xz stream inside; the lab boots Debian's xz-compressed kernels "
-                       f"(apt-get install {KERNEL_PACKAGE})")
+        raise LabError(
+            f"{vmlinuz}: no xz stream inside; the lab boots Debian's xz-compressed kernels "
+            f"(apt-get install {KERNEL_PACKAGE})"
+        )
     elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[start:])
     if not elf.startswith(b"\x7fELF"):
         raise LabError(f"{vmlinuz}: the xz stream inside is not an ELF kernel")
@@ -308,8 +339,12 @@ def build(force: bool = False) -> tuple[Path, Path, str]:
     busybox = Path(shutil.which("busybox") or BUSYBOX)
     folder = lab_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    stamp = {"build": BUILD_VERSION, "kernel": version, "vmlinuz_mtime": vmlinuz.stat().st_mtime_ns,
-             "busybox_mtime": busybox.stat().st_mtime_ns}
+    stamp = {
+        "build": BUILD_VERSION,
+        "kernel": version,
+        "vmlinuz_mtime": vmlinuz.stat().st_mtime_ns,
+        "busybox_mtime": busybox.stat().st_mtime_ns,
+    }
     vmlinux, initramfs, stamp_file = folder / "vmlinux", folder / "initramfs.cpio", folder / "build.json"
     if not force and vmlinux.is_file() and initramfs.is_file():
         try:
@@ -318,8 +353,13 @@ def build(force: bool = False) -> tuple[Path, Path, str]:
         except (OSError, ValueError):
             pass
     kos = module_files(modules_dir)
-    entries = [("bin", 0o40755, b""), ("bin/busybox", 0o100755, busybox.read_bytes()),
-               ("init", 0o100755, INIT.encode()), ("lib", 0o40755, b""), ("lib/modules", 0o40755, b"")]
+    entries = [
+        ("bin", 0o40755, b""),
+        ("bin/busybox", 0o100755, busybox.read_bytes()),
+        ("init", 0o100755, INIT.encode()),
+        ("lib", 0o40755, b""),
+        ("lib/modules", 0o40755, b""),
+    ]
     entries += [(f"lib/modules/{ko.name}", 0o100644, ko.read_bytes()) for ko in kos]
     write_atomic(vmlinux, extract_vmlinux(vmlinuz))
     write_atomic(initramfs, _cpio_newc(entries))
@@ -337,8 +377,10 @@ def _share(path: Path) -> str:
     """A folder shared with the guest, as the guest's init reads it (a space-separated list)."""
     text = str(path)
     if any(c.isspace() for c in text) or "," in text:
-        raise LabError(f"nvmelab: {text!r} holds a space or comma, which QEMU's -virtfs and the guest's "
-                       "init cannot take; move the checkout (or IOLAB_DATA) to a path without them")
+        raise LabError(
+            f"nvmelab: {text!r} holds a space or comma, which QEMU's -virtfs and the guest's "
+            "init cannot take; move the checkout (or IOLAB_DATA) to a path without them"
+        )
     return text
 
 
@@ -349,12 +391,19 @@ def rw_paths() -> list[Path]:
 
 
 # ---------------------------------------------------------------- running
-def run(argv: Sequence[str], spec: LabSpec = LabSpec(), *, cwd: str | os.PathLike | None = None,
-        env: dict[str, str] | None = None, out: Callable[[str], None] | None = None) -> LabResult:
+def run(
+    argv: Sequence[str],
+    spec: LabSpec = LabSpec(),
+    *,
+    cwd: str | os.PathLike | None = None,
+    env: dict[str, str] | None = None,
+    out: Callable[[str], None] | None = None,
+) -> LabResult:
     """Boot the lab, run ``argv`` in it (in ``cwd``, the checkout by default) and power off.
     The command's console output goes to ``out`` line by line (stdout by default). The
     result's returncode is the command's own; LabError when the guest never reached it."""
     from . import process, signals
+
     argv = [str(a) for a in argv]
     if not argv:
         raise LabError("nvmelab: no command given; e.g. iolab nvmelab -- nvme list")
@@ -380,18 +429,25 @@ def run(argv: Sequence[str], spec: LabSpec = LabSpec(), *, cwd: str | os.PathLik
         runner.write_text(EXEC)
         job.write_text(json.dumps({"argv": argv, "cwd": str(Path(cwd or paths.REPO).resolve()), "env": guest_env}))
         _, _, modules_dir = guest_kernel()
-        conf = "\n".join([
-            f"LAB_MODULES={_quote_conf(' '.join('/lib/modules/' + k.name for k in module_files(modules_dir)))}",
-            f"LAB_POLL_QUEUES={spec.poll_queues}", f"LAB_CONTROLLERS={spec.controllers}",
-            f"LAB_RO={_quote_conf(_share(paths.REPO.resolve()))}",
-            f"LAB_RW={_quote_conf(' '.join(_share(s) for s in shares))}",
-            f"LAB_PYTHON={_quote_conf(sys.executable)}", f"LAB_EXEC={_quote_conf(str(runner))}",
-            f"LAB_ARGV={_quote_conf(str(job))}", ""])
+        conf = "\n".join(
+            [
+                f"LAB_MODULES={_quote_conf(' '.join('/lib/modules/' + k.name for k in module_files(modules_dir)))}",
+                f"LAB_POLL_QUEUES={spec.poll_queues}",
+                f"LAB_CONTROLLERS={spec.controllers}",
+                f"LAB_RO={_quote_conf(_share(paths.REPO.resolve()))}",
+                f"LAB_RW={_quote_conf(' '.join(_share(s) for s in shares))}",
+                f"LAB_PYTHON={_quote_conf(sys.executable)}",
+                f"LAB_EXEC={_quote_conf(str(runner))}",
+                f"LAB_ARGV={_quote_conf(str(job))}",
+                "",
+            ]
+        )
         initramfs = boot / "initramfs.cpio"
         initramfs.write_bytes(base_initramfs.read_bytes() + _cpio_newc([("lab.conf", 0o100644, conf.encode())]))
         qemu = _qemu_argv(vmlinux, initramfs, images, shares, spec, mode)
-        proc, entry = process.spawn(qemu, name="qemu (nvmelab)", stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc, entry = process.spawn(
+            qemu, name="qemu (nvmelab)", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         result = _follow(proc, spec, mode, started, out)
         proc.wait()
         return result
@@ -408,44 +464,81 @@ def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "VIRTUAL_ENV", "PYTHONPATH")
     base = {k: v for k, v in os.environ.items() if k in keep or k.startswith("IOLAB_")}
     base.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-    base.update({"PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter-runtime",
-                 "IPYTHONDIR": "/tmp/ipython", "IOLAB_HEADLESS": "1", ENV_FLAG: describe(spec, mode)})
+    base.update(
+        {
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "JUPYTER_RUNTIME_DIR": "/tmp/jupyter-runtime",
+            "IPYTHONDIR": "/tmp/ipython",
+            "IOLAB_HEADLESS": "1",
+            ENV_FLAG: describe(spec, mode),
+        }
+    )
     if mode == "tcg":
         base.update(TCG_NUMPY)
     base.update(env or {})
     return base
 
 
-def _qemu_argv(vmlinux: Path, initramfs: Path, images: list[Path], shares: list[Path], spec: LabSpec,
-               mode: str) -> list[str]:
+def _qemu_argv(
+    vmlinux: Path, initramfs: Path, images: list[Path], shares: list[Path], spec: LabSpec, mode: str
+) -> list[str]:
     argv = ["nice", "-n", str(spec.nice)] if spec.nice else []  # nice execs QEMU: the pid is QEMU's
-    argv += [shutil.which(QEMU) or QEMU, "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
-             "-serial", "stdio", "-machine", "q35", "-accel", mode, "-cpu", "max" if mode == "tcg" else "host",
-             "-smp", str(spec.cpus), "-m", str(spec.memory_mb), "-kernel", str(vmlinux), "-initrd", str(initramfs),
-             # nowatchdog, no RCU stall reports: under TCG a vCPU can be descheduled for many
-             # seconds, and the soft-lockup dump landed in the middle of a notebook's output
-             # oops=panic: a guest kernel that oopses powers off (panic=-1, -no-reboot) and the
-             # run ends with the oops's words, not a hung command waiting for the timeout
-             "-append", "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic rdinit=/init nowatchdog "
-                        "rcupdate.rcu_cpu_stall_suppress=1",
-             # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
-             # the guest's 9p client takes one for the other (/proc/stat went missing)
-             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
-    argv += ["-virtfs", f"local,path={paths.REPO.resolve()},mount_tag=ro0,security_model=none,readonly=on,"
-                        "multidevs=remap"]
+    argv += [
+        shutil.which(QEMU) or QEMU,
+        "-nodefaults",
+        "-no-reboot",
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-serial",
+        "stdio",
+        "-machine",
+        "q35",
+        "-accel",
+        mode,
+        "-cpu",
+        "max" if mode == "tcg" else "host",
+        "-smp",
+        str(spec.cpus),
+        "-m",
+        str(spec.memory_mb),
+        "-kernel",
+        str(vmlinux),
+        "-initrd",
+        str(initramfs),
+        # nowatchdog, no RCU stall reports: under TCG a vCPU can be descheduled for many
+        # seconds, and the soft-lockup dump landed in the middle of a notebook's output
+        # oops=panic: a guest kernel that oopses powers off (panic=-1, -no-reboot) and the
+        # run ends with the oops's words, not a hung command waiting for the timeout
+        "-append",
+        "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic rdinit=/init nowatchdog rcupdate.rcu_cpu_stall_suppress=1",
+        # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
+        # the guest's 9p client takes one for the other (/proc/stat went missing)
+        "-virtfs",
+        "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+    ]
+    argv += [
+        "-virtfs",
+        f"local,path={paths.REPO.resolve()},mount_tag=ro0,security_model=none,readonly=on,multidevs=remap",
+    ]
     for i, share in enumerate(shares):
         argv += ["-virtfs", f"local,path={share},mount_tag=rw{i},security_model=none"]
     for i, image in enumerate(images):
-        argv += ["-drive", f"file={image},if=none,id=ns{i},format=raw,cache=none,aio=threads",
-                 "-device", f"nvme,serial=IOLABLAB{i:04d},drive=ns{i}"]
+        argv += [
+            "-drive",
+            f"file={image},if=none,id=ns{i},format=raw,cache=none,aio=threads",
+            "-device",
+            f"nvme,serial=IOLABLAB{i:04d},drive=ns{i}",
+        ]
     return argv
 
 
-def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float,
-            out: Callable[[str], None]) -> LabResult:
+def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float, out: Callable[[str], None]) -> LabResult:
     """Read the guest's console until the command's exit line; kill the guest past the
     timeout."""
     import selectors
+
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     console, buffer, boot_s, code = [], b"", None, None
@@ -454,9 +547,10 @@ def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float,
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise LabError(f"nvmelab: the guest did not finish within {spec.timeout_s:g} s; it was killed "
-                           f"(pid {proc.pid}). Give a longer --timeout, or look at its console: "
-                           + " | ".join(console[-5:]))
+            raise LabError(
+                f"nvmelab: the guest did not finish within {spec.timeout_s:g} s; it was killed "
+                f"(pid {proc.pid}). Give a longer --timeout, or look at its console: " + " | ".join(console[-5:])
+            )
         if not sel.select(timeout=min(left, 1.0)):
             continue
         chunk = os.read(proc.stdout.fileno(), 65536)
@@ -487,15 +581,17 @@ def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float,
     sel.close()
     wall = time.monotonic() - started
     if boot_s is None:
-        said = " | ".join(l for l in console[-8:] if l.strip())
-        if proc.wait() != 0 and any(l.startswith(("qemu-system", "qemu:")) for l in console):
+        said = " | ".join(line for line in console[-8:] if line.strip())
+        if proc.wait() != 0 and any(line.startswith(("qemu-system", "qemu:")) for line in console):
             raise QemuCannotStart(f"nvmelab: QEMU could not start here: {said}")
         raise LabError(f"nvmelab: the guest stopped before running the command; its console said: {said}")
     if code is None and oops:
         where = f" in {culprit}" if culprit else ""
-        raise LabError(f"nvmelab: the guest's kernel crashed while the command ran{where}: "
-                       f"{oops.split(']', 1)[-1].strip()} (Linux {guest_kernel()[0]}'s own failure; its whole "
-                       "report is on the console above). Try again, or boot a newer kernel (linux-image-amd64)")
+        raise LabError(
+            f"nvmelab: the guest's kernel crashed while the command ran{where}: "
+            f"{oops.split(']', 1)[-1].strip()} (Linux {guest_kernel()[0]}'s own failure; its whole "
+            "report is on the console above). Try again, or boot a newer kernel (linux-image-amd64)"
+        )
     if code is None:
         raise LabError("nvmelab: the guest stopped while the command ran (no exit status on its console)")
     return LabResult(code, mode, boot_s, wall, console)
@@ -515,8 +611,12 @@ def lab_defaults(spec: LabSpec) -> dict:
     emulated namespace as its target, every controller's namespace for notebook 06's one fio
     per device, polled completions (its poll queues), and the device changes the lab exists
     to try (always restored)."""
-    return {"target": "/dev/nvme0n1", "opt_in_device_changes": True, "polled": spec.poll_queues > 0,
-            "devices": [f"/dev/nvme{i}n1" for i in range(spec.controllers)] if spec.controllers > 1 else []}
+    return {
+        "target": "/dev/nvme0n1",
+        "opt_in_device_changes": True,
+        "polled": spec.poll_queues > 0,
+        "devices": [f"/dev/nvme{i}n1" for i in range(spec.controllers)] if spec.controllers > 1 else [],
+    }
 
 
 def notebook_output(notebook: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> Path:
@@ -524,38 +624,60 @@ def notebook_output(notebook: str | os.PathLike, out_dir: str | os.PathLike | No
     return Path(out_dir or paths.PAPERMILL_RUNS).resolve() / f"{Path(notebook).stem}.nvmelab.ipynb"
 
 
-def notebook_job(notebook: str | os.PathLike, parameters: dict | None = None, spec: LabSpec = LabSpec(), *,
-                 out_dir: str | os.PathLike | None = None) -> tuple[list[str], Path]:
+def notebook_job(
+    notebook: str | os.PathLike,
+    parameters: dict | None = None,
+    spec: LabSpec = LabSpec(),
+    *,
+    out_dir: str | os.PathLike | None = None,
+) -> tuple[list[str], Path]:
     """The guest command that executes ``notebook`` with ``parameters`` (papermill) and writes
     its offline write-up (``iolab.publish``), and the executed notebook's path in ``out_dir``
     (``papermill_runs/``). ``lab_defaults`` fill the parameters the notebook has and the
     caller did not give. A parameter the notebook lacks is refused here, before any boot."""
     from .publish import refuse_unknown_parameters
+
     notebook = Path(notebook).resolve()
     if not notebook.is_file() or notebook.suffix != ".ipynb":
         raise LabError(f"nvmelab: {notebook} is not a notebook (.ipynb) file")
     import papermill as pm
+
     known = pm.inspect_notebook(str(notebook))
     refuse_unknown_parameters(notebook, parameters, known)
     parameters = {**{k: v for k, v in lab_defaults(spec).items() if k in known}, **(parameters or {})}
     output = notebook_output(notebook, out_dir)
     if output.parent not in rw_paths() and not any(p in output.parents for p in rw_paths()):
-        raise LabError(f"nvmelab: the guest writes only under {', '.join(map(str, rw_paths()))}; "
-                       f"{output.parent} is outside them")
-    return [sys.executable, "-m", "iolab.nvmelab", "notebook", str(notebook), str(output), json.dumps(parameters)], output
+        raise LabError(
+            f"nvmelab: the guest writes only under {', '.join(map(str, rw_paths()))}; {output.parent} is outside them"
+        )
+    return [
+        sys.executable,
+        "-m",
+        "iolab.nvmelab",
+        "notebook",
+        str(notebook),
+        str(output),
+        json.dumps(parameters),
+    ], output
 
 
-def run_notebook(notebook: str | os.PathLike, parameters: dict | None = None, spec: LabSpec = LabSpec(), *,
-                 out_dir: str | os.PathLike | None = None,
-                 out: Callable[[str], None] | None = None) -> tuple[LabResult, Path]:
+def run_notebook(
+    notebook: str | os.PathLike,
+    parameters: dict | None = None,
+    spec: LabSpec = LabSpec(),
+    *,
+    out_dir: str | os.PathLike | None = None,
+    out: Callable[[str], None] | None = None,
+) -> tuple[LabResult, Path]:
     """Execute ``notebook`` inside the lab (``notebook_job``); the executed notebook and its
     write-up land in ``out_dir`` (``papermill_runs/``)."""
     argv, output = notebook_job(notebook, parameters, spec, out_dir=out_dir)
     return run_notebook_job(argv, output, spec, out=out), output
 
 
-def run_notebook_job(argv: list[str], output: Path, spec: LabSpec = LabSpec(), *,
-                     out: Callable[[str], None] | None = None) -> LabResult:
+def run_notebook_job(
+    argv: list[str], output: Path, spec: LabSpec = LabSpec(), *, out: Callable[[str], None] | None = None
+) -> LabResult:
     """Run a ``notebook_job`` in the lab; a half-run notebook is kept (``_keep_partial``)."""
     result = None
     try:
@@ -570,6 +692,7 @@ def _keep_partial(output: Path) -> None:
     """The guest's half-executed notebook (papermill writes it to a hidden running name) as
     ``NAME.interrupted.ipynb``, when the guest crashed, hung or was stopped before renaming it."""
     from .publish import keep_partial
+
     for running in output.parent.glob(f".{output.stem}.*.running{output.suffix}"):
         with contextlib.suppress(OSError):
             keep_partial(running, output, "interrupted")
@@ -578,11 +701,13 @@ def _keep_partial(output: Path) -> None:
 def _guest_notebook(notebook: str, output: str, parameters: str) -> int:
     """Inside the guest: execute and publish (``run_notebook``'s other half)."""
     from .publish import execute, publish
+
     try:
         executed = execute(notebook, output, json.loads(parameters))
     except Exception as exc:  # noqa: BLE001 - the guest's last word: one line, then the exit status
-        print(f"iolab nvmelab: {Path(notebook).name} did not run in the lab: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
+        print(
+            f"iolab nvmelab: {Path(notebook).name} did not run in the lab: {type(exc).__name__}: {exc}", file=sys.stderr
+        )
         return 1
     print(f"wrote {executed}\nwrote {publish(executed)}")
     return 0

@@ -14,6 +14,7 @@ over it) is no longer iolab's. (A file deleted and created anew may get the old 
 the note cannot tell that one apart.) A note that cannot be written (a folder iolab may not
 write) only means the next write to that file asks for ``--allow-destructive``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,8 +42,15 @@ def mark(path: str | os.PathLike) -> bool:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:  # a symlink or a hard link: maybe a user's file
             return False
-        write_json(note_of(path), {"dev": st.st_dev, "ino": st.st_ino, "created_utc":
-                                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "by": "iolab"})
+        write_json(
+            note_of(path),
+            {
+                "dev": st.st_dev,
+                "ino": st.st_ino,
+                "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "by": "iolab",
+            },
+        )
     except OSError:
         return False
     return True
@@ -53,8 +61,7 @@ def is_owned(path: str | os.PathLike) -> bool:
     try:
         st = os.stat(path)
         note = json.loads(note_of(path).read_text())
-        return (stat.S_ISREG(st.st_mode) and st.st_nlink == 1
-                and (note["dev"], note["ino"]) == (st.st_dev, st.st_ino))
+        return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and (note["dev"], note["ino"]) == (st.st_dev, st.st_ino)
     except (OSError, ValueError, KeyError, TypeError):
         return False
 

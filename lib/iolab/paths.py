@@ -3,6 +3,7 @@
 The data folder is ``$IOLAB_DATA`` if set, else ``data/`` of the checkout iolab was
 installed from (editable install), else ``./data``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,8 +58,10 @@ def lock_dir() -> Path:
 
 # how targets are named everywhere (iolab.target.parse_spec); here, so the command line's help
 # needs no import of the target module
-TARGET_HELP = ("'scratch' (a scratch file), 'loop' or 'loop:SIZE' (a tmpfs-backed loop device, root), "
-               "an existing file or block device path, or a list of them")
+TARGET_HELP = (
+    "'scratch' (a scratch file), 'loop' or 'loop:SIZE' (a tmpfs-backed loop device, root), "
+    "an existing file or block device path, or a list of them"
+)
 
 
 # ---------------------------------------------------------------- the environment
@@ -72,8 +75,10 @@ def env_path(name: str) -> Path | None:
     if not value:
         return None
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise InputError(f"{name}={value!r} holds control characters, which no folder name should; "
-                         f"set {name} to a plain folder path, or unset it for iolab's default")
+        raise InputError(
+            f"{name}={value!r} holds control characters, which no folder name should; "
+            f"set {name} to a plain folder path, or unset it for iolab's default"
+        )
     return Path(value)
 
 
@@ -91,8 +96,10 @@ def env_seconds(name: str, default: float) -> float:
         value = math.nan
     if not (math.isfinite(value) and value >= 0):
         shown = repr(text if len(text) <= 40 else text[:39] + "…")
-        raise InputError(f"{name}={shown} is not a finite number of seconds >= 0; set e.g. "
-                         f"{name}={default:g}, or unset it (default {default:g} s)")
+        raise InputError(
+            f"{name}={shown} is not a finite number of seconds >= 0; set e.g. "
+            f"{name}={default:g}, or unset it (default {default:g} s)"
+        )
     return value
 
 
@@ -114,16 +121,27 @@ def check_name(name: object, what: str, how: str) -> str:
     if _NAME.fullmatch(text) and len(text) <= NAME_MAX:
         return text
     bad = [c for c in text if _UNSAFE.fullmatch(c) and c not in "/\\"][:1]
-    why = ("is empty" if not text else f"has {len(text)} characters (at most {NAME_MAX})" if len(text) > NAME_MAX
-           else "would leave its folder" if "/" in text or "\\" in text or text in (".", "..")
-           else f"has {bad[0]!r}" if bad else f"starts with {text[0]!r}")
+    why = (
+        "is empty"
+        if not text
+        else f"has {len(text)} characters (at most {NAME_MAX})"
+        if len(text) > NAME_MAX
+        else "would leave its folder"
+        if "/" in text or "\\" in text or text in (".", "..")
+        else f"has {bad[0]!r}"
+        if bad
+        else f"starts with {text[0]!r}"
+    )
     shown = repr(text[:60] + ("…" if len(text) > 60 else ""))
-    raise InputError(f"{what} {shown} {why}: it becomes a folder name, so use only {NAME_CHARS}, "
-                     f"at most {NAME_MAX} characters, e.g. {safe_name(text, limit=40)!r}; give it with {how}")
+    raise InputError(
+        f"{what} {shown} {why}: it becomes a folder name, so use only {NAME_CHARS}, "
+        f"at most {NAME_MAX} characters, e.g. {safe_name(text, limit=40)!r}; give it with {how}"
+    )
 
 
-def safe_name(text: object, fill: str = "-", fallback: str = "run", limit: int = NAME_MAX,
-              per_char: bool = False) -> str:
+def safe_name(
+    text: object, fill: str = "-", fallback: str = "run", limit: int = NAME_MAX, per_char: bool = False
+) -> str:
     """``text`` made into one folder name that stays inside its folder: each run of
     characters other than ASCII letters, digits and ``. _ = -`` becomes ``fill`` (each such
     character with ``per_char``); leading dots and dashes go (no ``.``, ``..`` or hidden
@@ -133,7 +151,7 @@ def safe_name(text: object, fill: str = "-", fallback: str = "run", limit: int =
     name = re.sub(_UNSAFE.pattern + ("" if per_char else "+"), fill, str(text)).lstrip(".-").rstrip("-") or fallback
     if len(name) > limit:
         digest = hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        name = name[:limit - 9].rstrip(".-") + "-" + digest
+        name = name[: limit - 9].rstrip(".-") + "-" + digest
     return name
 
 

@@ -19,6 +19,7 @@ In a run folder (``iolab.producers``): ``perf.data`` and ``perf.folded`` (perf r
 ``perf_stat_window.json`` (how long it counted; read with it by ``stat_columns``). Folders of
 schema 1 kept the window as a fake ``window_s`` event in ``perf_stat_tidy.csv``; it is read too.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,8 @@ from .system import read_text
 
 STAT_EVENTS_HW = ("cycles", "instructions", "task-clock", "context-switches", "cpu-clock")
 SCRIPT_FIELDS = "comm,pid,tid,time,period,event,ip,sym,dso"  # time: the folder reads the period after it
-RECORD_FILES = ("perf.data", "perf.folded")               # in a run folder: perf record
-STAT_FILES = ("perf_stat.csv", "perf_stat_window.json")   # in a run folder: perf stat
+RECORD_FILES = ("perf.data", "perf.folded")  # in a run folder: perf record
+STAT_FILES = ("perf_stat.csv", "perf_stat_window.json")  # in a run folder: perf stat
 STAT_TIDY_V1 = "perf_stat_tidy.csv"  # schema 1: parse_stat of perf_stat.csv plus a 'window_s' event row
 
 
@@ -65,29 +66,44 @@ def probe(as_root: bool | None = None) -> PerfCapabilities:
     perf = shutil.which("perf")
     paranoid = read_text("/proc/sys/kernel/perf_event_paranoid")
     kptr = read_text("/proc/sys/kernel/kptr_restrict")
-    caps = PerfCapabilities(perf, int(paranoid) if paranoid else None, int(kptr) if kptr else None,
-                            False, False)
+    caps = PerfCapabilities(perf, int(paranoid) if paranoid else None, int(kptr) if kptr else None, False, False)
     if not perf:
-        caps.problems.append("perf is not installed: apt-get install linux-perf (Debian) or "
-                             "linux-tools-$(uname -r) (Ubuntu)")
+        caps.problems.append(
+            "perf is not installed: apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)"
+        )
         return caps
     root = os.geteuid() == 0 if as_root is None else as_root
     if not root and caps.paranoid is not None and caps.paranoid > 1:
-        caps.problems.append(f"perf_event_paranoid is {caps.paranoid}: CPU-wide profiles and kernel "
-                             "stacks need root, or: sysctl kernel.perf_event_paranoid=1")
+        caps.problems.append(
+            f"perf_event_paranoid is {caps.paranoid}: CPU-wide profiles and kernel "
+            "stacks need root, or: sysctl kernel.perf_event_paranoid=1"
+        )
     if not root and caps.kptr_restrict:
-        caps.problems.append(f"kptr_restrict is {caps.kptr_restrict}: kernel symbols are hidden "
-                             "(frames show as addresses); run as root or sysctl kernel.kptr_restrict=0")
-    out = subprocess.run([perf, "stat", "-x,", "-e", "cycles", "--", "true"], capture_output=True,
-                         text=True, check=False)
-    caps.hardware_counters = out.returncode == 0 and "<not supported>" not in out.stderr \
-        and "<not counted>" not in out.stderr and "cycles" in out.stderr
+        caps.problems.append(
+            f"kptr_restrict is {caps.kptr_restrict}: kernel symbols are hidden "
+            "(frames show as addresses); run as root or sysctl kernel.kptr_restrict=0"
+        )
+    out = subprocess.run(
+        [perf, "stat", "-x,", "-e", "cycles", "--", "true"], capture_output=True, text=True, check=False
+    )
+    caps.hardware_counters = (
+        out.returncode == 0
+        and "<not supported>" not in out.stderr
+        and "<not counted>" not in out.stderr
+        and "cycles" in out.stderr
+    )
     if not caps.hardware_counters:
-        caps.problems.append("no hardware counters (cycles <not supported>, typical in a VM): "
-                             "profiles use the software cpu-clock event and cycles/IO comes from "
-                             "busy CPU time x frequency only")
-    test = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"],
-                          capture_output=True, text=True, check=False)
+        caps.problems.append(
+            "no hardware counters (cycles <not supported>, typical in a VM): "
+            "profiles use the software cpu-clock event and cycles/IO comes from "
+            "busy CPU time x frequency only"
+        )
+    test = subprocess.run(
+        [perf, "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     caps.can_record = test.returncode == 0
     if not caps.can_record:
         caps.problems.append(f"perf record failed: {_whole(test.stderr)}")
@@ -97,12 +113,13 @@ def probe(as_root: bool | None = None) -> PerfCapabilities:
 @dataclass
 class ProfileSpec:
     """How to profile a run. ``freq_hz``: samples per second per CPU (perf -F)."""
-    mode: str = "cpus"              # cpus | process
+
+    mode: str = "cpus"  # cpus | process
     freq_hz: int = 999
-    call_graph: str = "fp"          # fp | dwarf | none
-    event: str | None = None        # default: cycles with hardware counters, else cpu-clock
+    call_graph: str = "fp"  # fp | dwarf | none
+    event: str | None = None  # default: cycles with hardware counters, else cpu-clock
     stat: bool = True
-    kernel_annotate: bool = True    # mark kernel frames _[k] in the folded stacks
+    kernel_annotate: bool = True  # mark kernel frames _[k] in the folded stacks
 
 
 MMAP_PAGES = 1024  # 4 MiB per CPU with 4 KiB pages: at 999 Hz perf drains it a few times a second
@@ -151,9 +168,15 @@ def parse_stat(path: str | Path) -> pd.DataFrame:
             continue
         value, unit, event = parts[0], parts[1], parts[2]
         supported = not value.startswith("<")
-        rows.append({"event": event, "value": float(value) if supported else float("nan"),
-                     "unit": unit, "supported": supported,
-                     "running_pct": float(parts[4]) if len(parts) > 4 and parts[4] else float("nan")})
+        rows.append(
+            {
+                "event": event,
+                "value": float(value) if supported else float("nan"),
+                "unit": unit,
+                "supported": supported,
+                "running_pct": float(parts[4]) if len(parts) > 4 and parts[4] else float("nan"),
+            }
+        )
     return pd.DataFrame(rows, columns=["event", "value", "unit", "supported", "running_pct"])
 
 
@@ -184,8 +207,9 @@ def script_argv(perf_data: Path, pid_fields: bool = True) -> list[str]:
 
 def fold_perf_data(perf_data: str | Path, options: FoldOptions | None = None) -> Folded:
     """perf.data -> folded stacks, streaming ``perf script`` into the folder (no text file)."""
-    proc = subprocess.Popen(script_argv(Path(perf_data)), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace")
+    proc = subprocess.Popen(
+        script_argv(Path(perf_data)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
+    )
     folded = fold_stream(proc.stdout, options)  # folds while perf script still writes
     _, err = proc.communicate()
     if proc.returncode != 0:
@@ -203,8 +227,13 @@ class Profiler:
     Writes ``RECORD_FILES`` and ``STAT_FILES`` into ``run_dir``. The perf processes are
     stopped by their own pids, on success, error and Ctrl-C."""
 
-    def __init__(self, run_dir: Path, cpus: list[int] | None, spec: ProfileSpec | None = None,
-                 caps: PerfCapabilities | None = None):
+    def __init__(
+        self,
+        run_dir: Path,
+        cpus: list[int] | None,
+        spec: ProfileSpec | None = None,
+        caps: PerfCapabilities | None = None,
+    ):
         self.dir, self.cpus = Path(run_dir), cpus
         self.data = self.dir / RECORD_FILES[0]
         self.spec = spec or ProfileSpec()
@@ -229,14 +258,23 @@ class Profiler:
         hw = self.caps.hardware_counters
         if self.spec.mode != "process":
             argv = record_argv(self.data, self.spec, self.cpus, hw)
-            self._record, self._entries["record"] = spawn(argv, name="perf record", cpus=off_cpus(self.cpus),
-                                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                                          text=True)
+            self._record, self._entries["record"] = spawn(
+                argv,
+                name="perf record",
+                cpus=off_cpus(self.cpus),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         if self.spec.stat:
-            self._stat, self._entries["stat"] = spawn(stat_argv(self.dir / STAT_FILES[0], self.cpus, hw),
-                                                      name="perf stat", cpus=off_cpus(self.cpus),
-                                                      stdout=subprocess.DEVNULL,
-                                                      stderr=subprocess.PIPE, text=True)
+            self._stat, self._entries["stat"] = spawn(
+                stat_argv(self.dir / STAT_FILES[0], self.cpus, hw),
+                name="perf stat",
+                cpus=off_cpus(self.cpus),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         self._t0 = time.monotonic()
         if self._record is None:
             return
@@ -244,21 +282,29 @@ class Profiler:
         # once they are open, in well under a second; on a loaded 2-CPU machine a perf that
         # is refused took over 5 s even to exit
         deadline = self._t0 + 15
-        while not _has_header(self.data) and time.monotonic() < deadline \
-                and self._record.poll() is None:
+        while not _has_header(self.data) and time.monotonic() < deadline and self._record.poll() is None:
             time.sleep(0.02)
         if self._record.poll() is not None:
-            raise PerfError(f"perf record exited at once: {_whole(self._record.stderr.read())}; "
-                            "profile as root, or as perf says (kernel.perf_event_paranoid)")
+            raise PerfError(
+                f"perf record exited at once: {_whole(self._record.stderr.read())}; "
+                "profile as root, or as perf says (kernel.perf_event_paranoid)"
+            )
 
     def stop(self) -> None:
         """Stop perf (stat first), and record how long perf stat counted."""
         self.window_s = time.monotonic() - getattr(self, "_t0", time.monotonic())
         _stop(self._stat)
         if self._stat is not None:
-            (self.dir / STAT_FILES[1]).write_text(json.dumps(
-                {"window_s": self.window_s, "unit": "s",
-                 "source": "time.monotonic() from starting perf stat to stopping it"}) + "\n")
+            (self.dir / STAT_FILES[1]).write_text(
+                json.dumps(
+                    {
+                        "window_s": self.window_s,
+                        "unit": "s",
+                        "source": "time.monotonic() from starting perf stat to stopping it",
+                    }
+                )
+                + "\n"
+            )
         _stop(self._record)
         for entry in self._entries.values():
             entry.release()
@@ -289,10 +335,14 @@ def stat_columns(run_dir: str | Path) -> dict:
     no hardware counters), ``perf_task_clock_ms``, ``perf_window_s`` and where cycles came from."""
     value = parse_stat(Path(run_dir) / STAT_FILES[0]).set_index("event")["value"]
     cycles = value.get("cycles", math.nan)
-    return {"perf_cycles": cycles, "perf_window_s": stat_window_s(run_dir),
-            "perf_task_clock_ms": value.get("task-clock", math.nan),
-            "perf_cycles_source": "perf stat cycles" if pd.notna(cycles) else
-            "none: no hardware counters (cycles not supported)"}
+    return {
+        "perf_cycles": cycles,
+        "perf_window_s": stat_window_s(run_dir),
+        "perf_task_clock_ms": value.get("task-clock", math.nan),
+        "perf_cycles_source": "perf stat cycles"
+        if pd.notna(cycles)
+        else "none: no hardware counters (cycles not supported)",
+    }
 
 
 def stat_window_s(run_dir: str | Path) -> float:

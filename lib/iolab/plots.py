@@ -4,6 +4,7 @@ Every function takes a tidy frame and an optional ``ax``, labels axes from the c
 registry (units included), writes where its numbers come from under the plot, marks
 fallback-sourced values, and returns the ``ax``. Nothing here changes global style.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -22,7 +23,7 @@ from .readable import percent, readable_number, si_number
 from .errors import InputError
 
 PALETTE = {"iops": "#1f77b4", "p50": "#2ca02c", "p99": "#d62728", "knee": "#7f7f7f"}
-CV_LIMIT = 0.10        # a cell is unstable above this coefficient of variation over repeats (pyperf: 10 %)
+CV_LIMIT = 0.10  # a cell is unstable above this coefficient of variation over repeats (pyperf: 10 %)
 UNSTABLE = f"unstable: CV > {100 * CV_LIMIT:g} % over repeats"
 UNSTABLE_COLOR = "#e31a1c"
 # inches: the widest figure JupyterLab shows at its own size (100 dpi) in a 1280-px window with
@@ -41,8 +42,16 @@ def source_note(ax, text: str) -> None:
     """The source line under a plot, wrapped to the plot's width."""
     width_in = ax.get_position().width * ax.figure.get_figwidth()
     text = textwrap.fill(f"source: {text}", width=max(60, int(width_in * 17)))  # ~17 chars/inch at 7.5 pt
-    ax.annotate(text, xy=(0, 0), xycoords="axes fraction", xytext=(0, -38),
-                textcoords="offset points", fontsize=7.5, color="0.35", va="top")
+    ax.annotate(
+        text,
+        xy=(0, 0),
+        xycoords="axes fraction",
+        xytext=(0, -38),
+        textcoords="offset points",
+        fontsize=7.5,
+        color="0.35",
+        va="top",
+    )
 
 
 def flag_banner(ax, df: pd.DataFrame) -> None:
@@ -50,19 +59,38 @@ def flag_banner(ax, df: pd.DataFrame) -> None:
     (``flags``, ``iolab.checks``), with the words of the checks."""
     if "flags" not in df:
         return
-    flagged = df.loc[df["flags"].fillna("") != "", ["run_id", "flags"]] if "run_id" in df else \
-        df.loc[df["flags"].fillna("") != "", ["flags"]]
+    flagged = (
+        df.loc[df["flags"].fillna("") != "", ["run_id", "flags"]]
+        if "run_id" in df
+        else df.loc[df["flags"].fillna("") != "", ["flags"]]
+    )
     if flagged.empty:
         return
     runs = flagged["run_id"].nunique() if "run_id" in flagged else len(flagged)
     total = df["run_id"].nunique() if "run_id" in df else len(df)
-    words = list(dict.fromkeys(w.split(":")[0].strip() + ":" + w.split(":", 1)[1].split(";")[0]
-                               for text in flagged["flags"] for w in text.split(" | ") if ":" in w))
-    text = textwrap.shorten(f"⚠ {runs} of {total} runs failed a plausibility check — " + " | ".join(words),
-                            width=160, placeholder=" …")
-    ax.annotate("\n".join(textwrap.wrap(text, 90)), xy=(0, 1), xycoords="axes fraction", xytext=(0, 22),
-                textcoords="offset points", fontsize=8, color="white", va="bottom", fontweight="bold",
-                bbox={"boxstyle": "square,pad=0.3", "facecolor": UNSTABLE_COLOR, "edgecolor": "none"})
+    words = list(
+        dict.fromkeys(
+            w.split(":")[0].strip() + ":" + w.split(":", 1)[1].split(";")[0]
+            for text in flagged["flags"]
+            for w in text.split(" | ")
+            if ":" in w
+        )
+    )
+    text = textwrap.shorten(
+        f"⚠ {runs} of {total} runs failed a plausibility check — " + " | ".join(words), width=160, placeholder=" …"
+    )
+    ax.annotate(
+        "\n".join(textwrap.wrap(text, 90)),
+        xy=(0, 1),
+        xycoords="axes fraction",
+        xytext=(0, 22),
+        textcoords="offset points",
+        fontsize=8,
+        color="white",
+        va="bottom",
+        fontweight="bold",
+        bbox={"boxstyle": "square,pad=0.3", "facecolor": UNSTABLE_COLOR, "edgecolor": "none"},
+    )
 
 
 def _log2_qd_axis(ax, qds) -> None:
@@ -73,8 +101,9 @@ def _log2_qd_axis(ax, qds) -> None:
     ax.set_xlabel(label("qd"))
 
 
-def qd_curve(df: pd.DataFrame, knee: Knee | KneeEstimate | None = None, ax=None, x: str = "qd",
-             title: str | None = None):
+def qd_curve(
+    df: pd.DataFrame, knee: Knee | KneeEstimate | None = None, ax=None, x: str = "qd", title: str | None = None
+):
     """IOPS (left axis) and clat p50/p99 (right axis, lat when fio gave no clat) vs queue
     depth, knee marked.
 
@@ -98,23 +127,40 @@ def qd_curve(df: pd.DataFrame, knee: Knee | KneeEstimate | None = None, ax=None,
     lat_cols = [c for c in (f"{pcol}_p50_us", f"{pcol}_p99_us") if c in df and df[c].notna().any()]
     if lat_cols:
         lat_cells = _cells(df, x, lat_cols)
-        handles += [_mean_band(lat, lat_cells, x, col, PALETTE[col.split("_")[1]], "s", "--",
-                               f"{pcol} {col.split('_')[1]}") for col in lat_cols]
+        handles += [
+            _mean_band(lat, lat_cells, x, col, PALETTE[col.split("_")[1]], "s", "--", f"{pcol} {col.split('_')[1]}")
+            for col in lat_cols
+        ]
     lat.set_ylabel(f"{pcol} latency (µs)")
     lat.set_ylim(bottom=0)
     _log2_qd_axis(ax, df[x])
     ax.set_zorder(lat.get_zorder() + 1)  # IOPS, its rings and the legend over the latency lines
     ax.patch.set_visible(False)
     handles += _knee(ax, knee)
-    ax.legend(handles=handles, labels=[_handle_label(h) for h in handles], loc="upper left", fontsize=8,
-              framealpha=0.85)
+    ax.legend(
+        handles=handles, labels=[_handle_label(h) for h in handles], loc="upper left", fontsize=8, framealpha=0.85
+    )
     ax.set_title(title or "IOPS and completion latency vs queue depth")
-    knee_text = knee.method if knee is not None and knee.x is not None else (
-        f"no knee ({knee.reason})" if knee is not None else "")
+    knee_text = (
+        knee.method
+        if knee is not None and knee.x is not None
+        else (f"no knee ({knee.reason})" if knee is not None else "")
+    )
     version = f" ({df['fio_version'].iloc[0]})" if "fio_version" in df else ""
-    source_note(ax, "; ".join(t for t in (
-        f"fio json+{version}", f"percentiles from {df['percentiles_from'].iloc[0]}" if "percentiles_from" in df else "",
-        _qd_band_note(cells), _unstable_note(cells, x, "QD"), knee_text) if t))
+    source_note(
+        ax,
+        "; ".join(
+            t
+            for t in (
+                f"fio json+{version}",
+                f"percentiles from {df['percentiles_from'].iloc[0]}" if "percentiles_from" in df else "",
+                _qd_band_note(cells),
+                _unstable_note(cells, x, "QD"),
+                knee_text,
+            )
+            if t
+        ),
+    )
     flag_banner(ax, df)
     return ax
 
@@ -141,12 +187,14 @@ def _cells(df: pd.DataFrame, x: str, metrics: list[str], order=None) -> pd.DataF
 def _mean_band(ax, cells: pd.DataFrame, x: str, m: str, color: str, marker: str, linestyle: str, name: str):
     """The mean of ``m`` per cell as a line and its 95 % interval as a band (gid ``<m> band``;
     gaps where a cell has one run). Returns the legend handle: the line, or (band, line)."""
-    line, = ax.plot(cells[x], cells[f"{m}_mean"], marker=marker, linestyle=linestyle, color=color,
-                    markersize=5, label=name)
+    (line,) = ax.plot(
+        cells[x], cells[f"{m}_mean"], marker=marker, linestyle=linestyle, color=color, markersize=5, label=name
+    )
     if cells[f"{m}_ci_low"].isna().all():
         return line
-    band = ax.fill_between(cells[x], cells[f"{m}_ci_low"], cells[f"{m}_ci_high"], color=color,
-                           alpha=0.2, linewidth=0, gid=f"{m} band")
+    band = ax.fill_between(
+        cells[x], cells[f"{m}_ci_low"], cells[f"{m}_ci_high"], color=color, alpha=0.2, linewidth=0, gid=f"{m} band"
+    )
     return band, line
 
 
@@ -156,10 +204,30 @@ def _unstable_rings(ax, cells: pd.DataFrame, x: str, m: str) -> list:
     bad = cells[cells["unstable"]]
     if bad.empty:
         return []
-    ax.scatter(bad[x], bad[f"{m}_mean"], s=200, facecolors="none", edgecolors=UNSTABLE_COLOR,
-               linewidths=1.8, zorder=5, gid="unstable", label=UNSTABLE)
-    return [Line2D([], [], linestyle="none", marker="o", markersize=9, markerfacecolor="none",
-                   markeredgecolor=UNSTABLE_COLOR, markeredgewidth=1.8, label=UNSTABLE)]
+    ax.scatter(
+        bad[x],
+        bad[f"{m}_mean"],
+        s=200,
+        facecolors="none",
+        edgecolors=UNSTABLE_COLOR,
+        linewidths=1.8,
+        zorder=5,
+        gid="unstable",
+        label=UNSTABLE,
+    )
+    return [
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            markersize=9,
+            markerfacecolor="none",
+            markeredgecolor=UNSTABLE_COLOR,
+            markeredgewidth=1.8,
+            label=UNSTABLE,
+        )
+    ]
 
 
 def _knee(ax, knee: Knee | KneeEstimate | None) -> list:
@@ -170,16 +238,29 @@ def _knee(ax, knee: Knee | KneeEstimate | None) -> list:
     estimate = isinstance(knee, KneeEstimate)
     handles = []
     if estimate and knee.low is not None:
-        pad = 2 ** 0.25
-        handles.append(ax.axvspan(knee.low / pad, knee.high * pad, color=PALETTE["knee"], alpha=0.18,
-                                  linewidth=0, label=knee.label()))
-    vline = ax.axvline(knee.x, color=PALETTE["knee"], linestyle=":", linewidth=1.5,
-                       label=knee.label() if estimate and knee.low is None else None)
+        pad = 2**0.25
+        handles.append(
+            ax.axvspan(
+                knee.low / pad, knee.high * pad, color=PALETTE["knee"], alpha=0.18, linewidth=0, label=knee.label()
+            )
+        )
+    vline = ax.axvline(
+        knee.x,
+        color=PALETTE["knee"],
+        linestyle=":",
+        linewidth=1.5,
+        label=knee.label() if estimate and knee.low is None else None,
+    )
     if estimate and knee.low is None:
         handles.append(vline)
-    ax.annotate(f"knee: QD {knee.x:g}\n{knee.y:,.0f} IOPS" + (" (median)" if estimate else ""),
-                xy=(knee.x, knee.y), xytext=(8, -30), textcoords="offset points", fontsize=9,
-                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.75})
+    ax.annotate(
+        f"knee: QD {knee.x:g}\n{knee.y:,.0f} IOPS" + (" (median)" if estimate else ""),
+        xy=(knee.x, knee.y),
+        xytext=(8, -30),
+        textcoords="offset points",
+        fontsize=9,
+        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
+    )
     return handles
 
 
@@ -231,8 +312,13 @@ def cpu_busy(df: pd.DataFrame, ax=None, x: str = "qd", title: str | None = None)
     bottom = np.zeros(len(mean))
     colors = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3"]
     for col, color in zip(parts, colors):
-        ax.bar(range(len(mean)), mean[col], bottom=bottom, color=color,
-               label=label(col).replace("cpu ", "").replace(" (%)", ""))
+        ax.bar(
+            range(len(mean)),
+            mean[col],
+            bottom=bottom,
+            color=color,
+            label=label(col).replace("cpu ", "").replace(" (%)", ""),
+        )
         bottom += mean[col].fillna(0).to_numpy()
     ax.set_xticks(range(len(mean)))
     ax.set_xticklabels([f"{v:g}" for v in mean.index])
@@ -252,12 +338,19 @@ def cycles_per_io(df: pd.DataFrame, ax=None, x: str = "qd"):
     labelled with the frequency source."""
     src = ", ".join(sorted(df["freq_source"].dropna().unique())) if "freq_source" in df else "?"
     fallback = " (nominal frequency: no cpufreq)" if "proc_cpuinfo" in src else ""
-    return by_setting(df, x, "cycles_per_io", ax=ax, title=f"CPU cycles per IO{fallback}",
-                      source=f"busy CPU s (/proc/stat) x frequency ({src}) / IOs (fio)")
+    return by_setting(
+        df,
+        x,
+        "cycles_per_io",
+        ax=ax,
+        title=f"CPU cycles per IO{fallback}",
+        source=f"busy CPU s (/proc/stat) x frequency ({src}) / IOs (fio)",
+    )
 
 
-def reference_bars(ref: pd.DataFrame, local: pd.DataFrame | None = None, ax=None,
-                   value: str = "iops", by: str = "label"):
+def reference_bars(
+    ref: pd.DataFrame, local: pd.DataFrame | None = None, ax=None, value: str = "iops", by: str = "label"
+):
     """Published figures (``ref``: label, value, source) beside local ones."""
     ax = _ax(ax)
     frames = [ref.assign(origin="published")]
@@ -298,8 +391,11 @@ def ladder_waterfall(ladder: pd.DataFrame, ax=None, reference: pd.DataFrame | No
     ax.invert_yaxis()
     ax.set_xlabel(label("iops"))
     ax.set_title("Single-core tuning ladder: IOPS per step (gain vs the previous kept step)")
-    source_note(ax, f"fio json+ / t/io_uring output per step ({_runs(ladder)}; bars: means); "
-                    f"{_gain_note(ladder)}; grey: peak-only step not carried forward; orange: t/io_uring")
+    source_note(
+        ax,
+        f"fio json+ / t/io_uring output per step ({_runs(ladder)}; bars: means); "
+        f"{_gain_note(ladder)}; grey: peak-only step not carried forward; orange: t/io_uring",
+    )
     return ax
 
 
@@ -332,8 +428,10 @@ def _runs(ladder: pd.DataFrame) -> str:
 
 def _gain_note(ladder: pd.DataFrame) -> str:
     if ladder.get("gain_low_pct", pd.Series(dtype=float)).notna().any():
-        return ("gain [low, high]: its 95 % CI over both steps' repeats (bootstrap of the ratio of "
-                "mean IOPS joined with Welch t)")
+        return (
+            "gain [low, high]: its 95 % CI over both steps' repeats (bootstrap of the ratio of "
+            "mean IOPS joined with Welch t)"
+        )
     return "one run per step: the gains have no interval"
 
 
@@ -350,27 +448,44 @@ def ladder_normalised(ladder: pd.DataFrame, reference: pd.DataFrame, ax=None):
         reference = reference[reference["experiment"] == "ladder"]
     pub_ax, loc_ax = _two_panels(ax, len(reference), len(ladder))
     pub = reference["iops"].to_numpy(dtype=float)
-    _normalised_bars(pub_ax, list(reference["label"]), pub / pub[0], pub,
-                     ["#dd8452" if "t/io_uring" in str(n) else "#8172b3" for n in reference["label"]])
-    pub_ax.set_title(f"published, {reference['source'].iloc[0]} (baseline: {reference['label'].iloc[0]}, "
-                     f"{pub[0]:,.0f} IOPS)",
-                     fontsize=9, loc="left")
+    _normalised_bars(
+        pub_ax,
+        list(reference["label"]),
+        pub / pub[0],
+        pub,
+        ["#dd8452" if "t/io_uring" in str(n) else "#8172b3" for n in reference["label"]],
+    )
+    pub_ax.set_title(
+        f"published, {reference['source'].iloc[0]} (baseline: {reference['label'].iloc[0]}, {pub[0]:,.0f} IOPS)",
+        fontsize=9,
+        loc="left",
+    )
     measured = ladder[ladder["status"] == "measured"]
     base = measured.iloc[0] if len(measured) else None
     _local_bars(loc_ax, ladder, base)
-    loc_ax.set_title("this machine" + (f" (baseline: step {base.step}, {base.iops:,.0f} IOPS)" if base is not None
-                                       else ": no step measured, nothing to normalise"), fontsize=9, loc="left")
+    loc_ax.set_title(
+        "this machine"
+        + (
+            f" (baseline: step {base.step}, {base.iops:,.0f} IOPS)"
+            if base is not None
+            else ": no step measured, nothing to normalise"
+        ),
+        fontsize=9,
+        loc="left",
+    )
     top = max(np.nanmax(pub / pub[0]), np.nanmax(_iops(measured) / base.iops) if base is not None else 1)
     for a in (pub_ax, loc_ax):
         a.axvline(1, color="0.3", linewidth=0.8, linestyle=":")
         a.set_xlim(0, 1.35 * top)  # room for the value labels
     loc_ax.set_xlabel("IOPS / own baseline (×)")
-    pub_ax.figure.suptitle("Tuning ladder: published vs this machine, each normalised to its own baseline",
-                           fontsize=11)
-    source_note(loc_ax, f"published: {reference['source'].iloc[0]} (data/reference/published_figures.csv); "
-                        f"this machine: {_runs(ladder)} (fio json+ / t/io_uring), bars are means; "
-                        "orange: t/io_uring; grey: peak-only step not carried forward; the two ladders' "
-                        "steps differ, so compare shapes, not rows")
+    pub_ax.figure.suptitle("Tuning ladder: published vs this machine, each normalised to its own baseline", fontsize=11)
+    source_note(
+        loc_ax,
+        f"published: {reference['source'].iloc[0]} (data/reference/published_figures.csv); "
+        f"this machine: {_runs(ladder)} (fio json+ / t/io_uring), bars are means; "
+        "orange: t/io_uring; grey: peak-only step not carried forward; the two ladders' "
+        "steps differ, so compare shapes, not rows",
+    )
     return pub_ax, loc_ax
 
 
@@ -380,8 +495,14 @@ def _two_panels(ax, rows_top: int, rows_bottom: int):
         if not isinstance(ax, (tuple, list, np.ndarray)) or len(ax) != 2:
             raise InputError("ladder_normalised draws two panels: pass ax=(published_ax, local_ax) or no ax")
         return ax[0], ax[1]
-    _, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(NOTEBOOK_WIDTH_IN, 2.2 + 0.3 * (rows_top + rows_bottom)),
-                                    height_ratios=[rows_top, rows_bottom], layout="constrained")
+    _, (top, bottom) = plt.subplots(
+        2,
+        1,
+        sharex=True,
+        figsize=(NOTEBOOK_WIDTH_IN, 2.2 + 0.3 * (rows_top + rows_bottom)),
+        height_ratios=[rows_top, rows_bottom],
+        layout="constrained",
+    )
     return top, bottom
 
 
@@ -403,8 +524,15 @@ def _local_bars(ax, ladder: pd.DataFrame, base) -> None:
     _normalised_bars(ax, [f"{r.step}. {r.name}" for r in ladder.itertuples()], ratio, iops, colors)
     for i, r in enumerate(ladder.itertuples()):
         if r.status != "measured":
-            ax.text(0, i, f"  {r.status}: {textwrap.shorten(str(r.reason), 60, placeholder='…')}",
-                    va="center", fontsize=7.5, color="0.4", style="italic")
+            ax.text(
+                0,
+                i,
+                f"  {r.status}: {textwrap.shorten(str(r.reason), 60, placeholder='…')}",
+                va="center",
+                fontsize=7.5,
+                color="0.4",
+                style="italic",
+            )
 
 
 def ladder_cpu(ladder: pd.DataFrame, ax=None):
@@ -425,8 +553,15 @@ def ladder_cpu(ladder: pd.DataFrame, ax=None):
     return ax
 
 
-def by_setting(df: pd.DataFrame, x: str, y: str = "iops", ax=None, title: str | None = None,
-               source: str = "fio json+; /proc/stat", order=None):
+def by_setting(
+    df: pd.DataFrame,
+    x: str,
+    y: str = "iops",
+    ax=None,
+    title: str | None = None,
+    source: str = "fio json+; /proc/stat",
+    order=None,
+):
     """Any measured column against any swept setting: bars of the mean over repeats, whiskers
     the 95 % CI of that mean (``compare.summarise``: Student t, or bootstrap joined with t for
     percentiles and ratios such as ``dev_read_req_kib`` and ``cycles_per_io``). Bars of cells
@@ -438,14 +573,28 @@ def by_setting(df: pd.DataFrame, x: str, y: str = "iops", ax=None, title: str | 
     pos = np.arange(len(cells))
     bars = ax.bar(pos, mean, color="#4c72b0", edgecolor="white", linewidth=0.5)
     has = ~np.isnan(low)
-    ax.errorbar(pos[has], mean[has], yerr=[mean[has] - low[has], high[has] - mean[has]], fmt="none",
-                ecolor="0.15", elinewidth=1.2, capsize=5)
+    ax.errorbar(
+        pos[has],
+        mean[has],
+        yerr=[mean[has] - low[has], high[has] - mean[has]],
+        fmt="none",
+        ecolor="0.15",
+        elinewidth=1.2,
+        capsize=5,
+    )
     for bar, p, m, top, unstable in zip(bars, pos, mean, np.fmax(mean, high), cells["unstable"]):
         if unstable:
             bar.set(hatch="//", edgecolor="0.15", gid="unstable")
-        ax.annotate(("" if np.isnan(m) else readable_number(repr(float(m)))) + (" unstable" if unstable else ""), (p, top), xytext=(0, 3),
-                    textcoords="offset points", ha="center", va="bottom", fontsize=8,
-                    color=UNSTABLE_COLOR if unstable else "0.1")
+        ax.annotate(
+            ("" if np.isnan(m) else readable_number(repr(float(m)))) + (" unstable" if unstable else ""),
+            (p, top),
+            xytext=(0, 3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color=UNSTABLE_COLOR if unstable else "0.1",
+        )
     ax.set_xticks(pos, [_tick(v) for v in cells[x]])
     ax.margins(y=0.12)
     if np.nanmax(np.fmax(mean, high), initial=0) >= 10_000:
@@ -453,8 +602,11 @@ def by_setting(df: pd.DataFrame, x: str, y: str = "iops", ax=None, title: str | 
     ax.set_xlabel(label(x))
     ax.set_ylabel(label(y))
     ax.set_title(title or f"{label(y)} by {label(x)}")
-    bars_note = (f"bars: mean of {_repeats(cells)} repeats per {label(x)}; whiskers: {_band_note(cells, 'bar', y)}"
-                 if cells.n.max() > 1 else _band_note(cells, label(x), y))
+    bars_note = (
+        f"bars: mean of {_repeats(cells)} repeats per {label(x)}; whiskers: {_band_note(cells, 'bar', y)}"
+        if cells.n.max() > 1
+        else _band_note(cells, label(x), y)
+    )
     unstable = _unstable_note(cells, x, label(x)).replace("unstable: ", "hatched, unstable: ")
     source_note(ax, "; ".join(t for t in (source, bars_note, unstable) if t))
     flag_banner(ax, df)
@@ -473,11 +625,14 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
     named in the source note. ``ax``: as many Axes as axes with two or more levels, else a
     new figure. Returns the panels (an array of Axes)."""
     metric = effects.attrs.get("metric") or next(c[:-5] for c in effects.columns if c.endswith("_mean"))
-    order = (effects.drop_duplicates("axis").sort_values("effect_pct", ascending=False, na_position="last")["axis"]
-             .tolist())
+    order = (
+        effects.drop_duplicates("axis").sort_values("effect_pct", ascending=False, na_position="last")["axis"].tolist()
+    )
     if not order:
-        raise InputError("no axis with two or more levels to draw: the search varied nothing "
-                         f"({'; '.join(f'{k}: {v}' for k, v in effects.attrs.get('skipped', {}).items()) or 'empty'})")
+        raise InputError(
+            "no axis with two or more levels to draw: the search varied nothing "
+            f"({'; '.join(f'{k}: {v}' for k, v in effects.attrs.get('skipped', {}).items()) or 'empty'})"
+        )
     panels = _effect_panels(ax, len(order))
     grand = effects.attrs.get("grand_mean", np.nan)
     for p, axis in zip(panels, order):
@@ -489,8 +644,16 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
         has = ~np.isnan(low)
         p.plot(x, mean, "o-", color=color, markersize=6, linewidth=1.2, gid=f"{axis} means")
         if has.any():
-            p.errorbar(x[has], mean[has], yerr=[mean[has] - low[has], high[has] - mean[has]], fmt="none",
-                       ecolor=color, elinewidth=1.4, capsize=4, gid=f"{axis} intervals")
+            p.errorbar(
+                x[has],
+                mean[has],
+                yerr=[mean[has] - low[has], high[has] - mean[has]],
+                fmt="none",
+                ecolor=color,
+                elinewidth=1.4,
+                capsize=4,
+                gid=f"{axis} intervals",
+            )
         if not np.isnan(grand):
             p.axhline(grand, color="0.5", linestyle=":", linewidth=1, gid="grand mean")
         ticks = [_level_tick(v) for v in part["level"]]
@@ -498,23 +661,36 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
         p.set_xticks(x, ticks, rotation=30 if crowded else 0, ha="right" if crowded else "center", fontsize=8)
         p.set_xlim(-0.5, len(x) - 0.5)
         p.set_xlabel(label(axis))
-        verdict = ("no interval" if pd.isna(apart) else "intervals apart" if apart else "no difference shown")
-        p.set_title(f"{axis}: {part['effect_pct'].iloc[0]:.0f} % of mean\n{verdict}", fontsize=9,
-                    color="0.1" if color != "0.55" else "0.4")
+        verdict = "no interval" if pd.isna(apart) else "intervals apart" if apart else "no difference shown"
+        p.set_title(
+            f"{axis}: {part['effect_pct'].iloc[0]:.0f} % of mean\n{verdict}",
+            fontsize=9,
+            color="0.1" if color != "0.55" else "0.4",
+        )
         si_axis(p)
     for p in panels[:: _ncols(panels)]:
         p.set_ylabel(label(metric))
-    panels[0].figure.suptitle(title or f"Main effects: mean {label(metric)} at each level, over the other settings",
-                              fontsize=11)
+    panels[0].figure.suptitle(
+        title or f"Main effects: mean {label(metric)} at each level, over the other settings", fontsize=11
+    )
     skipped = effects.attrs.get("skipped", {})
     repeats = effects.attrs.get("repeats", "")
-    _figure_note(panels[(len(panels) - 1) // _ncols(panels) * _ncols(panels)], "; ".join(t for t in (
-        f"search runs ({repeats}), one point per level: the mean of its cell means",
-        "whiskers: 95 % CI of that mean from the repeats (per-cell variances, Welch-Satterthwaite t)"
-        if "no interval" not in repeats else "one run per cell: no interval",
-        "dotted: grand mean; blue: extreme levels' intervals apart, grey: not (non-overlap is a conservative "
-        "test, Schenker & Gentleman 2001)",
-        f"not drawn (one level): {', '.join(skipped)}" if skipped else "") if t))
+    _figure_note(
+        panels[(len(panels) - 1) // _ncols(panels) * _ncols(panels)],
+        "; ".join(
+            t
+            for t in (
+                f"search runs ({repeats}), one point per level: the mean of its cell means",
+                "whiskers: 95 % CI of that mean from the repeats (per-cell variances, Welch-Satterthwaite t)"
+                if "no interval" not in repeats
+                else "one run per cell: no interval",
+                "dotted: grand mean; blue: extreme levels' intervals apart, grey: not (non-overlap is a conservative "
+                "test, Schenker & Gentleman 2001)",
+                f"not drawn (one level): {', '.join(skipped)}" if skipped else "",
+            )
+            if t
+        ),
+    )
     return panels
 
 
@@ -528,13 +704,15 @@ def _effect_panels(ax, n: int) -> np.ndarray:
     if ax is not None:
         panels = np.atleast_1d(np.asarray(ax, dtype=object)).ravel()
         if len(panels) < n:
-            raise InputError(f"main_effects draws {n} panels (one per axis with two or more levels): pass "
-                             f"{n} Axes or no ax")
+            raise InputError(
+                f"main_effects draws {n} panels (one per axis with two or more levels): pass {n} Axes or no ax"
+            )
         return panels[:n]
     ncols = min(n, 4)
     nrows = -(-n // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(min(2.9 * ncols + 0.8, NOTEBOOK_WIDTH_IN), 3.2 * nrows + 0.9), sharey=True,
-                             squeeze=False)
+    fig, grid = plt.subplots(
+        nrows, ncols, figsize=(min(2.9 * ncols + 0.8, NOTEBOOK_WIDTH_IN), 3.2 * nrows + 0.9), sharey=True, squeeze=False
+    )
     _spaced(fig, row_gap_in=1.25, col_gap_in=0.25)
     for extra in grid.ravel()[n:]:
         extra.set_visible(False)
@@ -552,8 +730,14 @@ def _spaced(fig, row_gap_in: float, col_gap_in: float, top_in: float = 0.75, lef
     bottom_in = 0.6
     axes_h = (h - top_in - bottom_in - row_gap_in * (nrows - 1)) / nrows
     axes_w = (w - left_in - 0.2 - col_gap_in * (ncols - 1)) / ncols
-    fig.subplots_adjust(left=left_in / w, right=1 - 0.2 / w, top=1 - top_in / h, bottom=bottom_in / h,
-                        hspace=row_gap_in / axes_h, wspace=col_gap_in / axes_w)
+    fig.subplots_adjust(
+        left=left_in / w,
+        right=1 - 0.2 / w,
+        top=1 - top_in / h,
+        bottom=bottom_in / h,
+        hspace=row_gap_in / axes_h,
+        wspace=col_gap_in / axes_w,
+    )
 
 
 def _ncols(panels) -> int:
@@ -572,12 +756,21 @@ def _figure_note(ax, text: str) -> None:
     (small multiples: the note runs under the whole row)."""
     width_in = ax.figure.get_figwidth() * 0.92
     text = textwrap.fill(f"source: {text}", width=max(60, int(width_in * 17)))
-    ax.annotate(text, xy=(0, 0), xycoords="axes fraction", xytext=(0, -48), textcoords="offset points",
-                fontsize=7.5, color="0.35", va="top")
+    ax.annotate(
+        text,
+        xy=(0, 0),
+        xycoords="axes fraction",
+        xytext=(0, -48),
+        textcoords="offset points",
+        fontsize=7.5,
+        color="0.35",
+        va="top",
+    )
 
 
-def interaction_heatmap(pivot: pd.DataFrame, a: str | None = None, b: str | None = None,
-                        metric: str | None = None, ax=None):
+def interaction_heatmap(
+    pivot: pd.DataFrame, a: str | None = None, b: str | None = None, metric: str | None = None, ax=None
+):
     """The (a, b) cell means of a search (``effects.interaction``) as a heatmap: ``a`` on the
     rows, ``b`` on the columns, each cell annotated with its mean and, below it, its
     departure from the no-interaction model (the two-way ANOVA interaction term,
@@ -589,28 +782,54 @@ def interaction_heatmap(pivot: pd.DataFrame, a: str | None = None, b: str | None
     ax = _ax(ax)
     values = pivot.to_numpy(dtype=float)
     departure = np.asarray(pivot.attrs.get("departure_pct", np.full(values.shape, np.nan)), dtype=float)
-    annot = np.array([[("" if np.isnan(v) else si_number(v) + ("" if np.isnan(d) else f"\n{percent(d, signed=True)}"))
-                       for v, d in zip(vr, dr)] for vr, dr in zip(values, departure)], dtype=object)
-    sns.heatmap(pd.DataFrame(values, index=[_level_tick(v) for v in pivot.index],
-                             columns=[_level_tick(v) for v in pivot.columns]),
-                annot=annot, fmt="", cmap="viridis", mask=np.isnan(values), linewidths=0.5, linecolor="white",
-                cbar_kws={"label": label(metric), "format": si_number}, annot_kws={"fontsize": 8}, ax=ax)
+    annot = np.array(
+        [
+            [
+                ("" if np.isnan(v) else si_number(v) + ("" if np.isnan(d) else f"\n{percent(d, signed=True)}"))
+                for v, d in zip(vr, dr)
+            ]
+            for vr, dr in zip(values, departure)
+        ],
+        dtype=object,
+    )
+    sns.heatmap(
+        pd.DataFrame(
+            values, index=[_level_tick(v) for v in pivot.index], columns=[_level_tick(v) for v in pivot.columns]
+        ),
+        annot=annot,
+        fmt="",
+        cmap="viridis",
+        mask=np.isnan(values),
+        linewidths=0.5,
+        linecolor="white",
+        cbar_kws={"label": label(metric), "format": si_number},
+        annot_kws={"fontsize": 8},
+        ax=ax,
+    )
     ax.set_ylabel(label(a))
     ax.set_xlabel(label(b))
     ax.tick_params(axis="y", rotation=0)
     model = pivot.attrs.get("model", "multiplicative")
     strength, p_value = pivot.attrs.get("interaction_pct", np.nan), pivot.attrs.get("p_value", np.nan)
-    test = ("one run per cell: no test" if np.isnan(p_value) else
-            f"{'shown' if p_value < 0.05 else 'not shown'} at 5 %, "
-            + ("p < 0.001" if p_value < 0.001 else f"p = {p_value:.2g}"))
+    test = (
+        "one run per cell: no test"
+        if np.isnan(p_value)
+        else f"{'shown' if p_value < 0.05 else 'not shown'} at 5 %, "
+        + ("p < 0.001" if p_value < 0.001 else f"p = {p_value:.2g}")
+    )
     ax.set_title(f"{label(metric).split(' (')[0]}: {a} × {b}; interaction {strength:.1f} % ({test})", fontsize=10)
-    scale = ("log scale: each cell over its no-interaction prediction, geometric mean_a × mean_b / grand mean, %"
-             if model == "multiplicative"
-             else "raw scale: each cell minus (mean_a + mean_b - grand mean), % of the grand mean")
-    source_note(ax, f"search runs; cell: mean over repeats and the other settings' cells; second line: departure "
-                    f"from the no-interaction model ({scale}); interaction: its root mean square; F test of the "
-                    f"two-way ANOVA interaction against the within-cell mean square (Montgomery, Design and "
-                    f"Analysis of Experiments, §5.3); blank: not measured")
+    scale = (
+        "log scale: each cell over its no-interaction prediction, geometric mean_a × mean_b / grand mean, %"
+        if model == "multiplicative"
+        else "raw scale: each cell minus (mean_a + mean_b - grand mean), % of the grand mean"
+    )
+    source_note(
+        ax,
+        f"search runs; cell: mean over repeats and the other settings' cells; second line: departure "
+        f"from the no-interaction model ({scale}); interaction: its root mean square; F test of the "
+        f"two-way ANOVA interaction against the within-cell mean square (Montgomery, Design and "
+        f"Analysis of Experiments, §5.3); blank: not measured",
+    )
     return ax
 
 
@@ -631,11 +850,16 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
     if ax is not None:
         panels = np.atleast_1d(np.asarray(ax, dtype=object)).ravel()
         if len(panels) < max(1, len(present)):
-            raise InputError(f"roofline draws {len(present)} panels ({', '.join(present)}): pass that many Axes "
-                             "or no ax")
+            raise InputError(
+                f"roofline draws {len(present)} panels ({', '.join(present)}): pass that many Axes or no ax"
+            )
     else:
-        fig, grid = plt.subplots(1, max(1, len(present)), figsize=(min(5.6 * max(1, len(present)) + 0.4, NOTEBOOK_WIDTH_IN), 4.8),
-                                 squeeze=False)
+        fig, grid = plt.subplots(
+            1,
+            max(1, len(present)),
+            figsize=(min(5.6 * max(1, len(present)) + 0.4, NOTEBOOK_WIDTH_IN), 4.8),
+            squeeze=False,
+        )
         _spaced(fig, row_gap_in=0, col_gap_in=0.9)
         panels = grid.ravel()
     if not present:
@@ -643,10 +867,23 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
         r = roof["roof"]
         p.bar([0], [r["value"]], color=PALETTE["iops"], width=0.5, gid="roof")
         if not np.isnan(r["ci_low"]):
-            p.errorbar([0], [r["value"]], yerr=[[r["value"] - r["ci_low"]], [r["ci_high"] - r["value"]]],
-                       fmt="none", ecolor="0.15", capsize=5)
-        p.annotate(f"{si_number(r['value'])}\n{r['config']}", (0, r["value"]), xytext=(0, 4), textcoords="offset points",
-                   ha="center", va="bottom", fontsize=8)
+            p.errorbar(
+                [0],
+                [r["value"]],
+                yerr=[[r["value"] - r["ci_low"]], [r["ci_high"] - r["value"]]],
+                fmt="none",
+                ecolor="0.15",
+                capsize=5,
+            )
+        p.annotate(
+            f"{si_number(r['value'])}\n{r['config']}",
+            (0, r["value"]),
+            xytext=(0, 4),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
         p.set_xticks([0], ["roof (best cell)"])
         p.set_xlim(-1, 1)
         p.margins(y=0.25)
@@ -656,15 +893,28 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
     for p, axis in zip(panels, present):
         _roofline_panel(p, roof, axis, ref)
     if present:
-        panels[0].figure.suptitle(f"Roofline: aggregate {label(metric).split(' (')[0]} vs "
-                                  f"{' and '.join(present)}", fontsize=11)
-    sources = ("; ".join(g.loc[g.str.len().idxmax()] for _, g in ref["source"].dropna().astype(str)
-                         .groupby(ref["seed_label"])) if ref is not None and "source" in ref else "")
-    _figure_note(panels[0], "; ".join(t for t in (
-        "search runs; points: mean with 95 % CI; labels: efficiency, % of roof × N" if present
-        else "search runs; bar: the best cell's mean, whisker: its 95 % CI",
-        "; ".join(roof.get("notes", [])),
-        f"published: {sources} (data/reference/published_figures.csv)" if sources else "") if t))
+        panels[0].figure.suptitle(
+            f"Roofline: aggregate {label(metric).split(' (')[0]} vs {' and '.join(present)}", fontsize=11
+        )
+    sources = (
+        "; ".join(g.loc[g.str.len().idxmax()] for _, g in ref["source"].dropna().astype(str).groupby(ref["seed_label"]))
+        if ref is not None and "source" in ref
+        else ""
+    )
+    _figure_note(
+        panels[0],
+        "; ".join(
+            t
+            for t in (
+                "search runs; points: mean with 95 % CI; labels: efficiency, % of roof × N"
+                if present
+                else "search runs; bar: the best cell's mean, whisker: its 95 % CI",
+                "; ".join(roof.get("notes", [])),
+                f"published: {sources} (data/reference/published_figures.csv)" if sources else "",
+            )
+            if t
+        ),
+    )
     return panels[: max(1, len(present))]
 
 
@@ -680,20 +930,47 @@ def _roofline_panel(p, roof: dict, axis: str, ref: pd.DataFrame | None) -> None:
         xs |= set(ref[axis].dropna().astype(float))
     xs = np.array(sorted(xs))
     word = "device" if axis == "devices" else "core"
-    p.plot(xs, unit["value"] * xs, "--", color="0.3", linewidth=1.2, gid="roof x N",
-           label=f"roof × N ({si_number(unit['value'])} per {word}: best one-{word} cell)")
+    p.plot(
+        xs,
+        unit["value"] * xs,
+        "--",
+        color="0.3",
+        linewidth=1.2,
+        gid="roof x N",
+        label=f"roof × N ({si_number(unit['value'])} per {word}: best one-{word} cell)",
+    )
     if "device_bound" in m and m["device_bound"].notna().any():
         ceiling = float(m["device_bound"].max())
-        p.axhline(ceiling, linestyle=":", color="#8c564b", linewidth=1.5, gid="device ceiling",
-                  label=f"device ceiling: roof × {ceiling / roof['roof']['value']:.0f} devices")
+        p.axhline(
+            ceiling,
+            linestyle=":",
+            color="#8c564b",
+            linewidth=1.5,
+            gid="device ceiling",
+            label=f"device ceiling: roof × {ceiling / roof['roof']['value']:.0f} devices",
+        )
     has = ~np.isnan(low)
     p.plot(n, mean, "o-", color=PALETTE["iops"], markersize=6, gid="measured", label="this machine (mean, 95 % CI)")
     if has.any():
-        p.errorbar(n[has], mean[has], yerr=[mean[has] - low[has], high[has] - mean[has]], fmt="none",
-                   ecolor=PALETTE["iops"], capsize=4)
+        p.errorbar(
+            n[has],
+            mean[has],
+            yerr=[mean[has] - low[has], high[has] - mean[has]],
+            fmt="none",
+            ecolor=PALETTE["iops"],
+            capsize=4,
+        )
     for x, y, eff in zip(n, mean, m["efficiency_pct"]):
-        p.annotate(f"{eff:.0f} %", (x, y), xytext=(0, -14), textcoords="offset points", ha="center", fontsize=8,
-                   color=PALETTE["iops"], gid="efficiency")
+        p.annotate(
+            f"{eff:.0f} %",
+            (x, y),
+            xytext=(0, -14),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+            color=PALETTE["iops"],
+            gid="efficiency",
+        )
     if ref is not None and axis in ref:
         _published(p, ref, axis, metric)
     p.set_xscale("log", base=2)
@@ -715,20 +992,49 @@ def _published(p, ref: pd.DataFrame, axis: str, metric: str) -> None:
     pts = ref[ref[axis].notna()]
     if pts.empty:
         return
-    devices = ("" if axis == "devices" or pts["devices"].isna().all() else
-               f", {'/'.join(f'{d:g}' for d in sorted(pts['devices'].dropna().unique()))} devices")
-    p.scatter(pts[axis], pts[metric], marker="D", s=40, facecolors="none", edgecolors="#dd8452", linewidths=1.5,
-              zorder=4, gid="published", label=f"published ({', '.join(sorted(set(pts['seed_label'])))}{devices})")
+    devices = (
+        ""
+        if axis == "devices" or pts["devices"].isna().all()
+        else f", {'/'.join(f'{d:g}' for d in sorted(pts['devices'].dropna().unique()))} devices"
+    )
+    p.scatter(
+        pts[axis],
+        pts[metric],
+        marker="D",
+        s=40,
+        facecolors="none",
+        edgecolors="#dd8452",
+        linewidths=1.5,
+        zorder=4,
+        gid="published",
+        label=f"published ({', '.join(sorted(set(pts['seed_label'])))}{devices})",
+    )
     one = ref[(ref.get("devices") == 1)] if "devices" in ref else ref.iloc[0:0]
     if axis == "devices" and len(one):
         roof = float(one[metric].max())
         xs = np.array(sorted(set(pts[axis].astype(float)) | {1.0}))
-        p.plot(xs, roof * xs, "--", color="#dd8452", linewidth=1, alpha=0.8, gid="published roof x N",
-               label=f"published roof × N ({si_number(roof)} per device)")
+        p.plot(
+            xs,
+            roof * xs,
+            "--",
+            color="#dd8452",
+            linewidth=1,
+            alpha=0.8,
+            gid="published roof x N",
+            label=f"published roof × N ({si_number(roof)} per device)",
+        )
         for x, g in pts.groupby(axis):
             top = g[metric].max()
-            p.annotate(f"{100 * top / (roof * x):.0f} %", (x, top), xytext=(0, 8), textcoords="offset points",
-                       ha="center", fontsize=8, color="#dd8452", gid="published efficiency")
+            p.annotate(
+                f"{100 * top / (roof * x):.0f} %",
+                (x, top),
+                xytext=(0, 8),
+                textcoords="offset points",
+                ha="center",
+                fontsize=8,
+                color="#dd8452",
+                gid="published efficiency",
+            )
 
 
 def _reference_counts(reference: pd.DataFrame | None, metric: str) -> pd.DataFrame | None:

@@ -25,6 +25,7 @@ The client/server "All clients" entry is fio's own sum of the others and is left
 Outputs whose jobs sit in several reporting groups (``stonewall``/``new_group``: they may
 have run one after another) are refused, since their IOPS cannot be summed.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,23 +37,35 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from .errors import FioOutputError, InputError
-from .fiojson import (DIRECTIONS, FILES, PERCENTILES, FioDocument, checked_tidy, job_errors, latency_bins,
-                      latency_object, load_document, merge_bins, percentiles_from_bins)
+from .fiojson import (
+    DIRECTIONS,
+    FILES,
+    PERCENTILES,
+    FioDocument,
+    checked_tidy,
+    job_errors,
+    latency_bins,
+    latency_object,
+    load_document,
+    merge_bins,
+    percentiles_from_bins,
+)
 
-KINDS = ("clat", "lat")           # latencies whose percentiles are pooled
+KINDS = ("clat", "lat")  # latencies whose percentiles are pooled
 FILES_ARE = ("repeats", "concurrent")
-ALL_CLIENTS = "All clients"       # fio client.c's aggregate entry in client_stats
+ALL_CLIENTS = "All clients"  # fio client.c's aggregate entry in client_stats
 Input = str | os.PathLike | FioDocument | Mapping[str, Any]
 
 
 @dataclass
 class Part:
     """One (output, job, direction) that did I/O: its tidy row and json+ bins (ns keys)."""
-    index: int                        # position of the output in the inputs
-    source: str                       # the path, or "input N": how notes name it
+
+    index: int  # position of the output in the inputs
+    source: str  # the path, or "input N": how notes name it
     row: dict[str, Any]
-    bins: dict[str, dict | None]      # kind -> {ns: count}, None without bins
-    why: dict[str, str]               # kind -> why there are no bins ("" when there are)
+    bins: dict[str, dict | None]  # kind -> {ns: count}, None without bins
+    why: dict[str, str]  # kind -> why there are no bins ("" when there are)
 
 
 # ---------------------------------------------------------------- public
@@ -62,19 +75,23 @@ def pool_outputs(inputs: Input | Iterable[Input], files: str = "repeats") -> pd.
     "repeats" (IOPS and bandwidth averaged over them) or "concurrent" (summed).
     See the module docstring for each column's rule."""
     if files not in FILES_ARE:
-        raise InputError(f"files={files!r}: choose 'repeats' (outputs of repeated runs, averaged) "
-                         "or 'concurrent' (outputs of runs at the same time, summed)")
+        raise InputError(
+            f"files={files!r}: choose 'repeats' (outputs of repeated runs, averaged) "
+            "or 'concurrent' (outputs of runs at the same time, summed)"
+        )
     items = [inputs] if isinstance(inputs, (str, os.PathLike, FioDocument, Mapping)) else list(inputs)
     if not items:
         raise InputError("nothing to pool: give one or more fio JSON outputs")
     parts = [p for i, item in enumerate(items) for p in _parts(i, *_load(item, i))]
-    rows = [_pool_direction(d, [p for p in parts if p.row["direction"] == d], files)
-            for d in DIRECTIONS if any(p.row["direction"] == d for p in parts)]
+    rows = [
+        _pool_direction(d, [p for p in parts if p.row["direction"] == d], files)
+        for d in DIRECTIONS
+        if any(p.row["direction"] == d for p in parts)
+    ]
     return pd.DataFrame(rows)
 
 
-def pool_runs(run_dirs: str | os.PathLike | Iterable[str | os.PathLike],
-              files: str = "repeats") -> pd.DataFrame:
+def pool_runs(run_dirs: str | os.PathLike | Iterable[str | os.PathLike], files: str = "repeats") -> pd.DataFrame:
     """``pool_outputs`` of run folders' fio reports (``fio.json``): e.g. the repeats of one
     cell of a study, pooled for an exact p99 over repeats."""
     dirs = [run_dirs] if isinstance(run_dirs, (str, os.PathLike)) else list(run_dirs)
@@ -85,8 +102,10 @@ def pool_runs(run_dirs: str | os.PathLike | Iterable[str | os.PathLike],
 def _report(run_dir: Path) -> Path:
     report = run_dir / FILES[0]
     if not report.is_file():
-        raise InputError(f"{run_dir}: not a fio run folder (no {FILES[0]}; a t/io_uring run has no "
-                         "latency bins to pool); give run folders of fio runs")
+        raise InputError(
+            f"{run_dir}: not a fio run folder (no {FILES[0]}; a t/io_uring run has no "
+            "latency bins to pool); give run folders of fio runs"
+        )
     return report
 
 
@@ -113,11 +132,12 @@ def _parts(index: int, source: str, data: Mapping[str, Any]) -> list[Part]:
     if frame.empty:
         raise FioOutputError(f"{source}: no job did any I/O; nothing to pool")
     if frame["groupid"].nunique() > 1:
-        raise InputError(f"{source}: jobs in {frame['groupid'].nunique()} reporting groups (stonewall or "
-                         "new_group: they may have run one after another, so their IOPS cannot be "
-                         "summed); pool outputs with one group each")
-    return [_part(index, source, row, entries[row["job_index"]][row["direction"]])
-            for row in frame.to_dict("records")]
+        raise InputError(
+            f"{source}: jobs in {frame['groupid'].nunique()} reporting groups (stonewall or "
+            "new_group: they may have run one after another, so their IOPS cannot be "
+            "summed); pool outputs with one group each"
+        )
+    return [_part(index, source, row, entries[row["job_index"]][row["direction"]]) for row in frame.to_dict("records")]
 
 
 def _part(index: int, source: str, row: dict[str, Any], dirdata: Mapping[str, Any]) -> Part:

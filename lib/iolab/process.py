@@ -15,6 +15,7 @@ How a child cannot outlive iolab:
 * signals are held back between starting the child and recording it, so no Ctrl-C can
   land in between and leave an unrecorded child running.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -58,19 +59,29 @@ def _child_setup(cpus: list[int] | None, parent: int):
             os._exit(1)
         if cpus:
             os.sched_setaffinity(0, cpus)
+
     return setup
 
 
-def spawn(argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_kw) -> tuple[subprocess.Popen, ledger.Entry]:
+def spawn(
+    argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_kw
+) -> tuple[subprocess.Popen, ledger.Entry]:
     """Start ``argv`` as described in the module docstring. Returns the process and its
     ledger entry (release it once the process has been waited for)."""
     proc = entry = None
     try:
         with signals.deferred():
-            proc = subprocess.Popen(argv, start_new_session=True,
-                                    preexec_fn=_child_setup(cpus, os.getpid()), **popen_kw)
-            entry = ledger.record("process", pid=proc.pid, start=ledger.start_time(proc.pid), name=name,
-                                  argv=argv, undo=lambda: stop_group(proc))
+            proc = subprocess.Popen(
+                argv, start_new_session=True, preexec_fn=_child_setup(cpus, os.getpid()), **popen_kw
+            )
+            entry = ledger.record(
+                "process",
+                pid=proc.pid,
+                start=ledger.start_time(proc.pid),
+                name=name,
+                argv=argv,
+                undo=lambda: stop_group(proc),
+            )
     except BaseException:
         # the record failed, or a Ctrl-C held back by deferred() is raised as the block ends:
         # the caller never gets the process, so it is stopped here (in a Jupyter kernel that
@@ -83,9 +94,17 @@ def spawn(argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_
     return proc, entry
 
 
-def run_pinned(argv: list[str], *, name: str, cwd: Path | None = None, cpus: list[int] | None = None,
-               timeout_s: float | None = None, on_start=None, merge_stderr: bool = False,
-               kept: str = "") -> Finished:
+def run_pinned(
+    argv: list[str],
+    *,
+    name: str,
+    cwd: Path | None = None,
+    cpus: list[int] | None = None,
+    timeout_s: float | None = None,
+    on_start=None,
+    merge_stderr: bool = False,
+    kept: str = "",
+) -> Finished:
     """Run ``argv`` to completion. ``cpus`` pins the whole process tree (as ``taskset -c``
     does in the seeds), so forked workers are born on the measured CPUs. ``on_start(pid)``
     is called once it runs. On Ctrl-C, SIGTERM, SIGHUP or timeout the group gets SIGINT
@@ -93,18 +112,31 @@ def run_pinned(argv: list[str], *, name: str, cwd: Path | None = None, cpus: lis
     its orphans killed too. All raise RunInterrupted; ``kept`` says where partial output is."""
     start = time.monotonic()
     with signals.held():
-        proc, entry = spawn(argv, name=name, cpus=cpus, cwd=cwd, stdout=subprocess.PIPE, text=True,
-                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE)
+        proc, entry = spawn(
+            argv,
+            name=name,
+            cpus=cpus,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            text=True,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+        )
         try:
             if on_start:
                 on_start(proc.pid)
             stdout, stderr = proc.communicate(timeout=timeout_s)
         except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
             stop_group(proc)
-            why = ("timeout" if isinstance(exc, subprocess.TimeoutExpired) else
-                   exc.args[0] if isinstance(exc, signals.Terminated) else "interrupted")
-            raise RunInterrupted(f"{name} (pid {proc.pid}) was stopped before it finished ({why})"
-                                 + (f"; {kept}" if kept else "")) from exc
+            why = (
+                "timeout"
+                if isinstance(exc, subprocess.TimeoutExpired)
+                else exc.args[0]
+                if isinstance(exc, signals.Terminated)
+                else "interrupted"
+            )
+            raise RunInterrupted(
+                f"{name} (pid {proc.pid}) was stopped before it finished ({why})" + (f"; {kept}" if kept else "")
+            ) from exc
         except BaseException:
             stop_group(proc)
             raise
@@ -113,8 +145,10 @@ def run_pinned(argv: list[str], *, name: str, cwd: Path | None = None, cpus: lis
                 entry.release()
     if proc.returncode < 0:
         signal_group(proc.pid, signal.SIGKILL)  # workers orphaned by the kill
-        raise RunInterrupted(f"{name} (pid {proc.pid}) was killed by signal {-proc.returncode} "
-                             f"({signal.Signals(-proc.returncode).name})" + (f"; {kept}" if kept else ""))
+        raise RunInterrupted(
+            f"{name} (pid {proc.pid}) was killed by signal {-proc.returncode} "
+            f"({signal.Signals(-proc.returncode).name})" + (f"; {kept}" if kept else "")
+        )
     return Finished(argv, proc.returncode, stdout, stderr or "", time.monotonic() - start, proc.pid)
 
 

@@ -19,6 +19,7 @@ states, remote hosts, stress-ng) is one more entry here, with its columns in
 ``iolab.columns``. The file names and the folder's own files (``iolab.store``) make up the
 versioned layout (``iolab.store.SCHEMA_VERSION``).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -36,10 +37,11 @@ from .system import request_sizes, snapshot_columns
 @dataclass(frozen=True)
 class Producer:
     """One producer's part of a run folder (see the module docstring)."""
+
     name: str
     files: tuple[str, ...]
     read: Callable[[Path], "pd.DataFrame | dict[str, Any]"]
-    rows: bool = False   # True: ``read`` gives the table's rows, else per-run columns
+    rows: bool = False  # True: ``read`` gives the table's rows, else per-run columns
 
     def ran(self, run_dir: str | Path) -> bool:
         """Whether this producer wrote into ``run_dir``: its first file is there (the tool
@@ -97,8 +99,10 @@ def rows(run_dir: str | Path) -> pd.DataFrame:
         if producer.rows and producer.ran(run_dir):
             return producer.load(run_dir)
     tools = " or ".join(p.files[0] for p in PRODUCERS if p.rows)
-    raise FioOutputError(f"{run_dir} holds no report ({tools}): the run stopped before its tool "
-                         "wrote one; its run.json says why, and argv.json holds the command to re-run")
+    raise FioOutputError(
+        f"{run_dir} holds no report ({tools}): the run stopped before its tool "
+        "wrote one; its run.json says why, and argv.json holds the command to re-run"
+    )
 
 
 def columns(run_dir: str | Path) -> dict[str, Any]:

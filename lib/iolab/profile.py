@@ -13,6 +13,7 @@ weights in samples or sample periods); every share below is % of that total weig
 
 The pictures of the same stacks are ``iolab.flamegraph``.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,11 @@ from .readable import wrapped_text
 
 DEFAULT_RULES: list[tuple[str, str]] = [
     ("idle", r"^(swapper|cpu_idle|do_idle|default_idle|.*safe_halt|cpuidle_|intel_idle|acpi_idle)"),
-    ("interrupt/softirq", r"(softirq|^irq_|^__irq_|^handle_irq|^handle_\w+_irq$|_irq_handler|^common_interrupt|"
-                          r"^asm_(common_interrupt|sysvec_)|^sysvec_|^__sysvec|^net_rx_action)"),
+    (
+        "interrupt/softirq",
+        r"(softirq|^irq_|^__irq_|^handle_irq|^handle_\w+_irq$|_irq_handler|^common_interrupt|"
+        r"^asm_(common_interrupt|sysvec_)|^sysvec_|^__sysvec|^net_rx_action)",
+    ),
     ("io_uring", r"(io_uring|^io_submit_sqes|^io_issue_sqe|^io_read|^io_write|^io_cq|^__io_|^io_do_iopoll)"),
     ("block layer", r"^(blk_|__blk_|bio_|submit_bio|__submit_bio|bdev_|blkdev_|iomap_dio|__iomap_dio|mpage_)"),
     ("driver", r"^(nvme_|loop_|lo_|virtblk_|virtio_|scsi_|ata_|ahci_|null_)"),
@@ -146,9 +150,10 @@ def merge_unknown_runs(stacks):
 @dataclass
 class Diff:
     """Two profiles normalised to equal totals. ``stacks``: stack -> (a, b_scaled)."""
+
     stacks: dict[str, tuple[float, float]]
-    movers: pd.DataFrame          # function, a_pct, b_pct, delta_pct (inclusive share)
-    scale: float                  # b counts were multiplied by this
+    movers: pd.DataFrame  # function, a_pct, b_pct, delta_pct (inclusive share)
+    scale: float  # b counts were multiplied by this
 
 
 def diff(a: Counter, b: Counter, labels: tuple[str, str] = ("A", "B"), merge_unknowns: bool = True) -> Diff:
@@ -167,8 +172,9 @@ def diff(a: Counter, b: Counter, labels: tuple[str, str] = ("A", "B"), merge_unk
 
 
 @wrapped_text
-def describe(stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_uring_enter",
-                                                          "_raw_spin_lock_irq", "filemap_read")) -> str:
+def describe(
+    stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_uring_enter", "_raw_spin_lock_irq", "filemap_read")
+) -> str:
     """The main facts of a profile in words, with numbers."""
     total = sum(stacks.values())
     busy = without_idle(stacks)
@@ -180,10 +186,15 @@ def describe(stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_urin
     ku = kernel_user_split(stacks)
     parts = [f"{idle_pct:.0f} % of the samples are idle."]
     if len(cats):
-        parts.append("Of the busy time: " + ", ".join(f"{r.kind} {r.pct:.0f} %" for r in cats.head(4).itertuples()) + ".")
+        parts.append(
+            "Of the busy time: " + ", ".join(f"{r.kind} {r.pct:.0f} %" for r in cats.head(4).itertuples()) + "."
+        )
     parts.append(f"{ku['kernel_pct']:.0f} % of busy samples end in the kernel, {ku['user_pct']:.0f} % in user space.")
-    parts.append("Hottest functions (self): " + ", ".join(f"{bare(r.function)} {r.self_pct:.1f} %"
-                                                        for r in top.itertuples()) + ".")
+    parts.append(
+        "Hottest functions (self): "
+        + ", ".join(f"{bare(r.function)} {r.self_pct:.1f} %" for r in top.itertuples())
+        + "."
+    )
     watched = [(w, share_under(busy or stacks, w)) for w in watch]
     watched = [(w, p) for w, p in watched if p > 0]
     if watched:
@@ -197,6 +208,11 @@ def describe(stacks: Counter, watch: tuple[str, ...] = ("td_io_commit", "io_urin
 def describe_diff(d: Diff, labels: tuple[str, str] = ("A", "B"), n: int = 3) -> str:
     grew = d.movers[d.movers.delta_pct > 0].head(n)
     shrank = d.movers[d.movers.delta_pct < 0].head(n)
-    fmt = lambda rows: ", ".join(f"{bare(r.function)} {r.delta_pct:+.1f} pts" for r in rows.itertuples())
-    return (f"Normalised to equal totals, {labels[1]} vs {labels[0]}: grew — {fmt(grew) or 'nothing'}; "
-            f"shrank — {fmt(shrank) or 'nothing'} (inclusive share of samples).")
+
+    def fmt(rows):
+        return ", ".join(f"{bare(r.function)} {r.delta_pct:+.1f} pts" for r in rows.itertuples())
+
+    return (
+        f"Normalised to equal totals, {labels[1]} vs {labels[0]}: grew — {fmt(grew) or 'nothing'}; "
+        f"shrank — {fmt(shrank) or 'nothing'} (inclusive share of samples)."
+    )

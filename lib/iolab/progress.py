@@ -1,5 +1,6 @@
 """Progress for long cells: tqdm.auto bars (a widget in JupyterLab, text in a terminal),
 quiet in batch runs (papermill, ``make demo``: ``IOLAB_HEADLESS=1``, or ``TQDM_DISABLE=1``)."""
+
 from __future__ import annotations
 
 import os
@@ -37,6 +38,7 @@ class Stages:
 
     def __init__(self, desc: str, names: Sequence[str]):
         from tqdm.auto import tqdm
+
         self.names = list(names)
         self.done = 0
         self._bar = tqdm(total=len(self.names), desc=desc, unit="stage", disable=headless())
@@ -64,6 +66,7 @@ LONG_RUN_S = 10.0  # a single run at least this long gets a bar of its seconds (
 def _watched() -> bool:
     """In a notebook's kernel (a widget) or with stderr on a terminal."""
     import sys
+
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
     return (shell is not None and type(shell).__module__.startswith("ipykernel")) or sys.stderr.isatty()
@@ -80,10 +83,16 @@ class Ticking:
     def __init__(self, desc: str, seconds: float):
         import threading
         from tqdm.auto import tqdm
+
         self.seconds = max(0, int(round(seconds)))
-        self._bar = tqdm(total=self.seconds, desc=desc, unit="s", leave=False,
-                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} s",
-                         disable=headless() or seconds < LONG_RUN_S or not _watched())
+        self._bar = tqdm(
+            total=self.seconds,
+            desc=desc,
+            unit="s",
+            leave=False,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} s",
+            disable=headless() or seconds < LONG_RUN_S or not _watched(),
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="iolab-progress", daemon=True)
 

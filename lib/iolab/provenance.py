@@ -10,6 +10,7 @@ digest of their raw outputs, and the command that runs the notebook again.
 Nothing here writes. What cannot be read (no git, a package not installed, a run folder
 that is gone) is ``None`` with the reason beside it, never a made-up value.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,23 @@ from .system import snapshot
 
 #: The Python packages whose versions can change a number or a picture (pyproject's
 #: dependencies that compute, draw, run or export notebooks).
-PACKAGES = ("pandas", "numpy", "scipy", "matplotlib", "seaborn", "kneed", "pyarrow", "PyYAML",
-            "papermill", "nbclient", "nbformat", "nbconvert", "ipykernel", "jupyter_client", "ipywidgets")
+PACKAGES = (
+    "pandas",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "seaborn",
+    "kneed",
+    "pyarrow",
+    "PyYAML",
+    "papermill",
+    "nbclient",
+    "nbformat",
+    "nbconvert",
+    "ipykernel",
+    "jupyter_client",
+    "ipywidgets",
+)
 
 #: Files of a run folder left out of its digest: run.json is iolab's bookkeeping (status,
 #: start/finish times, pid, wall time), rewritten when `iolab cleanup` marks a run, not a
@@ -42,8 +58,15 @@ def checkout(where: str | os.PathLike = paths.PACKAGE) -> dict[str, Any]:
     or untracked files present, as ``git status --porcelain`` sees them), ``changed`` and
     ``untracked`` counts, ``repo`` (its top folder). ``commit`` is None with ``why`` when
     iolab is not in a git checkout (an installed wheel) or git is missing."""
-    out: dict[str, Any] = {"iolab_version": __version__, "repo": None, "commit": None, "dirty": None,
-                           "changed": None, "untracked": None, "why": ""}
+    out: dict[str, Any] = {
+        "iolab_version": __version__,
+        "repo": None,
+        "commit": None,
+        "dirty": None,
+        "changed": None,
+        "untracked": None,
+        "why": "",
+    }
     try:
         top = _git(where, "rev-parse", "--show-toplevel")
         out["repo"], out["commit"] = top, _git(where, "rev-parse", "HEAD")
@@ -66,8 +89,9 @@ def checkout(where: str | os.PathLike = paths.PACKAGE) -> dict[str, Any]:
 
 
 def _git(where: str | os.PathLike, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, check=True,
-                          timeout=10).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(where), *args], capture_output=True, text=True, check=True, timeout=10
+    ).stdout.strip()
 
 
 def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
@@ -85,8 +109,12 @@ def tool_versions(machine: Mapping[str, Any] | None = None) -> dict[str, str | N
     """Kernel, fio, perf (from ``machine``, a ``system.snapshot`` or a run folder's
     system.json, else this machine now) and the Python that publishes."""
     machine = machine or snapshot()
-    return {"kernel": machine.get("kernel"), "fio": machine.get("fio_version"),
-            "perf": machine.get("perf_version"), "python": platform.python_version()}
+    return {
+        "kernel": machine.get("kernel"),
+        "fio": machine.get("fio_version"),
+        "perf": machine.get("perf_version"),
+        "python": platform.python_version(),
+    }
 
 
 def folder_digest(folder: str | os.PathLike) -> dict[str, Any]:
@@ -163,6 +191,7 @@ def emulated(run_folders: Iterable[str | os.PathLike]) -> str | None:
 def machine_rows(snap: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A snapshot as short (what, value) rows for a table: per-CPU values folded when they
     agree, lspci's tree and empty values left out, what is absent with its reason."""
+
     def fold(per_cpu: Mapping[Any, Any] | None, unit: str = "") -> str:
         values = {str(v) for v in (per_cpu or {}).values()}
         if not values:
@@ -174,19 +203,34 @@ def machine_rows(snap: Mapping[str, Any]) -> list[tuple[str, str]]:
     queue = snap.get("queue") or {}
     pci = snap.get("pci") or {}
     rows = [
-        ("host", snap.get("hostname")), ("kernel", snap.get("kernel")), ("CPU", snap.get("cpu_model")),
-        ("CPUs online", _cpulist(snap.get("cpus_online"))), ("CPUs measured", _cpulist(snap.get("cpus_in_use"))),
-        ("SMT", snap.get("smt")), ("turbo", snap.get("turbo")),
+        ("host", snap.get("hostname")),
+        ("kernel", snap.get("kernel")),
+        ("CPU", snap.get("cpu_model")),
+        ("CPUs online", _cpulist(snap.get("cpus_online"))),
+        ("CPUs measured", _cpulist(snap.get("cpus_in_use"))),
+        ("SMT", snap.get("smt")),
+        ("turbo", snap.get("turbo")),
         ("governor", fold(snap.get("governor")) if any((snap.get("governor") or {}).values()) else None),
-        ("scaling_cur_freq", fold(snap.get("scaling_cur_freq_khz"), " kHz")
-         if any((snap.get("scaling_cur_freq_khz") or {}).values()) else None),
+        (
+            "scaling_cur_freq",
+            fold(snap.get("scaling_cur_freq_khz"), " kHz")
+            if any((snap.get("scaling_cur_freq_khz") or {}).values())
+            else None,
+        ),
         ("cpu MHz (/proc/cpuinfo)", fold(snap.get("cpuinfo_mhz"))),
-        ("fio", snap.get("fio_version")), ("perf", snap.get("perf_version")),
+        ("fio", snap.get("fio_version")),
+        ("perf", snap.get("perf_version")),
         ("perf_event_paranoid", snap.get("perf_event_paranoid")),
         ("device", snap.get("device")),
         ("scheduler", queue.get("scheduler_active") or queue.get("scheduler")),
-        ("queue", ", ".join(f"{k}={v}" for k, v in queue.items()
-                            if k not in ("scheduler", "scheduler_active", "schedulers_available") and v is not None)),
+        (
+            "queue",
+            ", ".join(
+                f"{k}={v}"
+                for k, v in queue.items()
+                if k not in ("scheduler", "scheduler_active", "schedulers_available") and v is not None
+            ),
+        ),
         ("NVMe driver", ", ".join(f"{k}={v}" for k, v in (snap.get("nvme") or {}).items())),
         ("PCIe", " ".join(f"{k}={v}" for k, v in pci.items() if k != "lspci_tree" and v)),
     ]
@@ -198,8 +242,9 @@ def _cpulist(cpus: Any) -> str | None:
     return ",".join(map(str, cpus)) if isinstance(cpus, (list, tuple)) else cpus
 
 
-def rerun_command(input_path: str | os.PathLike | None, parameters: Mapping[str, Any],
-                  output: str = "out.ipynb") -> str | None:
+def rerun_command(
+    input_path: str | os.PathLike | None, parameters: Mapping[str, Any], output: str = "out.ipynb"
+) -> str | None:
     """The papermill command that runs the notebook again with the same parameters, from
     the iolab checkout (``.venv/bin/papermill notebooks/… out.ipynb -p …``). Strings go
     as ``-r`` (raw: "1" stays a string), numbers, booleans and None as ``-p``, lists and
@@ -209,8 +254,11 @@ def rerun_command(input_path: str | os.PathLike | None, parameters: Mapping[str,
         return None
     path = Path(input_path)
     inside = path.is_absolute() and path.is_relative_to(paths.REPO)
-    argv = [".venv/bin/papermill" if inside else "papermill",
-            str(path.relative_to(paths.REPO)) if inside else str(path), output]
+    argv = [
+        ".venv/bin/papermill" if inside else "papermill",
+        str(path.relative_to(paths.REPO)) if inside else str(path),
+        output,
+    ]
     for name, value in parameters.items():
         if isinstance(value, str):
             argv += ["-r", name, value]

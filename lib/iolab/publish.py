@@ -17,6 +17,7 @@ appendix (``iolab.provenance``): iolab's git commit, tool and package versions, 
 machine, each run folder with a SHA-256 of its raw outputs, and the command that runs it
 again.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,12 +43,17 @@ def refuse_unknown_parameters(notebook: Path, parameters: Mapping[str, Any] | No
     """IolabError naming the parameters ``notebook``'s parameters cell does not have."""
     unknown = set(parameters or {}) - set(known)
     if unknown:
-        raise IolabError(f"{notebook.name} has no parameter(s) {', '.join(sorted(unknown))}; "
-                         f"it takes: {', '.join(known)}")
+        raise IolabError(
+            f"{notebook.name} has no parameter(s) {', '.join(sorted(unknown))}; it takes: {', '.join(known)}"
+        )
 
 
-def execute(notebook: str | os.PathLike, output: str | os.PathLike,
-            parameters: Mapping[str, Any] | None = None, timeout_s: int = 1800) -> Path:
+def execute(
+    notebook: str | os.PathLike,
+    output: str | os.PathLike,
+    parameters: Mapping[str, Any] | None = None,
+    timeout_s: int = 1800,
+) -> Path:
     """Run a notebook with papermill. Raises IolabError naming the failing cell; the
     executed notebook (with papermill's error banner) is written first.
 
@@ -80,21 +86,31 @@ def execute(notebook: str | os.PathLike, output: str | os.PathLike,
     level = chatty.level
     chatty.setLevel(logging.CRITICAL)
     try:
-        pm.execute_notebook(str(notebook), str(running), parameters=dict(parameters or {}),
-                            kernel_name="python3", progress_bar=False, cwd=str(notebook.parent),
-                            execution_timeout=timeout_s, kernel_manager_class=_kernel_logging_to(log),
-                            # nbclient's 60 s for a kernel to answer is short on a loaded 2-CPU machine
-                            start_timeout=180)
+        pm.execute_notebook(
+            str(notebook),
+            str(running),
+            parameters=dict(parameters or {}),
+            kernel_name="python3",
+            progress_bar=False,
+            cwd=str(notebook.parent),
+            execution_timeout=timeout_s,
+            kernel_manager_class=_kernel_logging_to(log),
+            # nbclient's 60 s for a kernel to answer is short on a loaded 2-CPU machine
+            start_timeout=180,
+        )
     except pm.PapermillExecutionError as exc:
         kept = keep_failed(keep_partial(running, output, "failed"))
-        raise IolabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
-                         f"{exc.evalue}. The executed notebook with the error is {kept} "
-                         f"(kernel log: {log})"
-                         + (f"; the last good one is still {output}" if output.exists() else "")) from exc
+        raise IolabError(
+            f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
+            f"{exc.evalue}. The executed notebook with the error is {kept} "
+            f"(kernel log: {log})" + (f"; the last good one is still {output}" if output.exists() else "")
+        ) from exc
     except DeadKernelError as exc:
         kept = keep_failed(keep_partial(running, output, "failed"))
-        raise IolabError(f"{notebook.name}: its kernel died before the notebook finished; the partial "
-                         f"notebook is {kept}, the kernel's log {log}") from exc
+        raise IolabError(
+            f"{notebook.name}: its kernel died before the notebook finished; the partial "
+            f"notebook is {kept}, the kernel's log {log}"
+        ) from exc
     except BaseException:
         keep_partial(running, output, "partial")
         # the process is ending: asyncio would report nbclient's abandoned cell task at exit
@@ -141,8 +157,7 @@ def keep_partial(running: Path, output: Path, why: str) -> Path:
     return kept
 
 
-def to_html(executed: str | os.PathLike, html: str | os.PathLike | None = None,
-            no_input: bool = True) -> Path:
+def to_html(executed: str | os.PathLike, html: str | os.PathLike | None = None, no_input: bool = True) -> Path:
     """The write-up (``publish``); with ``no_input=False``, the notebook as it is, code
     cells included, exported with the same offline template. Written atomically."""
     if no_input:
@@ -203,20 +218,25 @@ def _write_up(executed: str | os.PathLike, html: str | os.PathLike | None) -> Pa
     cell = _parameter_cell(executed)
     given = {**nb.metadata.get("papermill", {}).get("parameters", {}), **recorded["parameters"]}
     given = dict(sorted(given.items(), key=lambda kv: list(cell).index(kv[0]) if kv[0] in cell else len(cell)))
-    where = ['the <a href="#iolab-results">results table</a> at the top' if recorded["results"] else "",
-             'the <a href="#iolab-run-folders">run folders</a> in the appendix' if recorded["run_folders"] else ""]
+    where = [
+        'the <a href="#iolab-results">results table</a> at the top' if recorded["results"] else "",
+        'the <a href="#iolab-run-folders">run folders</a> in the appendix' if recorded["run_folders"] else "",
+    ]
     writeup = _static(nb, "Recorded: see " + " and ".join(filter(None, where)) if any(where) else "")
     header = _header(nb, cell, given, recorded)
     appendix = _appendix(nb, executed, given, recorded["run_folders"])
-    title = next((i for i, c in enumerate(writeup.cells) if c.cell_type == "markdown"
-                  and c.source.lstrip().startswith("# ")), None)
+    title = next(
+        (i for i, c in enumerate(writeup.cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")),
+        None,
+    )
     writeup.cells.insert(0 if title is None else title + 1, _html_cell(header))
     writeup.cells.append(_html_cell(appendix))
     if title is not None:
         writeup.metadata["title"] = (writeup.cells[title].source.lstrip()[2:].splitlines() or [""])[0].strip(" *_`")
     if banner:  # above everything, the title too: what follows is not the whole notebook
-        writeup.cells.insert(0, _html_cell(f'<p class="iolab-writeup failed iolab-unfinished">⚠ '
-                                           f"{markup.escape(banner)}</p>"))
+        writeup.cells.insert(
+            0, _html_cell(f'<p class="iolab-writeup failed iolab-unfinished">⚠ {markup.escape(banner)}</p>')
+        )
     write_atomic(html, _export(writeup, executed, no_input=True))
     return html
 
@@ -228,32 +248,41 @@ def _read_executed(executed: str | os.PathLike, html: str | os.PathLike | None):
     executed = input_file(executed, "notebook")
     html = Path(html) if html else executed.with_suffix(".html")
     if html.is_dir():
-        raise InputError(f"{html} is a folder; give a file name for the write-up, e.g. {html / (executed.stem + '.html')}")
+        raise InputError(
+            f"{html} is a folder; give a file name for the write-up, e.g. {html / (executed.stem + '.html')}"
+        )
     if not html.parent.is_dir():
         raise InputError(f"{html}: there is no folder {html.parent}; create it or write the write-up elsewhere")
     if html.resolve() == executed.resolve():
-        raise InputError(f"{html} is the notebook itself; give the write-up another name, e.g. "
-                         f"{executed.with_suffix('.html')}")
+        raise InputError(
+            f"{html} is the notebook itself; give the write-up another name, e.g. {executed.with_suffix('.html')}"
+        )
     notebook_file(executed, "executed notebook")  # says what is wrong without quoting the file
     try:
         with warnings.catch_warnings():  # nbformat's notes on old notebooks (cell ids) are not the user's business
             warnings.simplefilter("ignore")
             nb = nbformat.read(executed, as_version=4)
     except Exception as exc:  # nbformat raises NotJSONError, jsonschema's errors, AttributeError...
-        raise InputError(f"{executed} is not a Jupyter notebook nbformat can read ({type(exc).__name__}); "
-                         "give an executed .ipynb saved by Jupyter or papermill") from None
+        raise InputError(
+            f"{executed} is not a Jupyter notebook nbformat can read ({type(exc).__name__}); "
+            "give an executed .ipynb saved by Jupyter or papermill"
+        ) from None
     _tidy_metadata(nb)
     try:
         with warnings.catch_warnings():  # nbformat's notes on old notebooks (cell ids) are not the user's business
             warnings.simplefilter("ignore")
             nbformat.validate(nb, relax_add_props=True)  # as nbconvert will, before it writes anything
     except nbformat.ValidationError as exc:
-        raise InputError(f"{executed} does not follow the notebook format ({str(exc.message)[:100]}); open and "
-                         "save it in JupyterLab, or give an executed .ipynb saved by Jupyter or papermill") from None
+        raise InputError(
+            f"{executed} does not follow the notebook format ({str(exc.message)[:100]}); open and "
+            "save it in JupyterLab, or give an executed .ipynb saved by Jupyter or papermill"
+        ) from None
     if not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
-        raise InputError(f"{executed} has no outputs: it has not been run. Run it first (papermill "
-                         f"{executed} out.ipynb, iolab demo, or Run All in JupyterLab and save), then "
-                         "publish the executed copy")
+        raise InputError(
+            f"{executed} has no outputs: it has not been run. Run it first (papermill "
+            f"{executed} out.ipynb, iolab demo, or Run All in JupyterLab and save), then "
+            "publish the executed copy"
+        )
     return executed, html, nb
 
 
@@ -288,10 +317,22 @@ def unfinished(nb: Mapping[str, Any] | str | os.PathLike) -> str:
     write-up's banner and stderr."""
     if not isinstance(nb, Mapping):
         nb = notebook_file(nb, "executed notebook")
-    code = [c for c in nb.get("cells") or [] if _dict(c).get("cell_type") == "code" and str(c.get("source", "")).strip()]
-    errors = [(i, c, o) for i, c in enumerate(code, 1) for o in c.get("outputs") or [] if _dict(o).get("output_type") == "error"]
-    never = [c for c in code if _dict(_dict(c.get("metadata")).get("papermill")).get("status") == "pending"
-             or c.get("execution_count") is None and not c.get("outputs")]
+    code = [
+        c for c in nb.get("cells") or [] if _dict(c).get("cell_type") == "code" and str(c.get("source", "")).strip()
+    ]
+    errors = [
+        (i, c, o)
+        for i, c in enumerate(code, 1)
+        for o in c.get("outputs") or []
+        if _dict(o).get("output_type") == "error"
+    ]
+    never = [
+        c
+        for c in code
+        if _dict(_dict(c.get("metadata")).get("papermill")).get("status") == "pending"
+        or c.get("execution_count") is None
+        and not c.get("outputs")
+    ]
     parts = []
     if errors:
         i, cell, out = errors[0]
@@ -304,8 +345,10 @@ def unfinished(nb: Mapping[str, Any] | str | os.PathLike) -> str:
         parts.append(f"{len(never)} of its {len(code)} code cells never ran")
     if not parts:
         return ""
-    return ("This notebook did not finish: " + "; ".join(parts) + ". What follows stops there: run it again "
-            "to the end before relying on this write-up.")
+    return (
+        "This notebook did not finish: " + "; ".join(parts) + ". What follows stops there: run it again "
+        "to the end before relying on this write-up."
+    )
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -325,9 +368,13 @@ def _recorded(nb) -> dict[str, Any]:
     def listed(key: str, kind: type) -> list:
         values = meta.get(key) or found.get(key) or []
         return [v for v in values if isinstance(v, kind)] if isinstance(values, list) else []
+
     params = meta.get("parameters")
-    return {"results": listed("results", Mapping), "run_folders": listed("run_folders", str),
-            "parameters": dict(params) if isinstance(params, Mapping) else {}}
+    return {
+        "results": listed("results", Mapping),
+        "run_folders": listed("run_folders", str),
+        "parameters": dict(params) if isinstance(params, Mapping) else {},
+    }
 
 
 def _static(nb, pointer: str = ""):
@@ -350,8 +397,15 @@ def _static(nb, pointer: str = ""):
                 if data is not None:
                     if RESULTS_MIME in data:
                         if pointer:
-                            outputs.append(new_output("display_data", data={
-                                "text/html": f'<p class="iolab-writeup note">{pointer}.</p>', "text/plain": ""}))
+                            outputs.append(
+                                new_output(
+                                    "display_data",
+                                    data={
+                                        "text/html": f'<p class="iolab-writeup note">{pointer}.</p>',
+                                        "text/plain": "",
+                                    },
+                                )
+                            )
                             pointer = ""
                         continue
                     # a widget's text/plain is its repr ("HBox(children=...)"): nothing to read
@@ -371,8 +425,11 @@ def _static(nb, pointer: str = ""):
 def _html_cell(body: str):
     from nbformat.v4 import new_code_cell, new_output
 
-    return new_code_cell("", outputs=[new_output("display_data", data={"text/html": body, "text/plain": ""})],
-                         metadata={"tags": ["iolab-writeup"]})
+    return new_code_cell(
+        "",
+        outputs=[new_output("display_data", data={"text/html": body, "text/plain": ""})],
+        metadata={"tags": ["iolab-writeup"]},
+    )
 
 
 def _export(nb, executed: Path, no_input: bool) -> str:
@@ -383,15 +440,23 @@ def _export(nb, executed: Path, no_input: bool) -> str:
     from nbconvert import HTMLExporter
 
     source = Path(nb.metadata.get("papermill", {}).get("input_path") or executed)
-    exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({_TEMPLATE: _TEMPLATE_TEXT})],
-                            template_file=_TEMPLATE, exclude_input=no_input, exclude_input_prompt=no_input,
-                            exclude_output_prompt=no_input, embed_images=True)
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({_TEMPLATE: _TEMPLATE_TEXT})],
+        template_file=_TEMPLATE,
+        exclude_input=no_input,
+        exclude_input_prompt=no_input,
+        exclude_output_prompt=no_input,
+        embed_images=True,
+    )
     resources = {"metadata": {"name": executed.stem, "path": str(source.parent)}, "iolab_css": _CSS}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     body, disabled = offline(body)
     if disabled:
-        note = (f'<p class="iolab-writeup note">{len(disabled)} resource(s) the notebook names on the network '
-                "were not loaded (this page is offline): " + ", ".join(markup.escape(d) for d in disabled) + "</p>")
+        note = (
+            f'<p class="iolab-writeup note">{len(disabled)} resource(s) the notebook names on the network '
+            "were not loaded (this page is offline): " + ", ".join(markup.escape(d) for d in disabled) + "</p>"
+        )
         head, sep, tail = body.rpartition("</main>")
         body = head + note + sep + tail if sep else body + note
     return body
@@ -399,14 +464,26 @@ def _export(nb, executed: Path, no_input: bool) -> str:
 
 # ---------------------------------------------------------------- offline
 # elements a browser fetches by itself (anchors are followed only when clicked)
-_FETCHING = re.compile(r"<(?:script|link|img|iframe|frame|source|track|video|audio|embed|object|input|image|use)\b"
-                       r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.I)
+_FETCHING = re.compile(
+    r"<(?:script|link|img|iframe|frame|source|track|video|audio|embed|object|input|image|use)\b"
+    r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>",
+    re.I,
+)
 _NETWORK = r"\s*(?:(?:https?|ftp):)?//"
-_FETCH_ATTR = re.compile(r"(\s)(src|href|xlink:href|srcset|data|poster)(\s*=\s*)(\"" + _NETWORK + r"[^\"]*\"|'"
-                         + _NETWORK + r"[^']*'|" + _NETWORK + r"[^\s>]+)", re.I)
+_FETCH_ATTR = re.compile(
+    r"(\s)(src|href|xlink:href|srcset|data|poster)(\s*=\s*)(\""
+    + _NETWORK
+    + r"[^\"]*\"|'"
+    + _NETWORK
+    + r"[^']*'|"
+    + _NETWORK
+    + r"[^\s>]+)",
+    re.I,
+)
 _STYLE = re.compile(r"(<style\b[^>]*>)(.*?)(</style>)|(\sstyle\s*=\s*)(\"[^\"]*\"|'[^']*')", re.I | re.S)
-_CSS_FETCH = re.compile(r"@import\s+(?:url\()?\s*[\"']?" + _NETWORK + r"[^;]*;?|url\(\s*[\"']?" + _NETWORK
-                        + r"[^)]*\)", re.I)
+_CSS_FETCH = re.compile(
+    r"@import\s+(?:url\()?\s*[\"']?" + _NETWORK + r"[^;]*;?|url\(\s*[\"']?" + _NETWORK + r"[^)]*\)", re.I
+)
 
 
 def network_fetches(page: str) -> list[str]:
@@ -435,8 +512,14 @@ def offline(page: str) -> tuple[str, list[str]]:
         return "" if m.group(0).lower().startswith("@import") else "none"
 
     page = _FETCHING.sub(lambda tag: _FETCH_ATTR.sub(attr, tag.group(0)), page)
-    page = _STYLE.sub(lambda m: (m.group(1) + _CSS_FETCH.sub(css, m.group(2)) + m.group(3)) if m.group(1)
-                      else m.group(4) + _CSS_FETCH.sub(css, m.group(5)), page)
+    page = _STYLE.sub(
+        lambda m: (
+            (m.group(1) + _CSS_FETCH.sub(css, m.group(2)) + m.group(3))
+            if m.group(1)
+            else m.group(4) + _CSS_FETCH.sub(css, m.group(5))
+        ),
+        page,
+    )
     return page, disabled
 
 
@@ -447,9 +530,15 @@ def _table(header: Iterable[str] | None, rows: Iterable[Iterable[Any]], numeric:
     numeric = set(numeric)
     num = ' class="num"'
     head = "<thead><tr>" + "".join(f"<th>{markup.escape(h)}</th>" for h in header) + "</tr></thead>" if header else ""
-    body = "".join("<tr>" + "".join(
-        f'<td{num if i in numeric else ""}>{c if isinstance(c, Markup) else markup.escape(str(c))}</td>'
-        for i, c in enumerate(row)) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td{num if i in numeric else ''}>{c if isinstance(c, Markup) else markup.escape(str(c))}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
     return f"<table>{head}<tbody>{body}</tbody></table>"
 
 
@@ -470,14 +559,18 @@ def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recor
     parts = ['<div class="iolab-writeup">']
     ran = []
     if pm.get("end_time"):
-        ran.append(f"Ran {_when(pm.get('start_time'))} – {_when(pm['end_time'])} UTC"
-                   + (f" ({pm['duration']:.0f} s)" if isinstance(pm.get("duration"), (int, float)) else "")
-                   + f" with papermill {pm.get('version', '')}".rstrip())
+        ran.append(
+            f"Ran {_when(pm.get('start_time'))} – {_when(pm['end_time'])} UTC"
+            + (f" ({pm['duration']:.0f} s)" if isinstance(pm.get("duration"), (int, float)) else "")
+            + f" with papermill {pm.get('version', '')}".rstrip()
+        )
     kernel_py = nb.metadata.get("language_info", {}).get("version")
     if kernel_py:
         ran.append(f"Python {kernel_py} kernel")
-    ran.append(f"written up {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC by iolab {__version__} "
-               "(code cells left out; provenance at the end)")
+    ran.append(
+        f"written up {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC by iolab {__version__} "
+        "(code cells left out; provenance at the end)"
+    )
     parts.append(f'<p class="note">{markup.escape("; ".join(ran))}.</p>')
 
     rows = []
@@ -486,20 +579,34 @@ def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recor
             rows.append((name, _literal(given[name]), "given", spec.get("help", "")))
         else:
             rows.append((name, spec.get("default", ""), "default", spec.get("help", "")))
-    rows += [(name, _literal(value), "given", "not a parameter of this notebook")
-             for name, value in given.items() if name not in defaults]
+    rows += [
+        (name, _literal(value), "given", "not a parameter of this notebook")
+        for name, value in given.items()
+        if name not in defaults
+    ]
     emulated = provenance.emulated(recorded.get("run_folders") or [])
     if emulated:
-        parts.append('<p class="failed iolab-emulated">⚠ ' + markup.escape(
-            f"Made in iolab's NVMe lab ({emulated}). Its figures show the kit's code paths on Linux's "
-            "real nvme driver; as measurements of a device they mean nothing.") + "</p>")
+        parts.append(
+            '<p class="failed iolab-emulated">⚠ '
+            + markup.escape(
+                f"Made in iolab's NVMe lab ({emulated}). Its figures show the kit's code paths on Linux's "
+                "real nvme driver; as measurements of a device they mean nothing."
+            )
+            + "</p>"
+        )
     flagged = checks.folder_flags(recorded.get("run_folders") or [])
     if flagged:
-        parts.append('<p class="failed iolab-flags">⚠ ' + markup.escape(
-            checks.banner_text(flagged, len(recorded["run_folders"]))) + "</p>")
+        parts.append(
+            '<p class="failed iolab-flags">⚠ '
+            + markup.escape(checks.banner_text(flagged, len(recorded["run_folders"])))
+            + "</p>"
+        )
     parts.append("<h2>Parameters</h2>")
-    parts.append(_table(("parameter", "value", "", "meaning"), rows) if rows
-                 else "<p>This notebook has no parameters cell and was given no parameters.</p>")
+    parts.append(
+        _table(("parameter", "value", "", "meaning"), rows)
+        if rows
+        else "<p>This notebook has no parameters cell and was given no parameters.</p>"
+    )
     if recorded["results"]:
         key = [r for r in recorded["results"] if not r.get("detail")]
         detail = [r for r in recorded["results"] if r.get("detail")]
@@ -507,18 +614,32 @@ def _header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], recor
         if key:
             parts.append(_results_table(key))
         if detail:  # per-setting figures (results.record_many): kept, folded under the key ones
-            parts.append(f"<details><summary>{len(detail)} more results, one per setting (what iolab seeds "
-                         f"compares with published figures)</summary>{_results_table(detail)}</details>")
+            parts.append(
+                f"<details><summary>{len(detail)} more results, one per setting (what iolab seeds "
+                f"compares with published figures)</summary>{_results_table(detail)}</details>"
+            )
     parts.append("</div>")
     return "\n".join(parts)
 
 
 def _results_table(results: list[Mapping[str, Any]]) -> str:
-    return _table(("result", "value", "unit", "interval", "source", "note"), [
-        (r.get("name", ""), _shown(r.get("value")), r.get("unit") or "",
-         f"[{_shown(r.get('low'))}, {_shown(r.get('high'))}]"
-         if r.get("low") is not None or r.get("high") is not None else "",
-         r.get("source") or "", r.get("note") or "") for r in results], numeric=(1, 3))
+    return _table(
+        ("result", "value", "unit", "interval", "source", "note"),
+        [
+            (
+                r.get("name", ""),
+                _shown(r.get("value")),
+                r.get("unit") or "",
+                f"[{_shown(r.get('low'))}, {_shown(r.get('high'))}]"
+                if r.get("low") is not None or r.get("high") is not None
+                else "",
+                r.get("source") or "",
+                r.get("note") or "",
+            )
+            for r in results
+        ],
+        numeric=(1, 3),
+    )
 
 
 def _shown(value: Any) -> str:
@@ -527,7 +648,9 @@ def _shown(value: Any) -> str:
         return "–"
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # a knee at QD 4.0 is QD 4
-    return readable_number(str(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    return (
+        readable_number(str(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    )
 
 
 def _when(stamp: str | None) -> str:
@@ -554,34 +677,47 @@ def _appendix(nb, executed: Path, given: Mapping[str, Any], run_folders: list[st
     command = provenance.rerun_command(pm.get("input_path"), given)
     if command:
         at = f" at commit {git['commit'][:12]}" if git["commit"] else ""
-        parts.append(f"<p>From the iolab checkout{markup.escape(at)}, then write this page again with "
-                     "<code>iolab publish out.ipynb</code>:</p>")
+        parts.append(
+            f"<p>From the iolab checkout{markup.escape(at)}, then write this page again with "
+            "<code>iolab publish out.ipynb</code>:</p>"
+        )
         parts.append(f"<pre>{markup.escape(command)}</pre>")
-        parts.append(f"<p><code>iolab reproduce {markup.escape(executed.name)}</code> does both and compares the "
-                     "recorded results with the new ones.</p>")
+        parts.append(
+            f"<p><code>iolab reproduce {markup.escape(executed.name)}</code> does both and compares the "
+            "recorded results with the new ones.</p>"
+        )
     else:
-        parts.append('<p class="note">The notebook was not run by papermill: its source and parameters are '
-                     "not recorded, so no command can run it again.</p>")
+        parts.append(
+            '<p class="note">The notebook was not run by papermill: its source and parameters are '
+            "not recorded, so no command can run it again.</p>"
+        )
 
     machine, machine_from = provenance.machine_of(run_folders)
     parts.append("<h3>Software</h3>")
     if git["commit"]:
-        state = (f"with changes: {git['changed']} file(s) changed, {git['untracked']} untracked"
-                 if git["dirty"] else "clean")
+        state = (
+            f"with changes: {git['changed']} file(s) changed, {git['untracked']} untracked" if git["dirty"] else "clean"
+        )
         commit = Markup(f'<span class="mono">{git["commit"]}</span> ({markup.escape(state)})')
     else:
         commit = f"unknown: {git['why']}"
     tools = provenance.tool_versions(machine)
-    rows = [("iolab", git["iolab_version"]), ("iolab git commit", commit),
-            ("iolab checkout", git["repo"] or "–"),
-            ("Linux kernel", tools["kernel"] or "–"), ("fio", tools["fio"] or "not installed"),
-            ("perf", tools["perf"] or "not installed"),
-            ("Python (kernel)", nb.metadata.get("language_info", {}).get("version", "–")),
-            ("Python (publish)", tools["python"])]
+    rows = [
+        ("iolab", git["iolab_version"]),
+        ("iolab git commit", commit),
+        ("iolab checkout", git["repo"] or "–"),
+        ("Linux kernel", tools["kernel"] or "–"),
+        ("fio", tools["fio"] or "not installed"),
+        ("perf", tools["perf"] or "not installed"),
+        ("Python (kernel)", nb.metadata.get("language_info", {}).get("version", "–")),
+        ("Python (publish)", tools["python"]),
+    ]
     rows += [(name, version or "not installed") for name, version in provenance.package_versions().items()]
     parts.append(_table(("", "version"), rows))
-    parts.append(f'<p class="note">The commit, Python and packages: when this page was written; kernel, fio and '
-                 f"perf: {markup.escape(machine_from)}.</p>")
+    parts.append(
+        f'<p class="note">The commit, Python and packages: when this page was written; kernel, fio and '
+        f"perf: {markup.escape(machine_from)}.</p>"
+    )
 
     parts.append("<h3>Machine</h3>")
     parts.append(_table(None, provenance.machine_rows(machine)))
@@ -590,17 +726,32 @@ def _appendix(nb, executed: Path, given: Mapping[str, Any], run_folders: list[st
     parts.append('<h3 id="iolab-run-folders">Run folders</h3>')
     if run_folders:
         digests = [provenance.folder_digest(f) for f in run_folders]
-        parts.append(_table(("run folder", "files", "bytes", "SHA-256 of its raw outputs"), [
-            (d["path"], d["files"], readable_number(str(d["bytes"])),
-             Markup(f'<span class="mono">{d["sha256"]}</span>') if d["sha256"] else d["why"])
-            for d in digests], numeric=(1, 2)))
-        parts.append('<p class="note">The digest covers every file of a run folder (fio.json, tio.txt, perf '
-                     "files, params.json, job.fio, argv.json, system.json, samples) except run.json (iolab's "
-                     "status, times and pid) and hidden files: for each, sorted by relative path, "
-                     "<code>path NUL size NUL bytes</code>. <code>iolab.provenance.folder_digest(folder)</code> "
-                     "computes it again.</p>")
+        parts.append(
+            _table(
+                ("run folder", "files", "bytes", "SHA-256 of its raw outputs"),
+                [
+                    (
+                        d["path"],
+                        d["files"],
+                        readable_number(str(d["bytes"])),
+                        Markup(f'<span class="mono">{d["sha256"]}</span>') if d["sha256"] else d["why"],
+                    )
+                    for d in digests
+                ],
+                numeric=(1, 2),
+            )
+        )
+        parts.append(
+            '<p class="note">The digest covers every file of a run folder (fio.json, tio.txt, perf '
+            "files, params.json, job.fio, argv.json, system.json, samples) except run.json (iolab's "
+            "status, times and pid) and hidden files: for each, sorted by relative path, "
+            "<code>path NUL size NUL bytes</code>. <code>iolab.provenance.folder_digest(folder)</code> "
+            "computes it again.</p>"
+        )
     else:
-        parts.append('<p class="note">The notebook recorded no run folders (<code>iolab.results.record_runs</code>'
-                     "), so none is listed or hashed here.</p>")
+        parts.append(
+            '<p class="note">The notebook recorded no run folders (<code>iolab.results.record_runs</code>'
+            "), so none is listed or hashed here.</p>"
+        )
     parts.append("</div>")
     return "\n".join(parts)

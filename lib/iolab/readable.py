@@ -7,6 +7,7 @@ unit in its header (``iolab.columns.label``). ``publish`` runs it over a noteboo
 in a kernel, ``live_tables`` (``import iolab`` calls it) shows every DataFrame through it,
 inside a box that scrolls sideways, so a wide table is never cut at the notebook's edge.
 """
+
 from __future__ import annotations
 
 import html as markup
@@ -78,9 +79,12 @@ def readable_value(v) -> str:
 def wrapped(text: str, width: int = TEXT_WIDTH) -> str:
     """``text`` with each line longer than ``width`` broken at spaces (continued with an
     indent): JupyterLab breaks a long output line anywhere, mid-word ("runtime='5" / "00ms'")."""
-    return "\n".join(textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False,
-                                    break_on_hyphens=False) if len(line) > width else line
-                      for line in text.splitlines())
+    return "\n".join(
+        textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+        if len(line) > width
+        else line
+        for line in text.splitlines()
+    )
 
 
 class Paragraph(str):
@@ -100,6 +104,7 @@ def wrapped_text(describe):
     @functools.wraps(describe)
     def wrapper(*args, **kwargs):
         return Paragraph(describe(*args, **kwargs))
+
     return wrapper
 
 
@@ -150,8 +155,12 @@ def _readable_table(table: str) -> str:
                 names.setdefault(at + k, set()).add(markup.unescape(titled.group(1) if titled else text).strip())
             at += int(span.group(1)) if span else 1
     verbatim = {at for at, texts in names.items() if any(_VERBATIM_COLUMN.search(t) for t in texts)}
-    in_bytes = {at: BYTE_UNITS[COLUMNS[t].unit] for at, texts in names.items() for t in texts
-                if t in COLUMNS and COLUMNS[t].unit in BYTE_UNITS}
+    in_bytes = {
+        at: BYTE_UNITS[COLUMNS[t].unit]
+        for at, texts in names.items()
+        for t in texts
+        if t in COLUMNS and COLUMNS[t].unit in BYTE_UNITS
+    }
 
     def header(m: re.Match) -> str:
         tag, attrs, text = m.groups()
@@ -169,7 +178,7 @@ def _readable_table(table: str) -> str:
         cells = list(_CELL.finditer(m.group(2)))
         out, end = [], 0
         for i, c in enumerate(cells):
-            out.append(m.group(2)[end:c.start()])
+            out.append(m.group(2)[end : c.start()])
             end = c.end()
             out.append(cell(*c.groups(), len(cells) - 1 - i))
         return m.group(1) + "".join(out) + m.group(2)[end:] + m.group(3)
@@ -197,6 +206,7 @@ def live_tables(shell=None) -> None:
     MiB, ``clat_p99_us`` -> "clat p99 (µs)", scrolling sideways when wide), and pandas'
     text form rounds floats the same way."""
     import pandas as pd
+
     pd.set_option("display.float_format", lambda v: readable_number(repr(float(v))))
     if shell is not None and hasattr(shell, "display_formatter"):
         shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)

@@ -16,6 +16,7 @@ process, per its start time in ``/proc/PID/stat``):
 
 Entries are claimed by renaming them, so two processes never undo the same thing twice.
 """
+
 from __future__ import annotations
 
 import os
@@ -80,15 +81,16 @@ def _undo_nvme(e: dict) -> str:
 
 def _undo_process(e: dict) -> str:
     pgid, started = int(e["pid"]), e.get("start")
-    members = [p for p in _pids()
-               if _pgid(p) == pgid and (started is None or (ledger.start_time(p) or 0) >= started)]
+    members = [p for p in _pids() if _pgid(p) == pgid and (started is None or (ledger.start_time(p) or 0) >= started)]
     if not members:
         return f"{e.get('name', 'process')} (pid {pgid}) had already ended"
     for sig in (signal.SIGTERM, signal.SIGKILL):
         signal_group(pgid, sig)
         for _ in range(50):
             if not any(_pgid(p) == pgid for p in members):
-                return f"stopped {e.get('name', 'process')} (pid {pgid}) left running, with {len(members) - 1} child(ren)"
+                return (
+                    f"stopped {e.get('name', 'process')} (pid {pgid}) left running, with {len(members) - 1} child(ren)"
+                )
             time.sleep(0.1)
     return f"could not stop process group {pgid}"
 
@@ -96,17 +98,26 @@ def _undo_process(e: dict) -> str:
 def _undo_netns(e: dict) -> str:
     name = e["name"]
     gone = subprocess.run(["ip", "netns", "delete", name], capture_output=True, text=True, check=False)
-    return f"removed network namespace {name}" if gone.returncode == 0 else f"network namespace {name} was already removed"
+    return (
+        f"removed network namespace {name}" if gone.returncode == 0 else f"network namespace {name} was already removed"
+    )
 
 
 def _undo_run(e: dict) -> str:
     from .store import finish_abandoned  # pandas: imported only when a run was left behind
+
     return finish_abandoned(Path(e["path"]), f"its iolab process (pid {e['owner_pid']}) died before the run ended")
 
 
-UNDO: dict[str, Callable[[dict], str]] = {"loop": _undo_loop, "file": _undo_file, "knob": _undo_knob,
-                                          "nvme": _undo_nvme, "process": _undo_process, "run": _undo_run,
-                                          "netns": _undo_netns}
+UNDO: dict[str, Callable[[dict], str]] = {
+    "loop": _undo_loop,
+    "file": _undo_file,
+    "knob": _undo_knob,
+    "nvme": _undo_nvme,
+    "process": _undo_process,
+    "run": _undo_run,
+    "netns": _undo_netns,
+}
 
 
 def recover() -> list[str]:
@@ -143,8 +154,9 @@ def cleanup_report() -> list[str]:
     """What ``iolab cleanup`` says: each thing repaired (or that nothing needed it), then what
     live iolab processes hold."""
     done = recover() or ["nothing to clean up: no iolab process died holding anything"]
-    return done + [f"held by live iolab pid {e['owner_pid']}: {e['kind']} {ledger.describe(e)}"
-                   for _, e in ledger.entries()]
+    return done + [
+        f"held by live iolab pid {e['owner_pid']}: {e['kind']} {ledger.describe(e)}" for _, e in ledger.entries()
+    ]
 
 
 def _pids() -> list[int]:

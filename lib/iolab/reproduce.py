@@ -12,6 +12,7 @@ runs of a study (kernel, fio version, governor, frequency source, scheduler, SMT
 state): the first original run folder's snapshot against the re-run's first run folder, or
 against the machine now (``iolab.system.snapshot``) when the re-run recorded no runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,6 +38,7 @@ from .validate import input_file, notebook_file
 class Row:
     """One recorded result: the original and the re-run's value, the difference in % of
     the original (None when not two numbers), whether they agree and by which rule."""
+
     name: str
     unit: str
     original: Any
@@ -53,6 +55,7 @@ class Report:
     """What ``reproduce`` found. ``differences``: the machine's drift keys that changed
     ("kernel 6.1.0 -> 6.12.0"), None when the machine could not be compared; ``machine``:
     what was compared with what, or why nothing was."""
+
     executed: Path
     reproduced: Path
     rows: list[Row]
@@ -66,37 +69,56 @@ class Report:
         return all(row.agrees for row in self.rows)
 
     def table(self) -> pd.DataFrame:
-        return pd.DataFrame([{
-            "result": row.name + (f" ({row.unit})" if row.unit else ""),
-            "original": results.show(row.original), "re-run": results.show(row.new),
-            "diff %": "" if row.diff_pct is None else f"{row.diff_pct:+.1f}",
-            "rule": row.rule, "agrees": "yes" if row.agrees else "NO"} for row in self.rows])
+        return pd.DataFrame(
+            [
+                {
+                    "result": row.name + (f" ({row.unit})" if row.unit else ""),
+                    "original": results.show(row.original),
+                    "re-run": results.show(row.new),
+                    "diff %": "" if row.diff_pct is None else f"{row.diff_pct:+.1f}",
+                    "rule": row.rule,
+                    "agrees": "yes" if row.agrees else "NO",
+                }
+                for row in self.rows
+            ]
+        )
 
     def text(self) -> str:
         drifted = [row for row in self.rows if not row.agrees]
         table = self.table()
         cells = [list(table.columns), *table.values.tolist()]
         widths = [max(len(str(r[i])) for r in cells) for i in range(len(cells[0]))]
-        lines = ["  ".join(str(v).ljust(w) if name in ("result", "rule") else str(v).rjust(w)
-                           for name, v, w in zip(table.columns, r, widths)).rstrip() for r in cells]
+        lines = [
+            "  ".join(
+                str(v).ljust(w) if name in ("result", "rule") else str(v).rjust(w)
+                for name, v, w in zip(table.columns, r, widths)
+            ).rstrip()
+            for r in cells
+        ]
         if drifted:
-            lines.append(f"drifted: {len(drifted)} of {len(self.rows)} results of {self.executed} differ "
-                         f"({', '.join(row.name for row in drifted)}); the re-run is {self.reproduced}")
+            lines.append(
+                f"drifted: {len(drifted)} of {len(self.rows)} results of {self.executed} differ "
+                f"({', '.join(row.name for row in drifted)}); the re-run is {self.reproduced}"
+            )
         else:
-            lines.append(f"reproduced: all {len(self.rows)} results of {self.executed} agree; "
-                         f"the re-run is {self.reproduced}")
+            lines.append(
+                f"reproduced: all {len(self.rows)} results of {self.executed} agree; the re-run is {self.reproduced}"
+            )
         if self.differences:
             lines.append(f"the machine changed ({self.machine}): {'; '.join(self.differences)}")
         elif drifted and self.differences is None and self.machine:
             lines.append(f"the machine: {self.machine}")
         elif drifted:
-            lines.append(f"the machine shows no difference in {', '.join(drift.DRIFT_KEYS)} ({self.machine}): "
-                         "look at the runs themselves (noise, other load, the target's state)")
+            lines.append(
+                f"the machine shows no difference in {', '.join(drift.DRIFT_KEYS)} ({self.machine}): "
+                "look at the runs themselves (noise, other load, the target's state)"
+            )
         return "\n".join(lines + self.notes)
 
 
-def reproduce(executed: str | os.PathLike, out_dir: str | os.PathLike | None = None,
-              tolerance_pct: float = 10.0) -> Report:
+def reproduce(
+    executed: str | os.PathLike, out_dir: str | os.PathLike | None = None, tolerance_pct: float = 10.0
+) -> Report:
     """Run the notebook ``executed`` was made from again, with its parameters, into
     ``out_dir`` (default ``papermill_runs/reproduced``), and compare the recorded results.
     InputError when ``executed`` recorded none or its source notebook cannot be found;
@@ -107,8 +129,10 @@ def reproduce(executed: str | os.PathLike, out_dir: str | os.PathLike | None = N
     nb = notebook_file(executed, "executed notebook")
     original = recorded(nb)
     if not original["results"]:
-        raise InputError(f"{executed} recorded no results (no iolab.results.record output): reproduce "
-                         "compares recorded results; run a notebook that records them, then reproduce that")
+        raise InputError(
+            f"{executed} recorded no results (no iolab.results.record output): reproduce "
+            "compares recorded results; run a notebook that records them, then reproduce that"
+        )
     out_dir = Path(out_dir) if out_dir else paths.PAPERMILL_RUNS / "reproduced"
     output = out_dir / executed.name
     if output.absolute() == executed:
@@ -118,8 +142,14 @@ def reproduce(executed: str | os.PathLike, out_dir: str | os.PathLike | None = N
     by_name = {entry["name"]: entry for entry in new["results"]}
     rows = [compare(entry, by_name.get(entry["name"]), tolerance_pct) for entry in original["results"]]
     differences, machine = machine_differences(original["run_folders"], new["run_folders"])
-    notes = [f"note: runs_dir={params['runs_dir']!r} was passed again: runs already in it may have been "
-             "read (resumed), not measured anew"] if params.get("runs_dir") else []
+    notes = (
+        [
+            f"note: runs_dir={params['runs_dir']!r} was passed again: runs already in it may have been "
+            "read (resumed), not measured anew"
+        ]
+        if params.get("runs_dir")
+        else []
+    )
     return Report(executed, output, rows, differences, machine, notes, tolerance_pct)
 
 
@@ -132,15 +162,19 @@ def recorded(nb: Mapping[str, Any]) -> dict[str, list]:
     try:
         return results.collect(nb)
     except (ValueError, TypeError, AttributeError, KeyError):  # outputs iolab did not write
-        raise InputError("the notebook's result outputs cannot be read (not as iolab.results writes them); "
-                         "give an executed notebook as papermill or JupyterLab saved it") from None
+        raise InputError(
+            "the notebook's result outputs cannot be read (not as iolab.results writes them); "
+            "give an executed notebook as papermill or JupyterLab saved it"
+        ) from None
 
 
 def parameters(nb: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters an executed notebook ran with (papermill's record, and iolab's)."""
     meta = _mapping(nb.get("metadata"))
-    return {**_mapping(_mapping(meta.get("papermill")).get("parameters")),
-            **_mapping(_mapping(meta.get("iolab")).get("parameters"))}
+    return {
+        **_mapping(_mapping(meta.get("papermill")).get("parameters")),
+        **_mapping(_mapping(meta.get("iolab")).get("parameters")),
+    }
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -158,15 +192,18 @@ def source_notebook(nb: Mapping[str, Any], executed: Path) -> Path:
         if candidate.is_file():
             return candidate.absolute()
     tried = " or ".join(dict.fromkeys(str(c) for c in [*candidates, paths.NOTEBOOKS / executed.name]))
-    raise InputError(f"the notebook {executed.name} was run from is not at {tried}; put it back "
-                     "(git checkout notebooks/) or copy it there")
+    raise InputError(
+        f"the notebook {executed.name} was run from is not at {tried}; put it back "
+        "(git checkout notebooks/) or copy it there"
+    )
 
 
 def compare(original: Mapping[str, Any], new: Mapping[str, Any] | None, tolerance_pct: float) -> Row:
     """One result against its re-run (None: the re-run did not record it)."""
     a, low, high = original.get("value"), original.get("low"), original.get("high")
-    row = Row(original["name"], original.get("unit") or "", a, None, low, high, None, False,
-              "not recorded by the re-run")
+    row = Row(
+        original["name"], original.get("unit") or "", a, None, low, high, None, False, "not recorded by the re-run"
+    )
     if new is None:
         return row
     row.new = b = new.get("value")
@@ -194,8 +231,9 @@ def machine_differences(original: Sequence[str], rerun: Sequence[str]) -> tuple[
     the machine now."""
     before = _first_run(original)
     if before is None:
-        return None, ("the original run folders are gone" if original else "the notebook recorded no run folders"
-                    ) + ": nothing to compare the machine with"
+        return None, (
+            "the original run folders are gone" if original else "the notebook recorded no run folders"
+        ) + ": nothing to compare the machine with"
     after = _first_run([folder for folder in rerun if folder not in original])
     if after is None:
         how, now = "the first original run against the machine now", _now(before[0])

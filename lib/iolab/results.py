@@ -17,6 +17,7 @@ executed notebook's ``metadata["iolab"]`` and in ``<output stem>.results.json`` 
 A value is a number, a string, a bool or None; numpy scalars become int/float, NaN and
 ±inf become None (JSON has neither). A later record of the same name replaces the earlier.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,25 @@ FILE_ENV = "IOLAB_RESULTS_FILE"
 FIELDS = ("name", "value", "unit", "source", "low", "high", "note", "detail")
 
 
-def record(name: str, value: Any, unit: str = "", source: str = "", low: Any = None, high: Any = None,
-           note: str = "") -> None:
+def record(
+    name: str, value: Any, unit: str = "", source: str = "", low: Any = None, high: Any = None, note: str = ""
+) -> None:
     """Record one key figure: ``value`` in ``unit`` (e.g. "IO/s", "µs", "cycles/IO"), where
     it comes from (``source``), its interval ``[low, high]`` if it has one (say which in
     ``note``: "95 % t interval over 3 repeats", "90 % of bootstrap resamples")."""
     if not isinstance(name, str) or not name.strip():
-        raise InputError(f"a result needs a name (a non-empty string), not {name!r}: "
-                         "record('peak IOPS', value, 'IO/s')")
-    entry = {"name": name.strip(), "value": _plain(value, name), "unit": str(unit), "source": str(source),
-             "low": _plain(low, name), "high": _plain(high, name), "note": str(note)}
+        raise InputError(
+            f"a result needs a name (a non-empty string), not {name!r}: record('peak IOPS', value, 'IO/s')"
+        )
+    entry = {
+        "name": name.strip(),
+        "value": _plain(value, name),
+        "unit": str(unit),
+        "source": str(source),
+        "low": _plain(low, name),
+        "high": _plain(high, name),
+        "note": str(note),
+    }
     _emit({"results": [entry]}, f"recorded: {describe(entry)}")
 
 
@@ -59,8 +69,14 @@ def record_many(entries: Iterable[Mapping[str, Any]], what: str = "") -> None:
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
             raise InputError(f"a result needs a name (a non-empty string), not {name!r}")
-        bundle.append({"name": name.strip(), **{k: _plain(entry.get(k), name) for k in ("value", "low", "high")},
-                       **{k: str(entry.get(k) or "") for k in ("unit", "source", "note")}, "detail": True})
+        bundle.append(
+            {
+                "name": name.strip(),
+                **{k: _plain(entry.get(k), name) for k in ("value", "low", "high")},
+                **{k: str(entry.get(k) or "") for k in ("unit", "source", "note")},
+                "detail": True,
+            }
+        )
     if bundle:
         _emit({"results": bundle}, f"recorded {len(bundle)} results" + (f": {what}" if what else ""))
 
@@ -75,8 +91,10 @@ def record_runs(runs: Any, runs_dir: str | os.PathLike | None = None) -> None:
     if found:
         text += f" ({', '.join(sorted({str(f.parent) for f in found}))})"
     if missing:
-        text += (f"; {len(missing)} run id(s) not found under {runs_dir or paths.runs_dir()} "
-                 f"(e.g. {missing[0]}): pass the folder that holds them, record_runs(table, runs_dir=FOLDER)")
+        text += (
+            f"; {len(missing)} run id(s) not found under {runs_dir or paths.runs_dir()} "
+            f"(e.g. {missing[0]}): pass the folder that holds them, record_runs(table, runs_dir=FOLDER)"
+        )
     _emit({"run_folders": [str(f) for f in found]}, text)
 
 
@@ -99,8 +117,10 @@ def run_folders(runs: Any, runs_dir: str | os.PathLike | None = None) -> tuple[l
         elif path.is_dir():
             found += sorted(p.parent for p in path.glob("*/run.json") if not p.parent.name.startswith("."))
         else:
-            raise InputError(f"{path} is neither a run folder (with run.json) nor a folder of run folders; "
-                             "give the folder a sweep wrote, or the table it returned")
+            raise InputError(
+                f"{path} is neither a run folder (with run.json) nor a folder of run folders; "
+                "give the folder a sweep wrote, or the table it returned"
+            )
     return list(dict.fromkeys(found)), missing
 
 
@@ -187,8 +207,9 @@ def _emit(bundle: dict, text: str) -> None:
         try:
             old = json.loads(path.read_text()) if path.exists() and path.stat().st_size else {}
         except ValueError:
-            raise InputError(f"{FILE_ENV}={path} holds no JSON iolab can add to; remove it or point "
-                             f"{FILE_ENV} at a new file") from None
+            raise InputError(
+                f"{FILE_ENV}={path} holds no JSON iolab can add to; remove it or point {FILE_ENV} at a new file"
+            ) from None
         write_json(path, merged([old, bundle]))
 
 
@@ -208,6 +229,8 @@ def _plain(value: Any, name: str) -> Any:
     except (TypeError, ValueError):
         if str(value) in ("<NA>", "NaT", "nan"):  # pandas' missing values
             return None
-        raise InputError(f"result {name!r}: {value!r} ({type(value).__name__}) is not a number, a string, "
-                         "a bool or None; record one of those") from None
+        raise InputError(
+            f"result {name!r}: {value!r} ({type(value).__name__}) is not a number, a string, "
+            "a bool or None; record one of those"
+        ) from None
     return number if math.isfinite(number) else None

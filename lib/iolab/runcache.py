@@ -30,6 +30,7 @@ are the same form a block; each (column, dtype) pair is a parquet column of its 
 as ``pd.concat`` would have concatenated the runs, so mixed types across runs come out as a
 fresh load gives them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -56,7 +57,7 @@ CACHE_NAME = ".iolab-table.parquet"
 CACHE_VERSION = 3  # 2: the stamp covers every file of the run folder, not run.json and params.json alone; 3: emulated
 CHECKPOINT_S = 60.0  # a long first build saves what it has this often, so Ctrl-C loses little
 _META_KEY = b"iolab.runcache"
-_BAR_FROM = 200      # runs to derive before a progress bar is worth showing
+_BAR_FROM = 200  # runs to derive before a progress bar is worth showing
 _STALE_TMP_S = 3600  # a temporary cache file this old was left by a killed loader
 
 Sig = tuple[tuple[str, str], ...]  # a run's (column, dtype tag) pairs, in column order
@@ -66,6 +67,7 @@ Sig = tuple[tuple[str, str], ...]  # a run's (column, dtype tag) pairs, in colum
 class _Run:
     """One run folder as the index knows it. ``sig`` is None when the run has no rows to
     keep (``error`` says why, and is warned about again on every load, as load_runs does)."""
+
     name: str
     stamp: str
     status: str | None
@@ -137,7 +139,7 @@ def write_parquet(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     Object columns that parquet cannot hold as they are (numbers and strings mixed) become
     strings, missing values staying missing."""
     frame = frame.copy()
-    for col in frame.columns[frame.dtypes == object]:
+    for col in frame.columns[frame.dtypes == object]:  # noqa: E721 (numpy dtypes compare to object by ==)
         try:
             pa.array(frame[col], from_pandas=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -210,7 +212,7 @@ def _wanted(run_status: str | None, status: str | None) -> bool:
 
 def _tag(dtype) -> str | None:
     """The dtype tag a column is stored under, or None for a dtype the cache does not keep."""
-    if dtype == object:
+    if dtype == object:  # noqa: E721 (a numpy dtype equals object; it is not the type object)
         return "json"
     if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
         return str(dtype)
@@ -254,11 +256,12 @@ def _encode(frame: pd.DataFrame) -> list | None:
 @dataclass
 class _Cache:
     """The cache's content: ``runs`` in the table's row order (each sig's runs one block)."""
+
     runs: dict[str, _Run]
     table: pa.Table
 
     def __post_init__(self):
-        self.offsets: dict[str, int] = {}            # first row of each run with rows
+        self.offsets: dict[str, int] = {}  # first row of each run with rows
         self.blocks: dict[Sig, tuple[int, int]] = {}  # rows [start, stop) of each sig's block
         row = 0
         for run in self.runs.values():
@@ -276,10 +279,12 @@ class _Cache:
     def index(self) -> dict:
         sigs = list(self.blocks)
         number = {sig: i for i, sig in enumerate(sigs)}
-        return {"version": CACHE_VERSION, "fingerprint": _fingerprint(),
-                "sigs": [[list(pair) for pair in sig] for sig in sigs],
-                "runs": [[r.name, r.stamp, r.status, number.get(r.sig), r.rows, r.error]
-                         for r in self.runs.values()]}
+        return {
+            "version": CACHE_VERSION,
+            "fingerprint": _fingerprint(),
+            "sigs": [[list(pair) for pair in sig] for sig in sigs],
+            "runs": [[r.name, r.stamp, r.status, number.get(r.sig), r.rows, r.error] for r in self.runs.values()],
+        }
 
 
 @functools.cache
@@ -301,8 +306,10 @@ def _read_cache(root: Path) -> _Cache | None:
         if index.get("version") != CACHE_VERSION or index.get("fingerprint") != _fingerprint():
             return None
         sigs = [tuple((str(c), str(t)) for c, t in sig) for sig in index["sigs"]]
-        runs = {name: _Run(name, stamp, status, sigs[sig] if sig is not None else None, int(rows), error)
-                for name, stamp, status, sig, rows, error in index["runs"]}
+        runs = {
+            name: _Run(name, stamp, status, sigs[sig] if sig is not None else None, int(rows), error)
+            for name, stamp, status, sig, rows, error in index["runs"]
+        }
         cached = _Cache(runs, table)
         if any(f"{t}:{c}" not in table.column_names for sig in cached.blocks for c, t in sig):
             return None
@@ -388,8 +395,9 @@ def _decode(table: pa.Table, sig: Sig, start: int, stop: int) -> pd.DataFrame:
     return frame
 
 
-def _assemble(folders: list[Path], cache: _Cache, loose: dict[str, tuple[_Run, pd.DataFrame]],
-              status: str | None) -> pd.DataFrame:
+def _assemble(
+    folders: list[Path], cache: _Cache, loose: dict[str, tuple[_Run, pd.DataFrame]], status: str | None
+) -> pd.DataFrame:
     """The rows of the runs with ``status``, in ``find_runs`` order, concatenated block by
     block: the same columns, order and dtypes as ``pd.concat`` of the runs one by one
     (concat meets each column and dtype in the same order; only the rows move)."""
@@ -415,8 +423,10 @@ def _assemble(folders: list[Path], cache: _Cache, loose: dict[str, tuple[_Run, p
         if key in cache.blocks:
             start, stop = cache.blocks[key]
             frame = _decode(cache.table, key, start, stop)
-            take = np.concatenate([np.arange(cache.offsets[r.name], cache.offsets[r.name] + r.rows)
-                                   for _, r in group]) - start
+            take = (
+                np.concatenate([np.arange(cache.offsets[r.name], cache.offsets[r.name] + r.rows) for _, r in group])
+                - start
+            )
             pieces.append(frame if np.array_equal(take, np.arange(len(frame))) else frame.take(take))
         else:
             pieces.append(loose[key[1]][1])

@@ -9,6 +9,7 @@ what is wrong and what to do; ``guard`` turns what a reader meets in a file of t
 but the wrong content (a key missing, a value of another type) into the same. Content quoted
 in a message goes through ``quote``: a file's control characters never reach the terminal.
 """
+
 from __future__ import annotations
 
 import io
@@ -19,8 +20,15 @@ from typing import Any, Iterable, Iterator
 
 from .errors import RunFileError, printable
 
-_KINDS = {dict: "a JSON object", list: "a JSON array", str: "a JSON string", bool: "true or false",
-          int: "a number", float: "a number", type(None): "null"}
+_KINDS = {
+    dict: "a JSON object",
+    list: "a JSON array",
+    str: "a JSON string",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
 CONTENT_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError)  # what ``guard`` names
 TODO = {"checks.json": "delete it: `iolab check RUN` derives the checks again from the run's other files"}
 
@@ -62,8 +70,11 @@ def read_text(path: str | Path, *, optional: bool = False, errors: str = "strict
     try:
         return data.decode(errors=errors)
     except UnicodeDecodeError as exc:
-        raise _error(path, f"is not text: byte 0x{data[exc.start]:02x} at offset {exc.start} is not "
-                           f"UTF-8 (it begins {quote(data[:40].decode(errors='replace'))})") from None
+        raise _error(
+            path,
+            f"is not text: byte 0x{data[exc.start]:02x} at offset {exc.start} is not "
+            f"UTF-8 (it begins {quote(data[:40].decode(errors='replace'))})",
+        ) from None
 
 
 def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:
@@ -78,19 +89,28 @@ def parse_json(text: str, path: str | Path, kind: type | tuple[type, ...] = dict
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         if _cut_short(text, exc):
-            raise _error(path, f"is cut short: its JSON stops mid-document after {len(text.encode())} "
-                               f"bytes (line {exc.lineno}, column {exc.colno})") from None
-        raise _error(path, f"is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}: "
-                           f"{quote(text[exc.pos:exc.pos + 20])})") from None
+            raise _error(
+                path,
+                f"is cut short: its JSON stops mid-document after {len(text.encode())} "
+                f"bytes (line {exc.lineno}, column {exc.colno})",
+            ) from None
+        raise _error(
+            path,
+            f"is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}: {quote(text[exc.pos : exc.pos + 20])})",
+        ) from None
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if not isinstance(obj, kinds) or (bool not in kinds and isinstance(obj, bool)):
-        raise _error(path, f"holds {_KINDS.get(type(obj), type(obj).__name__)} ({quote(text.strip(), 20)}), "
-                           f"not {' or '.join(dict.fromkeys(_KINDS[k] for k in kinds))}")
+        raise _error(
+            path,
+            f"holds {_KINDS.get(type(obj), type(obj).__name__)} ({quote(text.strip(), 20)}), "
+            f"not {' or '.join(dict.fromkeys(_KINDS[k] for k in kinds))}",
+        )
     return obj
 
 
-def read_json(path: str | Path, kind: type | tuple[type, ...] = dict, *, optional: bool = False,
-              keys: Iterable[str] = ()) -> Any:
+def read_json(
+    path: str | Path, kind: type | tuple[type, ...] = dict, *, optional: bool = False, keys: Iterable[str] = ()
+) -> Any:
     """A run folder's JSON file as an object of type ``kind`` (a dict unless said) holding
     ``keys``; None when it is missing and ``optional``. RunFileError otherwise (see
     ``read_text``, ``parse_json``)."""
@@ -121,8 +141,9 @@ def read_csv(path: str | Path, *, columns: Iterable[str] = (), numeric: Iterable
     text = read_text(path)
     if not text.endswith("\n"):
         last = text.rsplit("\n", 1)[-1]
-        raise _error(path, f"is cut short: it stops mid-line after {len(text.encode())} bytes (its last "
-                           f"line is {quote(last)})")
+        raise _error(
+            path, f"is cut short: it stops mid-line after {len(text.encode())} bytes (its last line is {quote(last)})"
+        )
     try:
         frame = pd.read_csv(io.StringIO(text), **kw)
     except (ValueError, pd.errors.ParserError) as exc:
@@ -143,8 +164,11 @@ def _numbers_only(frame, path: Path, numeric: Iterable[str]) -> None:
         if col in frame and frame[col].dtype == object:
             bad = frame.index[pd.to_numeric(frame[col], errors="coerce").isna() & frame[col].notna()]
             if len(bad):
-                raise _error(path, f"has {quote(str(frame[col].iloc[bad[0]]), 20)} in column {col!r} on line "
-                                   f"{bad[0] + 2}, not a number")
+                raise _error(
+                    path,
+                    f"has {quote(str(frame[col].iloc[bad[0]]), 20)} in column {col!r} on line "
+                    f"{bad[0] + 2}, not a number",
+                )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -7,6 +7,7 @@
 
 The job is pinned with fio's ``cpus_allowed`` to ``cpus``; the samplers watch those CPUs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,8 +35,16 @@ from .threads import DEFAULT_INTERVAL_S, DEFAULT_STATES, ThreadSampler
 from .tio import failure, tio_argv
 from .validate import check_cpus, check_measure
 
-DEFAULTS = {"ioengine": "io_uring", "direct": 1, "rw": "randread", "bs": "4k", "iodepth": 1,
-            "time_based": 1, "runtime": "2s", "group_reporting": 1}
+DEFAULTS = {
+    "ioengine": "io_uring",
+    "direct": 1,
+    "rw": "randread",
+    "bs": "4k",
+    "iodepth": 1,
+    "time_based": 1,
+    "runtime": "2s",
+    "group_reporting": 1,
+}
 TIO_DEFAULTS = {"r": 3}  # measure_tio's default t/io_uring flags, stored with its runs
 
 
@@ -53,8 +62,9 @@ def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | No
     return opts
 
 
-def _record_setup(folder: RunFolder, target: Target, cpus: list[int] | None, params: dict,
-                  described: str | None = None) -> Sampler:
+def _record_setup(
+    folder: RunFolder, target: Target, cpus: list[int] | None, params: dict, described: str | None = None
+) -> Sampler:
     """What every run folder records before the tool starts; the sampler for its CPUs.
     ``described``: the target as the tool really used it, when options overrode it."""
     described = described or target.describe()
@@ -68,21 +78,26 @@ def exclusive(run):
     """A run of ``run`` (measure, measure_tio) that first repairs what dead iolab processes
     left behind, holds its CPUs against other measurements (``iolab.locks``) and unwinds
     on SIGTERM/SIGHUP as on Ctrl-C (``iolab.signals``)."""
+
     @functools.wraps(run)
     def wrapper(options, target, *, cpus=None, **kw):
         if target.released:
-            raise TargetError(f"{target.describe()} was released (a cell failed, or release() ran): "
-                              "re-run the cell that opens the target")
+            raise TargetError(
+                f"{target.describe()} was released (a cell failed, or release() ran): "
+                "re-run the cell that opens the target"
+            )
         check_cpus(cpus)  # before its lock is taken
         repair.recover_and_report()
         with signals.held(), cpus_locked(cpus):
             return run(options, target, cpus=cpus, **kw)
+
     return wrapper
 
 
 def _seconds(opts: Mapping[str, Any]) -> float:
     """How long a time-based fio job runs, ramp included (0 when that cannot be read)."""
     from .validate import warmup  # the project's reading of a fio time: "60s", "500ms", "2m"
+
     total = 0.0
     for key in ("runtime", "ramp_time"):
         text = str(opts.get(key) or "0s").strip()
@@ -94,13 +109,24 @@ def _seconds(opts: Mapping[str, Any]) -> float:
 
 
 @exclusive
-def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
-            runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
-            label: str = "", allow_destructive: bool = False, sample_interval_s: float = 0.5,
-            timeout_s: float | None = None, profile: ProfileSpec | None = None,
-            jobs: Sequence[Mapping[str, Any]] | None = None, threads: bool = False,
-            threads_interval_s: float = DEFAULT_INTERVAL_S, threads_states: str = DEFAULT_STATES,
-            log_ms: int | None = None) -> RunResult:
+def measure(
+    options: Mapping[str, Any],
+    target: Target,
+    *,
+    cpus: list[int] | None = None,
+    runs_dir: str | Path = "data/runs",
+    swept: Mapping[str, Any] | None = None,
+    label: str = "",
+    allow_destructive: bool = False,
+    sample_interval_s: float = 0.5,
+    timeout_s: float | None = None,
+    profile: ProfileSpec | None = None,
+    jobs: Sequence[Mapping[str, Any]] | None = None,
+    threads: bool = False,
+    threads_interval_s: float = DEFAULT_INTERVAL_S,
+    threads_states: str = DEFAULT_STATES,
+    log_ms: int | None = None,
+) -> RunResult:
     """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
     ``log_ms``: fio's interval logs too, every ``log_ms`` ms (IOPS, bandwidth, latency and
     latency histograms per job, ``iolab.series``); they do not change the job's identity, so
@@ -129,15 +155,27 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
     states = ThreadSampler(cpus, threads_interval_s, threads_states) if threads else None  # InputError first
     with run_folder(runs_dir, label) as folder:
         folder.write_text("job.fio", jobtext)
-        sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "fio_options": opts,
-                                                       "files": check.record(), "job_key": key,
-                                                       **({"jobs": jobs} if jobs else {})}, check.describe_target(target))
+        sampler = _record_setup(
+            folder,
+            target,
+            cpus,
+            {
+                "swept": dict(swept or {}),
+                "fio_options": opts,
+                "files": check.record(),
+                "job_key": key,
+                **({"jobs": jobs} if jobs else {}),
+            },
+            check.describe_target(target),
+        )
         sampler.interval_s = sample_interval_s
         profiler = stages = None
         if profile is not None:
             profiler = Profiler(folder.path, cpus, profile)
-            stages = Stages(f"profiled run {label}".strip(), [f"fio {opts.get('runtime', '')} under perf record",
-                                                              "perf script, folding stacks"])
+            stages = Stages(
+                f"profiled run {label}".strip(),
+                [f"fio {opts.get('runtime', '')} under perf record", "perf script, folding stacks"],
+            )
         wrap = profiler.wrap() if profiler else []
         argv = fio_argv(Path("job.fio"), Path("fio.json"), fio, wrap, readonly=check.fio_readonly)
         folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
@@ -147,9 +185,17 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
         stat_before = block_stat(target.device)
         ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
         try:
-            run = run_fio(Path("job.fio"), Path("fio.json"), fio=fio, cwd=folder.path, timeout_s=timeout_s,
-                          on_start=lambda pid: (sampler.start(), states and states.start(pid), ticking.start()),
-                          cpus=cpus, wrap=wrap, readonly=check.fio_readonly)
+            run = run_fio(
+                Path("job.fio"),
+                Path("fio.json"),
+                fio=fio,
+                cwd=folder.path,
+                timeout_s=timeout_s,
+                on_start=lambda pid: (sampler.start(), states and states.start(pid), ticking.start()),
+                cpus=cpus,
+                wrap=wrap,
+                readonly=check.fio_readonly,
+            )
         finally:
             ticking.close()
             mark_created(check)  # files fio laid out are iolab's: the next run may write them
@@ -161,15 +207,17 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
             if thread_samples is not None:
                 folder.write_samples(thread_samples)
         if stat_before is not None:
-            folder.write_json("blockstat.json", {"device": target.device, "before": stat_before,
-                                                 "after": block_stat(target.device)})
+            folder.write_json(
+                "blockstat.json", {"device": target.device, "before": stat_before, "after": block_stat(target.device)}
+            )
         if profiler:
             stages.advance()
             profiler.collect()
             stages.close()
         if log_ms is not None:  # what puts the logs on the samplers' axis
-            series.record(folder.path, log_ms=log_ms, options=opts, jobs=series.job_names(sections),
-                          sampler_t0=sampler.t0)
+            series.record(
+                folder.path, log_ms=log_ms, options=opts, jobs=series.job_names(sections), sampler_t0=sampler.t0
+            )
         folder.write_text("fio.stderr", run.stderr)
         folder.meta["wall_s"] = run.wall_s
         jobfile = folder.final / "job.fio"  # where it is once the folder is finished
@@ -181,9 +229,17 @@ def measure(options: Mapping[str, Any], target: Target, *, cpus: list[int] | Non
 
 
 @exclusive
-def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | None = None,
-                runs_dir: str | Path = "data/runs", swept: Mapping[str, Any] | None = None,
-                label: str = "tio", tio: str | Path | None = None, timeout_s: float = 120) -> RunResult:
+def measure_tio(
+    flags: Mapping[str, Any],
+    target: Target,
+    *,
+    cpus: list[int] | None = None,
+    runs_dir: str | Path = "data/runs",
+    swept: Mapping[str, Any] | None = None,
+    label: str = "tio",
+    tio: str | Path | None = None,
+    timeout_s: float = 120,
+) -> RunResult:
     """Run fio's t/io_uring pinned to ``cpus`` with samplers, stored like a fio run
     (``tio.txt`` instead of ``fio.json``). Raises TioError when its output says it failed
     (it exits 0 when polled IO is unsupported)."""
@@ -193,16 +249,27 @@ def measure_tio(flags: Mapping[str, Any], target: Target, *, cpus: list[int] | N
         sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "tio_flags": flags})
         folder.write_json("argv.json", {"argv": argv, "cpu_affinity": cpus})
         try:
-            done = run_pinned(argv, name="t/io_uring", cpus=cpus, timeout_s=timeout_s,
-                              on_start=lambda pid: sampler.start(), merge_stderr=True)
+            done = run_pinned(
+                argv,
+                name="t/io_uring",
+                cpus=cpus,
+                timeout_s=timeout_s,
+                on_start=lambda pid: sampler.start(),
+                merge_stderr=True,
+            )
         finally:
             if sampler.started:
                 folder.write_samples(sampler.stop())
         folder.write_text("tio.txt", done.stdout)
         reason = failure(done.stdout)
         if reason or done.returncode != 0:
-            raise TioError(f"t/io_uring failed on {target.path}: {reason or done.stdout.strip()[-300:]} "
-                           f"(exit {done.returncode})" +
-                           (". Polled IO needs poll queues (NVMe: nvme.poll_queues=N); use -p 0 here."
-                            if reason and "polled" in reason else ""))
+            raise TioError(
+                f"t/io_uring failed on {target.path}: {reason or done.stdout.strip()[-300:]} "
+                f"(exit {done.returncode})"
+                + (
+                    ". Polled IO needs poll queues (NVMe: nvme.poll_queues=N); use -p 0 here."
+                    if reason and "polled" in reason
+                    else ""
+                )
+            )
     return RunResult(folder.path, run_table(folder.path))

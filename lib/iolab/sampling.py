@@ -27,6 +27,7 @@ columns existed give NaN for the host figures.
 In a run folder (``iolab.producers``) they are ``samples_freq.csv`` and ``samples_stat.csv``;
 ``run_columns(run_dir)`` reads them back as the run's sampler columns (``summarise``).
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,8 @@ USER_HZ = os.sysconf("SC_CLK_TCK")
 FREQ_FILE, STAT_FILE = "samples_freq.csv", "samples_stat.csv"
 FILES = (STAT_FILE, FREQ_FILE)  # in a run folder; the first one there means the samplers ran
 HOST_FIELDS = tuple(f"host_{f}" for f in STAT_FIELDS)  # the machine-wide ``cpu`` line
-STEAL_FLAG_PCT = 5.0    # hypervisor steal above this share of the pinned CPUs' (or machine's) time
-OTHER_FLAG_PCT = 10.0   # pinned CPUs' process time beyond fio's own usr+sys, % of their time
+STEAL_FLAG_PCT = 5.0  # hypervisor steal above this share of the pinned CPUs' (or machine's) time
+OTHER_FLAG_PCT = 10.0  # pinned CPUs' process time beyond fio's own usr+sys, % of their time
 
 
 def read_stat_lines(cpus: list[int] | None = None) -> tuple[dict[int, dict[str, int]], dict[str, int]]:
@@ -156,6 +157,7 @@ class Sampler:
 class Samples:
     """The raw series: ``freq`` (t_s, cpu, freq_mhz, freq_source) and ``stat`` (t_s, cpu,
     /proc/stat counters in USER_HZ ticks); t_s in seconds since the sampler started."""
+
     freq: pd.DataFrame
     stat: pd.DataFrame
 
@@ -173,15 +175,19 @@ class Samples:
 def read_stat(run_dir: str | os.PathLike) -> pd.DataFrame:
     """``samples_stat.csv`` of a run folder: t_s (s), cpu, the /proc/stat counters (USER_HZ
     ticks); RunFileError when it cannot be read as written."""
-    return runfiles.read_csv(Path(run_dir) / STAT_FILE, columns=("t_s", "cpu", *STAT_FIELDS),
-                             numeric=("t_s", "cpu", *STAT_FIELDS, *HOST_FIELDS))
+    return runfiles.read_csv(
+        Path(run_dir) / STAT_FILE,
+        columns=("t_s", "cpu", *STAT_FIELDS),
+        numeric=("t_s", "cpu", *STAT_FIELDS, *HOST_FIELDS),
+    )
 
 
 def read_freq(run_dir: str | os.PathLike) -> pd.DataFrame:
     """``samples_freq.csv`` of a run folder: t_s (s), cpu, freq_mhz (MHz), freq_source;
     RunFileError when it cannot be read as written."""
-    return runfiles.read_csv(Path(run_dir) / FREQ_FILE, columns=("t_s", "cpu", "freq_mhz", "freq_source"),
-                             numeric=("t_s", "cpu", "freq_mhz"))
+    return runfiles.read_csv(
+        Path(run_dir) / FREQ_FILE, columns=("t_s", "cpu", "freq_mhz", "freq_source"), numeric=("t_s", "cpu", "freq_mhz")
+    )
 
 
 def run_columns(run_dir: str | os.PathLike) -> dict:
@@ -234,15 +240,18 @@ def cpu_utilisation(stat: pd.DataFrame) -> pd.DataFrame:
     for cpu, g in stat.sort_values("t_s").groupby("cpu"):
         d = g[list(STAT_FIELDS)].diff().iloc[1:]
         total = d.sum(axis=1).replace(0, float("nan"))
-        out = pd.DataFrame({
-            "t_s": g["t_s"].iloc[1:].to_numpy(), "cpu": cpu,
-            "busy_pct": 100 * d[list(BUSY_FIELDS)].sum(axis=1) / total,
-            "usr_pct": 100 * (d["user"] + d["nice"]) / total,
-            "sys_pct": 100 * d["system"] / total,
-            "irq_pct": 100 * d["irq"] / total,
-            "softirq_pct": 100 * d["softirq"] / total,
-            "iowait_pct": 100 * d["iowait"] / total,
-        })
+        out = pd.DataFrame(
+            {
+                "t_s": g["t_s"].iloc[1:].to_numpy(),
+                "cpu": cpu,
+                "busy_pct": 100 * d[list(BUSY_FIELDS)].sum(axis=1) / total,
+                "usr_pct": 100 * (d["user"] + d["nice"]) / total,
+                "sys_pct": 100 * d["system"] / total,
+                "irq_pct": 100 * d["irq"] / total,
+                "softirq_pct": 100 * d["softirq"] / total,
+                "iowait_pct": 100 * d["iowait"] / total,
+            }
+        )
         rows.append(out)
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
@@ -255,8 +264,13 @@ def summarise(samples: Samples, fraction: float = 0.10, fio_cpu: float = float("
     ``fio_cpu`` is fio's usr+sys in % of one CPU (``fio_cpu_pct``); with it,
     ``other_cpu_pct`` is the pinned CPUs' process time beyond it (clipped at 0), else NaN."""
     nan = float("nan")
-    out: dict = {"cpu_steal_pct": nan, "cpu_iowait_pct": nan, "host_steal_pct": nan,
-                 "host_busy_pct": nan, "other_cpu_pct": nan}
+    out: dict = {
+        "cpu_steal_pct": nan,
+        "cpu_iowait_pct": nan,
+        "host_steal_pct": nan,
+        "host_busy_pct": nan,
+        "other_cpu_pct": nan,
+    }
     stat = trim(samples.stat, fraction)
     if len(stat["t_s"].unique()) < 2:  # run too short to trim: use the whole window
         stat = samples.stat
@@ -267,18 +281,20 @@ def summarise(samples: Samples, fraction: float = 0.10, fio_cpu: float = float("
         total = d.sum()
         busy = d[list(BUSY_FIELDS)].sum()
         ncpu = len(first)
-        out.update({
-            "window_s": float((last["t_s"] - first["t_s"]).mean()),
-            "busy_cpu_s": float(busy / USER_HZ),
-            "cpu_busy_pct": float(100 * busy / total) if total else float("nan"),
-            "cpu_usr_pct": float(100 * (d["user"] + d["nice"]) / total) if total else float("nan"),
-            "cpu_sys_pct": float(100 * d["system"] / total) if total else float("nan"),
-            "cpu_irq_pct": float(100 * d["irq"] / total) if total else float("nan"),
-            "cpu_softirq_pct": float(100 * d["softirq"] / total) if total else float("nan"),
-            "cpus_sampled": ncpu,
-            "cpu_steal_pct": float(100 * d["steal"] / total) if total else nan,
-            "cpu_iowait_pct": float(100 * d["iowait"] / total) if total else nan,
-        })
+        out.update(
+            {
+                "window_s": float((last["t_s"] - first["t_s"]).mean()),
+                "busy_cpu_s": float(busy / USER_HZ),
+                "cpu_busy_pct": float(100 * busy / total) if total else float("nan"),
+                "cpu_usr_pct": float(100 * (d["user"] + d["nice"]) / total) if total else float("nan"),
+                "cpu_sys_pct": float(100 * d["system"] / total) if total else float("nan"),
+                "cpu_irq_pct": float(100 * d["irq"] / total) if total else float("nan"),
+                "cpu_softirq_pct": float(100 * d["softirq"] / total) if total else float("nan"),
+                "cpus_sampled": ncpu,
+                "cpu_steal_pct": float(100 * d["steal"] / total) if total else nan,
+                "cpu_iowait_pct": float(100 * d["iowait"] / total) if total else nan,
+            }
+        )
         if total and fio_cpu == fio_cpu:
             process = d["user"] + d["nice"] + d["system"]
             out["other_cpu_pct"] = float(max(0.0, 100 * process / total - fio_cpu / ncpu))

@@ -36,6 +36,7 @@ one stored run whose ``swept`` values are the axes under the spec's names plus
 re-run into the same folder runs only what has no "ok" run, so after Ctrl-C, SIGTERM or
 SIGKILL the same command ends with every (cell, repeat) exactly once.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -71,11 +72,35 @@ from .stress import stressed, stress_argv
 from .sweep import with_ramp
 from .system import SYS_CPU, parse_cpu_list, read_text
 from .target import Target, open_target
-from .validate import (check_cpus, check_fio_options, cpu_list, kind_of, mapping, positive_ints, warmup,
-                       warmup_text, writable_dir, yaml_mapping)
+from .validate import (
+    check_cpus,
+    check_fio_options,
+    cpu_list,
+    kind_of,
+    mapping,
+    positive_ints,
+    warmup,
+    warmup_text,
+    writable_dir,
+    yaml_mapping,
+)
 
-SPEC_KEYS = ("name", "description", "target", "size", "cpus", "repeats", "order", "seed", "base", "axes",
-             "stop", "warmup", "hosts", "hosts_file")
+SPEC_KEYS = (
+    "name",
+    "description",
+    "target",
+    "size",
+    "cpus",
+    "repeats",
+    "order",
+    "seed",
+    "base",
+    "axes",
+    "stop",
+    "warmup",
+    "hosts",
+    "hosts_file",
+)
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
 UNAVAILABLE = "unavailable.json"  # what a search with drop_unavailable left out, and why (left_out)
 STRESS = ("idle", "stressed")
@@ -89,14 +114,18 @@ class SearchUnavailable(InputError):
     def __init__(self, problems: list[tuple[str, list, str]]):
         self.problems = problems
         lines = [f"  {axis} {', '.join(map(str, values))}: {why}" for axis, values, why in problems]
-        super().__init__("this machine cannot vary:\n" + "\n".join(lines) +
-                         "\nDrop them (--drop-unavailable, drop_unavailable=True) to run the rest, "
-                         "or change the spec; nothing was run")
+        super().__init__(
+            "this machine cannot vary:\n"
+            + "\n".join(lines)
+            + "\nDrop them (--drop-unavailable, drop_unavailable=True) to run the rest, "
+            "or change the spec; nothing was run"
+        )
 
 
 @dataclass
 class Spec:
     """A search spec (module docstring); ``load_spec`` checks one."""
+
     name: str
     target: list[str]
     axes: dict[str, list]
@@ -107,7 +136,7 @@ class Spec:
     order: str = "random"
     seed: int = 0
     stop: dict[str, Any] | None = None
-    warmup: str = "run"            # validate.warmup's spelling: run, none or a time (2s: ramp_time)
+    warmup: str = "run"  # validate.warmup's spelling: run, none or a time (2s: ramp_time)
     description: str = ""
     path: Path | None = None
     hosts: list[str] | None = None
@@ -116,18 +145,26 @@ class Spec:
     @property
     def ident(self) -> str:
         """``name-<hash>``: the hash covers what decides a run besides its axes and repeat."""
-        what = json.dumps({"target": self.target, "size": self.size, "cpus": self.cpus, "base": self.base,
-                           **({"hosts": self.hosts} if self.hosts else {})},
-                          sort_keys=True, default=str)
+        what = json.dumps(
+            {
+                "target": self.target,
+                "size": self.size,
+                "cpus": self.cpus,
+                "base": self.base,
+                **({"hosts": self.hosts} if self.hosts else {}),
+            },
+            sort_keys=True,
+            default=str,
+        )
         return f"{self.name}-{hashlib.sha256(what.encode()).hexdigest()[:8]}"
 
 
 @dataclass
 class Cell:
     index: int
-    values: dict[str, Any]        # axis -> value, the spec's names
-    options: dict[str, Any]       # fio options over base
-    settings: dict[str, Any]      # knob values
+    values: dict[str, Any]  # axis -> value, the spec's names
+    options: dict[str, Any]  # fio options over base
+    settings: dict[str, Any]  # knob values
     cpus: list[int]
     devices: int
     stress_cpus: list[int]
@@ -138,7 +175,7 @@ class PlannedRun:
     cell: Cell
     repeat: int
     swept: dict[str, Any]
-    left_out: str = ""    # the plan's illegal combinations, in words
+    left_out: str = ""  # the plan's illegal combinations, in words
 
     @property
     def key(self) -> str:
@@ -163,24 +200,39 @@ def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
     doc = {str(k).strip(): v for k, v in doc.items()}
     unknown = [k for k in doc if k not in SPEC_KEYS]
     if unknown:
-        hints = [f"{k!r}" + (f" (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(k, SPEC_KEYS, 1))
-                             else "") for k in unknown]
+        hints = [
+            f"{k!r}" + (f" (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(k, SPEC_KEYS, 1)) else "")
+            for k in unknown
+        ]
         raise InputError(f"unknown key {', '.join(hints)} in the search spec; the keys are {', '.join(SPEC_KEYS)}")
     if not doc.get("axes") or not isinstance(doc["axes"], Mapping):
-        raise InputError("the spec has no axes: give `axes:` a mapping of axis -> list of values, "
-                         "e.g. axes: {iodepth: [1, 8, 32]}")
-    name = (check_name(str(doc["name"]).strip(), "search name", "name: in the spec") if doc.get("name") is not None
-            else safe_name(path.stem if path else "search", fallback="search"))
+        raise InputError(
+            "the spec has no axes: give `axes:` a mapping of axis -> list of values, e.g. axes: {iodepth: [1, 8, 32]}"
+        )
+    name = (
+        check_name(str(doc["name"]).strip(), "search name", "name: in the spec")
+        if doc.get("name") is not None
+        else safe_name(path.stem if path else "search", fallback="search")
+    )
     targets = doc.get("target", "scratch")
     targets = [str(t).strip() for t in (targets if isinstance(targets, list) else [targets])]
     base = mapping(doc.get("base"), "base in the search spec", "base: {rw: randread, ioengine: io_uring}")
     warm = warmup(doc.get("warmup", "run"))
     if isinstance(warm, float):  # a time: fio's ramp_time on every run (and in the spec's hash)
         base = _ramp(base, warm)
-    spec = Spec(name=name, target=targets, axes=_axes(doc["axes"]), base=base,
-                size=str(doc.get("size", "1g")).strip(), repeats=positive_ints("repeats", [doc.get("repeats", 1)])[0],
-                order=str(doc.get("order", "random")).strip().lower(), stop=_stop(doc.get("stop")),
-                warmup=warmup_text(warm), description=str(doc.get("description", "")), path=path)
+    spec = Spec(
+        name=name,
+        target=targets,
+        axes=_axes(doc["axes"]),
+        base=base,
+        size=str(doc.get("size", "1g")).strip(),
+        repeats=positive_ints("repeats", [doc.get("repeats", 1)])[0],
+        order=str(doc.get("order", "random")).strip().lower(),
+        stop=_stop(doc.get("stop")),
+        warmup=warmup_text(warm),
+        description=str(doc.get("description", "")),
+        path=path,
+    )
     if doc.get("hosts") or doc.get("hosts_file"):
         base_dir = path.parent if path else Path(".")
         spec.hosts_file = str(base_dir / str(doc["hosts_file"]).strip()) if doc.get("hosts_file") else None
@@ -194,8 +246,10 @@ def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
     if spec.order not in ORDERS:
         raise InputError(f"order {spec.order!r}: choose random (cells shuffled with the seed) or given")
     if "devices" in spec.axes and max(spec.axes["devices"]) > len(targets):
-        raise InputError(f"the devices axis goes up to {max(spec.axes['devices'])} but the spec lists "
-                         f"{len(targets)} target(s): list one target per device under `target:`")
+        raise InputError(
+            f"the devices axis goes up to {max(spec.axes['devices'])} but the spec lists "
+            f"{len(targets)} target(s): list one target per device under `target:`"
+        )
     return spec
 
 
@@ -204,8 +258,10 @@ def _ramp(base: dict[str, Any], seconds: float) -> dict[str, Any]:
     when base sets another."""
     ramp = with_ramp(base, seconds)["ramp_time"]
     if str(base.get("ramp_time", ramp)).strip() != ramp:
-        raise InputError(f"the spec sets warmup: {seconds:g}s and base ramp_time: {base['ramp_time']}; "
-                         "keep one of them (warmup: <time> is fio's ramp_time on every run)")
+        raise InputError(
+            f"the spec sets warmup: {seconds:g}s and base ramp_time: {base['ramp_time']}; "
+            "keep one of them (warmup: <time> is fio's ramp_time on every run)"
+        )
     return {**base, "ramp_time": ramp}
 
 
@@ -216,8 +272,10 @@ def _axes(axes: Mapping[str, Any]) -> dict[str, list]:
         values = values if isinstance(values, list) else [values]
         nested = [v for v in values if isinstance(v, (Mapping, list))]
         if nested:
-            raise InputError(f"axis {axis!r} has {nested[0]!r}, a {kind_of(nested[0])}; give a list of "
-                             f"plain values, e.g. {axis}: [1, 8, 32]")
+            raise InputError(
+                f"axis {axis!r} has {nested[0]!r}, a {kind_of(nested[0])}; give a list of "
+                f"plain values, e.g. {axis}: [1, 8, 32]"
+            )
         if not values:
             raise InputError(f"axis {axis!r} has no values; give a list such as {axis}: [1, 2]")
         if axis in ("cores", "devices"):
@@ -246,8 +304,10 @@ def _choice(axis: str, value: Any, choices: Sequence[str]) -> str:
 def _stop(stop: Any) -> dict[str, Any] | None:
     if not stop:
         return None
-    how = ("stop: give {metric: iops, ci_pct: 5, min_repeats: 3} (end a cell once the 95 % "
-           "interval of its mean is within ci_pct % of it)")
+    how = (
+        "stop: give {metric: iops, ci_pct: 5, min_repeats: 3} (end a cell once the 95 % "
+        "interval of its mean is within ci_pct % of it)"
+    )
     if not isinstance(stop, Mapping) or set(stop) - {"metric", "ci_pct", "min_repeats"}:
         raise InputError(how)
     try:
@@ -256,8 +316,11 @@ def _stop(stop: Any) -> dict[str, Any] | None:
         ci_pct = float("nan")
     if not 0 < ci_pct < float("inf") or isinstance(stop.get("ci_pct"), bool):
         raise InputError(f"stop.ci_pct {stop.get('ci_pct')!r} is not a percentage > 0; " + how)
-    out = {"metric": str(stop.get("metric", "iops")), "ci_pct": ci_pct,
-           "min_repeats": positive_ints("stop.min_repeats", [stop.get("min_repeats", 3)])[0]}
+    out = {
+        "metric": str(stop.get("metric", "iops")),
+        "ci_pct": ci_pct,
+        "min_repeats": positive_ints("stop.min_repeats", [stop.get("min_repeats", 3)])[0],
+    }
     if out["min_repeats"] < 2:
         raise InputError("stop.min_repeats must be at least 2: an interval needs two runs")
     return out
@@ -335,8 +398,12 @@ def cells(spec: Spec, targets: Sequence[Target]) -> tuple[list[Cell], list[tuple
         settings = {a: x for a, x in v.items() if a in knobs.KNOBS}
         options = {**spec.base, **{a: x for a, x in v.items() if a not in knobs.KNOBS and a not in MACHINE_AXES}}
         out.append(Cell(len(out), v, options, settings, cpus, v.get("devices", 1), stress_cpus))
-    note = (f"{illegal} cell(s) left out: stressed with every CPU in use, nothing is left to stress "
-            "(an illegal combination, like seed 003's SMT off + siblings used)" if illegal else "")
+    note = (
+        f"{illegal} cell(s) left out: stressed with every CPU in use, nothing is left to stress "
+        "(an illegal combination, like seed 003's SMT off + siblings used)"
+        if illegal
+        else ""
+    )
     return out, problems, note
 
 
@@ -363,12 +430,14 @@ def jobs_of(cell: Cell, targets: Sequence[Target]) -> list[dict[str, Any]]:
     n = max(cell.devices, len(cell.cpus))
     if n == 1:
         return []
-    return [{**targets[j % cell.devices].fio_options, "cpus_allowed": str(cell.cpus[j % len(cell.cpus)])}
-            for j in range(n)]
+    return [
+        {**targets[j % cell.devices].fio_options, "cpus_allowed": str(cell.cpus[j % len(cell.cpus)])} for j in range(n)
+    ]
 
 
-def plan(spec: Spec, targets: Sequence[Target], drop_unavailable: bool = False,
-         allow_destructive: bool = False) -> list[PlannedRun]:
+def plan(
+    spec: Spec, targets: Sequence[Target], drop_unavailable: bool = False, allow_destructive: bool = False
+) -> list[PlannedRun]:
     """Every (cell, repeat) in the order they will run, checked before the first: fio's own
     parse of each cell's job and the write guard (``iolab.jobcheck``), knob values, CPUs.
     SearchUnavailable lists what cannot be varied, unless ``drop_unavailable``."""
@@ -382,8 +451,9 @@ def plan(spec: Spec, targets: Sequence[Target], drop_unavailable: bool = False,
         opts = runner.job_options(cell.options, targets[0], cell.cpus)
         check_fio_options(opts)
         jobs = jobs_of(cell, targets)
-        text = to_jobfile({f"c{cell.index}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs
-                          else {f"c{cell.index}": opts})
+        text = to_jobfile(
+            {f"c{cell.index}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {f"c{cell.index}": opts}
+        )
         guard_job_text(text, allow_destructive, fio=fio)
     order = list(range(len(kept)))
     rounds = []
@@ -391,8 +461,9 @@ def plan(spec: Spec, targets: Sequence[Target], drop_unavailable: bool = False,
     for rep in range(spec.repeats):
         if spec.order == "random":
             rng.shuffle(order)
-        rounds += [PlannedRun(kept[i], rep, {**kept[i].values, "repeat": rep, "search": spec.ident}, note)
-                   for i in order]
+        rounds += [
+            PlannedRun(kept[i], rep, {**kept[i].values, "repeat": rep, "search": spec.ident}, note) for i in order
+        ]
     return rounds
 
 
@@ -420,8 +491,10 @@ def _settled(run: PlannedRun, done: Mapping[str, Path], stop: Mapping[str, Any] 
         return ""
     runs = compare.per_run(load_runs(earlier))
     if stop["metric"] not in runs:
-        raise InputError(f"stop.metric {stop['metric']!r} is not a column of the runs; choose one of "
-                         f"{', '.join(runs.select_dtypes('number').columns)}")
+        raise InputError(
+            f"stop.metric {stop['metric']!r} is not a column of the runs; choose one of "
+            f"{', '.join(runs.select_dtypes('number').columns)}"
+        )
     values = runs[stop["metric"]].to_numpy(float)
     low, high = t_interval(values)
     mean = float(np.mean(values))
@@ -438,9 +511,16 @@ def open_targets(spec: Spec):
         yield [stack.enter_context(open_target(t, spec.size)) for t in spec.target]
 
 
-def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = None, *,
-        drop_unavailable: bool = False, allow_destructive: bool = False, progress: bool = True,
-        announce=print, **measure_kw) -> pd.DataFrame:
+def run(
+    spec: Spec | str | os.PathLike,
+    runs_dir: str | os.PathLike | None = None,
+    *,
+    drop_unavailable: bool = False,
+    allow_destructive: bool = False,
+    progress: bool = True,
+    announce=print,
+    **measure_kw,
+) -> pd.DataFrame:
     """Run ``spec`` (a Spec or a spec path) into ``runs_dir`` (default
     data/runs/search-<name>: the same folder every time, so a re-run resumes) and return
     the tidy table of its runs (``load_table``). Knobs are put back after every cell, and
@@ -453,8 +533,12 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
         runs = plan(spec, targets, drop_unavailable, allow_destructive)
         unavailable = cells(spec, targets)[1] if drop_unavailable else []
         if announce:
-            announce(describe_plan(runs, spec) + "".join(f"\n  left out: {axis} {', '.join(map(str, values))}: {why}"
-                                                          for axis, values, why in unavailable))
+            announce(
+                describe_plan(runs, spec)
+                + "".join(
+                    f"\n  left out: {axis} {', '.join(map(str, values))}: {why}" for axis, values, why in unavailable
+                )
+            )
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
         write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
         write_json(runs_dir / UNAVAILABLE, [{"axis": a, "values": v, "why": w} for a, v, w in unavailable])
@@ -469,18 +553,30 @@ def run(spec: Spec | str | os.PathLike, runs_dir: str | os.PathLike | None = Non
                     continue
                 if r.cell.index != cell:
                     cell_knobs.close()
-                    for target in targets[:r.cell.devices]:  # every device the cell reads
+                    for target in targets[: r.cell.devices]:  # every device the cell reads
                         cell_knobs.enter_context(knobs.applied(target, r.cell.settings))
                     cell = r.cell.index
-                kw = dict(cpus=r.cell.cpus, jobs=jobs_of(r.cell, targets), allow_destructive=allow_destructive,
-                          **measure_kw, **({"hosts": hosts} if hosts else {}))
+                kw = dict(
+                    cpus=r.cell.cpus,
+                    jobs=jobs_of(r.cell, targets),
+                    allow_destructive=allow_destructive,
+                    **measure_kw,
+                    **({"hosts": hosts} if hosts else {}),
+                )
                 with stressed(r.cell.stress_cpus):
                     if warm == "run":
-                        measure(r.cell.options, targets[0], runs_dir=runs_dir / "warmup",
-                                       swept={**r.swept, "warmup": True}, label=f"warmup-{r.label}", **kw)
+                        measure(
+                            r.cell.options,
+                            targets[0],
+                            runs_dir=runs_dir / "warmup",
+                            swept={**r.swept, "warmup": True},
+                            label=f"warmup-{r.label}",
+                            **kw,
+                        )
                         warm = None
-                    done[r.key] = measure(r.cell.options, targets[0], runs_dir=runs_dir, swept=r.swept,
-                                                 label=r.label, **kw).path
+                    done[r.key] = measure(
+                        r.cell.options, targets[0], runs_dir=runs_dir, swept=r.swept, label=r.label, **kw
+                    ).path
     paths = [done[r.key] for r in runs if r.key in done]
     return _table(load_runs(paths), varied(spec.axes, left_out(runs_dir)))
 
@@ -529,8 +625,10 @@ def load_table(runs_dir: str | os.PathLike) -> pd.DataFrame:
     axes = varied(axes, left_out(runs_dir))
     table = load_cached(runs_dir)
     if table.empty:
-        raise InputError(f"no finished runs in {runs_dir}: give the runs folder of a search "
-                         "(it holds search.yaml and one folder per run)")
+        raise InputError(
+            f"no finished runs in {runs_dir}: give the runs folder of a search "
+            "(it holds search.yaml and one folder per run)"
+        )
     return _table(table, axes)
 
 
@@ -541,13 +639,23 @@ def summary(table: pd.DataFrame, spec: Spec, metric: str = "iops") -> str:
 
     def line(row) -> str:
         where = ", ".join(f"{a}={row[a]}" for a in axes)
-        ci = (compare.NOT_INFORMATIVE if pd.isna(row[f"{metric}_ci_low"]) else
-              f"[{row[f'{metric}_ci_low']:,.0f}, {row[f'{metric}_ci_high']:,.0f}]")
-        return (f"{where}: {row[f'{metric}_mean']:,.0f} {ci} ({int(row['n'])} runs)"
-                + ("  UNSTABLE" if row["unstable"] else ""))
+        ci = (
+            compare.NOT_INFORMATIVE
+            if pd.isna(row[f"{metric}_ci_low"])
+            else f"[{row[f'{metric}_ci_low']:,.0f}, {row[f'{metric}_ci_high']:,.0f}]"
+        )
+        return f"{where}: {row[f'{metric}_mean']:,.0f} {ci} ({int(row['n'])} runs)" + (
+            "  UNSTABLE" if row["unstable"] else ""
+        )
+
     runs = table["run_id"].nunique() if "run_id" in table else len(table)
-    return "\n".join([f"{runs} runs in {len(cells_)} cells; {metric} mean [95 % interval]:",
-                      "  best   " + line(cells_.iloc[0]), "  worst  " + line(cells_.iloc[-1])])
+    return "\n".join(
+        [
+            f"{runs} runs in {len(cells_)} cells; {metric} mean [95 % interval]:",
+            "  best   " + line(cells_.iloc[0]),
+            "  worst  " + line(cells_.iloc[-1]),
+        ]
+    )
 
 
 def describe_plan(runs: Sequence[PlannedRun], spec: Spec) -> str:
@@ -555,10 +663,26 @@ def describe_plan(runs: Sequence[PlannedRun], spec: Spec) -> str:
     n_cells = len({r.cell.index for r in runs})
     runtime = str(spec.base.get("runtime", runner.DEFAULTS["runtime"]))
     left_out = f"; {runs[0].left_out}" if runs and runs[0].left_out else ""
-    return (f"search {spec.name}: {n_cells} cells x {spec.repeats} repeats = {len(runs)} runs of {runtime} "
-            f"each ({spec.order} order, seed {spec.seed}){left_out}")
+    return (
+        f"search {spec.name}: {n_cells} cells x {spec.repeats} repeats = {len(runs)} runs of {runtime} "
+        f"each ({spec.order} order, seed {spec.seed}){left_out}"
+    )
 
 
-__all__ = ["Spec", "SearchUnavailable", "load_spec", "plan", "run", "load_table", "cells", "runnable_cells",
-           "varied", "left_out", "cpu_mask",
-           "done_runs", "describe_plan", "open_targets", "summary"]
+__all__ = [
+    "Spec",
+    "SearchUnavailable",
+    "load_spec",
+    "plan",
+    "run",
+    "load_table",
+    "cells",
+    "runnable_cells",
+    "varied",
+    "left_out",
+    "cpu_mask",
+    "done_runs",
+    "describe_plan",
+    "open_targets",
+    "summary",
+]

@@ -23,6 +23,7 @@ kept with its error and the rest go on). With no ``devices`` every experiment ke
 notebook's default target (the scratch file, or a tmpfs-backed loop device where a step needs a
 block device); with devices, the single-device experiments use the first and the search all.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,7 +81,7 @@ class Seed:
     experiments: list[Experiment]
     figures: list[dict[str, Any]]
     path: Path
-    headline: str = ""   # the label of the published figure the index shows for this seed
+    headline: str = ""  # the label of the published figure the index shows for this seed
 
     @property
     def slug(self) -> str:
@@ -90,6 +91,7 @@ class Seed:
 @dataclass
 class Planned:
     """One notebook run of a seed: its batch run, its fio runs and the time it should take."""
+
     seed: Seed
     experiment: Experiment
     run: BatchRun
@@ -107,20 +109,34 @@ def load_seed(path: str | os.PathLike) -> Seed:
         raise InputError(f"unknown key(s) {', '.join(unknown)} in {path.name}; the keys are {', '.join(SEED_KEYS)}")
     ident = str(doc.get("seed") or "").strip()
     if not ident.isdigit():
-        raise InputError(f"{path.name}: seed must be the seed's number as text (seed: \"000\"), not {doc.get('seed')!r}")
+        raise InputError(f'{path.name}: seed must be the seed\'s number as text (seed: "000"), not {doc.get("seed")!r}')
     setup = mapping(doc.get("setup"), f"setup in {path.name}", "setup: {cpu: ..., device: ...}")
     experiments = [_experiment(e, i, path) for i, e in enumerate(_list(doc.get("experiments"), "experiments", path))]
     if not experiments:
         raise InputError(f"{path.name} has no experiments: list the notebooks that reproduce the seed")
     names = [e.name for e in experiments]
-    figures = [mapping(f, f"figures[{i}] in {path.name}", "- {experiment: qd_knee, from: qd-knee, results: {...}}")
-               for i, f in enumerate(_list(doc.get("figures"), "figures", path))]
+    figures = [
+        mapping(f, f"figures[{i}] in {path.name}", "- {experiment: qd_knee, from: qd-knee, results: {...}}")
+        for i, f in enumerate(_list(doc.get("figures"), "figures", path))
+    ]
     for f in figures:
         if f.get("from") not in names:
-            raise InputError(f"{path.name}: figures for {f.get('experiment')!r} come from {f.get('from')!r}, "
-                             f"which is not one of its experiments ({', '.join(names)})")
-    return Seed(ident, str(doc.get("title", "")), str(doc.get("author", "")), str(doc.get("date", "")),
-                str(doc.get("write_up", "")), dict(setup), experiments, figures, path, str(doc.get("headline") or ""))
+            raise InputError(
+                f"{path.name}: figures for {f.get('experiment')!r} come from {f.get('from')!r}, "
+                f"which is not one of its experiments ({', '.join(names)})"
+            )
+    return Seed(
+        ident,
+        str(doc.get("title", "")),
+        str(doc.get("author", "")),
+        str(doc.get("date", "")),
+        str(doc.get("write_up", "")),
+        dict(setup),
+        experiments,
+        figures,
+        path,
+        str(doc.get("headline") or ""),
+    )
 
 
 def _list(value: Any, what: str, path: Path) -> list:
@@ -135,8 +151,10 @@ def _experiment(doc: Any, i: int, path: Path) -> Experiment:
     doc = mapping(doc, f"experiments[{i}] in {path.name}", "- {name: qd-knee, notebook: 01_queue_depth_knee.ipynb}")
     unknown = sorted(set(doc) - set(EXPERIMENT_KEYS))
     if unknown:
-        raise InputError(f"experiments[{i}] in {path.name}: unknown key(s) {', '.join(unknown)}; "
-                         f"the keys are {', '.join(EXPERIMENT_KEYS)}")
+        raise InputError(
+            f"experiments[{i}] in {path.name}: unknown key(s) {', '.join(unknown)}; "
+            f"the keys are {', '.join(EXPERIMENT_KEYS)}"
+        )
     if not doc.get("name") or not doc.get("notebook"):
         raise InputError(f"experiments[{i}] in {path.name} needs a name and a notebook")
     notebook = paths.REPO / "notebooks" / Path(str(doc["notebook"])).name
@@ -148,12 +166,20 @@ def _experiment(doc: Any, i: int, path: Path) -> Experiment:
         unknown = sorted(set(search) - set(SEARCH_KEYS))
         if unknown:
             raise InputError(f"search of {doc['name']} in {path.name}: unknown key(s) {', '.join(unknown)}")
-    levels = {lv: dict(mapping(doc.get(lv), f"{lv} of {doc['name']} in {path.name}", f"{lv}: {{runtime_s: 1}}"))
-              for lv in ("quick", "smoke")}
+    levels = {
+        lv: dict(mapping(doc.get(lv), f"{lv} of {doc['name']} in {path.name}", f"{lv}: {{runtime_s: 1}}"))
+        for lv in ("quick", "smoke")
+    }
     name = check_name(str(doc["name"]).strip(), f"experiments[{i}] name in {path.name}", "a name such as qd-knee")
-    return Experiment(name, notebook, str(doc.get("section", "")), str(doc.get("method", "")).strip(),
-                      dict(mapping(doc.get("parameters"), f"parameters of {doc['name']}", "parameters: {runtime_s: 5}")),
-                      levels, search)
+    return Experiment(
+        name,
+        notebook,
+        str(doc.get("section", "")),
+        str(doc.get("method", "")).strip(),
+        dict(mapping(doc.get("parameters"), f"parameters of {doc['name']}", "parameters: {runtime_s: 5}")),
+        levels,
+        search,
+    )
 
 
 def load_seeds(only: Sequence[str] | str | None = None, folder: str | os.PathLike | None = None) -> list[Seed]:
@@ -171,16 +197,22 @@ def load_seeds(only: Sequence[str] | str | None = None, folder: str | os.PathLik
         number = w.strip().lower().removeprefix("seed").strip("-_ ")
         match = [s for s in seeds if number.isdigit() and int(s.ident) == int(number)]
         if not match:
-            raise InputError(f"--only {w.strip()!r}: no such seed; the seeds are "
-                             + ", ".join(s.ident for s in seeds))
+            raise InputError(f"--only {w.strip()!r}: no such seed; the seeds are " + ", ".join(s.ident for s in seeds))
         chosen += [s for s in match if s not in chosen]
     return chosen
 
 
 # ---------------------------------------------------------------- the plan
-def plan(seeds: Sequence[Seed], out: str | os.PathLike, level: str = "full", *, devices: Sequence[str] = (),
-         cpus: Sequence[int] | None = None, allow_destructive: bool = False,
-         opt_in_device_changes: bool = False) -> list[Planned]:
+def plan(
+    seeds: Sequence[Seed],
+    out: str | os.PathLike,
+    level: str = "full",
+    *,
+    devices: Sequence[str] = (),
+    cpus: Sequence[int] | None = None,
+    allow_destructive: bool = False,
+    opt_in_device_changes: bool = False,
+) -> list[Planned]:
     """Every notebook run of ``seeds`` at ``level``, with parameters for this machine: the
     devices (none: the notebooks' scratch/loop defaults), the CPUs (none: CPU 0, and every
     allowed CPU for a search), ``opt_in_device_changes`` for the notebooks that take it (the
@@ -221,6 +253,7 @@ def plan(seeds: Sequence[Seed], out: str | os.PathLike, level: str = "full", *, 
 
 def _parameters_of(notebook: Path) -> set[str]:
     import papermill as pm  # slow to import: only when planning
+
     return set(pm.inspect_notebook(str(notebook)))
 
 
@@ -232,12 +265,22 @@ def _pollable(device: str | None) -> tuple[bool, str]:
 
     name = Path(os.path.realpath(device)).name
     on = queue_knobs(name).get("io_poll") == "1"
-    return on, (f"polled: {name} has poll queues" if on else
-                f"not polled: {name} has no poll queues (NVMe: boot with nvme.poll_queues=N)")
+    return on, (
+        f"polled: {name} has poll queues"
+        if on
+        else f"not polled: {name} has no poll queues (NVMe: boot with nvme.poll_queues=N)"
+    )
 
 
-def _search_parameters(exp: Experiment, params: dict[str, Any], folder: Path, devices: Sequence[str],
-                       pool: list[int], allow_destructive: bool, notes: list[str]) -> dict[str, Any]:
+def _search_parameters(
+    exp: Experiment,
+    params: dict[str, Any],
+    folder: Path,
+    devices: Sequence[str],
+    pool: list[int],
+    allow_destructive: bool,
+    notes: list[str],
+) -> dict[str, Any]:
     """The search spec of ``exp`` for this machine, written to ``folder/search-<hash>.yaml``
     (its hash: what it runs, so a changed plan is a new search and a resume the same one),
     and notebook 05's parameters to run it into ``folder/search-<hash>/``."""
@@ -250,27 +293,42 @@ def _search_parameters(exp: Experiment, params: dict[str, Any], folder: Path, de
     for axis, values in mapping(s.get("axes"), f"axes of {exp.name}", "axes: {...}").items():
         values = [_level(axis, v, _cores(pool), len(targets)) for v in values]
         axes[axis] = list(dict.fromkeys(v for v in values if v is not None))
-    spec = {"name": f"seed{exp.name}", "description": exp.section, "target": targets,
-            "size": str(level.get("size", s.get("size", "1g"))), "cpus": pool,
-            "repeats": int(level.get("repeats", s.get("repeats", 1))), "order": "random", "seed": 3,
-            "base": {**s.get("base", {}), "runtime": str(level.get("runtime", s.get("runtime", "1s")))},
-            "axes": axes}
+    spec = {
+        "name": f"seed{exp.name}",
+        "description": exp.section,
+        "target": targets,
+        "size": str(level.get("size", s.get("size", "1g"))),
+        "cpus": pool,
+        "repeats": int(level.get("repeats", s.get("repeats", 1))),
+        "order": "random",
+        "seed": 3,
+        "base": {**s.get("base", {}), "runtime": str(level.get("runtime", s.get("runtime", "1s")))},
+        "axes": axes,
+    }
     text = yaml.safe_dump(spec, sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     folder.mkdir(parents=True, exist_ok=True)
     spec_path = folder / f"search-{digest}.yaml"
     if not spec_path.exists():
         from .atomic import write_atomic
+
         write_atomic(spec_path, text)
     if not devices:
         notes.append(f"no --device: the search reads {len(targets)} tmpfs-backed loop device(s)")
-    return {**params, "spec": str(spec_path), "runs_dir": str(folder / f"search-{digest}"), "drop_unavailable": True,
-            "resume": True, **({"allow_destructive": True} if allow_destructive else {})}
+    return {
+        **params,
+        "spec": str(spec_path),
+        "runs_dir": str(folder / f"search-{digest}"),
+        "drop_unavailable": True,
+        "resume": True,
+        **({"allow_destructive": True} if allow_destructive else {}),
+    }
 
 
 def _cores(pool: list[int]) -> int:
     """Physical cores among the CPUs of ``pool`` (thread siblings count once)."""
     from .search import siblings_of
+
     return len({frozenset(siblings_of(c)) for c in pool})
 
 
@@ -300,6 +358,7 @@ def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
         seconds = runs * (rt + RUN_OVERHEAD_S)
     elif name.startswith("02"):
         from .studies.ladder import default_ladder
+
         runs = len(default_ladder()) * repeats + 1
         seconds = runs * (rt + RUN_OVERHEAD_S)
     elif name.startswith("03"):
@@ -341,15 +400,22 @@ def describe(todo: Sequence[Planned], level: str) -> str:
     """The plan in words: each notebook run, its fio runs and estimate, and the total."""
     lines, total_runs, total_s = [], 0, 0.0
     for p in todo:
-        lines.append(f"  seed {p.seed.ident} {p.experiment.name:<16} {p.experiment.notebook.name:<34} "
-                     f"{p.fio_runs:>4} fio runs  ~{_minutes(p.estimate_s)}" + (f"  ({'; '.join(p.notes)})" if p.notes else ""))
+        lines.append(
+            f"  seed {p.seed.ident} {p.experiment.name:<16} {p.experiment.notebook.name:<34} "
+            f"{p.fio_runs:>4} fio runs  ~{_minutes(p.estimate_s)}" + (f"  ({'; '.join(p.notes)})" if p.notes else "")
+        )
         total_runs += p.fio_runs
         total_s += p.estimate_s
     seeds = list(dict.fromkeys(p.seed.ident for p in todo))
     where = "in this emulated (TCG) guest" if _slowdown() > 1 else "on this machine"
-    return "\n".join([f"iolab seeds ({level}): {len(seeds)} seed(s) ({', '.join(seeds)}), {len(todo)} notebook runs, "
-                      f"{total_runs} fio runs, at most about {_minutes(total_s)} {where} (estimate from the plan: "
-                      "steps a target cannot do are skipped)", *lines])
+    return "\n".join(
+        [
+            f"iolab seeds ({level}): {len(seeds)} seed(s) ({', '.join(seeds)}), {len(todo)} notebook runs, "
+            f"{total_runs} fio runs, at most about {_minutes(total_s)} {where} (estimate from the plan: "
+            "steps a target cannot do are skipped)",
+            *lines,
+        ]
+    )
 
 
 def _minutes(seconds: float) -> str:
@@ -357,8 +423,9 @@ def _minutes(seconds: float) -> str:
 
 
 # ---------------------------------------------------------------- running
-def run(todo: Sequence[Planned], out: str | os.PathLike, level: str, devices: Sequence[str] = (),
-        on_done=None) -> dict[str, list[dict[str, Any]]]:
+def run(
+    todo: Sequence[Planned], out: str | os.PathLike, level: str, devices: Sequence[str] = (), on_done=None
+) -> dict[str, list[dict[str, Any]]]:
     """Run the plan: one batch per seed into ``out/seed-NNN`` (resumable; a failed
     experiment is kept with its error), each seed's page written as soon as its batch
     ends, and the index page. Returns each seed's batch records."""
@@ -389,18 +456,36 @@ def _write_plan(out: Path, todo: Sequence[Planned], level: str, devices: Sequenc
         old = json.loads((out / "plan.json").read_text())
     except (OSError, ValueError):
         pass
-    seeds = {**old.get("seeds", {}), **{p.seed.ident: {"manifest": str(p.seed.path), "level": level,
-                                                          "devices": [str(d) for d in devices]}
-                                         for p in todo}}
-    write_json(out / "plan.json", {"seeds": dict(sorted(seeds.items())),
-                                   "notes": {f"{p.seed.ident}/{p.experiment.name}": p.notes for p in todo}
-                                   | {k: v for k, v in old.get("notes", {}).items()
-                                      if k.split("/")[0] not in {p.seed.ident for p in todo}}})
+    seeds = {
+        **old.get("seeds", {}),
+        **{
+            p.seed.ident: {"manifest": str(p.seed.path), "level": level, "devices": [str(d) for d in devices]}
+            for p in todo
+        },
+    }
+    write_json(
+        out / "plan.json",
+        {
+            "seeds": dict(sorted(seeds.items())),
+            "notes": {f"{p.seed.ident}/{p.experiment.name}": p.notes for p in todo}
+            | {k: v for k, v in old.get("notes", {}).items() if k.split("/")[0] not in {p.seed.ident for p in todo}},
+        },
+    )
 
 
 def default_out() -> Path:
     return paths.REPO / "papermill_runs" / "seeds"
 
 
-__all__ = ["LEVELS", "Seed", "Experiment", "Planned", "load_seed", "load_seeds", "plan", "describe", "run",
-           "default_out"]
+__all__ = [
+    "LEVELS",
+    "Seed",
+    "Experiment",
+    "Planned",
+    "load_seed",
+    "load_seeds",
+    "plan",
+    "describe",
+    "run",
+    "default_out",
+]

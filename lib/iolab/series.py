@@ -41,6 +41,7 @@ SNIA's rule — ``analysis.steady_state`` — over a sliding window of intervals
 before it, ``find_stalls`` (intervals far below the median, with what the samplers saw then)
 and ``summary`` (fio's whole-run figures beside those of the logs and of the steady part).
 """
+
 from __future__ import annotations
 
 import functools
@@ -64,16 +65,16 @@ from .errors import FioOutputError, InputError, RunFileError
 from .sampling import BUSY_FIELDS, FREQ_FILE, STAT_FIELDS, STAT_FILE, read_freq, read_stat
 from .readable import wrapped_text
 
-META = "series.json"           # written by the runner when logs were asked for
-FILES = (META,)                # in a run folder (iolab.producers): the first one there means logs were asked for
-THREADS_FILE = "samples_threads.csv"   # the thread-state sampler's series, when it ran
-PREFIX = "fio"                 # log file prefix inside the run folder: fio_iops.1.log, ...
-KINDS = ("clat_hist", "iops", "bw", "clat", "slat", "lat")   # longest first: clat_hist before clat
+META = "series.json"  # written by the runner when logs were asked for
+FILES = (META,)  # in a run folder (iolab.producers): the first one there means logs were asked for
+THREADS_FILE = "samples_threads.csv"  # the thread-state sampler's series, when it ran
+PREFIX = "fio"  # log file prefix inside the run folder: fio_iops.1.log, ...
+KINDS = ("clat_hist", "iops", "bw", "clat", "slat", "lat")  # longest first: clat_hist before clat
 DIRECTIONS = {0: "read", 1: "write", 2: "trim"}
-PLAT_BITS, PLAT_VAL = 6, 64    # fio stat.h FIO_IO_U_PLAT_BITS / FIO_IO_U_PLAT_VAL
-GROUPS = (29, 19)              # FIO_IO_U_PLAT_GROUP_NR now (1856 bins) and before fio 2.99 (1216)
+PLAT_BITS, PLAT_VAL = 6, 64  # fio stat.h FIO_IO_U_PLAT_BITS / FIO_IO_U_PLAT_VAL
+GROUPS = (29, 19)  # FIO_IO_U_PLAT_GROUP_NR now (1856 bins) and before fio 2.99 (1216)
 PERCENTILES = {"50": 50.0, "99": 99.0, "99_9": 99.9}
-STALL_FRACTION = 0.5           # an interval below this share of the run's median IOPS is a stall
+STALL_FRACTION = 0.5  # an interval below this share of the run's median IOPS is a stall
 RERUN = "re-run it with logs: `iolab run --log-ms 500 ...`, or log_ms=500 in measure(), a study or a notebook"
 
 
@@ -105,8 +106,14 @@ def log_options(log_ms: int, fio: str | None = None, prefix: str = PREFIX) -> di
     working directory): IOPS, bandwidth, latency (averaged per interval) and completion-latency
     histograms, stamped with CLOCK_MONOTONIC when ``fio`` supports it (the samplers' clock)."""
     log_ms = check_log_ms(log_ms)
-    opts: dict[str, Any] = {"write_iops_log": prefix, "write_bw_log": prefix, "write_lat_log": prefix,
-                            "log_avg_msec": log_ms, "write_hist_log": prefix, "log_hist_msec": log_ms}
+    opts: dict[str, Any] = {
+        "write_iops_log": prefix,
+        "write_bw_log": prefix,
+        "write_lat_log": prefix,
+        "log_avg_msec": log_ms,
+        "write_hist_log": prefix,
+        "log_hist_msec": log_ms,
+    }
     if fio and monotonic_epoch_supported(fio):
         opts.update(log_alternate_epoch=1, log_alternate_epoch_clock_id=1)  # 1: CLOCK_MONOTONIC
     return opts
@@ -125,16 +132,27 @@ def job_names(sections: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return names
 
 
-def record(run_dir: str | os.PathLike, *, log_ms: int, options: Mapping[str, Any], jobs: Sequence[str],
-           sampler_t0: float | None, prefix: str = PREFIX) -> dict[str, Any]:
+def record(
+    run_dir: str | os.PathLike,
+    *,
+    log_ms: int,
+    options: Mapping[str, Any],
+    jobs: Sequence[str],
+    sampler_t0: float | None,
+    prefix: str = PREFIX,
+) -> dict[str, Any]:
     """Write ``series.json``: what the reader needs to put the logs on the samplers' axis —
     the interval, the log prefix, the job names by number, the logs' clock and the sampler's
     start on that clock (``sampling.Sampler.t0``, time.monotonic) and on the wall clock."""
     now_mono, now_unix = time.monotonic(), time.time()
-    meta = {"log_ms": int(log_ms), "prefix": prefix, "jobs": list(jobs),
-            "time_base": "monotonic" if options.get("log_alternate_epoch_clock_id") == 1 else "job start",
-            "sampler_t0_monotonic_s": sampler_t0,
-            "sampler_t0_unix_s": None if sampler_t0 is None else now_unix - (now_mono - sampler_t0)}
+    meta = {
+        "log_ms": int(log_ms),
+        "prefix": prefix,
+        "jobs": list(jobs),
+        "time_base": "monotonic" if options.get("log_alternate_epoch_clock_id") == 1 else "job start",
+        "sampler_t0_monotonic_s": sampler_t0,
+        "sampler_t0_unix_s": None if sampler_t0 is None else now_unix - (now_mono - sampler_t0),
+    }
     write_json(Path(run_dir) / META, meta)
     return meta
 
@@ -168,8 +186,10 @@ def hist_layout(nbins: int) -> tuple[int, int]:
         for coarse in range(7):
             if groups * PLAT_VAL == nbins << coarse:
                 return groups, coarse
-    raise FioOutputError(f"a histogram log line with {nbins} bins: fio writes 1856 (or 1216 before fio 2.99) "
-                         "divided by 2**log_hist_coarseness; is it a fio clat_hist log?")
+    raise FioOutputError(
+        f"a histogram log line with {nbins} bins: fio writes 1856 (or 1216 before fio 2.99) "
+        "divided by 2**log_hist_coarseness; is it a fio clat_hist log?"
+    )
 
 
 def bin_values_ns(nbins: int) -> np.ndarray:
@@ -184,16 +204,19 @@ def bin_values_ns(nbins: int) -> np.ndarray:
 @dataclass(frozen=True)
 class LogFile:
     path: Path
-    kind: str          # iops, bw, clat, lat, slat, clat_hist
-    job_number: int    # fio's N in ``.N.log`` (0: per_job_logs=0, one log for every job)
-    host: str          # "" for a local run
+    kind: str  # iops, bw, clat, lat, slat, clat_hist
+    job_number: int  # fio's N in ``.N.log`` (0: per_job_logs=0, one log for every job)
+    host: str  # "" for a local run
 
 
 def find_logs(run_dir: str | os.PathLike, prefix: str = PREFIX) -> list[LogFile]:
     """The interval logs in ``run_dir`` by name, ``[HOST.]PREFIX_KIND[.N].log[.HOST]`` (or,
     when it holds none, in its sub-folders, each named for its host)."""
-    pattern = re.compile(rf"^(?:(?P<pre>.+?)[._-])?{re.escape(prefix)}_(?P<kind>{'|'.join(KINDS)})"
-                         rf"(?:\.(?P<job>\d+))?\.log(?:\.(?P<post>.+))?$")
+    pattern = re.compile(
+        rf"^(?:(?P<pre>.+?)[._-])?{re.escape(prefix)}_(?P<kind>{'|'.join(KINDS)})"
+        rf"(?:\.(?P<job>\d+))?\.log(?:\.(?P<post>.+))?$"
+    )
+
     def logs_in(folder: Path, folder_host: str) -> list[LogFile]:
         found = []
         for path in sorted(folder.iterdir()):
@@ -206,8 +229,9 @@ def find_logs(run_dir: str | os.PathLike, prefix: str = PREFIX) -> list[LogFile]
     here = logs_in(run_dir, "")
     if here:
         return here
-    return [f for d in sorted(run_dir.iterdir()) if d.is_dir() and not (d / "run.json").exists()
-            for f in logs_in(d, d.name)]  # a sub-folder with run.json is a run of its own, not a host
+    return [
+        f for d in sorted(run_dir.iterdir()) if d.is_dir() and not (d / "run.json").exists() for f in logs_in(d, d.name)
+    ]  # a sub-folder with run.json is a run of its own, not a host
 
 
 def _numbers(path: Path, min_cols: int) -> pd.DataFrame:
@@ -219,19 +243,29 @@ def _numbers(path: Path, min_cols: int) -> pd.DataFrame:
         frame = pd.read_csv(path, header=None, skipinitialspace=True, dtype=np.float64)
     except (ValueError, pd.errors.ParserError) as exc:
         first = (path.read_text(errors="replace").splitlines() or [""])[0][:80]
-        raise FioOutputError(f"{path}: not an fio log (lines of comma-separated numbers: time in ms, value, "
-                             f"direction, ...); it begins {first!r} ({type(exc).__name__})") from None
+        raise FioOutputError(
+            f"{path}: not an fio log (lines of comma-separated numbers: time in ms, value, "
+            f"direction, ...); it begins {first!r} ({type(exc).__name__})"
+        ) from None
     if frame.shape[1] < min_cols:
-        raise FioOutputError(f"{path}: {frame.shape[1]} columns per line; fio's logs have at least {min_cols} "
-                             "(time ms, value, direction, block size[, offset][, priority])")
+        raise FioOutputError(
+            f"{path}: {frame.shape[1]} columns per line; fio's logs have at least {min_cols} "
+            "(time ms, value, direction, block size[, offset][, priority])"
+        )
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
         cut = f.read(1) != b"\n"
     short = np.flatnonzero(frame.iloc[:, :min_cols].isna().any(axis=1).to_numpy())
     if cut or len(short):
-        where = f"it stops mid-line ({len(frame)} lines)" if cut else f"line {short[0] + 1} has fewer than {min_cols} numbers"
-        raise FioOutputError(f"{path}: cut short: {where}; fio writes whole lines (was it stopped while writing? "
-                             "then its interval logs cannot be read)")
+        where = (
+            f"it stops mid-line ({len(frame)} lines)"
+            if cut
+            else f"line {short[0] + 1} has fewer than {min_cols} numbers"
+        )
+        raise FioOutputError(
+            f"{path}: cut short: {where}; fio writes whole lines (was it stopped while writing? "
+            "then its interval logs cannot be read)"
+        )
     return frame
 
 
@@ -253,8 +287,7 @@ def read_hist(path: str | os.PathLike) -> tuple[pd.DataFrame, np.ndarray]:
     hist_layout(counts.shape[1])  # FioOutputError for an unknown layout
     if (counts < 0).any() or not np.all(counts == np.round(counts)):
         raise FioOutputError(f"{path}: histogram counts must be whole numbers >= 0")
-    return (pd.DataFrame({"t_ms": frame[0], "ddir": frame[1].astype(int), "bs": frame[2]}),
-            counts.astype(np.int64))
+    return (pd.DataFrame({"t_ms": frame[0], "ddir": frame[1].astype(int), "bs": frame[2]}), counts.astype(np.int64))
 
 
 # ---------------------------------------------------------------- the series
@@ -267,6 +300,7 @@ class Series:
     (``t_s`` = end of the sampler's interval); ``fio_start_s`` where fio's first job started
     on the samplers' clock (seconds since the sampler started); ``steadystate`` fio's own
     steadystate results, one per job that asked for one."""
+
     run_dir: Path
     log_ms: int
     table: pd.DataFrame
@@ -285,19 +319,34 @@ class Series:
         interval_s, ios, iops (fio's IOPS log; IOs / interval where it has no sample),
         bw_bytes_s, and the IO-weighted clat_mean_us."""
         keys = ["t_s", "direction"] if by_direction else ["t_s"]
-        t = self.table.assign(_w=self.table["clat_mean_us"] * self.table["ios"],
-                              iops=self.table["iops"].fillna(self.table["ios"] / self.table["interval_s"]))
-        out = t.groupby(keys).agg(t_start_s=("t_start_s", "min"), interval_s=("interval_s", "max"),
-                                  ios=("ios", lambda s: s.sum(min_count=1)), iops=("iops", lambda s: s.sum(min_count=1)),
-                                  bw_bytes_s=("bw_bytes_s", lambda s: s.sum(min_count=1)),
-                                  _w=("_w", lambda s: s.sum(min_count=1))).reset_index()
+        t = self.table.assign(
+            _w=self.table["clat_mean_us"] * self.table["ios"],
+            iops=self.table["iops"].fillna(self.table["ios"] / self.table["interval_s"]),
+        )
+        out = (
+            t.groupby(keys)
+            .agg(
+                t_start_s=("t_start_s", "min"),
+                interval_s=("interval_s", "max"),
+                ios=("ios", lambda s: s.sum(min_count=1)),
+                iops=("iops", lambda s: s.sum(min_count=1)),
+                bw_bytes_s=("bw_bytes_s", lambda s: s.sum(min_count=1)),
+                _w=("_w", lambda s: s.sum(min_count=1)),
+            )
+            .reset_index()
+        )
         weight = t.dropna(subset=["_w"]).groupby(keys)["ios"].sum().rename("_n").reset_index()
         out = out.merge(weight, on=keys, how="left")
         out["clat_mean_us"] = out["_w"] / out["_n"]
         return out.drop(columns=["_w", "_n"])
 
-    def pooled_bins(self, direction: str | None = None, t_from: float | None = None,
-                    t_to: float | None = None, host: str | None = None) -> dict[str, int]:
+    def pooled_bins(
+        self,
+        direction: str | None = None,
+        t_from: float | None = None,
+        t_to: float | None = None,
+        host: str | None = None,
+    ) -> dict[str, int]:
         """The histogram of the rows chosen (a direction, intervals ending in (t_from, t_to],
         a host), summed — json+ ``bins`` form ({latency ns: IOs}), for
         ``fiojson.percentiles_from_bins`` and ``fiojson.merge_bins``."""
@@ -319,14 +368,20 @@ class Series:
         for r in self.coverage.itertuples():
             where = f"{r.host}: " if r.host else ""
             if r.fio_ios != r.fio_ios:  # NaN: fio's report unreadable
-                parts.append(f"{where}{r.direction}: {r.series_ios:,.0f} IOs in {r.intervals} intervals "
-                             "(fio's report could not be read to compare)")
+                parts.append(
+                    f"{where}{r.direction}: {r.series_ios:,.0f} IOs in {r.intervals} intervals "
+                    "(fio's report could not be read to compare)"
+                )
                 continue
-            text = (f"{where}{r.direction}: the series accounts for {r.series_ios:,.0f} of fio's {r.fio_ios:,.0f} IOs "
-                    f"({r.covered_pct:.1f} %) in {r.intervals} intervals of {self.log_ms} ms")
+            text = (
+                f"{where}{r.direction}: the series accounts for {r.series_ios:,.0f} of fio's {r.fio_ios:,.0f} IOs "
+                f"({r.covered_pct:.1f} %) in {r.intervals} intervals of {self.log_ms} ms"
+            )
             if r.uncovered_ios > 0:
-                text += (f"; the other {r.uncovered_ios:,.0f} completed in the last {r.uncovered_s:.2f} s, "
-                         "which fio leaves out of its IOPS and histogram logs")
+                text += (
+                    f"; the other {r.uncovered_ios:,.0f} completed in the last {r.uncovered_s:.2f} s, "
+                    "which fio leaves out of its IOPS and histogram logs"
+                )
             parts.append(text + (f" ({r.ios_from})" if r.ios_from != "histogram log" else ""))
         return ". ".join(parts + self.notes) + "."
 
@@ -348,17 +403,23 @@ def read_series(run_dir: str | os.PathLike) -> Series:
         runs = [d.name for d in sorted(run_dir.iterdir()) if (d / "run.json").exists()]
         if runs and not (run_dir / "run.json").exists():
             raise InputError(f"{run_dir} is a folder of runs ({len(runs)}, e.g. {runs[0]}): give one run folder")
-        what = ("it asked for them (series.json) but fio wrote none: did fio stop before its first interval?"
-                if meta else "it was run without interval logs")
-        raise InputError(f"{run_dir} holds no fio interval logs ({prefix}_iops.N.log, {prefix}_clat_hist.N.log): "
-                         f"{what}; {RERUN}")
+        what = (
+            "it asked for them (series.json) but fio wrote none: did fio stop before its first interval?"
+            if meta
+            else "it was run without interval logs"
+        )
+        raise InputError(
+            f"{run_dir} holds no fio interval logs ({prefix}_iops.N.log, {prefix}_clat_hist.N.log): {what}; {RERUN}"
+        )
     log_ms = int(meta.get("log_ms") or _log_ms_from_report(doc) or _guess_log_ms(logs))
     time_base = meta.get("time_base") or _time_base(doc, logs, log_ms)
     names = meta.get("jobs") or _names_from_report(doc)
     if not any(f.kind == "clat_hist" and f.path.stat().st_size for f in logs):
-        notes.append(f"no histogram log ({prefix}_clat_hist.N.log): IOs per interval and latency percentiles "
-                     "need fio's write_hist_log with log_hist_msec (iolab asks for both with log_ms); "
-                     "IOs per interval are estimated as IOPS x interval")
+        notes.append(
+            f"no histogram log ({prefix}_clat_hist.N.log): IOs per interval and latency percentiles "
+            "need fio's write_hist_log with log_hist_msec (iolab asks for both with log_ms); "
+            "IOs per interval are estimated as IOPS x interval"
+        )
     groups: dict[tuple[str, int], dict[str, LogFile]] = {}
     for f in logs:
         groups.setdefault((f.host, f.job_number), {})[f.kind] = f
@@ -372,8 +433,10 @@ def read_series(run_dir: str | os.PathLike) -> Series:
         if rows.empty:
             continue
         if nbins is not None and bins.shape[1] != nbins:
-            raise FioOutputError(f"{run_dir}: histogram logs with {nbins} and {bins.shape[1]} bins per line; "
-                                 "the jobs used different log_hist_coarseness: read one at a time")
+            raise FioOutputError(
+                f"{run_dir}: histogram logs with {nbins} and {bins.shape[1]} bins per line; "
+                "the jobs used different log_hist_coarseness: read one at a time"
+            )
         nbins = bins.shape[1]
         rows.insert(0, "job", names[job - 1] if 0 < job <= len(names) else f"job {job}")
         rows.insert(0, "job_number", job)
@@ -381,8 +444,10 @@ def read_series(run_dir: str | os.PathLike) -> Series:
         frames.append(rows)
         bin_rows.append(bins)
     if not frames:
-        raise InputError(f"{run_dir}: fio's interval logs are empty — the run ended before its first interval "
-                         f"of {log_ms} ms; run longer than log_ms, or {RERUN} at a shorter interval")
+        raise InputError(
+            f"{run_dir}: fio's interval logs are empty — the run ended before its first interval "
+            f"of {log_ms} ms; run longer than log_ms, or {RERUN} at a shorter interval"
+        )
     table = pd.concat(frames, ignore_index=True)
     bins = np.vstack(bin_rows)
     table, bins = _percentiles(table, bins)
@@ -392,13 +457,30 @@ def read_series(run_dir: str | os.PathLike) -> Series:
     samplers = aligned_samplers(run_dir, fio_start_s)
     if how and not samplers.empty:
         notes.append(how)
-    return Series(run_dir, log_ms, table, bins, bin_values_ns(bins.shape[1]), coverage, samplers, fio_start_s,
-                  time_base, str((doc or {}).get("fio version", "")), _fio_steadystate(doc), notes)
+    return Series(
+        run_dir,
+        log_ms,
+        table,
+        bins,
+        bin_values_ns(bins.shape[1]),
+        coverage,
+        samplers,
+        fio_start_s,
+        time_base,
+        str((doc or {}).get("fio version", "")),
+        _fio_steadystate(doc),
+        notes,
+    )
 
 
-_META_TYPES = {"log_ms": ((int, float), "number"), "prefix": (str, "string"), "jobs": (list, "list"),
-               "time_base": (str, "string"), "sampler_t0_monotonic_s": ((int, float), "number"),
-               "sampler_t0_unix_s": ((int, float), "number")}
+_META_TYPES = {
+    "log_ms": ((int, float), "number"),
+    "prefix": (str, "string"),
+    "jobs": (list, "list"),
+    "time_base": (str, "string"),
+    "sampler_t0_monotonic_s": ((int, float), "number"),
+    "sampler_t0_unix_s": ((int, float), "number"),
+}
 
 
 def read_meta(run_dir: str | os.PathLike) -> dict[str, Any]:
@@ -410,8 +492,9 @@ def read_meta(run_dir: str | os.PathLike) -> dict[str, Any]:
     for key, (kind, word) in _META_TYPES.items():
         value = meta.get(key)
         if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise RunFileError(path, f"has {key!r} {runfiles.quote(json.dumps(value), 20)} where the runner "
-                                     f"wrote a {word}")
+            raise RunFileError(
+                path, f"has {key!r} {runfiles.quote(json.dumps(value), 20)} where the runner wrote a {word}"
+            )
     return meta
 
 
@@ -459,11 +542,17 @@ def _guess_log_ms(logs: list[LogFile]) -> int:
     histogram log's times."""
     for f in logs:
         if f.kind in ("iops", "clat_hist", "bw") and f.path.stat().st_size:
-            t = np.unique(read_log(f.path)["t_ms"]) if f.kind != "clat_hist" else np.unique(read_hist(f.path)[0]["t_ms"])
+            t = (
+                np.unique(read_log(f.path)["t_ms"])
+                if f.kind != "clat_hist"
+                else np.unique(read_hist(f.path)[0]["t_ms"])
+            )
             if len(t) >= 2:
                 return int(round(float(np.median(np.diff(t)))))
-    raise InputError(f"{logs[0].path.parent}: cannot tell the logs' interval (no series.json, no fio report "
-                     "with log_avg_msec, fewer than 2 samples); " + RERUN)
+    raise InputError(
+        f"{logs[0].path.parent}: cannot tell the logs' interval (no series.json, no fio report "
+        "with log_avg_msec, fewer than 2 samples); " + RERUN
+    )
 
 
 def _time_base(doc: dict | None, logs: list[LogFile], log_ms: int) -> str:
@@ -520,7 +609,9 @@ def _interval(t_ms: pd.Series, epoch: float, log_ms: int) -> np.ndarray:
     return np.maximum(1, np.round((t_ms.to_numpy() - epoch) / log_ms)).astype(int)
 
 
-def _job_rows(files: Mapping[str, LogFile], epoch: float, log_ms: int, offset_s: float) -> tuple[pd.DataFrame, np.ndarray]:
+def _job_rows(
+    files: Mapping[str, LogFile], epoch: float, log_ms: int, offset_s: float
+) -> tuple[pd.DataFrame, np.ndarray]:
     """One job's rows — one per interval k = 1..K of the ``log_ms`` grid and direction:
     t_start_s, t_s, interval_s, ios, iops, bw_bytes_s, clat_mean_us, lat_mean_us — and their
     histograms. A sample belongs to the interval its stamp is nearest the end of.
@@ -540,8 +631,9 @@ def _job_rows(files: Mapping[str, LogFile], epoch: float, log_ms: int, offset_s:
         hist, counts = read_hist(files["clat_hist"].path)
     else:
         hist, counts = pd.DataFrame({"t_ms": [], "ddir": [], "bs": []}), np.zeros((0, 1856), dtype=np.int64)
-    hist = hist.assign(k=_interval(hist["t_ms"], epoch, log_ms) if len(hist) else np.zeros(0, dtype=int),
-                       pos=np.arange(len(hist)))
+    hist = hist.assign(
+        k=_interval(hist["t_ms"], epoch, log_ms) if len(hist) else np.zeros(0, dtype=int), pos=np.arange(len(hist))
+    )
     iops_dirs = set(per_kind["iops"].index.get_level_values(0)) if "iops" in per_kind else set()
     out, out_bins = [], []
     for ddir in sorted(set(hist["ddir"].astype(int)) | iops_dirs):
@@ -558,13 +650,28 @@ def _job_rows(files: Mapping[str, LogFile], epoch: float, log_ms: int, offset_s:
         interval_s = np.where(np.isnan(stamp), log_ms / 1000.0, (stamp - previous) / 1000.0)
         last_hist = int(mine["k"].max()) if len(mine) else 0
         ios = np.where(k <= last_hist, dir_bins.sum(axis=1), np.nan).astype(float)
-        rows = pd.DataFrame({"direction": DIRECTIONS.get(int(ddir), str(ddir)), "interval": k,
-                             "t_start_s": offset_s + (k - 1) * log_ms / 1000.0, "t_s": offset_s + k * log_ms / 1000.0,
-                             "interval_s": interval_s, "ios": ios})
-        for kind, col, scale in (("iops", "iops", 1.0), ("bw", "bw_bytes_s", 1024.0),
-                                 ("clat", "clat_mean_us", 1e-3), ("lat", "lat_mean_us", 1e-3)):
+        rows = pd.DataFrame(
+            {
+                "direction": DIRECTIONS.get(int(ddir), str(ddir)),
+                "interval": k,
+                "t_start_s": offset_s + (k - 1) * log_ms / 1000.0,
+                "t_s": offset_s + k * log_ms / 1000.0,
+                "interval_s": interval_s,
+                "ios": ios,
+            }
+        )
+        for kind, col, scale in (
+            ("iops", "iops", 1.0),
+            ("bw", "bw_bytes_s", 1024.0),
+            ("clat", "clat_mean_us", 1e-3),
+            ("lat", "lat_mean_us", 1e-3),
+        ):
             values = per_kind.get(kind)
-            values = values.loc[ddir] if values is not None and ddir in values.index.get_level_values(0) else pd.Series(dtype=float)
+            values = (
+                values.loc[ddir]
+                if values is not None and ddir in values.index.get_level_values(0)
+                else pd.Series(dtype=float)
+            )
             rows[col] = values.reindex(k).to_numpy(dtype=float) * scale
         out.append(rows)
         out_bins.append(dir_bins)
@@ -581,15 +688,33 @@ def _percentiles(table: pd.DataFrame, bins: np.ndarray) -> tuple[pd.DataFrame, n
         for col, v in _row_percentiles(row, values).items():
             out[col][i] = v
     table = table.assign(**out)
-    order = ["host", "job_number", "job", "direction", "interval", "t_start_s", "t_s", "interval_s", "ios", "iops",
-             "bw_bytes_s", "clat_mean_us", "lat_mean_us", *out]
+    order = [
+        "host",
+        "job_number",
+        "job",
+        "direction",
+        "interval",
+        "t_start_s",
+        "t_s",
+        "interval_s",
+        "ios",
+        "iops",
+        "bw_bytes_s",
+        "clat_mean_us",
+        "lat_mean_us",
+        *out,
+    ]
     return table[order], bins
 
 
 def _row_percentiles(row: np.ndarray, values: np.ndarray) -> dict[str, float]:
     """clat_p50_us, clat_p99_us, clat_p99_9_us of one histogram row (fio's rule); NaN when empty."""
     nz = np.nonzero(row)[0]
-    got = fiojson.percentiles_from_bins({str(int(values[j])): int(row[j]) for j in nz}, PERCENTILES.values()) if len(nz) else {}
+    got = (
+        fiojson.percentiles_from_bins({str(int(values[j])): int(row[j]) for j in nz}, PERCENTILES.values())
+        if len(nz)
+        else {}
+    )
     return {f"clat_p{name}_us": got[p] / 1000.0 if p in got else np.nan for name, p in PERCENTILES.items()}
 
 
@@ -604,8 +729,10 @@ def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.Dat
     logs_hosts = set(table["host"])
     match_hosts = not len(fio) or logs_hosts <= set(fio["host"])
     if len(fio) and not match_hosts:
-        notes.append(f"the logs' hosts ({', '.join(sorted(h or 'local' for h in logs_hosts))}) are not those of "
-                     "fio's report: coverage is per direction over all hosts")
+        notes.append(
+            f"the logs' hosts ({', '.join(sorted(h or 'local' for h in logs_hosts))}) are not those of "
+            "fio's report: coverage is per direction over all hosts"
+        )
     rows = []
     keys = ["host", "direction"] if match_hosts else ["direction"]
     for key, part in table.groupby(keys):
@@ -620,23 +747,33 @@ def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.Dat
         runtime_s = float(fio_part["runtime_ms"].max()) / 1000.0 if len(fio_part) else math.nan
         last = part.dropna(subset=["ios"] if exact else ["iops"]).groupby("job_number")["t_s"].max()
         covered_to = float(last.min()) if len(last) else math.nan
-        rows.append({"host": sel.get("host", ""), "direction": sel["direction"],
-                     "intervals": int(part["interval"].nunique()), "fio_ios": fio_ios, "series_ios": float(series_ios),
-                     "uncovered_ios": fio_ios - series_ios, "covered_pct": 100 * series_ios / fio_ios if fio_ios else math.nan,
-                     "runtime_s": runtime_s, "covered_s": covered_to,
-                     "uncovered_s": runtime_s - covered_to if runtime_s == runtime_s else math.nan,
-                     "ios_from": "histogram log" if exact else "IOPS log x interval (an estimate: no histogram log)"})
+        rows.append(
+            {
+                "host": sel.get("host", ""),
+                "direction": sel["direction"],
+                "intervals": int(part["interval"].nunique()),
+                "fio_ios": fio_ios,
+                "series_ios": float(series_ios),
+                "uncovered_ios": fio_ios - series_ios,
+                "covered_pct": 100 * series_ios / fio_ios if fio_ios else math.nan,
+                "runtime_s": runtime_s,
+                "covered_s": covered_to,
+                "uncovered_s": runtime_s - covered_to if runtime_s == runtime_s else math.nan,
+                "ios_from": "histogram log" if exact else "IOPS log x interval (an estimate: no histogram log)",
+            }
+        )
     return pd.DataFrame(rows)
 
 
 OVERLAP_RATIO = 1.10  # client/server: a regular interval whose histogram line counts this many times its
-                      # IOPS log's IOs (+10) overlaps the ones before (on a quiet machine the two agree
-                      # within 1 %; on a loaded one their windows drift apart, so it is not checked locally)
+# IOPS log's IOs (+10) overlaps the ones before (on a quiet machine the two agree
+# within 1 %; on a loaded one their windows drift apart, so it is not checked locally)
 UNDONE = "histogram log (client/server overlap undone)"
 
 
-def _drop_bad_hist(table: pd.DataFrame, bins: np.ndarray, coverage: pd.DataFrame, notes: list[str],
-                   client_server: bool) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
+def _drop_bad_hist(
+    table: pd.DataFrame, bins: np.ndarray, coverage: pd.DataFrame, notes: list[str], client_server: bool
+) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
     """A histogram log whose intervals overlap — it counts more IOs than fio's report, or, in
     client/server mode, a regular interval's line counts more than ``OVERLAP_RATIO`` times
     the IOs its IOPS log says. fio 3.33's client writes each line as its interval plus every
@@ -646,7 +783,9 @@ def _drop_bad_hist(table: pd.DataFrame, bins: np.ndarray, coverage: pd.DataFrame
     log_s = float(np.median(table["interval_s"])) if len(table) else 0.0
     values = bin_values_ns(bins.shape[1])
     for i, r in coverage[coverage["ios_from"] == "histogram log"].iterrows():
-        where = ((table["direction"] == r["direction"]) & ((table["host"] == r["host"]) if r["host"] else True)).to_numpy()
+        where = (
+            (table["direction"] == r["direction"]) & ((table["host"] == r["host"]) if r["host"] else True)
+        ).to_numpy()
         part = table[where]
         regular = _regular(part, log_s)
         expected = regular["iops"] * regular["interval_s"]
@@ -664,22 +803,37 @@ def _drop_bad_hist(table: pd.DataFrame, bins: np.ndarray, coverage: pd.DataFrame
                     table.loc[j, col] = v
             got = float(undone.sum())
             coverage.loc[i, ["series_ios", "uncovered_ios", "covered_pct", "ios_from"]] = [
-                got, r["fio_ios"] - got, 100 * got / r["fio_ios"] if r["fio_ios"] else np.nan, UNDONE]
-            notes.append(f"{who}: each line is its interval plus every second one before it (fio's client/server "
-                         "mode writes them so); undone by subtracting the line two before — checked: no bin below "
-                         "zero, every interval's IOs within 5 % of its IOPS log")
+                got,
+                r["fio_ios"] - got,
+                100 * got / r["fio_ios"] if r["fio_ios"] else np.nan,
+                UNDONE,
+            ]
+            notes.append(
+                f"{who}: each line is its interval plus every second one before it (fio's client/server "
+                "mode writes them so); undone by subtracting the line two before — checked: no bin below "
+                "zero, every interval's IOs within 5 % of its IOPS log"
+            )
             continue
-        than = ("more than the {:,.0f} of its report".format(r["fio_ios"]) if over_report else
-                "and an interval's line up to {:.2f} times what its IOPS log says for it".format(
-                    float((regular["ios"] / expected.where(expected > 0)).max())))
-        notes.append(f"{who}, {than} — its intervals overlap: its IO counts and percentiles are not used, IOs "
-                     "per interval are estimated as IOPS x interval")
+        than = (
+            "more than the {:,.0f} of its report".format(r["fio_ios"])
+            if over_report
+            else "and an interval's line up to {:.2f} times what its IOPS log says for it".format(
+                float((regular["ios"] / expected.where(expected > 0)).max())
+            )
+        )
+        notes.append(
+            f"{who}, {than} — its intervals overlap: its IO counts and percentiles are not used, IOs "
+            "per interval are estimated as IOPS x interval"
+        )
         table.loc[where, ["ios", *[f"clat_p{p}_us" for p in PERCENTILES]]] = np.nan
         bins[where] = 0
         from_iops = float((part["iops"] * part["interval_s"]).sum())
         coverage.loc[i, ["series_ios", "uncovered_ios", "covered_pct", "ios_from"]] = [
-            from_iops, r["fio_ios"] - from_iops, 100 * from_iops / r["fio_ios"] if r["fio_ios"] else np.nan,
-            "IOPS log x interval (an estimate: histogram log unusable)"]
+            from_iops,
+            r["fio_ios"] - from_iops,
+            100 * from_iops / r["fio_ios"] if r["fio_ios"] else np.nan,
+            "IOPS log x interval (an estimate: histogram log unusable)",
+        ]
     return table, bins, coverage
 
 
@@ -722,14 +876,28 @@ def _fio_start(meta: Mapping[str, Any], first_epoch_ms: float, time_base: str, d
     if time_base == "unix" and t0_unix is not None:
         return first_epoch_ms / 1000.0 - float(t0_unix), ""
     jobs = (doc or {}).get("jobs") or (doc or {}).get("client_stats") or []
-    runtime = max([float(j.get(d, {}).get("runtime", 0)) for j in jobs for d in DIRECTIONS.values()
-                   if isinstance(j.get(d), dict)] or [0.0]) / 1000.0
+    runtime = (
+        max(
+            [
+                float(j.get(d, {}).get("runtime", 0))
+                for j in jobs
+                for d in DIRECTIONS.values()
+                if isinstance(j.get(d), dict)
+            ]
+            or [0.0]
+        )
+        / 1000.0
+    )
     if t0_unix is not None and doc and doc.get("timestamp_ms"):
         start = float(doc["timestamp_ms"]) / 1000.0 - runtime - float(t0_unix)
-        return start, (f"fio's start on the samplers' axis is estimated ({start:.2f} s after they started) from "
-                       "its report's time minus its runtime: this fio cannot stamp logs with CLOCK_MONOTONIC")
-    return 0.0, ("fio's start on the samplers' axis is unknown (no series.json): the samplers are drawn as if "
-                 "fio started with them")
+        return start, (
+            f"fio's start on the samplers' axis is estimated ({start:.2f} s after they started) from "
+            "its report's time minus its runtime: this fio cannot stamp logs with CLOCK_MONOTONIC"
+        )
+    return 0.0, (
+        "fio's start on the samplers' axis is unknown (no series.json): the samplers are drawn as if "
+        "fio started with them"
+    )
 
 
 def _fio_steadystate(doc: dict | None) -> list[dict]:
@@ -738,10 +906,19 @@ def _fio_steadystate(doc: dict | None) -> list[dict]:
     for j in (doc or {}).get("jobs") or (doc or {}).get("client_stats") or []:
         ss = j.get("steadystate")
         if isinstance(ss, dict):
-            runtime = max(float(j.get(d, {}).get("runtime", 0)) for d in DIRECTIONS.values() if isinstance(j.get(d), dict))
-            out.append({"job": j.get("jobname", ""), "ss": ss.get("ss", ""), "attained": bool(ss.get("attained")),
-                        "criterion": ss.get("criterion", ""), "duration_s": float(ss.get("duration", 0)),
-                        "runtime_s": runtime / 1000.0})
+            runtime = max(
+                float(j.get(d, {}).get("runtime", 0)) for d in DIRECTIONS.values() if isinstance(j.get(d), dict)
+            )
+            out.append(
+                {
+                    "job": j.get("jobname", ""),
+                    "ss": ss.get("ss", ""),
+                    "attained": bool(ss.get("attained")),
+                    "criterion": ss.get("criterion", ""),
+                    "duration_s": float(ss.get("duration", 0)),
+                    "runtime_s": runtime / 1000.0,
+                }
+            )
     return out
 
 
@@ -758,16 +935,25 @@ def aligned_samplers(run_dir: str | os.PathLike, fio_start_s: float = 0.0) -> pd
     stat = read_stat(run_dir).sort_values(["cpu", "t_s"])
     rows = []
     for t, part in stat.groupby("t_s"):
-        rows.append({"t_s": t, **{f: part[f].sum() for f in STAT_FIELDS},
-                     **{f"host_{f}": part[f"host_{f}"].iloc[0] for f in STAT_FIELDS if f"host_{f}" in part}})
+        rows.append(
+            {
+                "t_s": t,
+                **{f: part[f].sum() for f in STAT_FIELDS},
+                **{f"host_{f}": part[f"host_{f}"].iloc[0] for f in STAT_FIELDS if f"host_{f}" in part},
+            }
+        )
     per_t = pd.DataFrame(rows).sort_values("t_s")
     d = per_t.diff().iloc[1:]
     total = d[list(STAT_FIELDS)].sum(axis=1).replace(0, np.nan)
-    out = pd.DataFrame({"t_start_s": per_t["t_s"].iloc[:-1].to_numpy() - fio_start_s,
-                        "t_s": per_t["t_s"].iloc[1:].to_numpy() - fio_start_s,
-                        "cpu_busy_pct": (100 * d[list(BUSY_FIELDS)].sum(axis=1) / total).to_numpy(),
-                        "cpu_steal_pct": (100 * d["steal"] / total).to_numpy(),
-                        "cpu_iowait_pct": (100 * d["iowait"] / total).to_numpy()})
+    out = pd.DataFrame(
+        {
+            "t_start_s": per_t["t_s"].iloc[:-1].to_numpy() - fio_start_s,
+            "t_s": per_t["t_s"].iloc[1:].to_numpy() - fio_start_s,
+            "cpu_busy_pct": (100 * d[list(BUSY_FIELDS)].sum(axis=1) / total).to_numpy(),
+            "cpu_steal_pct": (100 * d["steal"] / total).to_numpy(),
+            "cpu_iowait_pct": (100 * d["iowait"] / total).to_numpy(),
+        }
+    )
     if "host_steal" in per_t:
         htotal = d[[f"host_{f}" for f in STAT_FIELDS]].sum(axis=1).replace(0, np.nan)
         out["host_steal_pct"] = (100 * d["host_steal"] / htotal).to_numpy()
@@ -796,8 +982,7 @@ def _threads(run_dir: Path, starts: np.ndarray, ends: np.ndarray) -> pd.DataFram
     meta = runfiles.read_json(run_dir / "threads.json", optional=True) or {}
     with runfiles.guard(run_dir / "threads.json"):
         interval_s = float(meta.get("interval_s") or 0)
-    tick_s = interval_s or (float(np.median(np.diff(np.unique(frame["t_s"]))))
-                                                   if frame["t_s"].nunique() > 1 else 0.0)
+    tick_s = interval_s or (float(np.median(np.diff(np.unique(frame["t_s"])))) if frame["t_s"].nunique() > 1 else 0.0)
     if not tick_s:
         return pd.DataFrame()
     out = {}
@@ -814,6 +999,7 @@ class Steady:
     """Where a run is in steady state: ``method`` ("fio steadystate" or "SNIA rule"),
     ``reached``, ``from_s`` (start of the steady part, seconds since fio started; the
     warm-up is ``warmup_s`` = from_s), and the figures that decided it in words."""
+
     method: str
     reached: bool
     from_s: float | None
@@ -824,8 +1010,9 @@ class Steady:
         return self.from_s
 
 
-def find_steady(series: Series, window: int = SNIA_WINDOW, range_pct: float = SNIA_RANGE_PCT,
-                slope_pct: float = SNIA_SLOPE_PCT) -> Steady:
+def find_steady(
+    series: Series, window: int = SNIA_WINDOW, range_pct: float = SNIA_RANGE_PCT, slope_pct: float = SNIA_SLOPE_PCT
+) -> Steady:
     """fio's own steadystate result when the job asked for one (``ss=``; fio ends the job when
     it holds, so the steady part is its last ``ss_dur``); else SNIA's rule
     (``analysis.steady_state``) on the total IOPS of each ``window`` consecutive intervals,
@@ -834,27 +1021,43 @@ def find_steady(series: Series, window: int = SNIA_WINDOW, range_pct: float = SN
         ss = series.steadystate
         if all(s["attained"] for s in ss):
             start = max(s["runtime_s"] - s["duration_s"] for s in ss)
-            return Steady("fio steadystate", True, max(0.0, start),
-                          "; ".join(f"{s['job']}: fio's steadystate {s['ss']} attained over the last "
-                                    f"{s['duration_s']:g} s (criterion {s['criterion']})" for s in ss))
-        return Steady("fio steadystate", False, None,
-                      "; ".join(f"{s['job']}: fio's steadystate {s['ss']} "
-                                f"{'attained' if s['attained'] else 'NOT attained'} (criterion {s['criterion']})"
-                                for s in ss))
+            return Steady(
+                "fio steadystate",
+                True,
+                max(0.0, start),
+                "; ".join(
+                    f"{s['job']}: fio's steadystate {s['ss']} attained over the last "
+                    f"{s['duration_s']:g} s (criterion {s['criterion']})"
+                    for s in ss
+                ),
+            )
+        return Steady(
+            "fio steadystate",
+            False,
+            None,
+            "; ".join(
+                f"{s['job']}: fio's steadystate {s['ss']} "
+                f"{'attained' if s['attained'] else 'NOT attained'} (criterion {s['criterion']})"
+                for s in ss
+            ),
+        )
     tot = series.totals()
     iops = _iops_of(tot)
     unit = f"intervals of {series.log_ms / 1000:g} s"
-    name = (f"SNIA rule over {window} {unit} (range <= {range_pct:g} %, linear-fit excursion <= "
-            f"{slope_pct:g} % of the mean)")
+    name = (
+        f"SNIA rule over {window} {unit} (range <= {range_pct:g} %, linear-fit excursion <= "
+        f"{slope_pct:g} % of the mean)"
+    )
     if len(iops) < window:
         return Steady("SNIA rule", False, None, f"{name}: only {len(iops)} intervals, fewer than its window")
     last_why = ""
     for i in range(len(iops) - window + 1):
-        ok, why = steady_state(iops[i:i + window], window, range_pct, slope_pct, unit=unit)
+        ok, why = steady_state(iops[i : i + window], window, range_pct, slope_pct, unit=unit)
         if ok:
             start = float(tot["t_start_s"].iloc[i])
-            return Steady("SNIA rule", True, start, f"{name}: holds from {start:g} s ({why.replace('last', 'the')} "
-                          f"from there)")
+            return Steady(
+                "SNIA rule", True, start, f"{name}: holds from {start:g} s ({why.replace('last', 'the')} from there)"
+            )
         last_why = why
     return Steady("SNIA rule", False, None, f"{name}: no window holds (the final one: {last_why})")
 
@@ -872,7 +1075,9 @@ def find_stalls(series: Series, fraction: float = STALL_FRACTION) -> pd.DataFram
     machine's steal and the frequency, with the run's medians of each beside them
     (``*_run_median``) — what the samplers saw then."""
     if not 0 < fraction < 1:
-        raise InputError(f"fraction={fraction!r}: a stall is below a share of the median IOPS, between 0 and 1 (e.g. 0.5)")
+        raise InputError(
+            f"fraction={fraction!r}: a stall is below a share of the median IOPS, between 0 and 1 (e.g. 0.5)"
+        )
     tot = series.totals()
     iops = _iops_of(tot)
     median = float(np.nanmedian(iops)) if len(iops) else math.nan
@@ -886,9 +1091,13 @@ def find_stalls(series: Series, fraction: float = STALL_FRACTION) -> pd.DataFram
         j = i
         while j + 1 < len(iops) and low[j + 1]:
             j += 1
-        row = {"t_start_s": float(tot["t_start_s"].iloc[i]), "t_s": float(tot["t_s"].iloc[j]),
-               "intervals": j - i + 1, "iops_min": float(np.nanmin(iops[i:j + 1])),
-               "pct_of_median": 100 * float(np.nanmin(iops[i:j + 1])) / median}
+        row = {
+            "t_start_s": float(tot["t_start_s"].iloc[i]),
+            "t_s": float(tot["t_s"].iloc[j]),
+            "intervals": j - i + 1,
+            "iops_min": float(np.nanmin(iops[i : j + 1])),
+            "pct_of_median": 100 * float(np.nanmin(iops[i : j + 1])) / median,
+        }
         row.update(_samplers_during(series.samplers, row["t_start_s"], row["t_s"]))
         stalls.append(row)
         i = j + 1
@@ -922,19 +1131,35 @@ def summary(series: Series, steady: Steady | None = None) -> pd.DataFrame:
         fio = fio[fio["direction"].isin(DIRECTIONS.values()) & (fio["job"] != "All clients")]
         for direction, part in fio.groupby("direction", sort=False):
             jobs = [j for j in doc.get("jobs") or doc.get("client_stats") or [] if j.get("jobname") != "All clients"]
-            bins = fiojson.merge_bins(*[b for j in jobs if isinstance(j.get(direction), dict)
-                                        for b in [fiojson.latency_bins(j[direction], "clat")] if b])
+            bins = fiojson.merge_bins(
+                *[
+                    b
+                    for j in jobs
+                    if isinstance(j.get(direction), dict)
+                    for b in [fiojson.latency_bins(j[direction], "clat")]
+                    if b
+                ]
+            )
             ios = float(part["total_ios"].sum())
-            rows.append({"part": "fio report (whole run)", "direction": direction, "ios": ios,
-                         "seconds": float(part["runtime_ms"].max()) / 1000.0, "iops": float(part["iops"].sum()),
-                         "clat_mean_us": float((part["clat_mean_us"] * part["total_ios"]).sum() / ios) if ios else math.nan,
-                         **_pcts(bins)})
+            rows.append(
+                {
+                    "part": "fio report (whole run)",
+                    "direction": direction,
+                    "ios": ios,
+                    "seconds": float(part["runtime_ms"].max()) / 1000.0,
+                    "iops": float(part["iops"].sum()),
+                    "clat_mean_us": float((part["clat_mean_us"] * part["total_ios"]).sum() / ios) if ios else math.nan,
+                    **_pcts(bins),
+                }
+            )
     parts = [("logs (covered intervals)", None)]
     if steady is not None and steady.reached and steady.from_s is not None:
         parts.append((f"logs, steady state (from {steady.from_s:g} s, {steady.method})", steady.from_s))
     for name, t_from in parts:
         for direction in series.table["direction"].unique():
-            pick = (series.table["direction"] == direction) & (series.table["t_s"] > (t_from if t_from is not None else -1) + 1e-9)
+            pick = (series.table["direction"] == direction) & (
+                series.table["t_s"] > (t_from if t_from is not None else -1) + 1e-9
+            )
             part = series.table[pick]
             if part.empty:
                 continue
@@ -943,10 +1168,19 @@ def summary(series: Series, steady: Steady | None = None) -> pd.DataFrame:
             w = part.dropna(subset=["clat_mean_us", "ios"])
             tot = series.totals(by_direction=True)
             tot = tot[(tot["direction"] == direction) & (tot["t_s"] > (t_from if t_from is not None else -1) + 1e-9)]
-            rows.append({"part": name, "direction": direction, "ios": ios, "seconds": seconds,
-                         "iops": ios / seconds if ios == ios and seconds else float(tot["iops"].mean()),
-                         "clat_mean_us": float((w["clat_mean_us"] * w["ios"]).sum() / w["ios"].sum()) if w["ios"].sum() else math.nan,
-                         **_pcts(series.pooled_bins(direction, t_from=t_from))})
+            rows.append(
+                {
+                    "part": name,
+                    "direction": direction,
+                    "ios": ios,
+                    "seconds": seconds,
+                    "iops": ios / seconds if ios == ios and seconds else float(tot["iops"].mean()),
+                    "clat_mean_us": float((w["clat_mean_us"] * w["ios"]).sum() / w["ios"].sum())
+                    if w["ios"].sum()
+                    else math.nan,
+                    **_pcts(series.pooled_bins(direction, t_from=t_from)),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -960,6 +1194,7 @@ class Heatmap:
     """``heatmap``'s grid: ``counts[latency bucket, interval]`` (IOs), ``t_edges`` (s) and
     ``lat_edges_us`` (µs); ``below``: IOs faster than the lowest row drawn (left out so a
     handful of outliers do not stretch the axis; said under the picture)."""
+
     t_edges: np.ndarray
     lat_edges_us: np.ndarray
     counts: np.ndarray
@@ -967,8 +1202,7 @@ class Heatmap:
     total: int
 
 
-def heatmap(series: Series, direction: str | None = None, per_doubling: int = 4,
-            low_pct: float = 0.01) -> Heatmap:
+def heatmap(series: Series, direction: str | None = None, per_doubling: int = 4, low_pct: float = 0.01) -> Heatmap:
     """A latency heatmap of the histogram log, summed over jobs and hosts (and directions
     unless one is named). fio's bins are regrouped into ``per_doubling`` buckets per doubling
     of latency (fio's own are 64 per doubling), so the picture's rows are even on a log axis.
@@ -977,11 +1211,17 @@ def heatmap(series: Series, direction: str | None = None, per_doubling: int = 4,
     t = series.table
     pick = np.ones(len(t), dtype=bool) if direction is None else (t["direction"] == direction).to_numpy()
     if not series.bins[pick].any():
-        raise InputError(f"{series.run_dir}: no histogram-log IOs{' for ' + direction if direction else ''} to draw "
-                         "(the run needs fio's write_hist_log: iolab asks for it with log_ms)")
+        raise InputError(
+            f"{series.run_dir}: no histogram-log IOs{' for ' + direction if direction else ''} to draw "
+            "(the run needs fio's write_hist_log: iolab asks for it with log_ms)"
+        )
     times = np.sort(t.loc[pick, "t_s"].unique())
     col = np.searchsorted(times, t.loc[pick, "t_s"].to_numpy())
-    lows = np.array([bin_edges_ns(i)[0] for i in range(len(series.bin_ns))]) if len(series.bin_ns) == 1856 else series.bin_ns
+    lows = (
+        np.array([bin_edges_ns(i)[0] for i in range(len(series.bin_ns))])
+        if len(series.bin_ns) == 1856
+        else series.bin_ns
+    )
     bucket = np.floor(np.log2(np.maximum(lows, 1)) * per_doubling).astype(int)
     per_bin = series.bins[pick].sum(axis=0)
     used = np.nonzero(per_bin)[0]
@@ -1006,10 +1246,14 @@ def reading(series: Series, steady: Steady, stalls: pd.DataFrame) -> str:
     what the samplers saw during them, how much of fio's run the series covers."""
     tot = series.totals()
     iops = _iops_of(tot)
-    parts = [f"{len(tot)} intervals of {series.log_ms} ms; total IOPS per interval: median {np.nanmedian(iops):,.0f}, "
-             f"min {np.nanmin(iops):,.0f}, max {np.nanmax(iops):,.0f} (max/min {np.nanmax(iops) / max(np.nanmin(iops), 1e-9):.1f}x)."]
+    parts = [
+        f"{len(tot)} intervals of {series.log_ms} ms; total IOPS per interval: median {np.nanmedian(iops):,.0f}, "
+        f"min {np.nanmin(iops):,.0f}, max {np.nanmax(iops):,.0f} (max/min {np.nanmax(iops) / max(np.nanmin(iops), 1e-9):.1f}x)."
+    ]
     if steady.reached:
-        parts.append(f"Steady state ({steady.method}) from {steady.from_s:g} s: a warm-up of {steady.warmup_s:g} s. {steady.text}.")
+        parts.append(
+            f"Steady state ({steady.method}) from {steady.from_s:g} s: a warm-up of {steady.warmup_s:g} s. {steady.text}."
+        )
     else:
         parts.append(f"No steady state ({steady.method}): {steady.text}.")
     if len(stalls):
@@ -1022,17 +1266,26 @@ def reading(series: Series, steady: Steady, stalls: pd.DataFrame) -> str:
                 seen.append(f"busy {s.cpu_busy_pct:.0f} % (median {s.cpu_busy_pct_run_median:.0f} %)")
             if "cpu_iowait_pct" in stalls and s.cpu_iowait_pct == s.cpu_iowait_pct:
                 seen.append(f"iowait {s.cpu_iowait_pct:.0f} % (median {s.cpu_iowait_pct_run_median:.0f} %)")
-            said.append(f"{s.t_start_s:g}-{s.t_s:g} s (down to {s.iops_min:,.0f} IOPS, {s.pct_of_median:.0f} % of the median"
-                        + (f"; the samplers saw {', '.join(seen)}" if seen else "") + ")")
-        parts.append(f"{len(stalls)} stall{'s' if len(stalls) > 1 else ''} below {100 * STALL_FRACTION:g} % of the median: "
-                     + "; ".join(said) + ".")
+            said.append(
+                f"{s.t_start_s:g}-{s.t_s:g} s (down to {s.iops_min:,.0f} IOPS, {s.pct_of_median:.0f} % of the median"
+                + (f"; the samplers saw {', '.join(seen)}" if seen else "")
+                + ")"
+            )
+        parts.append(
+            f"{len(stalls)} stall{'s' if len(stalls) > 1 else ''} below {100 * STALL_FRACTION:g} % of the median: "
+            + "; ".join(said)
+            + "."
+        )
     else:
         parts.append(f"No stall: no interval below {100 * STALL_FRACTION:g} % of the median IOPS.")
     if not series.samplers.empty and "cpu_steal_pct" in series.samplers:
         s = series.samplers
-        parts.append(f"Steal on the pinned CPUs: median {s['cpu_steal_pct'].median():.0f} %, max "
-                     f"{s['cpu_steal_pct'].max():.0f} %" + (f" (at {s.loc[s['cpu_steal_pct'].idxmax(), 't_s']:.1f} s)"
-                                                           if s['cpu_steal_pct'].max() > 0 else "") + ".")
+        parts.append(
+            f"Steal on the pinned CPUs: median {s['cpu_steal_pct'].median():.0f} %, max "
+            f"{s['cpu_steal_pct'].max():.0f} %"
+            + (f" (at {s.loc[s['cpu_steal_pct'].idxmax(), 't_s']:.1f} s)" if s["cpu_steal_pct"].max() > 0 else "")
+            + "."
+        )
     parts.append(series.note())
     return " ".join(parts)
 
@@ -1046,12 +1299,22 @@ def run_columns(run_dir: str | os.PathLike) -> dict[str, Any]:
         s = read_series(run_dir)
     except (InputError, FioOutputError, OSError, ValueError) as exc:
         meta = read_meta(run_dir)
-        return {"log_ms": meta.get("log_ms", nan), "series_intervals": 0, "series_ios_covered_pct": nan,
-                "steady_from_s": nan, "stalls": nan, "series_note": str(exc)}
+        return {
+            "log_ms": meta.get("log_ms", nan),
+            "series_intervals": 0,
+            "series_ios_covered_pct": nan,
+            "steady_from_s": nan,
+            "stalls": nan,
+            "series_note": str(exc),
+        }
     steady = find_steady(s)
     cov = s.coverage
     covered = 100 * cov["series_ios"].sum() / cov["fio_ios"].sum() if cov["fio_ios"].sum() else nan
-    return {"log_ms": s.log_ms, "series_intervals": int(s.table["interval"].max()),
-            "series_ios_covered_pct": float(covered),
-            "steady_from_s": steady.from_s if steady.reached else nan,
-            "stalls": len(find_stalls(s)), "series_note": ""}
+    return {
+        "log_ms": s.log_ms,
+        "series_intervals": int(s.table["interval"].max()),
+        "series_ios_covered_pct": float(covered),
+        "steady_from_s": steady.from_s if steady.reached else nan,
+        "stalls": len(find_stalls(s)),
+        "series_note": "",
+    }

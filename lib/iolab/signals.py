@@ -18,6 +18,7 @@ A program that handles ``Terminated`` itself (the ``iolab`` command) calls
 
 SIGKILL cannot be caught: ``iolab.repair`` puts right what a killed process left (``iolab.ledger``).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -60,9 +61,11 @@ def _handler(signum, _frame) -> None:
 
 def _arm_last_resort(signum: int) -> None:
     """Exit for good ``FORCE_EXIT_AFTER_S`` from now if ``Terminated`` was swallowed."""
+
     def force_exit() -> None:
         atexit._run_exitfuncs()  # the same cleanup a normal exit runs
         os._exit(128 + signum)
+
     try:  # tests shorten it; inside a signal handler a bad value is no reason to fail: the default
         delay = env_seconds("IOLAB_FORCE_EXIT_S", FORCE_EXIT_AFTER_S)
     except ValueError:

@@ -40,6 +40,7 @@ Format history (``schema`` in run.json; the whole layout above has one version):
                     iolab that knows only 1 says "upgrade"); the perf stat window is
                     perf_stat_window.json and perf_stat_tidy.csv is gone (perf_stat.csv is read).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,8 +79,11 @@ class RunFolder:
         self.root.mkdir(parents=True, exist_ok=True)
         self.run_id = new_run_id(label)
         self.path = self.root / f".tmp-{self.run_id}"
-        self._ledger = ledger.record("run", path=str(self.path.absolute()), undo=lambda: finish_abandoned(
-            self.path, "its iolab process exited before the run ended"))
+        self._ledger = ledger.record(
+            "run",
+            path=str(self.path.absolute()),
+            undo=lambda: finish_abandoned(self.path, "its iolab process exited before the run ended"),
+        )
         self.path.mkdir()
         self.meta: dict[str, Any] = _new_meta(self.run_id)
         self.write_json("run.json", self.meta)  # status "running" until finish()
@@ -115,8 +119,7 @@ def _utc_now() -> str:
 
 def _stamp(run_id: str) -> dict[str, Any]:
     """What every run.json starts with: its layout version, the iolab that wrote it, its id."""
-    return {"schema": SCHEMA_VERSION, "schema_version": SCHEMA_VERSION, "iolab_version": __version__,
-            "run_id": run_id}
+    return {"schema": SCHEMA_VERSION, "schema_version": SCHEMA_VERSION, "iolab_version": __version__, "run_id": run_id}
 
 
 def _new_meta(run_id: str) -> dict[str, Any]:
@@ -156,8 +159,7 @@ def run_folder(root: str | os.PathLike, label: str = "") -> Iterator[RunFolder]:
         folder.finish("interrupted", "KeyboardInterrupt")
         raise
     except BaseException as exc:
-        folder.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed",
-                      f"{type(exc).__name__}: {exc}")
+        folder.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed", f"{type(exc).__name__}: {exc}")
         raise
     else:
         folder.finish("ok")
@@ -170,8 +172,7 @@ def job_key(fio_options: Mapping[str, Any], target: str, swept: Mapping[str, Any
     swept values including ``repeat``. Sweeps resume on it; 16 hex digits of SHA-256 over
     the sorted JSON, so it does not depend on dict order or on str/int spellings JSON keeps."""
     opts = {k: v for k, v in dict(fio_options).items() if k != "name"}
-    body = json.dumps({"fio_options": opts, "target": str(target), "swept": dict(swept)},
-                      sort_keys=True, default=str)
+    body = json.dumps({"fio_options": opts, "target": str(target), "swept": dict(swept)}, sort_keys=True, default=str)
     body = json.dumps(json.loads(body), sort_keys=True)  # as stored: tuples -> lists, Paths -> str
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
@@ -179,8 +180,9 @@ def job_key(fio_options: Mapping[str, Any], target: str, swept: Mapping[str, Any
 def stored_job_key(params: Mapping[str, Any]) -> str:
     """The job key of a stored run from its params.json: ``job_key`` if recorded, else
     computed from its fio_options, target and swept values (runs stored before the key)."""
-    return params.get("job_key") or job_key(params.get("fio_options", {}), params.get("target", ""),
-                                            params.get("swept", {}))
+    return params.get("job_key") or job_key(
+        params.get("fio_options", {}), params.get("target", ""), params.get("swept", {})
+    )
 
 
 # ---------------------------------------------------------------- loading
@@ -201,12 +203,16 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     if version in SCHEMAS_READ:
         return _with_id_and_status(meta, path / "run.json")
     if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise SchemaError(f"{path} was written by iolab {meta.get('iolab_version', '?')} with run-folder "
-                          f"schema {version}; this iolab ({__version__}) reads schemas {SCHEMAS_READ[0]} "
-                          f"to {SCHEMA_VERSION}. Upgrade iolab (git pull; make setup) and load it again.")
-    raise SchemaError(f"{path}: run.json names run-folder schema {version!r}, which no iolab wrote (this "
-                      f"one reads {SCHEMAS_READ[0]} to {SCHEMA_VERSION}). Re-run the experiment to refresh "
-                      "it: params.json and argv.json hold what ran.")
+        raise SchemaError(
+            f"{path} was written by iolab {meta.get('iolab_version', '?')} with run-folder "
+            f"schema {version}; this iolab ({__version__}) reads schemas {SCHEMAS_READ[0]} "
+            f"to {SCHEMA_VERSION}. Upgrade iolab (git pull; make setup) and load it again."
+        )
+    raise SchemaError(
+        f"{path}: run.json names run-folder schema {version!r}, which no iolab wrote (this "
+        f"one reads {SCHEMAS_READ[0]} to {SCHEMA_VERSION}). Re-run the experiment to refresh "
+        "it: params.json and argv.json hold what ran."
+    )
 
 
 def _with_id_and_status(meta: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -239,8 +245,10 @@ def swept_values(path: str | os.PathLike) -> dict[str, Any]:
     params = runfiles.read_json(Path(path) / "params.json", optional=True) or {}
     swept = params.get("swept") or {}
     if not isinstance(swept, dict):
-        raise RunFileError(Path(path) / "params.json", f"has 'swept' {runfiles.quote(json.dumps(swept), 20)}, not "
-                                                       "a JSON object of the swept values")
+        raise RunFileError(
+            Path(path) / "params.json",
+            f"has 'swept' {runfiles.quote(json.dumps(swept), 20)}, not a JSON object of the swept values",
+        )
     return swept
 
 
@@ -270,7 +278,9 @@ def no_run_json(root: str | os.PathLike) -> list[str]:
             continue
         if held:
             shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
-            out.append(skip_message(folder, RunFileError(folder / "run.json", f"is missing (the folder holds {shown})")))
+            out.append(
+                skip_message(folder, RunFileError(folder / "run.json", f"is missing (the folder holds {shown})"))
+            )
     return out
 
 
@@ -285,8 +295,7 @@ def find_runs(root: str | os.PathLike) -> list[Path]:
     return sorted(p for p in root.glob("*/run.json") if not p.parent.name.startswith("."))
 
 
-def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike,
-              status: str | None = "ok") -> pd.DataFrame:
+def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
     """Any set of run folders (or a folder holding them) -> one tidy DataFrame.
 
     Unreadable runs are skipped with a ``RunSkipped`` warning each (``skip_message``: the

@@ -7,6 +7,7 @@ stress-ng runs pinned to exactly those CPUs, in its own process group, recorded 
 ledger before it can do anything (``iolab.process.spawn``), so a Ctrl-C, SIGTERM or a
 killed iolab never leaves it running: it is stopped by its own pid, never by name.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,18 @@ def stress_argv(cpus: Sequence[int]) -> list[str]:
         raise ToolMissing("stress-ng", "stress-ng")
     # --temp-path: stress-ng refuses to start in a folder it cannot write (the NVMe lab's guest
     # runs notebooks in the checkout, shared read-only), even for CPU workers
-    return [exe, "--cpu", str(len(cpus)), "--taskset", ",".join(str(c) for c in cpus), "--timeout", "0",
-            "--temp-path", tempfile.gettempdir(), "--quiet"]
+    return [
+        exe,
+        "--cpu",
+        str(len(cpus)),
+        "--taskset",
+        ",".join(str(c) for c in cpus),
+        "--timeout",
+        "0",
+        "--temp-path",
+        tempfile.gettempdir(),
+        "--quiet",
+    ]
 
 
 @contextlib.contextmanager
@@ -41,13 +52,15 @@ def stressed(cpus: Sequence[int]) -> Iterator[int | None]:
     if not cpus:
         yield None
         return
-    proc, entry = spawn(stress_argv(cpus), name="stress-ng", cpus=cpus, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE, text=True)
+    proc, entry = spawn(
+        stress_argv(cpus), name="stress-ng", cpus=cpus, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         time.sleep(STARTUP_S)
         if proc.poll() is not None:
-            raise IolabError(f"stress-ng stopped at once (exit {proc.returncode}): "
-                             f"{(proc.stderr.read() or '').strip()[-300:]}")
+            raise IolabError(
+                f"stress-ng stopped at once (exit {proc.returncode}): {(proc.stderr.read() or '').strip()[-300:]}"
+            )
         yield proc.pid
     finally:
         stop_group(proc, grace_s=5)

@@ -22,6 +22,7 @@ study can run its repeats in rounds (``order="interleaved"``: every cell once pe
 discarded run of the first cell, stored under ``runs_dir/warmup``; or a time with its unit,
 ``"2s"``: fio's ``ramp_time`` on every run; ``iolab.validate.warmup`` reads every spelling).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,13 +56,14 @@ WARMUP_DIR = "warmup"  # below runs_dir: discarded warm-up runs (not loaded: one
 @dataclass(frozen=True)
 class Run:
     """One planned run: its cell (index and values), repeat, swept columns and job key."""
+
     index: int
-    options: dict[str, Any]   # fio options (or t/io_uring flags) of the cell, over ``base``
+    options: dict[str, Any]  # fio options (or t/io_uring flags) of the cell, over ``base``
     settings: dict[str, Any]  # knob values of the cell
     repeat: int
     swept: dict[str, Any]
     key: str
-    label: str                # the run folder's name after its time stamp
+    label: str  # the run folder's name after its time stamp
 
 
 def cells(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -93,10 +95,20 @@ def _done(runs_dir: Path) -> dict[str, Path]:
     return done
 
 
-def plan(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str, Any] | None = None,
-         cpus: list[int] | None = None, repeats: int = 1, aliases: Mapping[str, str] | None = None,
-         tags: Mapping[str, Any] | None = None, tool: str = "fio", label: str = "",
-         order: str = "grid", seed: int = 0) -> list[Run]:
+def plan(
+    grid: Mapping[str, Sequence[Any]],
+    *,
+    target: Target,
+    base: Mapping[str, Any] | None = None,
+    cpus: list[int] | None = None,
+    repeats: int = 1,
+    aliases: Mapping[str, str] | None = None,
+    tags: Mapping[str, Any] | None = None,
+    tool: str = "fio",
+    label: str = "",
+    order: str = "grid",
+    seed: int = 0,
+) -> list[Run]:
     """Every run of a sweep in the order it will run, checked before the first one: fio
     options (``iolab.validate``), knob names and values on this target (``knobs.checked``),
     CPUs and ``repeats``. ``order``: ``grid`` (each cell's repeats together, cells in grid
@@ -121,8 +133,11 @@ def plan(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str
         named = {aliases.get(k, k): v for k, v in cell.items()}
         for rep in range(repeats):
             swept = named | dict(tags or {}) | {"repeat": rep}
-            key = (job_key(full, target.describe(), swept) if tool == "fio"
-                   else tio_key(options, target.describe(), cpus, swept))
+            key = (
+                job_key(full, target.describe(), swept)
+                if tool == "fio"
+                else tio_key(options, target.describe(), cpus, swept)
+            )
             name = "-".join([label] * bool(label) + [f"{k}{v}" for k, v in named.items()] + [f"r{rep}"])
             runs.append(Run(index, options, settings, rep, swept, key, name))
     if order == "grid":
@@ -156,12 +171,26 @@ def warmup_kind(warmup: Any, tool: str = "fio") -> str | float | None:
     return validate_warmup(warmup, tool)
 
 
-def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[str, Any] | None = None,
-          cpus: list[int] | None = None, repeats: int = 1, runs_dir: str | Path = "data/runs/sweep",
-          resume: bool = True, aliases: Mapping[str, str] | None = None, tags: Mapping[str, Any] | None = None,
-          tool: str = "fio", before_run: Callable[[], Any] | None = None, label: str = "",
-          progress: str | None = "fio runs", order: str = "grid", seed: int = 0, warmup: Any = None,
-          **measure_kw) -> pd.DataFrame:
+def sweep(
+    grid: Mapping[str, Sequence[Any]],
+    *,
+    target: Target,
+    base: Mapping[str, Any] | None = None,
+    cpus: list[int] | None = None,
+    repeats: int = 1,
+    runs_dir: str | Path = "data/runs/sweep",
+    resume: bool = True,
+    aliases: Mapping[str, str] | None = None,
+    tags: Mapping[str, Any] | None = None,
+    tool: str = "fio",
+    before_run: Callable[[], Any] | None = None,
+    label: str = "",
+    progress: str | None = "fio runs",
+    order: str = "grid",
+    seed: int = 0,
+    warmup: Any = None,
+    **measure_kw,
+) -> pd.DataFrame:
     """Run every cell of ``grid`` ``repeats`` times; return the tidy table of its runs (only
     those: other runs in ``runs_dir`` are not mixed in), in grid order, with a ``drift``
     column naming what changed in each run's system snapshot since the sweep's first run
@@ -185,8 +214,19 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
     repair.recover_and_report()
     warm = warmup_kind(warmup, tool)
     base = with_ramp(base, warm)
-    runs = plan(grid, target=target, base=base, cpus=cpus, repeats=repeats, aliases=aliases, tags=tags,
-                tool=tool, label=label, order=order, seed=seed)
+    runs = plan(
+        grid,
+        target=target,
+        base=base,
+        cpus=cpus,
+        repeats=repeats,
+        aliases=aliases,
+        tags=tags,
+        tool=tool,
+        label=label,
+        order=order,
+        seed=seed,
+    )
     runs_dir = Path(runs_dir)
     writable_dir(runs_dir, "runs folder", "runs_dir=DIR")
     done = _done(runs_dir) if resume else {}
@@ -203,13 +243,21 @@ def sweep(grid: Mapping[str, Sequence[Any]], *, target: Target, base: Mapping[st
             if before_run:
                 before_run()
             if warm == "run":
-                measure(run.options, target, cpus=cpus, runs_dir=runs_dir / WARMUP_DIR,
-                        swept={**run.swept, "warmup": True}, label=f"warmup-{run.label}", **measure_kw)
+                measure(
+                    run.options,
+                    target,
+                    cpus=cpus,
+                    runs_dir=runs_dir / WARMUP_DIR,
+                    swept={**run.swept, "warmup": True},
+                    label=f"warmup-{run.label}",
+                    **measure_kw,
+                )
                 warm = None
                 if before_run:
                     before_run()
-            done[run.key] = measure(run.options, target, cpus=cpus, runs_dir=runs_dir, swept=run.swept,
-                                    label=run.label, **measure_kw).path
+            done[run.key] = measure(
+                run.options, target, cpus=cpus, runs_dir=runs_dir, swept=run.swept, label=run.label, **measure_kw
+            ).path
     swept = {name for r in runs for name in r.swept} - {"repeat"}
     return drift.flag(load_runs([done[r.key] for r in runs]), swept=swept)
 

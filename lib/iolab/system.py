@@ -8,6 +8,7 @@ reason in ``absent`` — never as a made-up value.
 Nothing here writes: knob changes (scheduler, readahead, governor, turbo, SMT, NVMe
 features) and dropping the page cache are ``iolab.knobs``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,8 +22,17 @@ from typing import Any
 from . import __version__
 
 SYS_CPU = Path("/sys/devices/system/cpu")
-QUEUE_KNOBS = ("scheduler", "read_ahead_kb", "nr_requests", "io_poll", "rotational",
-               "logical_block_size", "max_sectors_kb", "nomerges", "rq_affinity")
+QUEUE_KNOBS = (
+    "scheduler",
+    "read_ahead_kb",
+    "nr_requests",
+    "io_poll",
+    "rotational",
+    "logical_block_size",
+    "max_sectors_kb",
+    "nomerges",
+    "rq_affinity",
+)
 
 
 def read_text(path: str | os.PathLike) -> str | None:
@@ -36,7 +46,7 @@ def read_text(path: str | os.PathLike) -> str | None:
 def selected(text: str) -> str:
     """The chosen value of a selector file such as queue/scheduler ('[none] mq-deadline'
     -> 'none'); any other text, stripped."""
-    return text[text.index("[") + 1:text.index("]")] if "[" in text and "]" in text else text.strip()
+    return text[text.index("[") + 1 : text.index("]")] if "[" in text and "]" in text else text.strip()
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -161,8 +171,10 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
         cur = read_text(freq_dir / "scaling_cur_freq")
         cur_khz[cpu] = int(cur) if cur else None
     if all(v is None for v in cur_khz.values()):
-        absent["cpufreq"] = ("no /sys/devices/system/cpu/cpu*/cpufreq: frequency falls back "
-                             "to /proc/cpuinfo 'cpu MHz' (nominal on many VMs)")
+        absent["cpufreq"] = (
+            "no /sys/devices/system/cpu/cpu*/cpufreq: frequency falls back "
+            "to /proc/cpuinfo 'cpu MHz' (nominal on many VMs)"
+        )
     turbo, turbo_src = turbo_state()
     if turbo is None:
         absent["turbo"] = turbo_src
@@ -205,9 +217,19 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
     return snap
 
 
-BLOCK_STAT_FIELDS = ("read_ios", "read_merges", "read_sectors", "read_ticks_ms", "write_ios",
-                     "write_merges", "write_sectors", "write_ticks_ms", "in_flight", "io_ticks_ms",
-                     "time_in_queue_ms")
+BLOCK_STAT_FIELDS = (
+    "read_ios",
+    "read_merges",
+    "read_sectors",
+    "read_ticks_ms",
+    "write_ios",
+    "write_merges",
+    "write_sectors",
+    "write_ticks_ms",
+    "in_flight",
+    "io_ticks_ms",
+    "time_in_queue_ms",
+)
 
 
 def snapshot_columns(snap: dict[str, Any]) -> dict[str, Any]:
@@ -261,11 +283,16 @@ def pci_topology(device: str | None) -> dict[str, Any]:
         dev = Path(f"/sys/block/{device}/device").resolve() if Path(f"/sys/block/{device}/device").exists() else None
         pci = next((p for p in ([dev] + list(dev.parents) if dev else []) if (p / "current_link_speed").exists()), None)
         if pci:
-            out.update({"pci_address": pci.name, "link_speed": read_text(pci / "current_link_speed"),
-                        "link_width": read_text(pci / "current_link_width"),
-                        "max_link_speed": read_text(pci / "max_link_speed"),
-                        "max_link_width": read_text(pci / "max_link_width"),
-                        "numa_node": read_text(pci / "numa_node")})
+            out.update(
+                {
+                    "pci_address": pci.name,
+                    "link_speed": read_text(pci / "current_link_speed"),
+                    "link_width": read_text(pci / "current_link_width"),
+                    "max_link_speed": read_text(pci / "max_link_speed"),
+                    "max_link_width": read_text(pci / "max_link_width"),
+                    "numa_node": read_text(pci / "numa_node"),
+                }
+            )
     if shutil.which("lspci"):
         out["lspci_tree"] = subprocess.run(["lspci", "-tv"], capture_output=True, text=True).stdout
     return out

@@ -24,6 +24,7 @@ a mount, swap or holders. The guard that judges the job fio will really run is
 A loop device and its file are in the ledger (``iolab.ledger``) while they exist; what a
 killed process left is freed by ``iolab.repair``, which every iolab command runs first.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -31,7 +32,6 @@ import contextlib
 import difflib
 import errno
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -47,8 +47,10 @@ from .paths import TARGET_HELP, scratch_dir as default_scratch  # noqa: F401 (TA
 from .progress import bar
 from .validate import list_param, parse_size
 
-NOT_PRECONDITIONED = ("not preconditioned: as found (an SSD's figures depend on what was written "
-                      "before; iolab.studies.precondition reaches SNIA steady state on request)")
+NOT_PRECONDITIONED = (
+    "not preconditioned: as found (an SSD's figures depend on what was written "
+    "before; iolab.studies.precondition reaches SNIA steady state on request)"
+)
 WRITTEN_ONCE = "written whole once when created (no read hits a never-written block)"
 FILL_CHUNK = 1 << 20
 
@@ -57,12 +59,13 @@ def write_once(f, size: int, what: str) -> None:
     """Write ``size`` bytes of a fixed pseudo-random pattern to the open binary file ``f``
     from its start, with a progress bar named ``what``, and flush it to the device."""
     import random  # the pattern, not a source of randomness: seeded, the same every time
+
     pattern = random.Random(0).randbytes(FILL_CHUNK)
     view = memoryview(pattern)
     left = size
     with bar(None, f"writing {what} once", unit="MiB", total=-(-size // FILL_CHUNK), delay=1) as progress:
         while left > 0:
-            left -= f.write(view[:min(left, FILL_CHUNK)])
+            left -= f.write(view[: min(left, FILL_CHUNK)])
             progress.update(1)
         f.flush()
         os.fsync(f.fileno())
@@ -88,20 +91,22 @@ def _write_scratch(path: Path, size: int) -> None:
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            raise DiskFullError(f"no space left to write the scratch file {path}: free space on "
-                                f"{path.parent} or pass a smaller size") from exc
+            raise DiskFullError(
+                f"no space left to write the scratch file {path}: free space on {path.parent} or pass a smaller size"
+            ) from exc
         raise
 
 
 @dataclass
 class Target:
     """A target fio can run against. ``fio_options`` are what to merge into the job."""
-    kind: str                      # scratch | file | block | loop
+
+    kind: str  # scratch | file | block | loop
     path: Path
     size_bytes: int | None = None
-    device: str | None = None      # kernel name under /sys/block (nvme0n1, loop3), if any
+    device: str | None = None  # kernel name under /sys/block (nvme0n1, loop3), if any
     notes: list[str] = field(default_factory=list)
-    released: bool = False         # a loop device given back (``release``): runs refuse it
+    released: bool = False  # a loop device given back (``release``): runs refuse it
     state: str = NOT_PRECONDITIONED  # what was written to it before the runs (module docstring)
 
     @property
@@ -117,8 +122,7 @@ class Target:
         return f"{self.kind} {self.path}{dev}{size}"
 
 
-def scratch_file(directory: str | os.PathLike, size: str | int = "1g",
-                 name: str = "iolab-scratch.dat") -> Target:
+def scratch_file(directory: str | os.PathLike, size: str | int = "1g", name: str = "iolab-scratch.dat") -> Target:
     """The default target: a scratch file of ``size`` bytes under ``directory``.
 
     The file is written whole once (``write_once``) when it is missing, shorter than
@@ -129,15 +133,19 @@ def scratch_file(directory: str | os.PathLike, size: str | int = "1g",
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     if path.is_symlink() or (path.exists() and path.stat().st_nlink > 1):
-        raise TargetError(f"the scratch file {path} is a symbolic or hard link, so it may be someone's data: "
-                          "iolab writes only a scratch file of its own; remove the link (the file it points "
-                          "to stays), or choose another --scratch-dir")
+        raise TargetError(
+            f"the scratch file {path} is a symbolic or hard link, so it may be someone's data: "
+            "iolab writes only a scratch file of its own; remove the link (the file it points "
+            "to stays), or choose another --scratch-dir"
+        )
     size_bytes = parse_size(size)
     free = shutil.disk_usage(directory).free
     have = path.stat().st_size if path.exists() else 0
     if size_bytes - have > free:
-        raise TargetError(f"scratch file of {size_bytes / 2**30:.1f} GiB does not fit in "
-                          f"{directory} ({free / 2**30:.1f} GiB free): pass a smaller size")
+        raise TargetError(
+            f"scratch file of {size_bytes / 2**30:.1f} GiB does not fit in "
+            f"{directory} ({free / 2**30:.1f} GiB free): pass a smaller size"
+        )
     if not _written_whole(path, size_bytes):
         _write_scratch(path, max(size_bytes, have))
     if not owned.is_owned(path):  # iolab's by its name in the scratch folder (also one made before notes)
@@ -186,8 +194,10 @@ def resolve(spec: str | os.PathLike, scratch_dir: str | os.PathLike, size: str |
     if kind == "scratch":
         return scratch_file(scratch_dir, value or size)
     if kind == "loop":
-        raise TargetError(f"{str(spec).strip()!r} is a loop device, which must be released: "
-                          "use iolab.target.use(...) in a notebook or open_target(...) in a with block")
+        raise TargetError(
+            f"{str(spec).strip()!r} is a loop device, which must be released: "
+            "use iolab.target.use(...) in a notebook or open_target(...) in a with block"
+        )
     return existing_path(value)
 
 
@@ -220,8 +230,7 @@ def holds_data(device_path: str | os.PathLike) -> list[str]:
     name = dev.name
     found: list[str] = []
     if shutil.which("blkid"):
-        probe = subprocess.run(["blkid", "-p", "-o", "export", str(dev)],
-                               capture_output=True, text=True, check=False)
+        probe = subprocess.run(["blkid", "-p", "-o", "export", str(dev)], capture_output=True, text=True, check=False)
         if probe.returncode == 0:
             info = dict(line.split("=", 1) for line in probe.stdout.splitlines() if "=" in line)
             what = info.get("TYPE") or info.get("PTTYPE") or "unknown"
@@ -262,8 +271,7 @@ def loop_backing(name: str) -> str | None:
 
 # ---------------------------------------------------------------- tmpfs-backed loop device
 @contextlib.contextmanager
-def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
-                direct_io: bool = True) -> Iterator[Target]:
+def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm", direct_io: bool = True) -> Iterator[Target]:
     """A loop device over a file in tmpfs, detached (by its own name) and the file removed
     on exit, whatever happens inside. Needs root and ``losetup`` (util-linux). What killed
     processes left is not freed here: ``iolab.repair.recover_and_report()`` does that (every
@@ -290,12 +298,15 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
         try:
             try:
                 with open(backing, "r+b") as f:
-                    write_once(f, parse_size(size), f"the loop device's tmpfs file ({parse_size(size) / 2**20:.0f} MiB)")
+                    write_once(
+                        f, parse_size(size), f"the loop device's tmpfs file ({parse_size(size) / 2**20:.0f} MiB)"
+                    )
             except OSError as exc:
                 if exc.errno != errno.ENOSPC:
                     raise
-                raise TargetError(f"no room in {backing_dir} for a {size} loop device: pass a smaller "
-                                  "size (loop:256m) or free memory") from exc
+                raise TargetError(
+                    f"no room in {backing_dir} for a {size} loop device: pass a smaller size (loop:256m) or free memory"
+                ) from exc
             argv = ["losetup", "--find", "--show"]
             if direct_io:
                 argv.append("--direct-io=on")
@@ -306,15 +317,21 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm",
                     entry.update(device=dev)
             if out.returncode != 0:
                 raise TargetError(f"losetup failed: {out.stderr.strip()} (is the loop module loaded?)")
-            yield Target("loop", Path(dev), parse_size(size), device=Path(dev).name,
-                         notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"],
-                         state=WRITTEN_ONCE)
+            yield Target(
+                "loop",
+                Path(dev),
+                parse_size(size),
+                device=Path(dev).name,
+                notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"],
+                state=WRITTEN_ONCE,
+            )
         finally:
             entry.put_back()
 
 
-def open_target(spec: str | os.PathLike, size: str | int = "1g",
-                scratch_dir: str | os.PathLike | None = None) -> contextlib.AbstractContextManager[Target]:
+def open_target(
+    spec: str | os.PathLike, size: str | int = "1g", scratch_dir: str | os.PathLike | None = None
+) -> contextlib.AbstractContextManager[Target]:
     """What a ``target`` parameter names (``parse_spec``), as a context manager: a loop
     device is detached and its file removed on exit; anything else is just resolved."""
     kind, value = parse_spec(spec)
@@ -327,8 +344,11 @@ def open_target(spec: str | os.PathLike, size: str | int = "1g",
 _held: list[tuple[contextlib.ExitStack, list[Target]]] = []
 
 
-def use(spec: str | os.PathLike | Sequence[str | os.PathLike], size: str | int = "1g",
-        scratch_dir: str | os.PathLike | None = None) -> Target | list[Target]:
+def use(
+    spec: str | os.PathLike | Sequence[str | os.PathLike],
+    size: str | int = "1g",
+    scratch_dir: str | os.PathLike | None = None,
+) -> Target | list[Target]:
     """The notebook form of ``open_target``: the target(s) ``spec`` names (a list, or a
     list literal string from papermill, gives a list), held until ``release()``, the
     kernel stops, or a cell fails — whichever comes first — so a loop device and its
@@ -366,6 +386,7 @@ def _install_release_hooks() -> None:
     atexit.register(release)
     try:
         from IPython import get_ipython  # optional, and slow to import: only once a target is held
+
         shell = get_ipython()
     except ImportError:  # plain Python: atexit is enough
         shell = None
@@ -377,5 +398,8 @@ def _install_release_hooks() -> None:
 def _release_after_error(result) -> None:
     if result.error_in_exec is not None and any(t.kind == "loop" for _, ts in _held for t in ts):
         release()
-        print("iolab: a cell failed, so the loop device(s) were released (detached, file removed). "
-              "Fix the cell, then re-run from the cell that opens the target.", file=sys.stderr)
+        print(
+            "iolab: a cell failed, so the loop device(s) were released (detached, file removed). "
+            "Fix the cell, then re-run from the cell that opens the target.",
+            file=sys.stderr,
+        )

@@ -43,6 +43,7 @@ measures what that costs fio: within the noise of this VM (its control) on CPU-b
 
 The files it leaves and their reader are ``iolab.threadstates``.
 """
+
 from __future__ import annotations
 
 import errno
@@ -67,17 +68,66 @@ PF_KTHREAD = 0x00200000  # task flags (stat field 9): a kernel thread
 _UNISTD = ("/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h")
 # x86_64 numbers of the system calls a storage workload waits in, for machines without the
 # kernel headers (linux-libc-dev); any other number is written syscall_<n>
-_X86_64 = {0: "read", 1: "write", 2: "open", 3: "close", 7: "poll", 8: "lseek", 9: "mmap", 11: "munmap",
-           16: "ioctl", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
-           24: "sched_yield", 26: "msync", 28: "madvise", 34: "pause", 35: "nanosleep", 56: "clone",
-           59: "execve", 61: "wait4", 74: "fsync", 75: "fdatasync", 128: "rt_sigtimedwait",
-           130: "rt_sigsuspend", 162: "sync", 202: "futex", 206: "io_setup", 207: "io_destroy",
-           208: "io_getevents", 209: "io_submit", 210: "io_cancel", 217: "getdents64", 221: "fadvise64",
-           230: "clock_nanosleep", 231: "exit_group", 232: "epoll_wait", 247: "waitid", 257: "openat",
-           270: "pselect6", 271: "ppoll", 275: "splice", 281: "epoll_pwait", 285: "fallocate",
-           295: "preadv", 296: "pwritev", 306: "syncfs", 326: "copy_file_range", 327: "preadv2",
-           328: "pwritev2", 333: "io_pgetevents", 425: "io_uring_setup", 426: "io_uring_enter",
-           427: "io_uring_register", 435: "clone3", 441: "epoll_pwait2", 449: "futex_waitv"}
+_X86_64 = {
+    0: "read",
+    1: "write",
+    2: "open",
+    3: "close",
+    7: "poll",
+    8: "lseek",
+    9: "mmap",
+    11: "munmap",
+    16: "ioctl",
+    17: "pread64",
+    18: "pwrite64",
+    19: "readv",
+    20: "writev",
+    23: "select",
+    24: "sched_yield",
+    26: "msync",
+    28: "madvise",
+    34: "pause",
+    35: "nanosleep",
+    56: "clone",
+    59: "execve",
+    61: "wait4",
+    74: "fsync",
+    75: "fdatasync",
+    128: "rt_sigtimedwait",
+    130: "rt_sigsuspend",
+    162: "sync",
+    202: "futex",
+    206: "io_setup",
+    207: "io_destroy",
+    208: "io_getevents",
+    209: "io_submit",
+    210: "io_cancel",
+    217: "getdents64",
+    221: "fadvise64",
+    230: "clock_nanosleep",
+    231: "exit_group",
+    232: "epoll_wait",
+    247: "waitid",
+    257: "openat",
+    270: "pselect6",
+    271: "ppoll",
+    275: "splice",
+    281: "epoll_pwait",
+    285: "fallocate",
+    295: "preadv",
+    296: "pwritev",
+    306: "syncfs",
+    326: "copy_file_range",
+    327: "preadv2",
+    328: "pwritev2",
+    333: "io_pgetevents",
+    425: "io_uring_setup",
+    426: "io_uring_enter",
+    427: "io_uring_register",
+    435: "clone3",
+    441: "epoll_pwait2",
+    449: "futex_waitv",
+}
 
 
 def syscall_names() -> dict[int, str]:
@@ -121,9 +171,11 @@ def check_states(states: str | Iterable[str]) -> str:
     text = ALL_STATES if str(states).strip().lower() == "all" else "".join(states)
     bad = sorted(set(text) - set(ALL_STATES))
     if bad or not text:
-        raise InputError(f"thread states {states!r}: {'unknown ' + ', '.join(bad) if bad else 'none given'}; "
-                         f"give letters among {ALL_STATES} (R running, D uninterruptible, S sleeping, I idle) "
-                         "or 'all'")
+        raise InputError(
+            f"thread states {states!r}: {'unknown ' + ', '.join(bad) if bad else 'none given'}; "
+            f"give letters among {ALL_STATES} (R running, D uninterruptible, S sleeping, I idle) "
+            "or 'all'"
+        )
     return "".join(dict.fromkeys(text))
 
 
@@ -175,13 +227,22 @@ class ThreadSampler:
 
     RESCAN_TICKS = 20  # /proc is listed at least this often even when /proc/loadavg says nothing changed
 
-    def __init__(self, avoid_cpus: Iterable[int] | None = None, interval_s: float = DEFAULT_INTERVAL_S,
-                 states: str = DEFAULT_STATES, *, workload_states: str = DEFAULT_WORKLOAD_STATES,
-                 stacks: bool = True, proc: str | os.PathLike = "/proc", exclude_pids: Iterable[int] | None = None,
-                 idle: bool = True):
+    def __init__(
+        self,
+        avoid_cpus: Iterable[int] | None = None,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        states: str = DEFAULT_STATES,
+        *,
+        workload_states: str = DEFAULT_WORKLOAD_STATES,
+        stacks: bool = True,
+        proc: str | os.PathLike = "/proc",
+        exclude_pids: Iterable[int] | None = None,
+        idle: bool = True,
+    ):
         if not interval_s >= 0:
-            raise InputError(f"thread sampling interval {interval_s!r} s: give seconds >= 0 (default "
-                             f"{DEFAULT_INTERVAL_S})")
+            raise InputError(
+                f"thread sampling interval {interval_s!r} s: give seconds >= 0 (default {DEFAULT_INTERVAL_S})"
+            )
         self.avoid_cpus = set(avoid_cpus or ())
         self.interval_s, self.states = float(interval_s), check_states(states)
         self.proc = str(proc)
@@ -197,7 +258,9 @@ class ThreadSampler:
         self._rows: list[tuple] = []
         self._fds: dict[str, int] = {}  # tid -> its open stat file
         self._side: dict[tuple[str, str], int] = {}  # (tid, syscall|wchan|stack) -> its open file, while kept
-        self._on_cpu: dict[str, list] = {}  # the run's threads: [first tick, first ns on CPU, last tick, last ns, t0, t1]
+        self._on_cpu: dict[
+            str, list
+        ] = {}  # the run's threads: [first tick, first ns on CPU, last tick, last ns, t0, t1]
         self._kept: set[str] = set()  # the threads kept (a row) in this tick
         self._kthreads: set[str] = set()
         self._tasks: list[tuple[str, str, int]] = []  # (pid, tid, stat fd or -1) of the last listing
@@ -308,7 +371,7 @@ class ThreadSampler:
         try:
             if pid == tid:
                 raw = os.pread(fd, 1024, 0)
-                if int(raw[raw.rindex(b")") + 2:].split(b" ", 7)[6]) & PF_KTHREAD:
+                if int(raw[raw.rindex(b")") + 2 :].split(b" ", 7)[6]) & PF_KTHREAD:
                     self._kthreads.add(pid)
         except (ValueError, IndexError):
             pass  # unparsable: read (and counted) in the tick
@@ -329,7 +392,7 @@ class ThreadSampler:
             return True
         try:
             line = os.pread(self._loadavg, 256, 0)
-            key = line[line.index(b"/"):]
+            key = line[line.index(b"/") :]
         except (OSError, ValueError):
             return True
         if key == self._changes:
@@ -440,8 +503,21 @@ class ThreadSampler:
             wchan = wchan if isinstance(wchan, str) else (wchan.decode(errors="replace").strip() or "0")
             if mine:
                 self._note_on_cpu(tid, base, tick, t)
-            rows.append((round(t, 4), tick, int(pid), int(tid), int(mine), comm, letter,
-                         int(kthread), syscall, wchan, self._stack(tid, base)))
+            rows.append(
+                (
+                    round(t, 4),
+                    tick,
+                    int(pid),
+                    int(tid),
+                    int(mine),
+                    comm,
+                    letter,
+                    int(kthread),
+                    syscall,
+                    wchan,
+                    self._stack(tid, base),
+                )
+            )
         if self._side:
             self._drop_side()
         self.ticks += 1
@@ -514,17 +590,36 @@ class ThreadSampler:
         """What was sampled so far: the rows and how they were taken."""
         frame = pd.DataFrame(self._rows, columns=list(SAMPLE_COLUMNS))
         window = self._last_t
-        meta = {"interval_s": self.interval_s, "states": self.states, "workload_states": self.workload_states,
-                "ticks": self.ticks, "late_ticks": self.late_ticks, "skipped_ticks": self.skipped_ticks,
-                "max_lag_s": round(self.max_lag_s, 4),
-                "ticks_per_s": round((self.ticks - 1) / window, 2) if window > 0 else None,
-                "threads_read": self.threads_read, "window_s": round(window, 4), "scans": self.scans,
-                "sampler_cpu_s": round(self.cpu_s, 4), "sampler_cpus": self.cpus, "sampler_policy": self.policy,
-                "stacks": self._stacks,
-                "excluded_pids": sorted(int(p) for p in self._exclude), "unreadable": self._unreadable,
-                "workload_pid": self.workload_pid, "error": self.error,
-                "workload_on_cpu": {tid: {"first_tick": a, "last_tick": b, "on_cpu_s": round((nb - na) / 1e9, 6),
-                                          "window_s": round(t1 - t0, 4)}
-                                    for tid, (a, na, b, nb, t0, t1) in self._on_cpu.items() if b > a},
-                "tool": "iolab.threads (the method of 0x.tools psn)"}
+        meta = {
+            "interval_s": self.interval_s,
+            "states": self.states,
+            "workload_states": self.workload_states,
+            "ticks": self.ticks,
+            "late_ticks": self.late_ticks,
+            "skipped_ticks": self.skipped_ticks,
+            "max_lag_s": round(self.max_lag_s, 4),
+            "ticks_per_s": round((self.ticks - 1) / window, 2) if window > 0 else None,
+            "threads_read": self.threads_read,
+            "window_s": round(window, 4),
+            "scans": self.scans,
+            "sampler_cpu_s": round(self.cpu_s, 4),
+            "sampler_cpus": self.cpus,
+            "sampler_policy": self.policy,
+            "stacks": self._stacks,
+            "excluded_pids": sorted(int(p) for p in self._exclude),
+            "unreadable": self._unreadable,
+            "workload_pid": self.workload_pid,
+            "error": self.error,
+            "workload_on_cpu": {
+                tid: {
+                    "first_tick": a,
+                    "last_tick": b,
+                    "on_cpu_s": round((nb - na) / 1e9, 6),
+                    "window_s": round(t1 - t0, 4),
+                }
+                for tid, (a, na, b, nb, t0, t1) in self._on_cpu.items()
+                if b > a
+            },
+            "tool": "iolab.threads (the method of 0x.tools psn)",
+        }
         return ThreadSamples(frame, meta)

@@ -36,6 +36,7 @@ ticks in which at least one was). Thread names are normalised as psn does, every
 digits replaced by ``*`` (``kworker/u8:3-events_unbound`` -> ``kworker/u*:*-events_unbound``),
 so the kernel's numbered workers add up.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,17 +55,24 @@ from .readable import wrapped_text
 
 SAMPLES_FILE, META_FILE = "samples_threads.csv", "threads.json"
 FILES = (SAMPLES_FILE, META_FILE)  # in a run folder; the first one there means the sampler ran
-SAMPLE_COLUMNS = ("t_s", "tick", "pid", "tid", "workload", "comm", "state", "kthread", "syscall", "wchan",
-                  "kstack")
+SAMPLE_COLUMNS = ("t_s", "tick", "pid", "tid", "workload", "comm", "state", "kthread", "syscall", "wchan", "kstack")
 KEYS = ("comm", "state", "syscall", "wchan", "kstack")  # what ``table`` can group by
 ACTIVE = ("R", "D")  # running or runnable, uninterruptible sleep: the states psn counts as active
 SCOPES = ("run", "all")  # the run's process group and the kernel threads, or every thread
 DEFAULT_FRAMES = 3  # innermost kernel frames shown in the kstack key
 UNDERSAMPLED_ON_CPU_PCT = 20  # a run's thread on a CPU at least this much of the time ...
-UNDERSAMPLED_MIN_TICKS = 10   # ... over at least this many ticks, R in under half as much: said (notes)
-STATE_NAMES = {"R": "running (on CPU or runnable)", "D": "uninterruptible sleep (usually I/O)",
-               "S": "interruptible sleep", "I": "idle kernel thread", "T": "stopped", "t": "tracing stop",
-               "Z": "zombie", "X": "dead", "P": "parked"}
+UNDERSAMPLED_MIN_TICKS = 10  # ... over at least this many ticks, R in under half as much: said (notes)
+STATE_NAMES = {
+    "R": "running (on CPU or runnable)",
+    "D": "uninterruptible sleep (usually I/O)",
+    "S": "interruptible sleep",
+    "I": "idle kernel thread",
+    "T": "stopped",
+    "t": "tracing stop",
+    "Z": "zombie",
+    "X": "dead",
+    "P": "parked",
+}
 _DIGITS = re.compile(r"\d+")
 _OFFSET = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+$")
 
@@ -80,8 +88,8 @@ def parse_stat(raw: bytes | str) -> tuple[str, str, int, int]:
     sits between the first ``(`` and the last ``)``: it may hold spaces and parentheses."""
     text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
     left, right = text.index("("), text.rindex(")")
-    fields = text[right + 2:].split(" ", 7)
-    return text[left + 1:right], fields[0], int(fields[1]), int(fields[6])
+    fields = text[right + 2 :].split(" ", 7)
+    return text[left + 1 : right], fields[0], int(fields[1]), int(fields[6])
 
 
 def parse_stack(raw: bytes | str) -> str:
@@ -106,13 +114,16 @@ def top_frames(kstack: str, frames: int = DEFAULT_FRAMES) -> str:
 class ThreadSamples:
     """A run's raw thread-state samples (``SAMPLE_COLUMNS``) and how they were taken
     (threads.json)."""
+
     samples: pd.DataFrame
     meta: dict[str, Any]
 
     def files(self) -> dict[str, str]:
         """The run-folder files: file name -> text."""
-        return {SAMPLES_FILE: self.samples.to_csv(index=False),
-                META_FILE: json.dumps(self.meta, indent=1, sort_keys=True) + "\n"}
+        return {
+            SAMPLES_FILE: self.samples.to_csv(index=False),
+            META_FILE: json.dumps(self.meta, indent=1, sort_keys=True) + "\n",
+        }
 
     @property
     def ticks(self) -> int:
@@ -132,11 +143,18 @@ def load(run_dir: str | os.PathLike) -> ThreadSamples:
     run_dir = Path(run_dir)
     samples, meta = run_dir / SAMPLES_FILE, run_dir / META_FILE
     if not samples.exists() and not meta.exists():
-        raise InputError(f"{run_dir} holds no thread-state samples ({SAMPLES_FILE}): the run was made without the "
-                         "thread sampler; re-run it with --threads (iolab run --threads, or threads=True in "
-                         "measure and the notebooks)")
-    frame = runfiles.read_csv(samples, columns=SAMPLE_COLUMNS, dtype={c: str for c in KEYS}, keep_default_na=False,
-                              numeric=("t_s", "tick", "pid", "tid", "workload", "kthread"))
+        raise InputError(
+            f"{run_dir} holds no thread-state samples ({SAMPLES_FILE}): the run was made without the "
+            "thread sampler; re-run it with --threads (iolab run --threads, or threads=True in "
+            "measure and the notebooks)"
+        )
+    frame = runfiles.read_csv(
+        samples,
+        columns=SAMPLE_COLUMNS,
+        dtype={c: str for c in KEYS},
+        keep_default_na=False,
+        numeric=("t_s", "tick", "pid", "tid", "workload", "kthread"),
+    )
     got = ThreadSamples(frame, runfiles.read_json(meta, keys=("ticks",)))
     with runfiles.guard(meta):
         got.ticks + got.unreadable  # numbers, as the sampler wrote them
@@ -148,12 +166,16 @@ def _runs(runs: Any, runs_dir: str | os.PathLike | None) -> list[Path]:
     is missing or none is named."""
     found, missing = run_folders(runs, runs_dir)
     if missing:
-        raise InputError(f"run {missing[0]} is not under {runs_dir or 'the runs folder'}: pass runs_dir=, the "
-                         "folder that holds the run folders")
+        raise InputError(
+            f"run {missing[0]} is not under {runs_dir or 'the runs folder'}: pass runs_dir=, the "
+            "folder that holds the run folders"
+        )
     if not found:
         shown = repr(os.fspath(runs)) if isinstance(runs, os.PathLike) else repr(runs)
-        raise InputError(f"{shown} names no run folder (a folder with run.json); give a run folder, a list "
-                         "of them, or a table with run_id and its runs_dir")
+        raise InputError(
+            f"{shown} names no run folder (a folder with run.json); give a run folder, a list "
+            "of them, or a table with run_id and its runs_dir"
+        )
     return found
 
 
@@ -169,8 +191,15 @@ def in_scope(got: ThreadSamples, scope: str = "run") -> pd.DataFrame:
     return samples[(samples["kthread"] == 1) | (samples["workload"] == 1)]
 
 
-def table(runs: Any, by: Sequence[str] = KEYS, *, frames: int = DEFAULT_FRAMES, normalise: bool = True,
-          scope: str = "run", runs_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+def table(
+    runs: Any,
+    by: Sequence[str] = KEYS,
+    *,
+    frames: int = DEFAULT_FRAMES,
+    normalise: bool = True,
+    scope: str = "run",
+    runs_dir: str | os.PathLike | None = None,
+) -> pd.DataFrame:
     """psn's table of one or more runs: one row per distinct ``by`` (a subset of ``KEYS``),
     the active states (R, D) first, most samples first, then the run's own threads asleep
     (S), with ``samples``, ``avg_active_threads`` (samples ÷ ticks, over all
@@ -192,8 +221,10 @@ def _keys(by: Sequence[str] | str) -> list[str]:
     by = [k.strip() for k in by.split(",")] if isinstance(by, str) else list(by)
     bad = [k for k in by if k not in KEYS]
     if bad or not by:
-        raise InputError(f"cannot group thread samples by {', '.join(bad) or 'nothing'}: choose among "
-                         f"{','.join(KEYS)} (e.g. --by comm,state)")
+        raise InputError(
+            f"cannot group thread samples by {', '.join(bad) or 'nothing'}: choose among "
+            f"{','.join(KEYS)} (e.g. --by comm,state)"
+        )
     return by
 
 
@@ -205,9 +236,12 @@ def _grouped(samples: pd.DataFrame, ticks: int, by: list[str], frames: int, norm
     if normalise:
         keyed["comm"] = keyed["comm"].map(normalise_comm)
     keyed["kstack"] = keyed["kstack"].map(lambda s: top_frames(s, frames))
-    out = pd.DataFrame({"samples": keyed.groupby(by, dropna=False, sort=False).size(),
-                        "ticks_seen": keyed.drop_duplicates([*by, "run", "tick"])
-                        .groupby(by, dropna=False, sort=False).size()})
+    out = pd.DataFrame(
+        {
+            "samples": keyed.groupby(by, dropna=False, sort=False).size(),
+            "ticks_seen": keyed.drop_duplicates([*by, "run", "tick"]).groupby(by, dropna=False, sort=False).size(),
+        }
+    )
     out["avg_active_threads"] = out["samples"] / ticks
     out["pct_of_run"] = 100.0 * out["ticks_seen"] / ticks
     out = out.reset_index()
@@ -216,17 +250,26 @@ def _grouped(samples: pd.DataFrame, ticks: int, by: list[str], frames: int, norm
     return out[columns]
 
 
-def compare(groups: Mapping[str, Any], by: Sequence[str] = ("comm", "state", "wchan"), *,
-            frames: int = DEFAULT_FRAMES, scope: str = "run", runs_dir: str | os.PathLike | None = None,
-            metric: str = "avg_active_threads") -> pd.DataFrame:
+def compare(
+    groups: Mapping[str, Any],
+    by: Sequence[str] = ("comm", "state", "wchan"),
+    *,
+    frames: int = DEFAULT_FRAMES,
+    scope: str = "run",
+    runs_dir: str | os.PathLike | None = None,
+    metric: str = "avg_active_threads",
+) -> pd.DataFrame:
     """Side by side: ``table`` of each group of runs (``{"direct": runs, "buffered": runs}``),
     one row per ``by`` key, one ``metric`` column per group (0 where a group never saw that
     key), sorted by the largest value, the active states (R, D) first."""
-    tables = {label: table(runs, by, frames=frames, scope=scope, runs_dir=runs_dir).set_index(_keys(by))[metric]
-              for label, runs in groups.items()}
+    tables = {
+        label: table(runs, by, frames=frames, scope=scope, runs_dir=runs_dir).set_index(_keys(by))[metric]
+        for label, runs in groups.items()
+    }
     wide = pd.concat(tables, axis=1).fillna(0.0).reset_index()
-    order = pd.DataFrame({"asleep": ~wide["state"].isin(ACTIVE) if "state" in wide else False,
-                          "most": -wide[list(tables)].max(axis=1)})
+    order = pd.DataFrame(
+        {"asleep": ~wide["state"].isin(ACTIVE) if "state" in wide else False, "most": -wide[list(tables)].max(axis=1)}
+    )
     return wide.loc[order.sort_values(["asleep", "most"], kind="stable").index].reset_index(drop=True)
 
 
@@ -238,10 +281,13 @@ def run_columns(run_dir: str | os.PathLike) -> dict[str, Any]:
     got = load(run_dir)
     ticks, states = got.ticks, in_scope(got)["state"]
     avg = (lambda n: n / ticks) if ticks else (lambda n: float("nan"))
-    return {"threads_active_avg": avg(int(states.isin(ACTIVE).sum())),
-            "threads_running_avg": avg(int((states == "R").sum())),
-            "threads_d_state_avg": avg(int((states == "D").sum())), "threads_ticks": ticks,
-            "threads_unreadable": got.unreadable}
+    return {
+        "threads_active_avg": avg(int(states.isin(ACTIVE).sum())),
+        "threads_running_avg": avg(int((states == "R").sum())),
+        "threads_d_state_avg": avg(int((states == "D").sum())),
+        "threads_ticks": ticks,
+        "threads_unreadable": got.unreadable,
+    }
 
 
 @wrapped_text
@@ -252,8 +298,9 @@ def describe(tab: pd.DataFrame, top: int = 5) -> str:
     lines = []
     for _, row in tab.head(top).iterrows():
         what = " ".join(str(row[k]) for k in keys)
-        lines.append(f"{what}: {row.avg_active_threads:.2f} threads on average, active in "
-                     f"{row.pct_of_run:.0f} % of the run")
+        lines.append(
+            f"{what}: {row.avg_active_threads:.2f} threads on average, active in {row.pct_of_run:.0f} % of the run"
+        )
     return "\n".join(lines) or "no active thread was sampled"
 
 
@@ -269,15 +316,18 @@ def _undersampled(name: str, got: ThreadSamples) -> list[str]:
         if ticks < UNDERSAMPLED_MIN_TICKS or not got_on["window_s"]:
             continue
         on_pct = 100 * got_on["on_cpu_s"] / got_on["window_s"]
-        mine = got.samples[(got.samples.tid == int(tid)) & got.samples.tick.between(got_on["first_tick"],
-                                                                                     got_on["last_tick"])]
+        mine = got.samples[
+            (got.samples.tid == int(tid)) & got.samples.tick.between(got_on["first_tick"], got_on["last_tick"])
+        ]
         r_pct = 100 * (mine.state == "R").sum() / ticks
         if on_pct >= UNDERSAMPLED_ON_CPU_PCT and r_pct < on_pct / 2:
             comm = mine.comm.iloc[0] if len(mine) else "?"
-            said.append(f"{name}: the run's thread {comm} ({tid}) was on a CPU {on_pct:.0f} % of the sampled time "
-                        f"(its schedstat) but R in {r_pct:.0f} % of the samples: the ticks fell mostly while it "
-                        "waited (on a VM whose vCPUs share a physical CPU, the sampler's vCPU runs while the run's "
-                        "halts); read the run's R rows as a lower bound")
+            said.append(
+                f"{name}: the run's thread {comm} ({tid}) was on a CPU {on_pct:.0f} % of the sampled time "
+                f"(its schedstat) but R in {r_pct:.0f} % of the samples: the ticks fell mostly while it "
+                "waited (on a VM whose vCPUs share a physical CPU, the sampler's vCPU runs while the run's "
+                "halts); read the run's R rows as a lower bound"
+            )
     return said
 
 
@@ -298,9 +348,11 @@ def notes(runs: Any, scope: str = "run", runs_dir: str | os.PathLike | None = No
         late, skipped = got.meta.get("late_ticks") or 0, got.meta.get("skipped_ticks") or 0
         if late or skipped:
             rate, interval = got.meta.get("ticks_per_s"), got.meta.get("interval_s") or 0
-            said.append(f"{path.name}: {late} of {got.ticks} ticks late (up to {1e3 * (got.meta.get('max_lag_s') or 0):.0f}"
-                        f" ms), {skipped} skipped (the sampler's CPU was busy)"
-                        + (f": {rate:.1f} ticks a second of the {1 / interval:.0f} asked" if rate and interval else ""))
+            said.append(
+                f"{path.name}: {late} of {got.ticks} ticks late (up to {1e3 * (got.meta.get('max_lag_s') or 0):.0f}"
+                f" ms), {skipped} skipped (the sampler's CPU was busy)"
+                + (f": {rate:.1f} ticks a second of the {1 / interval:.0f} asked" if rate and interval else "")
+            )
         said += _undersampled(path.name, got)
         other += len(got.samples) - len(in_scope(got, scope))
         for kind, reasons in (got.meta.get("unreadable") or {}).items():
@@ -308,9 +360,17 @@ def notes(runs: Any, scope: str = "run", runs_dir: str | os.PathLike | None = No
                 total.setdefault(kind, {}).setdefault(reason, 0)
                 total[kind][reason] += n
     if total:
-        said.append("unreadable /proc entries (counted, labelled [unreadable: ...]): " + ", ".join(
-            f"{kind} {n} {reason}" for kind, reasons in sorted(total.items()) for reason, n in sorted(reasons.items())))
+        said.append(
+            "unreadable /proc entries (counted, labelled [unreadable: ...]): "
+            + ", ".join(
+                f"{kind} {n} {reason}"
+                for kind, reasons in sorted(total.items())
+                for reason, n in sorted(reasons.items())
+            )
+        )
     if other and ticks:
-        said.append(f"other processes' threads left out: {other / ticks:.2f} active on average (scope='all', "
-                    "iolab threads --all, shows them)")
+        said.append(
+            f"other processes' threads left out: {other / ticks:.2f} active on average (scope='all', "
+            "iolab threads --all, shows them)"
+        )
     return "; ".join(said)

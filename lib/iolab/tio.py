@@ -14,6 +14,7 @@ ios_per_reap_call``, with the header facts (``polled``, ``qd``, ``submitters``,
 A run folder of ``iolab.runner.measure_tio`` keeps that text as ``tio.txt``; ``run_rows``
 reads it back as the run's one table row (``summarise_tio``).
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,7 @@ from .errors import TioError, ToolMissing
 from .paths import REPO
 
 SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
-BW_UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
-           "KB": 1e3, "MB": 1e6, "GB": 1e9}
+BW_UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 _IOPS = re.compile(r"^IOPS=([\d.]+)([KMG]?), (?:BW=([\d.]+)([KMGT]?i?B)/s, )?IOS/call=(\d+)/(\d+)")
 _MAX = re.compile(r"^Maximum IOPS=([\d.]+)([KMG]?)")
 FILES = ("tio.txt",)  # in a run folder (written by iolab.runner.measure_tio)
@@ -55,17 +55,24 @@ def parse_tio_text(text: str) -> pd.DataFrame:
                 header["qd" if key == "QD" else key] = int(value) if value.lstrip("-").isdigit() else value
         elif m := _IOPS.match(line):
             bw = float(m.group(3)) * BW_UNIT[m.group(4)] if m.group(3) else float("nan")
-            rows.append({"second": len(rows) + 1, "iops": _num(m.group(1), m.group(2)),
-                         "bw_bytes_s": bw, "ios_per_submit_call": int(m.group(5)),
-                         "ios_per_reap_call": int(m.group(6))})
+            rows.append(
+                {
+                    "second": len(rows) + 1,
+                    "iops": _num(m.group(1), m.group(2)),
+                    "bw_bytes_s": bw,
+                    "ios_per_submit_call": int(m.group(5)),
+                    "ios_per_reap_call": int(m.group(6)),
+                }
+            )
         elif m := _MAX.match(line):
             max_iops = _num(m.group(1), m.group(2))
     if not rows:
         reason = failure(text)
         if reason:
             raise TioError(f"t/io_uring reported a failure and measured nothing: {reason}")
-        raise TioError("no t/io_uring 'IOPS=..., IOS/call=...' lines found: "
-                       "is this t/io_uring output? " + _failure_reason(text))
+        raise TioError(
+            "no t/io_uring 'IOPS=..., IOS/call=...' lines found: is this t/io_uring output? " + _failure_reason(text)
+        )
     frame = pd.DataFrame(rows)
     for key, value in header.items():
         frame[key] = value
@@ -82,8 +89,7 @@ def parse_tio(path: str | Path) -> pd.DataFrame:
     return parse_tio_text(Path(path).read_text(errors="replace"))
 
 
-UNSUPPORTED = ("doesn't support polled IO", "unexpected ret=", "Invalid argument",
-               "Operation not supported", "open: ")
+UNSUPPORTED = ("doesn't support polled IO", "unexpected ret=", "Invalid argument", "Operation not supported", "open: ")
 
 
 def failure(text: str) -> str | None:
@@ -97,8 +103,9 @@ def binary(path: str | Path | None = None) -> Path:
     """The built t/io_uring (``make tio``), or a path the user gives."""
     p = Path(path) if path else REPO / "tools" / "t_io_uring"
     if not p.exists():
-        raise ToolMissing("t/io_uring", "fio's source: run `make tio` in the iolab checkout "
-                          "(or FIO_SRC=/path/to/fio make tio)")
+        raise ToolMissing(
+            "t/io_uring", "fio's source: run `make tio` in the iolab checkout (or FIO_SRC=/path/to/fio make tio)"
+        )
     return p
 
 
@@ -118,12 +125,18 @@ def summarise_tio(frame: pd.DataFrame) -> dict:
     iops = float(steady["iops"].mean())
     qd = float(frame["qd"].iloc[0]) if "qd" in frame else float("nan")
     subs = int(frame["submitters"].iloc[0]) if "submitters" in frame else 1
-    return {"tool": "t/io_uring", "iops": iops, "max_iops": float(frame["max_iops"].iloc[0]),
-            "bw_bytes_s": float(steady["bw_bytes_s"].mean()),
-            "ios_per_submit_call": float(steady["ios_per_submit_call"].mean()),
-            "qd": qd, "submitters": subs, "polled": frame.get("polled", pd.Series([None])).iloc[0],
-            "lat_mean_us_littles": qd * subs / iops * 1e6 if iops else float("nan"),
-            "seconds": len(frame)}
+    return {
+        "tool": "t/io_uring",
+        "iops": iops,
+        "max_iops": float(frame["max_iops"].iloc[0]),
+        "bw_bytes_s": float(steady["bw_bytes_s"].mean()),
+        "ios_per_submit_call": float(steady["ios_per_submit_call"].mean()),
+        "qd": qd,
+        "submitters": subs,
+        "polled": frame.get("polled", pd.Series([None])).iloc[0],
+        "lat_mean_us_littles": qd * subs / iops * 1e6 if iops else float("nan"),
+        "seconds": len(frame),
+    }
 
 
 def run_rows(run_dir: str | Path) -> pd.DataFrame:

@@ -11,6 +11,7 @@ Sources: fio's option types are those of ``man fio`` (fio 3.33), "Parameter type
 a fraction, so 0.5s is read as 0); an *int* is a whole number; a size is an integer with
 an optional k/m/g/t/p suffix (``i``/``iB``/``B`` allowed).
 """
+
 from __future__ import annotations
 
 import errno
@@ -24,9 +25,15 @@ from .system import SYS_CPU, parse_cpu_list, read_text
 
 # fio options iolab checks, by fio type: name -> smallest allowed value
 TIME_OPTIONS = {"runtime": 1, "ramp_time": 0, "startdelay": 0}
-INT_OPTIONS = {"iodepth": 1, "numjobs": 1, "iodepth_batch": 0, "iodepth_batch_submit": 0,
-               "iodepth_batch_complete": 0, "iodepth_batch_complete_min": 0,
-               "iodepth_batch_complete_max": 0}  # fio: 0 = "use iodepth" / "always poll"
+INT_OPTIONS = {
+    "iodepth": 1,
+    "numjobs": 1,
+    "iodepth_batch": 0,
+    "iodepth_batch_submit": 0,
+    "iodepth_batch_complete": 0,
+    "iodepth_batch_complete_min": 0,
+    "iodepth_batch_complete_max": 0,
+}  # fio: 0 = "use iodepth" / "always poll"
 SIZE_OPTIONS = ("bs", "size")
 
 _TIME = re.compile(r"(\d+)(?:\.0*)?\s*(d|h|m|s|ms|msec|us|usec)?", re.I)
@@ -47,8 +54,10 @@ def cpu_list(text: str | int | Sequence[int]) -> list[int]:
     else:
         spec = str(text).strip()
         if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", spec):
-            raise InputError(f"cannot read the CPU list {spec!r}; use CPU numbers and ranges as "
-                             "taskset -c does, e.g. 0, 0,1 or 0-3,8")
+            raise InputError(
+                f"cannot read the CPU list {spec!r}; use CPU numbers and ranges as "
+                "taskset -c does, e.g. 0, 0,1 or 0-3,8"
+            )
         for lo, hi in re.findall(r"(\d+)-(\d+)", spec):
             if int(hi) < int(lo):
                 raise InputError(f"the CPU range {lo}-{hi} in {spec!r} runs backwards; write {hi}-{lo}")
@@ -71,13 +80,17 @@ def check_cpus(cpus: Sequence[int] | None) -> list[int] | None:
     allowed = os.sched_getaffinity(0)
     missing = [c for c in cpus if c not in online]
     if missing:
-        raise InputError(f"CPU {_fmt_cpus(missing)} does not exist on this machine (online CPUs: "
-                         f"{_fmt_cpus(sorted(online))}); choose from those")
+        raise InputError(
+            f"CPU {_fmt_cpus(missing)} does not exist on this machine (online CPUs: "
+            f"{_fmt_cpus(sorted(online))}); choose from those"
+        )
     barred = [c for c in cpus if c not in allowed]
     if barred:
-        raise InputError(f"CPU {_fmt_cpus(barred)} is online but this process may not run on it "
-                         f"(its CPU affinity is {_fmt_cpus(sorted(allowed))}: a cpuset, taskset or "
-                         "container limit); choose from those")
+        raise InputError(
+            f"CPU {_fmt_cpus(barred)} is online but this process may not run on it "
+            f"(its CPU affinity is {_fmt_cpus(sorted(allowed))}: a cpuset, taskset or "
+            "container limit); choose from those"
+        )
     return cpus
 
 
@@ -101,8 +114,10 @@ def _whole(name: str, value: Any, minimum: int, unit_hint: str) -> None:
     if value is True or value is None:
         raise InputError(f"fio option {name} needs a value; write {name}=N ({unit_hint})")
     if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
-        raise InputError(f"fio option {name}={value!r} is not a whole number and fio would drop the "
-                         f"fraction; give a whole number >= {minimum} ({unit_hint})")
+        raise InputError(
+            f"fio option {name}={value!r} is not a whole number and fio would drop the "
+            f"fraction; give a whole number >= {minimum} ({unit_hint})"
+        )
 
 
 _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6}
@@ -128,19 +143,25 @@ def check_time(name: str, value: Any, minimum: int = 0) -> None:
             except InputError:
                 exact = f"; give a whole number ({hint})"
             read_as = f"{int(float(frac.group(1)))}{frac.group(2) or 's'}"
-            raise InputError(f"fio option {name}={value!r} would be read by fio as {read_as} "
-                             "(fio drops the fraction)" + exact)
+            raise InputError(
+                f"fio option {name}={value!r} would be read by fio as {read_as} (fio drops the fraction)" + exact
+            )
         m = _TIME.fullmatch(part.strip())
         if part.strip().startswith("-"):
-            raise InputError(f"fio option {name}={value!r} is negative; give a time >= {minimum} "
-                             f"({hint}), e.g. {name}=2s")
+            raise InputError(
+                f"fio option {name}={value!r} is negative; give a time >= {minimum} ({hint}), e.g. {name}=2s"
+            )
         if not m or isinstance(value, bool):
-            raise InputError(f"fio option {name}={value!r} is not a time fio reads exactly; give a "
-                             f"whole number >= {minimum} ({hint})")
+            raise InputError(
+                f"fio option {name}={value!r} is not a time fio reads exactly; give a "
+                f"whole number >= {minimum} ({hint})"
+            )
         if int(m.group(1)) < minimum:
-            raise InputError(f"fio option {name}={value!r} must be at least {minimum}"
-                             + (" (0 would not bound the run)" if name == "runtime" else "")
-                             + f"; give e.g. {name}=2s")
+            raise InputError(
+                f"fio option {name}={value!r} must be at least {minimum}"
+                + (" (0 would not bound the run)" if name == "runtime" else "")
+                + f"; give e.g. {name}=2s"
+            )
 
 
 def check_int(name: str, value: Any, minimum: int = 1) -> None:
@@ -148,8 +169,9 @@ def check_int(name: str, value: Any, minimum: int = 1) -> None:
     _whole(name, value, minimum, f"e.g. {name}={max(minimum, 1)}")
     text = str(int(value)) if isinstance(value, float) else str(value).strip()
     if not re.fullmatch(r"-?\d+", text) or int(text) < minimum:
-        raise InputError(f"fio option {name}={value!r} must be a whole number >= {minimum}; "
-                         f"give e.g. {name}={max(minimum, 1)}")
+        raise InputError(
+            f"fio option {name}={value!r} must be a whole number >= {minimum}; give e.g. {name}={max(minimum, 1)}"
+        )
 
 
 def parse_size(value: str | int, name: str = "size") -> int:
@@ -163,8 +185,10 @@ def parse_size(value: str | int, name: str = "size") -> int:
         return value
     m = _SIZE.fullmatch(str(value).strip())
     if not m:
-        raise InputError(f"{name} {value!r} is not a size fio reads exactly (fio drops fractions: 1.5m would "
-                         f"be 1 byte); give {SIZE_HINT}")
+        raise InputError(
+            f"{name} {value!r} is not a size fio reads exactly (fio drops fractions: 1.5m would "
+            f"be 1 byte); give {SIZE_HINT}"
+        )
     return int(m.group(1)) * SIZE_UNITS[(m.group(2) or "")[:1].lower()]
 
 
@@ -202,11 +226,11 @@ def positive_ints(name: str, values: Any) -> list[int]:
     values = list_param(name, values)
     out = []
     for v in values:
-        ok = not isinstance(v, bool) and (isinstance(v, int) or isinstance(v, float) and v.is_integer()
-                                          or isinstance(v, str) and v.strip().isdigit())
+        ok = not isinstance(v, bool) and (
+            isinstance(v, int) or isinstance(v, float) and v.is_integer() or isinstance(v, str) and v.strip().isdigit()
+        )
         if not ok or int(float(v)) < 1:
-            raise InputError(f"{name} has {v!r}, which is not a whole number >= 1; give e.g. "
-                             f"{name}=[1, 2, 4, 8]")
+            raise InputError(f"{name} has {v!r}, which is not a whole number >= 1; give e.g. {name}=[1, 2, 4, 8]")
         out.append(int(float(v)))
     if not out:
         raise InputError(f"{name} is empty; give at least one value, e.g. {name}=[1, 2, 4, 8]")
@@ -222,14 +246,17 @@ def writable_dir(path: str | os.PathLike, what: str = "runs folder", how: str = 
     try:
         path.mkdir(parents=True, exist_ok=True)
         import tempfile  # here: every command imports this module, few write
+
         with tempfile.NamedTemporaryFile(dir=path, prefix=".iolab-write-test-"):
             pass
     except OSError as exc:
         why = os.strerror(exc.errno) if exc.errno else str(exc)
         if exc.errno == errno.EEXIST or isinstance(exc, (FileExistsError, NotADirectoryError)):
             why = "a file of that name (or above it) is in the way"
-        raise InputError(f"cannot write to the {what} {path} ({why}); choose a folder you can "
-                         f"write: {how}, or IOLAB_DATA=DIR for iolab's default folders") from None
+        raise InputError(
+            f"cannot write to the {what} {path} ({why}); choose a folder you can "
+            f"write: {how}, or IOLAB_DATA=DIR for iolab's default folders"
+        ) from None
     return path
 
 
@@ -239,8 +266,7 @@ def input_file(path: str | os.PathLike, what: str = "file", inside: Sequence[str
     path = Path(path)
     if path.is_dir():
         hits = [path / n for n in inside if (path / n).is_file()]
-        raise InputError(f"{path} is a folder, not a {what}; give a file"
-                         + (f", e.g. {hits[0]}" if hits else ""))
+        raise InputError(f"{path} is a folder, not a {what}; give a file" + (f", e.g. {hits[0]}" if hits else ""))
     if not path.exists():
         raise InputError(f"{path}: no such {what}; check the path")
     if not os.access(path, os.R_OK):
@@ -275,16 +301,28 @@ def text_of(path: Path, what: str, where: str = "") -> str:
     except UnicodeDecodeError as exc:
         bad = exc.start if bad < 0 else min(bad, exc.start)
     if bad >= 0:
-        raise InputError(f"{path}{where} is not text (byte {bad:,} is {'NUL' if data[bad] == 0 else 'not UTF-8'}): "
-                         f"a binary file? give {what}")
+        raise InputError(
+            f"{path}{where} is not text (byte {bad:,} is {'NUL' if data[bad] == 0 else 'not UTF-8'}): "
+            f"a binary file? give {what}"
+        )
     return text
 
 
 def kind_of(value: Any) -> str:
     """A YAML value's kind in words: list, mapping, text, number, true/false."""
-    return ("list" if isinstance(value, (list, tuple)) else "mapping" if isinstance(value, Mapping)
-            else "true/false" if isinstance(value, bool) else "number" if isinstance(value, (int, float))
-            else "text" if isinstance(value, str) else type(value).__name__)
+    return (
+        "list"
+        if isinstance(value, (list, tuple))
+        else "mapping"
+        if isinstance(value, Mapping)
+        else "true/false"
+        if isinstance(value, bool)
+        else "number"
+        if isinstance(value, (int, float))
+        else "text"
+        if isinstance(value, str)
+        else type(value).__name__
+    )
 
 
 def mapping(value: Any, where: str, example: str) -> dict[str, Any]:
@@ -300,7 +338,7 @@ def mapping(value: Any, where: str, example: str) -> dict[str, Any]:
 
 def _short(value: Any, limit: int = 40) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def notebook_file(path: str | os.PathLike, what: str = "notebook", where: str = "") -> dict[str, Any]:
@@ -316,20 +354,26 @@ def notebook_file(path: str | os.PathLike, what: str = "notebook", where: str = 
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        raise InputError(f"{path}{where} is not a Jupyter notebook: it is not JSON (line "
-                         f"{getattr(exc, 'lineno', '?')}); {give}") from None
+        raise InputError(
+            f"{path}{where} is not a Jupyter notebook: it is not JSON (line {getattr(exc, 'lineno', '?')}); {give}"
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list) or not isinstance(doc.get("nbformat"), int):
-        raise InputError(f"{path}{where} is JSON but not a Jupyter notebook (a {kind_of(doc)} without the cells "
-                         f"and nbformat a notebook has); {give}")
+        raise InputError(
+            f"{path}{where} is JSON but not a Jupyter notebook (a {kind_of(doc)} without the cells "
+            f"and nbformat a notebook has); {give}"
+        )
     if doc["nbformat"] < 4 or not all(isinstance(c, dict) and "cell_type" in c for c in doc["cells"]):
-        raise InputError(f"{path}{where} is an nbformat {doc['nbformat']} notebook iolab cannot read; open and "
-                         "save it in JupyterLab (nbformat 4), then give it again")
+        raise InputError(
+            f"{path}{where} is an nbformat {doc['nbformat']} notebook iolab cannot read; open and "
+            "save it in JupyterLab (nbformat 4), then give it again"
+        )
     return doc
 
 
 # ---------------------------------------------------------------- warm-up
-WARMUP_HELP = ("run (one discarded run first), none, or a time with its unit such as 2s or 500ms "
-               "(fio's ramp_time on every run)")
+WARMUP_HELP = (
+    "run (one discarded run first), none, or a time with its unit such as 2s or 500ms (fio's ramp_time on every run)"
+)
 
 
 def warmup(value: Any, tool: str = "fio") -> str | float | None:
@@ -383,19 +427,23 @@ def _literal(name: str, value: Any, kinds: tuple, example: str, cast):
     if isinstance(value, str):
         try:
             import ast  # here: every command imports this module, notebooks parse lists
+
             parsed = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
             parsed = None
         if isinstance(parsed, kinds):
             return cast(parsed)
     kind = kinds[0].__name__
-    raise InputError(f"parameter {name} must be a {kind}, got {type(value).__name__} {value!r}; "
-                     f"with papermill give it as YAML: -y '{name}: {example}'")
+    raise InputError(
+        f"parameter {name} must be a {kind}, got {type(value).__name__} {value!r}; "
+        f"with papermill give it as YAML: -y '{name}: {example}'"
+    )
 
 
 # ---------------------------------------------------------------- one call for a run
-def check_measure(options: Mapping[str, Any], *, cpus: Sequence[int] | None = None,
-                  runs_dir: str | os.PathLike | None = None) -> None:
+def check_measure(
+    options: Mapping[str, Any], *, cpus: Sequence[int] | None = None, runs_dir: str | os.PathLike | None = None
+) -> None:
     """Everything about one run that can be refused before it starts: the fio options iolab
     knows (:func:`check_fio_options`), the CPUs (:func:`check_cpus`) and the runs folder
     (:func:`writable_dir`). Raises InputError; starts nothing."""

@@ -14,10 +14,20 @@ to ``iolab.runner.measure``.
     precondition        (precondition.py) SNIA PTS steady state before measuring a real SSD
     many_hosts.*        (many_hosts.py)   one job on many hosts (fio client/server): per host, pooled, scaling
 """
+
 from . import kernel_path, ladder, many_hosts
 from .per_core import per_core
 from .per_core import summary as per_core_summary
 from .precondition import precondition
 from .qd import knee_search, qd_sweep
 
-__all__ = ["kernel_path", "knee_search", "ladder", "many_hosts", "per_core", "per_core_summary", "precondition", "qd_sweep"]
+__all__ = [
+    "kernel_path",
+    "knee_search",
+    "ladder",
+    "many_hosts",
+    "per_core",
+    "per_core_summary",
+    "precondition",
+    "qd_sweep",
+]

@@ -12,6 +12,7 @@ The sweeps run their repeats in shuffled rounds after one discarded warm-up run
 (``ROUNDS``: step order and first touch must not make a difference by themselves); pass
 ``order=``, ``seed=`` or ``warmup=`` (``iolab.sweep.sweep``) to choose otherwise.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,29 +34,67 @@ MODES = {1: "direct", 0: "buffered"}
 ROUNDS = {"order": "random", "warmup": "run"}
 
 
-def direct_vs_buffered(target: Target, job: dict[str, Any], *, cpu: int = 0, runs_dir: Path,
-                       repeats: int = 1, allow_destructive: bool = False, **measure_kw) -> pd.DataFrame:
+def direct_vs_buffered(
+    target: Target,
+    job: dict[str, Any],
+    *,
+    cpu: int = 0,
+    runs_dir: Path,
+    repeats: int = 1,
+    allow_destructive: bool = False,
+    **measure_kw,
+) -> pd.DataFrame:
     """The same job with O_DIRECT and through the page cache (cache dropped before each
     run); ``mode`` is ``direct`` or ``buffered``."""
-    table = sweep({"direct": [1, 0]}, target=target, base=job, cpus=[cpu], repeats=repeats, runs_dir=runs_dir,
-                  aliases={"direct": "mode"}, before_run=knobs.drop_caches, progress="direct vs buffered",
-                  allow_destructive=allow_destructive, **{**ROUNDS, **measure_kw})
+    table = sweep(
+        {"direct": [1, 0]},
+        target=target,
+        base=job,
+        cpus=[cpu],
+        repeats=repeats,
+        runs_dir=runs_dir,
+        aliases={"direct": "mode"},
+        before_run=knobs.drop_caches,
+        progress="direct vs buffered",
+        allow_destructive=allow_destructive,
+        **{**ROUNDS, **measure_kw},
+    )
     table["mode"] = table["mode"].map(MODES)
     return add_cycles_per_io(table)
 
 
-def knob_sweep(target: Target, knob: str, values: Sequence[Any], job: dict[str, Any], *, cpu: int = 0,
-               runs_dir: Path, drop: bool = False, repeats: int = 1, allow_destructive: bool = False,
-               **measure_kw) -> pd.DataFrame:
+def knob_sweep(
+    target: Target,
+    knob: str,
+    values: Sequence[Any],
+    job: dict[str, Any],
+    *,
+    cpu: int = 0,
+    runs_dir: Path,
+    drop: bool = False,
+    repeats: int = 1,
+    allow_destructive: bool = False,
+    **measure_kw,
+) -> pd.DataFrame:
     """The job once per value of a knob (``iolab.knobs``: scheduler, read_ahead_kb,
     nomerges, ...), each value set for its runs and the old one restored; ``drop`` drops
     the page cache before each run."""
     if knob not in knobs.KNOBS:
         raise InputError(f"{knob!r} is not a knob iolab can set: choose one of {', '.join(knobs.KNOBS)}")
-    return add_cycles_per_io(sweep({knob: list(values)}, target=target, base=job, cpus=[cpu], repeats=repeats,
-                                   runs_dir=runs_dir, before_run=knobs.drop_caches if drop else None,
-                                   progress=knob, allow_destructive=allow_destructive,
-                                   **{**ROUNDS, **measure_kw}))
+    return add_cycles_per_io(
+        sweep(
+            {knob: list(values)},
+            target=target,
+            base=job,
+            cpus=[cpu],
+            repeats=repeats,
+            runs_dir=runs_dir,
+            before_run=knobs.drop_caches if drop else None,
+            progress=knob,
+            allow_destructive=allow_destructive,
+            **{**ROUNDS, **measure_kw},
+        )
+    )
 
 
 def schedulers(target: Target) -> list[str]:
@@ -63,21 +102,48 @@ def schedulers(target: Target) -> list[str]:
     return knobs.get("scheduler").choices(target)
 
 
-def block_sizes(target: Target, sizes: Sequence[str], job: dict[str, Any], *, cpu: int = 0,
-                runs_dir: Path, repeats: int = 1, allow_destructive: bool = False, **measure_kw) -> pd.DataFrame:
+def block_sizes(
+    target: Target,
+    sizes: Sequence[str],
+    job: dict[str, Any],
+    *,
+    cpu: int = 0,
+    runs_dir: Path,
+    repeats: int = 1,
+    allow_destructive: bool = False,
+    **measure_kw,
+) -> pd.DataFrame:
     """Throughput from small to large blocks, with the request size the device actually saw
     (``dev_read_req_kib``, from /sys/block/<dev>/stat deltas)."""
-    table = add_cycles_per_io(sweep({"bs": list(sizes)}, target=target, base=job, cpus=[cpu], repeats=repeats,
-                                    runs_dir=runs_dir, progress="block sizes", allow_destructive=allow_destructive,
-                                    **{**ROUNDS, **measure_kw}))
+    table = add_cycles_per_io(
+        sweep(
+            {"bs": list(sizes)},
+            target=target,
+            base=job,
+            cpus=[cpu],
+            repeats=repeats,
+            runs_dir=runs_dir,
+            progress="block sizes",
+            allow_destructive=allow_destructive,
+            **{**ROUNDS, **measure_kw},
+        )
+    )
     table["bs_bytes"] = table["bs"].map(parse_size)
     table["bw_mib_s"] = table["bw_bytes_s"] / 2**20
     return table.sort_values("bs_bytes", ignore_index=True)
 
 
-def many_devices(n: int, size: str, job: dict[str, Any], *, cpus: Sequence[int], runs_dir: Path,
-                 targets: Sequence[Target] | None = None, allow_destructive: bool = False,
-                 **measure_kw) -> pd.DataFrame:
+def many_devices(
+    n: int,
+    size: str,
+    job: dict[str, Any],
+    *,
+    cpus: Sequence[int],
+    runs_dir: Path,
+    targets: Sequence[Target] | None = None,
+    allow_destructive: bool = False,
+    **measure_kw,
+) -> pd.DataFrame:
     """One fio process per device, all at once (seed 001 ran one fio per SSD because a single
     fio stopped scaling). Without ``targets``, ``n`` tmpfs-backed loop devices are made and
     detached afterwards. Device i runs on ``cpus[i % len(cpus)]``. Runs at the same time,
@@ -85,20 +151,37 @@ def many_devices(n: int, size: str, job: dict[str, Any], *, cpus: Sequence[int],
     with contextlib.ExitStack() as stack:
         devs = list(targets) if targets else [stack.enter_context(loop_device(size)) for _ in range(n)]
         with ThreadPoolExecutor(max_workers=len(devs)) as pool:
-            futures = [pool.submit(runner.measure, job, d, cpus=[cpus[i % len(cpus)]], runs_dir=runs_dir,
-                                   swept={"device": d.device or str(d.path), "devices": len(devs)},
-                                   label=f"dev{i}", allow_destructive=allow_destructive, **measure_kw)
-                       for i, d in enumerate(devs)]
+            futures = [
+                pool.submit(
+                    runner.measure,
+                    job,
+                    d,
+                    cpus=[cpus[i % len(cpus)]],
+                    runs_dir=runs_dir,
+                    swept={"device": d.device or str(d.path), "devices": len(devs)},
+                    label=f"dev{i}",
+                    allow_destructive=allow_destructive,
+                    **measure_kw,
+                )
+                for i, d in enumerate(devs)
+            ]
             paths = [f.result().path for f in futures]
     return add_cycles_per_io(load_runs(paths))
 
 
 def aggregate(table: pd.DataFrame) -> pd.DataFrame:
     """Per-device rows plus their sum: total IOPS and bandwidth, mean latency weighted by IOPS."""
-    per = table.groupby("device", as_index=False).agg(iops=("iops", "sum"), bw_bytes_s=("bw_bytes_s", "sum"),
-                                                      clat_mean_us=("clat_mean_us", "mean"),
-                                                      cpu_busy_pct=("cpu_busy_pct", "mean"))
-    total = {"device": "all devices", "iops": per.iops.sum(), "bw_bytes_s": per.bw_bytes_s.sum(),
-             "clat_mean_us": (per.clat_mean_us * per.iops).sum() / per.iops.sum(),
-             "cpu_busy_pct": per.cpu_busy_pct.mean()}
+    per = table.groupby("device", as_index=False).agg(
+        iops=("iops", "sum"),
+        bw_bytes_s=("bw_bytes_s", "sum"),
+        clat_mean_us=("clat_mean_us", "mean"),
+        cpu_busy_pct=("cpu_busy_pct", "mean"),
+    )
+    total = {
+        "device": "all devices",
+        "iops": per.iops.sum(),
+        "bw_bytes_s": per.bw_bytes_s.sum(),
+        "clat_mean_us": (per.clat_mean_us * per.iops).sum() / per.iops.sum(),
+        "cpu_busy_pct": per.cpu_busy_pct.mean(),
+    }
     return pd.concat([per, pd.DataFrame([total])], ignore_index=True)

@@ -15,6 +15,7 @@ t/io_uring) or knobs to set for that step only (``iolab.knobs``: NVMe interrupt 
 opt-in, always restored). Users write their own ladders as lists of ``Step``. Each step
 runs through the generic sweep, so a ladder re-run into the same ``runs_dir`` resumes.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,8 @@ class Step:
     name: str
     fio: dict[str, Any] = field(default_factory=dict)
     requires: list[str] = field(default_factory=list)
-    peak_only: bool = False        # measured, but not carried forward (gtod_reduce: no latency)
-    tool: str = "fio"              # fio | tio
+    peak_only: bool = False  # measured, but not carried forward (gtod_reduce: no latency)
+    tool: str = "fio"  # fio | tio
     tio_flags: dict[str, Any] = field(default_factory=dict)
     knobs: dict[str, Any] = field(default_factory=dict)  # iolab.knobs values for this step only
     note: str = ""
@@ -55,16 +56,30 @@ def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
         Step("polled completions (hipri)", {"hipri": 1}, ["poll"]),
         # direct=0: the ngXnY char device refuses O_DIRECT (fio: "destination does not support
         # O_DIRECT"), and passthrough never goes through the page cache anyway
-        Step("NVMe passthrough (io_uring_cmd on /dev/ng)", {"ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0},
-             ["nvme_ng"], note="filename becomes the /dev/ngXnY char device; direct=0 (no page cache on it)"),
+        Step(
+            "NVMe passthrough (io_uring_cmd on /dev/ng)",
+            {"ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0},
+            ["nvme_ng"],
+            note="filename becomes the /dev/ngXnY char device; direct=0 (no page cache on it)",
+        ),
         Step("fixedbufs + registerfiles + norandommap", {"fixedbufs": 1, "registerfiles": 1, "norandommap": 1}),
         Step("gtod_reduce (peak only: no latency)", {"gtod_reduce": 1}, peak_only=True),
-        Step("batching: submit 32, complete 8", {"iodepth": batch_qd, "iodepth_batch_submit": 32,
-                                                 "iodepth_batch_complete": 8}),
-        Step("interrupt coalescing (NVMe feature 0x08 = 0x320)", {"hipri": 0}, ["opt_in"],
-             knobs={"nvme_coalescing": 0x320}),
-        Step("t/io_uring", tool="tio", requires=["tio"],
-             tio_flags={"d": batch_qd, "s": 32, "c": 8, "b": 4096, "B": 1, "F": 1}),
+        Step(
+            "batching: submit 32, complete 8",
+            {"iodepth": batch_qd, "iodepth_batch_submit": 32, "iodepth_batch_complete": 8},
+        ),
+        Step(
+            "interrupt coalescing (NVMe feature 0x08 = 0x320)",
+            {"hipri": 0},
+            ["opt_in"],
+            knobs={"nvme_coalescing": 0x320},
+        ),
+        Step(
+            "t/io_uring",
+            tool="tio",
+            requires=["tio"],
+            tio_flags={"d": batch_qd, "s": 32, "c": 8, "b": 4096, "B": 1, "F": 1},
+        ),
     ]
 
 
@@ -76,8 +91,13 @@ def capabilities(target: Target, opt_in: bool = False) -> dict[str, str | None]:
     caps: dict[str, str | None] = {
         "poll": knobs.get("io_poll").check(target, 1),
         "nvme": knobs.not_nvme(target),
-        "nvme_ng": None if ng and ng.exists() else (f"no {ng} node (kernel 5.19+ with NVMe generic char devices)"
-                                                    if ng else f"no /dev/ng* node for {dev or target.path} (not NVMe)"),
+        "nvme_ng": None
+        if ng and ng.exists()
+        else (
+            f"no {ng} node (kernel 5.19+ with NVMe generic char devices)"
+            if ng
+            else f"no /dev/ng* node for {dev or target.path} (not NVMe)"
+        ),
         "nvme_cli": knobs.no_nvme_cli(),
         "opt_in": None if opt_in else "changes a device setting: pass opt_in=True to allow (always restored)",
         "tio": None if have_tio() else "t/io_uring not built: run `make tio`",
@@ -96,10 +116,22 @@ def plan(steps: list[Step], caps: dict[str, str | None]) -> list[tuple[Step, str
     return out
 
 
-def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[str, Any] | None = None,
-               runtime_s: float = 2.0, runs_dir: str | Path, opt_in: bool = False, repeats: int = 1,
-               order: str = "random", seed: int = 0, warmup: Any = "run", allow_destructive: bool = False,
-               **measure_kw) -> pd.DataFrame:
+def run_ladder(
+    steps: list[Step],
+    target: Target,
+    *,
+    cpu: int = 0,
+    base: dict[str, Any] | None = None,
+    runtime_s: float = 2.0,
+    runs_dir: str | Path,
+    opt_in: bool = False,
+    repeats: int = 1,
+    order: str = "random",
+    seed: int = 0,
+    warmup: Any = "run",
+    allow_destructive: bool = False,
+    **measure_kw,
+) -> pd.DataFrame:
     """Run the ladder; one row per step (skipped steps included, with their reason), with
     ``gain_pct`` against the previous measured carried-forward step. A step that fails
     (fio, t/io_uring, a knob or nvme-cli: any IolabError) is a row with the reason, and
@@ -120,10 +152,16 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
     warm = warmup_kind(warmup)  # InputError before anything runs, not a failed step
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
     rows: list[dict[str, Any]] = []
-    measured: dict[int, tuple[Step, dict, dict]] = {}   # step -> (step, its options, what it built on)
+    measured: dict[int, tuple[Step, dict, dict]] = {}  # step -> (step, its options, what it built on)
     tables: dict[int, pd.DataFrame] = {}
-    kw = dict(target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir, allow_destructive=allow_destructive,
-              **measure_kw)
+    kw = dict(
+        target=target,
+        cpu=cpu,
+        runtime_s=runtime_s,
+        runs_dir=runs_dir,
+        allow_destructive=allow_destructive,
+        **measure_kw,
+    )
     for i, (step, reason) in enumerate(bar(plan(steps, capabilities(target, opt_in)), "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         rows.append(row)
@@ -132,8 +170,15 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
             continue
         opts = {**current, **step.fio}
         try:
-            tables[i] = _run_step(step, i, opts, current, repeats=repeats if order == "grid" else 1,
-                                  warmup=warmup_for(warm, first=not measured), **kw)
+            tables[i] = _run_step(
+                step,
+                i,
+                opts,
+                current,
+                repeats=repeats if order == "grid" else 1,
+                warmup=warmup_for(warm, first=not measured),
+                **kw,
+            )
         except IolabError as exc:
             row |= {"status": "failed", "reason": str(exc).splitlines()[0]}
             continue
@@ -150,16 +195,22 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
         for i in ids:
             step, opts, built_on = measured[i]
             try:
-                tables[i] = _run_step(step, i, opts, built_on, repeats=rnd + 1,
-                                      warmup=warmup_for(warm, first=False), **kw)
+                tables[i] = _run_step(
+                    step, i, opts, built_on, repeats=rnd + 1, warmup=warmup_for(warm, first=False), **kw
+                )
             except IolabError as exc:  # the runs it has stay; the row says what failed
                 rows[i]["reason"] = f"round {rnd + 1} failed: {str(exc).splitlines()[0]}"
     step_runs = {}
     for i, (step, _, _) in measured.items():
         step_runs[i] = compare.per_run(tables[i]).assign(step=f"step {i}")
-        rows[i] |= {"status": "measured", "reason": rows[i].get("reason", ""), **_summary(step_runs[i]),
-                    "carried_forward": not step.peak_only and step.tool == "fio", "runs": len(step_runs[i]),
-                    "run_id": tables[i]["run_id"].iloc[0]}
+        rows[i] |= {
+            "status": "measured",
+            "reason": rows[i].get("reason", ""),
+            **_summary(step_runs[i]),
+            "carried_forward": not step.peak_only and step.tool == "fio",
+            "runs": len(step_runs[i]),
+            "run_id": tables[i]["run_id"].iloc[0],
+        }
     table = pd.DataFrame(rows)
     if "runs" in table:
         table["runs"] = table["runs"].astype("Int64")  # skipped steps: <NA>, not 2.0
@@ -171,15 +222,35 @@ def run_ladder(steps: list[Step], target: Target, *, cpu: int = 0, base: dict[st
     return table
 
 
-def _run_step(step: Step, i: int, opts: dict, current: dict, *, target: Target, cpu: int, runtime_s: float,
-              runs_dir: str | Path, repeats: int = 1, warmup: Any = None, **measure_kw) -> pd.DataFrame:
+def _run_step(
+    step: Step,
+    i: int,
+    opts: dict,
+    current: dict,
+    *,
+    target: Target,
+    cpu: int,
+    runtime_s: float,
+    runs_dir: str | Path,
+    repeats: int = 1,
+    warmup: Any = None,
+    **measure_kw,
+) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
 
     tgt = target
     if opts.get("ioengine") == "io_uring_cmd":  # this step's, or carried forward from the passthrough step
         tgt = Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
-    common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "tags": {"step": i, "step_name": step.name},
-              "label": f"step{i}", "progress": None, "repeats": repeats, "warmup": warmup}
+    common = {
+        "target": tgt,
+        "cpus": [cpu],
+        "runs_dir": runs_dir,
+        "tags": {"step": i, "step_name": step.name},
+        "label": f"step{i}",
+        "progress": None,
+        "repeats": repeats,
+        "warmup": warmup,
+    }
     grid = {name: [value] for name, value in step.knobs.items()}
     if step.tool == "tio":  # t/io_uring has no ramp time: a timed warm-up is fio's steps' only
         common["warmup"] = warmup if warmup == "run" else None
@@ -200,8 +271,10 @@ def polled_passthrough_hazard() -> str | None:
     would take the machine down, so on 6.1 kernels the step is run without polling and says so."""
     release = platform.release()
     if release.startswith("6.1."):
-        return (f"t/io_uring's passthrough ran unpolled (-p0): Linux {release} oopsed at ring exit with "
-                "polled passthrough commands in flight (nvme_ns_chr_uring_cmd_iopoll, seen in the NVMe lab)")
+        return (
+            f"t/io_uring's passthrough ran unpolled (-p0): Linux {release} oopsed at ring exit with "
+            "polled passthrough commands in flight (nvme_ns_chr_uring_cmd_iopoll, seen in the NVMe lab)"
+        )
     return None
 
 
@@ -223,11 +296,23 @@ def step_results(table: pd.DataFrame) -> list[dict[str, Any]]:
     for step in table.to_dict("records"):
         measured = step.get("status") == "measured"
         reason = step.get("reason") or ""
-        note = (f"mean of {step.get('runs')} runs, 95 % t interval" + (f"; {reason}" if reason else "")
-                if measured else f"{step.get('status')}: {reason}")
-        out += [{"name": f"{what}: {step['name']}", "value": step.get(column) if measured else None, "unit": unit,
-                 "low": step.get(f"{column}_ci_low"), "high": step.get(f"{column}_ci_high"),
-                 "source": f"step {step['step']}", "note": note} for what, column, unit in STEP_FIGURES]
+        note = (
+            f"mean of {step.get('runs')} runs, 95 % t interval" + (f"; {reason}" if reason else "")
+            if measured
+            else f"{step.get('status')}: {reason}"
+        )
+        out += [
+            {
+                "name": f"{what}: {step['name']}",
+                "value": step.get(column) if measured else None,
+                "unit": unit,
+                "low": step.get(f"{column}_ci_low"),
+                "high": step.get(f"{column}_ci_high"),
+                "source": f"step {step['step']}",
+                "note": note,
+            }
+            for what, column, unit in STEP_FIGURES
+        ]
     return out
 
 
@@ -235,9 +320,20 @@ def _summary(runs: pd.DataFrame) -> dict[str, Any]:
     """A step's figures from its runs (``compare.per_run``: IOPS summed over jobs): means
     over the repeats, and for IOPS and the p50/p99 latencies their 95 % t interval
     (``<column>_ci_low``/``_ci_high``; NaN with one run)."""
-    out = {c: runs[c].iloc[0] if c == "freq_source" else runs[c].mean() for c in
-           ("iops", "clat_p50_us", "clat_p99_us", "clat_p99_9_us", "cpu_busy_pct", "cycles_per_io",
-            "freq_source", "lat_mean_us_littles") if c in runs}
+    out = {
+        c: runs[c].iloc[0] if c == "freq_source" else runs[c].mean()
+        for c in (
+            "iops",
+            "clat_p50_us",
+            "clat_p99_us",
+            "clat_p99_9_us",
+            "cpu_busy_pct",
+            "cycles_per_io",
+            "freq_source",
+            "lat_mean_us_littles",
+        )
+        if c in runs
+    }
     for c in ("iops", "clat_p50_us", "clat_p99_us"):
         if c in runs:
             out[f"{c}_ci_low"], out[f"{c}_ci_high"] = compare.interval(runs[c], c)
@@ -252,9 +348,17 @@ def _gains(table: pd.DataFrame, step_runs: dict[int, pd.DataFrame]) -> list[comp
         if r.status != "measured":
             gains.append(None)
             continue
-        gains.append(compare.compare(pd.concat([step_runs[r.step], step_runs[prev]]), by="step",
-                                     a=f"step {r.step}", b=f"step {prev}", metric="iops")
-                     if prev is not None else None)
+        gains.append(
+            compare.compare(
+                pd.concat([step_runs[r.step], step_runs[prev]]),
+                by="step",
+                a=f"step {r.step}",
+                b=f"step {prev}",
+                metric="iops",
+            )
+            if prev is not None
+            else None
+        )
         if getattr(r, "carried_forward", False) or prev is None:
             prev = r.step
     return gains

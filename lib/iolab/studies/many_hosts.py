@@ -7,6 +7,7 @@ every count (shuffled with ``seed``) after one discarded warm-up run, ``repeats`
 Its table has a row per host, direction and run, and a ``pooled`` row per run (IOPS
 summed, percentiles from summed bins), with ``hosts_n`` and ``repeat`` columns.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,18 @@ from ..validate import positive_ints
 SNAPSHOT_KEYS = ("kernel", "cpu_model", "governor", "smt", "turbo", "fio_version", "queue", "cpus_online")
 
 
-def host_scaling(target: Target, hosts: Sequence[Host], options: Mapping[str, Any], *,
-                 counts: Sequence[int] | None = None, repeats: int = 3, seed: int = 0,
-                 runs_dir: str | Path | None = None, warmup: Any = "run", **measure_kw) -> pd.DataFrame:
+def host_scaling(
+    target: Target,
+    hosts: Sequence[Host],
+    options: Mapping[str, Any],
+    *,
+    counts: Sequence[int] | None = None,
+    repeats: int = 3,
+    seed: int = 0,
+    runs_dir: str | Path | None = None,
+    warmup: Any = "run",
+    **measure_kw,
+) -> pd.DataFrame:
     """``options`` on the first ``k`` hosts for each ``k`` of ``counts`` (default 1..N),
     ``repeats`` rounds (module docstring). A re-run into the same ``runs_dir`` runs only
     what has no "ok" run. ``measure_kw`` go to ``measure_hosts`` (``cpus``, ``timeout_s``,
@@ -63,11 +73,28 @@ def host_scaling(target: Target, hosts: Sequence[Host], options: Mapping[str, An
             paths.append(done[result_key])
             continue
         if warm:
-            measure_hosts(options, target, hosts=hosts[:k], runs_dir=runs_dir / "warmup",
-                          swept={**swept, "warmup": True}, label="warmup", snapshots=False, **measure_kw)
+            measure_hosts(
+                options,
+                target,
+                hosts=hosts[:k],
+                runs_dir=runs_dir / "warmup",
+                swept={**swept, "warmup": True},
+                label="warmup",
+                snapshots=False,
+                **measure_kw,
+            )
             warm = False
-        paths.append(measure_hosts(options, target, hosts=hosts[:k], runs_dir=runs_dir, swept=swept,
-                                   label=f"hosts{k}-r{repeat}", **measure_kw).path)
+        paths.append(
+            measure_hosts(
+                options,
+                target,
+                hosts=hosts[:k],
+                runs_dir=runs_dir,
+                swept=swept,
+                label=f"hosts{k}-r{repeat}",
+                **measure_kw,
+            ).path
+        )
     return load_runs(paths).sort_values(["hosts_n", "repeat", "host"], ignore_index=True)
 
 
@@ -78,8 +105,7 @@ def per_host(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     rows = []
     for host, g in runs.groupby("host", sort=False):
         lo, hi = compare.interval(g[metric], metric)
-        rows.append({"host": host, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi,
-                     "repeats": len(g)})
+        rows.append({"host": host, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi, "repeats": len(g)})
     out = pd.DataFrame(rows)
     failed = table[(table["hosts_n"] == table["hosts_n"].max()) & (table.get("host_status") == "failed")]
     out["failed_runs"] = out["host"].map(failed["host"].value_counts()).fillna(0).astype(int)
@@ -93,7 +119,12 @@ def slowest_host(table: pd.DataFrame, runs_dir: str | Path, metric: str = "iops"
     hosts = per_host(table, metric)
     hosts = hosts[hosts["host"] != POOLED]
     if len(hosts) < 2:
-        return {"host": None, "sure": False, "differences": {}, "text": "fewer than two hosts reported: no slowest host"}
+        return {
+            "host": None,
+            "sure": False,
+            "differences": {},
+            "text": "fewer than two hosts reported: no slowest host",
+        }
     slow = hosts.loc[hosts[f"{metric}_mean"].idxmin()]
     others = hosts[hosts["host"] != slow["host"]]
     sure = bool((slow["ci_high"] < others["ci_low"]).all())
@@ -102,10 +133,16 @@ def slowest_host(table: pd.DataFrame, runs_dir: str | Path, metric: str = "iops"
     mine = diffs[slow["host"]].to_dict() if slow["host"] in diffs else {}
     fastest = hosts[f"{metric}_mean"].max()
     gap = 100 * (1 - slow[f"{metric}_mean"] / fastest)
-    how = ("its 95 % interval lies below every other host's" if sure else
-           "but the intervals overlap: with these repeats it is not surely slower")
-    why = ("; its system differs in " + ", ".join(f"{k} = {v}" for k, v in mine.items())) if mine else \
-        "; its system snapshot does not differ from the others' (kernel, governor, scheduler, CPU, fio)"
+    how = (
+        "its 95 % interval lies below every other host's"
+        if sure
+        else "but the intervals overlap: with these repeats it is not surely slower"
+    )
+    why = (
+        ("; its system differs in " + ", ".join(f"{k} = {v}" for k, v in mine.items()))
+        if mine
+        else "; its system snapshot does not differ from the others' (kernel, governor, scheduler, CPU, fio)"
+    )
     text = f"slowest host: {slow['host']}, {gap:.1f} % below the fastest ({how}){why}"
     return {"host": slow["host"], "sure": sure, "gap_pct": gap, "differences": mine, "text": text}
 
@@ -115,8 +152,10 @@ def snapshot_differences(run_dir: str | Path) -> pd.DataFrame:
     hosts of a client/server run folder: one row per entry, one column per host."""
     run_dir = Path(run_dir)
     hosts = json.loads((run_dir / "hosts.json").read_text())["hosts"]
-    flat = {h["name"]: _flatten({k: v for k, v in host_snapshot(run_dir, h["folder"]).items() if k in SNAPSHOT_KEYS})
-            for h in hosts}
+    flat = {
+        h["name"]: _flatten({k: v for k, v in host_snapshot(run_dir, h["folder"]).items() if k in SNAPSHOT_KEYS})
+        for h in hosts
+    }
     frame = pd.DataFrame(flat)
     if frame.empty:
         return frame
@@ -146,5 +185,7 @@ def scaling(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
         out.append({"hosts_n": k, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi, "repeats": len(g)})
     frame = pd.DataFrame(out)
     one = frame.loc[frame["hosts_n"] == 1, f"{metric}_mean"]
-    frame["efficiency_pct"] = 100 * frame[f"{metric}_mean"] / (frame["hosts_n"] * one.iloc[0]) if len(one) else float("nan")
+    frame["efficiency_pct"] = (
+        100 * frame[f"{metric}_mean"] / (frame["hosts_n"] * one.iloc[0]) if len(one) else float("nan")
+    )
     return frame

@@ -1,6 +1,7 @@
 """Seed 002's table (Jens Axboe, "io_uring and Optane2"): IOPS and mean latency of one core
 at QD1, QD16 and QD128, random 512 B reads with registered buffers and files, through fio's
 t/io_uring and fio itself, side by side."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,10 +29,19 @@ def have_tio() -> bool:
     return True
 
 
-def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: str = "512",
-             cpu: int = 0, runtime_s: float = 2.0, polled: bool = False, repeats: int = 1,
-             runs_dir: str | Path | None = None, allow_destructive: bool = False,
-             **measure_kw) -> pd.DataFrame:
+def per_core(
+    target: Target,
+    queue_depths: Sequence[int] = (1, 16, 128),
+    *,
+    bs: str = "512",
+    cpu: int = 0,
+    runtime_s: float = 2.0,
+    polled: bool = False,
+    repeats: int = 1,
+    runs_dir: str | Path | None = None,
+    allow_destructive: bool = False,
+    **measure_kw,
+) -> pd.DataFrame:
     """One row per (tool, qd) and repeat (``repeats`` runs of each, back to back; ``summary``
     gives their means and intervals). fio's mean latency is measured (``lat_mean_us``);
     t/io_uring's is Little's law on a full queue (QD / IOPS, ``lat_mean_us_littles``),
@@ -41,21 +51,62 @@ def per_core(target: Target, queue_depths: Sequence[int] = (1, 16, 128), *, bs: 
     [repeats] = positive_ints("repeats", [repeats])
     check_cpus([cpu])
     runtime = fio_time(runtime_s)
-    common = {"target": target, "cpus": [cpu], "runs_dir": runs_dir or new_sweep_dir("per-core"), "progress": None,
-              "repeats": repeats}
+    common = {
+        "target": target,
+        "cpus": [cpu],
+        "runs_dir": runs_dir or new_sweep_dir("per-core"),
+        "progress": None,
+        "repeats": repeats,
+    }
     tio, tables = have_tio(), []
     for qd in queue_depths:
         batch = min(32, qd)
-        fio = {"rw": "randread", "bs": bs, "ioengine": "io_uring", "direct": 1, "iodepth": qd, "fixedbufs": 1,
-               "registerfiles": 1, "norandommap": 1, "hipri": int(polled), "iodepth_batch_submit": batch,
-               "iodepth_batch_complete": batch, "runtime": runtime}
-        tables.append(sweep({}, base=fio, tags={"qd": qd, "tool": "fio"}, label=f"fio-qd{qd}",
-                            allow_destructive=allow_destructive, **common, **measure_kw))
+        fio = {
+            "rw": "randread",
+            "bs": bs,
+            "ioengine": "io_uring",
+            "direct": 1,
+            "iodepth": qd,
+            "fixedbufs": 1,
+            "registerfiles": 1,
+            "norandommap": 1,
+            "hipri": int(polled),
+            "iodepth_batch_submit": batch,
+            "iodepth_batch_complete": batch,
+            "runtime": runtime,
+        }
+        tables.append(
+            sweep(
+                {},
+                base=fio,
+                tags={"qd": qd, "tool": "fio"},
+                label=f"fio-qd{qd}",
+                allow_destructive=allow_destructive,
+                **common,
+                **measure_kw,
+            )
+        )
         if tio:
-            flags = {"d": qd, "b": bs, "p": int(polled), "B": 1, "F": 1, "s": batch, "c": batch,
-                     "r": max(2, int(runtime_s))}
-            tables.append(sweep({}, base=flags, tags={"qd": qd, "tool": "t/io_uring"}, label=f"tio-qd{qd}",
-                                tool="t/io_uring", **common))
+            flags = {
+                "d": qd,
+                "b": bs,
+                "p": int(polled),
+                "B": 1,
+                "F": 1,
+                "s": batch,
+                "c": batch,
+                "r": max(2, int(runtime_s)),
+            }
+            tables.append(
+                sweep(
+                    {},
+                    base=flags,
+                    tags={"qd": qd, "tool": "t/io_uring"},
+                    label=f"tio-qd{qd}",
+                    tool="t/io_uring",
+                    **common,
+                )
+            )
     table = add_cycles_per_io(pd.concat(tables, ignore_index=True))
     table["mean_lat_us"] = table["lat_mean_us"].fillna(table.get("lat_mean_us_littles"))
     table["mean_lat_source"] = table["tool"].map(LATENCY_SOURCE)
@@ -67,6 +118,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     ``<metric>_mean`` with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
     ``iolab.compare.summarise``: NaN with one run) and the latency's source."""
     from .. import compare
+
     cells = compare.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us"])
     source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]
     cells["mean_lat_source"] = cells["tool"].map(source)

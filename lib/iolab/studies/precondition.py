@@ -15,6 +15,7 @@ when, over a measurement window of 5 rounds,
 it: the ``target_state`` column). It writes the whole device: like any write job, it is
 refused on a device that holds data unless ``allow_destructive=True``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,27 +37,56 @@ WINDOW, RANGE_PCT, SLOPE_PCT = SNIA_WINDOW, SNIA_RANGE_PCT, SNIA_SLOPE_PCT
 FOREVER = fio_time(7 * 24 * 3600)  # a fill ends when the device is written, not by time
 
 
-def precondition(target: Target, *, runs_dir: str | Path, cpu: int = 0, rw: str = "randwrite", bs: str = "4k",
-                 iodepth: int = 32, round_s: float = 60, max_rounds: int = 25, window: int = WINDOW,
-                 fill_passes: int = 2, allow_destructive: bool = False, **measure_kw: Any) -> pd.DataFrame:
+def precondition(
+    target: Target,
+    *,
+    runs_dir: str | Path,
+    cpu: int = 0,
+    rw: str = "randwrite",
+    bs: str = "4k",
+    iodepth: int = 32,
+    round_s: float = 60,
+    max_rounds: int = 25,
+    window: int = WINDOW,
+    fill_passes: int = 2,
+    allow_destructive: bool = False,
+    **measure_kw: Any,
+) -> pd.DataFrame:
     """SNIA's preconditioning of ``target`` (module docstring): ``fill_passes`` sequential
     128 KiB writes of the whole target (0: skip), then rounds of ``rw``/``bs`` at ``iodepth``
     for ``round_s`` seconds each until ``steady_state`` holds or ``max_rounds`` ran. Every
     run is stored in ``runs_dir``. Returns one row per round (``round``, ``iops``,
     ``steady``) and sets ``target.state`` to what was reached."""
     if max_rounds < window:
-        raise InputError(f"max_rounds={max_rounds} is fewer than the window of {window} rounds: "
-                         "steady state could never be judged")
+        raise InputError(
+            f"max_rounds={max_rounds} is fewer than the window of {window} rounds: steady state could never be judged"
+        )
     common = dict(cpus=[cpu], runs_dir=runs_dir, allow_destructive=allow_destructive, **measure_kw)
     if fill_passes:
-        measure({"rw": "write", "bs": "128k", "iodepth": iodepth, "loops": fill_passes, "time_based": 0,
-                 "runtime": FOREVER}, target, label="precondition-fill", **common)
+        measure(
+            {
+                "rw": "write",
+                "bs": "128k",
+                "iodepth": iodepth,
+                "loops": fill_passes,
+                "time_based": 0,
+                "runtime": FOREVER,
+            },
+            target,
+            label="precondition-fill",
+            **common,
+        )
     rounds: list[dict[str, Any]] = []
     iops: list[float] = []
     verdict = (False, "")
     for i in bar(range(max_rounds), "preconditioning", unit="round"):
-        run = measure({"rw": rw, "bs": bs, "iodepth": iodepth, "runtime": fio_time(round_s)}, target,
-                      swept={"round": i}, label=f"precondition-r{i}", **common)
+        run = measure(
+            {"rw": rw, "bs": bs, "iodepth": iodepth, "runtime": fio_time(round_s)},
+            target,
+            swept={"round": i},
+            label=f"precondition-r{i}",
+            **common,
+        )
         rows = run_table(run.path)
         iops.append(float(rows.loc[rows["direction"] != "none", "iops"].sum()))
         verdict = steady_state(iops, window)
@@ -65,6 +95,9 @@ def precondition(target: Target, *, runs_dir: str | Path, cpu: int = 0, rw: str 
             break
     what = f"{len(iops)} rounds of {bs} {rw} at QD{iodepth}, {round_s:g} s each"
     fill = f"written whole {fill_passes}x sequentially (128k), then " if fill_passes else ""
-    target.state = (f"SNIA steady state: {fill}{what} ({verdict[1]})" if verdict[0] else
-                    f"preconditioned but NOT in steady state: {fill}{what} ({verdict[1]})")
+    target.state = (
+        f"SNIA steady state: {fill}{what} ({verdict[1]})"
+        if verdict[0]
+        else f"preconditioned but NOT in steady state: {fill}{what} ({verdict[1]})"
+    )
     return pd.DataFrame(rounds)
