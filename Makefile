@@ -34,9 +34,14 @@ nvmelab: setup-nvmelab
 setup-nvmelab:
 	@bash scripts/setup.sh --nvmelab
 
-## test: the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one)
-test: setup-browser tio
+## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one)
+test: setup-browser tio lint
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
+
+## lint: ruff's checks and its formatting, as configured in pyproject.toml (ruff format lib tests benchmarks scripts fixes the latter)
+lint: setup
+	$(PY) -m ruff check lib tests benchmarks scripts notebooks
+	$(PY) -m ruff format --check lib tests benchmarks scripts
 
 ## test-nvme: the NVMe lab's tests alone (make test runs them too), with the tier's own output (tests/test_nvme_tier.py in one guest boot, ~1 min)
 test-nvme: setup-browser tio
@@ -59,7 +64,7 @@ bench: setup
 	$(PY) benchmarks/threads_overhead.py
 	$(PY) benchmarks/hosts_cost.py
 
-## strip: remove outputs from the committed notebooks
+## strip: remove outputs from the notebooks in the working tree (commits are stripped anyway: make setup installs .gitattributes' nbstripout filter)
 strip: setup
 	.venv/bin/nbstripout --keep-id notebooks/*.ipynb
 
@@ -70,4 +75,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup setup-browser setup-nvmelab nvmelab seeds seeds-nvmelab demo lab test test-nvme tio bench strip clean help
+.PHONY: setup setup-browser setup-nvmelab nvmelab seeds seeds-nvmelab demo lab test lint test-nvme tio bench strip clean help

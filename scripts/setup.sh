@@ -89,6 +89,12 @@ if [ -n "$(find lib/iolab -name '*.py' -newer .venv/.compiled 2>/dev/null | head
     # bytecode written now: commands such as `iolab fold` start fast even where it cannot be written later
     .venv/bin/python -m compileall -q lib/iolab >/dev/null && touch .venv/.compiled
 fi
+# notebooks are committed without outputs by a git filter (.gitattributes names it), not by hand
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -z "$(git config --local filter.nbstripout.clean)" ]; then
+    git config --local filter.nbstripout.clean "\"$PWD/.venv/bin/python\" -m nbstripout --keep-id"
+    git config --local filter.nbstripout.smudge cat
+    git config --local diff.ipynb.textconv "\"$PWD/.venv/bin/python\" -m nbstripout -t --keep-id"
+fi
 # ipykernel ships its own python3 spec in the venv; ours names the project
 if ! grep -qs '"Python 3 (iolab)"' .venv/share/jupyter/kernels/python3/kernel.json; then
     .venv/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (iolab)" >/dev/null

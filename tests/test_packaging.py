@@ -128,3 +128,32 @@ def test_every_notebook_forwards_allow_destructive_and_names_targets_one_way():
         for line in calls:
             assert "allow_destructive=allow_destructive" in line, f"{path.name}: {line}"
         assert not any("__enter__" in src or "__exit__" in src for src in code), path.name
+
+
+def test_a_notebook_committed_with_outputs_is_stored_without_them(tmp_path):
+    """.gitattributes names the nbstripout filter and scripts/setup.sh configures it (as
+    make setup does in the clone): what git stores has no outputs, the working copy keeps them."""
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    assert "filter.nbstripout.clean" in setup and "*.ipynb filter=nbstripout" in (REPO / ".gitattributes").read_text()
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run(
+        [*git, "config", "filter.nbstripout.clean", f'"{sys.executable}" -m nbstripout --keep-id'], check=True
+    )
+    (tmp_path / ".gitattributes").write_text((REPO / ".gitattributes").read_text())
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "1 + 1",
+                execution_count=1,
+                outputs=[nbformat.v4.new_output("execute_result", data={"text/plain": "2"}, execution_count=1)],
+            )
+        ]
+    )
+    nbformat.write(nb, tmp_path / "n.ipynb")
+    subprocess.run([*git, "add", "n.ipynb", ".gitattributes"], check=True)
+    stored = nbformat.reads(
+        subprocess.run([*git, "show", ":n.ipynb"], check=True, capture_output=True, text=True).stdout, as_version=4
+    )
+    assert stored.cells[0].outputs == [] and stored.cells[0].execution_count is None
+    assert nbformat.read(tmp_path / "n.ipynb", as_version=4).cells[0].outputs  # the user's copy keeps them
