@@ -395,3 +395,24 @@ def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_led
     (pid,) = started
     assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     assert not [e for _, e in ledger.entries() if e.get("pid") == pid]  # and its ledger entry released
+
+
+def test_a_child_is_pinned_and_bound_to_its_parent_without_preexec_fn():
+    """spawn starts a tool through setpriv --pdeathsig and taskset (no preexec_fn, which can
+    deadlock while the samplers' threads run): the pid is the tool's, pinned from birth,
+    with SIGTERM as its parent-death signal; a missing tool is FileNotFoundError, as before."""
+    from iolab.process import spawn, stop_group
+
+    proc, entry = spawn(["sleep", "30"], name="sleep", cpus=[CPU])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}/comm").read_text().strip() != "sleep" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        assert f"Cpus_allowed_list:\t{CPU}\n" in status
+        assert Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"30"]
+    finally:
+        stop_group(proc)
+        entry.release()
+    with pytest.raises(FileNotFoundError):
+        spawn(["no-such-tool-iolab"], name="x")

@@ -10,16 +10,17 @@ How a child cannot outlive iolab:
   stops the child with SIGINT (fio writes what it measured) and SIGKILL 10 s later;
 * SIGTERM and SIGHUP unwind iolab the same way (``iolab.signals``);
 * if iolab dies without unwinding (SIGKILL), the kernel sends the child SIGTERM
-  (``PR_SET_PDEATHSIG``), and the ledger entry lets the next iolab command stop the rest of
-  its process group (``iolab.ledger``, ``iolab.repair``);
+  (``PR_SET_PDEATHSIG``, set by ``setpriv --pdeathsig``), and the ledger entry lets the next
+  iolab command stop the rest of its process group (``iolab.ledger``, ``iolab.repair``);
 * signals are held back between starting the child and recording it, so no Ctrl-C can
   land in between and leave an unrecorded child running.
 """
 
 from __future__ import annotations
 
-import ctypes
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -27,9 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import ledger, signals
-from .errors import RunInterrupted
-
-PR_SET_PDEATHSIG = 1
+from .errors import RunInterrupted, ToolMissing
 
 
 @dataclass
@@ -49,18 +48,29 @@ def signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _child_setup(cpus: list[int] | None, parent: int):
-    """Runs in the child between fork and exec: die with the parent, pin to ``cpus``."""
-    libc = ctypes.CDLL(None, use_errno=True)
+def _prefix(cpus: list[int] | None) -> list[str]:
+    """What is set in the child before the tool runs, by util-linux tools it is exec'd
+    through (the pid stays the tool's): ``setpriv --pdeathsig TERM`` (SIGTERM when the
+    thread that started it dies: ``PR_SET_PDEATHSIG``) and ``taskset -c`` (pinned from
+    birth). Not Popen's ``preexec_fn``: the Python docs warn that it can deadlock while other
+    threads run, and iolab's samplers are threads."""
+    tools = {name: shutil.which(name) for name in ("setpriv", "taskset")}
+    if not all(tools.values()):
+        missing = " and ".join(name for name, path in tools.items() if not path)
+        raise ToolMissing(f"{missing} not found: iolab starts every tool through them; install util-linux")
+    prefix = [tools["setpriv"], "--pdeathsig", "TERM", "--"]
+    return prefix + ([tools["taskset"], "-c", ",".join(map(str, cpus))] if cpus else [])
 
-    def setup() -> None:
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-        if cpus:
-            os.sched_setaffinity(0, cpus)
 
-    return setup
+def _check_executable(exe: str, popen_kw: dict) -> None:
+    """FileNotFoundError, as Popen raises it, when ``exe`` cannot be run (through setpriv it
+    would otherwise start, and fail later with setpriv's words)."""
+    if os.sep in exe:
+        found = os.access(Path(popen_kw.get("cwd") or ".") / exe, os.X_OK)
+    else:
+        found = shutil.which(exe, path=(popen_kw.get("env") or os.environ).get("PATH")) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", exe)
 
 
 def spawn(
@@ -69,11 +79,11 @@ def spawn(
     """Start ``argv`` as described in the module docstring. Returns the process and its
     ledger entry (release it once the process has been waited for)."""
     proc = entry = None
+    _check_executable(str(argv[0]), popen_kw)
+    prefix = _prefix(cpus)
     try:
         with signals.deferred():
-            proc = subprocess.Popen(
-                argv, start_new_session=True, preexec_fn=_child_setup(cpus, os.getpid()), **popen_kw
-            )
+            proc = subprocess.Popen(prefix + list(map(str, argv)), start_new_session=True, **popen_kw)
             entry = ledger.record(
                 "process",
                 pid=proc.pid,
