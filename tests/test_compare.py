@@ -298,3 +298,23 @@ def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
         )
         assert two["iops_ci_low"].isna().all() and (two["n"] == 2).all()
         assert compare.readable(two)["IOPS (IO/s)"].str.endswith(f"({compare.NOT_INFORMATIVE})").all()
+
+
+def test_one_rule_says_which_way_a_metric_improves():
+    """columns.better: what compare's verdicts, the best configuration and the roofline all
+    read (the search notebook decided it by its own rule before)."""
+    from iolab import columns
+
+    assert [columns.better(m) for m in ("iops", "bw_bytes_s", "clat_p99_us", "lat_mean_us", "cycles_per_io")] == [
+        "higher",
+        "higher",
+        "lower",
+        "lower",
+        "lower",
+    ]
+    assert columns.better("cpu_busy_pct") == "" and columns.better("cpu_freq_mhz") == ""
+    slow = pd.DataFrame(
+        {"run_id": range(6), "qd": [1, 1, 1, 8, 8, 8], "clat_p99_us": [90.0, 92.0, 91.0, 300.0, 310.0, 305.0]}
+    )
+    best, _ = __import__("iolab.effects").effects.best_config(slow, ["qd"], "clat_p99_us")
+    assert best["qd"] == 1  # lower is better, without being told

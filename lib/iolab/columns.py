@@ -465,6 +465,21 @@ for _p in ("50", "90", "95", "99", "99_9", "99_99"):
         )
 
 
+HIGHER_IS_BETTER = {"iops", "bw_bytes_s", "bw_mib_s", "max_iops"}  # throughput
+LOWER_IS_BETTER = {"cycles_per_io", "cycles_per_io_perf"}  # CPU cost per IO; latencies too (``better``)
+
+
+def better(name: str) -> str:
+    """Which way a metric improves, the one rule every comparison, search and plot uses:
+    ``"higher"`` (throughput), ``"lower"`` (latency: a µs column of slat, clat or lat, mean or
+    percentile; CPU cycles per IO), ``""`` (no better direction: CPU busy, frequency, counts)."""
+    if name in HIGHER_IS_BETTER:
+        return "higher"
+    if name in LOWER_IS_BETTER or (name.endswith("_us") and "lat" in name):
+        return "lower"
+    return ""
+
+
 def label(name: str) -> str:
     """Axis label for a column: words and unit, e.g. ``clat p99 (µs)``."""
     col = COLUMNS.get(name)

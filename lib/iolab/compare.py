@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import add_cycles_per_io, t_interval
-from .columns import label
+from .columns import better, label
 from .readable import percent
 from .errors import InputError
 
@@ -63,7 +63,6 @@ RATIOS = {
     "ios_per_submit_call",
     "lat_mean_us_littles",
 }
-HIGHER_IS_BETTER = {"iops", "bw_bytes_s", "bw_mib_s", "max_iops"}
 CPU_COST = {"cycles_per_io", "cycles_per_io_perf"}
 NONNEGATIVE = {"cpu_busy_pct", "cpu_freq_mhz", "fio_cpu_pct", "mean_lat_us", "lat_mean_us", "total_ios", "io_bytes"}
 PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")
@@ -404,9 +403,8 @@ def compare(
         )
         return c
     c.verdict = _says(c, ratio, low, high)
-    if metric in HIGHER_IS_BETTER or metric in CPU_COST or _is_latency(metric):
-        up_good = metric in HIGHER_IS_BETTER
-        c.better = a if (ratio > 0) == up_good else b
+    if better(metric):
+        c.better = a if (ratio > 0) == (better(metric) == "higher") else b
     return c
 
 
@@ -416,11 +414,11 @@ def _says(c: Comparison, ratio: float, low: float, high: float) -> str:
     up = ratio > 0
     size, lo, hi = (ratio, low, high) if up else (-ratio, -high, -low)
     m = c.metric
-    if m in HIGHER_IS_BETTER:
+    if better(m) == "higher":
         what = f"is {percent(size)} {'faster' if up else 'slower'} than {c.b} ({_words(m)})"
     elif m in CPU_COST:
         what = f"uses {percent(size)} {'more' if up else 'less'} CPU per IO than {c.b} ({_words(m)})"
-    elif _is_latency(m):
+    elif better(m) == "lower":
         what = (
             f"is {'slower' if up else 'faster'}: {_words(m)} {percent(size)} {'higher' if up else 'lower'} than {c.b}"
         )
@@ -428,10 +426,6 @@ def _says(c: Comparison, ratio: float, low: float, high: float) -> str:
         what = f"has {percent(size)} {'higher' if up else 'lower'} {_words(m)} than {c.b}"
     ci = "" if math.isnan(lo) or lo == hi else f", {100 * c.confidence:g} % CI [{percent(lo)}, {percent(hi)}]"
     return f"{c.a} {what}{ci}"
-
-
-def _is_latency(metric: str) -> bool:
-    return metric.endswith("_us") and "lat" in metric
 
 
 def _words(metric: str) -> str:

@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from . import compare
-from .columns import COLUMNS, label
+from .columns import COLUMNS, HIGHER_IS_BETTER, better, label
 from .errors import InputError
 from .readable import percent, si_number, wrapped_text
 
@@ -383,7 +383,7 @@ def _additive_fit(Y: np.ndarray, sweeps: int = 200) -> np.ndarray:
 
 # ---------------------------------------------------------------- best configuration
 def best_config(
-    table: pd.DataFrame, axes, metric: str = "iops", higher_is_better: bool = True, confidence: float = 0.95
+    table: pd.DataFrame, axes, metric: str = "iops", higher_is_better: bool | None = None, confidence: float = 0.95
 ) -> tuple[pd.Series, pd.DataFrame]:
     """The best cell and the cells statistically tied with it.
 
@@ -405,6 +405,8 @@ def best_config(
     simultaneous interval of the difference, ``p`` and the ``verdict``; best-first. Cells
     with fewer than 3 runs (``compare.MIN_REPEATS``) cannot be judged: they are left out
     of ``ties`` and counted in ``ties.attrs["unjudged"]``."""
+    if higher_is_better is None:  # the metric's own direction (columns.better); no direction: higher
+        higher_is_better = better(metric) != "lower"
     names, _ = _axes(axes)
     runs = _runs(table, names, metric)
     runs = runs.assign(_config=[_config(r, names) for _, r in runs[names].iterrows()])
@@ -524,10 +526,10 @@ def roofline(
             f"hold={hold!r}: choose 'best' (the best cell at each count) or 'fixed' "
             f"(the other axes at the best configuration)"
         )
-    if metric not in compare.HIGHER_IS_BETTER:
+    if better(metric) != "higher":
         raise InputError(
             f"a roofline is a ceiling on a throughput: metric={metric!r} is not one; choose "
-            f"from {', '.join(sorted(compare.HIGHER_IS_BETTER))}"
+            f"from {', '.join(sorted(HIGHER_IS_BETTER))}"
         )
     names, _ = _axes(axes)
     runs = _runs(table, names, metric)

@@ -7,7 +7,7 @@
 What is offered comes from the column registry (``iolab.columns``): metrics (measured,
 with units) on y; settings (swept or chosen: queue depth, scheduler, block size, any fio
 option a sweep varied) on x, hue and facet; ids never. Each point is the mean over repeats
-with its 95 % Student-t interval (``compare.interval``, stopped at 0 for a quantity that cannot be negative); queue depths and other doubling
+with its 95 % interval (``compare.interval``, the one the plots use: Student t, joined with a bootstrap for percentiles; stopped at 0 for a quantity that cannot be negative); queue depths and other doubling
 settings get a log2 axis. The widget shows the ``plot(...)`` call for the current choice,
 so an exploration becomes a cell. Headless (papermill, ``make demo``) it shows the static
 default figure instead of widgets.
@@ -108,7 +108,7 @@ def plot(
     log_y: bool = False,
     title: str | None = None,
 ):
-    """One figure of ``y`` against ``x`` (mean over repeats, 95 % Student-t interval), one
+    """One figure of ``y`` against ``x`` (mean over repeats, 95 % ``compare.interval``), one
     colour per ``hue`` value, one panel per ``facet`` value. Returns the Figure."""
     for name in (x, y, hue, facet):
         if name is not None and name not in df.columns:
@@ -141,7 +141,7 @@ def plot(
     n = df.groupby(xs + [k for k in (hue, facet) if k])[y].count() if xs else df[y].agg(["count"])
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
     interval = (
-        "95 % Student-t interval"
+        ("95 % Student-t interval" if compare.method(y) == "t" else "95 % interval, Student t and bootstrap joined")
         + (" (stopped at 0: the quantity cannot be negative)" if compare.nonnegative(y) else "")
         + (
             f"; none where a point has fewer than {compare.MIN_REPEATS} runs (it would say "
