@@ -128,3 +128,39 @@ def test_runs_on_one_cpu_never_overlap(tmp_path, monkeypatch):
     spans = list(batch._execute_all(runs, tmp_path, jobs=3))
     on0 = sorted(s["span"] for s in spans if s["cpu"] == 0)
     assert len(spans) == 3 and on0[0][1] <= on0[1][0]  # a and b one after the other
+
+
+def test_the_index_page_shows_what_users_wrote_as_text(tmp_path):
+    """The index is a jinja2 template with autoescaping: a run name, a parameter and an error
+    with markup in them are shown, never run; links are relative to the page."""
+    from iolab.batch_index import index_html
+
+    evil = "<script>alert(1)</script>"
+    doc = {
+        "notebook": "nb/tiny.ipynb",
+        "manifest": "m.yaml",
+        "runs": [
+            {
+                "name": evil,
+                "status": "failed",
+                "parameters": {"x": "<b>1</b>"},
+                "error": "<img src=x onerror=alert(2)>",
+                "results": [],
+                "run_folders": [],
+                "html": str(tmp_path / "a" / "tiny.html"),
+            },
+            {
+                "name": "two",
+                "status": "ok",
+                "parameters": {"x": 2},
+                "results": [{"name": "v", "value": 3, "unit": "s"}],
+                "run_folders": [],
+                "output": str(tmp_path / "b" / "tiny.ipynb"),
+                "duration_s": 1.5,
+            },
+        ],
+    }
+    page = index_html(doc, tmp_path)
+    assert evil not in page and "&lt;script&gt;" in page and "<b>1</b>" not in page and "onerror=alert(2)>" not in page
+    assert 'href="a/tiny.html"' in page and 'href="b/tiny.ipynb">notebook</a>' in page
+    assert "1 failed" in page and "<th>v (s)</th>" in page and '<td class="num">3</td>' in page

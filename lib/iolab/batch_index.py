@@ -59,11 +59,16 @@ def result_names(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+def _relative(target: str | None, out: Path) -> str:
+    """``target`` as a link from a page in ``out`` ("" for none)."""
+    return os.path.relpath(target, out) if target else ""
+
+
 def _link(target: str | None, out: Path, text: str) -> str:
-    if not target:
-        return ""
-    rel = os.path.relpath(target, out)
-    return f'<a href="{_esc(rel)}">{_esc(text)}</a>'
+    """An escaped ``<a>`` to ``target`` from a page in ``out`` ("" for none): for the pages
+    still built as strings (iolab.seed_pages)."""
+    rel = _relative(target, out)
+    return f'<a href="{_esc(rel)}">{_esc(text)}</a>' if rel else ""
 
 
 def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str | None) -> str | None:
@@ -109,85 +114,81 @@ def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str 
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>iolab batch: {{ notebook }}</title><style>{{ style | safe }}</style></head><body>
+<h1>Batch of {{ notebook }}</h1>
+<p>{{ rows | length }} runs: <span class="ok">{{ ok }} ok</span>
+{%- if failed %}, <span class="failed">{{ failed }} failed</span>{% endif %}.
+Manifest: <code>{{ manifest }}</code>. Re-run the same command to re-run only failed or missing runs.</p>
+{% if same %}<p class="note">Shared parameters:
+{% for k, v in same.items() %} <code>{{ k }}={{ v }}</code>{{ "," if not loop.last }}{% endfor %}</p>{% endif %}
+<h2>Runs</h2>
+<table><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{% for r in rows %}<tr>
+<td>{% if r.html %}<a href="{{ r.html }}">{{ r.name }}</a>{% else %}{{ r.name }}{% endif %}</td>
+<td class="{{ r.status }}">{{ r.status }}{% if r.error %}<div class="err">{{ r.error }}</div>{% endif %}</td>
+{%- for v in r.parameters %}<td>{{ v }}</td>{% endfor %}
+{%- for v in r.results %}<td class="num">{{ v }}</td>{% endfor %}
+{% if r.flagged %}<td class="failed" title="{{ r.flags_title }}">⚠ {{ r.flagged }}</td>{% else %}<td>–</td>{% endif %}
+<td class="num">{{ r.duration }}</td>
+<td>{% for text, href in r.links %}<a href="{{ href }}">{{ text }}</a> {% endfor %}</td>
+</tr>
+{% endfor %}</tbody></table>
+{% if figures %}<h2>Results across runs</h2>
+{% for name, uri in figures %}<figure><img alt="{{ name }} across runs" src="{{ uri }}"></figure>
+{% endfor %}{% else %}<p class="note">No result was recorded by two or more successful runs: nothing to plot.</p>
+{% endif %}</body></html>
+"""
+
+
 def index_html(doc: Mapping[str, Any], out: Path) -> str:
-    """The page for ``batch.json``'s ``doc``, with links relative to ``out``."""
+    """The page for ``batch.json``'s ``doc``, with links relative to ``out``: ``PAGE``, a
+    jinja2 template with autoescaping (every name, parameter and error a user wrote is text,
+    never markup)."""
+    import jinja2
+
     runs = doc["runs"]
     vary, same = varying(runs)
     results = result_names(runs)
     ok = sum(r.get("status") == "ok" for r in runs)
-    head = [
-        f"<h1>Batch of {_esc(Path(doc['notebook']).name)}</h1>",
-        f"<p>{len(runs)} runs: <span class='ok'>{ok} ok</span>"
-        + (f", <span class='failed'>{len(runs) - ok} failed</span>" if ok < len(runs) else "")
-        + f". Manifest: <code>{_esc(doc['manifest'])}</code>. Re-run the same command to re-run only "
-        "failed or missing runs.</p>",
-    ]
-    if same:
-        head.append(
-            "<p class='note'>Shared parameters: "
-            + ", ".join(f"<code>{_esc(k)}={_esc(v)}</code>" for k, v in same.items())
-            + "</p>"
-        )
-    cols = [
-        "run",
-        "status",
-        *vary,
-        *(f"{n} ({u})" if u else n for n, u in results),
-        "plausibility flags",
-        "duration (s)",
-        "files",
-    ]
     rows = []
     for r in runs:
         by_name = {x["name"]: x for x in r.get("results") or []}
-        cells = [
-            f"<td>{_link(r.get('html'), out, r['name']) or _esc(r['name'])}</td>",
-            f"<td class='{_esc(r.get('status'))}'>{_esc(r.get('status'))}"
-            + (
-                f"<div class='err'>{_esc(str(r.get('error') or '').splitlines()[0][:300])}</div>"
-                if r.get("error")
-                else ""
-            )
-            + "</td>",
-        ]
-        cells += [f"<td>{_esc(r['parameters'].get(p))}</td>" for p in vary]
-        cells += [f"<td class='num'>{_esc(_result_text(by_name[n])) if n in by_name else '–'}</td>" for n, _ in results]
         flagged = checks.folder_flags(r.get("run_folders") or [])
-        cells.append(
-            f"<td class='failed' title='{_esc(checks.banner_text(flagged, len(r['run_folders'])))}'>"
-            f"⚠ {len(flagged)} of {len(r['run_folders'])} runs</td>"
-            if flagged
-            else "<td>–</td>"
+        links = [(text, _relative(r.get(key), out)) for text, key in (("write-up", "html"), ("notebook", "output"))]
+        rows.append(
+            {
+                "name": r["name"],
+                "html": _relative(r.get("html"), out),
+                "status": r.get("status"),
+                "error": str(r.get("error") or "").splitlines()[0][:300] if r.get("error") else "",
+                "parameters": [r["parameters"].get(p) for p in vary],
+                "results": [_result_text(by_name[n]) if n in by_name else "–" for n, _ in results],
+                "flagged": f"{len(flagged)} of {len(r['run_folders'])} runs" if flagged else "",
+                "flags_title": checks.banner_text(flagged, len(r["run_folders"])) if flagged else "",
+                "duration": readable_value(r.get("duration_s")),
+                "links": [(text, href) for text, href in links if href],
+            }
         )
-        cells.append(f"<td class='num'>{readable_value(r.get('duration_s'))}</td>")
-        cells.append(
-            "<td>"
-            + " ".join(x for x in (_link(r.get("html"), out, "write-up"), _link(r.get("output"), out, "notebook")) if x)
-            + "</td>"
-        )
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    table = (
-        "<table><thead><tr>"
-        + "".join(f"<th>{_esc(c)}</th>" for c in cols)
-        + "</tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table>"
-    )
     x_param = vary[0] if len(vary) == 1 else None
-    figures = [
-        f"<figure><img alt='{_esc(n)} across runs' src='{uri}'></figure>"
-        for n, u in results
-        if (uri := _plot(n, u, runs, x_param))
-    ]
-    body = head + ["<h2>Runs</h2>", table]
-    body += (
-        ["<h2>Results across runs</h2>", *figures]
-        if figures
-        else ["<p class='note'>No result was recorded by two or more successful runs: nothing to plot.</p>"]
-    )
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>iolab batch: "
-        f"{_esc(Path(doc['notebook']).name)}</title><style>{STYLE}</style></head><body>"
-        + "\n".join(body)
-        + "</body></html>\n"
+    figures = [(n, uri) for n, u in results if (uri := _plot(n, u, runs, x_param))]
+    page = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(PAGE)
+    return page.render(
+        notebook=Path(doc["notebook"]).name,
+        style=STYLE,
+        ok=ok,
+        failed=len(runs) - ok,
+        manifest=doc["manifest"],
+        same=same,
+        rows=rows,
+        figures=figures,
+        columns=[
+            "run",
+            "status",
+            *vary,
+            *(f"{n} ({u})" if u else n for n, u in results),
+            "plausibility flags",
+            "duration (s)",
+            "files",
+        ],
     )
