@@ -157,3 +157,23 @@ def test_a_notebook_committed_with_outputs_is_stored_without_them(tmp_path):
     )
     assert stored.cells[0].outputs == [] and stored.cells[0].execution_count is None
     assert nbformat.read(tmp_path / "n.ipynb", as_version=4).cells[0].outputs  # the user's copy keeps them
+
+
+def test_provenance_does_not_run_the_notebook_filter(tmp_path):
+    """In a fresh clone every notebook is racily clean and git status ran the nbstripout
+    filter on all of them (11 s) at every recorded run; provenance reads git without it."""
+    import time
+
+    from iolab import provenance
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitattributes").write_text("*.ipynb filter=nbstripout\n")
+    (tmp_path / "n.ipynb").write_text("{}")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    subprocess.run([*git, "config", "filter.nbstripout.clean", "sleep 3; cat"], check=True)
+    (tmp_path / "n.ipynb").touch()  # a stat change: git status would re-read (and filter) it
+    start = time.monotonic()
+    state = provenance.checkout(tmp_path)
+    assert time.monotonic() - start < 2.5 and state["commit"] and not state.get("why")

@@ -398,7 +398,7 @@ def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_led
 
 
 def test_a_child_is_pinned_and_bound_to_its_parent_without_preexec_fn():
-    """spawn starts a tool through setpriv --pdeathsig and taskset (no preexec_fn, which can
+    """spawn starts a tool through setpriv --pdeathsig, pinned by the affinity it inherits (no preexec_fn, which can
     deadlock while the samplers' threads run): the pid is the tool's, pinned from birth,
     with SIGTERM as its parent-death signal; a missing tool is FileNotFoundError, as before."""
     from iolab.process import spawn, stop_group
