@@ -38,6 +38,18 @@ def _ax(ax):
     return ax
 
 
+def fit_width(ax_or_fig) -> None:
+    """Narrow the figure until what it saves (its tight box: titles, tick labels and
+    legends outside the axes included) is at most ``NOTEBOOK_WIDTH_IN`` wide, so JupyterLab
+    shows it at its own size. The axes give up the room; the text keeps its size."""
+    fig = getattr(ax_or_fig, "figure", ax_or_fig)
+    for _ in range(3):
+        over = fig.get_tightbbox(fig.canvas.get_renderer()).width - NOTEBOOK_WIDTH_IN
+        if over <= 0.02:
+            return
+        fig.set_figwidth(max(3.5, fig.get_figwidth() - over - 0.02))
+
+
 def source_note(ax, text: str) -> None:
     """The source line under a plot, wrapped to the plot's width."""
     width_in = ax.get_position().width * ax.figure.get_figwidth()
@@ -115,6 +127,7 @@ def qd_curve(
     A ``KneeEstimate`` (``analysis.knee_with_interval``) also shades its bootstrap interval
     [low, high], widened by a quarter of a doubling each side so a one-QD interval stays
     visible, and names it in the legend: "knee QD 16 (90 % of resamples in [8, 16])"."""
+    own = ax is None  # a figure of its own: fitted to the notebook (a caller's grid is left alone)
     ax = _ax(ax)
     cells = _cells(df, x, ["iops"])
     handles = [_mean_band(ax, cells, x, "iops", PALETTE["iops"], "o", "-", "IOPS")]
@@ -140,7 +153,7 @@ def qd_curve(
     ax.legend(
         handles=handles, labels=[_handle_label(h) for h in handles], loc="upper left", fontsize=8, framealpha=0.85
     )
-    ax.set_title(title or "IOPS and completion latency vs queue depth")
+    ax.set_title(textwrap.fill(title or "IOPS and completion latency vs queue depth", 90))
     knee_text = (
         knee.method
         if knee is not None and knee.x is not None
@@ -162,6 +175,8 @@ def qd_curve(
         ),
     )
     flag_banner(ax, df)
+    if own:
+        fit_width(ax)
     return ax
 
 
@@ -352,6 +367,7 @@ def reference_bars(
     ref: pd.DataFrame, local: pd.DataFrame | None = None, ax=None, value: str = "iops", by: str = "label"
 ):
     """Published figures (``ref``: label, value, source) beside local ones."""
+    own = ax is None
     ax = _ax(ax)
     frames = [ref.assign(origin="published")]
     if local is not None:
@@ -361,7 +377,10 @@ def reference_bars(
     ax.set_xlabel(label(value))
     ax.set_ylabel("")
     ax.set_title("Published figures beside this machine")
+    si_axis(ax, "x")
     source_note(ax, "; ".join(sorted(ref["source"].dropna().unique())))
+    if own:
+        fit_width(ax)
     return ax
 
 
