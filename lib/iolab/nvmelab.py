@@ -118,6 +118,18 @@ class LabResult:
     console: list[str] = field(default_factory=list)  # the guest's console before the command
 
 
+QEMU_BASE = [
+    "-nodefaults",
+    "-no-reboot",
+    "-display",
+    "none",
+    "-monitor",
+    "none",
+    "-serial",
+    "stdio",
+]  # a console, no more
+
+
 def lab_dir() -> Path:
     return paths.data_dir() / "nvmelab"
 
@@ -178,14 +190,7 @@ def _kvm_boots(vmlinux: Path, wait_s: float = 5.0) -> bool:
     """Does the kernel print its first line under KVM within ``wait_s``?"""
     argv = [
         shutil.which(QEMU) or QEMU,
-        "-nodefaults",
-        "-no-reboot",
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-serial",
-        "stdio",
+        *QEMU_BASE,
         "-accel",
         "kvm",
         "-cpu",
@@ -485,14 +490,7 @@ def _qemu_argv(
     argv = ["nice", "-n", str(spec.nice)] if spec.nice else []  # nice execs QEMU: the pid is QEMU's
     argv += [
         shutil.which(QEMU) or QEMU,
-        "-nodefaults",
-        "-no-reboot",
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-serial",
-        "stdio",
+        *QEMU_BASE,
         "-machine",
         "q35",
         "-accel",
