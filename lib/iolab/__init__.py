@@ -7,9 +7,9 @@ target -> fio (+ sampling, perf) -> store -> analysis -> plots.
 
 __version__ = "0.1.0"
 
-import sys as _sys
+from .progress import ipython_shell as _ipython_shell
 
-_shell = getattr(_sys.modules.get("IPython"), "get_ipython", lambda: None)()
+_shell = _ipython_shell()
 if _shell is not None:  # in a notebook: the kit's errors as one short block, its tables as in the write-ups
     from .errors import brief_in_notebooks as _brief_in_notebooks
     from .readable import live_tables as _live_tables

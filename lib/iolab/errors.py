@@ -161,8 +161,9 @@ def brief_in_notebooks(shell: Any = None) -> bool:
     traceback. Other exceptions keep IPython's traceback. ``import iolab`` calls it in a
     kernel. True when installed; False outside IPython or when another handler is set."""
     if shell is None:
-        ipython = sys.modules.get("IPython")
-        shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+        from .progress import ipython_shell
+
+        shell = ipython_shell()
     if shell is None or not hasattr(shell, "set_custom_exc"):
         return False
     if getattr(shell, "custom_exceptions", ()) not in ((), (IolabError,)):

@@ -50,15 +50,16 @@ def fit_width(ax_or_fig) -> None:
         fig.set_figwidth(max(3.5, fig.get_figwidth() - over - 0.02))
 
 
-def source_note(ax, text: str) -> None:
-    """The source line under a plot, wrapped to the plot's width."""
-    width_in = ax.get_position().width * ax.figure.get_figwidth()
+def source_note(ax, text: str, width_in: float | None = None, below_pt: float = 38) -> None:
+    """The source line ``below_pt`` points under a plot, wrapped to ``width_in`` inches (the
+    plot's width unless given)."""
+    width_in = width_in or ax.get_position().width * ax.figure.get_figwidth()
     text = textwrap.fill(f"source: {text}", width=max(60, int(width_in * 17)))  # ~17 chars/inch at 7.5 pt
     ax.annotate(
         text,
         xy=(0, 0),
         xycoords="axes fraction",
-        xytext=(0, -38),
+        xytext=(0, -below_pt),
         textcoords="offset points",
         fontsize=7.5,
         color="0.35",
@@ -773,18 +774,7 @@ def si_axis(ax, axis: str = "y") -> None:
 def _figure_note(ax, text: str) -> None:
     """``source_note`` under ``ax``, wrapped to the figure's width rather than the panel's
     (small multiples: the note runs under the whole row)."""
-    width_in = ax.figure.get_figwidth() * 0.92
-    text = textwrap.fill(f"source: {text}", width=max(60, int(width_in * 17)))
-    ax.annotate(
-        text,
-        xy=(0, 0),
-        xycoords="axes fraction",
-        xytext=(0, -48),
-        textcoords="offset points",
-        fontsize=7.5,
-        color="0.35",
-        va="top",
-    )
+    source_note(ax, text, width_in=ax.figure.get_figwidth() * 0.92, below_pt=48)
 
 
 def interaction_heatmap(

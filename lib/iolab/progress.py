@@ -63,12 +63,18 @@ class Stages:
 LONG_RUN_S = 10.0  # a single run at least this long gets a bar of its seconds (Ticking)
 
 
+def ipython_shell():
+    """The running IPython shell, or None (not imported: IPython is never imported here)."""
+    import sys
+
+    return getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+
+
 def _watched() -> bool:
     """In a notebook's kernel (a widget) or with stderr on a terminal."""
     import sys
 
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    shell = ipython_shell()
     return (shell is not None and type(shell).__module__.startswith("ipykernel")) or sys.stderr.isatty()
 
 

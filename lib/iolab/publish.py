@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 
 from . import __version__, checks, provenance
 from .atomic import write_atomic
-from .readable import readable_number, readable_tables
+from .readable import readable_number, readable_tables, readable_value
 from .errors import InputError, IolabError, printable
 from .results import MIME as RESULTS_MIME
 from .results import collect
@@ -644,13 +644,9 @@ def _results_table(results: list[Mapping[str, Any]]) -> str:
 
 def _shown(value: Any) -> str:
     """A recorded result's value for its table: numbers readable, None as a dash."""
-    if value is None:
-        return "–"
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # a knee at QD 4.0 is QD 4
-    return (
-        readable_number(str(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
-    )
+    return readable_value(value)
 
 
 def _when(stamp: str | None) -> str:
