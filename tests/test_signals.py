@@ -406,7 +406,8 @@ def test_a_child_is_pinned_and_bound_to_its_parent_without_preexec_fn():
     proc, entry = spawn(["sleep", "30"], name="sleep", cpus=[CPU])
     try:
         deadline = time.monotonic() + 10
-        while Path(f"/proc/{proc.pid}/comm").read_text().strip() != "sleep" and time.monotonic() < deadline:
+        # until setpriv has exec'd sleep (its comm changes before its argument list is in place)
+        while not Path(f"/proc/{proc.pid}/cmdline").read_bytes().startswith(b"sleep\0") and time.monotonic() < deadline:
             time.sleep(0.01)
         status = Path(f"/proc/{proc.pid}/status").read_text()
         assert f"Cpus_allowed_list:\t{CPU}\n" in status
