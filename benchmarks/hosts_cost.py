@@ -6,7 +6,7 @@ a scratch file:
 * ``fio job.fio`` — plain fio, one process;
 * ``fio --client=hosts.list job.fio`` over 1 and 2 local servers (network namespaces when
   root may make them, else loopback ports) — fio's client/server mode alone;
-* ``iolab.runner.measure`` and ``iolab.clients.measure_hosts`` over 1 and 2 servers — with
+* ``iolab.measure.runner.measure`` and ``iolab.measure.clients.measure_hosts`` over 1 and 2 servers — with
   iolab's checks, snapshots and run folders.
 
 Prints the median wall time of each (and its extra seconds over plain fio) and the IOPS per
@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
-from iolab import hosts as hostlib  # noqa: E402
-from iolab.clients import measure_hosts  # noqa: E402
-from iolab.fio import fio_binary, to_jobfile  # noqa: E402
-from iolab.fiojson import parse_output  # noqa: E402
-from iolab.runner import measure  # noqa: E402
-from iolab.target import scratch_file  # noqa: E402
+from iolab.machine import hosts as hostlib  # noqa: E402
+from iolab.measure.clients import measure_hosts  # noqa: E402
+from iolab.machine.fio import fio_binary, to_jobfile  # noqa: E402
+from iolab.read.fiojson import parse_output  # noqa: E402
+from iolab.measure.runner import measure  # noqa: E402
+from iolab.machine.target import scratch_file  # noqa: E402
 
 
 def raw_fio(work: Path, job: Path, hosts: list[hostlib.Host] | None) -> tuple[float, list[float]]:

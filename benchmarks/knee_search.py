@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from iolab.analysis import knee_with_interval
-from iolab.fio import fio_time
+from iolab.stats.analysis import knee_with_interval
+from iolab.core.validate import fio_time
 from iolab.studies.qd import knee_search, qd_sweep
-from iolab.target import open_target
+from iolab.machine.target import open_target
 
 QDS = [1, 2, 4, 8, 16, 32, 64, 128]
 

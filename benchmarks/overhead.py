@@ -1,4 +1,4 @@
-"""Overhead of measuring through iolab: IOPS via ``iolab.runner.measure`` (samplers on,
+"""Overhead of measuring through iolab: IOPS via ``iolab.measure.runner.measure`` (samplers on,
 stored run) vs plain fio with the same job on the same CPU-bound target, as interleaved
 A/B pairs in one process. Goal: ratio >= 0.99.
 
@@ -14,10 +14,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from iolab.fio import to_argv
-from iolab.fiojson import find_json, tidy
-from iolab.runner import job_options, measure
-from iolab.target import scratch_file
+from iolab.machine.fio import to_argv
+from iolab.read.fiojson import find_json, tidy
+from iolab.measure.runner import job_options, measure
+from iolab.machine.target import scratch_file
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Parse speed: fio outputs -> one tidy table (``iolab.fiojson.parse_outputs``: the JSON
+"""Parse speed: fio outputs -> one tidy table (``iolab.read.fiojson.parse_outputs``: the JSON
 located, a row per job and direction, percentiles from the json+ bins by fio's rule) against
 plain ``json.loads`` of the same files, measured side by side in one run, alternating.
 Goal (issue P11): at most 2x the time of json.loads per fio output. ``parse_output`` (one
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
-from iolab.fiojson import parse_output, parse_outputs  # noqa: E402
+from iolab.read.fiojson import parse_output, parse_outputs  # noqa: E402
 
 GOAL = 2.0
 

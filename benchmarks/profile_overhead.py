@@ -1,11 +1,11 @@
-"""What profiling costs the run it profiles (issue P11): IOPS of ``iolab.runner.measure`` with
+"""What profiling costs the run it profiles (issue P11): IOPS of ``iolab.measure.runner.measure`` with
 ``perf record`` at 99 Hz (and perf stat) ÷ the same run without, on a CPU-bound target — a
 tmpfs-backed loop device, fio pinned to one CPU — as interleaved pairs, which goes first
 alternating. Then the same for every instrument together: perf record and stat, the
 thread-state sampler and fio's interval logs. Goal: median ratio >= 0.97.
 
 perf's own processes run on the CPUs the job does not use, with a ring buffer large enough
-that they wake rarely (``iolab.perf``). Needs root (loop device, perf).
+that they wake rarely (``iolab.machine.perf``). Needs root (loop device, perf).
 
     .venv/bin/python benchmarks/profile_overhead.py [--pairs 8] [--runtime 2] [--cpu 0]
 """
@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
-from iolab.perf import ProfileSpec  # noqa: E402
-from iolab.runner import measure  # noqa: E402
-from iolab.target import loop_device  # noqa: E402
+from iolab.machine.perf import ProfileSpec  # noqa: E402
+from iolab.measure.runner import measure  # noqa: E402
+from iolab.machine.target import loop_device  # noqa: E402
 
 GOAL = 0.97
 os.environ.setdefault("IOLAB_HEADLESS", "1")  # no progress bars between the figures

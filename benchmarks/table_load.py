@@ -1,5 +1,5 @@
-"""Loading the table of a folder of many runs: ``iolab.store.load_runs`` (every run derived
-again) against ``iolab.runcache.load_cached`` cold (first build of the cache), warm (cache
+"""Loading the table of a folder of many runs: ``iolab.runs.store.load_runs`` (every run derived
+again) against ``iolab.runs.runcache.load_cached`` cold (first build of the cache), warm (cache
 hit) and warm after 10 runs were added, side by side in one run.
 
 The folder is N copies of one real 1-second fio run (made here unless --source names a run
@@ -27,15 +27,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from iolab import runcache, store
+from iolab.runs import runcache, store
 
 GOAL_S = 10.0  # "in seconds": a warm load of 10,000 runs under ten
 
 
 def real_run(work: Path) -> Path:
     """One real 1-second fio run on a 16 MiB scratch file."""
-    from iolab.runner import measure
-    from iolab.target import scratch_file
+    from iolab.measure.runner import measure
+    from iolab.machine.target import scratch_file
 
     target = scratch_file(work / "scratch", "16m")
     return measure(

@@ -1,4 +1,4 @@
-"""Cost of the thread-state sampler (``iolab.threads``): fio's IOPS with and without it,
+"""Cost of the thread-state sampler (``iolab.machine.threads``): fio's IOPS with and without it,
 side by side within one fio run, and how many passes over /proc a second it keeps up with.
 Goal: ratio >= 0.99 at the default interval on a CPU-bound target.
 
@@ -51,8 +51,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from iolab.target import loop_device
-from iolab.threads import DEFAULT_INTERVAL_S, ThreadSampler
+from iolab.machine.target import loop_device
+from iolab.machine.threads import DEFAULT_INTERVAL_S, ThreadSampler
 
 GOAL = 0.99
 CPU_BOUND = 95.0  # fio's usr + sys % of its one CPU at or above which a job counts as CPU-bound
@@ -65,7 +65,7 @@ JOBS = {
 }
 SPIN = """
 import os, sys, threading, time
-from iolab.threads import _lower_priority
+from iolab.machine.threads import _lower_priority
 others = os.sched_getaffinity(0) - {int(sys.argv[1])}
 os.sched_setaffinity(0, others or os.sched_getaffinity(0))
 _lower_priority()  # the sampler's priority; the spinning thread started below inherits it
@@ -83,7 +83,7 @@ sys.stdin.read()
 """
 SAMPLER = """
 import json, sys
-from iolab.threads import ThreadSampler
+from iolab.machine.threads import ThreadSampler
 cpu, interval, pid = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 sampler = ThreadSampler(avoid_cpus=[cpu], interval_s=interval).start(pid)
 print("ready", flush=True)

@@ -23,7 +23,7 @@ needs_shared = pytest.mark.skipif(not PUBLISHED.exists(), reason="shared/fixture
 
 @pytest.fixture
 def scratch(tmp_path):
-    from iolab.target import scratch_file
+    from iolab.machine.target import scratch_file
 
     return scratch_file(tmp_path / "scratch", "32m")
 
@@ -35,7 +35,7 @@ def runs(tmp_path):
 
 @pytest.fixture
 def loopdev():
-    from iolab.target import loop_device
+    from iolab.machine.target import loop_device
 
     if not is_root:
         pytest.skip("needs root")
@@ -70,7 +70,7 @@ OTHER_CPU = next((c for c in _ALLOWED if c != CPU), CPU)  # for what must stay o
 def _worker_locks(tmp_path_factory):
     """Under pytest-xdist, the CPU locks (``IOLAB_LOCKS``) in one folder per measuring CPU
     (``CPU``), shared by the workers that measure on it: their runs queue as two users' runs
-    would, while an unpinned run, which locks every CPU (iolab.locks), does not hold up the
+    would, while an unpinned run, which locks every CPU (iolab.machine.locks), does not hold up the
     workers measuring on another CPU for no reason. The locks' own tests use ``private_locks``."""
     if "PYTEST_XDIST_WORKER" not in os.environ or "IOLAB_LOCKS" in os.environ:
         yield
@@ -95,7 +95,7 @@ def private_locks(tmp_path_factory, monkeypatch):
 
 class LoopWatch:
     """The loop devices that processes with this test's ``IOLAB_STATE`` create, read from their
-    ledger entries (``iolab.ledger.entries``) while they exist (polled every 20 ms: a loop
+    ledger entries (``iolab.machine.ledger.entries``) while they exist (polled every 20 ms: a loop
     device lives at least one run), so a test can check that exactly those were released
     while other tests make their own."""
 
@@ -108,7 +108,7 @@ class LoopWatch:
         self._thread.start()
 
     def _poll(self) -> None:
-        from iolab import ledger
+        from iolab.machine import ledger
 
         while not self._stop.wait(0.02):
             for _, entry in ledger.entries():
@@ -121,7 +121,7 @@ class LoopWatch:
 
     def left_behind(self) -> list[str]:
         """What was seen and is still there: a backing file, or a device still attached to it."""
-        from iolab.target import loop_backing
+        from iolab.machine.target import loop_backing
 
         self.stop()
         return [
@@ -205,7 +205,7 @@ def cli_here(*args) -> subprocess.CompletedProcess:
     paid once per test worker, not once per call. For what only a new process shows (start-up
     imports, signals, exit codes from the OS) tests still run ``python -m iolab.cli``."""
     import io
-    from iolab import signals
+    from iolab.core import signals
     from iolab.cli import main
 
     out, err = io.StringIO(), io.StringIO()

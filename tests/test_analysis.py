@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, PUBLISHED, needs_shared
-from iolab.analysis import (
+from iolab.stats.analysis import (
     KneeEstimate,
     add_cycles_per_io,
     cycles_per_io,
@@ -19,7 +19,7 @@ from iolab.analysis import (
     saturation_point,
     summarise_repeats,
 )
-from iolab.errors import InputError
+from iolab.core.errors import InputError
 
 
 def kneed_cases():
@@ -193,7 +193,7 @@ def test_describe_and_draw_the_knee_with_its_interval():
     import matplotlib
 
     matplotlib.use("Agg")
-    from iolab import plots
+    from iolab.plots import figures as plots
 
     t = recorded("loop")
     e = knee_with_interval(t.qd, t.iops)

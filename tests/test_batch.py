@@ -9,8 +9,8 @@ import nbformat
 import pytest
 import yaml
 
-from iolab import batch
-from iolab.errors import InputError
+from iolab.report import batch
+from iolab.core.errors import InputError
 
 IOLAB = [sys.executable, "-m", "iolab.cli"]
 
@@ -23,7 +23,7 @@ def tiny_notebook(path):
     nb.cells = [
         params,
         nbformat.v4.new_code_cell(
-            "import time\nfrom iolab import results\nif fail:\n    raise ValueError('asked to fail')\n"
+            "import time\nfrom iolab.core import results\nif fail:\n    raise ValueError('asked to fail')\n"
             "time.sleep(0.5)\nresults.record('double', 2 * x, 'units', 'the test notebook', low=2 * x - 1, high=2 * x + 1)"
         ),
     ]
@@ -133,7 +133,7 @@ def test_runs_on_one_cpu_never_overlap(tmp_path, monkeypatch):
 def test_the_index_page_shows_what_users_wrote_as_text(tmp_path):
     """The index is a jinja2 template with autoescaping: a run name, a parameter and an error
     with markup in them are shown, never run; links are relative to the page."""
-    from iolab.batch_index import index_html
+    from iolab.report.batch_index import index_html
 
     evil = "<script>alert(1)</script>"
     doc = {

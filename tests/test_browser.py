@@ -1,5 +1,5 @@
 """JupyterLab in a real browser: the server started as ``make lab`` starts it
-(``iolab.lab.lab_argv``), Debian's chromium driven by Playwright, notebooks 01 and 04 run
+(``iolab.report.lab.lab_argv``), Debian's chromium driven by Playwright, notebooks 01 and 04 run
 with Run All, then their interactive parts (flame graph, explorer) used with the mouse and
 keyboard. No console error is allowed. Screenshots go to a temp folder named in the output
 (``pytest -s``) and in every failure message.
@@ -30,8 +30,8 @@ import nbformat
 import pytest
 
 from conftest import CPU, OTHER_CPU, REPO
-from iolab.lab import KERNEL_DISPLAY, lab_argv, quiet_lab
-from iolab.process import signal_group, spawn
+from iolab.report.lab import KERNEL_DISPLAY, lab_argv, quiet_lab
+from iolab.machine.process import signal_group, spawn
 
 pytestmark = pytest.mark.browser
 
@@ -194,7 +194,7 @@ def _lab_env(token: str, home: Path) -> dict[str, str]:
     """The user's environment with: the token (in the environment, where ``ps`` cannot show
     it), data under ``home``, JupyterLab's settings and workspaces fresh (a saved workspace
     would reopen other tabs) with the news question turned off as make lab turns it off
-    (``iolab.lab.quiet_lab``: its toast covers the notebook's lower right corner), and no
+    (``iolab.report.lab.quiet_lab``: its toast covers the notebook's lower right corner), and no
     batch-mode flags a papermill test may have left in this process (they would hide the
     widgets)."""
     quiet_lab()
@@ -565,8 +565,8 @@ def _outputs_text(nb) -> str:
 
 
 def _write_up(s: Session, name: str, nb) -> str:
-    """The write-up (``iolab.publish.to_html``) of the notebook as JupyterLab saved it."""
-    from iolab.publish import to_html
+    """The write-up (``iolab.report.publish.to_html``) of the notebook as JupyterLab saved it."""
+    from iolab.report.publish import to_html
 
     path = s.lab.notebooks.parent / f"saved-{name}"
     nbformat.write(nb, path)

@@ -8,7 +8,7 @@ import yaml
 
 from test_batch import tiny_notebook
 from test_browser import browser, shots  # noqa: F401 - the shared chromium and screenshot folder
-from iolab import batch
+from iolab.report import batch
 
 pytestmark = pytest.mark.browser
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from iolab.publish import execute, publish
+from iolab.report.publish import execute, publish
 from test_browser import VIEWPORT, browser  # noqa: F401  (the fixture, used by name)
 from test_publish import TINY_PARAMETERS, write_tiny_notebook
 

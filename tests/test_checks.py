@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from conftest import CPU, REPO
-from iolab import checks
-from iolab.runner import measure
+from iolab.read import checks
+from iolab.measure.runner import measure
 
 QUICK = {"ioengine": "psync", "runtime": "1s"}
 
@@ -128,7 +128,7 @@ def test_figures_and_reports_carry_a_banner(tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from iolab import plots
+    from iolab.plots import figures as plots
 
     df = pd.DataFrame(
         {

@@ -136,7 +136,7 @@ def test_run_accepts_cpulist_ranges(tmp_path):
     out = cli(*run_args(tmp_path, "--cpus", spec, "--runtime=300ms", "--ioengine=psync"))
     assert out.returncode == 0, out.stderr
     params = json.loads(next((tmp_path / "r").glob("*/params.json")).read_text())
-    from iolab.validate import cpu_list
+    from iolab.core.validate import cpu_list
 
     assert params["cpus"] == cpu_list(spec) and "cpus_allowed" in params["fio_options"]
 

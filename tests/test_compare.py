@@ -1,4 +1,4 @@
-"""Intervals over repeats and A-vs-B verdicts (iolab.compare), checked by hand on real fio
+"""Intervals over repeats and A-vs-B verdicts (iolab.stats.compare), checked by hand on real fio
 runs: three 0.5 s psync runs capped at 300 IOPS (fio's rate_iops) and three capped at 3,000 on
 a scratch file. Capped, the two sides stay apart beside other tests' load (QD 1 against QD 8
 once gave an interval reaching below 0 when one run in three was slowed)."""
@@ -12,11 +12,11 @@ import pytest
 from scipy import stats
 
 from conftest import CPU, FIXTURES
-from iolab import compare as cmp
-from iolab.errors import InputError
+from iolab.stats import compare as cmp
+from iolab.core.errors import InputError
 from iolab.studies import ladder as lad
-from iolab.sweep import sweep
-from iolab.target import scratch_file
+from iolab.measure.sweep import sweep
+from iolab.machine.target import scratch_file
 
 JOB = {
     "rw": "randread",
@@ -245,7 +245,7 @@ def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
 
 
 def test_the_cells_noise_is_carried_and_named():
-    """The samplers' per-run noise columns (iolab.sampling) come through as cell means, and
+    """The samplers' per-run noise columns (iolab.machine.sampling) come through as cell means, and
     high steal or other load is named as the likely cause of an unstable cell."""
 
     def noisy(name, steal, other):
@@ -264,13 +264,13 @@ def test_the_cells_noise_is_carried_and_named():
     assert s.unstable_why["quiet"].endswith("the device's or host's own variance")
     shown = cmp.readable(cmp.summarise(t, ["mode"], ["iops"]))
     assert list(shown.columns[:2]) == ["mode", "n"] and "cpu steal (%)" in shown
-    assert cmp.STEAL_PCT == __import__("iolab.sampling").sampling.STEAL_FLAG_PCT
+    assert cmp.STEAL_PCT == __import__("iolab.read.samples").read.samples.STEAL_FLAG_PCT
 
 
 def test_an_interval_of_a_quantity_that_cannot_be_negative_stops_at_zero():
     """Repeats far apart: the t interval of IOPS reached -59,086 (notebook 05's roof);
     IOPS, latencies and cycles stop at 0, a gain in % does not."""
-    from iolab import analysis, compare
+    from iolab.stats import analysis, compare
 
     low, high = compare.interval([60_000, 330_000, 45_000], "iops")
     assert low == 0 and high > 330_000
@@ -284,7 +284,7 @@ def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
     """Real repeats (tests/fixtures/knee/: QD sweeps, 3 runs each, and a 5-trial grid): no
     interval of IOPS or p99 reaches below 0; from two of the runs there is no interval at
     all, and the tables say why instead of printing a ±9-standard-deviation one."""
-    from iolab import compare
+    from iolab.stats import compare
 
     knee = FIXTURES / "knee"
     for name in ("loop_randread_3x.csv", "scratch_randread_3x.csv", "grid_randread_5x3.csv"):
@@ -303,7 +303,7 @@ def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
 def test_one_rule_says_which_way_a_metric_improves():
     """columns.better: what compare's verdicts, the best configuration and the roofline all
     read (the search notebook decided it by its own rule before)."""
-    from iolab import columns
+    from iolab.core import columns
 
     assert [columns.better(m) for m in ("iops", "bw_bytes_s", "clat_p99_us", "lat_mean_us", "cycles_per_io")] == [
         "higher",
@@ -316,5 +316,5 @@ def test_one_rule_says_which_way_a_metric_improves():
     slow = pd.DataFrame(
         {"run_id": range(6), "qd": [1, 1, 1, 8, 8, 8], "clat_p99_us": [90.0, 92.0, 91.0, 300.0, 310.0, 305.0]}
     )
-    best, _ = __import__("iolab.effects").effects.best_config(slow, ["qd"], "clat_p99_us")
+    best, _ = __import__("iolab.stats.effects").stats.effects.best_config(slow, ["qd"], "clat_p99_us")
     assert best["qd"] == 1  # lower is better, without being told

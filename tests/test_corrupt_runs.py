@@ -1,6 +1,6 @@
 """Run folders with a missing, empty, cut-short or corrupt file: `iolab table` keeps the other
 runs' rows and names the run, the file and what is wrong, one line each; `iolab threads`,
-`iolab series` and `iolab check` of that run say so in one line (iolab.runfiles).
+`iolab series` and `iolab check` of that run say so in one line (iolab.core.runfiles).
 
 One real run (0.3 s of fio, psync, pinned, thread sampler and interval logs on) is made per
 module and copied; each case damages one file of one copy and puts it back."""
@@ -11,9 +11,9 @@ import shutil
 import pytest
 
 from conftest import CPU
-from iolab import store
+from iolab.runs import store
 from iolab.cli import main
-from iolab.errors import FioOutputError, RunSkipped
+from iolab.core.errors import FioOutputError, RunSkipped
 
 FIO = {"rw": "randread", "ioengine": "psync", "runtime": "300ms", "bs": "4k"}
 GARBAGE = b"\x00\xff\x1b[31mGARBAGE\x07\n"
@@ -72,8 +72,8 @@ def skipped(name: str, kind: str) -> bool:
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    from iolab.runner import measure
-    from iolab.target import scratch_file
+    from iolab.measure.runner import measure
+    from iolab.machine.target import scratch_file
 
     tmp = tmp_path_factory.mktemp("corrupt")
     return measure(
@@ -214,7 +214,7 @@ def test_the_notebooks_loaders_warn_by_name(root):
 
 
 def test_pooling_a_damaged_report_names_it(root):
-    from iolab.pool import pool_runs
+    from iolab.read.pool import pool_runs
 
     put_back = _damaged(root / "r1" / "fio.json", "garbage")
     try:

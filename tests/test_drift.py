@@ -1,4 +1,4 @@
-"""Drift within a study (iolab.drift): a run whose system snapshot differs from the study's
+"""Drift within a study (iolab.stats.drift): a run whose system snapshot differs from the study's
 first run is flagged with what changed; what the study sweeps is not drift."""
 
 import json
@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from conftest import CPU, QUICK, needs_root
-from iolab import drift, store
-from iolab.sweep import sweep
-from iolab.target import scratch_file
+from iolab.stats import drift
+from iolab.runs import store
+from iolab.measure.sweep import sweep
+from iolab.machine.target import scratch_file
 
 
 def test_a_changed_kernel_and_governor_are_named_on_the_run_that_changed(tmp_path):

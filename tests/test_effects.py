@@ -1,8 +1,8 @@
-"""Reading a search (iolab.effects and its plots) on synthetic grids with known effects:
+"""Reading a search (iolab.stats.effects and its plots) on synthetic grids with known effects:
 main effects ranked with the right sign and size, the one interaction built in found first,
 the best configuration and its ties, the roofline's efficiencies (and seed 003's 99.99 %),
 the frequency labelled sampled or nominal; and notebook 05's analysis cells run on such a
-grid with a stand-in for iolab.search."""
+grid with a stand-in for iolab.measure.search."""
 
 import itertools
 import math
@@ -21,8 +21,10 @@ import pytest  # noqa: E402
 
 import iolab  # noqa: E402
 from conftest import FIXTURES, REPO  # noqa: E402
-from iolab import effects, paths, plots  # noqa: E402
-from iolab.errors import InputError  # noqa: E402
+from iolab.stats import effects
+from iolab.core import paths
+from iolab.plots import figures as plots  # noqa: E402
+from iolab.core.errors import InputError  # noqa: E402
 
 QD = {1: 1.0, 4: 3.0, 16: 5.0}  # IOPS factor per iodepth
 MQ = 0.8  # mq-deadline costs 20 %
@@ -455,7 +457,7 @@ def nb_value(c):
 
 @pytest.mark.parametrize("existing", [False, True])
 def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypatch, tmp_path):
-    """Every code cell of notebook 05 runs, in order, with iolab.search replaced by a stand-in
+    """Every code cell of notebook 05 runs, in order, with iolab.measure.search replaced by a stand-in
     that returns a synthetic search table (the real one runs fio): once running the spec,
     once reading an existing runs folder (it keeps the spec as search.yaml)."""
 
@@ -467,9 +469,9 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
 
     table = grid(NB_AXES, nb_value, extra=extra)
     calls = []
-    from iolab import search as real_search
+    from iolab.measure import search as real_search
 
-    fake = types.ModuleType("iolab.search")
+    fake = types.ModuleType("iolab.measure.search")
     fake.load_spec = lambda path: (
         calls.append(("load_spec", str(path))) or types.SimpleNamespace(name="synthetic", axes=dict(NB_AXES), path=path)
     )
@@ -482,8 +484,8 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     fake.load_table = lambda runs_dir: calls.append(("load_table", runs_dir)) or table.copy()
     fake.varied, fake.left_out = real_search.varied, lambda runs_dir: []  # nothing this machine could not vary
     fake.default_folder = lambda spec: tmp_path / "default-search-folder"
-    monkeypatch.setitem(sys.modules, "iolab.search", fake)
-    monkeypatch.setattr(iolab, "search", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "iolab.measure.search", fake)
+    monkeypatch.setattr(iolab.measure, "search", fake, raising=False)
     if existing:
         (tmp_path / "search.yaml").write_text("name: synthetic\n")
     nb = nbformat.read(REPO / "notebooks" / "05_parameter_search.ipynb", as_version=4)

@@ -12,16 +12,18 @@ import pytest  # noqa: E402
 
 from conftest import CPU, FIXTURES  # noqa: E402
 
-from iolab import analysis, explore, sweep  # noqa: E402
-from iolab.columns import label  # noqa: E402
-from iolab.fio import fio_time  # noqa: E402
-from iolab.errors import InputError  # noqa: E402
+from iolab.stats import analysis
+from iolab.plots import explore
+from iolab.measure import sweep  # noqa: E402
+from iolab.core.columns import label  # noqa: E402
+from iolab.core.validate import fio_time  # noqa: E402
+from iolab.core.errors import InputError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     """Two queue depths x two block sizes x two repeats of 1 s random reads on a scratch file."""
-    from iolab.target import scratch_file
+    from iolab.machine.target import scratch_file
 
     tmp = tmp_path_factory.mktemp("explore")
     tgt = scratch_file(tmp / "scratch", "32m")
@@ -114,7 +116,7 @@ def test_widget_redraws_and_updates_the_code(table):
     assert w.code.value.endswith("explore.plot(table, x='bs', y='clat_p99_us', hue='qd')")
     w.table.value = "other"  # qd no longer varies there: not offered
     assert [v for _, v in w.x.options][:2] == ["bs", "iops"]  # settings first, then measured columns
-    assert w.hue.value == explore.NONE and w.code.value.startswith("from iolab import explore")
+    assert w.hue.value == explore.NONE and w.code.value.startswith("from iolab.plots import explore")
     assert "other" in w.code.value
 
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from conftest import FIXTURES, PUBLISHED, needs_shared
-from iolab.errors import FioOutputError
-from iolab.fio import to_argv, to_jobfile
-from iolab.fiojson import load_document, merge_bins, parse_output, percentiles_from_bins, tidy
+from iolab.core.errors import FioOutputError
+from iolab.machine.fio import to_argv, to_jobfile
+from iolab.read.fiojson import load_document, merge_bins, parse_output, percentiles_from_bins, tidy
 
 REC = FIXTURES / "fio"
 REQUIRED = [

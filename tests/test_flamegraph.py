@@ -7,8 +7,9 @@ import matplotlib
 import pytest
 
 from conftest import FIXTURES
-from iolab import flamegraph as fg, profile as prof
-from iolab.fold import FoldOptions, fold_file, fold_lines
+from iolab.plots import flamegraph as fg
+from iolab.read import profile as prof
+from iolab.read.fold import FoldOptions, fold_file, fold_lines
 
 matplotlib.use("Agg")
 KNOWN = Counter(

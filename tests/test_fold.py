@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from conftest import FIXTURES, PUBLISHED, needs_shared
-from iolab.fold import FoldOptions, fold_file, fold_lines, read_folded
+from iolab.read.fold import FoldOptions, fold_file, fold_lines, read_folded
 
 OPTS = {
     "pid": dict(pid=True),
@@ -99,7 +99,7 @@ def test_the_chunked_fast_path_folds_as_the_line_by_line_one(chunk, opt, monkeyp
     """fold_file (whole samples, each distinct call chain folded once, read in chunks) gives
     what fold_lines gives line by line, on every recorded profile and upstream input, with
     chunk boundaries anywhere (64 characters: inside lines and samples)."""
-    from iolab import fold
+    from iolab.read import fold
 
     monkeypatch.setattr(fold, "CHUNK", chunk)
     sources = sorted((FIXTURES / "perf").glob("*.txt"))
@@ -118,7 +118,7 @@ def test_the_chunked_fast_path_folds_as_the_line_by_line_one(chunk, opt, monkeyp
 
 
 def test_odd_texts_fold_alike_both_ways():
-    from iolab.fold import fold_text
+    from iolab.read.fold import fold_text
 
     texts = [
         "",

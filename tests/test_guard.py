@@ -1,4 +1,4 @@
-"""The write guard judges the job fio will really run (iolab.jobcheck), on real loop devices.
+"""The write guard judges the job fio will really run (iolab.machine.jobcheck), on real loop devices.
 
 Every bypass a user found is tried against a real ext4 (or a DOS label, or a mount): it
 must be refused before a run folder exists, and ``fsck.ext4 -n -f`` must find the
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
-from iolab.errors import FioError, UnsafeTargetError
-from iolab.jobcheck import _block_of_char, _split, guard_job, normalise, parse_jobfile, write_reasons
-from iolab.runner import measure
-from iolab.target import existing_path
+from iolab.core.errors import FioError, UnsafeTargetError
+from iolab.machine.jobcheck import _block_of_char, _split, guard_job, normalise, parse_jobfile, write_reasons
+from iolab.measure.runner import measure
+from iolab.machine.target import existing_path
 
 
 def fsck_clean(device):
@@ -254,8 +254,8 @@ def test_write_to_a_blank_device_is_allowed(loopdev, runs):
 
 def test_python_fallback_reads_like_fio(tmp_path):
     """The fallback (fio built without parse debug) resolves aliases and blanks the same way."""
-    from iolab.jobcheck import _python_jobs
-    from iolab.fio import fio_binary
+    from iolab.machine.jobcheck import _python_jobs
+    from iolab.machine.fio import fio_binary
 
     job = tmp_path / "j.fio"
     job.write_text("[global]\nreadwrite=randwrite\n; note\n[a]\n  rw=randread  \ntime_based\n[global]\nbs=8k\n[b]\n")
@@ -268,7 +268,7 @@ def test_a_users_file_is_refused_and_survives_new_and_own_files_are_written(tmp_
     """A write job on an existing file iolab did not create is refused (judged on the file fio
     opens: a symlink, a directory= option); a file fio lays out in an iolab run, the scratch
     file and an empty file are iolab's to write; --allow-destructive writes anyway."""
-    from iolab import owned
+    from iolab.machine import owned
 
     precious = tmp_path / "precious.db"
     precious.write_text("".join(f"{i}\n" for i in range(70_000)))
@@ -327,8 +327,8 @@ def test_links_logs_and_short_files_of_a_user_are_refused(tmp_path, scratch, run
     """What a hostile review found: a scratch path that links to a user's file, fio's log
     prefixes naming a user's files, and a read job whose size would make fio lay a user's
     shorter file out again."""
-    from iolab.errors import TargetError
-    from iolab.target import scratch_file
+    from iolab.core.errors import TargetError
+    from iolab.machine.target import scratch_file
 
     precious = tmp_path / "precious.bin"
     precious.write_bytes(os.urandom(100 << 10))

@@ -11,11 +11,11 @@ import time
 import pytest
 
 from conftest import REPO, is_root
-from iolab import hosts as hostlib, ledger
-from iolab.clients import measure_hosts
-from iolab.errors import HostError, InputError, UnsafeTargetError
-from iolab.fio import fio_version
-from iolab.pool import pool_outputs
+from iolab.machine import hosts as hostlib, ledger
+from iolab.measure.clients import measure_hosts
+from iolab.core.errors import HostError, InputError, UnsafeTargetError
+from iolab.machine.fio import fio_version
+from iolab.read.pool import pool_outputs
 
 JOB = {"ioengine": "psync", "runtime": "300ms"}
 
@@ -132,7 +132,7 @@ def test_iolab_run_hosts_gives_a_row_per_host_and_a_pooled_row(loopback_servers,
     lines = done.stdout.splitlines()
     assert [ln.split()[0] for ln in lines[1:4]] == [*names, "pooled"]
     run = next((tmp_path / "runs").iterdir())
-    from iolab.store import run_table
+    from iolab.runs.store import run_table
 
     table = run_table(run)
     hosts, pooled = table[table.host != "pooled"], table[table.host == "pooled"].iloc[0]
@@ -199,7 +199,7 @@ def test_writes_to_a_block_device_on_hosts_iolab_cannot_see_are_refused(loopdev,
 def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_ledger):
     code = (
         "import os, signal, sys; sys.path.insert(0, %r)\n"
-        "from iolab import hosts\n"
+        "from iolab.machine import hosts\n"
         "s = hosts.start_local_servers(1)\n"
         "print(s.servers[0].proc.pid, s.namespaces[0][0], flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -207,7 +207,7 @@ def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_l
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     pid, ns = out.split()
     assert ns in namespaces()
-    from iolab.repair import recover
+    from iolab.runs.repair import recover
 
     said = recover()
     assert ns not in namespaces() and any(ns in s for s in said)
@@ -217,7 +217,7 @@ def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_l
 
 
 def test_search_spec_with_hosts(loopback_servers, tmp_path):
-    from iolab import search
+    from iolab.measure import search
 
     spec = {
         "name": "h",

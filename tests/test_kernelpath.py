@@ -8,9 +8,9 @@ import pytest
 
 from conftest import QUICK, needs_root, sigint_raises
 from iolab.studies import kernel_path as kp
-from iolab.errors import RunInterrupted
-from iolab.knobs import drop_caches
-from iolab.system import block_stat, queue_knobs, request_sizes
+from iolab.core.errors import RunInterrupted
+from iolab.machine.knobs import drop_caches
+from iolab.core.system import block_stat, queue_knobs, request_sizes
 
 
 @needs_root

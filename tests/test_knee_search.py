@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES
-from iolab import knee_search as ks
-from iolab.analysis import knee_with_interval, power_knee
-from iolab.errors import InputError
+from iolab.stats import knee_search as ks
+from iolab.stats.analysis import knee_with_interval, power_knee
+from iolab.core.errors import InputError
 from iolab.studies.qd import knee_search
 
 GRID = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, needs_root, sigint_default
-from iolab import knobs, repair
-from iolab.errors import InputError, IolabError, KnobError, KnobUnavailable, NvmeError
-from iolab.system import snapshot
+from iolab.machine import knobs
+from iolab.runs import repair
+from iolab.core.errors import InputError, IolabError, KnobError, KnobUnavailable, NvmeError
+from iolab.core.system import snapshot
 from test_signals import PY
 
 
@@ -146,8 +147,8 @@ def test_an_nvme_feature_value_is_read_from_either_nvme_cli(said, tmp_path, monk
 
 HOLD = """
 import sys, time
-from iolab import knobs
-from iolab.target import existing_path
+from iolab.machine import knobs
+from iolab.machine.target import existing_path
 with knobs.applied(existing_path(sys.argv[1]), {"read_ahead_kb": 0, "scheduler": sys.argv[2]}):
     print("ready", flush=True)
     time.sleep(60)

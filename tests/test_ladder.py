@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import CPU, needs_root
-from iolab.errors import InputError
+from iolab.core.errors import InputError
 from iolab.studies import ladder as lad
 
 
@@ -38,7 +38,7 @@ def test_short_ladder(loopdev, tmp_path):
 @needs_root
 def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, monkeypatch):
     """nvme-cli exiting non-zero used to escape as CalledProcessError and abort the ladder."""
-    from iolab.target import Target
+    from iolab.machine.target import Target
     from test_knobs import failing_nvme
 
     failing_nvme(tmp_path, monkeypatch)

@@ -1,119 +1,115 @@
-"""Data flows one way: a module imports only from its own layer or the layers below.
+"""Data flows one way: a folder of lib/iolab/ imports only from the folders it is allowed.
 
-The layers, lowest first (README, "How it works"). A new module must be placed here; an
-import that goes up a layer (the parser importing the runner, the store importing a
-producer) fails this test, function-level imports included."""
+Two branches stand on a shared core: the machine -> runs -> measure branch (what touches
+the machine and makes run folders) and the read -> stats -> plots branch (what reads tool
+outputs and turns them into figures), joined by studies and report. The README's "How it
+works" lists the same folders in the same order with the modules in each (checked here), and
+every folder's ``__init__.py`` says what the layer is for. An import that goes to a folder
+not allowed (the parser importing the runner, a plot importing the machine) fails this
+test, function-level imports included."""
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import REPO
 
-LAYERS = [
-    (
-        "foundations",
-        {"__init__", "errors", "paths", "atomic", "columns", "readable", "progress", "signals", "results", "runfiles"},
-    ),
-    (
-        "readers and parsers",
-        {
-            "system",
-            "fiojson",
-            "fold",
-            "profile",
-            "tio",
-            "analysis",
-            "ledger",
-            "owned",
-            "pool",
-            "compare",
-            "drift",
-            "knee_search",
-            "effects",
-            "hosttable",
-            "threadstates",
-            "checks",
-        },
-    ),
-    (
-        "tools and resources",
-        {
-            "process",
-            "fio",
-            "perf",
-            "sampling",
-            "locks",
-            "jobcheck",
-            "validate",
-            "target",
-            "knobs",
-            "stress",
-            "hosts",
-            "threads",
-            "series",
-        },
-    ),
-    ("run folders", {"producers", "store", "runcache"}),
-    ("repair", {"repair"}),
-    ("one run", {"runner", "clients"}),
-    ("grids", {"sweep", "search"}),
-    ("studies", {"studies"}),
-    ("pictures", {"plots", "flamegraph", "explore", "hostplots", "timeplots"}),
-    (
-        "notebooks",
-        {"publish", "demo", "lab", "batch", "batch_index", "reproduce", "provenance", "nvmelab", "seeds", "seed_pages"},
-    ),
-    ("command line", {"cli"}),
-]
+# folder -> the folders it may import besides itself, lowest first
+LAYERS = {
+    "core": set(),
+    "read": {"core"},
+    "stats": {"core", "read"},
+    "machine": {"core", "read"},
+    "runs": {"core", "read", "stats", "machine"},
+    "measure": {"core", "read", "stats", "machine", "runs"},
+    "studies": {"core", "read", "stats", "machine", "runs", "measure"},
+    "plots": {"core", "read", "stats"},
+    "report": {"core", "read", "stats", "machine", "runs", "measure", "studies", "plots"},
+}
+TOP = {"__init__", "cli"}  # the package face and the command line: may import every folder
 PACKAGE = REPO / "lib" / "iolab"
 
 
-def layer_of(module: str) -> int:
-    top = module.split(".")[0]
-    for i, (_, members) in enumerate(LAYERS):
-        if top in members:
-            return i
-    raise AssertionError(f"lib/iolab/{top} is in no layer: add it to LAYERS in tests/test_layers.py")
-
-
-def _is_module(name: str) -> bool:
-    top = name.split(".")[0]
-    return (PACKAGE / f"{top}.py").exists() or (PACKAGE / top).is_dir()
+def folder_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
 def imports(path: Path) -> set[str]:
-    """The iolab modules ``path`` imports (relative imports, any depth in the file)."""
-    inside_studies = path.parent.name == "studies"
+    """The folders (or top modules) of lib/iolab that ``path`` imports, at any depth in it."""
+    parts = path.relative_to(PACKAGE).parts[:-1] if path.is_relative_to(PACKAGE) else (path.parent.name,)
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level:
-            from_package = node.level == 2 or not inside_studies
+            base = list(parts[: len(parts) - (node.level - 1)])
             names = [node.module] if node.module else [a.name for a in node.names]
-            names = [n if _is_module(n) else "__init__" for n in names]  # from . import __version__
-            found |= {n if from_package else "studies" for n in names}
+            for name in names:
+                dotted = base + name.split(".")
+                top = dotted[0]
+                found.add(top if base or top in LAYERS or top in TOP else "__init__")  # from .. import __version__
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("iolab."):
-            found.add(node.module.removeprefix("iolab."))
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.ImportFrom) and node.module == "iolab":
+            found |= {a.name for a in node.names}
     return found
 
 
-def test_every_import_goes_down_or_sideways():
-    upward = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = "studies" if path.parent.name == "studies" else path.stem
-        mine = layer_of(module)
-        for dep in imports(path):
-            if layer_of(dep) > mine:
-                upward.append(
-                    f"{path.relative_to(PACKAGE)} ({LAYERS[mine][0]}) imports {dep} ({LAYERS[layer_of(dep)][0]})"
-                )
-    assert not upward, "imports that go up a layer:\n" + "\n".join(upward)
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_module_sits_in_a_layer_folder():
+    loose = [p.name for p in PACKAGE.glob("*.py") if p.stem not in TOP]
+    unknown = [d.name for d in PACKAGE.iterdir() if d.is_dir() and d.name != "__pycache__" and d.name not in LAYERS]
+    assert not loose and not unknown, f"put these in a layer folder (tests/test_layers.py LAYERS): {loose + unknown}"
+    assert all((PACKAGE / f / "__init__.py").read_text().startswith('"""') for f in LAYERS)
+
+
+def test_every_import_goes_to_an_allowed_folder():
+    wrong = []
+    for path in modules():
+        mine = folder_of(path)
+        if mine in TOP:
+            continue
+        for dep in imports(path) - {mine, "__init__"}:
+            if dep not in LAYERS[mine]:
+                wrong.append(f"{path.relative_to(PACKAGE)} ({mine}) imports {dep}")
+    assert not wrong, "imports a folder may not make (tests/test_layers.py LAYERS):\n" + "\n".join(wrong)
 
 
 def test_the_store_imports_no_producer():
-    assert not imports(PACKAGE / "store.py") & {"fio", "fiojson", "tio", "sampling", "system", "perf", "fold"}
+    store = {
+        n for n in ast.walk(ast.parse((PACKAGE / "runs" / "store.py").read_text())) if isinstance(n, ast.ImportFrom)
+    }
+    named = {a.name for n in store for a in n.names} | {(n.module or "").split(".")[-1] for n in store}
+    assert not named & {"fio", "fiojson", "tio", "sampling", "samples", "system", "perf", "fold"}
 
 
-def test_the_layer_test_catches_an_upward_import(tmp_path):
-    fake = tmp_path / "fiojson.py"
-    fake.write_text("from .runner import measure\n")
-    assert "runner" in imports(fake) and layer_of("runner") > layer_of("fiojson")
+def test_the_layer_test_catches_a_wrong_import(tmp_path):
+    fake = tmp_path / "read" / "fiojson.py"
+    fake.parent.mkdir()
+    fake.write_text("from ..measure.runner import measure\n\ndef f():\n    from iolab.plots import explore\n")
+    assert imports(fake) == {"measure", "plots"} and not imports(fake) & LAYERS["read"]
+
+
+def readme_layers() -> dict[str, list[str]]:
+    """The README's "How it works" tree: folder -> the modules it lists there."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("## How it works", 1)[1].split("\n## ", 1)[0]
+    tree: dict[str, list[str]] = {}
+    folder = None
+    for line in block.splitlines():
+        if m := re.match(r"^      (\w+)/\s", line + " "):
+            folder = m.group(1)
+            tree[folder] = []
+        elif (m := re.match(r"^        (\w+)\.py\s", line + " ")) and folder:
+            tree[folder].append(m.group(1))
+    return tree
+
+
+def test_the_readme_draws_the_same_layers():
+    listed = readme_layers()
+    assert list(listed) == list(LAYERS), "README 'How it works' lists the folders in LAYERS' order"
+    for folder, names in listed.items():
+        there = sorted(p.stem for p in (PACKAGE / folder).glob("*.py") if p.stem != "__init__")
+        assert sorted(names) == there, f"README lists {folder}/ as {sorted(names)}; it holds {there}"

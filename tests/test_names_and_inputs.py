@@ -1,8 +1,8 @@
 """Names never leave their folder, warm-up has one spelling, and hostile inputs get one line.
 
 Every name that becomes a path (search names, batch run names, hosts, sweep names, run
-labels) is refused or sanitised by ``iolab.paths``; ``warmup`` is read by
-``iolab.validate.warmup`` alone; bad manifests, specs, hosts files, notebooks and
+labels) is refused or sanitised by ``iolab.core.paths``; ``warmup`` is read by
+``iolab.core.validate.warmup`` alone; bad manifests, specs, hosts files, notebooks and
 environment values give one line naming the file or variable, exit 1, no traceback, and
 nothing a file holds reaches the terminal raw. All in-process, no fio run."""
 
@@ -15,8 +15,12 @@ import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from conftest import REPO, cli_here
-from iolab import hosts, hosttable, locks, paths, search, store, sweep, validate
-from iolab.errors import InputError, printable
+from iolab.machine import hosts, locks
+from iolab.read import hosttable
+from iolab.core import paths, validate
+from iolab.measure import search, sweep
+from iolab.runs import store
+from iolab.core.errors import InputError, printable
 
 # every hostile name; "../../../victim" from <data>/runs/search-<name> lands at tmp_path/victim
 EVIL = ["..", ".", "../../x", "../../../victim", "a/b", "a\0b", "x" * 300, "", "-rf", "\x1b[2Jname"]
@@ -99,7 +103,7 @@ def test_search_names_are_refused_on_every_way_in(home):
 
 
 def test_batch_names_are_sanitised_and_checked_before_a_run(home):
-    from iolab import batch
+    from iolab.report import batch
 
     notebook = tiny_notebook(home)
     for name in EVIL + [str(home / "victim")]:  # one manifest each: ".." and "." both sanitise to "run"
@@ -387,7 +391,7 @@ def failed_notebook(path: Path, error: bool = True) -> Path:
 
 
 def test_a_partial_or_failed_notebook_publishes_with_a_banner(home):
-    from iolab.publish import unfinished
+    from iolab.report.publish import unfinished
 
     for error, words in (
         (

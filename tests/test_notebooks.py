@@ -10,11 +10,11 @@ import nbformat
 import pytest
 
 from conftest import CPU, REPO
-from iolab.publish import execute, to_html
+from iolab.report.publish import execute, to_html
 
 
 def test_unknown_parameter_is_refused(tmp_path):
-    from iolab.errors import IolabError
+    from iolab.core.errors import IolabError
 
     with pytest.raises(IolabError, match="no parameter.*queue_depth"):
         execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "x.ipynb", {"queue_depth": [1]})

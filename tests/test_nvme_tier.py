@@ -1,5 +1,5 @@
 """The NVMe tier: the kit's NVMe paths on Linux's real nvme driver, inside the NVMe lab
-(``iolab.nvmelab``: QEMU's emulated NVMe controllers). Every test here runs in one guest
+(``iolab.report.nvmelab``: QEMU's emulated NVMe controllers). Every test here runs in one guest
 boot, which ``tests/test_nvmelab.py::test_the_nvme_tier_in_one_guest_boot`` makes; outside
 the lab they are skipped. The guest has two controllers (``/dev/nvme0n1``, ``/dev/nvme1n1``,
 and ``/dev/ng0n1``, ``/dev/ng1n1``), two poll queues each, and its figures are an emulator's:
@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from iolab import checks, knobs, system
-from iolab.errors import UnsafeTargetError
-from iolab.runner import measure
+from iolab.read import checks
+from iolab.machine import knobs
+from iolab.core import system
+from iolab.core.errors import UnsafeTargetError
+from iolab.measure.runner import measure
 from iolab.studies import kernel_path, ladder, per_core, precondition
 from iolab.studies.per_core import LATENCY_SOURCE, have_tio
-from iolab.target import Target, existing_path
+from iolab.machine.target import Target, existing_path
 
 IN_LAB = bool(os.environ.get("IOLAB_NVMELAB")) and Path("/dev/nvme1n1").exists()
 pytestmark = [
@@ -117,8 +119,8 @@ def test_the_guard_refuses_writes_to_a_namespace_holding_ext4_through_both_nodes
 
 HOLD_KNOBS = """
 import sys, time
-from iolab import knobs
-from iolab.target import Target, existing_path
+from iolab.machine import knobs
+from iolab.machine.target import Target, existing_path
 with knobs.applied(existing_path("/dev/nvme0n1"), {"scheduler": sys.argv[1], "nr_requests": 32}):
     print("set", flush=True)
     time.sleep(600)

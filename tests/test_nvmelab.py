@@ -1,4 +1,4 @@
-"""The NVMe lab (iolab.nvmelab): its guest's pieces, its refusals, and the NVMe tier
+"""The NVMe lab (iolab.report.nvmelab): its guest's pieces, its refusals, and the NVMe tier
 (tests/test_nvme_tier.py) run inside one guest boot."""
 
 import os
@@ -9,8 +9,8 @@ import time
 import pytest
 
 from conftest import REPO, cli_here, is_root
-from iolab import nvmelab
-from iolab.errors import InputError
+from iolab.report import nvmelab
+from iolab.core.errors import InputError
 
 LAB_MISSING = nvmelab.missing_tools()
 needs_lab = pytest.mark.skipif(

@@ -62,13 +62,13 @@ def test_notebooks_are_clean_and_parameterised():
 
 
 def test_gitignore_keeps_the_package():
-    out = subprocess.run(["git", "check-ignore", "-q", "lib/iolab/fio.py"], cwd=REPO)
+    out = subprocess.run(["git", "check-ignore", "-q", "lib/iolab/machine/fio.py"], cwd=REPO)
     assert out.returncode == 1  # not ignored
     assert subprocess.run(["git", "check-ignore", "-q", "data/runs/x/run.json"], cwd=REPO).returncode == 0
 
 
 def test_every_column_is_described_and_labelled_with_its_unit():
-    from iolab.columns import COLUMNS, label
+    from iolab.core.columns import COLUMNS, label
 
     for col in COLUMNS.values():
         assert col.meaning and col.source, col.name
@@ -121,7 +121,7 @@ def test_every_notebook_forwards_allow_destructive_and_names_targets_one_way():
         code = [c.source for c in nb.cells if c.cell_type == "code"]
         params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         assert "allow_destructive: bool = False" in params.source, path.name
-        if "search.run(" not in "\n".join(code):  # a search spec names its own targets (iolab.search)
+        if "search.run(" not in "\n".join(code):  # a search spec names its own targets (iolab.measure.search)
             assert "targets.use(target, size)" in "\n".join(code), path.name
         calls = [line for src in code for line in src.splitlines() if STUDY_CALL.search(line)]
         assert calls, path.name
@@ -164,7 +164,7 @@ def test_provenance_does_not_run_the_notebook_filter(tmp_path):
     filter on all of them (11 s) at every recorded run; provenance reads git without it."""
     import time
 
-    from iolab import provenance
+    from iolab.report import provenance
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitattributes").write_text("*.ipynb filter=nbstripout\n")

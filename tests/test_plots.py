@@ -8,9 +8,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from iolab import compare, paths, plots  # noqa: E402
-from iolab.analysis import knee_with_interval  # noqa: E402
-from iolab.errors import InputError  # noqa: E402
+from iolab.stats import compare
+from iolab.core import paths
+from iolab.plots import figures as plots  # noqa: E402
+from iolab.stats.analysis import knee_with_interval  # noqa: E402
+from iolab.core.errors import InputError  # noqa: E402
 
 QDS = [1, 2, 4, 8, 16, 32, 64]
 UNSTABLE_QD = 16

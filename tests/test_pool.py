@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, PUBLISHED, needs_shared
-from iolab.errors import FioOutputError, InputError
-from iolab.fiojson import latency_bins
-from iolab.pool import pool_outputs, pool_runs
+from iolab.core.errors import FioOutputError, InputError
+from iolab.read.fiojson import latency_bins
+from iolab.read.pool import pool_outputs, pool_runs
 
 REC = FIXTURES / "fio"
 PS = {"50": 50, "90": 90, "95": 95, "99": 99, "99_9": 99.9, "99_99": 99.99}

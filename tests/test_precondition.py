@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import mkfs_ext4, needs_root
-from iolab.errors import InputError, UnsafeTargetError
+from iolab.core.errors import InputError, UnsafeTargetError
 from iolab.studies.precondition import precondition, steady_state
 
 

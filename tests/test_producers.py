@@ -1,5 +1,5 @@
-"""The run-folder contract (iolab.producers): every column a producer emits is described in
-iolab.columns, every file of a run folder is declared once, and the store knows the registry,
+"""The run-folder contract (iolab.runs.producers): every column a producer emits is described in
+iolab.core.columns, every file of a run folder is declared once, and the store knows the registry,
 never a producer."""
 
 import ast
@@ -9,10 +9,10 @@ import shutil
 import pytest
 
 from conftest import CPU, FIXTURES, QUICK, REPO
-from iolab import producers, store
-from iolab.columns import COLUMNS
-from iolab.runner import measure
-from iolab.target import scratch_file
+from iolab.runs import producers, store
+from iolab.core.columns import COLUMNS
+from iolab.measure.runner import measure
+from iolab.machine.target import scratch_file
 
 PRODUCER_MODULES = {"fio", "fiojson", "tio", "sampling", "system", "perf", "fold"}
 BY_NAME = {p.name: p for p in producers.PRODUCERS}
@@ -37,7 +37,7 @@ def test_every_column_of_a_real_fio_run_is_described(fio_run):
     ran = [p for p in producers.PRODUCERS if p.ran(fio_run)]
     assert {"fio", "samplers", "system snapshot"} <= {p.name for p in ran}
     for producer in ran:
-        assert not _undescribed(producer, fio_run), f"{producer.name}: add these to iolab.columns"
+        assert not _undescribed(producer, fio_run), f"{producer.name}: add these to iolab.core.columns"
     table = store.load_runs(fio_run.parent)
     assert len(table) == 1 and set(table.columns) <= set(COLUMNS)
 
@@ -66,7 +66,7 @@ def test_every_column_of_perf_stat_is_described(name, tmp_path):
 
 
 def test_store_imports_the_registry_and_no_producer():
-    tree = ast.parse((REPO / "lib/iolab/store.py").read_text())
+    tree = ast.parse((REPO / "lib/iolab/runs/store.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):  # from .x import y -> x; from . import y, z -> y, z

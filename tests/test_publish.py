@@ -9,8 +9,8 @@ import time
 import pytest
 
 from conftest import REPO, sigint_default
-from iolab.errors import IolabError
-from iolab.publish import execute
+from iolab.core.errors import IolabError
+from iolab.report.publish import execute
 
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 NB = REPO / "notebooks" / "01_queue_depth_knee.ipynb"
@@ -66,12 +66,12 @@ import shutil  # noqa: E402
 import nbformat  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook  # noqa: E402
 
-from iolab import provenance  # noqa: E402
-from iolab.errors import InputError  # noqa: E402
-from iolab.publish import WIDGET_VIEW, network_fetches, offline, publish, to_html  # noqa: E402
-from iolab.readable import readable_number, readable_tables  # noqa: E402
+from iolab.report import provenance  # noqa: E402
+from iolab.core.errors import InputError  # noqa: E402
+from iolab.report.publish import WIDGET_VIEW, network_fetches, offline, publish, to_html  # noqa: E402
+from iolab.core.readable import readable_number, readable_tables  # noqa: E402
 
-RESULTS_MIME = "application/vnd.iolab.results+json"
+RESULTS_MIME = "application/vnd.iolab.core.results+json"
 TINY_PARAMETERS = {"label": "tiny run", "depths": [1, 4, 16]}
 
 
@@ -115,7 +115,7 @@ def write_tiny_notebook(path):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """The tiny notebook executed (papermill, through iolab.publish.execute) and published."""
+    """The tiny notebook executed (papermill, through iolab.report.publish.execute) and published."""
     folder = tmp_path_factory.mktemp("tiny")
     executed = execute(write_tiny_notebook(folder / "tiny.ipynb"), folder / "out" / "tiny.ipynb", TINY_PARAMETERS)
     page = publish(executed)

@@ -8,21 +8,21 @@ import nbformat
 import pytest
 
 from conftest import FIXTURES
-from iolab import reproduce as rep
+from iolab.report import reproduce as rep
 from iolab.cli import main
-from iolab.errors import InputError
-from iolab.publish import execute
+from iolab.core.errors import InputError
+from iolab.report.publish import execute
 from test_results import notebook
 
 DETERMINISTIC = """
-from iolab import results
+from iolab.core import results
 results.record("square", n * n, "IO/s", source="n squared")
 results.record("half", n / 2, low=n / 2 - 0.5, high=n / 2 + 0.5, note="a made-up interval")
 results.record("name", f"n{n}")
 """
 FROM_A_FILE = """
 from pathlib import Path
-from iolab import results
+from iolab.core import results
 results.record("from the file", float(Path(path).read_text()), "IO/s")
 results.record("steady", 7.0)
 results.record_runs([old_run] if old_run else [])

@@ -1,4 +1,4 @@
-"""Recorded results (iolab.results): what a notebook records reaches the executed notebook's
+"""Recorded results (iolab.core.results): what a notebook records reaches the executed notebook's
 metadata and the side file beside it, JSON-safe, the later of one name winning."""
 
 import json
@@ -9,14 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iolab import results
-from iolab.errors import InputError, IolabError
-from iolab.publish import execute
+from iolab.core import results
+from iolab.core.errors import InputError, IolabError
+from iolab.report.publish import execute
 
 RECORDING = """
 import numpy as np
 import pandas as pd
-from iolab import results
+from iolab.core import results
 results.record("square", np.int64(n) ** 2, "IO/s", source="n squared", low=np.float64(n * n - 1), high=n * n + 1.0,
                note="a made-up interval")
 results.record("nothing", float("nan"), note="NaN becomes null")
@@ -85,7 +85,9 @@ def test_a_notebook_records_its_results_in_its_metadata_and_beside_it(tmp_path):
 
 def test_a_failed_notebook_keeps_what_it_recorded_beside_it(tmp_path):
     source = notebook(
-        tmp_path / "fails.ipynb", "from iolab import results\nresults.record('n', n)", "raise RuntimeError('broken')"
+        tmp_path / "fails.ipynb",
+        "from iolab.core import results\nresults.record('n', n)",
+        "raise RuntimeError('broken')",
     )
     with pytest.raises(IolabError, match="fails.failed.ipynb"):
         execute(source, tmp_path / "fails.ipynb", {"n": 5})
@@ -144,13 +146,13 @@ def test_the_kits_errors_show_as_one_block_in_a_notebook_and_tb_shows_the_traceb
     """In IPython (a notebook's kernel), an IolabError is its name and message, not a screen of
     frames; %tb still shows where it was raised; other errors keep their traceback."""
     from IPython.core.interactiveshell import InteractiveShell
-    from iolab import errors
+    from iolab.core import errors
 
     shell = InteractiveShell()
     try:
         assert errors.brief_in_notebooks(shell)
         result = shell.run_cell(
-            "from iolab.errors import InputError\n"
+            "from iolab.core.errors import InputError\n"
             "def check():\n    raise InputError('runtime: 0.5s: give 500ms')\ncheck()"
         )
         assert isinstance(result.error_in_exec, errors.InputError)
@@ -170,7 +172,7 @@ def test_live_tables_in_a_notebook_read_like_the_write_ups():
     12,748.502994 live and 12,749 published, raw bytes (275873792.0) as 263 MiB, units in
     the headers, inside a box that scrolls sideways; pandas' text form rounds too."""
     from IPython.core.interactiveshell import InteractiveShell
-    from iolab.readable import SCROLL_BOX, live_tables
+    from iolab.core.readable import SCROLL_BOX, live_tables
 
     shell = InteractiveShell()
     try:
@@ -192,7 +194,7 @@ def test_live_tables_in_a_notebook_read_like_the_write_ups():
 def test_per_setting_results_are_kept_but_folded_under_the_key_ones(tmp_path):
     """record_many's results (one per QD, per step) are details: the write-up folds them
     under the key figures and a batch index makes no column of them."""
-    from iolab.batch_index import result_names
+    from iolab.report.batch_index import result_names
 
     bundle = results.merged(
         [

@@ -1,4 +1,4 @@
-"""The cached table of a folder of runs (iolab.runcache) and `iolab table`: equal to a fresh
+"""The cached table of a folder of runs (iolab.runs.runcache) and `iolab table`: equal to a fresh
 store.load_runs, re-deriving only what changed, never failing on its cache."""
 
 import json
@@ -11,7 +11,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from iolab import runcache, store
+from iolab.runs import runcache, store
 
 FIO = {"rw": "randread", "ioengine": "psync", "runtime": "300ms"}
 
@@ -19,8 +19,8 @@ FIO = {"rw": "randread", "ioengine": "psync", "runtime": "300ms"}
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory):
     """Two real 1-second fio runs (qd 1 and 2), copied by the tests to make more."""
-    from iolab.runner import measure
-    from iolab.target import scratch_file
+    from iolab.measure.runner import measure
+    from iolab.machine.target import scratch_file
 
     tmp = tmp_path_factory.mktemp("real")
     target = scratch_file(tmp / "scratch", "16m")
@@ -248,7 +248,7 @@ def test_no_cache_reads_and_writes_none(folder):
 def test_two_loaders_at_once_leave_a_good_cache(folder, real_runs):
     for i in range(6):
         copy_run(real_runs[i % 2], folder, f"r1{i}")
-    code = "import sys, iolab.runcache as r; print(len(r.load_cached(sys.argv[1])))"
+    code = "import sys, iolab.runs.runcache as r; print(len(r.load_cached(sys.argv[1])))"
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from conftest import CPU, QUICK
-from iolab.errors import FioError, RunInterrupted, TargetError, ToolMissing
-from iolab.runner import measure
-from iolab.store import load_runs, read_run
-from iolab.target import resolve
+from iolab.core.errors import FioError, RunInterrupted, TargetError, ToolMissing
+from iolab.measure.runner import measure
+from iolab.runs.store import load_runs, read_run
+from iolab.machine.target import resolve
 
 
 def test_measure_stores_everything(scratch, runs):
@@ -106,8 +106,8 @@ def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
     """Notebook 08's 60 s run showed no progress: a run of LONG_RUN_S or more gets a bar of
     its seconds, ticked from a thread, removed when the run ends (none for a short run)."""
     import time
-    from iolab import progress
-    from iolab.runner import _seconds
+    from iolab.core import progress
+    from iolab.measure.runner import _seconds
 
     assert _seconds({"runtime": "60s", "ramp_time": "2s"}) == 62 and _seconds({"runtime": 30}) == 30
     monkeypatch.setattr(progress, "headless", lambda: False)
@@ -125,7 +125,7 @@ def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
 def test_a_loop_that_fails_takes_its_bar_away(monkeypatch):
     """A failed cell left a stale "0/4" bar in JupyterLab: a loop over ``progress.bar`` that
     stops early removes its bar; one that finishes keeps it."""
-    from iolab import progress
+    from iolab.core import progress
 
     monkeypatch.setattr(progress, "headless", lambda: False)
     failing = progress.bar(range(4), "runs")

@@ -10,17 +10,15 @@ import pandas as pd
 import pytest
 
 from conftest import CPU, QUICK
-from iolab.runner import measure
-from iolab.sampling import (
+from iolab.measure.runner import measure
+from iolab.machine.sampling import Sampler, read_freq_mhz, read_proc_stat
+from iolab.read.samples import (
     OTHER_FLAG_PCT,
     STAT_FIELDS,
     STEAL_FLAG_PCT,
-    Sampler,
     Samples,
     cpu_utilisation,
     noise_flag,
-    read_freq_mhz,
-    read_proc_stat,
     run_columns,
     summarise,
     trim,

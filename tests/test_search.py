@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from conftest import REPO, needs_root
-from iolab import knobs, search
-from iolab.errors import FioError, InputError
+from iolab.machine import knobs
+from iolab.measure import search
+from iolab.core.errors import FioError, InputError
 
 BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"}
 
@@ -101,7 +102,7 @@ def stress_pids() -> set[int]:
 def test_stress_starts_in_a_folder_it_cannot_write(tmp_path, monkeypatch):
     """The NVMe lab runs notebooks in the checkout, shared read-only: stress-ng refused to
     start there ("temp-path '.' must be readable and writeable") until given one."""
-    from iolab.stress import stressed
+    from iolab.machine.stress import stressed
 
     ro = tmp_path / "ro"
     ro.mkdir()

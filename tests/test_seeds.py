@@ -21,10 +21,10 @@ import pytest
 
 from conftest import CPU, REPO, cli_here, is_root
 from test_browser import browser  # noqa: F401 - a chromium for this module
-from iolab import seed_pages
-from iolab.errors import InputError
-from iolab.reproduce import reproduce
-from iolab import seeds
+from iolab.report import seed_pages
+from iolab.core.errors import InputError
+from iolab.report.reproduce import reproduce
+from iolab.report import seeds
 
 PUBLISHED = pd.read_csv(REPO / "data/reference/published_figures.csv", dtype={"seed": str})
 

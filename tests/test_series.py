@@ -1,4 +1,4 @@
-"""fio's interval logs as a time series (iolab.series): a real 3 s run at 500 ms checked against
+"""fio's interval logs as a time series (iolab.read.series): a real 3 s run at 500 ms checked against
 fio's own report, and recorded run folders (tests/fixtures/record_series.py) for steady
 state, stalls, client/server logs and the edge cases."""
 
@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from conftest import CPU, FIXTURES, QUICK
-from iolab import fiojson, series
-from iolab.analysis import steady_state
-from iolab.errors import FioOutputError, InputError
+from iolab.read import fiojson, fiologs, series
+from iolab.machine import logrequest
+from iolab.stats import timeline
+from iolab.stats.analysis import steady_state
+from iolab.core.errors import FioOutputError, InputError
 
 matplotlib.use("Agg")
 REC = FIXTURES / "series"
@@ -34,7 +36,7 @@ def copy(name, tmp_path):
 
 
 def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
-    from iolab.runner import measure
+    from iolab.measure.runner import measure
 
     run = measure(
         {**QUICK, "rw": "randrw", "runtime": "3s", "numjobs": 2}, scratch, cpus=[CPU], runs_dir=runs, log_ms=500
@@ -78,7 +80,7 @@ def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
         assert fiojson.percentiles_from_bins(fiojson.merge_bins(pooled, rest), [50, 99, 99.9]) == {
             p: reported[p] for p in (50.0, 99.0, 99.9)
         }
-        logs = series.summary(s).set_index(["part", "direction"]).loc[("logs (covered intervals)", direction)]
+        logs = timeline.summary(s).set_index(["part", "direction"]).loc[("logs (covered intervals)", direction)]
         for name, p in (("50", 50), ("99", 99), ("99_9", 99.9)):
             assert logs[f"clat_p{name}_us"] * 1000 == fio_rule(pooled, p)
     row = run.table.iloc[0]  # the producer's per-run columns
@@ -95,20 +97,20 @@ def test_fio_s_bin_index_is_the_latency_json_plus_reports():
         report = fiojson.latency_bins(doc["jobs"][0][direction], "clat")
         assert set(s.pooled_bins(direction)) <= set(report)
     for idx in (0, 127, 128, 191, 192, 1855):
-        low, high = series.bin_edges_ns(idx)
-        assert low <= series.plat_idx_to_val(idx) < high
+        low, high = fiologs.bin_edges_ns(idx)
+        assert low <= fiologs.plat_idx_to_val(idx) < high
     assert (
-        series.hist_layout(1856) == (29, 0)
-        and series.hist_layout(1216) == (19, 0)
-        and series.hist_layout(464) == (29, 2)
+        fiologs.hist_layout(1856) == (29, 0)
+        and fiologs.hist_layout(1216) == (19, 0)
+        and fiologs.hist_layout(464) == (29, 2)
     )
     with pytest.raises(FioOutputError, match="1856"):
-        series.hist_layout(1000)
+        fiologs.hist_layout(1000)
 
 
 def test_a_stall_is_found_with_what_the_samplers_saw():
     s = series.read_series(REC / "stall")  # fio's job stopped (SIGSTOP) for 1.5 s about 3 s in
-    stalls = series.find_stalls(s)
+    stalls = timeline.find_stalls(s)
     assert len(stalls) == 1
     stall = stalls.iloc[0]
     assert stall["t_s"] - stall["t_start_s"] >= 1.0 and stall["pct_of_median"] < 50
@@ -116,35 +118,35 @@ def test_a_stall_is_found_with_what_the_samplers_saw():
     assert stall["cpu_busy_pct"] < stall["cpu_busy_pct_run_median"]
     # the line fio wrote after the stop covers the whole stretch since its previous one
     assert s.table["interval_s"].max() >= 1.5 and s.table["ios"].sum() == s.coverage["series_ios"].sum()
-    text = series.reading(s, series.find_steady(s), stalls)
+    text = timeline.reading(s, timeline.find_steady(s), stalls)
     assert "1 stall below 50 % of the median" in text and "the samplers saw" in text
     with pytest.raises(InputError, match="between 0 and 1"):
-        series.find_stalls(s, 50)
+        timeline.find_stalls(s, 50)
 
 
 @pytest.mark.parametrize("limits", [{}, {"range_pct": 60.0, "slope_pct": 30.0}])
 def test_steady_state_is_snia_s_rule_over_the_intervals(limits):
     s = series.read_series(REC / "stall")
-    steady = series.find_steady(s, **limits)
+    steady = timeline.find_steady(s, **limits)
     iops = s.totals()["iops"].to_numpy()
     verdicts = [steady_state(iops[i : i + 5], **limits)[0] for i in range(len(iops) - 4)]
     assert steady.method == "SNIA rule" and steady.reached == any(verdicts)
     if steady.reached:  # the first window that holds starts the steady part; the warm-up is before it
         first = verdicts.index(True)
         assert steady.from_s == steady.warmup_s == s.totals()["t_start_s"].iloc[first]
-        parts = series.summary(s, steady)
+        parts = timeline.summary(s, steady)
         part = parts[parts["part"].str.startswith("logs, steady state")].iloc[0]
         assert part["ios"] == s.table.loc[s.table["t_s"] > steady.from_s, "ios"].sum()
     else:
         assert "no window holds" in steady.text
-    short = series.find_steady(series.read_series(REC / "mixed"), window=50)
+    short = timeline.find_steady(series.read_series(REC / "mixed"), window=50)
     assert not short.reached and "fewer than its window" in short.text
 
 
 def test_fio_s_own_steadystate_is_used_when_the_job_asked_for_it():
     s = series.read_series(REC / "ss")
     ss = json.loads((REC / "ss/fio.json").read_text())["jobs"][0]["steadystate"]
-    steady = series.find_steady(s)
+    steady = timeline.find_steady(s)
     assert steady.method == "fio steadystate" and steady.reached == bool(ss["attained"])
     assert ss["criterion"] in steady.text
 
@@ -152,7 +154,7 @@ def test_fio_s_own_steadystate_is_used_when_the_job_asked_for_it():
 def test_the_summary_puts_fio_s_report_beside_the_logs():
     s = series.read_series(REC / "mixed")
     doc = json.loads((REC / "mixed/fio.json").read_text())
-    parts = series.summary(s).set_index(["part", "direction"])
+    parts = timeline.summary(s).set_index(["part", "direction"])
     for direction in ("read", "write"):
         whole = parts.loc[("fio report (whole run)", direction)]
         assert whole["ios"] == doc["jobs"][0][direction]["total_ios"]
@@ -173,11 +175,11 @@ def test_client_server_logs_carry_their_host_and_their_overlap_is_undone():
     assert raw[2] > 1.1 * (s.table["iops"].iloc[2] * s.table["interval_s"].iloc[2])
     # ... undone, it is fio's own histogram again: no bin above the report's, the rest = the uncovered part
     cov = s.coverage.iloc[0]
-    assert cov["ios_from"] == series.UNDONE and "undone by subtracting the line two before" in s.note()
+    assert cov["ios_from"] == fiologs.UNDONE and "undone by subtracting the line two before" in s.note()
     report, pooled = fiojson.latency_bins(entry["read"], "clat"), s.pooled_bins("read")
     assert all(v <= report.get(k, 0) for k, v in pooled.items())
     assert sum(report.values()) - sum(pooled.values()) == cov["uncovered_ios"] > 0
-    assert series.heatmap(s).total == cov["series_ios"]
+    assert timeline.heatmap(s).total == cov["series_ios"]
 
 
 def test_a_histogram_log_that_counts_more_than_fio_is_not_used(tmp_path):
@@ -242,7 +244,7 @@ def test_what_is_missing_is_said(tmp_path):
         series.read_series(plain)
     for bad in (0, 0.5, "x", True):
         with pytest.raises(InputError, match="log_ms"):
-            series.check_log_ms(bad)
+            logrequest.check_log_ms(bad)
 
 
 def test_iolab_series_prints_it(tmp_path, capsys):
@@ -259,10 +261,10 @@ def test_iolab_series_prints_it(tmp_path, capsys):
 
 
 def test_pictures_over_time_and_the_heatmap():
-    from iolab import timeplots
+    from iolab.plots import timeplots
 
     s = series.read_series(REC / "stall")
-    steady, stalls = series.find_steady(s, range_pct=60.0, slope_pct=30.0), series.find_stalls(s)
+    steady, stalls = timeline.find_steady(s, range_pct=60.0, slope_pct=30.0), timeline.find_stalls(s)
     fig = timeplots.over_time(s, steady, stalls)
     axes = fig.axes
     assert [a.get_ylabel() for a in axes] == ["IOPS (IO/s)", "clat (µs, log scale)", "pinned CPUs (%)", "freq (MHz)"]
@@ -273,5 +275,5 @@ def test_pictures_over_time_and_the_heatmap():
     assert "CLOCK_MONOTONIC" in note and "not in fio's interval logs" in note
     hm = timeplots.latency_heatmap(s)
     assert hm.axes[0].get_yscale() == "log" and "IOs in the interval" in hm.axes[1].get_ylabel()
-    grid = series.heatmap(s, "read")
+    grid = timeline.heatmap(s, "read")
     assert grid.counts.sum() + grid.below == s.table["ios"].sum() == grid.total

@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 
 from conftest import CPU, REPO, needs_root, run_as_nobody, sigint_default
-from iolab.signals import FORCE_EXIT_AFTER_S
+from iolab.core.signals import FORCE_EXIT_AFTER_S
 
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 
 RUN = """
 import sys
 from pathlib import Path
-from iolab.runner import measure
-from iolab.target import scratch_file
+from iolab.measure.runner import measure
+from iolab.machine.target import scratch_file
 tmp = Path(sys.argv[1])
 print("ready", flush=True)
 measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, scratch_file(tmp / "s", "16m"),
@@ -36,9 +36,9 @@ measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, scratch_file(
 HOLD = """
 import sys, time
 from pathlib import Path
-from iolab.runner import measure
-from iolab.knobs import temporary_value
-from iolab.target import loop_device
+from iolab.measure.runner import measure
+from iolab.machine.knobs import temporary_value
+from iolab.machine.target import loop_device
 with loop_device("16m") as dev:
     ra = Path(f"/sys/block/{dev.device}/queue/read_ahead_kb")
     with temporary_value(ra, "0"):
@@ -141,7 +141,7 @@ def test_sigkill_leaves_nothing_that_cleanup_cannot_repair(tmp_path):
 def _loop_attached(device: str, backing: str | None = None) -> bool:
     """Whether ``device`` is attached (to ``backing``, when given: under pytest-xdist another
     test may attach the same /dev/loopN again as soon as it is free)."""
-    from iolab.target import loop_backing
+    from iolab.machine.target import loop_backing
 
     now = loop_backing(Path(device).name)
     return now is not None and (backing is None or os.path.realpath(now) == os.path.realpath(backing))
@@ -177,9 +177,9 @@ def test_loop_device_and_knob_come_back(tmp_path, sig):
 RUN_EACH_LINE = """
 import sys
 from pathlib import Path
-from iolab.runner import measure
-from iolab.errors import IolabError, RunInterrupted
-from iolab.target import scratch_file
+from iolab.measure.runner import measure
+from iolab.core.errors import IolabError, RunInterrupted
+from iolab.machine.target import scratch_file
 # one whole run first: every module the run path imports lazily is imported now (a Ctrl-C
 # inside an import leaves a half-imported module behind in this process, a Python matter)
 measure({"rw": "randread", "ioengine": "psync", "runtime": "300ms"}, scratch_file(Path(sys.argv[1]) / "s", "16m"),
@@ -234,8 +234,8 @@ def test_ctrl_c_at_any_moment_leaves_no_fio(tmp_path):
 def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch, private_locks):
     """Two measurements pinned to one CPU never overlap unknowingly: the second is refused
     (IOLAB_LOCK_WAIT_S=0) with the holder named, or waits for it."""
-    from iolab.errors import BusyError
-    from iolab.locks import cpus_locked
+    from iolab.core.errors import BusyError
+    from iolab.machine.locks import cpus_locked
 
     env = {**env_for(tmp_path), "IOLAB_LOCK_WAIT_S": "0"}
     with cpus_locked([0]):
@@ -271,7 +271,7 @@ def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch,
             [
                 PY,
                 "-c",
-                "import time\nfrom iolab.locks import cpus_locked\n"
+                "import time\nfrom iolab.machine.locks import cpus_locked\n"
                 "with cpus_locked([1]):\n    print('held', flush=True); time.sleep(1.5)",
             ],
             stdout=subprocess.PIPE,
@@ -302,8 +302,8 @@ def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypa
     try:
         kc.execute_interactive(
             textwrap.dedent("""
-            from iolab.target import loop_device
-            from iolab.knobs import temporary_value
+            from iolab.machine.target import loop_device
+            from iolab.machine.knobs import temporary_value
             ctx = loop_device("16m"); dev = ctx.__enter__()
             knob = temporary_value(f"/sys/block/{dev.device}/queue/read_ahead_kb", "0"); knob.__enter__()
             print(dev.path, dev.notes[0].split("(")[1].rstrip(")"))
@@ -339,7 +339,7 @@ def test_a_kernel_that_swallows_sigterm_still_ends_and_releases(tmp_path, monkey
     out = []
     try:
         kc.execute_interactive(
-            "from iolab.target import loop_device\nctx = loop_device('16m'); dev = ctx.__enter__()\n"
+            "from iolab.machine.target import loop_device\nctx = loop_device('16m'); dev = ctx.__enter__()\n"
             "print(dev.path, dev.notes[0].split('(')[1].rstrip(')'))",
             timeout=60,
             output_hook=lambda m: out.append(m["content"].get("text", "")),
@@ -362,9 +362,13 @@ def test_a_kernel_that_swallows_sigterm_still_ends_and_releases(tmp_path, monkey
 def test_a_second_user_sees_the_cpu_lock(tmp_path, private_locks):
     """User nobody and root share the per-CPU locks: nobody is refused while root holds
     CPU 1, and gets it once root lets go."""
-    from iolab.locks import cpus_locked
+    from iolab.machine.locks import cpus_locked
 
-    argv = ["/usr/bin/python3", "-c", "from iolab.locks import cpus_locked\nwith cpus_locked([1]): print('got CPU 1')"]
+    argv = [
+        "/usr/bin/python3",
+        "-c",
+        "from iolab.machine.locks import cpus_locked\nwith cpus_locked([1]): print('got CPU 1')",
+    ]
     env = {**os.environ, "IOLAB_LOCK_WAIT_S": "0", "PYTHONPATH": str(REPO / "lib")}
     with cpus_locked([1]):
         busy = run_as_nobody(argv, env=env, capture_output=True, text=True, timeout=30)
@@ -378,7 +382,7 @@ def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_led
     (signals.deferred) and raised as that block ends, before the caller has the process: the
     process is stopped there, not left to run while a Jupyter kernel lives on."""
     from conftest import sigint_raises
-    from iolab import ledger, process
+    from iolab.machine import ledger, process
 
     started = []
     real = ledger.record
@@ -401,7 +405,7 @@ def test_a_child_is_pinned_and_bound_to_its_parent_without_preexec_fn():
     """spawn starts a tool through setpriv --pdeathsig, pinned by the affinity it inherits (no preexec_fn, which can
     deadlock while the samplers' threads run): the pid is the tool's, pinned from birth,
     with SIGTERM as its parent-death signal; a missing tool is FileNotFoundError, as before."""
-    from iolab.process import spawn, stop_group
+    from iolab.machine.process import spawn, stop_group
 
     proc, entry = spawn(["sleep", "30"], name="sleep", cpus=[CPU])
     try:

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from conftest import QUICK, needs_root
-from iolab.atomic import write_atomic
-from iolab.errors import DiskFullError, FioOutputError, SchemaError
-from iolab.runner import measure
-from iolab.store import SCHEMA_VERSION, load_runs, read_run, run_folder, run_table, schema_of
+from iolab.core.atomic import write_atomic
+from iolab.core.errors import DiskFullError, FioOutputError, SchemaError
+from iolab.measure.runner import measure
+from iolab.runs.store import SCHEMA_VERSION, load_runs, read_run, run_folder, run_table, schema_of
 
 
 def test_load_many_runs_into_one_table(scratch, runs):

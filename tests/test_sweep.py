@@ -11,18 +11,19 @@ from pathlib import Path
 import pytest
 
 from conftest import CPU, QUICK, REPO, needs_root
-from iolab import runner, studies
-from iolab.errors import InputError, KnobUnavailable
+from iolab.measure import runner
+from iolab import studies
+from iolab.core.errors import InputError, KnobUnavailable
 from iolab.studies import kernel_path as kp
 from iolab.studies import ladder as lad
-from iolab.sweep import sweep
+from iolab.measure.sweep import sweep
 from test_signals import PY
 
 SWEEP = """
 import sys
 from pathlib import Path
-from iolab.sweep import sweep
-from iolab.target import scratch_file
+from iolab.measure.sweep import sweep
+from iolab.machine.target import scratch_file
 tmp = Path(sys.argv[1])
 table = sweep({"iodepth": [1, 2, 4]}, target=scratch_file(tmp / "s", "16m"),
               base={"rw": "randread", "bs": "4k", "runtime": "300ms"}, cpus=[CPU], runs_dir=tmp / "runs")
@@ -142,7 +143,7 @@ def test_every_study_forwards_the_measure_options(study, loopdev, tmp_path, monk
 
 
 def test_rounds_put_every_cell_in_each_round(scratch):
-    from iolab.sweep import plan
+    from iolab.measure.sweep import plan
 
     grid = {"iodepth": [1, 2, 4]}
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from iolab.system import parse_cpu_list, snapshot, turbo_state
+from iolab.core.system import parse_cpu_list, snapshot, turbo_state
 
 
 def test_snapshot_records_what_is_absent():

@@ -6,18 +6,18 @@ from pathlib import Path
 import pytest
 
 from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
-from iolab.errors import TargetError, UnsafeTargetError
-from iolab.jobcheck import guard_write
-from iolab.runner import measure
-from iolab.target import existing_path, holds_data, loop_backing, loop_device, scratch_file
-from iolab.validate import parse_size
+from iolab.core.errors import TargetError, UnsafeTargetError
+from iolab.machine.jobcheck import guard_write
+from iolab.measure.runner import measure
+from iolab.machine.target import existing_path, holds_data, loop_backing, loop_device, scratch_file
+from iolab.core.validate import parse_size
 
 
 def test_parse_size_reads_sizes_as_fio_does_and_nothing_else():
-    """One reading of a size (iolab.validate.parse_size): what makes scratch files and what
+    """One reading of a size (iolab.core.validate.parse_size): what makes scratch files and what
     checks fio's options agree; a fraction, which fio drops, is refused in both."""
-    from iolab.errors import InputError
-    from iolab.validate import check_size
+    from iolab.core.errors import InputError
+    from iolab.core.validate import check_size
 
     assert parse_size("4k") == 4096 and parse_size("1g") == 2**30 and parse_size(512) == 512
     assert parse_size("256MiB") == 256 * 2**20 == parse_size("256mb") and parse_size("1p") == 2**50
@@ -94,6 +94,6 @@ def test_guard_ignores_files_and_reads(tmp_path):
     t = scratch_file(tmp_path, "1m")
     guard_write(t, {"rw": "randwrite"})  # a scratch file is ours to overwrite
     with pytest.raises(UnsafeTargetError, match="allow_mounted_write"):
-        from iolab.target import Target
+        from iolab.machine.target import Target
 
         guard_write(Target("block", Path("/dev/null")), {"rw": "write", "allow_mounted_write": 1})

@@ -10,9 +10,9 @@ import pytest
 from nbclient import NotebookClient
 
 from conftest import CPU, REPO, needs_root
-from iolab import target as targets
-from iolab.errors import TargetError
-from iolab.runner import measure
+from iolab.machine import target as targets
+from iolab.core.errors import TargetError
+from iolab.measure.runner import measure
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_a_misspelt_keyword_gets_a_hint(tmp_path, monkeypatch):
 
 
 def test_loop_needs_a_context(tmp_path):
-    with pytest.raises(TargetError, match="use iolab.target.use"):
+    with pytest.raises(TargetError, match="use iolab.machine.target.use"):
         targets.resolve("loop:32m", tmp_path)
 
 
@@ -79,7 +79,7 @@ def test_a_failing_middle_cell_leaves_no_loop_device(tmp_path, keep_going):
     next cells still run) both end with the device detached and its /dev/shm file gone."""
     record = tmp_path / "loop.json"
     nb = _notebook(
-        "import json\nfrom iolab import target as targets\ntgt = targets.use('loop:32m')\n"
+        "import json\nfrom iolab.machine import target as targets\ntgt = targets.use('loop:32m')\n"
         f"json.dump({{'dev': str(tgt.path), 'notes': tgt.notes}}, open({str(record)!r}, 'w'))",
         "raise RuntimeError('a middle cell fails')",
         "assert tgt.released, 'the failed cell should have released the loop device'",

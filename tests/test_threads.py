@@ -1,4 +1,4 @@
-"""Thread states beside a run (iolab.threads, iolab.threadstates; seed 001's psn method): a
+"""Thread states beside a run (iolab.machine.threads, iolab.read.threadstates; seed 001's psn method): a
 real buffered workload on a loop device, and the sampler and its table on a recorded /proc."""
 
 import errno
@@ -14,12 +14,15 @@ import pandas as pd
 import pytest
 
 from conftest import CPU, needs_root
-from iolab import cli, knobs, store, threads, threadstates
-from iolab.columns import COLUMNS
-from iolab.errors import InputError
-from iolab.runner import measure
-from iolab.threads import PF_KTHREAD, ThreadSampler, check_states, syscall_label
-from iolab.threadstates import normalise_comm, parse_stack, parse_stat, top_frames
+from iolab import cli
+from iolab.machine import knobs, threads
+from iolab.runs import store
+from iolab.read import threadstates
+from iolab.core.columns import COLUMNS
+from iolab.core.errors import InputError
+from iolab.measure.runner import measure
+from iolab.machine.threads import PF_KTHREAD, ThreadSampler, check_states, syscall_label
+from iolab.read.threadstates import normalise_comm, parse_stack, parse_stat, top_frames
 
 # -------------------------------------------------------------- a recorded /proc
 FIO_STACK = """[<0>] folio_wait_bit_common+0x13d/0x350

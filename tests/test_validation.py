@@ -12,16 +12,17 @@ from pathlib import Path
 import pytest
 
 from conftest import CPU, FIXTURES, PUBLISHED, QUICK, REPO, mkfs_ext4, needs_root, run_as_nobody
-from iolab import validate
-from iolab.analysis import find_knee
-from iolab.errors import FioError, FioOutputError, InputError
-from iolab.fio import fio_time, raise_for_failure
-from iolab.fiojson import find_json, parse_output, run_warnings
-from iolab.runner import measure
-from iolab.store import read_run
+from iolab.core import validate
+from iolab.stats.analysis import find_knee
+from iolab.core.errors import FioError, FioOutputError, InputError
+from iolab.core.validate import fio_time
+from iolab.machine.fio import raise_for_failure
+from iolab.read.fiojson import find_json, parse_output, run_warnings
+from iolab.measure.runner import measure
+from iolab.runs.store import read_run
 from iolab.studies import qd_sweep
-from iolab.sweep import sweep
-from iolab.target import resolve
+from iolab.measure.sweep import sweep
+from iolab.machine.target import resolve
 
 
 @contextmanager
@@ -64,7 +65,7 @@ def test_half_a_second_runs_half_a_second(scratch, runs):
 def test_no_runtime_is_formatted_by_hand():
     pattern = re.compile(r"""["']runtime["']\s*:\s*f["']""")
     for path in [*REPO.glob("lib/iolab/*.py"), *REPO.glob("notebooks/*.ipynb")]:
-        assert not pattern.search(path.read_text()), f"{path}: use iolab.fio.fio_time"
+        assert not pattern.search(path.read_text()), f"{path}: use iolab.core.validate.fio_time"
 
 
 @pytest.mark.parametrize(
@@ -151,8 +152,8 @@ def test_list_parameters_from_papermill_strings():
 
 @pytest.mark.slow
 def test_notebook_refuses_a_list_as_plain_string(tmp_path, monkeypatch):
-    from iolab.errors import IolabError
-    from iolab.publish import execute
+    from iolab.core.errors import IolabError
+    from iolab.report.publish import execute
 
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     with pytest.raises(IolabError, match=re.escape("-y 'queue_depths: [1, 2]'")):
@@ -285,8 +286,8 @@ def test_perf_message_for_non_root_is_whole():
     try:
         work.chmod(0o777)
         code = (
-            "from iolab.perf import Profiler, ProfileSpec, probe\n"
-            "from iolab.errors import PerfError\n"
+            "from iolab.machine.perf import Profiler, ProfileSpec, probe\n"
+            "from iolab.core.errors import PerfError\n"
             f"p = Profiler({str(work)!r}, [0], ProfileSpec(stat=False), probe())\n"
             "try:\n    p.start()\nexcept PerfError as e:\n    print(e)\n"
         )

@@ -27,9 +27,9 @@ import stat
 import sys
 from pathlib import Path
 
-from . import paths, signals
-from .errors import InputError, IolabError, printable
-from .paths import TARGET_HELP
+from .core import paths, signals
+from .core.errors import InputError, IolabError, printable
+from .core.paths import TARGET_HELP
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
@@ -50,7 +50,7 @@ def _fio_options(extra: list[str]) -> dict[str, str | bool]:
 def _target_size(args, options: dict) -> str:
     """The size of the scratch file or loop device to make: --target-size, else fio's own
     --size= when it is a plain size (not a percentage), else 1g."""
-    from .validate import parse_size
+    from .core.validate import parse_size
 
     if args.target_size is not None:
         return args.target_size
@@ -62,8 +62,8 @@ def _target_size(args, options: dict) -> str:
 
 
 def cmd_run(args, extra) -> int:
-    from . import validate
-    from .target import open_target, parse_spec
+    from .core import validate
+    from .machine.target import open_target, parse_spec
 
     options = _fio_options(extra)
     validate.check_fio_options(options)
@@ -78,15 +78,15 @@ def cmd_run(args, extra) -> int:
             "with --hosts (or run iolab run --threads on each host)"
         )
     if args.log_ms is not None and (args.hosts or args.hosts_file):
-        from .series import log_options  # fio's client writes each host's logs, fio_iops.N.log.HOST
+        from .read.series import log_options  # fio's client writes each host's logs, fio_iops.N.log.HOST
 
         options.update(log_options(args.log_ms))  # stamps from each job's start: the hosts' clocks are not ours
-    from .analysis import add_cycles_per_io  # slow to import (pandas): once the input is known good
-    from .runner import measure
+    from .stats.analysis import add_cycles_per_io  # slow to import (pandas): once the input is known good
+    from .measure.runner import measure
 
     hosts = None
     if args.hosts or args.hosts_file:
-        from .hosts import hosts_from  # read before a scratch file or loop device is made for them
+        from .machine.hosts import hosts_from  # read before a scratch file or loop device is made for them
 
         hosts = hosts_from(args.hosts, args.hosts_file)
     with open_target(args.target, _target_size(args, options), scratch_dir) as target:
@@ -142,8 +142,8 @@ def _run_on_hosts(args, hosts, options, target, cpus, runs_dir):
     """``iolab run --hosts``: one client/server run (servers started first with --start-servers)."""
     import contextlib
 
-    from .clients import measure_hosts
-    from .hosts import start_server
+    from .measure.clients import measure_hosts
+    from .machine.hosts import start_server
 
     with contextlib.ExitStack() as servers:
         for host in hosts if args.start_servers else []:
@@ -160,7 +160,7 @@ def _run_on_hosts(args, hosts, options, target, cpus, runs_dir):
 
 
 def cmd_search(args, _extra) -> int:
-    from . import search  # slow to import (pandas): only for this command
+    from .measure import search  # slow to import (pandas): only for this command
 
     spec = search.load_spec(args.spec)
     if args.dry_run:
@@ -182,7 +182,7 @@ def cmd_search(args, _extra) -> int:
 
 
 def cmd_batch(args, _extra) -> int:
-    from . import batch  # slow to import (papermill): only for this command
+    from .report import batch  # slow to import (papermill): only for this command
 
     manifest = batch.load_manifest(args.manifest)
 
@@ -208,8 +208,8 @@ def cmd_batch(args, _extra) -> int:
 
 
 def cmd_seeds(args, _extra) -> int:
-    from . import validate
-    from . import seeds  # slow to import (papermill): only for this command
+    from .core import validate
+    from .report import seeds  # slow to import (papermill): only for this command
 
     level = "smoke" if args.smoke else "quick" if args.quick else "full"
     devices = [d.strip() for d in args.device or [] if d.strip()]
@@ -264,7 +264,7 @@ def cmd_seeds(args, _extra) -> int:
 
 
 def cmd_parse(args, _extra) -> int:
-    from . import validate
+    from .core import validate
 
     if len(args.file) > 1 and not args.pool:
         raise InputError(
@@ -277,9 +277,9 @@ def cmd_parse(args, _extra) -> int:
         validate.input_file(f, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
         for f in args.file
     ]
-    from .fiojson import parse_output  # slow to import (pandas): once the files are known to be there
-    from .pool import pool_outputs
-    from .tio import looks_like_tio, parse_tio
+    from .read.fiojson import parse_output  # slow to import (pandas): once the files are known to be there
+    from .read.pool import pool_outputs
+    from .read.tio import looks_like_tio, parse_tio
 
     tio = [f for f, text in zip(args.file, texts) if looks_like_tio(text)]
     if args.pool and tio:
@@ -302,7 +302,7 @@ def cmd_parse(args, _extra) -> int:
 def cmd_table(args, _extra) -> int:
     import warnings
 
-    from .atomic import write_atomic
+    from .core.atomic import write_atomic
 
     root, out = Path(args.dir), Path(args.output) if args.output else None
     if not root.is_dir():
@@ -318,7 +318,11 @@ def cmd_table(args, _extra) -> int:
         raise InputError(f"--output {out} is a folder; give a file name, e.g. {out / ('table.' + args.format)}")
     if out is not None and not out.parent.is_dir():
         raise InputError(f"--output {out}: there is no folder {out.parent}; create it or choose another --output")
-    from .runcache import load_cached, statuses, write_parquet  # slow to import (pandas): once the input is known good
+    from .runs.runcache import (
+        load_cached,
+        statuses,
+        write_parquet,
+    )  # slow to import (pandas): once the input is known good
 
     status = None if args.status == "all" else args.status
     with warnings.catch_warnings(record=True) as skipped:  # unreadable runs: one line each, not a traceback
@@ -353,7 +357,7 @@ def cmd_table(args, _extra) -> int:
 
 
 def cmd_knee(args, _extra) -> int:
-    from .analysis import knee_with_interval  # slow to import (pandas): only for this command
+    from .stats.analysis import knee_with_interval  # slow to import (pandas): only for this command
 
     table = _read_curve(args.csv, args.x, args.y)
     est = knee_with_interval(
@@ -381,7 +385,7 @@ def _read_curve(csv: str, x: str, y: str):
     unreadable file, a missing column, or a value that is not a number."""
     import pandas as pd  # slow to import: only for this command
 
-    from . import validate
+    from .core import validate
 
     path = validate.input_file(csv, "CSV file")
     try:
@@ -414,7 +418,7 @@ def _read_curve(csv: str, x: str, y: str):
 
 
 def cmd_fold(args, _extra) -> int:
-    from .fold import FoldOptions, fold_file
+    from .read.fold import FoldOptions, fold_file
 
     opts = FoldOptions(
         pid=args.pid,
@@ -426,13 +430,13 @@ def cmd_fold(args, _extra) -> int:
     )
     path = Path(args.input)
     if not path.is_file() or not os.access(path, os.R_OK):  # validate.input_file says why: its import is slow
-        from . import validate
+        from .core import validate
 
         validate.input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
     with open(path, "rb") as f:
         is_perf_data = f.read(8) == b"PERFILE2"
     if is_perf_data:
-        from .perf import fold_perf_data  # perf script streamed into the folder
+        from .machine.perf import fold_perf_data  # perf script streamed into the folder
 
         folded = fold_perf_data(path, opts)
     else:
@@ -475,7 +479,7 @@ def _no_stacks(path: Path, folded) -> str:
 def _print_threads(
     runs: Path, by: str, *, frames: int = 3, top: int | None = None, fmt: str = "text", scope: str = "run"
 ) -> None:
-    from . import threadstates  # slow to import (pandas): only for these commands
+    from .read import threadstates  # slow to import (pandas): only for these commands
 
     tab = threadstates.table(runs, by, frames=frames, scope=scope)
     shown = tab.head(top) if top else tab
@@ -509,7 +513,7 @@ def cmd_threads(args, _extra) -> int:
 
 
 def cmd_series(args, _extra) -> int:
-    from . import series  # slow to import (pandas): only for this command
+    from .read import series  # slow to import (pandas): only for this command
 
     s = series.read_series(Path(args.run_dir))
     if args.format == "json":
@@ -521,8 +525,9 @@ def cmd_series(args, _extra) -> int:
 
 
 def cmd_check(args, _extra) -> int:
-    from . import checks, validate
-    from .validate import parse_size
+    from .read import checks
+    from .core import validate
+    from .core.validate import parse_size
 
     runs = []
     for given in args.run_dir:
@@ -547,7 +552,7 @@ def cmd_check(args, _extra) -> int:
         except IolabError as exc:  # a file it cannot read: one line naming it; the other runs are checked
             if len(runs) == 1:
                 raise
-            from .store import skip_message
+            from .runs.store import skip_message
 
             print(f"iolab check: {_one_line(skip_message(run, exc))}", file=sys.stderr)
             unreadable += 1
@@ -568,7 +573,7 @@ def cmd_check(args, _extra) -> int:
 
 
 def cmd_sysinfo(args, _extra) -> int:
-    from .system import snapshot
+    from .core.system import snapshot
     import json
 
     print(json.dumps(snapshot(args.device), indent=1, default=str))
@@ -577,16 +582,16 @@ def cmd_sysinfo(args, _extra) -> int:
 
 def cmd_cleanup(args, _extra) -> int:
     """Repair what dead iolab processes left behind (the ledger), and list what live ones hold."""
-    from .repair import cleanup_report  # slow to import (pandas): only for this command
+    from .runs.repair import cleanup_report  # slow to import (pandas): only for this command
 
     print("\n".join(cleanup_report()))
     return 0
 
 
 def cmd_demo(args, _extra) -> int:
-    from .fio import fio_time  # slow to import (pandas): only for this command
+    from .core.validate import fio_time  # slow to import (pandas): only for this command
 
-    from .demo import DEFAULT_RUNTIME_S, run_demo
+    from .report.demo import DEFAULT_RUNTIME_S, run_demo
 
     runtime_s = DEFAULT_RUNTIME_S if args.runtime is None else args.runtime
     try:
@@ -611,7 +616,7 @@ def _papermill_value(text: str):
 
 
 def cmd_nvmelab(args, _extra) -> int:
-    from . import nvmelab
+    from .report import nvmelab
 
     spec = nvmelab.LabSpec(
         controllers=args.controllers,
@@ -649,7 +654,7 @@ def cmd_nvmelab(args, _extra) -> int:
 
 
 def cmd_publish(args, _extra) -> int:
-    from .publish import publish, unfinished  # nbconvert and papermill are slow to import: only for this command
+    from .report.publish import publish, unfinished  # nbconvert and papermill are slow to import: only for this command
 
     html = publish(args.notebook, args.output)
     print(f"wrote {html}")
@@ -660,14 +665,14 @@ def cmd_publish(args, _extra) -> int:
 
 
 def cmd_lab(args, extra) -> int:
-    from .lab import serve
+    from .report.lab import serve
 
     serve(args.notebook_dir or paths.NOTEBOOKS, port=args.port, ip=args.ip, extra=extra)
     return 1  # serve returns only by raising
 
 
 def cmd_reproduce(args, _extra) -> int:
-    from .reproduce import reproduce  # slow to import (pandas, papermill): only for this command
+    from .report.reproduce import reproduce  # slow to import (pandas, papermill): only for this command
 
     report = reproduce(args.executed, out_dir=args.out, tolerance_pct=args.tolerance_pct)
     print(report.text())
@@ -765,7 +770,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="run a parameter search spec (YAML): cells in seeded random order, repeats, resumable",
         description="Runs the Cartesian product of a spec's axes (fio options, knobs, cores, devices, "
         "stress, siblings) with repeats; killed at any moment, the same command resumes and "
-        "ends with every (cell, repeat) exactly once. See iolab.search and "
+        "ends with every (cell, repeat) exactly once. See iolab.measure.search and "
         "data/examples/search_small.yaml.",
     )
     p.add_argument("spec", help="the search spec (YAML)")
@@ -844,7 +849,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--pool",
         action="store_true",
         help="one row per direction pooling every job of every file: IOPS summed over jobs, "
-        "percentiles from the summed json+ bins (iolab.pool)",
+        "percentiles from the summed json+ bins (iolab.read.pool)",
     )
     p.add_argument(
         "--files-are",
@@ -1046,7 +1051,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="run an executed notebook's source again with its parameters; compare its recorded results",
         description="Re-executes the notebook EXECUTED was run from (papermill's input_path, else "
         "notebooks/<its name>) with the parameters it ran with, and prints each recorded "
-        "result (iolab.results): original, re-run, difference %% and whether the re-run lies "
+        "result (iolab.core.results): original, re-run, difference %% and whether the re-run lies "
         "in the original's interval [low, high] (without one: within --tolerance-pct). When "
         "a result drifted, the machine snapshot differences that may explain it (kernel, fio "
         "version, governor, frequency source, scheduler, SMT). Exit 0: all agree; 3: a result "
@@ -1080,7 +1085,7 @@ def main(argv: list[str] | None = None) -> int:
     signals.raise_always()
     try:
         if args.command not in READ_ONLY:
-            from .repair import recover_and_report
+            from .runs.repair import recover_and_report
 
             recover_and_report()
         return args.func(args, extra)
@@ -1109,7 +1114,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_line(text: str) -> str:
     """A message on one line: its non-empty lines joined with '; ', control characters
-    from what it quotes (a file's bytes, a name) escaped (``iolab.errors.printable``)."""
+    from what it quotes (a file's bytes, a name) escaped (``iolab.core.errors.printable``)."""
     lines = printable(str(text), keep="\n").split("\n")
     return "; ".join(line.strip() for line in lines if line.strip()) or "(no message)"
 

@@ -1,16 +1,16 @@
 """The kernel I/O path experiments of seed 001 ("11M IOPS with 10 SSDs"): direct vs
 buffered, readahead, I/O schedulers, large blocks, many devices.
 
-Each one but ``many_devices`` is a generic sweep (``iolab.sweep``): settings checked before
+Each one but ``many_devices`` is a generic sweep (``iolab.measure.sweep``): settings checked before
 the first run, resume into the same ``runs_dir``, only its own runs returned. Knobs are set
-through ``iolab.knobs`` (old value recorded, put back on success, error, Ctrl-C and
+through ``iolab.machine.knobs`` (old value recorded, put back on success, error, Ctrl-C and
 SIGTERM); the page cache is dropped (``knobs.drop_caches``) before each buffered run.
 Each function returns the tidy table of its runs with the changed setting as a column, and
-gives ``allow_destructive`` and the other measurement options to ``iolab.runner.measure``.
+gives ``allow_destructive`` and the other measurement options to ``iolab.measure.runner.measure``.
 
 The sweeps run their repeats in shuffled rounds after one discarded warm-up run
 (``ROUNDS``: step order and first touch must not make a difference by themselves); pass
-``order=``, ``seed=`` or ``warmup=`` (``iolab.sweep.sweep``) to choose otherwise.
+``order=``, ``seed=`` or ``warmup=`` (``iolab.measure.sweep.sweep``) to choose otherwise.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .. import knobs, runner
-from ..analysis import add_cycles_per_io
-from ..errors import InputError
-from ..store import load_runs
-from ..sweep import sweep
-from ..target import Target, loop_device
-from ..validate import parse_size
+from ..machine import knobs
+from ..measure import runner
+from ..stats.analysis import add_cycles_per_io
+from ..core.errors import InputError
+from ..runs.store import load_runs
+from ..measure.sweep import sweep
+from ..machine.target import Target, loop_device
+from ..core.validate import parse_size
 
 MODES = {1: "direct", 0: "buffered"}
 ROUNDS = {"order": "random", "warmup": "run"}
@@ -76,7 +77,7 @@ def knob_sweep(
     allow_destructive: bool = False,
     **measure_kw,
 ) -> pd.DataFrame:
-    """The job once per value of a knob (``iolab.knobs``: scheduler, read_ahead_kb,
+    """The job once per value of a knob (``iolab.machine.knobs``: scheduler, read_ahead_kb,
     nomerges, ...), each value set for its runs and the old one restored; ``drop`` drops
     the page cache before each run."""
     if knob not in knobs.KNOBS:

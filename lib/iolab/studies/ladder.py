@@ -7,11 +7,11 @@ previous one and is measured; steps the target cannot do are skipped with the ex
 
 With ``repeats`` > 1 each step runs that many times, in rounds (every step once per
 round, later rounds shuffled) after a discarded warm-up run; its figures are means over
-the repeats, and its gain has an interval and a verdict (``iolab.compare``).
+the repeats, and its gain has an interval and a verdict (``iolab.stats.compare``).
 
 A step is data: a name, fio option changes (carried forward to later steps unless
 ``peak_only``), the capabilities it needs, and optionally a tool (``"tio"`` for fio's
-t/io_uring) or knobs to set for that step only (``iolab.knobs``: NVMe interrupt coalescing,
+t/io_uring) or knobs to set for that step only (``iolab.machine.knobs``: NVMe interrupt coalescing,
 opt-in, always restored). Users write their own ladders as lists of ``Step``. Each step
 runs through the generic sweep, so a ladder re-run into the same ``runs_dir`` resumes.
 """
@@ -27,14 +27,15 @@ from typing import Any
 
 import pandas as pd
 
-from .. import compare, knobs
-from ..analysis import add_cycles_per_io
-from ..errors import InputError, IolabError
-from ..fio import fio_time
-from ..progress import bar
+from ..stats import compare
+from ..machine import knobs
+from ..stats.analysis import add_cycles_per_io
+from ..core.errors import InputError, IolabError
+from ..core.validate import fio_time
+from ..core.progress import bar
 from .per_core import have_tio
-from ..sweep import ORDERS, sweep, warmup_for, warmup_kind
-from ..target import Target
+from ..measure.sweep import ORDERS, sweep, warmup_for, warmup_kind
+from ..machine.target import Target
 
 
 @dataclass
@@ -45,7 +46,7 @@ class Step:
     peak_only: bool = False  # measured, but not carried forward (gtod_reduce: no latency)
     tool: str = "fio"  # fio | tio
     tio_flags: dict[str, Any] = field(default_factory=dict)
-    knobs: dict[str, Any] = field(default_factory=dict)  # iolab.knobs values for this step only
+    knobs: dict[str, Any] = field(default_factory=dict)  # iolab.machine.knobs values for this step only
     note: str = ""
 
 
@@ -85,7 +86,7 @@ def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
 
 def capabilities(target: Target, opt_in: bool = False) -> dict[str, str | None]:
     """For each capability a step may need: None if available, else why not. A step's
-    knobs need ``knob:<name>`` (``iolab.knobs``' own check)."""
+    knobs need ``knob:<name>`` (``iolab.machine.knobs``' own check)."""
     dev = target.device or ""
     ng = Path(f"/dev/{dev.replace('nvme', 'ng', 1)}") if dev.startswith("nvme") else None
     caps: dict[str, str | None] = {
@@ -139,14 +140,14 @@ def run_ladder(
 
     Each step runs ``repeats`` times (``runs``: how many did); its figures are means over
     them, and ``gain_low_pct``/``gain_high_pct``/``gain_verdict`` are the gain's 95 %
-    interval and its reading (``iolab.compare.compare``; no interval with one run each).
+    interval and its reading (``iolab.stats.compare.compare``; no interval with one run each).
 
     Step order and first touch can make a "gain" by themselves, so the repeats run in
     rounds: the first round walks the ladder in order (which steps run, and what each
     carries forward, is settled there), each later round runs every measured step once
     more — in ladder order (``order="interleaved"``) or shuffled by ``random.Random(seed)``
     (``"random"``, the default); ``"grid"`` runs each step's repeats back to back. The
-    ladder starts with one discarded warm-up run (``warmup``, see ``iolab.sweep.sweep``)."""
+    ladder starts with one discarded warm-up run (``warmup``, see ``iolab.measure.sweep.sweep``)."""
     if order not in ORDERS:
         raise InputError(f"order={order!r}: choose one of {', '.join(ORDERS)}")
     warm = warmup_kind(warmup)  # InputError before anything runs, not a failed step

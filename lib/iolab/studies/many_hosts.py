@@ -1,4 +1,4 @@
-"""One job on many hosts at once (fio client/server, ``iolab.clients``): seed 001's question
+"""One job on many hosts at once (fio client/server, ``iolab.measure.clients``): seed 001's question
 of one big box against many, and a fleet's qualification — each host side by side, the
 pooled distribution, the slowest host and why, and how the aggregate scales with hosts.
 
@@ -17,16 +17,16 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from .. import compare
-from ..clients import host_job_key, measure_hosts
-from ..hosts import Host
-from ..hosttable import POOLED, host_snapshot
-from ..progress import bar
-from ..runner import job_options
-from ..store import find_runs, load_runs, read_run, stored_job_key
-from ..sweep import new_sweep_dir, warmup_kind, with_ramp
-from ..target import Target
-from ..validate import positive_ints
+from ..stats import compare
+from ..measure.clients import host_job_key, measure_hosts
+from ..machine.hosts import Host
+from ..read.hosttable import POOLED, host_snapshot
+from ..core.progress import bar
+from ..measure.runner import job_options
+from ..runs.store import find_runs, load_runs, read_run, stored_job_key
+from ..measure.sweep import new_sweep_dir, warmup_kind, with_ramp
+from ..machine.target import Target
+from ..core.validate import positive_ints
 
 SNAPSHOT_KEYS = ("kernel", "cpu_model", "governor", "smt", "turbo", "fio_version", "queue", "cpus_online")
 
@@ -46,7 +46,7 @@ def host_scaling(
     """``options`` on the first ``k`` hosts for each ``k`` of ``counts`` (default 1..N),
     ``repeats`` rounds (module docstring). A re-run into the same ``runs_dir`` runs only
     what has no "ok" run. ``measure_kw`` go to ``measure_hosts`` (``cpus``, ``timeout_s``,
-    ``allow_destructive``). ``warmup``: as everywhere (``iolab.validate.warmup``): "run" (one
+    ``allow_destructive``). ``warmup``: as everywhere (``iolab.core.validate.warmup``): "run" (one
     discarded run first), "none", or a time (fio's ramp_time on every run)."""
     kind = warmup_kind(warmup)
     options = with_ramp(options, kind)

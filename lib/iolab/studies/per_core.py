@@ -9,13 +9,13 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..analysis import add_cycles_per_io
-from ..errors import ToolMissing
-from ..fio import fio_time
-from ..sweep import new_sweep_dir, sweep
-from ..target import Target
-from ..tio import binary
-from ..validate import check_cpus, positive_ints
+from ..stats.analysis import add_cycles_per_io
+from ..core.errors import ToolMissing
+from ..core.validate import fio_time
+from ..measure.sweep import new_sweep_dir, sweep
+from ..machine.target import Target
+from ..read.tio import binary
+from ..core.validate import check_cpus, positive_ints
 
 LATENCY_SOURCE = {"fio": "fio lat_ns mean (measured)", "t/io_uring": "QD / IOPS (Little's law estimate)"}
 
@@ -116,8 +116,8 @@ def per_core(
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (tool, qd) of a ``per_core`` table: ``n`` runs, IOPS and mean latency as
     ``<metric>_mean`` with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
-    ``iolab.compare.summarise``: NaN with one run) and the latency's source."""
-    from .. import compare
+    ``iolab.stats.compare.summarise``: NaN with one run) and the latency's source."""
+    from ..stats import compare
 
     cells = compare.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us"])
     source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]

@@ -23,16 +23,16 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
-from ..errors import InputError
-from ..fio import fio_time
-from ..progress import bar
-from ..runner import measure
-from ..store import run_table
-from ..target import Target
+from ..stats.analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
+from ..core.errors import InputError
+from ..core.validate import fio_time
+from ..core.progress import bar
+from ..measure.runner import measure
+from ..runs.store import run_table
+from ..machine.target import Target
 
-# SNIA's rule (the window, its range and slope limits) lives in iolab.analysis, shared with
-# iolab.series (steady state within one run)
+# SNIA's rule (the window, its range and slope limits) lives in iolab.stats.analysis, shared with
+# iolab.read.series (steady state within one run)
 WINDOW, RANGE_PCT, SLOPE_PCT = SNIA_WINDOW, SNIA_RANGE_PCT, SNIA_SLOPE_PCT
 FOREVER = fio_time(7 * 24 * 3600)  # a fill ends when the device is written, not by time
 

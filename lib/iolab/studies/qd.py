@@ -10,13 +10,13 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from .. import compare
-from ..analysis import add_cycles_per_io
-from ..knee_search import SearchResult, final_estimate, next_depths
-from ..progress import bar
-from ..sweep import new_sweep_dir, sweep, warmup_for, warmup_kind
-from ..target import Target
-from ..validate import positive_ints
+from ..stats import compare
+from ..stats.analysis import add_cycles_per_io
+from ..stats.knee_search import SearchResult, final_estimate, next_depths
+from ..core.progress import bar
+from ..measure.sweep import new_sweep_dir, sweep, warmup_for, warmup_kind
+from ..machine.target import Target
+from ..core.validate import positive_ints
 
 
 def qd_sweep(
@@ -34,8 +34,8 @@ def qd_sweep(
 ) -> pd.DataFrame:
     """``options`` at each queue depth on ``cpu``; the table with ``qd``, ``repeat`` and
     ``cycles_per_io`` columns, sorted by depth. The repeats run in rounds (``order``) after
-    one discarded warm-up run (``warmup``; see ``iolab.sweep.sweep``). ``allow_destructive``
-    and ``measure_kw`` go to ``iolab.runner.measure``."""
+    one discarded warm-up run (``warmup``; see ``iolab.measure.sweep.sweep``). ``allow_destructive``
+    and ``measure_kw`` go to ``iolab.measure.runner.measure``."""
     queue_depths = positive_ints("queue_depths", queue_depths)
     table = sweep(
         {"iodepth": queue_depths},
@@ -70,7 +70,7 @@ def knee_search(
     **measure_kw,
 ) -> SearchResult:
     """The knee of ``qd_sweep(queue_depths, repeats)`` with at most ``share`` of its runs:
-    the adaptive search of ``iolab.knee_search``, one run at a time, each a stored run like
+    the adaptive search of ``iolab.stats.knee_search``, one run at a time, each a stored run like
     the sweep's (a re-run into the same ``runs_dir`` replays the same search from them).
 
     ``method`` is the knee's (``analysis.knee_with_interval``). The default is "power"

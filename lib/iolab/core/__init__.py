@@ -1,0 +1,1 @@
+"""core: what every layer uses — errors, paths, atomic writes, the column registry, readable numbers, progress, signals, the machine's description (system) and the input rules (validate). Imports nothing else of iolab."""

@@ -1,0 +1,523 @@
+"""The column registry: every tidy-table column with its unit, meaning, source and role.
+
+Plots take their axis labels from here (``label("clat_p99_us")`` -> "clat p99 (µs)"),
+so a unit is written once. The role says what a column is for: a ``metric`` is measured
+(a y axis), a ``setting`` is swept or chosen (an x axis, a hue, a facet), an ``id`` is
+bookkeeping that is never plotted. ``scale`` is the natural axis: ``log2`` for settings
+that double (queue depth), ``linear`` otherwise. Columns not listed are swept settings
+(any fio option a sweep varied) or ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    unit: str
+    meaning: str
+    source: str
+    role: str = "metric"  # metric | setting | id
+    scale: str = "linear"  # linear | log2
+
+
+_C = Column
+COLUMNS: dict[str, Column] = {
+    c.name: c
+    for c in [
+        _C(
+            "source",
+            "",
+            "the fio output file a row came from (iolab parse with several files)",
+            "iolab.read.fiojson",
+            "id",
+        ),
+        _C(
+            "flags",
+            "",
+            "the plausibility checks this run failed, in words (empty: all passed; iolab check)",
+            "iolab.read.checks",
+            "id",
+        ),
+        _C(
+            "instruments",
+            "",
+            "what measured the run besides fio and the samplers (perf, thread sampler, fio logs)",
+            "run folder files (iolab.read.checks)",
+            "id",
+        ),
+        _C(
+            "instrument_cost_pct",
+            "%",
+            "how far an instrumented run's metric lies below the clean runs of its cell",
+            "iolab.read.checks.instrument_cost",
+        ),
+        _C("job_index", "", "position of the job in fio's jobs/client_stats array", "fio JSON", "id"),
+        _C("job", "", "fio job name (jobname)", "fio JSON", "id"),
+        _C("groupid", "", "fio reporting group", "fio JSON", "id"),
+        _C("hostname", "", "fio server host (client/server mode), else empty", "fio JSON", "id"),
+        _C(
+            "host",
+            "",
+            "fio server as the user named it (address[:port]), or 'pooled' for all hosts together",
+            "iolab.read.hosttable",
+            "setting",
+        ),
+        _C("host_status", "", "ok, or failed: the host returned no report (host_error says why)", "hosts.json", "id"),
+        _C("host_error", "", "fio's words for a host that failed mid-run", "hosts.json / fio client output", "id"),
+        _C("hosts_n", "", "number of hosts running the job at once", "iolab.studies.many_hosts", "setting"),
+        _C("direction", "", "read, write, trim, mixed; 'none' for a job that did no I/O", "fio JSON", "setting"),
+        _C("iops", "IO/s", "I/O operations per second", "fio JSON iops"),
+        _C("bw_bytes_s", "B/s", "bandwidth", "fio bw_bytes, or bw KiB/s x 1024 before fio 3.2"),
+        _C("bw_mib_s", "MiB/s", "bandwidth", "fio bw_bytes / 2**20"),
+        _C("io_bytes", "B", "bytes transferred", "fio io_bytes (KiB x 1024 in fio 2.x)"),
+        _C("total_ios", "IOs", "I/Os completed", "fio JSON total_ios"),
+        _C("runtime_ms", "ms", "time the direction was active", "fio JSON runtime"),
+        _C("slat_mean_us", "µs", "mean submission latency", "fio slat_ns / 1000"),
+        _C("clat_mean_us", "µs", "mean completion latency", "fio clat_ns / 1000"),
+        _C("clat_min_us", "µs", "minimum completion latency", "fio clat_ns"),
+        _C("clat_max_us", "µs", "maximum completion latency", "fio clat_ns"),
+        _C("clat_stddev_us", "µs", "standard deviation of completion latency", "fio clat_ns"),
+        _C("lat_mean_us", "µs", "mean total latency (submission + completion)", "fio lat_ns / 1000"),
+        _C("usr_cpu_pct", "%", "fio process user CPU (rusage) relative to one CPU", "fio usr_cpu"),
+        _C("sys_cpu_pct", "%", "fio process system CPU (rusage) relative to one CPU", "fio sys_cpu"),
+        _C("ctx", "", "context switches of the fio job", "fio ctx", "id"),
+        _C("error", "", "fio's error number for the job (0 = none)", "fio error", "id"),
+        _C("fio_version", "", "fio version that wrote the output", "fio JSON", "id"),
+        _C("percentile_source", "", "which latency carries percentiles: clat, lat or none", "iolab", "id"),
+        _C(
+            "percentiles_from",
+            "",
+            "'bins' (recomputed from json+ histogram), 'pooled bins' (iolab.read.pool) or 'reported'",
+            "iolab",
+            "id",
+        ),
+        _C(
+            "pooled_as",
+            "",
+            "how rows were pooled: files as repeats (IOPS averaged) or concurrent (summed), "
+            "jobs/hosts concurrent (summed)",
+            "iolab.read.pool",
+            "id",
+        ),
+        _C(
+            "percentile_note",
+            "",
+            "why pooled percentiles are NaN (a job without json+ bins), else empty",
+            "iolab.read.pool",
+            "id",
+        ),
+        _C("qd", "IOs", "queue depth (fio iodepth)", "iolab params", "setting", "log2"),
+        _C("cpu_busy_pct", "%", "busy share of the pinned CPUs (user+nice+system+irq+softirq)", "/proc/stat"),
+        _C("cpu_usr_pct", "%", "user share of the pinned CPUs", "/proc/stat"),
+        _C("cpu_sys_pct", "%", "system share of the pinned CPUs", "/proc/stat"),
+        _C("cpu_irq_pct", "%", "hard-interrupt share of the pinned CPUs", "/proc/stat"),
+        _C("cpu_softirq_pct", "%", "softirq share of the pinned CPUs", "/proc/stat"),
+        _C(
+            "cpu_steal_pct",
+            "%",
+            "hypervisor steal share of the pinned CPUs (time the host took away)",
+            "/proc/stat steal",
+        ),
+        _C(
+            "cpu_iowait_pct",
+            "%",
+            "iowait share of the pinned CPUs (idle while I/O was pending; normal for psync)",
+            "/proc/stat iowait",
+        ),
+        _C(
+            "host_steal_pct",
+            "%",
+            "hypervisor steal share of all CPUs (NaN: run sampled before it was recorded)",
+            "/proc/stat cpu line",
+        ),
+        _C(
+            "host_busy_pct",
+            "%",
+            "busy share of all CPUs, machine-wide (NaN: run sampled before it was recorded)",
+            "/proc/stat cpu line",
+        ),
+        _C(
+            "other_cpu_pct",
+            "%",
+            "estimate: process time (user+nice+system) on the pinned CPUs beyond fio's own "
+            "usr+sys, clipped at 0 (NaN without fio)",
+            "/proc/stat and fio usr_cpu+sys_cpu",
+        ),
+        _C(
+            "noise_flag",
+            "",
+            "steal or other load above iolab.machine.sampling's thresholds, in words ('' none)",
+            "iolab.machine.sampling",
+            "id",
+        ),
+        _C("busy_cpu_s", "CPU·s", "busy CPU seconds on the pinned CPUs over the trimmed window", "/proc/stat"),
+        _C(
+            "cpu_freq_mhz",
+            "MHz",
+            "mean frequency of the pinned CPUs, trimmed 10 % each end",
+            "scaling_cur_freq or /proc/cpuinfo",
+        ),
+        _C("freq_source", "", "where cpu_freq_mhz came from", "iolab", "id"),
+        _C("cycles_per_io", "cycles/IO", "busy CPU seconds x frequency / IOs", "iolab analysis"),
+        _C("littles_qd", "IOs", "IOPS x mean latency (Little's law estimate of outstanding IOs)", "iolab analysis"),
+        _C("perf_cycles", "cycles", "CPU cycles on the pinned CPUs over the perf window", "perf stat -e cycles -a -C"),
+        _C("perf_window_s", "s", "how long perf stat counted", "iolab: perf_stat_window.json (time.monotonic)"),
+        _C("cycles_per_io_perf", "cycles/IO", "perf stat cycles / (IOPS x window)", "perf stat"),
+        _C("cycles_per_io_disagreement_pct", "%", "perf-based vs busy-time-based cycles/IO", "iolab analysis"),
+        _C("self_pct", "%", "share of samples whose leaf is this frame", "folded stacks"),
+        _C("inclusive_pct", "%", "share of samples with this frame anywhere on the stack", "folded stacks"),
+        _C(
+            "dev_read_ios",
+            "IOs",
+            "read requests the device completed during the run (whole device)",
+            "/sys/block/<dev>/stat",
+        ),
+        _C(
+            "dev_read_req_kib",
+            "KiB",
+            "mean read request size the device saw",
+            "/sys/block/<dev>/stat sectors x 512 / IOs",
+        ),
+        _C("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat"),
+        _C(
+            "lat_mean_us_littles",
+            "µs",
+            "mean latency implied by a full queue: QD x threads / IOPS",
+            "Little's law (estimate)",
+        ),
+        _C("max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring"),
+        _C(
+            "ios_per_submit_call",
+            "IOs/call",
+            "mean IOs submitted per io_uring_enter call (steady seconds)",
+            "t/io_uring IOS/call",
+        ),
+        _C("submitters", "threads", "submitter threads t/io_uring ran", "t/io_uring header", "setting"),
+        _C("polled", "", "1: t/io_uring polled for completions (-p 1), 0: interrupts", "t/io_uring header", "setting"),
+        _C("seconds", "s", "per-second lines t/io_uring printed", "t/io_uring", "id"),
+        _C(
+            "mean_lat_us",
+            "µs",
+            "mean latency: fio's measured, or t/io_uring's Little's-law estimate",
+            "see mean_lat_source",
+        ),
+        _C("mean_lat_source", "", "where mean_lat_us came from", "iolab", "id"),
+        _C("window_s", "s", "length of the trimmed /proc/stat sampling window", "iolab sampler"),
+        _C("dev_read_merges", "IOs", "read requests the block layer merged (whole device)", "/sys/block/<dev>/stat"),
+        _C(
+            "dev_write_ios",
+            "IOs",
+            "write requests the device completed during the run (whole device)",
+            "/sys/block/<dev>/stat",
+        ),
+        _C("dev_write_merges", "IOs", "write requests the block layer merged (whole device)", "/sys/block/<dev>/stat"),
+        _C("perf_task_clock_ms", "ms", "CPU time perf stat counted on the pinned CPUs", "perf stat -e task-clock"),
+        _C("perf_cycles_source", "", "what perf_cycles counted (cycles, or an estimate)", "iolab", "id"),
+        _C("cpus_sampled", "", "the CPUs /proc/stat was sampled on", "iolab", "id"),
+        _C("fio_warnings", "", "warnings fio printed on stderr", "fio", "id"),
+        _C("run_id", "", "the run folder's name", "iolab", "id"),
+        _C("status", "", "ok, failed or interrupted", "iolab", "id"),
+        _C("repeat", "", "repeat index of a swept cell (0-based): what intervals are taken over", "iolab params", "id"),
+        _C("tool", "", "what drove the I/O: fio or t/io_uring", "iolab params", "setting"),
+        _C("mode", "", "direct (O_DIRECT) or buffered (page cache)", "iolab params", "setting"),
+        _C("scheduler", "", "the block device's I/O scheduler", "/sys/block/<dev>/queue/scheduler", "setting"),
+        _C(
+            "read_ahead_kb",
+            "KiB",
+            "the block device's readahead window",
+            "/sys/block/<dev>/queue/read_ahead_kb",
+            "setting",
+        ),
+        _C("bs", "", "block size, as fio reads it (4k, 1m: base 2)", "iolab params", "setting"),
+        _C("bs_bytes", "B", "block size in bytes", "iolab params", "setting", "log2"),
+        _C("device", "", "the block device a run used", "iolab params", "setting"),
+        _C("devices", "", "how many devices ran at once", "iolab params", "setting"),
+        _C("kernel", "", "the running kernel (uname -r)", "system.json kernel", "id"),
+        _C(
+            "governor",
+            "",
+            "cpufreq governor of the pinned CPUs ('a/b' if they differ; NaN: no cpufreq)",
+            "system.json governor (/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)",
+            "id",
+        ),
+        _C(
+            "scheduler_active",
+            "",
+            "the target device's active I/O scheduler (NaN: no block device)",
+            "system.json queue (/sys/block/<dev>/queue/scheduler)",
+            "id",
+        ),
+        _C(
+            "target_state",
+            "",
+            "what was written to the target before the runs: written whole once, "
+            "not preconditioned, or SNIA steady state",
+            "system.json target_state (iolab.machine.target.Target.state)",
+            "id",
+        ),
+        _C(
+            "emulated",
+            "",
+            "True for a run made in the NVMe lab (iolab.report.nvmelab): an emulator's numbers, never a device's",
+            "system.json emulated (IOLAB_NVMELAB in the lab's guest)",
+            "id",
+        ),
+        _C(
+            "smt",
+            "",
+            "SMT state (on, off, forceoff, notsupported, ...)",
+            "system.json smt (/sys/devices/system/cpu/smt/control)",
+            "id",
+        ),
+        _C(
+            "drift",
+            "",
+            "what changed in the run's system snapshot since the study's first run ('' none)",
+            "iolab.stats.drift",
+            "id",
+        ),
+        # thread states (iolab.machine.threads, iolab.read.threadstates): per run, and the columns of threadstates.table
+        _C(
+            "threads_active_avg",
+            "threads",
+            "threads active (running, R, or in uninterruptible sleep, D) per tick, "
+            "on average: the run's own and the kernel threads",
+            "iolab.machine.threads: /proc/PID/task/TID/stat",
+        ),
+        _C(
+            "threads_running_avg",
+            "threads",
+            "threads in state R (running or runnable) per tick, on average",
+            "iolab.machine.threads: /proc/PID/task/TID/stat",
+        ),
+        _C(
+            "threads_d_state_avg",
+            "threads",
+            "threads in state D (uninterruptible sleep, usually I/O) per tick, on average",
+            "iolab.machine.threads: /proc/PID/task/TID/stat",
+        ),
+        _C(
+            "threads_ticks",
+            "ticks",
+            "passes the thread-state sampler made over /proc during the run",
+            "iolab.machine.threads",
+            "id",
+        ),
+        _C(
+            "threads_unreadable",
+            "entries",
+            "/proc entries the thread-state sampler could not read (a thread "
+            "that exited, stack without root); threads.json says which",
+            "iolab.machine.threads",
+            "id",
+        ),
+        _C(
+            "comm",
+            "",
+            "thread name, digits replaced by * as psn does (kworker/u*:*)",
+            "/proc/PID/task/TID/stat",
+            "setting",
+        ),
+        _C(
+            "state",
+            "",
+            "thread state: R running/runnable, D uninterruptible sleep, S sleeping, ...",
+            "/proc/PID/task/TID/stat",
+            "setting",
+        ),
+        _C(
+            "syscall",
+            "",
+            "system call the thread was in ([running] on CPU, [kernel_thread])",
+            "/proc/PID/task/TID/syscall",
+            "setting",
+        ),
+        _C("wchan", "", "kernel function the thread waits in (0: none)", "/proc/PID/task/TID/wchan", "setting"),
+        _C(
+            "kstack",
+            "",
+            "innermost kernel stack frames, caller first (- empty; needs root)",
+            "/proc/PID/task/TID/stack",
+            "setting",
+        ),
+        _C(
+            "samples", "samples", "thread-state samples of this kind (one per thread per tick)", "iolab.machine.threads"
+        ),
+        _C(
+            "avg_active_threads",
+            "threads",
+            "samples / ticks: threads of this kind, in this state, on average",
+            "iolab.read.threadstates",
+        ),
+        _C(
+            "pct_of_run",
+            "%",
+            "share of ticks in which at least one thread of this kind was active",
+            "iolab.read.threadstates",
+        ),
+        # over time (iolab.read.series): fio's interval logs, one row per interval, job and direction
+        _C(
+            "t_s",
+            "s",
+            "end of the interval, seconds since fio's first job started (on the log_ms grid; sampler "
+            "rows: end of the sampler's interval on the same axis)",
+            "fio log stamps (CLOCK_MONOTONIC) / iolab samplers",
+            "setting",
+        ),
+        _C("t_start_s", "s", "start of the interval on the same axis as t_s", "iolab.read.series", "id"),
+        _C("interval", "", "interval number k of the log_ms grid (t_s = k x log_ms)", "iolab.read.series", "id"),
+        _C(
+            "interval_s",
+            "s",
+            "time the interval's histogram line covers (since fio's previous line; longer after a "
+            "stretch without completions)",
+            "fio clat_hist log stamps",
+        ),
+        _C(
+            "ios",
+            "IOs",
+            "IOs completed in the interval (0: none; NaN: after fio's last histogram line)",
+            "fio clat_hist log: sum of the interval's bins",
+        ),
+        _C(
+            "job_number",
+            "",
+            "fio's job number N of the logs' .N (job-file order, numjobs clones after their parent)",
+            "fio log file name",
+            "id",
+        ),
+        _C(
+            "log_ms",
+            "ms",
+            "fio's interval-log period (log_avg_msec = log_hist_msec)",
+            "iolab params (measure log_ms)",
+            "setting",
+        ),
+        _C("series_intervals", "", "intervals in the run's interval logs", "iolab.read.series", "id"),
+        _C(
+            "series_ios_covered_pct",
+            "%",
+            "share of fio's IOs the interval logs account for (fio leaves the last, partial interval out)",
+            "iolab.read.series: histogram log vs fio JSON total_ios",
+        ),
+        _C(
+            "steady_from_s",
+            "s",
+            "where the run's steady part starts (fio's steadystate, else SNIA's rule over the "
+            "intervals; NaN: not reached) = its warm-up",
+            "iolab.stats.timeline.find_steady",
+        ),
+        _C("stalls", "", "stretches of intervals below half the run's median IOPS", "iolab.stats.timeline.find_stalls"),
+        _C(
+            "series_note",
+            "",
+            "why a run's interval logs could not be read ('' when they could)",
+            "iolab.read.series",
+            "id",
+        ),
+        _C("fio_ios", "IOs", "IOs fio's report counts (whole run)", "fio JSON total_ios"),
+        _C("series_ios", "IOs", "IOs the interval logs account for", "fio clat_hist log (else IOPS x interval, said)"),
+        _C(
+            "uncovered_ios",
+            "IOs",
+            "fio's IOs not in its interval logs (the last, partial interval)",
+            "iolab.read.series",
+        ),
+        _C("covered_pct", "%", "series_ios / fio_ios", "iolab.read.series"),
+        _C("covered_s", "s", "end of the last interval in the logs", "iolab.read.series"),
+        _C("uncovered_s", "s", "how long fio ran after its last logged interval", "fio JSON runtime - covered_s"),
+        _C("runtime_s", "s", "time the direction ran, fio's report", "fio JSON runtime"),
+        _C(
+            "ios_from",
+            "",
+            "where the series' IO counts come from: the histogram log, or IOPS x interval (an estimate)",
+            "iolab.read.series",
+            "id",
+        ),
+        _C("intervals", "", "intervals counted", "iolab.read.series", "id"),
+        _C(
+            "part",
+            "",
+            "which part of a run a summary row covers (fio report, logs, steady part)",
+            "iolab.stats.timeline.summary",
+            "setting",
+        ),
+        _C("seconds", "s", "length of the part of the run summarised", "iolab.stats.timeline.summary"),
+        _C("iops_min", "IO/s", "lowest total IOPS of a stall's intervals", "iolab.stats.timeline.find_stalls"),
+        _C("pct_of_median", "%", "a stall's lowest IOPS, % of the run's median", "iolab.stats.timeline.find_stalls"),
+    ]
+}
+for _state, _what in (
+    ("R", "running or runnable"),
+    ("D", "uninterruptible sleep, usually I/O"),
+    ("S", "sleeping"),
+    ("I", "idle kernel thread"),
+    ("T", "stopped"),
+    ("t", "tracing stop"),
+    ("Z", "zombie"),
+    ("X", "dead"),
+    ("P", "parked"),
+):
+    COLUMNS[f"threads_{_state}"] = Column(
+        f"threads_{_state}",
+        "threads",
+        f"threads in state {_state} ({_what}) per tick, over a sampler interval (iolab.read.series)",
+        "iolab.machine.threads samples_threads.csv",
+    )
+for _m in ("cpu_steal_pct", "cpu_busy_pct", "cpu_iowait_pct", "host_steal_pct", "cpu_freq_mhz"):
+    COLUMNS[f"{_m}_run_median"] = Column(
+        f"{_m}_run_median",
+        COLUMNS[_m].unit,
+        f"the run's median of {_m} over its sampler intervals (beside a stall's)",
+        "iolab.stats.timeline.find_stalls",
+    )
+for _p in ("50", "90", "95", "99", "99_9", "99_99"):
+    for _kind in ("clat", "lat"):
+        COLUMNS[f"{_kind}_p{_p}_us"] = Column(
+            f"{_kind}_p{_p}_us",
+            "µs",
+            f"{_p.replace('_', '.')}th percentile of {_kind}",
+            "json+ bins (as fio computes them) or fio's reported percentile",
+        )
+
+
+HIGHER_IS_BETTER = {"iops", "bw_bytes_s", "bw_mib_s", "max_iops"}  # throughput
+LOWER_IS_BETTER = {"cycles_per_io", "cycles_per_io_perf"}  # CPU cost per IO; latencies too (``better``)
+
+
+def better(name: str) -> str:
+    """Which way a metric improves, the one rule every comparison, search and plot uses:
+    ``"higher"`` (throughput), ``"lower"`` (latency: a µs column of slat, clat or lat, mean or
+    percentile; CPU cycles per IO), ``""`` (no better direction: CPU busy, frequency, counts)."""
+    if name in HIGHER_IS_BETTER:
+        return "higher"
+    if name in LOWER_IS_BETTER or (name.endswith("_us") and "lat" in name):
+        return "lower"
+    return ""
+
+
+def label(name: str) -> str:
+    """Axis label for a column: words and unit, e.g. ``clat p99 (µs)``."""
+    col = COLUMNS.get(name)
+    words = (
+        name.rsplit("_", 1)[0]
+        if col and col.unit and name.endswith(("_us", "_ms", "_pct", "_s", "_mhz", "_kib", "_kb"))
+        else name
+    )
+    words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
+    words = {
+        "bw_bytes_s": "bandwidth",
+        "bw_mib_s": "bandwidth",
+        "qd": "queue depth",
+        "iops": "IOPS",
+        "bs": "block size",
+        "read_ahead_kb": "readahead",
+        "mean_lat_us": "mean latency",
+        "cycles_per_io": "CPU cycles per IO",
+        "cpu_freq_mhz": "CPU frequency",
+        "t_s": "time since fio started",
+    }.get(name, words)
+    return f"{words} ({col.unit})" if col and col.unit else words

@@ -1,0 +1,236 @@
+"""Recorded results: a notebook's key figures and the run folders behind them, kept with
+the executed notebook so it can be read, compared and reproduced (``iolab reproduce``).
+
+    results.record("peak IOPS", 231000, "IO/s", source="fio json+", low=225000, high=236000,
+                   note="at QD 32; 95 % t interval over 3 repeats")
+    results.record_runs(table)        # the run folders of a table's run_id column
+    results.collect("papermill_runs/01_queue_depth_knee.ipynb")
+    # -> {"results": [{"name": "peak IOPS", "value": 231000, ...}], "run_folders": ["/…/data/runs/…"]}
+
+Each call displays one output with the MIME type ``application/vnd.iolab.core.results+json``
+(``{"results": [...]}`` or ``{"run_folders": [...]}``) and a ``text/plain`` line for
+people; ``collect`` reads them back from the executed notebook's outputs. With
+``IOLAB_RESULTS_FILE`` set, each call also adds to that JSON file (same shape as
+``collect``), rewritten whole. ``iolab.report.publish.execute`` puts the collected results in the
+executed notebook's ``metadata["iolab"]`` and in ``<output stem>.results.json`` beside it.
+
+A value is a number, a string, a bool or None; numpy scalars become int/float, NaN and
+±inf become None (JSON has neither). A later record of the same name replaces the earlier.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from . import paths
+from .atomic import write_atomic, write_json
+from .errors import InputError
+from .readable import wrapped
+
+MIME = "application/vnd.iolab.core.results+json"
+FILE_ENV = "IOLAB_RESULTS_FILE"
+FIELDS = ("name", "value", "unit", "source", "low", "high", "note", "detail")
+
+
+def record(
+    name: str, value: Any, unit: str = "", source: str = "", low: Any = None, high: Any = None, note: str = ""
+) -> None:
+    """Record one key figure: ``value`` in ``unit`` (e.g. "IO/s", "µs", "cycles/IO"), where
+    it comes from (``source``), its interval ``[low, high]`` if it has one (say which in
+    ``note``: "95 % t interval over 3 repeats", "90 % of bootstrap resamples")."""
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(
+            f"a result needs a name (a non-empty string), not {name!r}: record('peak IOPS', value, 'IO/s')"
+        )
+    entry = {
+        "name": name.strip(),
+        "value": _plain(value, name),
+        "unit": str(unit),
+        "source": str(source),
+        "low": _plain(low, name),
+        "high": _plain(high, name),
+        "note": str(note),
+    }
+    _emit({"results": [entry]}, f"recorded: {describe(entry)}")
+
+
+def record_many(entries: Iterable[Mapping[str, Any]], what: str = "") -> None:
+    """Record several results as one output (one line for people, ``what`` they are): each
+    entry takes ``record``'s arguments, e.g. {"name": "IOPS at QD 32", "value": 231000,
+    "unit": "IO/s", "low": ..., "high": ...}. For the per-setting figures a comparison reads
+    (``iolab seeds``), which would bury a notebook's key figures: they are marked
+    ``"detail": true``, and write-ups and batch indexes fold them away."""
+    bundle = []
+    for entry in entries:
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"a result needs a name (a non-empty string), not {name!r}")
+        bundle.append(
+            {
+                "name": name.strip(),
+                **{k: _plain(entry.get(k), name) for k in ("value", "low", "high")},
+                **{k: str(entry.get(k) or "") for k in ("unit", "source", "note")},
+                "detail": True,
+            }
+        )
+    if bundle:
+        _emit({"results": bundle}, f"recorded {len(bundle)} results" + (f": {what}" if what else ""))
+
+
+def record_runs(runs: Any, runs_dir: str | os.PathLike | None = None) -> None:
+    """Record the run folders behind this notebook's results (absolute paths). ``runs``:
+    a table with a ``run_id`` column (its runs are looked up in ``runs_dir``, default
+    ``iolab.core.paths.runs_dir()``, and the folders one level below it), a run folder, a folder
+    of run folders, or a list of any of these."""
+    found, missing = run_folders(runs, runs_dir)
+    text = f"recorded: {len(found)} run folder{'s' * (len(found) != 1)}"
+    if found:
+        text += f" ({', '.join(sorted({str(f.parent) for f in found}))})"
+    if missing:
+        text += (
+            f"; {len(missing)} run id(s) not found under {runs_dir or paths.runs_dir()} "
+            f"(e.g. {missing[0]}): pass the folder that holds them, record_runs(table, runs_dir=FOLDER)"
+        )
+    _emit({"run_folders": [str(f) for f in found]}, text)
+
+
+def run_folders(runs: Any, runs_dir: str | os.PathLike | None = None) -> tuple[list[Path], list[str]]:
+    """(the absolute run folders ``runs`` names, the run ids that were not found); see
+    ``record_runs`` for what ``runs`` may be."""
+    found: list[Path] = []
+    missing: list[str] = []
+    items = [runs] if hasattr(runs, "columns") or isinstance(runs, (str, os.PathLike)) else list(runs)
+    for item in items:
+        if hasattr(item, "columns"):
+            ids = [i for i in dict.fromkeys(item["run_id"]) if isinstance(i, str)] if "run_id" in item else []
+            located = _locate(ids, Path(runs_dir) if runs_dir else paths.runs_dir())
+            found += located.values()
+            missing += [i for i in ids if i not in located]
+            continue
+        path = Path(item).absolute()
+        if (path / "run.json").exists():
+            found.append(path)
+        elif path.is_dir():
+            found += sorted(p.parent for p in path.glob("*/run.json") if not p.parent.name.startswith("."))
+        else:
+            raise InputError(
+                f"{path} is neither a run folder (with run.json) nor a folder of run folders; "
+                "give the folder a sweep wrote, or the table it returned"
+            )
+    return list(dict.fromkeys(found)), missing
+
+
+def _locate(run_ids: list[str], root: Path) -> dict[str, Path]:
+    """run id -> its folder in ``root`` or one level below (a study's folder). Folders that
+    held one run are tried first for the next: a study's runs live together."""
+    parents = [root] + (sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [])
+    out: dict[str, Path] = {}
+    for run_id in run_ids:
+        for parent in parents:
+            if (parent / run_id / "run.json").exists():
+                out[run_id] = (parent / run_id).absolute()
+                parents.remove(parent)
+                parents.insert(0, parent)
+                break
+    return out
+
+
+def describe(entry: Mapping[str, Any]) -> str:
+    """'peak IOPS = 231,000 IO/s [225,000, 236,000] (95 % t interval)': one result in words."""
+    unit = f" {entry['unit']}" if entry.get("unit") and entry["value"] is not None else ""
+    text = f"{entry['name']} = {show(entry['value'])}{unit}"
+    if entry.get("low") is not None or entry.get("high") is not None:
+        text += f" [{show(entry.get('low'))}, {show(entry.get('high'))}]"
+    return text + (f" ({entry['note']})" if entry.get("note") else "")
+
+
+def show(value: Any) -> str:
+    """A value for people: thousands separated, four significant digits below 1,000."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,.0f}" if abs(value) >= 1000 or value == int(value) else f"{value:.4g}"
+
+
+def collect(notebook: Any) -> dict[str, list]:
+    """{"results": [...], "run_folders": [...]} from an executed notebook's outputs (a path,
+    or a notebook node / dict): every result recorded, a later one of the same name
+    replacing the earlier (in the earlier's place), and every run folder once."""
+    nb = json.loads(Path(notebook).read_text()) if isinstance(notebook, (str, os.PathLike)) else notebook
+    bundles = [output.get("data", {}).get(MIME) for cell in nb.get("cells", []) for output in cell.get("outputs", [])]
+    return merged(json.loads(b) if isinstance(b, str) else b for b in bundles if b)
+
+
+def merged(bundles: Iterable[Mapping[str, Any]]) -> dict[str, list]:
+    """Bundles of this MIME type (and results files) made one: results by name, the
+    later replacing the earlier; run folders once each, in order."""
+    results: dict[str, dict] = {}
+    folders: dict[str, None] = {}
+    for bundle in bundles:
+        for entry in bundle.get("results", []):
+            results[entry["name"]] = {k: entry.get(k) for k in FIELDS if k != "detail" or entry.get("detail")}
+        folders.update(dict.fromkeys(bundle.get("run_folders", [])))
+    return {"results": list(results.values()), "run_folders": list(folders)}
+
+
+def keep_with(executed: str | os.PathLike, parameters: Mapping[str, Any] | None, side: str | os.PathLike) -> dict:
+    """Store what ``executed`` recorded (``collect``) and the ``parameters`` it ran with in
+    its ``metadata["iolab"]``, and in the JSON file ``side``; both rewritten atomically.
+    Returns that dict: {"results", "run_folders", "parameters"}."""
+    executed = Path(executed)
+    nb = json.loads(executed.read_text())
+    kept = {**collect(nb), "parameters": json.loads(json.dumps(dict(parameters or {}), default=str))}
+    nb.setdefault("metadata", {})["iolab"] = kept
+    write_atomic(executed, json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")  # as nbformat writes
+    write_json(side, kept)
+    return kept
+
+
+def _emit(bundle: dict, text: str) -> None:
+    """Display ``bundle`` as this MIME type with ``text`` (the text alone outside IPython),
+    and add it to the file ``IOLAB_RESULTS_FILE`` names, if any."""
+    from IPython import get_ipython  # IPython is there in a kernel; imported only when recording
+    from IPython.display import display
+
+    text = wrapped(text)
+    if get_ipython() is not None:
+        display({MIME: bundle, "text/plain": text}, raw=True)
+    else:
+        print(text)
+    if os.environ.get(FILE_ENV):
+        path = Path(os.environ[FILE_ENV])
+        try:
+            old = json.loads(path.read_text()) if path.exists() and path.stat().st_size else {}
+        except ValueError:
+            raise InputError(
+                f"{FILE_ENV}={path} holds no JSON iolab can add to; remove it or point {FILE_ENV} at a new file"
+            ) from None
+        write_json(path, merged([old, bundle]))
+
+
+def _plain(value: Any, name: str) -> Any:
+    """``value`` as JSON has it: numpy scalars as int/float, NaN and ±inf as None."""
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)):
+        try:
+            value = value.item()  # numpy scalars, 0-d arrays
+        except (ValueError, TypeError):
+            pass
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        if str(value) in ("<NA>", "NaT", "nan"):  # pandas' missing values
+            return None
+        raise InputError(
+            f"result {name!r}: {value!r} ({type(value).__name__}) is not a number, a string, "
+            "a bool or None; record one of those"
+        ) from None
+    return number if math.isfinite(number) else None

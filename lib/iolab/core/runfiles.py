@@ -1,0 +1,187 @@
+"""Reading one file of a run folder, defensively: its content, or one RunFileError saying which.
+
+Every reader of a run folder's files (``iolab.runs.store``, the producers' readers in
+``iolab.runs.producers``, ``iolab.read.checks``, ``iolab.read.series``, ``iolab.read.threadstates``) reads them
+through ``read_text``, ``read_json`` or ``read_csv``. A file that is missing, empty, not
+UTF-8 text, cut short, not JSON, JSON of another type than iolab wrote (``[]``, ``"x"``), or
+a CSV without the columns iolab wrote is a ``RunFileError`` naming the file (its full path),
+what is wrong and what to do; ``guard`` turns what a reader meets in a file of the right type
+but the wrong content (a key missing, a value of another type) into the same. Content quoted
+in a message goes through ``quote``: a file's control characters never reach the terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import RunFileError, printable
+
+_KINDS = {
+    dict: "a JSON object",
+    list: "a JSON array",
+    str: "a JSON string",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+CONTENT_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError)  # what ``guard`` names
+TODO = {"checks.json": "delete it: `iolab check RUN` derives the checks again from the run's other files"}
+
+
+def _error(path: str | Path, what: str) -> RunFileError:
+    """The RunFileError for ``path``, with what to do about that file (``TODO``, else the default)."""
+    return RunFileError(path, what, TODO.get(Path(path).name, ""))
+
+
+def quote(text: str, limit: int = 40) -> str:
+    """``text`` quoted for a one-line message: at most ``limit`` characters, control
+    characters escaped as Python writes them (``iolab.core.errors.printable``: ``\\x1b``, ``\\n``)."""
+    shown = printable(text[:limit], keep="")
+    return f"'{shown}{'...' if len(text) > limit else ''}'"
+
+
+def _raw(path: Path, optional: bool) -> bytes | None:
+    """The bytes of ``path``; None when it is missing and ``optional``."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        if optional:
+            return None
+        raise _error(path, "is missing") from None
+    except IsADirectoryError:
+        raise _error(path, "is a folder, not a file") from None
+
+
+def read_text(path: str | Path, *, optional: bool = False, errors: str = "strict") -> str | None:
+    """The UTF-8 text of a run folder's file (None when it is missing and ``optional``).
+    RunFileError when it is missing, empty (or blank) or, with ``errors="strict"``, not
+    UTF-8 text; OSError (permission) as it is, naming the file."""
+    path = Path(path)
+    data = _raw(path, optional)
+    if data is None:
+        return None
+    if not data.strip():
+        raise _error(path, f"is empty ({len(data)} bytes, all blank)" if data else "is empty (0 bytes)")
+    try:
+        return data.decode(errors=errors)
+    except UnicodeDecodeError as exc:
+        raise _error(
+            path,
+            f"is not text: byte 0x{data[exc.start]:02x} at offset {exc.start} is not "
+            f"UTF-8 (it begins {quote(data[:40].decode(errors='replace'))})",
+        ) from None
+
+
+def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether a JSON text fails because it stops mid-document (a file cut short)."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip())
+
+
+def parse_json(text: str, path: str | Path, kind: type | tuple[type, ...] = dict) -> Any:
+    """``text`` (the content of ``path``) as JSON of type ``kind``, or RunFileError saying
+    how it is not."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if _cut_short(text, exc):
+            raise _error(
+                path,
+                f"is cut short: its JSON stops mid-document after {len(text.encode())} "
+                f"bytes (line {exc.lineno}, column {exc.colno})",
+            ) from None
+        raise _error(
+            path,
+            f"is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}: {quote(text[exc.pos : exc.pos + 20])})",
+        ) from None
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(obj, kinds) or (bool not in kinds and isinstance(obj, bool)):
+        raise _error(
+            path,
+            f"holds {_KINDS.get(type(obj), type(obj).__name__)} ({quote(text.strip(), 20)}), "
+            f"not {' or '.join(dict.fromkeys(_KINDS[k] for k in kinds))}",
+        )
+    return obj
+
+
+def read_json(
+    path: str | Path, kind: type | tuple[type, ...] = dict, *, optional: bool = False, keys: Iterable[str] = ()
+) -> Any:
+    """A run folder's JSON file as an object of type ``kind`` (a dict unless said) holding
+    ``keys``; None when it is missing and ``optional``. RunFileError otherwise (see
+    ``read_text``, ``parse_json``)."""
+    text = read_text(path, optional=optional)
+    if text is None:
+        return None
+    obj = parse_json(text, path, kind)
+    require(obj, path, keys)
+    return obj
+
+
+def require(obj: dict, path: str | Path, keys: Iterable[str]) -> None:
+    """RunFileError naming the first of ``keys`` that the JSON object ``obj`` of ``path`` lacks."""
+    for key in keys:
+        if key not in obj:
+            have = ", ".join(quote(str(k), 20) for k in list(obj)[:8]) or "no keys"
+            raise _error(path, f"has no {key!r} (it has {have}{', ...' if len(obj) > 8 else ''})")
+
+
+def read_csv(path: str | Path, *, columns: Iterable[str] = (), numeric: Iterable[str] = (), **kw):
+    """A run folder's CSV file (iolab wrote it with a header and a newline after every line)
+    as a DataFrame (``pandas.read_csv`` with ``kw``). RunFileError when it is missing, empty,
+    not text, cut mid-line, not CSV, without one of ``columns``, or holds something other
+    than a number in one of the ``numeric`` columns."""
+    import pandas as pd  # slow to import: only when a CSV is read
+
+    path = Path(path)
+    text = read_text(path)
+    if not text.endswith("\n"):
+        last = text.rsplit("\n", 1)[-1]
+        raise _error(
+            path, f"is cut short: it stops mid-line after {len(text.encode())} bytes (its last line is {quote(last)})"
+        )
+    try:
+        frame = pd.read_csv(io.StringIO(text), **kw)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise _error(path, f"is not the CSV iolab wrote ({quote(_first_line(exc), 80)})") from None
+    for col in columns:
+        if col not in frame:
+            raise _error(path, f"has no column {col!r} (its header is {quote(text.split(chr(10), 1)[0], 60)})")
+    _numbers_only(frame, path, numeric)
+    return frame
+
+
+def _numbers_only(frame, path: Path, numeric: Iterable[str]) -> None:
+    """RunFileError naming the first cell of a ``numeric`` column that is not a number
+    (pandas reads such a column as text)."""
+    import pandas as pd
+
+    for col in numeric:
+        if col in frame and frame[col].dtype == object:
+            bad = frame.index[pd.to_numeric(frame[col], errors="coerce").isna() & frame[col].notna()]
+            if len(bad):
+                raise _error(
+                    path,
+                    f"has {quote(str(frame[col].iloc[bad[0]]), 20)} in column {col!r} on line "
+                    f"{bad[0] + 2}, not a number",
+                )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+@contextmanager
+def guard(path: str | Path) -> Iterator[None]:
+    """Turn the errors a reader meets in a file that parsed but does not hold what iolab
+    wrote there (``CONTENT_ERRORS``: a key missing, a value of another type) into a
+    RunFileError naming ``path``."""
+    try:
+        yield
+    except CONTENT_ERRORS as exc:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise _error(path, f"does not hold what iolab wrote there ({quote(detail, 80)})") from exc

@@ -1,0 +1,1 @@
+"""machine: what touches this machine — fio, perf, the samplers, targets and the write guard, /sys knobs, stress-ng, fio servers on hosts, locks and the ledger of what iolab changed. Imports core and read."""

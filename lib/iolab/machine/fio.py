@@ -1,0 +1,215 @@
+"""fio: option dicts -> job file / argv, and running fio (its report is read by ``iolab.read.fiojson``).
+
+Input: plain option dicts, fio's own names and values (any option passes through)::
+
+    {"rw": "randread", "bs": "4k", "iodepth": 32, "ioengine": "io_uring", "direct": 1}
+
+Output: a job file or command line (``to_jobfile``, ``to_argv``, ``fio_argv``); ``run_fio``
+runs it pinned with ``--output-format=json+`` and leaves fio's raw report untouched; after a
+run that exited 0, ``read_output`` and ``raise_for_failure`` turn a report without I/O or with
+job errors into FioError carrying fio's own words.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.errors import FioError, FioOutputError, ToolMissing
+from ..read.fiojson import FioDocument, job_errors, load_document, said_lines, tidy
+from .process import run_pinned
+
+
+# ---------------------------------------------------------------- options -> job file / argv
+def _fmt(value: Any) -> str | None:
+    """fio spelling of a Python value; None means 'flag without a value'."""
+    if value is True:
+        return None
+    if value is False:
+        return "0"
+    if isinstance(value, (list, tuple)):
+        return ":".join(str(v) for v in value)
+    return str(value)
+
+
+def to_argv(options: Mapping[str, Any], fio: str = "fio") -> list[str]:
+    """fio command line for one job from an option dict: ``--name=x --rw=read ...``.
+
+    ``name`` comes first (fio needs a job name before job options)."""
+    opts = dict(options)
+    argv = [fio, f"--name={opts.pop('name', 'iolab')}"]
+    for key, value in opts.items():
+        if value is None:
+            continue
+        text = _fmt(value)
+        argv.append(f"--{key}" if text is None else f"--{key}={text}")
+    return argv
+
+
+def to_jobfile(
+    jobs: Mapping[str, Mapping[str, Any]] | Mapping[str, Any], global_options: Mapping[str, Any] | None = None
+) -> str:
+    """fio job file text. ``jobs`` maps job name -> options, or is one option dict
+    (then its ``name`` key, default ``iolab``, names the single job)."""
+    if jobs and all(isinstance(v, Mapping) for v in jobs.values()):
+        sections = {str(k): dict(v) for k, v in jobs.items()}
+    else:
+        one = dict(jobs)
+        sections = {str(one.pop("name", "iolab")): one}
+
+    def body(opts: Mapping[str, Any]) -> list[str]:
+        lines = []
+        for key, value in opts.items():
+            if value is None:
+                continue
+            text = _fmt(value)
+            lines.append(key if text is None else f"{key}={text}")
+        return lines
+
+    out: list[str] = []
+    if global_options:
+        out += ["[global]", *body(global_options), ""]
+    for name, opts in sections.items():
+        out += [f"[{name}]", *body(opts), ""]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- running
+def fio_binary() -> str:
+    """Path of fio, or ToolMissing with the package that provides it."""
+    path = shutil.which("fio")
+    if not path:
+        raise ToolMissing("fio", "fio")
+    return path
+
+
+def fio_version(fio: str | None = None) -> str:
+    fio = fio or fio_binary()
+    return subprocess.run([fio, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+@dataclass
+class FioRun:
+    """A finished fio invocation: where its output is and what it printed."""
+
+    argv: list[str]
+    output_path: Path
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float = 0.0
+    pid: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def fio_argv(
+    jobfile: Path, output_path: Path, fio: str | None = None, wrap: list[str] | None = None, readonly: bool = False
+) -> list[str]:
+    """The exact command line iolab runs fio with (json+, so percentiles come from bins),
+    optionally under a wrapper such as ``perf record ... --``. ``readonly`` adds fio's
+    ``--readonly``: fio then refuses any job that writes or trims."""
+    return [
+        *(wrap or []),
+        fio or fio_binary(),
+        "--output-format=json+",
+        f"--output={output_path}",
+        *(["--readonly"] if readonly else []),
+        str(jobfile),
+    ]
+
+
+def run_fio(
+    jobfile: Path,
+    output_path: Path,
+    *,
+    fio: str | None = None,
+    timeout_s: float | None = None,
+    on_start=None,
+    cwd: Path | None = None,
+    cpus: list[int] | None = None,
+    wrap: list[str] | None = None,
+    readonly: bool = False,
+) -> FioRun:
+    """Run ``fio --output-format=json+ --output=OUTPUT [--readonly] JOBFILE`` with
+    ``iolab.machine.process.run_pinned``.
+
+    fio's raw output is left untouched in ``output_path`` (relative paths are relative to
+    ``cwd``). Raises FioError carrying fio's message and exit code when fio fails,
+    RunInterrupted when it was stopped by a signal or Ctrl-C (its partial output kept).
+    """
+    done = run_pinned(
+        fio_argv(jobfile, output_path, fio, wrap, readonly),
+        name="fio",
+        cwd=cwd,
+        cpus=cpus,
+        timeout_s=timeout_s,
+        on_start=on_start,
+        kept=f"its partial output, if any, is kept in {output_path}",
+    )
+    if done.returncode != 0:
+        said = said_lines(_output_errors(Path(cwd or ".") / output_path), done.stderr, done.stdout)
+        folder = Path(cwd or ".")  # a run folder .tmp-<id> is renamed <id> when it is finished
+        folder = folder.with_name(folder.name.removeprefix(".tmp-"))
+        raise FioError(
+            f"fio exited with code {done.returncode}: {'; '.join(said) or '(no message)'}; "
+            f"fix the cause fio names, or the options in the job file {folder / jobfile} "
+            "(see `man fio`)",
+            done.returncode,
+            done.stderr,
+        )
+    return FioRun(
+        done.argv, Path(cwd or ".") / output_path, done.returncode, done.stdout, done.stderr, done.wall_s, done.pid
+    )
+
+
+# ---------------------------------------------------------------- after a run: did it fail?
+def _output_errors(path: Path) -> list[str]:
+    """Job errors (errno translated) in the fio JSON at ``path``, if it holds one; else []."""
+    try:
+        return job_errors(tidy(load_document(path)))
+    except (OSError, FioOutputError, ValueError, KeyError, TypeError):
+        return []
+
+
+def read_output(path: str | os.PathLike, stderr: str = "", jobfile: str | os.PathLike = "job.fio") -> FioDocument:
+    """The report of a fio run that exited 0; FioError with fio's words when it wrote none
+    (fio exits 0 after refusing some options, e.g. a size smaller than one block)."""
+    try:
+        return load_document(path)
+    except FioOutputError as exc:
+        said = said_lines(stderr)
+        raise FioError(
+            f"fio wrote no report: {'; '.join(said) or exc}; check the fio options "
+            f"(see `man fio`) in the job file {jobfile}",
+            0,
+            stderr,
+        ) from None
+
+
+def raise_for_failure(doc: FioDocument, stderr: str = "", jobfile: str | os.PathLike = "job.fio") -> None:
+    """FioError when a run that exited 0 failed: a job reports an error (errno, translated),
+    or no job did any I/O — fio aborted, e.g. "appears mounted, and 'allow_mounted_write'
+    isn't set. Aborting." with an empty job row. fio's own words are in the message."""
+    frame = tidy(doc)
+    said = said_lines(doc.text_before, doc.text_after, stderr)
+    errors = job_errors(frame) if len(frame) else []
+    if errors:
+        raise FioError(
+            "fio reported job errors: "
+            + "; ".join(errors + said)
+            + f"; fix the cause or the options in the job file {jobfile}",
+            0,
+            stderr,
+        )
+    if not len(frame) or ((frame["total_ios"].fillna(0) == 0).all() and (frame["io_bytes"].fillna(0) == 0).all()):
+        raise FioError(
+            "fio did no I/O (it aborted the run): "
+            + ("; ".join(said) or "it said nothing and its report has no job that did I/O")
+            + f"; fix what fio says, or the options in the job file {jobfile}",
+            0,
+            stderr,
+        )

@@ -1,0 +1,147 @@
+"""Locks that keep two measurements off one CPU, and two writers out of one output folder.
+
+Two runs pinned to the same CPU at once interfere silently: each counts the other's CPU
+time in its cycles/IO. ``cpus_locked([0])`` takes an exclusive ``flock`` on
+``paths.lock_dir()/cpu0.lock`` — one folder for every user of the machine — and writes who
+holds it into the file, so a second measurement waits with a message naming the holder,
+and gives up with ``BusyError`` after ``wait_s`` (``$IOLAB_LOCK_WAIT_S``, default 600 s;
+0 refuses at once). flock locks vanish with their process, even after SIGKILL: no stale
+lock to clean.
+
+Locks are re-entrant within a process (a sweep of runs on CPU 0 holds it once per run;
+``many_devices`` runs on several CPUs from threads of one process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import getpass
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..core import paths
+from ..core.errors import BusyError
+
+_held: dict[str, tuple[int, int]] = {}  # lock name -> (fd, depth)
+_mutex = threading.Lock()
+
+
+def default_wait_s() -> float:
+    """Seconds a measurement waits for a busy CPU: ``$IOLAB_LOCK_WAIT_S`` (default 600; a
+    finite number >= 0, else InputError naming the variable)."""
+    return paths.env_seconds("IOLAB_LOCK_WAIT_S", 600.0)
+
+
+def _folder() -> Path:
+    d = paths.lock_dir()
+    if not d.is_dir():
+        d.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(PermissionError):
+            os.chmod(d, 0o1777)  # shared by all users, like /tmp
+    return d
+
+
+def _open(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        with contextlib.suppress(PermissionError):
+            os.fchmod(fd, 0o666)
+        return fd
+    except PermissionError:  # another user's lock file: flock works on a read-only fd
+        return os.open(path, os.O_RDONLY)
+
+
+def holder(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "another process"
+    except OSError:
+        return "another process"
+
+
+@contextlib.contextmanager
+def locked(path: Path, what: str, wait_s: float | None = None) -> Iterator[None]:
+    """An exclusive lock on the file ``path`` for the block; ``what`` says what it guards."""
+    name = str(path)
+    with _mutex:
+        if name in _held:
+            fd, depth = _held[name]
+            _held[name] = (fd, depth + 1)
+            acquired = False
+        else:
+            acquired = True
+    if acquired:
+        fd = _acquire(path, what, default_wait_s() if wait_s is None else wait_s)
+        with _mutex:
+            _held[name] = (fd, 1)
+    try:
+        yield
+    finally:
+        with _mutex:
+            fd, depth = _held[name]
+            if depth > 1:
+                _held[name] = (fd, depth - 1)
+            else:
+                del _held[name]
+                os.close(fd)  # releases the flock
+
+
+def _acquire(path: Path, what: str, wait_s: float) -> int:
+    fd = _open(path)
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise BusyError(
+                    f"{what} is in use by {holder(path)}. Wait for it to finish, choose "
+                    f"other CPUs (--cpus / cpu=), or set IOLAB_LOCK_WAIT_S to wait longer "
+                    f"(lock file {path})"
+                ) from None
+            if not told:
+                print(
+                    f"iolab: {what} is in use by {holder(path)}; waiting up to {wait_s:.0f} s (IOLAB_LOCK_WAIT_S)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                told = True
+            time.sleep(0.2)
+        except BaseException:
+            os.close(fd)
+            raise
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(
+            fd,
+            (
+                f"pid {os.getpid()} ({getpass.getuser()}: {' '.join(sys.argv)[:120]}) since "
+                f"{time.strftime('%H:%M:%S')}\n"
+            ).encode(),
+            0,
+        )
+    return fd
+
+
+@contextlib.contextmanager
+def cpus_locked(cpus: Sequence[int] | None, wait_s: float | None = None) -> Iterator[None]:
+    """Hold the locks of ``cpus`` (all online CPUs when None: an unpinned run may use any),
+    in ascending order so two holders of overlapping sets cannot deadlock."""
+    wanted = sorted(set(cpus)) if cpus is not None else sorted(os.sched_getaffinity(0))
+    with contextlib.ExitStack() as stack:
+        for cpu in wanted:
+            stack.enter_context(locked(_folder() / f"cpu{cpu}.lock", f"CPU {cpu}", wait_s))
+        yield
+
+
+def folder_locked(folder: Path, wait_s: float | None = None) -> contextlib.AbstractContextManager[None]:
+    """Hold an output folder (e.g. ``papermill_runs/``) so two writers never interleave
+    (the lock is ``FOLDER/.iolab.lock``)."""
+    return locked(Path(folder).resolve() / ".iolab.lock", f"output folder {folder}", wait_s)

@@ -1,0 +1,364 @@
+"""perf around a run: ``perf record`` (call graphs) and ``perf stat`` (counters), probing
+first what this machine allows, and perf.data -> folded stacks without a text file.
+
+    caps = probe()                 # perf installed? paranoid? hardware counters? kptr_restrict?
+    with Profiler(run_dir, cpus=[0], spec=ProfileSpec(call_graph="dwarf")) as prof:
+        ...fio runs...
+    prof.folded                    # iolab.read.fold.Folded of the samples on those CPUs
+    prof.stat                      # DataFrame: event, value, unit, supported, running_pct
+    prof.window_s                  # how long perf stat counted, s
+
+``ProfileSpec.mode``: ``"cpus"`` (default) records everything on the pinned CPUs with
+``-C`` — so softirq and interrupt work done there for fio counts; ``"process"`` runs fio
+under ``perf record --`` so that fio and the job processes it forks are followed from
+their first instruction. fio's own frames are ``[unknown]`` with frame pointers on a stripped
+fio: use ``call_graph="dwarf"`` for them (larger perf.data, slower ``perf script``).
+
+In a run folder (``iolab.runs.producers``): ``perf.data`` and ``perf.folded`` (perf record; read by
+``read_stacks``), ``perf_stat.csv`` (perf stat's own ``-x,`` output) and
+``perf_stat_window.json`` (how long it counted; read with it by ``stat_columns``). Folders of
+schema 1 kept the window as a fake ``window_s`` event in ``perf_stat_tidy.csv``; it is read too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import InputError, PerfError
+from ..read.fold import FoldOptions, Folded, fold_stream, read_folded
+from .process import spawn
+from ..core.system import read_text
+
+STAT_EVENTS_HW = ("cycles", "instructions", "task-clock", "context-switches", "cpu-clock")
+SCRIPT_FIELDS = "comm,pid,tid,time,period,event,ip,sym,dso"  # time: the folder reads the period after it
+RECORD_FILES = ("perf.data", "perf.folded")  # in a run folder: perf record
+STAT_FILES = ("perf_stat.csv", "perf_stat_window.json")  # in a run folder: perf stat
+STAT_TIDY_V1 = "perf_stat_tidy.csv"  # schema 1: parse_stat of perf_stat.csv plus a 'window_s' event row
+
+
+@dataclass
+class PerfCapabilities:
+    perf: str | None
+    paranoid: int | None
+    kptr_restrict: int | None
+    hardware_counters: bool
+    can_record: bool
+    problems: list[str] = field(default_factory=list)
+
+    def explain(self) -> str:
+        return "; ".join(self.problems) or "perf is ready (record and stat)"
+
+
+def probe(as_root: bool | None = None) -> PerfCapabilities:
+    """What perf can do here, with what to do about each limit. ``as_root=False`` asks
+    what an unprivileged user would be told on this machine."""
+    perf = shutil.which("perf")
+    paranoid = read_text("/proc/sys/kernel/perf_event_paranoid")
+    kptr = read_text("/proc/sys/kernel/kptr_restrict")
+    caps = PerfCapabilities(perf, int(paranoid) if paranoid else None, int(kptr) if kptr else None, False, False)
+    if not perf:
+        caps.problems.append(
+            "perf is not installed: apt-get install linux-perf (Debian) or linux-tools-$(uname -r) (Ubuntu)"
+        )
+        return caps
+    root = os.geteuid() == 0 if as_root is None else as_root
+    if not root and caps.paranoid is not None and caps.paranoid > 1:
+        caps.problems.append(
+            f"perf_event_paranoid is {caps.paranoid}: CPU-wide profiles and kernel "
+            "stacks need root, or: sysctl kernel.perf_event_paranoid=1"
+        )
+    if not root and caps.kptr_restrict:
+        caps.problems.append(
+            f"kptr_restrict is {caps.kptr_restrict}: kernel symbols are hidden "
+            "(frames show as addresses); run as root or sysctl kernel.kptr_restrict=0"
+        )
+    out = subprocess.run(
+        [perf, "stat", "-x,", "-e", "cycles", "--", "true"], capture_output=True, text=True, check=False
+    )
+    caps.hardware_counters = (
+        out.returncode == 0
+        and "<not supported>" not in out.stderr
+        and "<not counted>" not in out.stderr
+        and "cycles" in out.stderr
+    )
+    if not caps.hardware_counters:
+        caps.problems.append(
+            "no hardware counters (cycles <not supported>, typical in a VM): "
+            "profiles use the software cpu-clock event and cycles/IO comes from "
+            "busy CPU time x frequency only"
+        )
+    test = subprocess.run(
+        [perf, "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    caps.can_record = test.returncode == 0
+    if not caps.can_record:
+        caps.problems.append(f"perf record failed: {_whole(test.stderr)}")
+    return caps
+
+
+@dataclass
+class ProfileSpec:
+    """How to profile a run. ``freq_hz``: samples per second per CPU (perf -F)."""
+
+    mode: str = "cpus"  # cpus | process
+    freq_hz: int = 999
+    call_graph: str = "fp"  # fp | dwarf | none
+    event: str | None = None  # default: cycles with hardware counters, else cpu-clock
+    stat: bool = True
+    kernel_annotate: bool = True  # mark kernel frames _[k] in the folded stacks
+
+
+MMAP_PAGES = 1024  # 4 MiB per CPU with 4 KiB pages: at 999 Hz perf drains it a few times a second
+
+
+def off_cpus(cpus: list[int] | None) -> list[int] | None:
+    """The online CPUs other than ``cpus``, where perf's own processes run so that they do
+    not take time from the measured ones; None (anywhere) when there is no other."""
+    if not cpus:
+        return None
+    others = sorted(os.sched_getaffinity(0) - set(cpus))
+    return others or None
+
+
+def record_argv(out: Path, spec: ProfileSpec, cpus: list[int] | None, hardware: bool) -> list[str]:
+    event = spec.event or ("cycles" if hardware else "cpu-clock")
+    # -m: a ring buffer of MMAP_PAGES per CPU, so perf wakes (and runs) rarely
+    argv = ["perf", "record", "-q", "-e", event, "-F", str(spec.freq_hz), "-m", str(MMAP_PAGES), "-o", str(out)]
+    if spec.call_graph == "dwarf":
+        argv += ["--call-graph", "dwarf,16384"]
+    elif spec.call_graph == "fp":
+        argv += ["-g"]
+    if spec.mode == "process":
+        argv += ["--"]  # the command to profile (fio) follows: perf sees its whole process tree
+    elif cpus:
+        argv += ["-C", ",".join(map(str, cpus))]
+    else:
+        argv += ["-a"]
+    return argv
+
+
+def stat_argv(out: Path, cpus: list[int] | None, hardware: bool) -> list[str]:
+    events = STAT_EVENTS_HW if hardware else ("task-clock", "cpu-clock", "context-switches")
+    target = ["-a", "-C", ",".join(map(str, cpus))] if cpus else ["-a"]
+    return ["perf", "stat", "-x,", "-o", str(out), "-e", ",".join(events), *target]
+
+
+def parse_stat(path: str | Path) -> pd.DataFrame:
+    """``perf stat -x,`` output -> event, value, unit, supported, running_pct."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split(",")
+        if len(parts) < 3:
+            continue
+        value, unit, event = parts[0], parts[1], parts[2]
+        supported = not value.startswith("<")
+        rows.append(
+            {
+                "event": event,
+                "value": float(value) if supported else float("nan"),
+                "unit": unit,
+                "supported": supported,
+                "running_pct": float(parts[4]) if len(parts) > 4 and parts[4] else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows, columns=["event", "value", "unit", "supported", "running_pct"])
+
+
+def _stop(proc: subprocess.Popen | None, timeout: float = 30) -> None:
+    """perf writes its data on SIGINT; stop it by its own pid and wait."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _whole(text: str) -> str:
+    """perf's message, whole: its non-empty lines joined (never cut: its advice — e.g. the
+    perf_event_paranoid levels for a non-root user — is at the end)."""
+    return " ".join(line.strip() for line in (text or "").splitlines() if line.strip()) or "(perf said nothing)"
+
+
+def script_argv(perf_data: Path, pid_fields: bool = True) -> list[str]:
+    """The least text ``perf script`` can print for folding: only the fields the folder
+    reads, no inline resolution (addr2line per address is what makes perf script slow)."""
+    fields = SCRIPT_FIELDS if pid_fields else SCRIPT_FIELDS.replace("pid,", "")
+    return ["perf", "script", "-i", str(perf_data), "-F", fields, "--no-inline"]
+
+
+def fold_perf_data(perf_data: str | Path, options: FoldOptions | None = None) -> Folded:
+    """perf.data -> folded stacks, streaming ``perf script`` into the folder (no text file)."""
+    proc = subprocess.Popen(
+        script_argv(Path(perf_data)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
+    )
+    folded = fold_stream(proc.stdout, options)  # folds while perf script still writes
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise PerfError(f"perf script failed on {perf_data}: {_whole(err)}")
+    return folded
+
+
+class Profiler:
+    """perf record (+ perf stat) on ``cpus`` from ``start()`` to ``stop()`` (or perf record
+    as fio's parent in ``process`` mode: ``wrap()``).
+
+    In ``cpus`` mode start it before fio, so the fio job processes forked at start are
+    seen with their names (a process perf did not see start shows as ``:PID``).
+
+    Writes ``RECORD_FILES`` and ``STAT_FILES`` into ``run_dir``. The perf processes are
+    stopped by their own pids, on success, error and Ctrl-C."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        cpus: list[int] | None,
+        spec: ProfileSpec | None = None,
+        caps: PerfCapabilities | None = None,
+    ):
+        self.dir, self.cpus = Path(run_dir), cpus
+        self.data = self.dir / RECORD_FILES[0]
+        self.spec = spec or ProfileSpec()
+        self.caps = caps or probe()
+        if not self.caps.perf or not self.caps.can_record:
+            raise PerfError(f"cannot profile: {self.caps.explain()}")
+        self._record = self._stat = None
+        self._entries: dict = {}
+        self.window_s = float("nan")
+        self.folded: Folded | None = None
+        self.stat: pd.DataFrame | None = None
+
+    def wrap(self) -> list[str]:
+        """In ``process`` mode: the argv prefix fio runs under (``perf record ... --``)."""
+        if self.spec.mode != "process":
+            return []
+        return record_argv(self.data, self.spec, self.cpus, self.caps.hardware_counters)
+
+    def start(self) -> None:
+        """Start perf stat, and perf record in ``cpus`` mode (in ``process`` mode perf
+        record is already running as fio's parent: see ``wrap``)."""
+        hw = self.caps.hardware_counters
+        if self.spec.mode != "process":
+            argv = record_argv(self.data, self.spec, self.cpus, hw)
+            self._record, self._entries["record"] = spawn(
+                argv,
+                name="perf record",
+                cpus=off_cpus(self.cpus),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        if self.spec.stat:
+            self._stat, self._entries["stat"] = spawn(
+                stat_argv(self.dir / STAT_FILES[0], self.cpus, hw),
+                name="perf stat",
+                cpus=off_cpus(self.cpus),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        self._t0 = time.monotonic()
+        if self._record is None:
+            return
+        # perf creates perf.data before it opens its counters, and writes the file's header
+        # once they are open, in well under a second; on a loaded 2-CPU machine a perf that
+        # is refused took over 5 s even to exit
+        deadline = self._t0 + 15
+        while not _has_header(self.data) and time.monotonic() < deadline and self._record.poll() is None:
+            time.sleep(0.02)
+        if self._record.poll() is not None:
+            raise PerfError(
+                f"perf record exited at once: {_whole(self._record.stderr.read())}; "
+                "profile as root, or as perf says (kernel.perf_event_paranoid)"
+            )
+
+    def stop(self) -> None:
+        """Stop perf (stat first), and record how long perf stat counted."""
+        self.window_s = time.monotonic() - getattr(self, "_t0", time.monotonic())
+        _stop(self._stat)
+        if self._stat is not None:
+            (self.dir / STAT_FILES[1]).write_text(
+                json.dumps(
+                    {
+                        "window_s": self.window_s,
+                        "unit": "s",
+                        "source": "time.monotonic() from starting perf stat to stopping it",
+                    }
+                )
+                + "\n"
+            )
+        _stop(self._record)
+        for entry in self._entries.values():
+            entry.release()
+        if not self.data.exists():
+            why = _whole(self._record.stderr.read()) if self._record is not None else "perf record -- fio failed"
+            raise PerfError(f"perf record wrote no perf.data: {why}")
+
+    def collect(self) -> None:
+        """Fold perf.data and read the counters (after ``stop``)."""
+        if self.data.exists():
+            self.folded = fold_perf_data(self.data, FoldOptions(kernel=self.spec.kernel_annotate))
+            (self.dir / RECORD_FILES[1]).write_text(self.folded.text())
+        if self.spec.stat and (self.dir / STAT_FILES[0]).exists():
+            self.stat = parse_stat(self.dir / STAT_FILES[0])
+
+
+def _has_header(data: Path) -> bool:
+    """Whether perf record has written ``data``'s header (the file is created empty first)."""
+    try:
+        return data.stat().st_size > 0
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- a run folder's perf files
+def stat_columns(run_dir: str | Path) -> dict:
+    """perf stat figures of a profiled run folder: ``perf_cycles`` (NaN when the machine has
+    no hardware counters), ``perf_task_clock_ms``, ``perf_window_s`` and where cycles came from."""
+    value = parse_stat(Path(run_dir) / STAT_FILES[0]).set_index("event")["value"]
+    cycles = value.get("cycles", math.nan)
+    return {
+        "perf_cycles": cycles,
+        "perf_window_s": stat_window_s(run_dir),
+        "perf_task_clock_ms": value.get("task-clock", math.nan),
+        "perf_cycles_source": "perf stat cycles"
+        if pd.notna(cycles)
+        else "none: no hardware counters (cycles not supported)",
+    }
+
+
+def stat_window_s(run_dir: str | Path) -> float:
+    """How long perf stat counted, s: ``perf_stat_window.json``, or in a schema-1 folder the
+    ``window_s`` row of ``perf_stat_tidy.csv``; NaN when neither is there."""
+    window, old = Path(run_dir) / STAT_FILES[1], Path(run_dir) / STAT_TIDY_V1
+    if window.exists():
+        return float(json.loads(window.read_text())["window_s"])
+    if old.exists():
+        return float(pd.read_csv(old).set_index("event")["value"].get("window_s", math.nan))
+    return math.nan
+
+
+def read_stacks(run_dir: str | Path) -> Counter:
+    """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
+    folded = Path(run_dir) / RECORD_FILES[1]
+    if not folded.exists():
+        raise InputError(f"{run_dir} has no perf.folded: run it with profile=ProfileSpec()")
+    return read_folded(folded)

@@ -1,0 +1,196 @@
+"""Running a measurement tool (fio, t/io_uring, perf): pinned to CPUs from birth, in its own
+process group, stopped by its own pid — never by name — and never outliving iolab.
+
+    done = run_pinned(["fio", "job.fio"], name="fio", cpus=[0], on_start=sampler_start)
+    done.returncode, done.stdout, done.stderr, done.wall_s
+
+How a child cannot outlive iolab:
+
+* it runs in its own session, so a Ctrl-C at the terminal reaches iolab only, which then
+  stops the child with SIGINT (fio writes what it measured) and SIGKILL 10 s later;
+* SIGTERM and SIGHUP unwind iolab the same way (``iolab.core.signals``);
+* if iolab dies without unwinding (SIGKILL), the kernel sends the child SIGTERM
+  (``PR_SET_PDEATHSIG``, set by ``setpriv --pdeathsig``), and the ledger entry lets the next
+  iolab command stop the rest of its process group (``iolab.machine.ledger``, ``iolab.runs.repair``);
+* signals are held back between starting the child and recording it, so no Ctrl-C can
+  land in between and leave an unrecorded child running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import ledger
+from ..core import signals
+from ..core.errors import RunInterrupted, ToolMissing
+
+
+@dataclass
+class Finished:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    pid: int
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _prefix() -> list[str]:
+    """``setpriv --pdeathsig TERM --``: the child gets SIGTERM when the thread that started it
+    dies (``PR_SET_PDEATHSIG``), set by a util-linux tool the child is exec'd through (the
+    pid stays the tool's). Not Popen's ``preexec_fn``: the Python docs warn that it can
+    deadlock while other threads run, and iolab's samplers are threads."""
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        raise ToolMissing("setpriv not found: iolab starts every tool through it; install util-linux")
+    return [setpriv, "--pdeathsig", "TERM", "--"]
+
+
+@contextlib.contextmanager
+def _born_on(cpus: list[int] | None):
+    """Within the block, this thread runs on ``cpus`` only, so a child it starts is pinned
+    from birth (the affinity mask is inherited at fork; Linux sets it per thread, so the
+    other threads keep theirs); restored after. The same as ``taskset -c`` without an exec
+    more per start, which costs tenths of a second in the NVMe lab's emulated guest."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _check_executable(exe: str, popen_kw: dict) -> None:
+    """FileNotFoundError, as Popen raises it, when ``exe`` cannot be run (through setpriv it
+    would otherwise start, and fail later with setpriv's words)."""
+    if os.sep in exe:
+        found = os.access(Path(popen_kw.get("cwd") or ".") / exe, os.X_OK)
+    else:
+        found = shutil.which(exe, path=(popen_kw.get("env") or os.environ).get("PATH")) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", exe)
+
+
+def spawn(
+    argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_kw
+) -> tuple[subprocess.Popen, ledger.Entry]:
+    """Start ``argv`` as described in the module docstring. Returns the process and its
+    ledger entry (release it once the process has been waited for)."""
+    proc = entry = None
+    _check_executable(str(argv[0]), popen_kw)
+    prefix = _prefix()
+    try:
+        with signals.deferred():
+            with _born_on(cpus):
+                proc = subprocess.Popen(prefix + list(map(str, argv)), start_new_session=True, **popen_kw)
+            entry = ledger.record(
+                "process",
+                pid=proc.pid,
+                start=ledger.start_time(proc.pid),
+                name=name,
+                argv=argv,
+                undo=lambda: stop_group(proc),
+            )
+    except BaseException:
+        # the record failed, or a Ctrl-C held back by deferred() is raised as the block ends:
+        # the caller never gets the process, so it is stopped here (in a Jupyter kernel that
+        # lives on, it would otherwise run to its end)
+        if proc is not None:
+            stop_group(proc)
+            if entry is not None:
+                entry.release()
+        raise
+    return proc, entry
+
+
+def run_pinned(
+    argv: list[str],
+    *,
+    name: str,
+    cwd: Path | None = None,
+    cpus: list[int] | None = None,
+    timeout_s: float | None = None,
+    on_start=None,
+    merge_stderr: bool = False,
+    kept: str = "",
+) -> Finished:
+    """Run ``argv`` to completion. ``cpus`` pins the whole process tree (as ``taskset -c``
+    does in the seeds), so forked workers are born on the measured CPUs. ``on_start(pid)``
+    is called once it runs. On Ctrl-C, SIGTERM, SIGHUP or timeout the group gets SIGINT
+    (fio then writes what it measured), SIGKILL 10 s later; a run killed by a signal has
+    its orphans killed too. All raise RunInterrupted; ``kept`` says where partial output is."""
+    start = time.monotonic()
+    with signals.held():
+        proc, entry = spawn(
+            argv,
+            name=name,
+            cpus=cpus,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            text=True,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+        )
+        try:
+            if on_start:
+                on_start(proc.pid)
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
+            stop_group(proc)
+            why = (
+                "timeout"
+                if isinstance(exc, subprocess.TimeoutExpired)
+                else exc.args[0]
+                if isinstance(exc, signals.Terminated)
+                else "interrupted"
+            )
+            raise RunInterrupted(
+                f"{name} (pid {proc.pid}) was stopped before it finished ({why})" + (f"; {kept}" if kept else "")
+            ) from exc
+        except BaseException:
+            stop_group(proc)
+            raise
+        finally:
+            if proc.returncode is not None:
+                entry.release()
+    if proc.returncode < 0:
+        signal_group(proc.pid, signal.SIGKILL)  # workers orphaned by the kill
+        raise RunInterrupted(
+            f"{name} (pid {proc.pid}) was killed by signal {-proc.returncode} "
+            f"({signal.Signals(-proc.returncode).name})" + (f"; {kept}" if kept else "")
+        )
+    return Finished(argv, proc.returncode, stdout, stderr or "", time.monotonic() - start, proc.pid)
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGINT to the process group (fio writes its output), SIGKILL after ``grace_s``;
+    waits, and keeps waiting through a second Ctrl-C."""
+    signal_group(proc.pid, signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            break
+        except subprocess.TimeoutExpired:
+            signal_group(proc.pid, signal.SIGKILL)
+            deadline = time.monotonic() + grace_s
+        except KeyboardInterrupt:  # a second Ctrl-C: stop at once, still reap
+            signal_group(proc.pid, signal.SIGKILL)
+    signal_group(proc.pid, signal.SIGKILL)  # job processes left by a dying fio

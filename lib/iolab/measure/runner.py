@@ -1,0 +1,278 @@
+"""One measured run: target + fio options -> fio with samplers around it -> a stored run.
+
+    from iolab.measure.runner import measure
+    result = measure({"rw": "randread", "bs": "4k", "iodepth": 32}, target, cpus=[0],
+                     runs_dir="data/runs", swept={"qd": 32})
+    result.table          # the tidy table of that run (fio rows + sampler summary + params)
+
+The job is pinned with fio's ``cpus_allowed`` to ``cpus``; the samplers watch those CPUs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ..read import checks
+from ..machine import logrequest
+from ..runs import repair
+from ..core import signals
+from ..core.errors import IolabError, TargetError, TioError
+from ..machine.fio import fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
+from ..read.fiojson import run_warnings
+from ..machine.jobcheck import guard_job_text, mark_created
+from ..machine.locks import cpus_locked
+from ..machine.perf import Profiler, ProfileSpec
+from ..machine.process import run_pinned
+from ..core.progress import Stages, Ticking
+from ..machine.sampling import Sampler
+from ..runs.store import RunFolder, job_key, run_folder, run_table
+from ..core.system import block_stat, snapshot
+from ..machine.target import Target
+from ..machine.threads import DEFAULT_INTERVAL_S, DEFAULT_STATES, ThreadSampler
+from ..read.tio import failure, tio_argv
+from ..core.validate import check_cpus, check_measure
+
+DEFAULTS = {
+    "ioengine": "io_uring",
+    "direct": 1,
+    "rw": "randread",
+    "bs": "4k",
+    "iodepth": 1,
+    "time_based": 1,
+    "runtime": "2s",
+    "group_reporting": 1,
+}
+TIO_DEFAULTS = {"r": 3}  # measure_tio's default t/io_uring flags, stored with its runs
+
+
+@dataclass
+class RunResult:
+    path: Path
+    table: pd.DataFrame
+
+
+def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | None) -> dict[str, Any]:
+    """The full option dict of a run: iolab defaults < target < the caller's options."""
+    opts: dict[str, Any] = {**DEFAULTS, **target.fio_options, **dict(options)}
+    if cpus is not None and "cpus_allowed" not in options:
+        opts["cpus_allowed"] = ",".join(str(c) for c in cpus)
+    return opts
+
+
+def _record_setup(
+    folder: RunFolder, target: Target, cpus: list[int] | None, params: dict, described: str | None = None
+) -> Sampler:
+    """What every run folder records before the tool starts; the sampler for its CPUs.
+    ``described``: the target as the tool really used it, when options overrode it."""
+    described = described or target.describe()
+    folder.write_json("params.json", {**params, "cpus": cpus, "target": described})
+    folder.write_json("system.json", {**snapshot(target.device, cpus), "target_state": target.state})
+    folder.meta["target"] = described
+    return Sampler(cpus if cpus is not None else list(range(os.cpu_count() or 1)))
+
+
+def exclusive(run):
+    """A run of ``run`` (measure, measure_tio) that first repairs what dead iolab processes
+    left behind, holds its CPUs against other measurements (``iolab.machine.locks``) and unwinds
+    on SIGTERM/SIGHUP as on Ctrl-C (``iolab.core.signals``)."""
+
+    @functools.wraps(run)
+    def wrapper(options, target, *, cpus=None, **kw):
+        if target.released:
+            raise TargetError(
+                f"{target.describe()} was released (a cell failed, or release() ran): "
+                "re-run the cell that opens the target"
+            )
+        check_cpus(cpus)  # before its lock is taken
+        repair.recover_and_report()
+        with signals.held(), cpus_locked(cpus):
+            return run(options, target, cpus=cpus, **kw)
+
+    return wrapper
+
+
+def _seconds(opts: Mapping[str, Any]) -> float:
+    """How long a time-based fio job runs, ramp included (0 when that cannot be read)."""
+    from ..core.validate import warmup  # the project's reading of a fio time: "60s", "500ms", "2m"
+
+    total = 0.0
+    for key in ("runtime", "ramp_time"):
+        text = str(opts.get(key) or "0s").strip()
+        try:
+            total += float(text) if text.replace(".", "", 1).isdigit() else float(warmup(text) or 0)  # fio: bare = s
+        except IolabError:
+            return 0.0
+    return total
+
+
+@exclusive
+def measure(
+    options: Mapping[str, Any],
+    target: Target,
+    *,
+    cpus: list[int] | None = None,
+    runs_dir: str | Path = "data/runs",
+    swept: Mapping[str, Any] | None = None,
+    label: str = "",
+    allow_destructive: bool = False,
+    sample_interval_s: float = 0.5,
+    timeout_s: float | None = None,
+    profile: ProfileSpec | None = None,
+    jobs: Sequence[Mapping[str, Any]] | None = None,
+    threads: bool = False,
+    threads_interval_s: float = DEFAULT_INTERVAL_S,
+    threads_states: str = DEFAULT_STATES,
+    log_ms: int | None = None,
+) -> RunResult:
+    """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
+    ``log_ms``: fio's interval logs too, every ``log_ms`` ms (IOPS, bandwidth, latency and
+    latency histograms per job, ``iolab.read.series``); they do not change the job's identity, so
+    a resumed sweep reuses its runs made without them.
+    ``threads``: the thread-state sampler beside it too (``iolab.machine.threads``: every
+    ``threads_interval_s``, the threads in ``threads_states``, off the measured CPUs).
+    ``jobs``: one job section per entry, each the run's options with that entry's on top
+    (``{"filename": ..., "cpus_allowed": ...}``: one job per device, each on its CPU); with
+    ``group_reporting`` (a default) fio reports them as one.
+    Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
+    folder exists; once fio has started, FioError (fio's message and exit code),
+    RunInterrupted and PerfError leave the run folder, marked failed or interrupted."""
+    check_measure(options, runs_dir=runs_dir)  # its CPUs were checked before their lock
+    fio = fio_binary()
+    opts = job_options(options, target, cpus)
+    jobs = [dict(j) for j in jobs or []]
+    key = job_key({**opts, "jobs": jobs} if jobs else opts, target.describe(), swept or {})
+    if log_ms is not None:  # after the key (see the docstring)
+        opts.update(logrequest.log_options(log_ms, fio))
+    name = str(opts.pop("name", label or "iolab"))
+    sections = {f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts}
+    jobtext = to_jobfile(sections)
+    # fio's own reading of this exact text, judged before a run folder exists; relative
+    # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
+    check = guard_job_text(jobtext, allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
+    states = ThreadSampler(cpus, threads_interval_s, threads_states) if threads else None  # InputError first
+    with run_folder(runs_dir, label) as folder:
+        folder.write_text("job.fio", jobtext)
+        sampler = _record_setup(
+            folder,
+            target,
+            cpus,
+            {
+                "swept": dict(swept or {}),
+                "fio_options": opts,
+                "files": check.record(),
+                "job_key": key,
+                **({"jobs": jobs} if jobs else {}),
+            },
+            check.describe_target(target),
+        )
+        sampler.interval_s = sample_interval_s
+        profiler = stages = None
+        if profile is not None:
+            profiler = Profiler(folder.path, cpus, profile)
+            stages = Stages(
+                f"profiled run {label}".strip(),
+                [f"fio {opts.get('runtime', '')} under perf record", "perf script, folding stacks"],
+            )
+        wrap = profiler.wrap() if profiler else []
+        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio, wrap, readonly=check.fio_readonly)
+        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
+
+        if profiler:
+            profiler.start()
+        stat_before = block_stat(target.device)
+        ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
+        try:
+            run = run_fio(
+                Path("job.fio"),
+                Path("fio.json"),
+                fio=fio,
+                cwd=folder.path,
+                timeout_s=timeout_s,
+                on_start=lambda pid: (sampler.start(), states and states.start(pid), ticking.start()),
+                cpus=cpus,
+                wrap=wrap,
+                readonly=check.fio_readonly,
+            )
+        finally:
+            ticking.close()
+            mark_created(check)  # files fio laid out are iolab's: the next run may write them
+            thread_samples = states.stop() if states and states.started else None  # its ticks end with fio
+            if profiler:
+                profiler.stop()
+            if sampler.started:
+                folder.write_samples(sampler.stop())
+            if thread_samples is not None:
+                folder.write_samples(thread_samples)
+        if stat_before is not None:
+            folder.write_json(
+                "blockstat.json", {"device": target.device, "before": stat_before, "after": block_stat(target.device)}
+            )
+        if profiler:
+            stages.advance()
+            profiler.collect()
+            stages.close()
+        if log_ms is not None:  # what puts the logs on the samplers' axis
+            logrequest.record(
+                folder.path, log_ms=log_ms, options=opts, jobs=logrequest.job_names(sections), sampler_t0=sampler.t0
+            )
+        folder.write_text("fio.stderr", run.stderr)
+        folder.meta["wall_s"] = run.wall_s
+        jobfile = folder.final / "job.fio"  # where it is once the folder is finished
+        doc = read_output(folder.file("fio.json"), run.stderr, jobfile)  # FioError: fio wrote no report
+        folder.meta["fio_warnings"] = run_warnings(doc, run.stderr)  # fio's notes, never dropped
+        raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)
+        folder.write_json(checks.FILE, {"checks": [c.as_dict() for c in checks.run_checks(folder.path)]})
+    return RunResult(folder.path, run_table(folder.path))
+
+
+@exclusive
+def measure_tio(
+    flags: Mapping[str, Any],
+    target: Target,
+    *,
+    cpus: list[int] | None = None,
+    runs_dir: str | Path = "data/runs",
+    swept: Mapping[str, Any] | None = None,
+    label: str = "tio",
+    tio: str | Path | None = None,
+    timeout_s: float = 120,
+) -> RunResult:
+    """Run fio's t/io_uring pinned to ``cpus`` with samplers, stored like a fio run
+    (``tio.txt`` instead of ``fio.json``). Raises TioError when its output says it failed
+    (it exits 0 when polled IO is unsupported)."""
+    flags = {**TIO_DEFAULTS, **dict(flags)}
+    argv = tio_argv(target.path, flags, tio)
+    with run_folder(runs_dir, label) as folder:
+        sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "tio_flags": flags})
+        folder.write_json("argv.json", {"argv": argv, "cpu_affinity": cpus})
+        try:
+            done = run_pinned(
+                argv,
+                name="t/io_uring",
+                cpus=cpus,
+                timeout_s=timeout_s,
+                on_start=lambda pid: sampler.start(),
+                merge_stderr=True,
+            )
+        finally:
+            if sampler.started:
+                folder.write_samples(sampler.stop())
+        folder.write_text("tio.txt", done.stdout)
+        reason = failure(done.stdout)
+        if reason or done.returncode != 0:
+            raise TioError(
+                f"t/io_uring failed on {target.path}: {reason or done.stdout.strip()[-300:]} "
+                f"(exit {done.returncode})"
+                + (
+                    ". Polled IO needs poll queues (NVMe: nvme.poll_queues=N); use -p 0 here."
+                    if reason and "polled" in reason
+                    else ""
+                )
+            )
+    return RunResult(folder.path, run_table(folder.path))

@@ -1,0 +1,1 @@
+"""read: parsers of what the tools wrote — fio's JSON and interval logs, the samplers' files, perf's folded stacks, t/io_uring, thread states, host tables — into tidy frames. Imports core only: reading never runs anything."""

@@ -1,0 +1,290 @@
+"""What the samplers wrote to a run folder, read back and summarised: CPU frequency, /proc/stat busy, steal, iowait and other load.
+
+The files (``iolab.machine.sampling`` writes them every 0.5 s) are ``samples_freq.csv`` (t_s, cpu,
+freq_mhz, freq_source) and ``samples_stat.csv`` (t_s, cpu, one column per /proc/stat counter in
+USER_HZ ticks, and the machine-wide ``host_`` counters of that sample on each CPU's row).
+``summarise`` trims the first and last 10 % of the window (the AiSIO method, seed 003) before
+averaging; ``run_columns(run_dir)`` gives the run's sampler columns.
+
+The noise the machine adds is named per run: hypervisor steal and iowait on the pinned CPUs
+(``cpu_steal_pct``, ``cpu_iowait_pct``), steal and busy time machine-wide (``host_steal_pct``,
+``host_busy_pct``), and ``other_cpu_pct`` — process time (user+nice+system) on the pinned CPUs
+that fio's own usr+sys does not explain, an estimate (fio's rusage and the sampler's window are
+not the same interval). ``noise_flag`` says when steal is above ``STEAL_FLAG_PCT`` or other load
+above ``OTHER_FLAG_PCT``; iowait is not flagged, since a pinned psync run waits on I/O by design.
+Run folders sampled before the ``host_`` columns existed give NaN for the host figures.
+"""
+
+from __future__ import annotations
+
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..read import fiojson
+from ..core import runfiles
+from ..core.errors import IolabError
+
+
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
+
+
+USER_HZ = os.sysconf("SC_CLK_TCK")
+
+
+FREQ_FILE, STAT_FILE = "samples_freq.csv", "samples_stat.csv"
+
+
+FILES = (STAT_FILE, FREQ_FILE)  # in a run folder; the first one there means the samplers ran
+
+
+HOST_FIELDS = tuple(f"host_{f}" for f in STAT_FIELDS)  # the machine-wide ``cpu`` line
+
+
+STEAL_FLAG_PCT = 5.0  # hypervisor steal above this share of the pinned CPUs' (or machine's) time
+
+
+THREADS_FILE = "samples_threads.csv"  # the thread-state sampler's series, when it ran
+OTHER_FLAG_PCT = 10.0  # pinned CPUs' process time beyond fio's own usr+sys, % of their time
+
+
+@dataclass
+class Samples:
+    """The raw series: ``freq`` (t_s, cpu, freq_mhz, freq_source) and ``stat`` (t_s, cpu,
+    /proc/stat counters in USER_HZ ticks); t_s in seconds since the sampler started."""
+
+    freq: pd.DataFrame
+    stat: pd.DataFrame
+
+    def files(self) -> dict[str, str]:
+        """The run-folder files of these series: file name -> CSV text."""
+        return {FREQ_FILE: self.freq.to_csv(index=False), STAT_FILE: self.stat.to_csv(index=False)}
+
+    @classmethod
+    def read(cls, run_dir: str | os.PathLike) -> "Samples":
+        """The series a run folder keeps (``files``); RunFileError (``iolab.core.runfiles``) naming
+        a file that is missing, empty, cut mid-line or without the columns written here."""
+        return cls(read_freq(run_dir), read_stat(run_dir))
+
+
+def read_stat(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """``samples_stat.csv`` of a run folder: t_s (s), cpu, the /proc/stat counters (USER_HZ
+    ticks); RunFileError when it cannot be read as written."""
+    return runfiles.read_csv(
+        Path(run_dir) / STAT_FILE,
+        columns=("t_s", "cpu", *STAT_FIELDS),
+        numeric=("t_s", "cpu", *STAT_FIELDS, *HOST_FIELDS),
+    )
+
+
+def read_freq(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """``samples_freq.csv`` of a run folder: t_s (s), cpu, freq_mhz (MHz), freq_source;
+    RunFileError when it cannot be read as written."""
+    return runfiles.read_csv(
+        Path(run_dir) / FREQ_FILE, columns=("t_s", "cpu", "freq_mhz", "freq_source"), numeric=("t_s", "cpu", "freq_mhz")
+    )
+
+
+def run_columns(run_dir: str | os.PathLike) -> dict:
+    """The sampler columns of a run folder: ``summarise`` of its stored series, with fio's
+    own CPU (``fio_cpu_pct``) from its report when fio drove the run."""
+    return summarise(Samples.read(run_dir), fio_cpu=fio_cpu_pct(run_dir))
+
+
+def fio_cpu_pct(run_dir: str | os.PathLike) -> float:
+    """fio's usr+sys (rusage, % of one CPU) summed over its jobs, from the run folder's
+    report; NaN when fio did not drive the run or its report says nothing of CPU."""
+    report = Path(run_dir) / fiojson.FILES[0]
+    if not report.exists():
+        return float("nan")
+    try:
+        data = fiojson.load_document(report).data
+    except IolabError:
+        return float("nan")
+    jobs = data.get("jobs", data.get("client_stats", [])) or []
+    values = [float(j["usr_cpu"]) + float(j["sys_cpu"]) for j in jobs if "usr_cpu" in j and "sys_cpu" in j]
+    return float(sum(values)) if values else float("nan")
+
+
+def noise_flag(steal_pct: float, other_pct: float, host_steal_pct: float = float("nan")) -> str:
+    """Empty, or what the host added to a run beyond the thresholds, e.g.
+    ``"steal 7 % > 5 %; other load 30 % of the CPU > 10 %"`` (NaN figures are not flagged)."""
+    said = []
+    steal = max((v for v in (steal_pct, host_steal_pct) if v == v), default=float("nan"))
+    if steal > STEAL_FLAG_PCT:
+        where = "" if steal == steal_pct else " machine-wide"
+        said.append(f"steal {steal:.0f} %{where} > {STEAL_FLAG_PCT:g} %")
+    if other_pct > OTHER_FLAG_PCT:
+        said.append(f"other load {other_pct:.0f} % of the CPU > {OTHER_FLAG_PCT:g} %")
+    return "; ".join(said)
+
+
+def trim(frame: pd.DataFrame, fraction: float = 0.10, col: str = "t_s") -> pd.DataFrame:
+    """Rows inside the window without its first and last ``fraction`` (AiSIO, seed 003)."""
+    if frame.empty:
+        return frame
+    lo, hi = frame[col].min(), frame[col].max()
+    span = hi - lo
+    return frame[(frame[col] >= lo + fraction * span) & (frame[col] <= hi - fraction * span)]
+
+
+def cpu_utilisation(stat: pd.DataFrame) -> pd.DataFrame:
+    """Per-interval utilisation (%) per CPU from the cumulative counters:
+    t_s, cpu, busy_pct, usr_pct, sys_pct, irq_pct, softirq_pct, iowait_pct."""
+    rows = []
+    for cpu, g in stat.sort_values("t_s").groupby("cpu"):
+        d = g[list(STAT_FIELDS)].diff().iloc[1:]
+        total = d.sum(axis=1).replace(0, float("nan"))
+        out = pd.DataFrame(
+            {
+                "t_s": g["t_s"].iloc[1:].to_numpy(),
+                "cpu": cpu,
+                "busy_pct": 100 * d[list(BUSY_FIELDS)].sum(axis=1) / total,
+                "usr_pct": 100 * (d["user"] + d["nice"]) / total,
+                "sys_pct": 100 * d["system"] / total,
+                "irq_pct": 100 * d["irq"] / total,
+                "softirq_pct": 100 * d["softirq"] / total,
+                "iowait_pct": 100 * d["iowait"] / total,
+            }
+        )
+        rows.append(out)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def summarise(samples: Samples, fraction: float = 0.10, fio_cpu: float = float("nan")) -> dict:
+    """One-line summary of a run's samples over the trimmed window.
+
+    busy_cpu_s is summed over the CPUs sampled (so 2 fully busy CPUs for 1 s = 2 CPU·s);
+    percentages are averaged over them. Frequency is the mean over CPUs and time.
+    ``fio_cpu`` is fio's usr+sys in % of one CPU (``fio_cpu_pct``); with it,
+    ``other_cpu_pct`` is the pinned CPUs' process time beyond it (clipped at 0), else NaN."""
+    nan = float("nan")
+    out: dict = {
+        "cpu_steal_pct": nan,
+        "cpu_iowait_pct": nan,
+        "host_steal_pct": nan,
+        "host_busy_pct": nan,
+        "other_cpu_pct": nan,
+    }
+    stat = trim(samples.stat, fraction)
+    if len(stat["t_s"].unique()) < 2:  # run too short to trim: use the whole window
+        stat = samples.stat
+    if not stat.empty:
+        first = stat.sort_values("t_s").groupby("cpu").first()
+        last = stat.sort_values("t_s").groupby("cpu").last()
+        d = (last[list(STAT_FIELDS)] - first[list(STAT_FIELDS)]).sum()
+        total = d.sum()
+        busy = d[list(BUSY_FIELDS)].sum()
+        ncpu = len(first)
+        out.update(
+            {
+                "window_s": float((last["t_s"] - first["t_s"]).mean()),
+                "busy_cpu_s": float(busy / USER_HZ),
+                "cpu_busy_pct": float(100 * busy / total) if total else float("nan"),
+                "cpu_usr_pct": float(100 * (d["user"] + d["nice"]) / total) if total else float("nan"),
+                "cpu_sys_pct": float(100 * d["system"] / total) if total else float("nan"),
+                "cpu_irq_pct": float(100 * d["irq"] / total) if total else float("nan"),
+                "cpu_softirq_pct": float(100 * d["softirq"] / total) if total else float("nan"),
+                "cpus_sampled": ncpu,
+                "cpu_steal_pct": float(100 * d["steal"] / total) if total else nan,
+                "cpu_iowait_pct": float(100 * d["iowait"] / total) if total else nan,
+            }
+        )
+        if total and fio_cpu == fio_cpu:
+            process = d["user"] + d["nice"] + d["system"]
+            out["other_cpu_pct"] = float(max(0.0, 100 * process / total - fio_cpu / ncpu))
+        if set(HOST_FIELDS) <= set(stat.columns):
+            host = stat.sort_values("t_s").drop_duplicates("t_s")[list(HOST_FIELDS)].dropna()
+            if len(host) >= 2:
+                h = (host.iloc[-1] - host.iloc[0]).set_axis(list(STAT_FIELDS))
+                if h.sum() > 0:
+                    out["host_steal_pct"] = float(100 * h["steal"] / h.sum())
+                    out["host_busy_pct"] = float(100 * h[list(BUSY_FIELDS)].sum() / h.sum())
+    out["noise_flag"] = noise_flag(out["cpu_steal_pct"], out["other_cpu_pct"], out["host_steal_pct"])
+    freq = trim(samples.freq, fraction)
+    if freq.empty:
+        freq = samples.freq
+    if not freq.empty:
+        out["cpu_freq_mhz"] = float(freq["freq_mhz"].mean())
+        out["freq_source"] = str(freq["freq_source"].iloc[0])
+    else:
+        out["cpu_freq_mhz"], out["freq_source"] = float("nan"), "none"
+    return out
+
+
+# ---------------------------------------------------------------- the samplers on fio's axis
+def aligned_samplers(run_dir: str | os.PathLike, fio_start_s: float = 0.0) -> pd.DataFrame:
+    """The sampler series of a run on fio's axis (seconds since fio's first job started):
+    one row per sampler interval (t_start_s, t_s = its end) with the pinned CPUs' busy,
+    steal and iowait shares (%), the machine's steal and busy (%), the mean frequency (MHz)
+    and its source, and the thread-state sampler's series when it ran (``threads_<state>``:
+    threads in that state per tick). Empty when the run has no sampler series."""
+    run_dir = Path(run_dir)
+    if not (run_dir / STAT_FILE).exists():
+        return pd.DataFrame()
+    stat = read_stat(run_dir).sort_values(["cpu", "t_s"])
+    rows = []
+    for t, part in stat.groupby("t_s"):
+        rows.append(
+            {
+                "t_s": t,
+                **{f: part[f].sum() for f in STAT_FIELDS},
+                **{f"host_{f}": part[f"host_{f}"].iloc[0] for f in STAT_FIELDS if f"host_{f}" in part},
+            }
+        )
+    per_t = pd.DataFrame(rows).sort_values("t_s")
+    d = per_t.diff().iloc[1:]
+    total = d[list(STAT_FIELDS)].sum(axis=1).replace(0, np.nan)
+    out = pd.DataFrame(
+        {
+            "t_start_s": per_t["t_s"].iloc[:-1].to_numpy() - fio_start_s,
+            "t_s": per_t["t_s"].iloc[1:].to_numpy() - fio_start_s,
+            "cpu_busy_pct": (100 * d[list(BUSY_FIELDS)].sum(axis=1) / total).to_numpy(),
+            "cpu_steal_pct": (100 * d["steal"] / total).to_numpy(),
+            "cpu_iowait_pct": (100 * d["iowait"] / total).to_numpy(),
+        }
+    )
+    if "host_steal" in per_t:
+        htotal = d[[f"host_{f}" for f in STAT_FIELDS]].sum(axis=1).replace(0, np.nan)
+        out["host_steal_pct"] = (100 * d["host_steal"] / htotal).to_numpy()
+        out["host_busy_pct"] = (100 * d[[f"host_{f}" for f in BUSY_FIELDS]].sum(axis=1) / htotal).to_numpy()
+    if (run_dir / FREQ_FILE).exists():
+        freq = read_freq(run_dir)
+        if len(freq):
+            mean = freq.groupby("t_s")["freq_mhz"].mean()
+            out["cpu_freq_mhz"] = mean.reindex(per_t["t_s"].iloc[1:].to_numpy()).to_numpy()
+            out["freq_source"] = str(freq["freq_source"].iloc[0])
+    threads = _threads(run_dir, out["t_start_s"].to_numpy() + fio_start_s, out["t_s"].to_numpy() + fio_start_s)
+    return pd.concat([out, threads], axis=1) if len(threads) else out
+
+
+def _threads(run_dir: Path, starts: np.ndarray, ends: np.ndarray) -> pd.DataFrame:
+    """The thread-state sampler's series (``samples_threads.csv`` of ``iolab.machine.threads``: one
+    row per active thread per tick, ``t_s`` on its own clock, started with the samplers) per
+    sampler interval: the mean number of threads in each state per tick (``threads_R``,
+    ``threads_D``, ...), over all processes (seed 001's readahead workers were kernel
+    threads). Empty when it did not run; RunFileError (``iolab.core.runfiles``) when its files
+    cannot be read."""
+    path = run_dir / THREADS_FILE
+    if not path.exists() or not len(starts):
+        return pd.DataFrame()
+    frame = runfiles.read_csv(path, usecols=["t_s", "state"], numeric=("t_s",))
+    meta = runfiles.read_json(run_dir / "threads.json", optional=True) or {}
+    with runfiles.guard(run_dir / "threads.json"):
+        interval_s = float(meta.get("interval_s") or 0)
+    tick_s = interval_s or (float(np.median(np.diff(np.unique(frame["t_s"])))) if frame["t_s"].nunique() > 1 else 0.0)
+    if not tick_s:
+        return pd.DataFrame()
+    out = {}
+    for state in sorted(frame["state"].dropna().unique()):
+        t = np.sort(frame.loc[frame["state"] == state, "t_s"].to_numpy())
+        n = np.searchsorted(t, ends, side="right") - np.searchsorted(t, starts, side="right")
+        out[f"threads_{state}"] = n / np.maximum(1.0, (ends - starts) / tick_s)
+    return pd.DataFrame(out)

@@ -1,0 +1,1 @@
+"""report: notebooks and what they make — papermill execution, write-ups and provenance, batch, reproduce, the seeds and their pages, the demo, JupyterLab, the NVMe lab. May import every layer but the command line."""

@@ -1,0 +1,319 @@
+"""Batch re-runs of a notebook over parameter sets, with resume, failure isolation and an
+index page of their recorded results.
+
+A manifest (YAML) names one notebook, shared ``defaults`` and ``runs`` (each a ``name`` and
+``parameters``) and/or a ``grid`` (the Cartesian product of parameter lists, each cell a
+run named after its values). Paths in it — the notebook, and parameter values naming a file
+or folder that exists there — are relative to the manifest's folder::
+
+    notebook: ../notebooks/01_queue_depth_knee.ipynb
+    defaults: {runtime_s: 1, repeats: 2, queue_depths: [1, 4, 16, 64]}
+    grid: {bs: [4k, 16k, 64k]}
+    runs:
+      - {name: psync, parameters: {ioengine: psync}}
+
+Each run gets ``OUT/<name>/`` with the executed notebook, its write-up (HTML) and
+``run.json`` (status ok/failed, parameters, duration, the error of a failed run, the
+results it recorded, the run folders it made). Parameter names are checked against the
+notebook before anything runs (papermill's inspection). A failed notebook is kept with
+papermill's error banner and the batch goes on. Running the same batch again re-runs only
+failed or missing runs; a run whose parameters changed is a new run. ``OUT/batch.json``
+lists every run and ``OUT/index.html`` shows them side by side.
+
+Runs in parallel (``jobs`` > 1) are separate processes (papermill runs one notebook per
+call; its maintainers advise processes), and two runs pinned to the same CPU (their ``cpu``
+or ``cpus`` parameter) never run at once; iolab's per-CPU locks keep their fio runs apart
+anyway.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import difflib
+import hashlib
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..core.atomic import write_atomic, write_json
+from ..core.errors import InputError, IolabError
+from ..machine.locks import folder_locked
+from ..core.paths import inside, safe_name
+from ..core.validate import cpu_list, kind_of, mapping, notebook_file, positive_ints, yaml_mapping
+
+MANIFEST_KEYS = ("notebook", "defaults", "runs", "grid", "out", "jobs")
+
+
+@dataclass
+class BatchRun:
+    name: str
+    notebook: Path
+    parameters: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        """What makes a run the same run: its notebook and parameters (order-free)."""
+        body = json.dumps({"notebook": str(self.notebook), "parameters": self.parameters}, sort_keys=True, default=str)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Manifest:
+    notebook: Path
+    runs: list[BatchRun]
+    out: Path | None
+    jobs: int
+    path: Path
+
+
+def load_manifest(path: str | os.PathLike) -> Manifest:
+    """The manifest at ``path``, checked (keys, notebook, run names, parameter names against
+    the notebook's parameters cell): InputError saying what to fix, before anything runs."""
+    path = Path(path)
+    doc = yaml_mapping(path, "batch manifest (YAML: notebook, defaults, runs or grid)", MANIFEST_KEYS)
+    unknown = sorted(set(doc) - set(MANIFEST_KEYS))
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(unknown)} in {path.name}; the keys are {', '.join(MANIFEST_KEYS)}")
+    here = path.parent.resolve()
+    if not doc.get("notebook"):
+        raise InputError(f"{path.name} names no notebook: add notebook: <path relative to {here}>")
+    if not isinstance(doc["notebook"], (str, os.PathLike)):
+        raise InputError(
+            f"notebook in {path.name} is a {kind_of(doc['notebook'])}; give one path: "
+            "notebook: ../notebooks/01_queue_depth_knee.ipynb"
+        )
+    notebook = (here / str(doc["notebook"]).strip()).resolve()
+    if not notebook.is_file():
+        raise InputError(f"notebook {notebook} (from {path.name}, relative to {here}) does not exist")
+    notebook_file(notebook, "notebook", f" (named in {path.name})")  # a notebook, before papermill reads it
+    defaults = _paths(mapping(doc.get("defaults"), f"defaults in {path.name}", "defaults: {runtime_s: 1}"), here)
+    runs: list[BatchRun] = []
+    entries = doc.get("runs") or []
+    if not isinstance(entries, list):
+        raise InputError(
+            f"runs in {path.name} is a {kind_of(entries)}, not a list; write it as "
+            "runs: [{name: bs-4k, parameters: {bs: 4k}}]"
+        )
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or not entry.get("name"):
+            raise InputError(
+                f"runs[{i}] in {path.name} needs a name and parameters: - {{name: bs-4k, parameters: {{bs: 4k}}}}"
+            )
+        params = mapping(entry.get("parameters"), f"runs[{i}] parameters in {path.name}", "parameters: {bs: 4k}")
+        runs.append(BatchRun(safe_name(entry["name"]), notebook, {**defaults, **_paths(params, here)}))
+    grid = mapping(doc.get("grid"), f"grid in {path.name}", "grid: {bs: [4k, 16k]}")
+    for values in itertools.product(*([v] if not isinstance(v, list) else v for v in grid.values())) if grid else ():
+        cell = dict(zip(grid, values))
+        name = safe_name("-".join(f"{k}={v}" for k, v in cell.items()))
+        runs.append(BatchRun(name, notebook, {**defaults, **_paths(cell, here)}))
+    if not runs:
+        raise InputError(f"{path.name} has no runs: add runs: [...] or grid: {{param: [values]}}")
+    names = [r.name for r in runs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"run name(s) {', '.join(twice)} appear twice in {path.name}: names must be unique")
+    check_parameters(notebook, runs)
+    [jobs] = positive_ints("jobs", [doc.get("jobs", 1)])
+    if doc.get("out") is not None and not isinstance(doc["out"], str):
+        raise InputError(f"out in {path.name} is a {kind_of(doc['out'])}; give one folder: out: batch-out")
+    out = (here / str(doc["out"])).resolve() if doc.get("out") else None
+    return Manifest(notebook, runs, out, jobs, path)
+
+
+def _paths(params: dict[str, Any], here: Path) -> dict[str, Any]:
+    """Parameter values naming a file or folder that exists relative to the manifest's
+    folder become absolute paths (the notebook runs from its own folder)."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, str) and v.strip() and not os.path.isabs(v) and ("/" in v or "." in v) and _exists(here / v):
+            v = str((here / v).resolve())
+        out[k] = v
+    return out
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``, False for a value no path can be (too long, a NUL byte)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def check_parameters(notebook: Path, runs: list[BatchRun]) -> None:
+    """Every run's parameter names are the notebook's (papermill's inspection of its
+    parameters cell): InputError listing the unknown ones and what the notebook takes."""
+    import papermill as pm  # slow to import: only when checking a batch
+
+    try:
+        known = set(pm.inspect_notebook(str(notebook)))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # e.g. no kernelspec in its metadata
+        raise InputError(
+            f"papermill cannot read the parameters of {notebook} ({str(exc)[:120]}); open and save it "
+            "in JupyterLab with the project's kernel, then run the batch again"
+        ) from None
+    for run in runs:
+        unknown = sorted(set(run.parameters) - known)
+        if unknown:
+            near = {u: m[0] for u in unknown if (m := difflib.get_close_matches(u, known, 1))}
+            hint = "; ".join(f"{u!r}: did you mean {m!r}?" for u, m in near.items())
+            raise InputError(
+                f"run {run.name}: {notebook.name} has no parameter(s) {', '.join(unknown)}"
+                + (f" ({hint})" if hint else "")
+                + f"; it takes: {', '.join(sorted(known))}"
+            )
+
+
+# ---------------------------------------------------------------- running
+def _cpus_of(params: Mapping[str, Any]) -> set[int]:
+    """The CPUs a run pins to, from its ``cpu``/``cpus`` parameter read as every CPU list is
+    (``validate.cpu_list``: ``0-3`` holds 2); empty when it names none. InputError for a
+    list that cannot be read, before anything runs."""
+    value = params.get("cpu", params.get("cpus"))
+    if value is None or value == "":
+        return set()
+    return set(cpu_list(value))
+
+
+def execute_one(run: BatchRun, run_dir: Path) -> dict[str, Any]:
+    """Execute one run into ``run_dir`` (in this process) and return its record."""
+    from . import publish  # papermill and nbconvert: slow to import, only when running
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    executed = run_dir / run.notebook.name
+    record: dict[str, Any] = {
+        "name": run.name,
+        "notebook": str(run.notebook),
+        "parameters": run.parameters,
+        "key": run.key,
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    start = time.monotonic()
+    try:
+        out = publish.execute(run.notebook, executed, run.parameters)
+        record |= {"status": "ok", "error": "", "output": str(out)}
+    except IolabError as exc:
+        failed = executed.with_name(f"{executed.stem}.failed{executed.suffix}")
+        record |= {"status": "failed", "error": str(exc), "output": str(failed) if failed.exists() else ""}
+    record["duration_s"] = round(time.monotonic() - start, 1)
+    record |= _recorded(Path(record["output"])) if record["output"] else {"results": [], "run_folders": []}
+    record["html"] = ""
+    if record["output"]:
+        try:
+            record["html"] = str(_export(Path(record["output"])))
+        except (IolabError, OSError, ValueError) as exc:  # the run stands; its write-up could not be made
+            record["error"] = (record["error"] + "; " if record["error"] else "") + f"no write-up: {exc}"
+    write_json(run_dir / "run.json", record)
+    return record
+
+
+def _export(executed: Path) -> Path:
+    from . import publish
+
+    exporter = getattr(publish, "publish", None) or publish.to_html
+    return exporter(executed, executed.with_suffix(".html"))
+
+
+def _recorded(executed: Path) -> dict[str, Any]:
+    """The results and run folders an executed notebook recorded (its metadata)."""
+    try:
+        meta = json.loads(executed.read_text()).get("metadata", {}).get("iolab", {})
+    except (OSError, ValueError):
+        meta = {}
+    return {"results": meta.get("results", []), "run_folders": meta.get("run_folders", [])}
+
+
+def _previous(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def run_batch(
+    manifest: Manifest | str | os.PathLike,
+    out: str | os.PathLike | None = None,
+    jobs: int | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every run of the manifest that has no "ok" record with the same parameters in
+    ``out`` (default: the manifest's ``out``, else ``batch-<manifest name>`` beside it);
+    write ``batch.json`` and ``index.html`` there; return every run's record, in manifest
+    order. ``on_done(record)`` is called as each run ends."""
+    manifest = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
+    out = Path(out or manifest.out or manifest.path.with_name(f"batch-{manifest.path.stem}")).resolve()
+    [jobs] = positive_ints("--jobs", [jobs]) if jobs is not None else [manifest.jobs]
+    out.mkdir(parents=True, exist_ok=True)
+    records: dict[str, dict[str, Any]] = {}
+    with folder_locked(out):
+        todo = []
+        for run in manifest.runs:
+            prev = _previous(inside(out, run.name))
+            if prev and prev.get("status") == "ok" and prev.get("key") == run.key:
+                records[run.name] = prev
+            else:
+                todo.append(run)
+        for record in _execute_all(todo, out, jobs):
+            records[record["name"]] = record
+            _write_index(manifest, out, records)
+            if on_done:
+                on_done(record)
+        _write_index(manifest, out, records)
+    return [records[r.name] for r in manifest.runs if r.name in records]
+
+
+def _execute_all(todo: list[BatchRun], out: Path, jobs: int):
+    """Records as runs end; with ``jobs`` > 1, in worker processes, never two on one CPU."""
+    if jobs == 1 or len(todo) <= 1:
+        for run in todo:
+            yield execute_one(run, out / run.name)
+        return
+    pending = list(todo)
+    with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
+        running: dict[cf.Future, BatchRun] = {}
+        while pending or running:
+            busy = set().union(*(_cpus_of(r.parameters) for r in running.values())) if running else set()
+            for run in list(pending):
+                if len(running) >= jobs:
+                    break
+                if not (_cpus_of(run.parameters) & busy):
+                    pending.remove(run)
+                    running[pool.submit(execute_one, run, out / run.name)] = run
+                    busy |= _cpus_of(run.parameters)
+            done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                running.pop(future)
+                yield future.result()
+
+
+def _write_index(manifest: Manifest, out: Path, records: Mapping[str, dict[str, Any]]) -> None:
+    from .batch_index import index_html  # matplotlib: only when writing the page
+
+    ordered = [records[r.name] for r in manifest.runs if r.name in records]
+    doc = {
+        "manifest": str(manifest.path),
+        "notebook": str(manifest.notebook),
+        "runs": [
+            {
+                k: rec.get(k)
+                for k in (
+                    "name",
+                    "notebook",
+                    "parameters",
+                    "status",
+                    "output",
+                    "html",
+                    "duration_s",
+                    "error",
+                    "results",
+                    "run_folders",
+                )
+            }
+            for rec in ordered
+        ],
+    }
+    write_json(out / "batch.json", doc)
+    write_atomic(out / "index.html", index_html(doc, out))

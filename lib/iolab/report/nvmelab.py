@@ -1,0 +1,718 @@
+"""The NVMe lab: a command or a notebook run inside a QEMU guest whose SSDs are QEMU's
+emulated NVMe controllers, driven by Debian's own kernel and its real ``nvme`` driver.
+
+    result = nvmelab.run(["fio", "--name=x", "--filename=/dev/nvme0n1", ...])
+    result.returncode, result.boot_s, result.accel
+
+What the guest is (facts from a trial on this project's VM, ``shared/DESIGN.md``):
+
+* Debian's ``linux-image-amd64`` kernel, booted directly as the uncompressed ELF image (the
+  xz stream inside the vmlinuz: ~4.5 s faster than through SeaBIOS), with a busybox-static
+  initramfs that loads virtio-pci, 9p and nvme (``poll_queues=N``: polled completions work);
+* the host's root shared read-only over 9p (``cache=loose``: 30x faster than without), so the
+  checkout, its venv, fio, perf and nvme-cli are the host's own; the data folder and
+  ``papermill_runs/`` shared read-write at the same paths, so runs land in the host's runs
+  folder; tmpfs on /run and /tmp (the kit's ledger and locks);
+* ``controllers`` emulated NVMe controllers (``-device nvme``), each with one namespace backed
+  by a sparse file of ``namespace_size`` made for this boot and removed after it:
+  ``/dev/nvme0n1``, ``/dev/ng0n1``, ...
+
+KVM is used when /dev/kvm opens, TCG otherwise (these VMs: about 6 s to the command). Every
+figure measured in the lab is an emulator's, never a device's: the guest's environment carries
+``IOLAB_NVMELAB`` (what the lab is), every run's snapshot records it as ``emulated`` and the
+write-ups say so in a banner.
+
+The argv crosses into the guest as JSON (never as shell text) and is exec'd there by the
+host's own Python; the guest prints the command's exit status on its console (QEMU's own exit
+status does not carry it), and that status is the lab's. A guest that outlives ``timeout_s``
+is killed by its pid and its files removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import lzma
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..core import paths
+from ..core.atomic import write_atomic, write_json
+from ..core.errors import IolabError, ToolMissing
+from ..core.validate import parse_size
+
+ENV_FLAG = "IOLAB_NVMELAB"
+QEMU = "qemu-system-x86_64"
+PACKAGES = {QEMU: "qemu-system-x86", "busybox": "busybox-static", "nvme": "nvme-cli"}
+KERNEL_PACKAGE = "linux-image-amd64"
+MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme")  # with their dependencies (modules.dep)
+BUSYBOX = "/bin/busybox"
+START, EXIT = "IOLAB-NVMELAB-START", "IOLAB-NVMELAB-EXIT"
+BUILD_VERSION = 5  # bump when the initramfs or its init changes
+
+
+class LabError(IolabError):
+    """The NVMe lab could not be built or booted, or its guest hung."""
+
+
+# Under TCG, numpy keeps to its x86-64-v2 baseline: with the AVX2 kernels it picks on QEMU's
+# "max" CPU, the kernel of notebook 06 died of a general protection fault in numpy's
+# _multiarray_umath, twice (TCG's young AVX2 emulation). A Nehalem CPU avoided it too but
+# made the whole guest a third slower.
+TCG_NUMPY = {"NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"}
+KERNEL_OOPS = re.compile(r"^\[\s*\d+\.\d+\] (general protection fault|BUG: |Oops|kernel BUG|Kernel panic)")
+
+
+class QemuCannotStart(LabError):
+    """QEMU itself refused to start on this machine (its own error, before any guest ran)."""
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
+    ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
+    QEMU runs at niceness ``nice`` (the test suite's guest takes 10: the other tests come
+    first when both want a CPU)."""
+
+    controllers: int = 2
+    namespace_size: str = "1g"
+    cpus: int = 2
+    memory_mb: int = 2048
+    poll_queues: int = 2
+    timeout_s: float = 900.0
+    nice: int = 0
+
+    def __post_init__(self):
+        for name, low, high in (("controllers", 1, 8), ("cpus", 1, 8), ("poll_queues", 0, 64), ("nice", 0, 19)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not low <= value <= high:
+                raise LabError(f"nvmelab {name}={value!r}: give a whole number from {low} to {high}")
+        if self.poll_queues > self.cpus:  # the nvme module refuses it ("insmod: Invalid argument")
+            raise LabError(
+                f"nvmelab poll_queues={self.poll_queues} is more than the guest's {self.cpus} vCPU(s), "
+                "which Linux's nvme driver refuses: give as many vCPUs, or fewer poll queues"
+            )
+        if not isinstance(self.memory_mb, int) or self.memory_mb < 512:
+            raise LabError(f"nvmelab memory_mb={self.memory_mb!r}: give at least 512 (MiB)")
+        size = parse_size(self.namespace_size)
+        if size < 16 << 20:
+            raise LabError(f"nvmelab namespace_size={self.namespace_size!r}: give at least 16m")
+        if not self.timeout_s > 0:
+            raise LabError(f"nvmelab timeout_s={self.timeout_s!r}: give a positive number of seconds")
+
+
+@dataclass
+class LabResult:
+    returncode: int
+    accel: str  # "kvm" or "tcg"
+    boot_s: float  # QEMU started -> the command started, seconds
+    wall_s: float  # the whole boot, seconds
+    console: list[str] = field(default_factory=list)  # the guest's console before the command
+
+
+QEMU_BASE = [
+    "-nodefaults",
+    "-no-reboot",
+    "-display",
+    "none",
+    "-monitor",
+    "none",
+    "-serial",
+    "stdio",
+]  # a console, no more
+
+
+def lab_dir() -> Path:
+    return paths.data_dir() / "nvmelab"
+
+
+def missing_tools() -> list[str]:
+    """Debian packages the lab needs that are not installed (empty: all there)."""
+    missing = [
+        pkg
+        for tool, pkg in PACKAGES.items()
+        if not shutil.which(tool) and not (tool == "busybox" and Path(BUSYBOX).exists())
+    ]
+    if guest_kernel() is None:
+        missing.append(KERNEL_PACKAGE)
+    return missing
+
+
+def guest_kernel() -> tuple[str, Path, Path] | None:
+    """(version, vmlinuz, modules folder) of the newest kernel in /boot with its modules."""
+    found = []
+    for vmlinuz in Path("/boot").glob("vmlinuz-*"):
+        version = vmlinuz.name[len("vmlinuz-") :]
+        modules = Path("/lib/modules") / version
+        if (modules / "modules.dep").is_file():
+            key = tuple(int(n) for n in re.findall(r"\d+", version)[:4])
+            found.append((key, version, vmlinuz, modules))
+    if not found:
+        return None
+    _, version, vmlinuz, modules = max(found)
+    return version, vmlinuz, modules
+
+
+def accel() -> str:
+    """ "kvm" when KVM boots a guest here, else "tcg". On this project's VMs /dev/kvm opens
+    but a KVM guest fails (``-cpu host``: "failed to set MSR 0x10a") or hangs before its
+    first console line, so KVM is tried once with the lab's kernel (5 s at most) and the
+    answer kept in the lab folder for this host kernel and QEMU."""
+    try:
+        os.close(os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC))
+    except OSError:
+        return "tcg"
+    from ..core.system import tool_version
+
+    key = {"host_kernel": os.uname().release, "qemu": tool_version([QEMU, "--version"])}
+    note = lab_dir() / "accel.json"
+    try:
+        kept = json.loads(note.read_text())
+        if kept.get("key") == key:
+            return kept["accel"]
+    except (OSError, ValueError, AttributeError, KeyError):
+        pass
+    vmlinux, _, _ = build()
+    mode = "kvm" if _kvm_boots(vmlinux) else "tcg"
+    write_json(note, {"key": key, "accel": mode})
+    return mode
+
+
+def _kvm_boots(vmlinux: Path, wait_s: float = 5.0) -> bool:
+    """Does the kernel print its first line under KVM within ``wait_s``?"""
+    argv = [
+        shutil.which(QEMU) or QEMU,
+        *QEMU_BASE,
+        "-accel",
+        "kvm",
+        "-cpu",
+        "host",
+        "-m",
+        "256",
+        "-kernel",
+        str(vmlinux),
+        "-append",
+        "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 rdinit=/none",
+    ]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        import selectors
+
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            deadline, seen = time.monotonic() + wait_s, b""
+            while time.monotonic() < deadline and b"Linux version" not in seen:
+                if sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    chunk = os.read(proc.stdout.fileno(), 4096)
+                    if not chunk:
+                        break
+                    seen += chunk
+        return b"Linux version" in seen
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def describe(spec: LabSpec, mode: str) -> str:
+    """What ``IOLAB_NVMELAB`` says inside the guest (and every run's snapshot records)."""
+    return (
+        f"QEMU {mode.upper()} guest with {spec.controllers} emulated NVMe controller(s) of "
+        f"{spec.namespace_size}: an emulator's numbers, not a device's"
+    )
+
+
+# ---------------------------------------------------------------- building the guest
+def extract_vmlinux(vmlinuz: Path) -> bytes:
+    """The uncompressed ELF kernel inside a bzImage whose payload is xz (Debian's)."""
+    data = vmlinuz.read_bytes()
+    start = data.find(b"\xfd7zXZ\x00")
+    if start < 0:
+        raise LabError(
+            f"{vmlinuz}: no xz stream inside; the lab boots Debian's xz-compressed kernels "
+            f"(apt-get install {KERNEL_PACKAGE})"
+        )
+    elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[start:])
+    if not elf.startswith(b"\x7fELF"):
+        raise LabError(f"{vmlinuz}: the xz stream inside is not an ELF kernel")
+    return elf
+
+
+def module_files(modules_dir: Path, names: Sequence[str] = MODULES) -> list[Path]:
+    """The .ko files for ``names`` and their dependencies, each once, in load order."""
+    deps = {}
+    for line in (modules_dir / "modules.dep").read_text().splitlines():
+        path, _, rest = line.partition(":")
+        deps[Path(path).name.split(".ko")[0].replace("-", "_")] = (path, rest.split())
+    order: list[str] = []
+    for name in names:
+        if name not in deps:
+            raise LabError(f"kernel module {name} is not in {modules_dir}/modules.dep")
+        path, needs = deps[name]
+        for dep in reversed(needs):  # modules.dep lists the deepest dependency last
+            if dep not in order:
+                order.append(dep)
+        if path not in order:
+            order.append(path)
+    for rel in order:
+        if rel.endswith((".xz", ".zst", ".gz")):
+            raise LabError(f"{rel}: compressed kernel modules are not supported by the lab's busybox insmod")
+    return [modules_dir / rel for rel in order]
+
+
+def _cpio_newc(entries: Sequence[tuple[str, int, bytes]]) -> bytes:
+    """A cpio archive in the kernel's initramfs format (newc): (name, mode, data) entries;
+    a symlink's data is its target."""
+    out = bytearray()
+    for ino, (name, mode, data) in enumerate([*entries, ("TRAILER!!!", 0, b"")], start=1):
+        raw = name.encode() + b"\0"
+        fields = (ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(raw), 0)
+        out += b"070701" + b"".join(b"%08X" % f for f in fields) + raw
+        out += b"\0" * (-len(out) % 4)
+        out += data
+        out += b"\0" * (-len(out) % 4)
+    return bytes(out)
+
+
+INIT = r"""#!/bin/busybox sh
+# The NVMe lab's guest init (iolab.report.nvmelab): mounts, modules, the host root, the command.
+/bin/busybox mkdir -p /proc /sys /dev /host /tmp
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+ip link set lo up  # Jupyter's kernels talk over 127.0.0.1 (ZeroMQ)
+. /lab.conf
+for m in $LAB_MODULES; do
+    case "$m" in */nvme.ko) insmod "$m" poll_queues=$LAB_POLL_QUEUES ;; *) insmod "$m" ;; esac
+done
+opts=trans=virtio,version=9p2000.L,msize=512000
+mount -t 9p -o $opts,ro,cache=loose hostroot /host || { echo "lab: the host root did not mount"; poweroff -f; }
+mount --bind /proc /host/proc; mount --bind /sys /host/sys; mount --bind /dev /host/dev
+mount -t tmpfs tmpfs /host/run; mount -t tmpfs tmpfs /host/tmp
+mkdir -p /host/dev/pts /host/dev/shm; mount -t devpts devpts /host/dev/pts; mount -t tmpfs tmpfs /host/dev/shm
+# after the tmpfs: a checkout or data folder under the host's /tmp is seen through its own share
+i=0
+for path in $LAB_RO; do
+    mkdir -p "/host$path" 2>/dev/null
+    mount -t 9p -o $opts,ro,cache=loose "ro$i" "/host$path" || echo "lab: $path did not mount"
+    i=$((i + 1))
+done
+i=0
+for path in $LAB_RW; do
+    mkdir -p "/host$path" 2>/dev/null
+    mount -t 9p -o $opts,cache=mmap "rw$i" "/host$path" || echo "lab: $path did not mount read-write"
+    i=$((i + 1))
+done
+n=0
+while [ ! -e /dev/nvme$((LAB_CONTROLLERS - 1))n1 ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
+[ -e /dev/nvme$((LAB_CONTROLLERS - 1))n1 ] || { echo "lab: the emulated NVMe namespaces did not appear in 20 s"; poweroff -f; }
+echo IOLAB-NVMELAB-START
+chroot /host "$LAB_PYTHON" "$LAB_EXEC" "$LAB_ARGV"
+echo "IOLAB-NVMELAB-EXIT $?"
+sync
+poweroff -f
+"""
+
+# Runs in the guest under the host's Python: the argv list from its JSON file, exec'd.
+EXEC = """import json, os, shutil, sys
+job = json.load(open(sys.argv[1]))
+os.chdir(job["cwd"])
+env = job["env"]
+mpl = os.path.join(env.get("HOME", "/root"), ".cache", "matplotlib")
+if os.path.isdir(mpl):  # the host's font cache: a read-only home would make matplotlib rebuild it
+    shutil.copytree(mpl, "/tmp/matplotlib", dirs_exist_ok=True)
+    env.setdefault("MPLCONFIGDIR", "/tmp/matplotlib")
+sys.stdout.flush()
+os.execvpe(job["argv"][0], job["argv"], env)
+"""
+
+
+def build(force: bool = False) -> tuple[Path, Path, str]:
+    """The guest's kernel (uncompressed) and base initramfs under the lab folder, built once
+    (again when the kernel, busybox or this module's build version change). Returns
+    (vmlinux, initramfs, kernel version)."""
+    missing = missing_tools()
+    if missing:
+        raise ToolMissing(missing[0], " ".join(missing))
+    version, vmlinuz, modules_dir = guest_kernel()
+    busybox = Path(shutil.which("busybox") or BUSYBOX)
+    folder = lab_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = {
+        "build": BUILD_VERSION,
+        "kernel": version,
+        "vmlinuz_mtime": vmlinuz.stat().st_mtime_ns,
+        "busybox_mtime": busybox.stat().st_mtime_ns,
+    }
+    vmlinux, initramfs, stamp_file = folder / "vmlinux", folder / "initramfs.cpio", folder / "build.json"
+    if not force and vmlinux.is_file() and initramfs.is_file():
+        try:
+            if json.loads(stamp_file.read_text()) == stamp:
+                return vmlinux, initramfs, version
+        except (OSError, ValueError):
+            pass
+    kos = module_files(modules_dir)
+    entries = [
+        ("bin", 0o40755, b""),
+        ("bin/busybox", 0o100755, busybox.read_bytes()),
+        ("init", 0o100755, INIT.encode()),
+        ("lib", 0o40755, b""),
+        ("lib/modules", 0o40755, b""),
+    ]
+    entries += [(f"lib/modules/{ko.name}", 0o100644, ko.read_bytes()) for ko in kos]
+    write_atomic(vmlinux, extract_vmlinux(vmlinuz))
+    write_atomic(initramfs, _cpio_newc(entries))
+    write_json(stamp_file, {**stamp, "modules": [k.name for k in kos]})
+    return vmlinux, initramfs, version
+
+
+def _quote_conf(value: str) -> str:
+    if "'" in value or "\n" in value:
+        raise LabError(f"nvmelab: the path {value!r} cannot be shared with the guest (a quote or newline)")
+    return f"'{value}'"
+
+
+def _share(path: Path) -> str:
+    """A folder shared with the guest, as the guest's init reads it (a space-separated list)."""
+    text = str(path)
+    if any(c.isspace() for c in text) or "," in text:
+        raise LabError(
+            f"nvmelab: {text!r} holds a space or comma, which QEMU's -virtfs and the guest's "
+            "init cannot take; move the checkout (or IOLAB_DATA) to a path without them"
+        )
+    return text
+
+
+def rw_paths() -> list[Path]:
+    """The host folders the guest writes to, at the same paths: the data folder (runs) and
+    the executed-notebook folder."""
+    return [paths.data_dir().resolve(), paths.PAPERMILL_RUNS.resolve()]
+
+
+# ---------------------------------------------------------------- running
+def run(
+    argv: Sequence[str],
+    spec: LabSpec = LabSpec(),
+    *,
+    cwd: str | os.PathLike | None = None,
+    env: dict[str, str] | None = None,
+    out: Callable[[str], None] | None = None,
+) -> LabResult:
+    """Boot the lab, run ``argv`` in it (in ``cwd``, the checkout by default) and power off.
+    The command's console output goes to ``out`` line by line (stdout by default). The
+    result's returncode is the command's own; LabError when the guest never reached it."""
+    from ..machine import process
+    from ..core import signals
+
+    argv = [str(a) for a in argv]
+    if not argv:
+        raise LabError("nvmelab: no command given; e.g. iolab nvmelab -- nvme list")
+    out = out or (lambda line: print(line, flush=True))
+    vmlinux, base_initramfs, _ = build()
+    mode = accel()
+    shares = rw_paths()
+    for share in shares:
+        share.mkdir(parents=True, exist_ok=True)
+    _remove_stale_boots()
+    boot = Path(tempfile.mkdtemp(prefix=f"boot-{os.getpid()}-", dir=lab_dir()))
+    proc = entry = None
+    started = time.monotonic()
+    try:
+        images = []
+        for i in range(spec.controllers):
+            image = boot / f"nvme{i}.img"
+            with open(image, "wb") as f:
+                f.truncate(parse_size(spec.namespace_size))  # sparse: no space used until written
+            images.append(image)
+        guest_env = _guest_env(env, spec, mode)
+        job, runner = boot / "argv.json", boot / "exec.py"
+        runner.write_text(EXEC)
+        job.write_text(json.dumps({"argv": argv, "cwd": str(Path(cwd or paths.REPO).resolve()), "env": guest_env}))
+        _, _, modules_dir = guest_kernel()
+        conf = "\n".join(
+            [
+                f"LAB_MODULES={_quote_conf(' '.join('/lib/modules/' + k.name for k in module_files(modules_dir)))}",
+                f"LAB_POLL_QUEUES={spec.poll_queues}",
+                f"LAB_CONTROLLERS={spec.controllers}",
+                f"LAB_RO={_quote_conf(_share(paths.REPO.resolve()))}",
+                f"LAB_RW={_quote_conf(' '.join(_share(s) for s in shares))}",
+                f"LAB_PYTHON={_quote_conf(sys.executable)}",
+                f"LAB_EXEC={_quote_conf(str(runner))}",
+                f"LAB_ARGV={_quote_conf(str(job))}",
+                "",
+            ]
+        )
+        initramfs = boot / "initramfs.cpio"
+        initramfs.write_bytes(base_initramfs.read_bytes() + _cpio_newc([("lab.conf", 0o100644, conf.encode())]))
+        qemu = _qemu_argv(vmlinux, initramfs, images, shares, spec, mode)
+        proc, entry = process.spawn(
+            qemu, name="qemu (nvmelab)", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        result = _follow(proc, spec, mode, started, out)
+        proc.wait()
+        return result
+    finally:
+        if proc is not None:
+            if proc.poll() is None:
+                process.stop_group(proc, grace_s=2)
+            with signals.deferred():
+                entry.release()
+        shutil.rmtree(boot, ignore_errors=True)
+
+
+def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "VIRTUAL_ENV", "PYTHONPATH")
+    base = {k: v for k, v in os.environ.items() if k in keep or k.startswith("IOLAB_")}
+    base.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    base.update(
+        {
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "JUPYTER_RUNTIME_DIR": "/tmp/jupyter-runtime",
+            "IPYTHONDIR": "/tmp/ipython",
+            "IOLAB_HEADLESS": "1",
+            ENV_FLAG: describe(spec, mode),
+        }
+    )
+    if mode == "tcg":
+        base.update(TCG_NUMPY)
+    base.update(env or {})
+    return base
+
+
+def _qemu_argv(
+    vmlinux: Path, initramfs: Path, images: list[Path], shares: list[Path], spec: LabSpec, mode: str
+) -> list[str]:
+    argv = ["nice", "-n", str(spec.nice)] if spec.nice else []  # nice execs QEMU: the pid is QEMU's
+    argv += [
+        shutil.which(QEMU) or QEMU,
+        *QEMU_BASE,
+        "-machine",
+        "q35",
+        "-accel",
+        mode,
+        "-cpu",
+        "max" if mode == "tcg" else "host",
+        "-smp",
+        str(spec.cpus),
+        "-m",
+        str(spec.memory_mb),
+        "-kernel",
+        str(vmlinux),
+        "-initrd",
+        str(initramfs),
+        # nowatchdog, no RCU stall reports: under TCG a vCPU can be descheduled for many
+        # seconds, and the soft-lockup dump landed in the middle of a notebook's output
+        # oops=panic: a guest kernel that oopses powers off (panic=-1, -no-reboot) and the
+        # run ends with the oops's words, not a hung command waiting for the timeout
+        "-append",
+        "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic rdinit=/init nowatchdog rcupdate.rcu_cpu_stall_suppress=1",
+        # multidevs=remap: the host's /proc and /sys roots share an inode number, and without it
+        # the guest's 9p client takes one for the other (/proc/stat went missing)
+        "-virtfs",
+        "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+    ]
+    argv += [
+        "-virtfs",
+        f"local,path={paths.REPO.resolve()},mount_tag=ro0,security_model=none,readonly=on,multidevs=remap",
+    ]
+    for i, share in enumerate(shares):
+        argv += ["-virtfs", f"local,path={share},mount_tag=rw{i},security_model=none"]
+    for i, image in enumerate(images):
+        argv += [
+            "-drive",
+            f"file={image},if=none,id=ns{i},format=raw,cache=none,aio=threads",
+            "-device",
+            f"nvme,serial=IOLABLAB{i:04d},drive=ns{i}",
+        ]
+    return argv
+
+
+def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float, out: Callable[[str], None]) -> LabResult:
+    """Read the guest's console until the command's exit line; kill the guest past the
+    timeout."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    console, buffer, boot_s, code = [], b"", None, None
+    oops = culprit = None
+    deadline = started + spec.timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LabError(
+                f"nvmelab: the guest did not finish within {spec.timeout_s:g} s; it was killed "
+                f"(pid {proc.pid}). Give a longer --timeout, or look at its console: " + " | ".join(console[-5:])
+            )
+        if not sel.select(timeout=min(left, 1.0)):
+            continue
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for raw in lines:
+            line = raw.decode(errors="replace").rstrip("\r")
+            if boot_s is None:
+                if line.strip() == START:
+                    boot_s = time.monotonic() - started
+                else:
+                    console.append(line)
+                continue
+            m = re.fullmatch(rf"{EXIT} (\d+)", line.strip())
+            if m:
+                code = int(m.group(1))
+                continue
+            if code is None:
+                out(line)
+                if oops is None and KERNEL_OOPS.search(line):
+                    oops = line
+                elif oops is not None and culprit is None:
+                    frame = re.search(r"\]\s+(\w+)\+0x", line)  # the first frame not panic's own
+                    if frame and frame.group(1) not in ("dump_stack_lvl", "dump_stack", "panic", "show_stack"):
+                        culprit = line.split("]", 1)[1].strip()
+    sel.close()
+    wall = time.monotonic() - started
+    if boot_s is None:
+        said = " | ".join(line for line in console[-8:] if line.strip())
+        if proc.wait() != 0 and any(line.startswith(("qemu-system", "qemu:")) for line in console):
+            raise QemuCannotStart(f"nvmelab: QEMU could not start here: {said}")
+        raise LabError(f"nvmelab: the guest stopped before running the command; its console said: {said}")
+    if code is None and oops:
+        where = f" in {culprit}" if culprit else ""
+        raise LabError(
+            f"nvmelab: the guest's kernel crashed while the command ran{where}: "
+            f"{oops.split(']', 1)[-1].strip()} (Linux {guest_kernel()[0]}'s own failure; its whole "
+            "report is on the console above). Try again, or boot a newer kernel (linux-image-amd64)"
+        )
+    if code is None:
+        raise LabError("nvmelab: the guest stopped while the command ran (no exit status on its console)")
+    return LabResult(code, mode, boot_s, wall, console)
+
+
+def _remove_stale_boots() -> None:
+    """Boot folders of lab runs whose iolab process is gone (killed with SIGKILL)."""
+    for folder in lab_dir().glob("boot-*"):
+        m = re.match(r"boot-(\d+)-", folder.name)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- notebooks
+def lab_defaults(spec: LabSpec) -> dict:
+    """What a notebook run in the lab is given unless the caller says otherwise: the first
+    emulated namespace as its target, every controller's namespace for notebook 06's one fio
+    per device, polled completions (its poll queues), and the device changes the lab exists
+    to try (always restored)."""
+    return {
+        "target": "/dev/nvme0n1",
+        "opt_in_device_changes": True,
+        "polled": spec.poll_queues > 0,
+        "devices": [f"/dev/nvme{i}n1" for i in range(spec.controllers)] if spec.controllers > 1 else [],
+    }
+
+
+def notebook_output(notebook: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> Path:
+    """Where a lab run of ``notebook`` goes: ``papermill_runs/<name>.nvmelab.ipynb``."""
+    return Path(out_dir or paths.PAPERMILL_RUNS).resolve() / f"{Path(notebook).stem}.nvmelab.ipynb"
+
+
+def notebook_job(
+    notebook: str | os.PathLike,
+    parameters: dict | None = None,
+    spec: LabSpec = LabSpec(),
+    *,
+    out_dir: str | os.PathLike | None = None,
+) -> tuple[list[str], Path]:
+    """The guest command that executes ``notebook`` with ``parameters`` (papermill) and writes
+    its offline write-up (``iolab.report.publish``), and the executed notebook's path in ``out_dir``
+    (``papermill_runs/``). ``lab_defaults`` fill the parameters the notebook has and the
+    caller did not give. A parameter the notebook lacks is refused here, before any boot."""
+    from .publish import refuse_unknown_parameters
+
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file() or notebook.suffix != ".ipynb":
+        raise LabError(f"nvmelab: {notebook} is not a notebook (.ipynb) file")
+    import papermill as pm
+
+    known = pm.inspect_notebook(str(notebook))
+    refuse_unknown_parameters(notebook, parameters, known)
+    parameters = {**{k: v for k, v in lab_defaults(spec).items() if k in known}, **(parameters or {})}
+    output = notebook_output(notebook, out_dir)
+    if output.parent not in rw_paths() and not any(p in output.parents for p in rw_paths()):
+        raise LabError(
+            f"nvmelab: the guest writes only under {', '.join(map(str, rw_paths()))}; {output.parent} is outside them"
+        )
+    return [
+        sys.executable,
+        "-m",
+        "iolab.report.nvmelab",
+        "notebook",
+        str(notebook),
+        str(output),
+        json.dumps(parameters),
+    ], output
+
+
+def run_notebook(
+    notebook: str | os.PathLike,
+    parameters: dict | None = None,
+    spec: LabSpec = LabSpec(),
+    *,
+    out_dir: str | os.PathLike | None = None,
+    out: Callable[[str], None] | None = None,
+) -> tuple[LabResult, Path]:
+    """Execute ``notebook`` inside the lab (``notebook_job``); the executed notebook and its
+    write-up land in ``out_dir`` (``papermill_runs/``)."""
+    argv, output = notebook_job(notebook, parameters, spec, out_dir=out_dir)
+    return run_notebook_job(argv, output, spec, out=out), output
+
+
+def run_notebook_job(
+    argv: list[str], output: Path, spec: LabSpec = LabSpec(), *, out: Callable[[str], None] | None = None
+) -> LabResult:
+    """Run a ``notebook_job`` in the lab; a half-run notebook is kept (``_keep_partial``)."""
+    result = None
+    try:
+        result = run(argv, spec, out=out)
+        return result
+    finally:
+        if result is None or result.returncode != 0:
+            _keep_partial(output)
+
+
+def _keep_partial(output: Path) -> None:
+    """The guest's half-executed notebook (papermill writes it to a hidden running name) as
+    ``NAME.interrupted.ipynb``, when the guest crashed, hung or was stopped before renaming it."""
+    from .publish import keep_partial
+
+    for running in output.parent.glob(f".{output.stem}.*.running{output.suffix}"):
+        with contextlib.suppress(OSError):
+            keep_partial(running, output, "interrupted")
+
+
+def _guest_notebook(notebook: str, output: str, parameters: str) -> int:
+    """Inside the guest: execute and publish (``run_notebook``'s other half)."""
+    from .publish import execute, publish
+
+    try:
+        executed = execute(notebook, output, json.loads(parameters))
+    except Exception as exc:  # noqa: BLE001 - the guest's last word: one line, then the exit status
+        print(
+            f"iolab nvmelab: {Path(notebook).name} did not run in the lab: {type(exc).__name__}: {exc}", file=sys.stderr
+        )
+        return 1
+    print(f"wrote {executed}\nwrote {publish(executed)}")
+    return 0
+
+
+if __name__ == "__main__":  # python -m iolab.report.nvmelab notebook NB OUT PARAMS (in the guest)
+    if len(sys.argv) == 5 and sys.argv[1] == "notebook":
+        sys.exit(_guest_notebook(*sys.argv[2:]))
+    sys.exit("usage: python -m iolab.report.nvmelab notebook NOTEBOOK OUTPUT PARAMETERS_JSON (iolab nvmelab runs it)")

@@ -1,0 +1,1 @@
+"""runs: run folders — what each producer writes and how it is read back, the store and its cached table, and repair of what a killed iolab left. Imports core, read, stats and machine."""

@@ -1,0 +1,122 @@
+"""The run-folder contract: what each producer writes in a run folder and how it is read back.
+
+A producer is anything that leaves files in a run folder: the tool that drove the I/O (fio,
+t/io_uring), the samplers, perf record and perf stat, the block counters, the system
+snapshot. Each declares
+
+* ``files`` — the file names it writes (the first one there means it ran), and
+* ``read(run_dir)`` — its reader: the table's rows (one per job and direction; a DataFrame)
+  for the tool that drove the I/O, or per-run columns (a dict) merged onto every row.
+
+A file a producer reads that is missing, empty, cut short or not what it wrote is a
+``RunFileError`` naming that file (readers read through ``iolab.core.runfiles``; ``rows`` and
+``columns`` turn what a reader meets in a file of the right type but the wrong content into
+one too), and ``iolab.runs.store`` leaves that run out of a table, saying so: a run's row is never
+given with one producer's columns silently missing (an empty ``flags`` would read "passed").
+
+``iolab.runs.store`` loops over ``PRODUCERS`` and imports no producer; a new producer (thread
+states, remote hosts, stress-ng) is one more entry here, with its columns in
+``iolab.core.columns``. The file names and the folder's own files (``iolab.runs.store``) make up the
+versioned layout (``iolab.runs.store.SCHEMA_VERSION``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ..read import checks, fiojson, hosttable, samples, series, threadstates, tio
+from ..machine import perf
+from ..stats import timeline
+from ..core import runfiles
+from ..core.errors import FioOutputError
+from ..core.system import request_sizes, snapshot_columns
+
+
+@dataclass(frozen=True)
+class Producer:
+    """One producer's part of a run folder (see the module docstring)."""
+
+    name: str
+    files: tuple[str, ...]
+    read: Callable[[Path], "pd.DataFrame | dict[str, Any]"]
+    rows: bool = False  # True: ``read`` gives the table's rows, else per-run columns
+
+    def ran(self, run_dir: str | Path) -> bool:
+        """Whether this producer wrote into ``run_dir``: its first file is there (the tool
+        that drove the I/O), or any of its files (the others: then a file of it that is
+        missing is named by its reader, not taken for a producer that did not run)."""
+        files = self.files if not self.rows else self.files[:1]
+        return any((Path(run_dir) / name).exists() for name in files)
+
+    def load(self, run_dir: str | Path) -> "pd.DataFrame | dict[str, Any]":
+        """``read(run_dir)``; RunFileError naming this producer's files for what its reader
+        meets in a file of the right type but the wrong content (``iolab.core.runfiles.guard``)."""
+        run_dir = Path(run_dir)
+        present = [name for name in self.files if (run_dir / name).exists()] or list(self.files[:1])
+        with runfiles.guard(run_dir / " or ".join(present)):
+            return self.read(run_dir)
+
+
+def block_columns(run_dir: str | Path) -> dict[str, float]:
+    """What the device saw during the run (``iolab.core.system.request_sizes``) from the
+    ``/sys/block/<dev>/stat`` readings before and after it in ``blockstat.json``."""
+    counters = runfiles.read_json(Path(run_dir) / "blockstat.json", keys=("before", "after"))
+    return request_sizes(counters["before"], counters["after"])
+
+
+def system_columns(run_dir: str | Path) -> dict[str, Any]:
+    """What ``iolab.stats.drift`` compares between the runs of a study, from ``system.json``
+    (``iolab.core.system.snapshot_columns``). fio's version and the frequency source are
+    columns of the fio and sampler producers."""
+    return snapshot_columns(runfiles.read_json(Path(run_dir) / "system.json"))
+
+
+def no_columns(run_dir: str | Path) -> dict[str, Any]:
+    """For producers whose files are kept for provenance or read elsewhere, not as columns."""
+    return {}
+
+
+PRODUCERS: tuple[Producer, ...] = (
+    Producer("t/io_uring", tio.FILES, tio.run_rows, rows=True),
+    Producer("fio client/server", hosttable.FILES, hosttable.run_rows, rows=True),  # before fio: its rows
+    Producer("fio", fiojson.FILES, fiojson.run_rows, rows=True),
+    Producer("samplers", samples.FILES, samples.run_columns),
+    Producer("perf stat", perf.STAT_FILES, perf.stat_columns),
+    Producer("block counters", ("blockstat.json",), block_columns),
+    Producer("perf record", perf.RECORD_FILES, no_columns),  # read by stacks()
+    Producer("thread states", threadstates.FILES, threadstates.run_columns),  # iolab.machine.threads
+    Producer("interval logs", series.FILES, timeline.run_columns),  # fio's logs with log_ms: iolab.read.series
+    Producer("system snapshot", ("system.json",), system_columns),
+    Producer("plausibility checks", (checks.FILE,), checks.flag_columns),
+)
+
+
+def rows(run_dir: str | Path) -> pd.DataFrame:
+    """The rows of a run folder, from the first row producer that ran in it."""
+    for producer in PRODUCERS:
+        if producer.rows and producer.ran(run_dir):
+            return producer.load(run_dir)
+    tools = " or ".join(p.files[0] for p in PRODUCERS if p.rows)
+    raise FioOutputError(
+        f"{run_dir} holds no report ({tools}): the run stopped before its tool "
+        "wrote one; its run.json says why, and argv.json holds the command to re-run"
+    )
+
+
+def columns(run_dir: str | Path) -> dict[str, Any]:
+    """The per-run columns of a run folder, from every column producer that ran in it."""
+    out: dict[str, Any] = {}
+    for producer in PRODUCERS:
+        if not producer.rows and producer.ran(run_dir):
+            out.update(producer.load(run_dir))
+    return out
+
+
+def stacks(run_dir: str | Path) -> Counter:
+    """The folded stacks of a profiled run folder (``perf.folded``, ``iolab.machine.perf.read_stacks``)."""
+    return perf.read_stacks(run_dir)

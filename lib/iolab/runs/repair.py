@@ -1,0 +1,170 @@
+"""Repair: put right what dead iolab processes left behind, from the ledger (``iolab.machine.ledger``).
+
+Every iolab command repairs first — ``runner.measure`` and ``measure_tio`` (``exclusive``),
+``sweep.sweep`` and the ``iolab`` command line call ``recover_and_report()`` — and
+``iolab cleanup`` says what it did and what live processes hold (``cleanup_report()``).
+
+An entry is undone when its owner is dead (a pid that is gone, or reused by another
+process, per its start time in ``/proc/PID/stat``):
+
+    process   stop the process group it led (fio and its job processes), by pgid
+    run       finish a run folder left as ``.tmp-<id>`` as ``interrupted``
+    knob      write the old value back if the /sys file still holds iolab's value
+    nvme      set the NVMe feature back if the controller still has iolab's value (nvme-cli)
+    loop      detach the device if it is still backed by the recorded file; remove the file
+    file      remove the file (a loop backing file made before its device existed)
+
+Entries are claimed by renaming them, so two processes never undo the same thing twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..machine import ledger
+from ..core.errors import IolabError
+from ..machine.knobs import nvme_get_feature, nvme_set_feature
+from ..machine.process import signal_group
+from ..core.system import read_text, selected
+from ..machine.target import loop_backing
+
+
+def _undo_loop(e: dict) -> str:
+    dev, backing = e.get("device"), e.get("backing")
+    msgs = []
+    if dev:
+        current = loop_backing(Path(dev).name)
+        if current and backing and current == backing:
+            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
+            msgs.append(f"detached loop device {dev}")
+        elif current:
+            msgs.append(f"left {dev} attached: it is now backed by {current}, not iolab's {backing}")
+    if backing and Path(backing).exists():
+        Path(backing).unlink()
+        msgs.append(f"removed its backing file {backing}")
+    return "; ".join(msgs) or f"loop device {dev} was already released"
+
+
+def _undo_file(e: dict) -> str:
+    p = Path(e["path"])
+    if p.exists():
+        p.unlink()
+        return f"removed {p}"
+    return f"{p} was already removed"
+
+
+def _undo_knob(e: dict) -> str:
+    path, old, new = e["path"], str(e["old"]), str(e["new"])
+    current = read_text(path)
+    if current is None:
+        return f"{path} no longer exists"
+    if selected(current) != selected(new):
+        return f"left {path} at {selected(current)!r}: changed since iolab set it to {new!r}"
+    Path(path).write_text(old)
+    return f"restored {path} to {old!r} (was iolab's {new!r})"
+
+
+def _undo_nvme(e: dict) -> str:
+    ctrl, fid, old, new = e["controller"], int(e["feature"]), int(e["old"]), int(e["new"])
+    current = nvme_get_feature(ctrl, fid)
+    if current != new:
+        return f"left {ctrl} feature {fid:#x} at {current:#x}: changed since iolab set it to {new:#x}"
+    nvme_set_feature(ctrl, fid, old)
+    return f"restored {ctrl} feature {fid:#x} to {old:#x} (was iolab's {new:#x})"
+
+
+def _undo_process(e: dict) -> str:
+    pgid, started = int(e["pid"]), e.get("start")
+    members = [p for p in _pids() if _pgid(p) == pgid and (started is None or (ledger.start_time(p) or 0) >= started)]
+    if not members:
+        return f"{e.get('name', 'process')} (pid {pgid}) had already ended"
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        signal_group(pgid, sig)
+        for _ in range(50):
+            if not any(_pgid(p) == pgid for p in members):
+                return (
+                    f"stopped {e.get('name', 'process')} (pid {pgid}) left running, with {len(members) - 1} child(ren)"
+                )
+            time.sleep(0.1)
+    return f"could not stop process group {pgid}"
+
+
+def _undo_netns(e: dict) -> str:
+    name = e["name"]
+    gone = subprocess.run(["ip", "netns", "delete", name], capture_output=True, text=True, check=False)
+    return (
+        f"removed network namespace {name}" if gone.returncode == 0 else f"network namespace {name} was already removed"
+    )
+
+
+def _undo_run(e: dict) -> str:
+    from .store import finish_abandoned  # pandas: imported only when a run was left behind
+
+    return finish_abandoned(Path(e["path"]), f"its iolab process (pid {e['owner_pid']}) died before the run ended")
+
+
+UNDO: dict[str, Callable[[dict], str]] = {
+    "loop": _undo_loop,
+    "file": _undo_file,
+    "knob": _undo_knob,
+    "nvme": _undo_nvme,
+    "process": _undo_process,
+    "run": _undo_run,
+    "netns": _undo_netns,
+}
+
+
+def recover() -> list[str]:
+    """Undo what dead iolab processes left behind, in ``ledger.ORDER``; one line per thing done."""
+    todo = []
+    for path, entry in ledger.entries():
+        if ledger.alive(entry["owner_pid"], entry.get("owner_start")):
+            continue
+        claimed = path.with_name(f".claimed-{path.name}")
+        try:
+            os.rename(path, claimed)  # whoever renames first undoes it
+        except FileNotFoundError:
+            continue
+        todo.append((ledger.ORDER.get(entry["kind"], 9), claimed, entry))
+    done = []
+    for _, claimed, entry in sorted(todo, key=lambda t: t[0]):
+        try:
+            done.append(UNDO[entry["kind"]](entry))
+        except (OSError, IolabError) as exc:  # IolabError: nvme-cli failed or is gone
+            done.append(f"could not undo {entry['kind']} {entry}: {exc}")
+        claimed.unlink(missing_ok=True)
+    return done
+
+
+def recover_and_report() -> list[str]:
+    """``recover()``, each thing done said on stderr (a notebook shows it under the cell)."""
+    done = recover()
+    for line in done:
+        print(f"iolab cleanup: {line}", file=sys.stderr)
+    return done
+
+
+def cleanup_report() -> list[str]:
+    """What ``iolab cleanup`` says: each thing repaired (or that nothing needed it), then what
+    live iolab processes hold."""
+    done = recover() or ["nothing to clean up: no iolab process died holding anything"]
+    return done + [
+        f"held by live iolab pid {e['owner_pid']}: {e['kind']} {ledger.describe(e)}" for _, e in ledger.entries()
+    ]
+
+
+def _pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None

@@ -1,0 +1,329 @@
+"""One folder per run under ``data/runs/``, written atomically; a loader for many runs.
+
+A run folder (raw files are never edited after the run)::
+
+    data/runs/20261122T023400Z-qd32-3f9a/
+        run.json          schema, iolab version, status, times, target, error
+        params.json       every swept value and the full fio option dict (or t/io_uring flags)
+        argv.json         the exact command line
+        ...               each producer's files (``iolab.runs.producers.PRODUCERS``):
+        fio.json          fio's raw json+ output, byte for byte    (fio.stderr, job.fio beside it)
+        tio.txt           t/io_uring's output, instead of fio's files
+        samples_stat.csv  t_s, cpu, /proc/stat counters (USER_HZ ticks)   (samples_freq.csv beside it)
+        samples_threads.csv  thread states, with --threads (threads.json beside it; iolab.read.threadstates)
+        perf_stat.csv     perf stat's own output, when profiled (perf_stat_window.json,
+                          perf.data, perf.folded beside it)
+        blockstat.json    /sys/block/<dev>/stat before and after, when the target has a device
+        system.json       the machine snapshot (iolab.core.system.snapshot)
+
+This module knows its own files and the producer registry (``iolab.runs.producers``), never a
+producer: the table of a run is the rows of the tool that drove the I/O, every other
+producer's columns, and the swept values of params.json.
+
+The folder is built under ``.tmp-<id>`` and renamed into place, so a reader never sees a
+half-written run; a failed or interrupted run is still renamed, with ``status`` saying so.
+
+Reading is defensive (``iolab.core.runfiles``): a file of a run folder that is missing, empty, cut
+short, not JSON or CSV, or of another type than written is a ``RunFileError`` naming it;
+``load_runs`` leaves that run out with one ``RunSkipped`` warning (``skip_message``: the run,
+the file, what is wrong, what to do) and keeps the other runs' rows. A run is never given
+with one producer's columns silently missing; the exception is fio's interval logs, whose
+trouble is the run's ``series_note`` (``iolab.stats.timeline.run_columns``). Files no table reads
+(argv.json, job.fio, fio.stderr) are not judged, and params.json, blockstat.json,
+system.json, checks.json and series.json may be absent (runs made by hand, older layouts).
+A folder holding a run's files but no run.json is said too (``no_run_json``).
+
+Format history (``schema`` in run.json; the whole layout above has one version):
+    1 (2026-11-22)  first version; run.json says ``schema_version``; perf stat's window is a
+                    fake ``window_s`` event in perf_stat_tidy.csv. Still read.
+    2 (2026-11-22)  run.json says ``schema`` (and ``schema_version``, the same number, so an
+                    iolab that knows only 1 says "upgrade"); the perf stat window is
+                    perf_stat_window.json and perf_stat_tidy.csv is gone (perf_stat.csv is read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+import warnings
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+import pandas as pd
+
+from .. import __version__
+from ..machine import ledger
+from . import producers
+from ..core import runfiles
+from ..core.atomic import write_atomic, write_json
+from ..core.errors import IolabError, RunFileError, RunInterrupted, RunSkipped, SchemaError
+
+SCHEMA_VERSION = 2
+SCHEMAS_READ = (1, 2)
+FILES = ("run.json", "params.json", "argv.json")  # the folder's own; the rest are producers'
+
+
+def new_run_id(label: str = "") -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in label)[:40]
+    return f"{stamp}-{slug + '-' if slug else ''}{secrets.token_hex(3)}"
+
+
+class RunFolder:
+    """A run folder being written. ``finish(status)`` renames it into place."""
+
+    def __init__(self, root: str | os.PathLike, label: str = ""):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.run_id = new_run_id(label)
+        self.path = self.root / f".tmp-{self.run_id}"
+        self._ledger = ledger.record(
+            "run",
+            path=str(self.path.absolute()),
+            undo=lambda: finish_abandoned(self.path, "its iolab process exited before the run ended"),
+        )
+        self.path.mkdir()
+        self.meta: dict[str, Any] = _new_meta(self.run_id)
+        self.write_json("run.json", self.meta)  # status "running" until finish()
+
+    @property
+    def final(self) -> Path:
+        """Where the folder is once finished."""
+        return self.root / self.run_id
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def write_text(self, name: str, text: str) -> None:
+        write_atomic(self.file(name), text)
+
+    def write_json(self, name: str, obj: Any) -> None:
+        write_json(self.file(name), obj)
+
+    def write_samples(self, samples) -> None:
+        """The sampler series (``iolab.read.samples.Samples``), as the files it names."""
+        for name, text in samples.files().items():
+            self.write_text(name, text)
+
+    def finish(self, status: str = "ok", error: str | None = None) -> Path:
+        self.path = _finish(self.path, self.meta, status, error)
+        self._ledger.release()
+        return self.path
+
+
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _stamp(run_id: str) -> dict[str, Any]:
+    """What every run.json starts with: its layout version, the iolab that wrote it, its id."""
+    return {"schema": SCHEMA_VERSION, "schema_version": SCHEMA_VERSION, "iolab_version": __version__, "run_id": run_id}
+
+
+def _new_meta(run_id: str) -> dict[str, Any]:
+    return {**_stamp(run_id), "status": "running", "started_utc": _utc_now(), "pid": os.getpid()}
+
+
+def _finish(tmp: Path, meta: dict[str, Any], status: str, error: str | None) -> Path:
+    """Write the final run.json into ``tmp`` and rename it to ``<run_id>``."""
+    meta.update(status=status, error=error, finished_utc=_utc_now())
+    write_json(tmp / "run.json", meta)
+    final = tmp.with_name(meta["run_id"])
+    os.replace(tmp, final)
+    return final
+
+
+def finish_abandoned(tmp: Path, why: str) -> str:
+    """Finish a ``.tmp-<id>`` run folder as ``interrupted``: its process died (called by
+    ``iolab.runs.repair.recover``) or is exiting with it open (``iolab.machine.ledger`` at exit); what it
+    holds is kept as it is."""
+    if not tmp.is_dir():
+        return f"run folder {tmp} was already finished"
+    try:
+        meta = runfiles.read_json(tmp / "run.json", keys=("run_id",))
+    except (RunFileError, OSError):  # missing or damaged: a fresh stamp, the rest of the folder kept
+        meta = _stamp(tmp.name.removeprefix(".tmp-"))
+    final = _finish(tmp, meta, "interrupted", why)
+    return f"marked run {final} interrupted ({why})"
+
+
+@contextmanager
+def run_folder(root: str | os.PathLike, label: str = "") -> Iterator[RunFolder]:
+    """A RunFolder that is finished as ``ok``, ``failed`` or ``interrupted`` whatever happens."""
+    folder = RunFolder(root, label)
+    try:
+        yield folder
+    except KeyboardInterrupt:
+        folder.finish("interrupted", "KeyboardInterrupt")
+        raise
+    except BaseException as exc:
+        folder.finish("interrupted" if isinstance(exc, RunInterrupted) else "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    else:
+        folder.finish("ok")
+
+
+# ---------------------------------------------------------------- one job, one key
+def job_key(fio_options: Mapping[str, Any], target: str, swept: Mapping[str, Any]) -> str:
+    """A hash of everything that makes two runs the same job: the full fio option dict (as
+    stored in params.json, without ``name``), the target (``Target.describe()``) and the
+    swept values including ``repeat``. Sweeps resume on it; 16 hex digits of SHA-256 over
+    the sorted JSON, so it does not depend on dict order or on str/int spellings JSON keeps."""
+    opts = {k: v for k, v in dict(fio_options).items() if k != "name"}
+    body = json.dumps({"fio_options": opts, "target": str(target), "swept": dict(swept)}, sort_keys=True, default=str)
+    body = json.dumps(json.loads(body), sort_keys=True)  # as stored: tuples -> lists, Paths -> str
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def stored_job_key(params: Mapping[str, Any]) -> str:
+    """The job key of a stored run from its params.json: ``job_key`` if recorded, else
+    computed from its fio_options, target and swept values (runs stored before the key)."""
+    return params.get("job_key") or job_key(
+        params.get("fio_options", {}), params.get("target", ""), params.get("swept", {})
+    )
+
+
+# ---------------------------------------------------------------- loading
+def schema_of(meta: Mapping[str, Any]) -> Any:
+    """The layout version of a run.json: ``schema``; ``schema_version`` before schema 2;
+    1 when it has neither (the first layout)."""
+    return meta.get("schema", meta.get("schema_version", 1))
+
+
+def read_run(path: str | os.PathLike) -> dict[str, Any]:
+    """run.json of a run folder. SchemaError, saying what to do, for a layout this iolab
+    does not read (``SCHEMAS_READ``); RunFileError (``iolab.core.runfiles``) for a run.json that
+    is missing, empty, cut short, not a JSON object, or without ``run_id`` and ``status``
+    (strings)."""
+    path = Path(path)
+    meta = runfiles.read_json(path / "run.json")
+    version = schema_of(meta)
+    if version in SCHEMAS_READ:
+        return _with_id_and_status(meta, path / "run.json")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"{path} was written by iolab {meta.get('iolab_version', '?')} with run-folder "
+            f"schema {version}; this iolab ({__version__}) reads schemas {SCHEMAS_READ[0]} "
+            f"to {SCHEMA_VERSION}. Upgrade iolab (git pull; make setup) and load it again."
+        )
+    raise SchemaError(
+        f"{path}: run.json names run-folder schema {version!r}, which no iolab wrote (this "
+        f"one reads {SCHEMAS_READ[0]} to {SCHEMA_VERSION}). Re-run the experiment to refresh "
+        "it: params.json and argv.json hold what ran."
+    )
+
+
+def _with_id_and_status(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``meta`` (the run.json at ``path``) when its ``run_id`` and ``status`` are strings;
+    RunFileError naming the first that is missing or is not."""
+    runfiles.require(meta, path, ("run_id", "status"))
+    for key in ("run_id", "status"):
+        if not isinstance(meta[key], str):
+            raise RunFileError(path, f"has {key!r} {runfiles.quote(json.dumps(meta[key]), 20)}, not a string")
+    return meta
+
+
+def run_table(path: str | os.PathLike) -> pd.DataFrame:
+    """The tidy table of one run folder: the rows of the tool that drove the I/O, the
+    columns of every other producer that ran (``iolab.runs.producers``), the swept values of
+    params.json, run id and status."""
+    path = Path(path)
+    meta = read_run(path)
+    frame = producers.rows(path)
+    for key, value in {**producers.columns(path), **swept_values(path)}.items():
+        frame[key] = value if not isinstance(value, (list, dict)) else json.dumps(value)
+    frame.insert(0, "run_id", meta["run_id"])
+    frame["status"] = meta["status"]
+    return frame
+
+
+def swept_values(path: str | os.PathLike) -> dict[str, Any]:
+    """The swept values of a run folder (``swept`` of params.json; {} without params.json,
+    as runs made by hand have). RunFileError for a params.json that cannot be read."""
+    params = runfiles.read_json(Path(path) / "params.json", optional=True) or {}
+    swept = params.get("swept") or {}
+    if not isinstance(swept, dict):
+        raise RunFileError(
+            Path(path) / "params.json",
+            f"has 'swept' {runfiles.quote(json.dumps(swept), 20)}, not a JSON object of the swept values",
+        )
+    return swept
+
+
+def skip_message(path: str | os.PathLike, exc: BaseException) -> str:
+    """The one line that says a run is left out of a table, and why: the file (relative to
+    the run folder) and what is wrong with it for a RunFileError."""
+    if isinstance(exc, RunFileError):
+        try:
+            name = Path(exc.path).relative_to(path)
+        except ValueError:
+            name = exc.path
+        return f"skipping run {path}: {name} {exc.what}; {exc.todo}"
+    return f"skipping run {path}: {exc}"
+
+
+def no_run_json(root: str | os.PathLike) -> list[str]:
+    """One line for each folder in ``root`` that holds files of a run (``layout``) but no
+    run.json: not read as a run, and said so rather than left out silently."""
+    names = set(layout()) - {"run.json"}
+    out = []
+    for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
+        if folder.name.startswith(".") or not folder.is_dir() or (folder / "run.json").exists():
+            continue
+        try:
+            held = sorted(p.name for p in folder.iterdir() if p.name in names)
+        except OSError:  # a folder it may not list is no run it can read either
+            continue
+        if held:
+            shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
+            out.append(
+                skip_message(folder, RunFileError(folder / "run.json", f"is missing (the folder holds {shown})"))
+            )
+    return out
+
+
+def layout() -> tuple[str, ...]:
+    """Every file name of a run folder: the folder's own (``FILES``) and each producer's."""
+    return (*FILES, *(name for p in producers.PRODUCERS for name in p.files))
+
+
+def find_runs(root: str | os.PathLike) -> list[Path]:
+    """Finished run folders below ``root`` (temporary ``.tmp-*`` folders are skipped)."""
+    root = Path(root)
+    return sorted(p for p in root.glob("*/run.json") if not p.parent.name.startswith("."))
+
+
+def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
+    """Any set of run folders (or a folder holding them) -> one tidy DataFrame.
+
+    Unreadable runs are skipped with a ``RunSkipped`` warning each (``skip_message``: the
+    run, the file and what is wrong); the other runs' rows are kept. ``status=None`` keeps
+    failed runs too."""
+    if isinstance(paths, (str, os.PathLike)):
+        p = Path(paths)
+        if (p / "run.json").exists():
+            paths = [p]
+        else:
+            for line in no_run_json(p):
+                warnings.warn(line, RunSkipped, stacklevel=2)
+            paths = [r.parent for r in find_runs(p)]
+    frames = []
+    for path in paths:
+        try:
+            meta = read_run(path)
+            if status and meta["status"] != status:
+                continue
+            frames.append(run_table(path))
+        except (OSError, ValueError, IolabError) as exc:
+            warnings.warn(skip_message(path, exc), RunSkipped, stacklevel=2)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def load_stacks(path: str | os.PathLike) -> Counter:
+    """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
+    return producers.stacks(path)
