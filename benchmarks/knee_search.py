@@ -25,6 +25,7 @@ from pathlib import Path
 
 from iolab.stats.analysis import knee_with_interval
 from iolab.core.validate import fio_time
+from iolab.studies import qd as qd_study
 from iolab.studies.qd import knee_search, qd_sweep
 from iolab.machine.target import open_target
 
@@ -44,20 +45,16 @@ def trial(target, job, args, work: Path, i: int) -> dict:
     for which in order:
         start = time.monotonic()
         if which == "grid":
-            table = qd_sweep(target, QDS, job, cpu=args.cpu, repeats=args.repeats, runs_dir=work / f"grid-{i}")
+            table = qd_sweep(
+                target, QDS, job, cpu=args.cpu, rounds={"repeats": args.repeats}, runs_dir=work / f"grid-{i}"
+            )
             out["grid_runs"] = len(table)
             out["grid_power"] = knee_with_interval(table.qd, table.iops, n_boot=0, method="power").x
             out["grid_kneedle"] = knee_with_interval(table.qd, table.iops, n_boot=0, method="kneedle").x
         else:
+            qd_study.KNEE_METHOD = args.method  # what the search looks for (power unless told)
             res = knee_search(
-                target,
-                QDS,
-                job,
-                cpu=args.cpu,
-                repeats=args.repeats,
-                method=args.method,
-                runs_dir=work / f"search-{i}",
-                n_boot=0,
+                target, QDS, job, cpu=args.cpu, rounds={"repeats": args.repeats}, runs_dir=work / f"search-{i}"
             )
             out["search_runs"], out["search_knee"] = res.runs, res.estimate.x
             out["search_stages"] = [s.stage for s in res.steps]

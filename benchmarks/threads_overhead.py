@@ -65,10 +65,10 @@ JOBS = {
 }
 SPIN = """
 import os, sys, threading, time
-from iolab.machine.threads import _lower_priority
+from iolab.machine.threads import lower_priority
 others = os.sched_getaffinity(0) - {int(sys.argv[1])}
 os.sched_setaffinity(0, others or os.sched_getaffinity(0))
-_lower_priority()  # the sampler's priority; the spinning thread started below inherits it
+lower_priority()  # the sampler's priority; the spinning thread started below inherits it
 interval, burn = float(sys.argv[2]), float(sys.argv[3]) / 1e3
 print("ready", flush=True)
 stop = threading.Event()

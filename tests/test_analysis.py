@@ -11,14 +11,12 @@ from iolab.stats.analysis import (
     KneeEstimate,
     add_cycles_per_io,
     cycles_per_io,
-    describe_qd_study,
     find_knee,
     knee_with_interval,
-    littles_law,
-    max_x_under,
-    saturation_point,
     summarise_repeats,
 )
+from iolab.stats.operating_points import max_x_under, saturation_point
+from iolab.stats.qd_reading import describe_qd_study, littles_law
 from iolab.core.errors import InputError
 
 
@@ -193,7 +191,7 @@ def test_describe_and_draw_the_knee_with_its_interval():
     import matplotlib
 
     matplotlib.use("Agg")
-    from iolab.plots import figures as plots
+    from iolab.plots import curves
 
     t = recorded("loop")
     e = knee_with_interval(t.qd, t.iops)
@@ -201,6 +199,6 @@ def test_describe_and_draw_the_knee_with_its_interval():
     text = describe_qd_study(summary, e, 32, None)
     assert "median IOPS of 3 repeats per QD puts the knee at QD 8" in text and "[8, 16]" in text
     assert isinstance(e, KneeEstimate)
-    ax = plots.qd_curve(t, e)
+    ax = curves.qd_curve(t, e)
     assert "knee QD 8 (96 % of resamples in [8, 16])" in ax.get_legend_handles_labels()[1]
     assert [p.get_label() for p in ax.patches].count(e.label()) == 1  # the shaded span over [8, 16]

@@ -46,8 +46,19 @@ def manifest(tmp_path, **doc):
         ({"runs": [{"name": "a", "parameters": {"fial": True}}]}, "'fial': did you mean 'fail'?"),
         ({"runs": [{"name": "a"}, {"name": "a"}]}, "run name(s) a appear twice"),
         ({"grid": {}}, "has no runs"),
-        ({"runs": [{"parameters": {"x": 1}}]}, "runs[0] in batch.yaml needs a name"),
-        ({"run": [{"name": "a"}]}, "unknown key(s) run"),
+        ({"runs": [{"parameters": {"x": 1}}]}, "batch.yaml: runs[0].name is missing: give a run name"),
+        ({"run": [{"name": "a"}]}, "batch.yaml: unknown key 'run' (did you mean 'runs'?); the keys are notebook,"),
+        (
+            {"runs": [{"name": "a", "paramters": {"x": 1}}]},
+            "runs[0]: unknown key 'paramters' (did you mean 'parameters'?)",
+        ),
+        ({"runs": ["a"]}, "runs[0] is text ('a'), not a run {name, parameters}; write it as - {name: bs-4k"),
+        ({"runs": [{"name": ["a"]}]}, "runs[0].name is a list (['a']), not a run name"),
+        ({"runs": [{"name": "a"}], "jobs": True}, "jobs is true/false (True), not a whole number from 1 to 1000"),
+        ({"runs": [{"name": "a"}], "jobs": 10**30}, "jobs is 1000000000000000000000000000000, not a whole number"),
+        ({"runs": [{"name": "a"}], "jobs": 2.5}, "jobs is a number (2.5), not a whole number"),
+        ({"runs": [{"name": "a"}], "notebook": " "}, "notebook is empty, not the notebook to run"),
+        ({"runs": [{"name": "a"}], "notebook": "../nope.ipynb"}, "does not exist; give the path of an .ipynb file"),
     ],
 )
 def test_bad_manifests_are_refused_before_anything_runs(tmp_path, doc, words):
@@ -55,6 +66,22 @@ def test_bad_manifests_are_refused_before_anything_runs(tmp_path, doc, words):
         batch.load_manifest(manifest(tmp_path, **doc))
     assert words.split(' ("')[0] in str(err.value)
     assert not (tmp_path / "batch-batch").exists()
+
+
+def test_manifest_spellings_read_as_before(tmp_path):
+    """Keys with stray spaces, numbers where text is meant, whole numbers as text, an empty
+    ``runs:``, a grid value that is one value: read as they always were."""
+    path = tmp_path / "batch.yaml"
+    tiny_notebook(tmp_path / "tiny.ipynb")
+    path.write_text("' notebook ': tiny.ipynb\njobs: ' 2 '\nout: ' o '\nruns:\ngrid: {x: [1, 2], cpu: 0}\n")
+    m = batch.load_manifest(path)
+    assert [(r.name, r.parameters) for r in m.runs] == [
+        ("x=1-cpu=0", {"x": 1, "cpu": 0}),
+        ("x=2-cpu=0", {"x": 2, "cpu": 0}),
+    ]
+    assert m.jobs == 2 and m.out == (tmp_path / "o").resolve()
+    path.write_text("notebook: tiny.ipynb\nruns: [{name: 2024}, {name: ../../x, parameters: {' x ': 3}}]\n")
+    assert [(r.name, r.parameters) for r in batch.load_manifest(path).runs] == [("2024", {}), ("x", {"x": 3})]
 
 
 def test_paths_are_relative_to_the_manifest(tmp_path):

@@ -128,7 +128,7 @@ def test_figures_and_reports_carry_a_banner(tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from iolab.plots import figures as plots
+    from iolab.plots import curves
 
     df = pd.DataFrame(
         {
@@ -138,7 +138,7 @@ def test_figures_and_reports_carry_a_banner(tmp_path):
             "flags": ["device_vs_fio: served by a cache: vda read 0.1 MiB; use direct=1", ""],
         }
     )
-    ax = plots.by_setting(df, "qd")
+    ax = curves.by_setting(df, "qd")
     texts = [t.get_text() for t in ax.texts]
     assert any(t.startswith("⚠ 1 of 2 runs failed a plausibility check") and "served by a cache" in t for t in texts)
     run = tmp_path / "r1"

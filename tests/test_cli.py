@@ -277,15 +277,15 @@ def test_debug_shows_the_traceback(tmp_path):
 
 
 def test_os_errors_are_one_line(tmp_path):
-    from iolab.cli import _os_error
+    from iolab.cli.messages import os_error
 
-    line = _os_error(PermissionError(13, "Permission denied", "/data/runs"), "run")
+    line = os_error(PermissionError(13, "Permission denied", "/data/runs"), "run")
     assert (
         line == "/data/runs: Permission denied; check its permissions, or choose a folder you can "
         "write (--runs-dir / --scratch-dir, or IOLAB_DATA=DIR)"
     )
-    assert "free space" in _os_error(OSError(28, "No space left on device", "/x"), "run")
-    assert "give a file" in _os_error(IsADirectoryError(21, "Is a directory", "/x"), "parse")
+    assert "free space" in os_error(OSError(28, "No space left on device", "/x"), "run")
+    assert "give a file" in os_error(IsADirectoryError(21, "Is a directory", "/x"), "parse")
 
 
 def test_usage_errors_exit_2():

@@ -13,9 +13,10 @@ from scipy import stats
 
 from conftest import CPU, FIXTURES
 from iolab.stats import compare as cmp
+from iolab.core.columns import interval_method
 from iolab.core.errors import InputError
 from iolab.studies import ladder as lad
-from iolab.measure.sweep import sweep
+from iolab.measure.sweep import Grid, sweep
 from iolab.machine.target import scratch_file
 
 JOB = {
@@ -33,11 +34,10 @@ JOB = {
 def capped(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compare")
     return sweep(
-        {"rate_iops": [300, 3000]},
+        Grid({"rate_iops": [300, 3000]}, base=JOB),
         target=scratch_file(tmp / "s", "32m"),
-        base=JOB,
         cpus=[CPU],
-        repeats=3,
+        rounds={"repeats": 3},
         runs_dir=tmp / "runs",
         progress=None,
     )
@@ -53,7 +53,7 @@ def test_t_interval_of_the_mean_iops_by_hand(capped):
         low = max(v.mean() - half, 0)  # IOPS cannot be negative: the interval stops at 0 (noisy runs reach it)
         assert (row.iops_ci_low, row.iops_ci_high) == pytest.approx((low, v.mean() + half))
         assert row.iops_cv_pct == pytest.approx(100 * v.std(ddof=1) / v.mean())
-    assert cmp.method("iops") == cmp.method("cpu_busy_pct") == "t"
+    assert interval_method("iops") == interval_method("cpu_busy_pct") == "t"
 
 
 def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(capped):
@@ -67,7 +67,7 @@ def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(cap
         row, runs = s[s.rate_iops == depth].iloc[0], runs_of[runs_of.rate_iops == depth]
         for m in ("clat_p99_us", "cycles_per_io"):
             v = runs[m].to_numpy()
-            assert cmp.method(m) == "bootstrap"
+            assert interval_method(m) == "bootstrap"
             assert cmp.bootstrap_interval(v) == pytest.approx((v.min(), v.max()))
             half = stats.t.ppf(0.975, 2) * v.std(ddof=1) / math.sqrt(3)
             low = max(v.mean() - half, 0)  # a latency or cycles: the interval stops at 0 (compare.nonnegative)
@@ -233,10 +233,9 @@ def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
         steps,
         scratch_file(tmp_path / "s", "32m"),
         cpu=CPU,
-        runtime_s=0.5,
-        repeats=3,
+        base={"runtime": "500ms"},
         runs_dir=tmp_path / "runs",
-        warmup=None,
+        rounds={"repeats": 3, "warmup": None},
     )
     assert list(t.runs) == [3, 3] and math.isnan(t.gain_pct[0]) and t.gain_verdict[0] == ""
     assert 0 < t.gain_low_pct[1] < t.gain_pct[1] < t.gain_high_pct[1]
@@ -316,5 +315,7 @@ def test_one_rule_says_which_way_a_metric_improves():
     slow = pd.DataFrame(
         {"run_id": range(6), "qd": [1, 1, 1, 8, 8, 8], "clat_p99_us": [90.0, 92.0, 91.0, 300.0, 310.0, 305.0]}
     )
-    best, _ = __import__("iolab.stats.effects").stats.effects.best_config(slow, ["qd"], "clat_p99_us")
+    from iolab.stats.best_config import best_config
+
+    best, _ = best_config(slow, ["qd"], "clat_p99_us")
     assert best["qd"] == 1  # lower is better, without being told

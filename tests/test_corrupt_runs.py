@@ -82,8 +82,7 @@ def made(tmp_path_factory):
         cpus=[CPU],
         runs_dir=tmp / "made",
         swept={"qd": 1, "repeat": 0},
-        threads=True,
-        log_ms=100,
+        how={"threads": True, "log_ms": 100},
     ).path
 
 

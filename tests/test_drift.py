@@ -10,15 +10,14 @@ import pandas as pd
 from conftest import CPU, QUICK, needs_root
 from iolab.stats import drift
 from iolab.runs import store
-from iolab.measure.sweep import sweep
+from iolab.measure.sweep import Grid, sweep
 from iolab.machine.target import scratch_file
 
 
 def test_a_changed_kernel_and_governor_are_named_on_the_run_that_changed(tmp_path):
     table = sweep(
-        {"iodepth": [1, 2]},
+        Grid({"iodepth": [1, 2]}, base=QUICK),
         target=scratch_file(tmp_path / "s", "16m"),
-        base=QUICK,
         cpus=[CPU],
         runs_dir=tmp_path / "runs",
         progress=None,
@@ -67,7 +66,11 @@ def test_a_scheduler_sweep_is_not_drift(loopdev, tmp_path):
     available = Path(f"/sys/block/{loopdev.device}/queue/scheduler").read_text().split()
     schedulers = [s.strip("[]") for s in available][:2]  # none and mq-deadline, both active in turn
     table = sweep(
-        {"scheduler": schedulers}, target=loopdev, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "runs", progress=None
+        Grid({"scheduler": schedulers}, base=QUICK),
+        target=loopdev,
+        cpus=[CPU],
+        runs_dir=tmp_path / "runs",
+        progress=None,
     )
     assert list(table.scheduler_active) == list(table.scheduler) == schedulers
     assert list(table.drift) == [""] * len(schedulers)

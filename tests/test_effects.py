@@ -1,8 +1,9 @@
-"""Reading a search (iolab.stats.effects and its plots) on synthetic grids with known effects:
-main effects ranked with the right sign and size, the one interaction built in found first,
-the best configuration and its ties, the roofline's efficiencies (and seed 003's 99.99 %),
-the frequency labelled sampled or nominal; and notebook 05's analysis cells run on such a
-grid with a stand-in for iolab.measure.search."""
+"""Reading a search (iolab.stats: effects, interactions, best_config, roofline, frequency;
+and their plots) on synthetic grids with known effects: main effects ranked with the right
+sign and size, the one interaction built in found first, the best configuration and its
+ties, the roofline's efficiencies (and seed 003's 99.99 %), the frequency labelled sampled
+or nominal; and notebook 05's analysis cells run on such a grid with a stand-in for
+iolab.measure.search."""
 
 import itertools
 import math
@@ -22,8 +23,13 @@ import pytest  # noqa: E402
 import iolab  # noqa: E402
 from conftest import FIXTURES, REPO  # noqa: E402
 from iolab.stats import effects
+from iolab.stats.best_config import best_config
+from iolab.stats.frequency import describe_frequency, frequency_effects
+from iolab.stats.interactions import interaction, interactions
+from iolab.stats.roofline import describe_roofline, roofline
 from iolab.core import paths
-from iolab.plots import figures as plots  # noqa: E402
+from iolab.core.readable import si_number  # noqa: E402
+from iolab.plots import searches  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
 
 QD = {1: 1.0, 4: 3.0, 16: 5.0}  # IOPS factor per iodepth
@@ -127,7 +133,7 @@ def test_one_run_per_cell_has_no_interval_and_says_so(main_table):
     assert eff["iops_ci_low"].isna().all() and eff["separated"].isna().all()
     words = effects.describe_effects(eff)
     assert "one run per cell: no interval, as measured" in words and "matters most" not in words
-    best, ties = effects.best_config(one, MAIN_AXES)
+    best, ties = best_config(one, MAIN_AXES)
     assert "ties cannot be judged" in best["note"] and ties.empty
 
 
@@ -175,7 +181,7 @@ def inter_table():
 
 
 def test_interactions_find_the_built_in_pair_first(inter_table):
-    inter = effects.interactions(inter_table, INTER_AXES)
+    inter = interactions(inter_table, INTER_AXES)
     assert len(inter) == 6
     top = inter.iloc[0]
     assert (top.a, top.b) == ("cores", "stress") and top.shown and top.p_value < 1e-6 and top.complete
@@ -186,14 +192,14 @@ def test_interactions_find_the_built_in_pair_first(inter_table):
 
 
 def test_the_additive_model_calls_multiplicative_effects_interactions(inter_table):
-    add = effects.interactions(inter_table, INTER_AXES, model="additive")
+    add = interactions(inter_table, INTER_AXES, model="additive")
     assert add.set_index(["a", "b"]).loc[("cores", "iodepth"), "interaction_pct"] > 10
     with pytest.raises(InputError, match="choose 'multiplicative'"):
-        effects.interactions(inter_table, INTER_AXES, model="log")
+        interactions(inter_table, INTER_AXES, model="log")
 
 
 def test_interaction_pivot_holds_cell_means_and_departures(inter_table):
-    pivot = effects.interaction(inter_table, "cores", "stress", axes=INTER_AXES)
+    pivot = interaction(inter_table, "cores", "stress", axes=INTER_AXES)
     assert list(pivot.index) == [1, 2] and list(pivot.columns) == ["idle", "stressed"]
     base = 100_000 * np.mean(list(QD.values())[:2]) * (1 + MQ) / 2
     assert pivot.loc[1, "idle"] == pytest.approx(base, rel=0.01)
@@ -213,14 +219,14 @@ def test_best_config_and_the_configurations_tied_with_it():
     t = grid(
         BEST_AXES, lambda c: 100_000 * factor[c["iodepth"]] * (MQ if c["scheduler"] == "mq-deadline" else 1), noise=0.02
     )
-    best, ties = effects.best_config(t, BEST_AXES)
+    best, ties = best_config(t, BEST_AXES)
     assert best["scheduler"] == "none" and best["iodepth"] in (16, 32) and best["n"] == 3
     assert best["iops_ci_low"] < best["iops_mean"] < best["iops_ci_high"]
     assert list(ties["iodepth"]) == [48 - best["iodepth"]] and list(ties["scheduler"]) == ["none"]
     assert ties.iloc[0]["low_pct"] <= 0 <= ties.iloc[0]["high_pct"]
     assert ties.iloc[0]["verdict"].startswith("tied with the best: Dunnett's test p =")
     assert "1 other cell(s) tied" in best["note"]
-    worst, _ = effects.best_config(t, BEST_AXES, higher_is_better=False)
+    worst, _ = best_config(t, BEST_AXES, higher_is_better=False)
     assert (worst["iodepth"], worst["scheduler"]) == (1, "mq-deadline")
 
 
@@ -232,7 +238,7 @@ def test_ties_on_recorded_repeats_are_dunnetts_and_never_outside_the_best_interv
     from scipy import stats
 
     runs = pd.read_csv(FIXTURES / "knee" / "loop_randread_3x.csv").assign(run_id=lambda t: range(len(t)))
-    best, ties = effects.best_config(runs, ["qd"], "iops")
+    best, ties = best_config(runs, ["qd"], "iops")
     by_qd = {q: g["iops"].to_numpy() for q, g in runs.groupby("qd")}
     others = [q for q in by_qd if q != best["qd"]]
     p = stats.dunnett(*[by_qd[q] for q in others], control=by_qd[best["qd"]]).pvalue
@@ -242,10 +248,10 @@ def test_ties_on_recorded_repeats_are_dunnetts_and_never_outside_the_best_interv
     assert set(ties["qd"]) == expected and expected and not expected & {1, 2, 4}
     assert (ties["low_pct"] <= ties["ratio_pct"]).all() and (ties["ratio_pct"] <= ties["high_pct"]).all()
     assert f"over {len(others)} cells" in best["note"] and ties.attrs["method"] == "Dunnett"
-    fast, fast_ties = effects.best_config(runs, ["qd"], "clat_p99_us", higher_is_better=False)
+    fast, fast_ties = best_config(runs, ["qd"], "clat_p99_us", higher_is_better=False)
     assert fast["qd"] in (1, 2) and not set(fast_ties["qd"]) & {32, 64}
     two = runs[runs["repeat"] < 2]
-    best2, ties2 = effects.best_config(two, ["qd"], "iops")
+    best2, ties2 = best_config(two, ["qd"], "iops")
     assert ties2.empty and pd.isna(best2["iops_ci_low"]) and "no interval: fewer than 3 repeats" in best2["note"]
 
 
@@ -265,7 +271,7 @@ def roof_table():
 
 @pytest.mark.parametrize("hold", ["best", "fixed"])
 def test_roofline_efficiency_against_roof_times_n(roof_table, hold):
-    r = effects.roofline(roof_table, ROOF_AXES, hold=hold)
+    r = roofline(roof_table, ROOF_AXES, hold=hold)
     assert r["roof"]["value"] == pytest.approx(200e3, rel=0.01) and "devices=1" in r["roof"]["config"]
     assert r["roof"]["ci_low"] < r["roof"]["value"] < r["roof"]["ci_high"]
     dev = r["devices"].set_index("devices")
@@ -277,23 +283,23 @@ def test_roofline_efficiency_against_roof_times_n(roof_table, hold):
     assert r["core_roof"]["value"] == pytest.approx(300e3, rel=0.01)
     assert cores["efficiency_pct"].to_numpy() == pytest.approx([100, 100], abs=1.5)
     assert cores.loc[2, "device_bound"] == pytest.approx(4 * r["roof"]["value"])
-    words = effects.describe_roofline(r)
+    words = describe_roofline(r)
     assert "4 devices: 60" in words and "= 75 % of 4 × roof" in words and "core roof 300k" in words
 
 
 def test_roofline_without_devices_or_cores_is_the_roof_only(roof_table):
     one = roof_table[(roof_table.devices == 1) & (roof_table.cores == 1)]
-    r = effects.roofline(one, ["iodepth"])
+    r = roofline(one, ["iodepth"])
     assert r["devices"] is None and r["cores"] is None and r["roof"]["value"] == pytest.approx(200e3, rel=0.01)
     assert any("no devices axis" in n for n in r["notes"]) and any("no cores axis" in n for n in r["notes"])
     no_single = roof_table[roof_table.devices > 1]
-    r = effects.roofline(no_single, ROOF_AXES)
+    r = roofline(no_single, ROOF_AXES)
     assert r["roof"]["value"] == pytest.approx(200e3, rel=0.01)  # best at 2 devices / 2
     assert any("no run with one device" in n for n in r["notes"])
     with pytest.raises(InputError, match="not one; choose from"):
-        effects.roofline(roof_table, ROOF_AXES, metric="clat_p99_us")
+        roofline(roof_table, ROOF_AXES, metric="clat_p99_us")
     with pytest.raises(InputError, match="positive count of devices"):
-        effects.roofline(roof_table.assign(devices="many"), ROOF_AXES)
+        roofline(roof_table.assign(devices="many"), ROOF_AXES)
 
 
 def test_seed_003_roofline_figures():
@@ -305,7 +311,7 @@ def test_seed_003_roofline_figures():
     a = rows[rows.iops == SEED003_16].iloc[0]
     assert (a.qd, a.bs_bytes, a.cores) == (128, 512, 8) and "16 devices" in a.label
     table = pd.DataFrame({"devices": [1, 16], "run_id": ["one", "sixteen"], "iops": [SEED003_ROOF, SEED003_16]})
-    r = effects.roofline(table, ["devices"])
+    r = roofline(table, ["devices"])
     assert r["devices"].set_index("devices").loc[16, "efficiency_pct"] == pytest.approx(99.989, abs=0.001)
     powersave = ref[(ref.seed == 3) & (ref.experiment == "search_governor")]
     assert len(powersave) == 3 and "64.19" in powersave.iloc[0]["source"]
@@ -330,7 +336,7 @@ def freq_table(source: str) -> pd.DataFrame:
 
 
 def test_frequency_effects_sampled_clock_explains_the_governor():
-    f = effects.frequency_effects(freq_table("scaling_cur_freq"), FREQ_AXES)
+    f = frequency_effects(freq_table("scaling_cur_freq"), FREQ_AXES)
     assert list(f["axis"].unique()) == ["governor", "turbo"] and "iodepth" not in set(f["axis"])
     assert f.attrs["absent"] == ["smt", "siblings", "thread_siblings", "stress"]
     ps = f[(f.axis == "governor") & (f.level == "powersave")].iloc[0]
@@ -338,19 +344,19 @@ def test_frequency_effects_sampled_clock_explains_the_governor():
     assert ps.change_pct == pytest.approx(100 * (1200 / 2950 - 1), abs=1)  # IOPS follow the clock
     assert ps.freq_change_pct == pytest.approx(ps.change_pct, abs=1)
     assert ps.freq_share_pct == pytest.approx(100, abs=3) and ps.freq_note.startswith("sampled")
-    words = effects.describe_frequency(f)
+    words = describe_frequency(f)
     assert "governor powersave: IOPS -59 % vs performance; CPU frequency -59 %" in words
     assert "scaling_cur_freq" in words and "turbo off: IOPS" in words
 
 
 def test_frequency_from_proc_cpuinfo_is_labelled_nominal():
-    f = effects.frequency_effects(freq_table("proc_cpuinfo"), FREQ_AXES)
+    f = frequency_effects(freq_table("proc_cpuinfo"), FREQ_AXES)
     assert f["freq_note"].str.startswith("nominal: /proc/cpuinfo").all()
     assert f["freq_share_pct"].isna().all()
-    words = effects.describe_frequency(f)
+    words = describe_frequency(f)
     assert "is nominal (/proc/cpuinfo, no cpufreq): it cannot say whether the clock explains this" in words
-    none = effects.frequency_effects(freq_table("proc_cpuinfo"), ["iodepth"])
-    assert none.empty and "not searched" in effects.describe_frequency(none)
+    none = frequency_effects(freq_table("proc_cpuinfo"), ["iodepth"])
+    assert none.empty and "not searched" in describe_frequency(none)
 
 
 def test_frequency_unchanged_or_outrun_is_said_so():
@@ -368,7 +374,7 @@ def test_frequency_unchanged_or_outrun_is_said_so():
             "freq_source": "scaling_cur_freq",
         },
     )
-    words = effects.describe_frequency(effects.frequency_effects(t, axes))
+    words = describe_frequency(frequency_effects(t, axes))
     assert re.search(r"stress stressed: IOPS -2\d % vs idle; CPU frequency unchanged \(2,100 MHz", words)
     assert "the clock does not explain it" in words
     assert "the clock moved further than IOPS" in words and "bound by something else" in words
@@ -377,7 +383,7 @@ def test_frequency_unchanged_or_outrun_is_said_so():
 # ---------------------------------------------------------------- plots
 def test_main_effects_plot_one_panel_per_axis_with_level_means_and_intervals(main_table):
     eff = effects.main_effects(main_table, MAIN_AXES)
-    panels = plots.main_effects(eff)
+    panels = searches.main_effects(eff)
     assert [p.get_xlabel() for p in panels] == ["iodepth", "scheduler", "nomerges"]  # by effect size
     assert panels[0].get_ylabel() == "IOPS (IO/s)"
     for p, axis in zip(panels, ["iodepth", "scheduler", "nomerges"]):
@@ -399,11 +405,11 @@ def test_main_effects_plot_one_panel_per_axis_with_level_means_and_intervals(mai
 
 
 def test_interaction_heatmap_annotates_means_departures_and_units(inter_table):
-    pivot = effects.interaction(inter_table, "cores", "stress", axes=INTER_AXES)
-    ax = plots.interaction_heatmap(pivot, "cores", "stress", "iops")
+    pivot = interaction(inter_table, "cores", "stress", axes=INTER_AXES)
+    ax = searches.interaction_heatmap(pivot, "cores", "stress", "iops")
     cells = [t.get_text() for t in ax.texts if not t.get_text().startswith("source:")]
     assert len(cells) == 4 and all("\n" in c and c.endswith("%") for c in cells)
-    assert cells[1].split("\n") == [plots.si_number(pivot.loc[1, "stressed"]), "-16 %"]
+    assert cells[1].split("\n") == [si_number(pivot.loc[1, "stressed"]), "-16 %"]
     assert ax.collections[0].colorbar.ax.get_ylabel() == "IOPS (IO/s)"
     assert ax.get_ylabel() == "cores" and ax.get_xlabel() == "stress"
     assert "interaction 18.9 %" in ax.get_title() and "shown at 5 %" in ax.get_title()
@@ -412,9 +418,9 @@ def test_interaction_heatmap_annotates_means_departures_and_units(inter_table):
 
 
 def test_roofline_plot_draws_roof_times_n_efficiencies_and_seed_003(roof_table):
-    r = effects.roofline(roof_table, ROOF_AXES)
+    r = roofline(roof_table, ROOF_AXES)
     ref = pd.read_csv(paths.reference_dir() / "published_figures.csv").query("experiment == 'search_roofline'")
-    dev_ax, core_ax = plots.roofline(r, reference=ref)
+    dev_ax, core_ax = searches.roofline(r, reference=ref)
     roof_line = next(line for line in dev_ax.get_lines() if line.get_gid() == "roof x N")
     assert list(roof_line.get_xdata()) == [1, 2, 4, 16]  # the seed's 16 devices on the axis
     assert list(roof_line.get_ydata()) == pytest.approx(r["roof"]["value"] * np.array([1, 2, 4, 16]))
@@ -435,8 +441,8 @@ def test_roofline_plot_draws_roof_times_n_efficiencies_and_seed_003(roof_table):
 
 
 def test_roofline_plot_of_a_search_without_devices_or_cores(roof_table):
-    r = effects.roofline(roof_table[(roof_table.devices == 1) & (roof_table.cores == 1)], ["iodepth"])
-    (ax,) = plots.roofline(r)
+    r = roofline(roof_table[(roof_table.devices == 1) & (roof_table.cores == 1)], ["iodepth"])
+    (ax,) = searches.roofline(r)
     assert "no devices or cores axis" in ax.get_title()
     assert ax.patches[0].get_height() == pytest.approx(r["roof"]["value"])
     plt.close("all")
@@ -457,7 +463,7 @@ def nb_value(c):
 
 @pytest.mark.parametrize("existing", [False, True])
 def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypatch, tmp_path):
-    """Every code cell of notebook 05 runs, in order, with iolab.measure.search replaced by a stand-in
+    """Every code cell of notebook 05 runs, in order, with iolab.measure.search (and its spec reader) replaced by a stand-in
     that returns a synthetic search table (the real one runs fio): once running the spec,
     once reading an existing runs folder (it keeps the spec as search.yaml)."""
 
@@ -472,12 +478,13 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     from iolab.measure import search as real_search
 
     fake = types.ModuleType("iolab.measure.search")
-    fake.load_spec = lambda path: (
+    fake_spec = types.ModuleType("iolab.measure.search_spec")
+    fake_spec.load_spec = lambda path: (
         calls.append(("load_spec", str(path))) or types.SimpleNamespace(name="synthetic", axes=dict(NB_AXES), path=path)
     )
 
-    def run(spec, runs_dir=None, *, drop_unavailable=False, allow_destructive=False):
-        calls.append(("run", runs_dir, drop_unavailable, allow_destructive))
+    def run(spec, runs_dir=None, *, drop_unavailable=False, how=None):
+        calls.append(("run", runs_dir, drop_unavailable, how.allow_destructive))
         return table.copy()
 
     fake.run = run
@@ -486,6 +493,8 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     fake.default_folder = lambda spec: tmp_path / "default-search-folder"
     monkeypatch.setitem(sys.modules, "iolab.measure.search", fake)
     monkeypatch.setattr(iolab.measure, "search", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "iolab.measure.search_spec", fake_spec)
+    monkeypatch.setattr(iolab.measure, "search_spec", fake_spec, raising=False)
     if existing:
         (tmp_path / "search.yaml").write_text("name: synthetic\n")
     nb = nbformat.read(REPO / "notebooks" / "05_parameter_search.ipynb", as_version=4)
@@ -523,6 +532,6 @@ def test_a_cell_far_below_the_best_is_never_tied_with_it():
             "iops": [52_000.0, 68_000.0, 60_000.0, 20_000.0, 390_000.0, 90_000.0, 200_000.0, 205_000.0, 202_000.0],
         }
     )
-    best, ties = effects.best_config(table, ["iodepth"], "iops")
+    best, ties = best_config(table, ["iodepth"], "iops")
     assert best["iodepth"] == 64 and best["iops_ci_low"] > 68_000
     assert ties.empty  # QD 16 (mean 167k, outside 64's interval): Dunnett alone, p > 0.05, would tie it

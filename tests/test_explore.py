@@ -28,13 +28,15 @@ def table(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("explore")
     tgt = scratch_file(tmp / "scratch", "32m")
     t = sweep.sweep(
-        {"iodepth": [1, 4], "bs": ["64k", "4k"]},
+        sweep.Grid(
+            {"iodepth": [1, 4], "bs": ["64k", "4k"]},
+            base={"rw": "randread", "runtime": fio_time(0.3)},
+            aliases={"iodepth": "qd"},
+        ),
         target=tgt,
         cpus=[CPU],
-        repeats=2,
-        base={"rw": "randread", "runtime": fio_time(0.3)},
+        rounds={"repeats": 2},
         runs_dir=tmp / "runs",
-        aliases={"iodepth": "qd"},
     )
     return analysis.add_cycles_per_io(t)
 
@@ -128,7 +130,7 @@ def test_t_interval():
 
 def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_in_si():
     """fio's interval logs of one run are not repeats: the footnote says "intervals of one
-    run"; an axis of 1.2e8 IOPS reads 120M, not 1e8 (plots.si_axis)."""
+    run"; an axis of 1.2e8 IOPS reads 120M, not 1e8 (common.si_axis)."""
     import pandas as pd
 
     series = pd.DataFrame(

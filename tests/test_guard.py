@@ -192,7 +192,7 @@ def test_mounted_filesystem(ext4, scratch, runs, tmp_path):
                 {**QUICK, "rw": "write", "allow_mounted_write": 1},
                 existing_path(ext4.path),
                 runs_dir=runs,
-                allow_destructive=True,
+                how={"allow_destructive": True},
             )
         no_run_folder(runs)
     finally:
@@ -296,7 +296,7 @@ def test_a_users_file_is_refused_and_survives_new_and_own_files_are_written(tmp_
     (tmp_path / "users.dat").replace(tmp_path / "new.dat")  # replaced by the user: not iolab's any more
     with pytest.raises(UnsafeTargetError, match="did not create"):
         measure(laid_out, scratch, runs_dir=runs)
-    measure({**laid_out, "filename": str(precious)}, scratch, runs_dir=runs, allow_destructive=True)
+    measure({**laid_out, "filename": str(precious)}, scratch, runs_dir=runs, how={"allow_destructive": True})
     assert precious.read_bytes() != before
 
 

@@ -13,11 +13,17 @@ import pytest
 from conftest import REPO, is_root
 from iolab.machine import hosts as hostlib, ledger
 from iolab.measure.clients import measure_hosts
+from iolab.measure.planned import PlannedRun
 from iolab.core.errors import HostError, InputError, UnsafeTargetError
 from iolab.machine.fio import fio_version
 from iolab.read.pool import pool_outputs
 
 JOB = {"ioengine": "psync", "runtime": "300ms"}
+
+
+def on_hosts(options, target, hosts):
+    """The planned run of ``options`` on ``target`` on every host of ``hosts`` (fio servers)."""
+    return PlannedRun(options, target, label="hosts", hosts=tuple(hosts), engine="hosts")
 
 
 def iolab(*args, cwd=None):
@@ -83,7 +89,7 @@ def test_a_host_named_twice_or_none_is_refused(tmp_path):
         hostlib.hosts_from(" , ")
     bad = tmp_path / "hosts.yaml"
     bad.write_text("10.0.0.2: {via: ssh root@x, user: me}\n")
-    with pytest.raises(InputError, match="unknown key user"):
+    with pytest.raises(InputError, match="hosts.yaml: host 10.0.0.2: unknown key 'user'; the keys are via"):
         hostlib.hosts_from(None, bad)
     good = tmp_path / "good.yaml"
     good.write_text("10.0.0.2:\n  via: ssh -tt root@10.0.0.2\n10.0.0.3:8766: {via: [env]}\n")
@@ -98,7 +104,7 @@ def test_a_host_named_twice_or_none_is_refused(tmp_path):
 def test_a_host_that_is_down_is_named_before_any_run(loopback_servers, scratch, runs):
     down = hostlib.Host("127.0.0.1:1", "127.0.0.1", 1)
     with pytest.raises(HostError, match="127.0.0.1:1 refused the connection on port 1: no fio server"):
-        measure_hosts(JOB, scratch, hosts=[*loopback_servers.hosts, down], runs_dir=runs)
+        measure_hosts(on_hosts(JOB, scratch, [*loopback_servers.hosts, down]), runs_dir=runs)
     assert not runs.exists() or not list(runs.iterdir())
 
 
@@ -154,7 +160,7 @@ def test_servers_in_network_namespaces_are_stopped_and_removed(scratch, runs):
     with hostlib.local_servers(2) as servers:
         assert servers.kind.startswith("network namespaces")
         pids = [s.proc.pid for s in servers.servers]
-        result = measure_hosts(JOB, scratch, hosts=servers.hosts, runs_dir=runs)
+        result = measure_hosts(on_hosts(JOB, scratch, servers.hosts), runs_dir=runs)
         names = [h.name for h in servers.hosts]
         assert list(result.table.host) == [*names, "pooled"]
         assert set(result.table.kernel.dropna()) == {os.uname().release}  # snapshots through `ip netns exec`
@@ -177,7 +183,7 @@ def test_a_host_killed_mid_run_is_marked_failed_and_the_other_kept(loopback_serv
     import threading
 
     threading.Thread(target=kill_soon, daemon=True).start()
-    result = measure_hosts({**JOB, "runtime": "3s"}, scratch, hosts=loopback_servers.hosts, runs_dir=runs)
+    result = measure_hosts(on_hosts({**JOB, "runtime": "3s"}, scratch, loopback_servers.hosts), runs_dir=runs)
     t = result.table.set_index("host")
     dead, alive = victim.host.name, loopback_servers.hosts[1].name
     assert t.loc[dead, "host_status"] == "failed" and "disconnected" in t.loc[dead, "host_error"]
@@ -191,7 +197,7 @@ def test_a_host_killed_mid_run_is_marked_failed_and_the_other_kept(loopback_serv
 def test_writes_to_a_block_device_on_hosts_iolab_cannot_see_are_refused(loopdev, runs):
     with hostlib.local_servers(1) as servers:
         with pytest.raises(UnsafeTargetError, match="cannot see what that device holds"):
-            measure_hosts({**JOB, "rw": "randwrite"}, loopdev, hosts=servers.hosts, runs_dir=runs)
+            measure_hosts(on_hosts({**JOB, "rw": "randwrite"}, loopdev, servers.hosts), runs_dir=runs)
     assert not runs.exists() or not list(runs.iterdir())
 
 
@@ -217,7 +223,7 @@ def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_l
 
 
 def test_search_spec_with_hosts(loopback_servers, tmp_path):
-    from iolab.measure import search
+    from iolab.measure import search, search_spec
 
     spec = {
         "name": "h",
@@ -230,7 +236,7 @@ def test_search_spec_with_hosts(loopback_servers, tmp_path):
     }
     os.environ["IOLAB_DATA"] = str(tmp_path / "data")
     try:
-        table = search.run(search.load_spec(spec), tmp_path / "runs", announce=None, progress=False)
+        table = search.run(search_spec.load_spec(spec), tmp_path / "runs", announce=None, progress=False)
     finally:
         del os.environ["IOLAB_DATA"]
     assert sorted(table.host) == sorted([*(h.name for h in loopback_servers.hosts), "pooled"])

@@ -31,7 +31,12 @@ def test_interrupted_sweep_restores_the_knob(loopdev, tmp_path):
     timer.start()
     with sigint_raises(), pytest.raises((KeyboardInterrupt, RunInterrupted)):
         kp.knob_sweep(
-            loopdev, "scheduler", ["mq-deadline", "kyber"], {**QUICK, "runtime": "10s"}, runs_dir=tmp_path, warmup=None
+            loopdev,
+            "scheduler",
+            ["mq-deadline", "kyber"],
+            {**QUICK, "runtime": "10s"},
+            runs_dir=tmp_path,
+            rounds={"warmup": None},
         )
     timer.join()
     assert queue_knobs(loopdev.device) == before
@@ -44,7 +49,12 @@ def test_scheduler_and_readahead_really_change(loopdev, tmp_path):
     t = kp.knob_sweep(loopdev, "scheduler", ["none", "mq-deadline"], {**QUICK, "direct": 1}, runs_dir=tmp_path / "s")
     assert set(t.scheduler) == {"none", "mq-deadline"} and (t.iops > 0).all()
     ra = kp.knob_sweep(
-        loopdev, "read_ahead_kb", [0, 1024], {**QUICK, "rw": "read", "direct": 0}, runs_dir=tmp_path / "r", drop=True
+        loopdev,
+        "read_ahead_kb",
+        [0, 1024],
+        {**QUICK, "rw": "read", "direct": 0},
+        runs_dir=tmp_path / "r",
+        how={"drop_caches": True},
     )
     size = ra.set_index("read_ahead_kb").dev_read_req_kib
     assert size[0] == pytest.approx(4, abs=0.5) and size[1024] > 8 * size[0]

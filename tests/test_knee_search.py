@@ -88,13 +88,21 @@ def test_replayed_search_finds_the_grids_power_knee_with_half_the_runs(target):
 
 def test_knee_search_on_a_scratch_file(scratch, runs):
     res = knee_search(
-        scratch, [1, 2, 4, 8], {"rw": "randread", "ioengine": "io_uring", "runtime": "300ms"}, repeats=2, runs_dir=runs
+        scratch,
+        [1, 2, 4, 8],
+        {"rw": "randread", "ioengine": "io_uring", "runtime": "300ms"},
+        rounds={"repeats": 2},
+        runs_dir=runs,
     )
     assert res.grid_runs == 8 and res.runs <= 4 and res.share_of_grid <= 0.5
     assert len(res.table) == res.runs and set(res.table.qd) <= {1, 2, 4, 8}
     assert res.estimate.x in {1.0, 2.0, 4.0, 8.0} and "Kleinrock" in res.estimate.method
     assert (runs / "warmup").is_dir() and len(list(runs.glob("*/run.json"))) == res.runs
     again = knee_search(
-        scratch, [1, 2, 4, 8], {"rw": "randread", "ioengine": "io_uring", "runtime": "300ms"}, repeats=2, runs_dir=runs
+        scratch,
+        [1, 2, 4, 8],
+        {"rw": "randread", "ioengine": "io_uring", "runtime": "300ms"},
+        rounds={"repeats": 2},
+        runs_dir=runs,
     )  # replayed from the stored runs: nothing new is run
     assert len(list(runs.glob("*/run.json"))) == res.runs and again.estimate.x == res.estimate.x

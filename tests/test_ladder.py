@@ -26,7 +26,7 @@ def test_short_ladder(loopdev, tmp_path):
         lad.Step("gtod_reduce", {"gtod_reduce": 1}, peak_only=True),
         lad.Step("batching", {"iodepth": 32, "iodepth_batch_submit": 16, "iodepth_batch_complete": 4}),
     ]
-    t = lad.run_ladder(steps, loopdev, cpu=CPU, runtime_s=0.5, runs_dir=tmp_path)
+    t = lad.run_ladder(steps, loopdev, cpu=CPU, base={"runtime": "500ms"}, runs_dir=tmp_path)
     assert list(t.status) == ["measured", "skipped", "measured", "measured", "measured"]
     assert "io_poll is 0" in t.reason[1]
     assert t.iops[0] > 1e4 and pytest.approx(t.gain_pct[2]) == 100 * (t.iops[2] / t.iops[0] - 1)
@@ -48,7 +48,7 @@ def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, mon
         lad.Step("coalescing", {}, knobs={"nvme_coalescing": 0x320}),
         lad.Step("again", {}),
     ]
-    t = lad.run_ladder(steps, as_nvme, cpu=CPU, runtime_s=0.5, runs_dir=tmp_path / "runs")
+    t = lad.run_ladder(steps, as_nvme, cpu=CPU, base={"runtime": "500ms"}, runs_dir=tmp_path / "runs")
     assert list(t.status) == ["measured", "failed", "measured"]
     assert "exit 2): NVMe status: Invalid Field" in t.reason[1]
 
@@ -63,7 +63,9 @@ def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path)
         lad.Step("two", {"bs": "8k"}),
         lad.Step("three", {"bs": "16k"}),
     ]
-    t = lad.run_ladder(steps, scratch, cpu=CPU, runtime_s=0.3, runs_dir=tmp_path / "runs", repeats=3, seed=1)
+    t = lad.run_ladder(
+        steps, scratch, cpu=CPU, base={"runtime": "300ms"}, runs_dir=tmp_path / "runs", rounds={"repeats": 3, "seed": 1}
+    )
     assert list(t.status) == ["measured"] * 3 and list(t.runs) == [3, 3, 3]
     # in the order they ran: run.json is written as a run ends (started_utc has whole seconds)
     ran = sorted(
@@ -76,4 +78,4 @@ def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path)
     assert len(list((tmp_path / "runs" / "warmup").glob("*/run.json"))) == 1
     assert t.gain_low_pct.notna()[1] and t.gain_verdict[1]
     with pytest.raises(InputError, match="order='up': choose one of"):
-        lad.run_ladder(steps, scratch, runs_dir=tmp_path / "x", order="up")
+        lad.run_ladder(steps, scratch, runs_dir=tmp_path / "x", rounds={"order": "up"})

@@ -18,7 +18,7 @@ from conftest import REPO, cli_here
 from iolab.machine import hosts, locks
 from iolab.read import hosttable
 from iolab.core import paths, validate
-from iolab.measure import search, sweep
+from iolab.measure import search, search_spec, sweep
 from iolab.runs import store
 from iolab.core.errors import InputError, printable
 
@@ -87,18 +87,18 @@ def test_search_names_are_refused_on_every_way_in(home):
     evil = EVIL + [str(home / "victim")]
     for name in evil:
         with pytest.raises(InputError, match=r"search name .* (would leave|has|is empty|starts with)"):
-            search.load_spec({**SPEC, "name": name})
+            search_spec.load_spec({**SPEC, "name": name})
         spec = write(home, "spec.yaml", yaml.safe_dump({**SPEC, "name": name}))
         said = one_line(cli_here("search", spec), "search")
         assert "search name" in said and "ASCII letters, digits and . _ = -" in said
-    made = search.load_spec({**SPEC, "name": "ok"})
+    made = search_spec.load_spec({**SPEC, "name": "ok"})
     for name in evil:  # a Spec made by hand, not by load_spec
         made.name = name
         with pytest.raises(InputError, match="search name"):
             search.default_folder(made)
         with pytest.raises(InputError, match="search name"):
             search.run(made)
-    assert search.default_folder(search.load_spec({**SPEC, "name": "bs-qd_1=x.y"})).name == "search-bs-qd_1=x.y"
+    assert search.default_folder(search_spec.load_spec({**SPEC, "name": "bs-qd_1=x.y"})).name == "search-bs-qd_1=x.y"
     assert outside(home) == set() and not (home / "victim").exists()
 
 
@@ -189,19 +189,19 @@ def test_warmup_anything_else_is_refused_everywhere(value, words, home):
     with pytest.raises(InputError, match=words):
         validate.warmup(value)
     with pytest.raises(InputError, match=words):
-        search.load_spec({**SPEC, "warmup": value})
+        search_spec.load_spec({**SPEC, "warmup": value})
     with pytest.raises(InputError, match=words):  # before any target, knob or run
-        sweep.sweep({"iodepth": [1]}, target=None, warmup=value)
+        sweep.sweep({"iodepth": [1]}, target=None, rounds={"warmup": value})
     with pytest.raises(InputError, match="t/io_uring has no ramp time; use warmup: run"):
         validate.warmup("2s", tool="t/io_uring")
 
 
 def test_a_search_warmup_time_is_ramp_time_on_every_run_and_in_its_hash():
-    timed, plain = search.load_spec({**SPEC, "warmup": "2s"}), search.load_spec({**SPEC, "warmup": "none"})
+    timed, plain = search_spec.load_spec({**SPEC, "warmup": "2s"}), search_spec.load_spec({**SPEC, "warmup": "none"})
     assert timed.base["ramp_time"] == "2s" and timed.warmup == "2s" and plain.warmup == "none"
     assert timed.ident != plain.ident  # a resumed search never mixes the two
     with pytest.raises(InputError, match="keep one of them"):
-        search.load_spec({**SPEC, "warmup": "2s", "base": {"ramp_time": "1s"}})
+        search_spec.load_spec({**SPEC, "warmup": "2s", "base": {"ramp_time": "1s"}})
 
 
 def test_every_shipped_warmup_is_spelled_the_one_way():
@@ -223,12 +223,15 @@ def test_every_shipped_warmup_is_spelled_the_one_way():
 
 # ---------------------------------------------------------------- 3. inputs read defensively
 BATCH_CASES = {
-    "defaults-list": ({"defaults": [1, 2]}, "defaults in batch.yaml is a list"),
-    "grid-list": ({"grid": [1, 2]}, "grid in batch.yaml is a list"),
-    "params-list": ({"runs": [{"name": "a", "parameters": [1, 2]}]}, "parameters in batch.yaml is a list"),
-    "runs-mapping": ({"runs": {"name": "a"}}, "runs in batch.yaml is a mapping, not a list"),
-    "notebook-list": ({"notebook": ["a", "b"]}, "notebook in batch.yaml is a list"),
-    "out-number": ({"out": 3, "runs": [{"name": "a"}]}, "out in batch.yaml is a number"),
+    "defaults-list": ({"defaults": [1, 2]}, "batch.yaml: defaults is a list ([1, 2]), not a mapping"),
+    "grid-list": ({"grid": [1, 2]}, "batch.yaml: grid is a list ([1, 2]), not a mapping"),
+    "params-list": (
+        {"runs": [{"name": "a", "parameters": [1, 2]}]},
+        "batch.yaml: runs[0].parameters is a list ([1, 2]), not a mapping",
+    ),
+    "runs-mapping": ({"runs": {"name": "a"}}, "batch.yaml: runs is a mapping ({'name': 'a'}), not a list"),
+    "notebook-list": ({"notebook": ["a", "b"]}, "batch.yaml: notebook is a list (['a', 'b'])"),
+    "out-number": ({"out": 3, "runs": [{"name": "a"}]}, "batch.yaml: out is a number (3), not one folder"),
     "no-kernel": ({"notebook": "plain.ipynb"}, "papermill cannot read the parameters of"),
 }
 
@@ -266,7 +269,7 @@ def test_a_notebook_that_is_not_one_gives_one_line_without_its_contents(content,
 @pytest.mark.parametrize(
     "text,words",
     [
-        ("axes: {iodepth: [1]}\nbase: [1, 2]", "base in the search spec is a list"),
+        ("axes: {iodepth: [1]}\nbase: [1, 2]", "base is a list ([1, 2]), not a mapping of fio option"),
         ("axes: {iodepth: [1]}\nstop: {ci_pct: abc}", "stop.ci_pct 'abc' is not a percentage"),
         ("axes: {iodepth: [{a: 1}]}", "axis 'iodepth' has {'a': 1}, a mapping"),
         ("axes: [1]", "the spec has no axes"),
@@ -284,8 +287,8 @@ def test_bad_search_specs_give_one_line(text, words, home):
     "text,words",
     [
         ("- a\n- b", "holds a list, not a mapping"),
-        ("h1: 5", "host h1 is a number (5), not a mapping"),
-        ("h1: {via: 5}", "give `via: <command prefix>`"),
+        ("h1: 5", "host h1 is a number (5), not a host entry {via: command prefix}; write it as h1: {via:"),
+        ("h1: {via: 5}", "host h1: via is a number (5), not a command prefix"),
         ('h1: {via: "ssh \\"x"}', "close the quote"),
         (b"\0\x01", "is not text"),
     ],

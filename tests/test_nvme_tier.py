@@ -57,7 +57,9 @@ def test_the_seed_000_ladder_runs_every_nvme_step_or_says_the_devices_words(ns0,
     # batching) run in seed 000's smoke ladder on a loop device (tests/test_seeds.py), and
     # each fio start costs seconds of the emulated guest
     steps = [s for s in ladder.default_ladder(qd=8, batch_qd=16) if s.name not in GENERIC_STEPS]
-    table = ladder.run_ladder(steps, ns0, runtime_s=0.3, runs_dir=tmp_path / "runs", opt_in=True, warmup=None)
+    table = ladder.run_ladder(
+        steps, ns0, base={"runtime": "300ms"}, runs_dir=tmp_path / "runs", opt_in=True, rounds={"warmup": None}
+    )
     status = dict(zip(table.name, table.status))
     why = dict(zip(table.name, table.reason.fillna("")))
     for name in ("baseline io_uring", "polled completions (hipri)", "NVMe passthrough (io_uring_cmd on /dev/ng)"):
@@ -71,7 +73,7 @@ def test_the_seed_000_ladder_runs_every_nvme_step_or_says_the_devices_words(ns0,
 def test_per_core_table_with_t_io_uring_polled(ns0, tmp_path):
     if not have_tio():
         pytest.skip("t/io_uring not built (make tio)")
-    table = per_core(ns0, [8], polled=True, runtime_s=0.3, runs_dir=tmp_path / "runs")
+    table = per_core(ns0, [8], {"runtime": "300ms"}, polled=True, runs_dir=tmp_path / "runs")
     assert set(table.tool) == {"fio", "t/io_uring"} and (table.iops > 0).all()
     assert set(table.mean_lat_source) == set(LATENCY_SOURCE.values()) and table.mean_lat_us.notna().all()
 
@@ -142,6 +144,8 @@ def test_nvme_queue_knobs_come_back_after_sigterm(ns0):
 def test_precondition_an_nvme_namespace(tmp_path):
     target = existing_path("/dev/nvme1n1")
     started = time.monotonic()
-    rounds = precondition(target, runs_dir=tmp_path / "runs", round_s=0.3, max_rounds=3, window=3, fill_passes=1)
+    rounds = precondition(
+        target, runs_dir=tmp_path / "runs", job={"runtime": 0.3}, max_rounds=3, window=3, fill_passes=1
+    )
     assert len(rounds) == 3 and (rounds.iops > 0).all() and target.state
     assert time.monotonic() - started < 120

@@ -1,4 +1,4 @@
-"""The NVMe lab (iolab.report.nvmelab): its guest's pieces, its refusals, and the NVMe tier
+"""The NVMe lab (iolab.report.nvmelab, nvmelab_image): its guest's pieces, its refusals, and the NVMe tier
 (tests/test_nvme_tier.py) run inside one guest boot."""
 
 import os
@@ -9,10 +9,10 @@ import time
 import pytest
 
 from conftest import REPO, cli_here, is_root
-from iolab.report import nvmelab
+from iolab.report import nvmelab, nvmelab_image
 from iolab.core.errors import InputError
 
-LAB_MISSING = nvmelab.missing_tools()
+LAB_MISSING = nvmelab_image.missing_tools()
 needs_lab = pytest.mark.skipif(
     bool(LAB_MISSING) or not is_root,
     reason=f"the NVMe lab needs root and {' '.join(LAB_MISSING) or 'nothing more'} (make setup-nvmelab)",
@@ -96,9 +96,9 @@ def test_a_command_in_the_lab_sees_the_nvme_controller_and_its_exit_status_comes
 @needs_lab
 def test_a_hung_guest_is_killed_and_its_files_removed():
     spec = nvmelab.LabSpec(controllers=1, namespace_size="16m", cpus=1, poll_queues=1, memory_mb=512, timeout_s=6)
-    with pytest.raises(nvmelab.LabError, match="did not finish within 6 s; it was killed"):
+    with pytest.raises(nvmelab_image.LabError, match="did not finish within 6 s; it was killed"):
         nvmelab.run(["sleep", "600"], spec)
-    assert not list(nvmelab.lab_dir().glob(f"boot-{os.getpid()}-*"))
+    assert not list(nvmelab_image.lab_dir().glob(f"boot-{os.getpid()}-*"))
     left = subprocess.run(["pgrep", "-f", f"qemu-system.*boot-{os.getpid()}-"], capture_output=True, text=True)
     assert not left.stdout.strip()
 
@@ -109,12 +109,12 @@ def test_a_guest_kernel_crash_ends_the_run_with_the_kernels_words():
     ring exit) powers the guest off at once instead of leaving the command hung."""
     spec = nvmelab.LabSpec(controllers=1, namespace_size="16m", cpus=1, poll_queues=1, memory_mb=512, timeout_s=60)
     with pytest.raises(
-        nvmelab.LabError,
+        nvmelab_image.LabError,
         match=r"kernel crashed while the command ran in sysrq_handle_crash.*"
         r"Kernel panic - not syncing: sysrq triggered crash",
     ):
         nvmelab.run(["sh", "-c", "echo c > /proc/sysrq-trigger; sleep 600"], spec, out=lambda line: None)
-    assert not list(nvmelab.lab_dir().glob(f"boot-{os.getpid()}-*"))
+    assert not list(nvmelab_image.lab_dir().glob(f"boot-{os.getpid()}-*"))
 
 
 @needs_lab
@@ -122,13 +122,13 @@ def test_qemu_refusing_to_start_is_its_own_error_and_leaves_nothing():
     """What the lab's tests skip on (boot_or_skip): QEMU's own refusal, here 100 TB of memory."""
     with pytest.raises(nvmelab.QemuCannotStart, match="QEMU could not start here: qemu-system.*memory"):
         nvmelab.run(["true"], nvmelab.LabSpec(controllers=1, namespace_size="16m", memory_mb=10**8))
-    assert not list(nvmelab.lab_dir().glob(f"boot-{os.getpid()}-*"))
+    assert not list(nvmelab_image.lab_dir().glob(f"boot-{os.getpid()}-*"))
 
 
 def test_the_initramfs_is_a_cpio_the_kernel_and_cpio_read(tmp_path):
     archive = tmp_path / "a.cpio"
     archive.write_bytes(
-        nvmelab._cpio_newc(
+        nvmelab_image.cpio_newc(
             [("bin", 0o40755, b""), ("bin/x", 0o100755, b"abc"), ("odd-name-length", 0o100644, b"12345")]
         )
     )
@@ -140,10 +140,12 @@ def test_the_initramfs_is_a_cpio_the_kernel_and_cpio_read(tmp_path):
     assert (out / "bin/x").read_bytes() == b"abc" and (out / "odd-name-length").read_bytes() == b"12345"
 
 
-@pytest.mark.skipif(nvmelab.guest_kernel() is None, reason="no kernel in /boot (apt-get install linux-image-amd64)")
+@pytest.mark.skipif(
+    nvmelab_image.guest_kernel() is None, reason="no kernel in /boot (apt-get install linux-image-amd64)"
+)
 def test_modules_load_after_their_dependencies():
-    _, _, modules = nvmelab.guest_kernel()
-    names = [p.name for p in nvmelab.module_files(modules)]
+    _, _, modules = nvmelab_image.guest_kernel()
+    names = [p.name for p in nvmelab_image.module_files(modules)]
     assert names.index("nvme-core.ko") < names.index("nvme.ko") and names.index("9pnet.ko") < names.index("9p.ko")
     assert names.index("virtio.ko") < names.index("virtio_pci.ko") and len(names) == len(set(names))
 
@@ -159,7 +161,7 @@ def test_modules_load_after_their_dependencies():
     ],
 )
 def test_a_lab_spec_out_of_range_is_refused(field, value, said):
-    with pytest.raises(nvmelab.LabError, match=said):
+    with pytest.raises(nvmelab_image.LabError, match=said):
         nvmelab.LabSpec(**{field: value})
 
 
@@ -168,15 +170,15 @@ def test_the_command_line_refuses_what_it_cannot_run(tmp_path):
     assert done.returncode == 1 and "give a notebook" in done.stderr
     done = cli_here("nvmelab", "-p", "x", "1", "--", "nvme", "list")
     assert done.returncode == 1 and "-p sets a notebook's parameter" in done.stderr
-    with pytest.raises(nvmelab.LabError, match="is not a notebook"):
+    with pytest.raises(nvmelab_image.LabError, match="is not a notebook"):
         nvmelab.run_notebook(tmp_path / "missing.ipynb")
-    with pytest.raises(nvmelab.LabError, match="no command given"):
+    with pytest.raises(nvmelab_image.LabError, match="no command given"):
         nvmelab.run([])
     started = time.monotonic()  # a misspelt parameter is refused before the guest boots
     done = cli_here("nvmelab", str(REPO / "notebooks/02_single_core_tuning_ladder.ipynb"), "-p", "runtime", "1")
     assert done.returncode == 1 and "has no parameter(s) runtime" in done.stderr and "runtime_s" in done.stderr
     assert time.monotonic() - started < 10
-    assert isinstance(nvmelab.LabError("x"), Exception) and not issubclass(nvmelab.LabError, InputError)
+    assert isinstance(nvmelab_image.LabError("x"), Exception) and not issubclass(nvmelab_image.LabError, InputError)
 
 
 def test_a_lab_notebook_gets_the_lab_defaults_it_has_and_the_callers_win():

@@ -125,8 +125,11 @@ def test_every_notebook_forwards_allow_destructive_and_names_targets_one_way():
             assert "targets.use(target, size)" in "\n".join(code), path.name
         calls = [line for src in code for line in src.splitlines() if STUDY_CALL.search(line)]
         assert calls, path.name
-        for line in calls:
-            assert "allow_destructive=allow_destructive" in line, f"{path.name}: {line}"
+        assert "MeasureOptions(allow_destructive=allow_destructive" in "\n".join(code), path.name
+        for line in calls:  # the measuring options built from the parameter, or the calls' own (08: one run)
+            assert "how=how" in line or "how=MeasureOptions(allow_destructive=allow_destructive" in "\n".join(code), (
+                f"{path.name}: {line}"
+            )
         assert not any("__enter__" in src or "__exit__" in src for src in code), path.name
 
 

@@ -40,7 +40,7 @@ def profiled(tmp_path_factory):
         target,
         cpus=[CPU],
         runs_dir=tmp / "runs",
-        profile=ProfileSpec(freq_hz=499),
+        how={"profile": ProfileSpec(freq_hz=499)},
     )
 
 
@@ -144,7 +144,7 @@ def test_process_mode_follows_fio_from_its_start(tmp_path):
         scratch_file(tmp_path, "16m"),
         cpus=[CPU],
         runs_dir=tmp_path / "runs",
-        profile=ProfileSpec(mode="process", freq_hz=499),
+        how={"profile": ProfileSpec(mode="process", freq_hz=499)},
     )
     roots = {s.split(";")[0] for s in load_stacks(r.path)}
     assert roots == {"fio"}  # only fio's own tree, every process named

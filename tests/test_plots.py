@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 
 from iolab.stats import compare
 from iolab.core import paths
-from iolab.plots import figures as plots  # noqa: E402
+from iolab.plots import curves, ladders  # noqa: E402
 from iolab.stats.analysis import knee_with_interval  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
 
@@ -129,7 +129,7 @@ def close_figures():
 # ---------------------------------------------------------------- qd_curve
 def test_qd_band_is_the_ci_of_the_mean_from_summarise():
     t = qd_table()
-    ax = plots.qd_curve(t, knee_with_interval(t.qd, t.iops))
+    ax = curves.qd_curve(t, knee_with_interval(t.qd, t.iops))
     s = compare.summarise(t, by=["qd"], metrics=["iops"])
     band = next(c for c in ax.collections if c.get_gid() == "iops band")
     vertices = {tuple(np.round(v, 6)) for v in band.get_paths()[0].vertices}
@@ -142,7 +142,7 @@ def test_qd_band_is_the_ci_of_the_mean_from_summarise():
 
 def test_latency_bands_on_the_twin_axis():
     t = qd_table()
-    ax = plots.qd_curve(t)
+    ax = curves.qd_curve(t)
     lat = next(a for a in ax.figure.axes if a is not ax)
     s = compare.summarise(t, by=["qd"], metrics=["clat_p99_us"])
     band = next(c for c in lat.collections if c.get_gid() == "clat_p99_us band")
@@ -153,7 +153,7 @@ def test_latency_bands_on_the_twin_axis():
 
 def test_unstable_ring_only_at_the_unstable_qd():
     t = qd_table()
-    ax = plots.qd_curve(t, knee_with_interval(t.qd, t.iops))
+    ax = curves.qd_curve(t, knee_with_interval(t.qd, t.iops))
     rings = [c for c in ax.collections if c.get_gid() == "unstable"]
     assert len(rings) == 1 and [p[0] for p in rings[0].get_offsets()] == [UNSTABLE_QD]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -163,7 +163,7 @@ def test_unstable_ring_only_at_the_unstable_qd():
 
 
 def test_one_run_per_qd_has_no_band_and_no_flag():
-    ax = plots.qd_curve(qd_table(repeats=1))
+    ax = curves.qd_curve(qd_table(repeats=1))
     assert not [c for c in ax.collections if c.get_gid() in ("iops band", "unstable")]
     assert "one run per QD: no interval" in note(ax)
     assert "unstable" not in " ".join(t.get_text() for t in ax.get_legend().get_texts())
@@ -171,7 +171,7 @@ def test_one_run_per_qd_has_no_band_and_no_flag():
 
 def test_total_latency_when_fio_gave_no_clat():
     t = qd_table().rename(columns={"clat_p50_us": "lat_p50_us", "clat_p99_us": "lat_p99_us"})
-    ax = plots.qd_curve(t)
+    ax = curves.qd_curve(t)
     lat = next(a for a in ax.figure.axes if a is not ax)
     assert lat.get_ylabel() == "lat latency (µs)"
     assert {c.get_gid() for c in lat.collections} == {"lat_p50_us band", "lat_p99_us band"}
@@ -190,7 +190,7 @@ def ci(s: pd.DataFrame, m: str) -> list[float]:
 
 def test_by_setting_whiskers_hatching_and_order():
     t = setting_table()
-    ax = plots.by_setting(t, "bs", "bw_mib_s", order=["4k", "64k", "1m"])
+    ax = curves.by_setting(t, "bs", "bw_mib_s", order=["4k", "64k", "1m"])
     s = compare.summarise(t, by=["bs"], metrics=["bw_mib_s"]).set_index("bs").loc[["4k", "64k", "1m"]]
     assert [tk.get_text() for tk in ax.get_xticklabels()] == ["4k", "64k", "1m"]
     assert whiskers(ax) == pytest.approx(ci(s, "bw_mib_s"))
@@ -200,13 +200,13 @@ def test_by_setting_whiskers_hatching_and_order():
     assert [t.get_text() for t in ax.texts if not t.get_text().startswith("source")] == ["100", "200 unstable", "300"]
     assert "whiskers: 95 % CI of the mean over 3 repeats (Student t)" in note(ax)
     assert "bars: mean of 3 repeats per block size" in note(ax)
-    reordered = plots.by_setting(t, "bs", "bw_mib_s", order=["1m", "4k", "64k"], ax=plt.subplots()[1])
+    reordered = curves.by_setting(t, "bs", "bw_mib_s", order=["1m", "4k", "64k"], ax=plt.subplots()[1])
     assert [tk.get_text() for tk in reordered.get_xticklabels()] == ["1m", "4k", "64k"]
 
 
 def test_by_setting_on_a_ratio_takes_the_joined_interval():
     t = setting_table("read_ahead_kb", (2048, 0, 128), "dev_read_req_kib", unstable=None)
-    ax = plots.by_setting(t, "read_ahead_kb", "dev_read_req_kib")
+    ax = curves.by_setting(t, "read_ahead_kb", "dev_read_req_kib")
     assert [tk.get_text() for tk in ax.get_xticklabels()] == ["0", "128", "2048"]  # numbers sorted
     s = compare.summarise(t, by=["read_ahead_kb"], metrics=["dev_read_req_kib"]).sort_values("read_ahead_kb")
     assert whiskers(ax) == pytest.approx(ci(s, "dev_read_req_kib"))
@@ -216,27 +216,27 @@ def test_by_setting_on_a_ratio_takes_the_joined_interval():
 
 def test_by_setting_with_one_run_has_no_whiskers():
     t = setting_table().query("run_id.str.endswith('r0')")
-    ax = plots.by_setting(t, "bs", "bw_mib_s", order=["4k", "64k", "1m"])
+    ax = curves.by_setting(t, "bs", "bw_mib_s", order=["4k", "64k", "1m"])
     assert whiskers(ax) == [] and "one run per block size: no interval" in note(ax)
     with pytest.raises(InputError, match="no metric 'cycles_per_io'"):
-        plots.by_setting(t, "bs", "cycles_per_io")
+        curves.by_setting(t, "bs", "cycles_per_io")
 
 
 # ---------------------------------------------------------------- the ladder
 def test_waterfall_gain_with_its_interval():
-    ax = plots.ladder_waterfall(ladder_table())
+    ax = ladders.ladder_waterfall(ladder_table())
     texts = [t.get_text() for t in ax.texts]
     assert " 112,000  +12 % [4, 20]" in texts and " 125,000  +12 % [-2, 25]" in texts
     assert " 100,000  " in texts  # the baseline has no gain
     assert texts.count("  skipped") == 3 and "over both steps' repeats" in note(ax)
-    one = plots.ladder_waterfall(ladder_table(runs=1), ax=plt.subplots()[1])
+    one = ladders.ladder_waterfall(ladder_table(runs=1), ax=plt.subplots()[1])
     assert " 112,000  +12 %" in [t.get_text() for t in one.texts]
     assert "one run per step: the gains have no interval" in note(one)
 
 
 def test_normalised_ladder_each_on_its_own_baseline():
     table, ref = ladder_table(), published()
-    pub_ax, loc_ax = plots.ladder_normalised(table, ref)
+    pub_ax, loc_ax = ladders.ladder_normalised(table, ref)
     pub_bars, loc_bars = pub_ax.patches, loc_ax.patches
     assert len(pub_bars) == len(ref) == 9 and len(loc_bars) == len(table) == 8
     assert pub_bars[0].get_width() == 1.0 and loc_bars[0].get_width() == 1.0
@@ -254,15 +254,15 @@ def test_normalised_ladder_each_on_its_own_baseline():
 def test_normalised_ladder_baseline_is_the_first_measured_step():
     table = ladder_table()
     table.loc[0, ["status", "reason", "iops"]] = ["failed", "fio: exit 1", np.nan]
-    _, loc_ax = plots.ladder_normalised(table, pd.read_csv(paths.reference_dir() / "published_figures.csv"))
+    _, loc_ax = ladders.ladder_normalised(table, pd.read_csv(paths.reference_dir() / "published_figures.csv"))
     widths = [b.get_width() for b in loc_ax.patches]
     assert np.isnan(widths[0]) and widths[3] == 1.0 and widths[5] == pytest.approx(130 / 112)
     assert "baseline: step 3" in loc_ax.get_title(loc="left")
     with pytest.raises(InputError, match="two panels"):
-        plots.ladder_normalised(table, published(), ax=plt.subplots()[1])
+        ladders.ladder_normalised(table, published(), ax=plt.subplots()[1])
 
 
 def test_a_ladder_with_nothing_measured_still_draws():
     table = ladder_table()[["step", "name", "tool"]].assign(status="skipped", reason="not NVMe")
-    assert "nothing to normalise" in plots.ladder_normalised(table, published())[1].get_title(loc="left")
-    assert [t.get_text() for t in plots.ladder_waterfall(table, ax=plt.subplots()[1]).texts].count("  skipped") == 8
+    assert "nothing to normalise" in ladders.ladder_normalised(table, published())[1].get_title(loc="left")
+    assert [t.get_text() for t in ladders.ladder_waterfall(table, ax=plt.subplots()[1]).texts].count("  skipped") == 8

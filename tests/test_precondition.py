@@ -23,7 +23,7 @@ def test_steady_state_rule():
 def test_precondition_a_loop_device(loopdev, tmp_path):
     assert loopdev.state.startswith("written whole once")
     rounds = precondition(
-        loopdev, runs_dir=tmp_path / "runs", round_s=0.5, max_rounds=6, window=3, fill_passes=1, iodepth=8
+        loopdev, runs_dir=tmp_path / "runs", job={"runtime": 0.5, "iodepth": 8}, max_rounds=6, window=3, fill_passes=1
     )
     assert 3 <= len(rounds) <= 6 and (rounds.iops > 0).all() and list(rounds["round"]) == list(range(len(rounds)))
     assert rounds.steady.iloc[-1] == loopdev.state.startswith("SNIA steady state")
@@ -37,5 +37,5 @@ def test_precondition_a_loop_device(loopdev, tmp_path):
 def test_precondition_refuses_a_device_that_holds_a_filesystem(loopdev, tmp_path):
     mkfs_ext4(loopdev.path)
     with pytest.raises(UnsafeTargetError):
-        precondition(loopdev, runs_dir=tmp_path / "runs", round_s=0.5, max_rounds=5)
+        precondition(loopdev, runs_dir=tmp_path / "runs", job={"runtime": 0.5}, max_rounds=5)
     assert loopdev.state.startswith("written whole once")

@@ -68,7 +68,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook  # noqa: 
 
 from iolab.report import provenance  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
-from iolab.report.publish import WIDGET_VIEW, network_fetches, offline, publish, to_html  # noqa: E402
+from iolab.report.notebook_html import WIDGET_VIEW  # noqa: E402
+from iolab.report.offline import network_fetches, offline  # noqa: E402
+from iolab.report.publish import publish, to_html  # noqa: E402
 from iolab.core.readable import readable_number, readable_tables  # noqa: E402
 
 RESULTS_MIME = "application/vnd.iolab.core.results+json"

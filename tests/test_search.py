@@ -16,7 +16,7 @@ import yaml
 
 from conftest import REPO, needs_root
 from iolab.machine import knobs
-from iolab.measure import search
+from iolab.measure import search, search_spec
 from iolab.core.errors import FioError, InputError
 
 BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"}
@@ -44,18 +44,20 @@ def spec_file(tmp_path, **doc):
 )
 def test_bad_specs_are_refused_with_what_to_fix(tmp_path, doc, words):
     with pytest.raises(InputError, match=re.escape(words)):
-        search.load_spec(spec_file(tmp_path, **doc))
+        search_spec.load_spec(spec_file(tmp_path, **doc))
 
 
 def test_spec_spellings_and_files(tmp_path):
-    spec = search.load_spec(spec_file(tmp_path, axes={" stress ": [" Stressed", "IDLE"], "siblings": ["not_used"]}))
+    spec = search_spec.load_spec(
+        spec_file(tmp_path, axes={" stress ": [" Stressed", "IDLE"], "siblings": ["not_used"]})
+    )
     assert spec.axes == {"stress": ["stressed", "idle"], "siblings": ["not used"]} and spec.target == ["scratch"]
     with pytest.raises(InputError, match="no such search spec"):
-        search.load_spec(tmp_path / "nope.yaml")
+        search_spec.load_spec(tmp_path / "nope.yaml")
     (tmp_path / "bad.yaml").write_text("axes: [1, 2\n")
     with pytest.raises(InputError, match="is not YAML"):
-        search.load_spec(tmp_path / "bad.yaml")
-    examples = [search.load_spec(p) for p in sorted((REPO / "data" / "examples").glob("search_*.yaml"))]
+        search_spec.load_spec(tmp_path / "bad.yaml")
+    examples = [search_spec.load_spec(p) for p in sorted((REPO / "data" / "examples").glob("search_*.yaml"))]
     assert {e.name for e in examples} >= {"small", "seed003"}
     assert len(examples[0].axes) >= 4 and all(e.path for e in examples)
 
@@ -70,7 +72,7 @@ def test_cpu_mask_follows_seed_003(monkeypatch):
 
 
 def test_what_the_machine_cannot_vary_is_listed_before_anything_runs(tmp_path):
-    spec = search.load_spec(
+    spec = search_spec.load_spec(
         spec_file(tmp_path, axes={"iodepth": [1, 2], "cores": [1, 64], "siblings": ["not used", "used"]})
     )
     with search.open_targets(spec) as targets:
@@ -79,15 +81,15 @@ def test_what_the_machine_cannot_vary_is_listed_before_anything_runs(tmp_path):
         runs = search.plan(spec, targets, drop_unavailable=True)
     text = str(err.value)
     assert "cores 64: the CPU pool" in text and "nothing was run" in text and "--drop-unavailable" in text
-    assert {(r.cell.values["cores"], r.cell.values["siblings"]) for r in runs} == {(1, "not used")}
+    assert {(r.swept["cores"], r.swept["siblings"]) for r in runs} == {(1, "not used")}
     assert len(runs) == 2 and not list(tmp_path.glob("**/run.json"))
 
 
 def test_a_bad_fio_option_is_refused_before_any_run(tmp_path):
-    spec = search.load_spec(spec_file(tmp_path, axes={"iodepth": [1], "not_an_option": [1]}))
+    spec = search_spec.load_spec(spec_file(tmp_path, axes={"iodepth": [1], "not_an_option": [1]}))
     with pytest.raises(FioError), search.open_targets(spec) as targets:
         search.plan(spec, targets)
-    spec = search.load_spec(spec_file(tmp_path, axes={"iodepth": [1, 0]}))
+    spec = search_spec.load_spec(spec_file(tmp_path, axes={"iodepth": [1, 0]}))
     with pytest.raises(InputError, match="iodepth"), search.open_targets(spec) as targets:
         search.plan(spec, targets)
 
@@ -138,7 +140,7 @@ def test_a_search_over_devices_stress_and_a_knob(tmp_path, monkeypatch):
         return real(target, settings)
 
     monkeypatch.setattr(knobs, "applied", spy)
-    spec = search.load_spec(
+    spec = search_spec.load_spec(
         {
             "name": "real",
             "target": ["loop:32m", "loop:32m"],
@@ -211,7 +213,7 @@ def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopde
 
 def test_the_stop_rule_ends_a_cell_once_its_interval_is_narrow(tmp_path):
     # cpus_sampled is 1 in every run: its interval is 0 wide after min_repeats runs
-    spec = search.load_spec(
+    spec = search_spec.load_spec(
         spec_file(
             tmp_path,
             repeats=4,
@@ -222,7 +224,7 @@ def test_the_stop_rule_ends_a_cell_once_its_interval_is_narrow(tmp_path):
     table = search.run(spec, tmp_path / "runs", announce=None)
     assert table.groupby("iodepth").run_id.nunique().to_dict() == {1: 2, 2: 2}
     assert search.run(spec, tmp_path / "runs", announce=None).run_id.nunique() == 4  # nothing more runs
-    bad = search.load_spec(
+    bad = search_spec.load_spec(
         spec_file(tmp_path, repeats=3, axes={"iodepth": [1]}, stop={"metric": "speed", "min_repeats": 2})
     )
     with pytest.raises(InputError, match="stop.metric 'speed' is not a column"):

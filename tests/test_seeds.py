@@ -21,7 +21,7 @@ import pytest
 
 from conftest import CPU, REPO, cli_here, is_root
 from test_browser import browser  # noqa: F401 - a chromium for this module
-from iolab.report import seed_pages
+from iolab.report import seed_comparisons
 from iolab.core.errors import InputError
 from iolab.report.reproduce import reproduce
 from iolab.report import seeds
@@ -97,7 +97,7 @@ def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_pat
         {"name": "mean latency at QD 1 (t/io_uring)", "value": None, "unit": "µs", "note": "skipped: no tool"},
     ]
     (run_dir / "run.json").write_text(json.dumps({"status": "ok", "results": results, "run_folders": []}))
-    table = seed_pages.comparisons(seed, tmp_path).set_index(["label", "metric"])
+    table = seed_comparisons.comparisons(seed, tmp_path).set_index(["label", "metric"])
     qd1 = table.loc[("Optane Gen2 QD1 t/io_uring", "iops")]
     assert qd1["local"] == 145000.0 and qd1["ratio"] == pytest.approx(0.5) and qd1["low"] == 140000.0
     assert table.loc[("Optane Gen2 QD1 t/io_uring", "mean_lat_us"), "how"] == "skipped: no tool"
@@ -105,7 +105,7 @@ def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_pat
     (run_dir / "run.json").write_text(
         json.dumps({"status": "failed", "error": "fio: bad option\nmore", "results": [], "run_folders": []})
     )
-    failed = seed_pages.comparisons(seed, tmp_path)
+    failed = seed_comparisons.comparisons(seed, tmp_path)
     assert failed["local"].isna().all() and (failed["how"] == "experiment per-core failed: fio: bad option").all()
 
 
@@ -134,7 +134,7 @@ def _check_pages(browser, out, idents):  # noqa: F811
             page.goto((out / f"seed-{ident}.html").as_uri())
             page.wait_for_load_state("load")
             rows = page.locator("tr[data-figure]")
-            expected = seed_pages.comparisons(seed, out)
+            expected = seed_comparisons.comparisons(seed, out)
             assert rows.count() == len(expected) >= len(PUBLISHED[PUBLISHED["seed"] == ident])
             for label in PUBLISHED.loc[PUBLISHED["seed"] == ident, "label"]:
                 assert page.locator("td", has_text=label).count() >= 1, label
@@ -200,7 +200,7 @@ def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_
     assert "skipped" in _outputs(out / "seed-000/ladder/02_single_core_tuning_ladder.ipynb")
     assert (out / "seed-000/qd-knee/01_queue_depth_knee.html").read_text().count("data:image/png;base64") >= 4
     assert list((tmp_path / "data/runs").glob("qd-knee-*/*/fio.json"))
-    table = seed_pages.comparisons(seeds.load_seeds("000")[0], out).set_index(["label", "metric"])
+    table = seed_comparisons.comparisons(seeds.load_seeds("000")[0], out).set_index(["label", "metric"])
     assert table.loc[("E-core QD32 io_uring (interrupts)", "iops"), "local"] > 0
     assert "skipped" in table.loc[("3 + io_uring_cmd passthrough", "iops"), "how"]
     _check_pages(browser, out, ["000"])
@@ -215,7 +215,11 @@ def test_seed_001_cycles_per_io_and_where_they_go(browser, tmp_path, monkeypatch
     assert "of the samples are idle" in flame and "Normalised to equal totals" in flame
     html = (tmp_path / "out/seed-001/where-cycles-go/04_flame_graph.html").read_text()
     assert html.count("data:image/png;base64") >= 2  # both flame graphs are pictures
-    row = seed_pages.comparisons(seeds.load_seeds("001")[0], tmp_path / "out").set_index("metric").loc["cycles_per_io"]
+    row = (
+        seed_comparisons.comparisons(seeds.load_seeds("001")[0], tmp_path / "out")
+        .set_index("metric")
+        .loc["cycles_per_io"]
+    )
     assert row["published"] == 8666 and row["local"] > 0 and row["ratio"] > 0
     _check_pages(browser, tmp_path / "out", ["001"])
     # the seed's executed notebook reproduces with the parameters it ran with (iolab reproduce)
@@ -235,7 +239,7 @@ def test_seed_002_per_core_on_a_loop_device(browser, tmp_path, monkeypatch, loop
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     _smoke(tmp_path / "out", "002")
     assert "Little's law estimate" in _outputs(tmp_path / "out/seed-002/per-core/03_io_uring_per_core.ipynb")
-    table = seed_pages.comparisons(seeds.load_seeds("002")[0], tmp_path / "out").set_index(["label", "metric"])
+    table = seed_comparisons.comparisons(seeds.load_seeds("002")[0], tmp_path / "out").set_index(["label", "metric"])
     qd128 = table.loc[("Optane Gen2 QD128 t/io_uring", "iops")]
     assert qd128["local"] > 0 and pd.isna(qd128["low"])  # 2 repeats: no interval (compare.MIN_REPEATS)
     assert "not measured at these settings" in table.loc[("Optane Gen2 QD16 t/io_uring", "iops"), "how"]
@@ -250,7 +254,7 @@ def test_seed_003_search_reduced_to_what_the_machine_can_vary(browser, tmp_path,
     _smoke(tmp_path / "out", "003")
     text = _outputs(tmp_path / "out/seed-003/search/05_parameter_search.ipynb")
     assert re.search("matters most|No setting makes a difference the repeats can show", text), text[-2000:]
-    table = seed_pages.comparisons(seeds.load_seeds("003")[0], tmp_path / "out").set_index("label")
+    table = seed_comparisons.comparisons(seeds.load_seeds("003")[0], tmp_path / "out").set_index("label")
     roof = table.loc["device capacity: best of any 1 device run"]
     assert roof["local"] > 0 and "roof" in roof["how"]
     if not os.path.exists("/sys/devices/system/cpu/cpu0/cpufreq"):  # a VM: said, not measured

@@ -39,7 +39,11 @@ def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
     from iolab.measure.runner import measure
 
     run = measure(
-        {**QUICK, "rw": "randrw", "runtime": "3s", "numjobs": 2}, scratch, cpus=[CPU], runs_dir=runs, log_ms=500
+        {**QUICK, "rw": "randrw", "runtime": "3s", "numjobs": 2},
+        scratch,
+        cpus=[CPU],
+        runs_dir=runs,
+        how={"log_ms": 500},
     )
     s = series.read_series(run.path)
     doc = json.loads((run.path / "fio.json").read_text())
@@ -64,7 +68,9 @@ def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
             and cov["series_ios"] == s.table.loc[s.table.direction == direction, "ios"].sum()
         )
         # the IOs add up to fio's total minus the reported uncovered part: the last partial interval
-        assert cov["series_ios"] + cov["uncovered_ios"] == fio_total and cov["uncovered_ios"] > 0
+        assert (
+            cov["series_ios"] + cov["uncovered_ios"] == fio_total and cov["uncovered_ios"] >= 0
+        )  # 0: fio ended on an interval edge (seen under load)
         assert cov["uncovered_s"] == pytest.approx(runtime_s - cov["covered_s"]) and 0 <= cov["uncovered_s"] < 1.0
         assert cov["uncovered_ios"] <= 1.5 * fio_total / runtime_s * cov["uncovered_s"] + 50
         # the pooled histogram is fio's json+ histogram without the uncovered IOs: same bins

@@ -16,17 +16,19 @@ from iolab import studies
 from iolab.core.errors import InputError, KnobUnavailable
 from iolab.studies import kernel_path as kp
 from iolab.studies import ladder as lad
-from iolab.measure.sweep import sweep
+from iolab.machine import knobs
+from iolab.measure.options import MeasureOptions
+from iolab.measure.sweep import Grid, sweep
 from test_signals import PY
 
 SWEEP = """
 import sys
 from pathlib import Path
-from iolab.measure.sweep import sweep
+from iolab.measure.sweep import Grid, sweep
 from iolab.machine.target import scratch_file
 tmp = Path(sys.argv[1])
-table = sweep({"iodepth": [1, 2, 4]}, target=scratch_file(tmp / "s", "16m"),
-              base={"rw": "randread", "bs": "4k", "runtime": "300ms"}, cpus=[CPU], runs_dir=tmp / "runs")
+table = sweep(Grid({"iodepth": [1, 2, 4]}, base={"rw": "randread", "bs": "4k", "runtime": "300ms"}),
+              target=scratch_file(tmp / "s", "16m"), cpus=[CPU], runs_dir=tmp / "runs")
 print(" ".join(table.run_id), flush=True)
 """.replace("cpus=[CPU]", f"cpus=[{CPU}]")
 
@@ -78,16 +80,16 @@ def test_a_sweep_killed_mid_way_resumes_with_only_the_missing_cells(tmp_path):
 
 
 @needs_root
-def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path):
+def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path, monkeypatch):
     ra = Path(f"/sys/block/{loopdev.device}/queue/read_ahead_kb")
     before, calls = ra.read_text(), []
+    monkeypatch.setattr(knobs, "drop_caches", lambda: calls.append(ra.read_text().strip()))
     table = sweep(
-        {"read_ahead_kb": [0, 512]},
+        Grid({"read_ahead_kb": [0, 512]}, base={**QUICK, "rw": "read", "direct": 0}),
         target=loopdev,
-        base={**QUICK, "rw": "read", "direct": 0},
         cpus=[CPU],
         runs_dir=tmp_path / "runs",
-        before_run=lambda: calls.append(ra.read_text().strip()),
+        how=MeasureOptions(drop_caches=True),
     )
     assert list(table.read_ahead_kb) == [0, 512] and calls == ["0", "512"]
     for row in table.itertuples():
@@ -101,9 +103,8 @@ def test_knob_keys_are_set_around_their_runs_not_given_to_fio(loopdev, tmp_path)
 def test_a_bad_knob_value_in_a_later_cell_runs_nothing(loopdev, tmp_path):
     with pytest.raises(KnobUnavailable, match="scheduler='fifo'.*choose one of"):
         sweep(
-            {"iodepth": [1], "scheduler": ["none", "fifo"]},
+            Grid({"iodepth": [1], "scheduler": ["none", "fifo"]}, base=QUICK),
             target=loopdev,
-            base=QUICK,
             cpus=[CPU],
             runs_dir=tmp_path / "runs",
         )
@@ -116,9 +117,9 @@ class Stop(Exception):
 
 STUDIES = {
     "qd_sweep": lambda t, d, kw: studies.qd_sweep(t, [1], QUICK, runs_dir=d, **kw),
-    "per_core": lambda t, d, kw: studies.per_core(t, [1], runtime_s=0.5, runs_dir=d, **kw),
+    "per_core": lambda t, d, kw: studies.per_core(t, [1], {"runtime": "500ms"}, runs_dir=d, **kw),
     "ladder": lambda t, d, kw: lad.run_ladder(
-        [lad.Step("baseline", {"iodepth": 1})], t, runtime_s=0.5, runs_dir=d, **kw
+        [lad.Step("baseline", {"iodepth": 1})], t, base={"runtime": "500ms"}, runs_dir=d, **kw
     ),
     "direct_vs_buffered": lambda t, d, kw: kp.direct_vs_buffered(t, QUICK, runs_dir=d, **kw),
     "knob_sweep": lambda t, d, kw: kp.knob_sweep(t, "read_ahead_kb", [0], QUICK, runs_dir=d, **kw),
@@ -138,18 +139,19 @@ def test_every_study_forwards_the_measure_options(study, loopdev, tmp_path, monk
 
     monkeypatch.setattr(runner, "measure", spy)
     with pytest.raises(Stop):
-        STUDIES[study](loopdev, tmp_path / "runs", {"allow_destructive": True, "timeout_s": 30})
-    assert seen and seen[0]["allow_destructive"] is True and seen[0]["timeout_s"] == 30
+        STUDIES[study](loopdev, tmp_path / "runs", {"how": {"allow_destructive": True, "timeout_s": 30}})
+    how = MeasureOptions.of(seen[0]["how"]) if seen else None
+    assert how and how.allow_destructive is True and how.timeout_s == 30
 
 
 def test_rounds_put_every_cell_in_each_round(scratch):
     from iolab.measure.sweep import plan
 
-    grid = {"iodepth": [1, 2, 4]}
+    grid = Grid({"iodepth": [1, 2, 4]}, base=QUICK)
 
     def order(**kw):
         return [
-            (r.swept["repeat"], r.options["iodepth"]) for r in plan(grid, target=scratch, base=QUICK, repeats=2, **kw)
+            (r.swept["repeat"], r.options["iodepth"]) for r in plan(grid, target=scratch, rounds={"repeats": 2, **kw})
         ]
 
     assert order() == [(0, 1), (1, 1), (0, 2), (1, 2), (0, 4), (1, 4)]
@@ -162,7 +164,10 @@ def test_rounds_put_every_cell_in_each_round(scratch):
 
 
 def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path):
-    table = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "r", warmup="run")
+    RUN = {"warmup": "run"}
+    table = sweep(
+        Grid({"iodepth": [1, 2]}, base=QUICK), target=scratch, cpus=[CPU], runs_dir=tmp_path / "r", rounds=RUN
+    )
     warm = list((tmp_path / "r" / "warmup").glob("*/run.json"))
     assert len(warm) == 1 and len(table) == 2 and "warmup" not in table
     assert json.loads((warm[0].parent / "params.json").read_text())["swept"] == {
@@ -170,14 +175,22 @@ def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path
         "repeat": 0,
         "warmup": True,
     }
-    again = sweep({"iodepth": [1, 2]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "r", warmup="run")
+    again = sweep(
+        Grid({"iodepth": [1, 2]}, base=QUICK), target=scratch, cpus=[CPU], runs_dir=tmp_path / "r", rounds=RUN
+    )
     assert list(again.run_id) == list(table.run_id) and len(list((tmp_path / "r" / "warmup").iterdir())) == 1
-    ramped = sweep({"iodepth": [1]}, target=scratch, base=QUICK, cpus=[CPU], runs_dir=tmp_path / "p", warmup="500ms")
+    ramped = sweep(
+        Grid({"iodepth": [1]}, base=QUICK),
+        target=scratch,
+        cpus=[CPU],
+        runs_dir=tmp_path / "p",
+        rounds={"warmup": "500ms"},
+    )
     job = json.loads(next((tmp_path / "p").glob("*/params.json")).read_text())["fio_options"]
     assert job["ramp_time"] == "500ms" and len(ramped) == 1
     with pytest.raises(InputError, match="warmup: 'soon' is not one of run .one discarded run first., none, or a time"):
-        sweep({"iodepth": [1]}, target=scratch, base=QUICK, runs_dir=tmp_path / "x", warmup="soon")
+        sweep(Grid({"iodepth": [1]}, base=QUICK), target=scratch, runs_dir=tmp_path / "x", rounds={"warmup": "soon"})
     with pytest.raises(InputError, match="warmup: 0.5 is not one of .*write 0.5s for seconds"):  # runs or seconds?
-        sweep({"iodepth": [1]}, target=scratch, base=QUICK, runs_dir=tmp_path / "x", warmup=0.5)
+        sweep(Grid({"iodepth": [1]}, base=QUICK), target=scratch, runs_dir=tmp_path / "x", rounds={"warmup": 0.5})
     with pytest.raises(InputError, match="t/io_uring has no ramp time; use warmup: run"):
-        sweep({}, target=scratch, tool="t/io_uring", runs_dir=tmp_path / "x", warmup="2s")
+        sweep(Grid({}, tool="t/io_uring"), target=scratch, runs_dir=tmp_path / "x", rounds={"warmup": "2s"})

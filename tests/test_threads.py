@@ -15,13 +15,14 @@ import pytest
 
 from conftest import CPU, needs_root
 from iolab import cli
-from iolab.machine import knobs, threads
+from iolab.machine import knobs, thread_entries, threads
 from iolab.runs import store
 from iolab.read import threadstates
 from iolab.core.columns import COLUMNS
 from iolab.core.errors import InputError
 from iolab.measure.runner import measure
-from iolab.machine.threads import PF_KTHREAD, ThreadSampler, check_states, syscall_label
+from iolab.machine.thread_entries import PF_KTHREAD, syscall_label
+from iolab.machine.threads import ThreadSampler, check_states
 from iolab.read.threadstates import normalise_comm, parse_stack, parse_stat, top_frames
 
 # -------------------------------------------------------------- a recorded /proc
@@ -107,7 +108,7 @@ def test_proc_lines_are_parsed():
     assert parse_stack(FIO_STACK).endswith("filemap_read;folio_wait_bit_common") and parse_stack("") == "-"
     assert top_frames(parse_stack(FIO_STACK), 2) == "filemap_read->folio_wait_bit_common"
     assert top_frames("[unreadable: permission]") == "[unreadable: permission]" and top_frames("-") == "-"
-    names = threads.syscall_names()
+    names = thread_entries.syscall_names()
     assert syscall_label("running", names) == "[running]" and syscall_label("-1 0x0", names) == "[kernel_direct]"
     assert syscall_label("426 0x3 0x1", names) == "io_uring_enter" and syscall_label("17 0x5", names) == "pread64"
     assert syscall_label("99999 0x0", names) == "syscall_99999"
@@ -174,7 +175,7 @@ def test_recorded_proc_table_counts_and_labels(proc, tmp_path):
 
 
 def test_unreadable_entries_are_counted_and_labelled_never_a_crash(proc, monkeypatch):
-    real = threads._reread
+    real = thread_entries.reread
 
     def reread(fd, path):  # /proc says no when the file is read, not when it is opened
         if path.endswith("/stack"):
@@ -185,7 +186,7 @@ def test_unreadable_entries_are_counted_and_labelled_never_a_crash(proc, monkeyp
             raise PermissionError(errno.EPERM, "Operation not permitted")  # ptrace refused
         return real(fd, path)
 
-    monkeypatch.setattr(threads, "_reread", reread)
+    monkeypatch.setattr(threads, "reread", reread)  # as the sampler calls it
     sampler = ThreadSampler(proc=proc, states="all", exclude_pids=[])
     sampler.tick()
     sampler.tick()
@@ -324,14 +325,14 @@ def test_buffered_reads_on_a_loop_device_show_fio_and_the_kernel_workers(loopdev
     threads (the loop device's workers) do the reads. The sampler keeps normal priority here:
     at SCHED_IDLE (its default, so it never delays the loop workers) it barely runs beside
     other tests' load, and what it sees, not its timing, is the point of this test."""
-    monkeypatch.setattr(threads, "_lower_priority", lambda: "normal (test)")
+    monkeypatch.setattr(threads, "lower_priority", lambda: "normal (test)")
     knobs.drop_caches()
     result = measure(
         {"rw": "randread", "bs": "4k", "ioengine": "psync", "direct": 0, "runtime": "1500ms", "time_based": 1},
         loopdev,
         cpus=[CPU],
         runs_dir=runs,
-        threads=True,
+        how={"threads": True},
     )
     got = threadstates.load(result.path)
     assert got.ticks >= 20 and got.meta["interval_s"] == 0.05 and got.meta["late_ticks"] <= 3

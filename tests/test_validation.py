@@ -21,7 +21,7 @@ from iolab.read.fiojson import find_json, parse_output, run_warnings
 from iolab.measure.runner import measure
 from iolab.runs.store import read_run
 from iolab.studies import qd_sweep
-from iolab.measure.sweep import sweep
+from iolab.measure.sweep import Grid, sweep
 from iolab.machine.target import resolve
 
 
@@ -170,14 +170,14 @@ def test_sweep_resumes_only_the_same_job(scratch, runs):
     def folders():
         return sorted(p.name for p in runs.iterdir() if not p.name.startswith("."))
 
-    first = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "4k"}, cpus=[CPU], runs_dir=runs)
+    first = sweep(Grid({"iodepth": [1]}, base={**QUICK, "bs": "4k"}), target=scratch, cpus=[CPU], runs_dir=runs)
     assert len(folders()) == 1
-    other = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "8k"}, cpus=[CPU], runs_dir=runs)
+    other = sweep(Grid({"iodepth": [1]}, base={**QUICK, "bs": "8k"}), target=scratch, cpus=[CPU], runs_dir=runs)
     assert len(folders()) == 2, "other base options must not reuse the 4k run"
     assert list(other.run_id) != list(first.run_id) and len(other) == 1
     params = json.loads((runs / other.run_id.iloc[0] / "params.json").read_text())
     assert params["fio_options"]["bs"] == "8k"
-    again = sweep({"iodepth": [1]}, target=scratch, base={**QUICK, "bs": "4k"}, cpus=[CPU], runs_dir=runs)
+    again = sweep(Grid({"iodepth": [1]}, base={**QUICK, "bs": "4k"}), target=scratch, cpus=[CPU], runs_dir=runs)
     assert len(folders()) == 2 and list(again.run_id) == list(first.run_id)  # resumed, not re-run
 
 
@@ -231,7 +231,7 @@ def test_fio_refusing_a_mounted_device_is_not_an_ok_run(loopdev, runs, tmp_path)
                 {**QUICK, "rw": "randwrite", "time_based": 0, "size": "1m"},
                 loopdev,
                 runs_dir=runs,
-                allow_destructive=True,
+                how={"allow_destructive": True},
             )
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
@@ -258,7 +258,9 @@ def test_write_to_read_only_file_says_so(tmp_path, runs):
     with tmpfs(tmp_path / "ro", files={"data": bytes(4 << 20)}) as ro:
         target = resolve(ro / "data", tmp_path)
         with pytest.raises(FioError) as err:
-            measure({**QUICK, "rw": "randwrite"}, target, runs_dir=runs, allow_destructive=True)  # not iolab's file
+            measure(
+                {**QUICK, "rw": "randwrite"}, target, runs_dir=runs, how={"allow_destructive": True}
+            )  # not iolab's file
     assert "fio error 30 (Read-only file system)" in str(err.value) and "(no message)" not in str(err.value)
 
 

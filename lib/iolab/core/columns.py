@@ -10,6 +10,8 @@ that double (queue depth), ``linear`` otherwise. Columns not listed are swept se
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 
@@ -497,6 +499,25 @@ def better(name: str) -> str:
     if name in LOWER_IS_BETTER or (name.endswith("_us") and "lat" in name):
         return "lower"
     return ""
+
+
+RATIOS = {  # per-IO or per-request figures: a ratio of two sums, skewed over repeats
+    "cycles_per_io",
+    "cycles_per_io_perf",
+    "dev_read_req_kib",
+    "dev_write_req_kib",
+    "ios_per_submit_call",
+    "lat_mean_us_littles",
+}
+PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")  # clat_p99_us, lat_p99_9_us
+
+
+def interval_method(name: str) -> str:
+    """How the 95 % interval of a metric's mean over repeats is taken, the one rule every
+    table, plot and the explorer use (``iolab.stats.compare.interval``): ``"bootstrap"`` for
+    percentiles and ratios (a skewed tail: the bootstrap joined with Student t), ``"t"``
+    (Student t) for the rest, means of additive figures."""
+    return "bootstrap" if PERCENTILE.search(name) or name in RATIOS else "t"
 
 
 def label(name: str) -> str:

@@ -123,26 +123,24 @@ def fio_argv(
 
 
 def run_fio(
+    argv: list[str],
     jobfile: Path,
     output_path: Path,
     *,
-    fio: str | None = None,
     timeout_s: float | None = None,
     on_start=None,
     cwd: Path | None = None,
     cpus: list[int] | None = None,
-    wrap: list[str] | None = None,
-    readonly: bool = False,
 ) -> FioRun:
-    """Run ``fio --output-format=json+ --output=OUTPUT [--readonly] JOBFILE`` with
-    ``iolab.machine.process.run_pinned``.
+    """Run fio's ``argv`` (``fio_argv``: ``fio --output-format=json+ --output=OUTPUT
+    [--readonly] JOBFILE``, perhaps under perf) with ``iolab.machine.process.run_pinned``.
 
     fio's raw output is left untouched in ``output_path`` (relative paths are relative to
     ``cwd``). Raises FioError carrying fio's message and exit code when fio fails,
     RunInterrupted when it was stopped by a signal or Ctrl-C (its partial output kept).
     """
     done = run_pinned(
-        fio_argv(jobfile, output_path, fio, wrap, readonly),
+        argv,
         name="fio",
         cwd=cwd,
         cpus=cpus,

@@ -9,6 +9,10 @@ everything that is not fio I/O — ``via: ssh -tt user@host`` or ``via: ip netns
       via: ssh -tt root@10.0.0.2
     10.0.0.3:8766: {via: [ip, netns, exec, rack2]}
 
+The file is checked by ``HostsFile`` (pydantic, messages by ``iolab.core.schema``): each
+key an address[:port], each entry ``{via: ...}`` or the prefix alone, as text (split as a
+shell would) or a list of words.
+
 With a prefix, iolab checks that host's fio version, takes its system snapshot (a
 ``python3 -`` there reading /sys and /proc with ``iolab.core.system``'s own code, so the host
 needs python3, not iolab) and can start and stop its server. Without one, only the
@@ -34,18 +38,20 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Annotated, Any, Iterator, Sequence
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, RootModel, Strict, model_validator
 
 from . import ledger
 from ..core import system
 from ..core.errors import HostError, InputError
 from ..core.paths import safe_name
+from ..core.schema import refusal, validated
 from .process import spawn, stop_group
-from ..core.validate import mapping, yaml_mapping
+from ..core.validate import yaml_mapping
 
 DEFAULT_PORT = 8765  # fio's FIO_NET_PORT (server.h)
 CONNECT_TIMEOUT_S = 3.0
-HOST_FILE_KEYS = ("via",)
 
 
 @dataclass(frozen=True)
@@ -141,29 +147,74 @@ def hosts_from(spec: str | Sequence[str] | None, hosts_file: str | os.PathLike |
     return hosts
 
 
+# ---------------------------------------------------------------- the hosts file
+def _words(via: Any) -> Any:
+    """A command prefix as words: text split as a shell would (``ssh -tt root@h``), or a list
+    whose numbers are words too; anything else is left for the type check to refuse."""
+    if isinstance(via, str):
+        try:
+            via = shlex.split(via)
+        except ValueError as exc:  # an unclosed quote
+            raise ValueError(f"cannot be split into words ({exc}): close the quote") from None
+    if isinstance(via, list):
+        via = [str(w) if isinstance(w, (int, float)) and not isinstance(w, bool) else w for w in via]
+        if not via:
+            raise ValueError("holds no command")
+    return via
+
+
+def _address(name: str) -> str:
+    parse_host(name)  # InputError: the spellings of address[:port]
+    return name
+
+
+Prefix = Annotated[list[Annotated[str, Strict()]], BeforeValidator(_words)]
+HostName = Annotated[str, AfterValidator(refusal(_address))]  # address[:port]
+
+
+class HostEntry(BaseModel):
+    """What reaches one host: ``{via: prefix}``, or the prefix alone (``h1: ssh -tt root@h1``)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        title="a host entry {via: command prefix}",
+        json_schema_extra={"examples": ["{via: ssh -tt root@10.0.0.2}"]},
+    )
+    via: Prefix = Field(
+        description="a command prefix that reaches the host (text, or a list of words)",
+        examples=["ssh -tt root@10.0.0.2"],
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prefix_alone(cls, entry: Any) -> Any:
+        return {"via": entry} if isinstance(entry, (str, list)) else entry
+
+
+class HostsFile(RootModel[dict[HostName, HostEntry]]):
+    """A hosts file (module docstring): address[:port] -> its entry."""
+
+    root: dict[HostName, HostEntry] = Field(title="host")  # messages say "host h1: via ..."
+
+    @model_validator(mode="after")
+    @refusal
+    def _each_server_once(self) -> "HostsFile":
+        seen: dict[Host, str] = {}
+        for name in self.root:
+            host = parse_host(name)
+            if host in seen:
+                raise InputError(
+                    f"host {seen[host]} and host {name} are the same fio server (address and port); keep one entry"
+                )
+            seen[host] = name
+        return self
+
+
 def read_hosts_file(path: str | os.PathLike) -> dict[str, list[str]]:
-    """{host name: command prefix} from a hosts file (see the module docstring)."""
+    """{host name: command prefix} from a hosts file (see the module docstring), checked by
+    ``HostsFile``: InputError naming the file, the host and what to write."""
     doc = yaml_mapping(path, "hosts file (YAML: host -> {via: command prefix})", ["<host>"])
-    out = {}
-    for name, entry in doc.items():
-        try:
-            parse_host(name)
-        except InputError as exc:
-            raise InputError(f"{path}: {exc}") from None
-        if entry is not None and not isinstance(entry, (Mapping, str, list)):
-            mapping(entry, f"{path}: host {name}", f"{name}: {{via: ssh -tt root@{name}}}")
-        via = entry.get("via") if isinstance(entry, Mapping) else entry
-        extra = [k for k in entry if k not in HOST_FILE_KEYS] if isinstance(entry, Mapping) else []
-        if extra or not isinstance(via, (str, list)) or not via:
-            raise InputError(
-                f"{path}: host {name}: give `via: <command prefix>` (e.g. via: ssh -tt "
-                f"root@{name}), nothing else" + (f"; unknown key {', '.join(map(str, extra))}" if extra else "")
-            )
-        try:
-            out[name] = shlex.split(via) if isinstance(via, str) else [str(v) for v in via]
-        except ValueError as exc:  # shlex: an unclosed quote
-            raise InputError(f"{path}: host {name}: via: cannot be split into words ({exc}); close the quote") from None
-    return out
+    return {name: entry.via for name, entry in validated(HostsFile, doc, str(path)).root.items()}
 
 
 def is_this_machine(address: str) -> bool:

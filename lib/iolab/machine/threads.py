@@ -41,128 +41,28 @@ measures what that costs fio: within the noise of this VM (its control) on CPU-b
   name. A kernel thread's syscall is ``[kernel_thread]`` (not read); ``[running]`` is what
   the kernel says of a thread on CPU, ``[kernel_direct]`` of one not in a system call.
 
-The files it leaves and their reader are ``iolab.read.threadstates``.
+The files it leaves and their reader are ``iolab.read.threadstates``; one thread's /proc
+entries are read (and a system call named) by ``iolab.machine.thread_entries``.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import platform
 import resource
 import threading
 import time
-from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 
 from ..core.errors import InputError
 from ..read.threadstates import SAMPLE_COLUMNS, ThreadSamples, parse_stack, parse_stat
+from .thread_entries import PF_KTHREAD, read_once, reread, syscall_label, syscall_names, unreadable_reason
 
 DEFAULT_INTERVAL_S = 0.05
 DEFAULT_STATES = "RD"
 DEFAULT_WORKLOAD_STATES = "RDS"  # the run's own threads: where fio sleeps is off-CPU time too
 ALL_STATES = "RSDIZTtXP"
-PF_KTHREAD = 0x00200000  # task flags (stat field 9): a kernel thread
-_UNISTD = ("/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h")
-# x86_64 numbers of the system calls a storage workload waits in, for machines without the
-# kernel headers (linux-libc-dev); any other number is written syscall_<n>
-_X86_64 = {
-    0: "read",
-    1: "write",
-    2: "open",
-    3: "close",
-    7: "poll",
-    8: "lseek",
-    9: "mmap",
-    11: "munmap",
-    16: "ioctl",
-    17: "pread64",
-    18: "pwrite64",
-    19: "readv",
-    20: "writev",
-    23: "select",
-    24: "sched_yield",
-    26: "msync",
-    28: "madvise",
-    34: "pause",
-    35: "nanosleep",
-    56: "clone",
-    59: "execve",
-    61: "wait4",
-    74: "fsync",
-    75: "fdatasync",
-    128: "rt_sigtimedwait",
-    130: "rt_sigsuspend",
-    162: "sync",
-    202: "futex",
-    206: "io_setup",
-    207: "io_destroy",
-    208: "io_getevents",
-    209: "io_submit",
-    210: "io_cancel",
-    217: "getdents64",
-    221: "fadvise64",
-    230: "clock_nanosleep",
-    231: "exit_group",
-    232: "epoll_wait",
-    247: "waitid",
-    257: "openat",
-    270: "pselect6",
-    271: "ppoll",
-    275: "splice",
-    281: "epoll_pwait",
-    285: "fallocate",
-    295: "preadv",
-    296: "pwritev",
-    306: "syncfs",
-    326: "copy_file_range",
-    327: "preadv2",
-    328: "pwritev2",
-    333: "io_pgetevents",
-    425: "io_uring_setup",
-    426: "io_uring_enter",
-    427: "io_uring_register",
-    435: "clone3",
-    441: "epoll_pwait2",
-    449: "futex_waitv",
-}
-
-
-def syscall_names() -> dict[int, str]:
-    """System call number -> name on this machine: from the kernel headers' unistd_64.h
-    when installed, else the built-in x86_64 table (empty on other architectures)."""
-    for path in _UNISTD:
-        try:
-            text = Path(path).read_text()
-        except OSError:
-            continue
-        names = {}
-        for line in text.splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[0] == "#define" and parts[1].startswith("__NR_") and parts[2].isdigit():
-                names[int(parts[2])] = parts[1][5:]
-        if names:
-            return names
-    return dict(_X86_64) if platform.machine() == "x86_64" else {}
-
-
-def syscall_label(raw: bytes | str, names: dict[int, str]) -> str:
-    """/proc/PID/task/TID/syscall's first field as a name: ``running`` -> ``[running]``,
-    ``-1`` -> ``[kernel_direct]`` (in the kernel, not in a system call), a number -> its
-    name (``syscall_<n>`` when unknown)."""
-    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-    first = text.split(None, 1)[0] if text.strip() else ""
-    if first == "running":
-        return "[running]"
-    if first == "-1":
-        return "[kernel_direct]"
-    try:
-        number = int(first)
-    except ValueError:
-        return f"[unreadable: {first or 'empty'}]"
-    return names.get(number, f"syscall_{number}")
 
 
 def check_states(states: str | Iterable[str]) -> str:
@@ -179,31 +79,7 @@ def check_states(states: str | Iterable[str]) -> str:
     return "".join(dict.fromkeys(text))
 
 
-def _why(exc: OSError) -> str:
-    if exc.errno in (errno.ENOENT, errno.ESRCH):
-        return "exited"
-    if exc.errno == errno.EACCES:  # stack without CAP_SYS_ADMIN, another user's syscall
-        return "permission"
-    if exc.errno == errno.EPERM:  # this one task refuses ptrace access (another user namespace, an LSM)
-        return "ptrace denied"
-    return errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-
-
-def _read(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, 16384)
-    finally:
-        os.close(fd)
-
-
-def _reread(fd: int, path: str) -> bytes:
-    """A kept /proc file read again from offset 0 (procfs makes it anew); ``path`` names it
-    (for the tests' fakes)."""
-    return os.pread(fd, 8192, 0)
-
-
-def _lower_priority() -> str:
+def lower_priority() -> str:
     """The calling thread to SCHED_IDLE (it then runs only when its CPU has nothing else to
     do: the loop device's workers and softirqs beside fio are never kept waiting by it), else
     to nice 19; returns the policy it got."""
@@ -296,10 +172,10 @@ class ThreadSampler:
         fd = self._side.get(key)
         if fd is None:
             if len(self._fds) + len(self._side) >= self._max_fds:
-                return _read(path)
+                return read_once(path)
             fd = self._side[key] = os.open(path, os.O_RDONLY)
         try:
-            return _reread(fd, path)
+            return reread(fd, path)
         except OSError:
             os.close(self._side.pop(key))
             raise
@@ -310,7 +186,7 @@ class ThreadSampler:
         try:
             return self._kept_file(kind, tid, base)
         except OSError as exc:
-            return self._bad(kind, _why(exc))
+            return self._bad(kind, unreadable_reason(exc))
 
     def _note_on_cpu(self, tid: str, base: str, tick: int, t: float) -> None:
         """The time a run's thread has spent on a CPU (``schedstat``, ns), at its first and
@@ -418,7 +294,7 @@ class ThreadSampler:
                 try:
                     tids = os.listdir(f"{proc}/{pid}/task")
                 except OSError as exc:
-                    self._bad("task", _why(exc))
+                    self._bad("task", unreadable_reason(exc))
                     continue
             for tid in tids:
                 fd = self._fds.get(tid)
@@ -426,7 +302,7 @@ class ThreadSampler:
                     try:
                         fd = self._open(pid, tid)
                     except OSError as exc:
-                        self._bad("stat", _why(exc))
+                        self._bad("stat", unreadable_reason(exc))
                         self._rescan = True  # try it again next tick
                         continue
                 tasks.append((pid, tid, fd))
@@ -473,10 +349,10 @@ class ThreadSampler:
                 if fd >= 0:
                     raw = pread(fd, 1024, 0)
                 else:
-                    raw = _read(f"{proc}/{pid}/task/{tid}/stat")
+                    raw = read_once(f"{proc}/{pid}/task/{tid}/stat")
                 state = raw[raw.rindex(b")") + 2]
             except OSError as exc:  # the thread ended: forget it, list /proc again next tick
-                self._bad("stat", _why(exc))
+                self._bad("stat", unreadable_reason(exc))
                 self._forget(tid)
                 self._rescan = True
                 continue
@@ -533,7 +409,7 @@ class ThreadSampler:
             os.sched_setaffinity(0, others)
         self.cpus = sorted(os.sched_getaffinity(0))
         if self.idle:
-            self.policy = _lower_priority()
+            self.policy = lower_priority()
         cpu0 = time.thread_time()
         interval = self.interval_s
         due = time.monotonic()

@@ -1,9 +1,10 @@
 """One run on many hosts through fio's client/server mode, stored as one run folder.
 
     from iolab.measure.clients import measure_hosts
+    from iolab.measure.planned import PlannedRun
     from iolab.machine.hosts import hosts_from
-    result = measure_hosts({"rw": "randread", "iodepth": 16}, target,
-                           hosts=hosts_from("10.0.0.2,10.0.0.3"), runs_dir="data/runs")
+    run = PlannedRun({"rw": "randread", "iodepth": 16}, target, hosts=tuple(hosts_from("10.0.0.2,10.0.0.3")))
+    result = measure_hosts(run, runs_dir="data/runs")
     result.table   # a row per host and direction, and the pooled row (iolab.read.hosttable)
 
 fio starts the same job file on every host together (``fio --client=hosts.list job.fio``)
@@ -28,9 +29,10 @@ from ..machine.hosts import Host, check_hosts, is_this_machine, snapshot_on
 from ..read.hosttable import HOST_LIST, HOSTS_FILE
 from ..machine.jobcheck import guard_job_text, mark_created
 from ..machine.process import run_pinned
-from .runner import RunResult, exclusive, job_options
-from ..runs.store import job_key, run_folder, run_table
-from ..machine.target import Target
+from .options import MeasureOptions
+from .planned import PlannedRun, job_options
+from .runner import RunResult, held_for
+from ..runs.store import run_folder, run_table
 from ..core.validate import check_measure
 
 
@@ -62,49 +64,34 @@ def _failures(hosts: Sequence[Host], doc_data: Mapping[str, Any], said: str, ret
     return out
 
 
-def host_job_key(
-    opts: Mapping[str, Any],
-    target: Target,
-    hosts: Sequence[Host],
-    swept: Mapping[str, Any] | None = None,
-    jobs: Sequence[Mapping[str, Any]] = (),
-) -> str:
-    """The job key of a run on ``hosts`` (``iolab.runs.store.job_key`` with the hosts' names):
-    what a resumed study matches stored runs on. ``opts``: ``runner.job_options``."""
-    return job_key(
-        {**opts, **({"jobs": list(jobs)} if jobs else {}), "hosts": [h.name for h in hosts]},
-        target.describe(),
-        swept or {},
-    )
-
-
-@exclusive
 def measure_hosts(
-    options: Mapping[str, Any],
-    target: Target,
+    run: PlannedRun,
     *,
-    hosts: Sequence[Host],
-    cpus: list[int] | None = None,
     runs_dir: str | Path = "data/runs",
-    swept: Mapping[str, Any] | None = None,
-    label: str = "hosts",
-    allow_destructive: bool = False,
-    timeout_s: float | None = None,
-    jobs: Sequence[Mapping[str, Any]] | None = None,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
     snapshots: bool = True,
 ) -> RunResult:
-    """Run the job on every host of ``hosts`` at once and store the run (module docstring).
-    ``cpus`` pins the job on every host (``cpus_allowed``); ``target`` names the file or
-    device each host opens (the same path on each). ``snapshots``: take each host's system
+    """Run ``run``'s job on every host of ``run.hosts`` at once and store the run (module
+    docstring), e.g. ``measure_hosts(PlannedRun(options, target, hosts=hosts, cpus=[0]))``.
+    ``run.cpus`` pins the job on every host (``cpus_allowed``); ``run.target`` names the file
+    or device each host opens (the same path on each). ``how``: the write guard's
+    permission and a timeout (``MeasureOptions``). ``snapshots``: take each host's system
     snapshot (a few tenths of a second per host). Raises HostError (a host not ready) or
     UnsafeTargetError before any run folder exists; FioError when no host reported."""
+    with held_for(run.target, run.cpus):
+        return _measure_hosts(run, Path(runs_dir), MeasureOptions.of(how), snapshots)
+
+
+def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapshots: bool) -> RunResult:
+    options, target, cpus, swept, jobs = run.options, run.target, run.cpus, run.swept, run.jobs
+    label, hosts = run.label or "hosts", list(run.hosts)
+    allow_destructive, timeout_s = how.allow_destructive, how.timeout_s
     check_measure(options, runs_dir=runs_dir)
-    hosts = list(hosts)
     fio = fio_binary()
     versions = check_hosts(hosts, fio_version(fio))
     opts = job_options(options, target, cpus)
     jobs = [dict(j) for j in jobs or []]
-    key = host_job_key(opts, target, hosts, swept, jobs)
+    key = run.key
     name = str(opts.pop("name", label or "iolab"))
     jobtext = to_jobfile({f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts})
     check = guard_job_text(jobtext, allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")

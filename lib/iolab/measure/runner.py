@@ -10,11 +10,12 @@ The job is pinned with fio's ``cpus_allowed`` to ``cpus``; the samplers watch th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pandas as pd
 
@@ -27,42 +28,24 @@ from ..machine.fio import fio_argv, fio_binary, raise_for_failure, read_output, 
 from ..read.fiojson import run_warnings
 from ..machine.jobcheck import guard_job_text, mark_created
 from ..machine.locks import cpus_locked
-from ..machine.perf import Profiler, ProfileSpec
+from ..machine.perf import Profiler
 from ..machine.process import run_pinned
 from ..core.progress import Stages, Ticking
 from ..machine.sampling import Sampler
 from ..runs.store import RunFolder, job_key, run_folder, run_table
 from ..core.system import block_stat, snapshot
 from ..machine.target import Target
-from ..machine.threads import DEFAULT_INTERVAL_S, DEFAULT_STATES, ThreadSampler
+from ..machine.threads import ThreadSampler
 from ..read.tio import failure, tio_argv
 from ..core.validate import check_cpus, check_measure
-
-DEFAULTS = {
-    "ioengine": "io_uring",
-    "direct": 1,
-    "rw": "randread",
-    "bs": "4k",
-    "iodepth": 1,
-    "time_based": 1,
-    "runtime": "2s",
-    "group_reporting": 1,
-}
-TIO_DEFAULTS = {"r": 3}  # measure_tio's default t/io_uring flags, stored with its runs
+from .options import MeasureOptions
+from .planned import TIO_DEFAULTS, job_options
 
 
 @dataclass
 class RunResult:
     path: Path
     table: pd.DataFrame
-
-
-def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | None) -> dict[str, Any]:
-    """The full option dict of a run: iolab defaults < target < the caller's options."""
-    opts: dict[str, Any] = {**DEFAULTS, **target.fio_options, **dict(options)}
-    if cpus is not None and "cpus_allowed" not in options:
-        opts["cpus_allowed"] = ",".join(str(c) for c in cpus)
-    return opts
 
 
 def _record_setup(
@@ -84,17 +67,24 @@ def exclusive(run):
 
     @functools.wraps(run)
     def wrapper(options, target, *, cpus=None, **kw):
-        if target.released:
-            raise TargetError(
-                f"{target.describe()} was released (a cell failed, or release() ran): "
-                "re-run the cell that opens the target"
-            )
-        check_cpus(cpus)  # before its lock is taken
-        repair.recover_and_report()
-        with signals.held(), cpus_locked(cpus):
+        with held_for(target, cpus):
             return run(options, target, cpus=cpus, **kw)
 
     return wrapper
+
+
+@contextlib.contextmanager
+def held_for(target: Target, cpus: list[int] | None) -> Iterator[None]:
+    """What ``exclusive`` does around a run, for a block: the target still open, CPUs checked,
+    dead processes' leftovers repaired, the CPUs locked, SIGTERM/SIGHUP unwinding."""
+    if target.released:
+        raise TargetError(
+            f"{target.describe()} was released (a cell failed, or release() ran): re-run the cell that opens the target"
+        )
+    check_cpus(cpus)  # before its lock is taken
+    repair.recover_and_report()
+    with signals.held(), cpus_locked(cpus):
+        yield
 
 
 def _seconds(opts: Mapping[str, Any]) -> float:
@@ -120,22 +110,15 @@ def measure(
     runs_dir: str | Path = "data/runs",
     swept: Mapping[str, Any] | None = None,
     label: str = "",
-    allow_destructive: bool = False,
-    sample_interval_s: float = 0.5,
-    timeout_s: float | None = None,
-    profile: ProfileSpec | None = None,
     jobs: Sequence[Mapping[str, Any]] | None = None,
-    threads: bool = False,
-    threads_interval_s: float = DEFAULT_INTERVAL_S,
-    threads_states: str = DEFAULT_STATES,
-    log_ms: int | None = None,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> RunResult:
-    """Run fio once with samplers (and perf, when ``profile`` is given) and store the run.
-    ``log_ms``: fio's interval logs too, every ``log_ms`` ms (IOPS, bandwidth, latency and
-    latency histograms per job, ``iolab.read.series``); they do not change the job's identity, so
-    a resumed sweep reuses its runs made without them.
-    ``threads``: the thread-state sampler beside it too (``iolab.machine.threads``: every
-    ``threads_interval_s``, the threads in ``threads_states``, off the measured CPUs).
+    """Run fio once with samplers and store the run; ``how`` (``MeasureOptions``) says how:
+    perf around it (``profile``), fio's interval logs every ``log_ms`` ms (IOPS, bandwidth,
+    latency and latency histograms per job, ``iolab.read.series``; they do not change the
+    job's identity, so a resumed sweep reuses its runs made without them), the thread-state
+    sampler beside it (``threads``: ``iolab.machine.threads``, off the measured CPUs), the
+    write guard's permission (``allow_destructive``), a timeout and the samplers' period.
     ``jobs``: one job section per entry, each the run's options with that entry's on top
     (``{"filename": ..., "cpus_allowed": ...}``: one job per device, each on its CPU); with
     ``group_reporting`` (a default) fio reports them as one.
@@ -143,6 +126,8 @@ def measure(
     folder exists; once fio has started, FioError (fio's message and exit code),
     RunInterrupted and PerfError leave the run folder, marked failed or interrupted."""
     check_measure(options, runs_dir=runs_dir)  # its CPUs were checked before their lock
+    how = MeasureOptions.of(how)
+    log_ms, profile = how.log_ms, how.profile
     fio = fio_binary()
     opts = job_options(options, target, cpus)
     jobs = [dict(j) for j in jobs or []]
@@ -154,8 +139,10 @@ def measure(
     jobtext = to_jobfile(sections)
     # fio's own reading of this exact text, judged before a run folder exists; relative
     # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
-    check = guard_job_text(jobtext, allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
-    states = ThreadSampler(cpus, threads_interval_s, threads_states) if threads else None  # InputError first
+    check = guard_job_text(jobtext, how.allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
+    states = (
+        ThreadSampler(cpus, how.threads_interval_s, how.threads_states) if how.threads else None
+    )  # InputError first
     with run_folder(runs_dir, label) as folder:
         folder.write_text("job.fio", jobtext)
         sampler = _record_setup(
@@ -171,7 +158,7 @@ def measure(
             },
             check.describe_target(target),
         )
-        sampler.interval_s = sample_interval_s
+        sampler.interval_s = how.sample_interval_s
         profiler = stages = None
         if profile is not None:
             profiler = Profiler(folder.path, cpus, profile)
@@ -189,15 +176,13 @@ def measure(
         ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
         try:
             run = run_fio(
+                argv,
                 Path("job.fio"),
                 Path("fio.json"),
-                fio=fio,
                 cwd=folder.path,
-                timeout_s=timeout_s,
+                timeout_s=how.timeout_s,
                 on_start=lambda pid: (sampler.start(), states and states.start(pid), ticking.start()),
                 cpus=cpus,
-                wrap=wrap,
-                readonly=check.fio_readonly,
             )
         finally:
             ticking.close()
@@ -240,14 +225,15 @@ def measure_tio(
     runs_dir: str | Path = "data/runs",
     swept: Mapping[str, Any] | None = None,
     label: str = "tio",
-    tio: str | Path | None = None,
-    timeout_s: float = 120,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run fio's t/io_uring pinned to ``cpus`` with samplers, stored like a fio run
-    (``tio.txt`` instead of ``fio.json``). Raises TioError when its output says it failed
-    (it exits 0 when polled IO is unsupported)."""
+    (``tio.txt`` instead of ``fio.json``): ``how.tio`` (the binary; None: ``make tio``'s),
+    ``how.timeout_s`` (None: 120 s). Raises TioError when its output says it failed (it
+    exits 0 when polled IO is unsupported)."""
+    how = MeasureOptions.of(how)
     flags = {**TIO_DEFAULTS, **dict(flags)}
-    argv = tio_argv(target.path, flags, tio)
+    argv = tio_argv(target.path, flags, how.tio)
     with run_folder(runs_dir, label) as folder:
         sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "tio_flags": flags})
         folder.write_json("argv.json", {"argv": argv, "cpu_affinity": cpus})
@@ -256,7 +242,7 @@ def measure_tio(
                 argv,
                 name="t/io_uring",
                 cpus=cpus,
-                timeout_s=timeout_s,
+                timeout_s=how.timeout_s or 120,
                 on_start=lambda pid: sampler.start(),
                 merge_stderr=True,
             )

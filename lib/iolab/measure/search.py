@@ -41,74 +41,47 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
-import hashlib
 import itertools
 import json
 import os
-import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 import yaml
 
 from ..stats import compare, drift
 from ..machine import knobs
 from ..runs import repair
-from . import runner
-from .clients import measure_hosts
-from ..stats.analysis import add_cycles_per_io, t_interval
+from ..stats.analysis import add_cycles_per_io
 from ..core.atomic import write_atomic, write_json
 from ..core.errors import InputError, IolabError
 from ..machine.fio import fio_binary, to_jobfile
 from ..machine.hosts import hosts_from
 from ..machine.jobcheck import guard_job_text
-from ..core.paths import check_name, safe_name
+from ..core.paths import check_name
 from ..core.paths import runs_dir as default_runs_dir
-from ..core.progress import bar
 from ..runs.runcache import load_cached
-from ..runs.store import find_runs, load_runs
-from ..machine.stress import stressed, stress_argv
-from .sweep import with_ramp
+from ..runs.store import load_runs
+from ..machine.stress import stress_argv
+from .campaign import Rounds, StopRule, execute, ordered, paths_of
+from .options import MeasureOptions
+from .planned import DEFAULTS, PlannedRun, job_options
+from .search_spec import SPEC_KEYS, Spec, load_spec
+from ..machine.hosts import Host
 from ..core.system import SYS_CPU, parse_cpu_list, read_text
 from ..machine.target import Target, open_target
 from ..core.validate import (
     check_cpus,
     check_fio_options,
-    cpu_list,
-    kind_of,
-    mapping,
-    positive_ints,
     warmup,
-    warmup_text,
     writable_dir,
-    yaml_mapping,
 )
 
-SPEC_KEYS = (
-    "name",
-    "description",
-    "target",
-    "size",
-    "cpus",
-    "repeats",
-    "order",
-    "seed",
-    "base",
-    "axes",
-    "stop",
-    "warmup",
-    "hosts",
-    "hosts_file",
-)
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
 UNAVAILABLE = "unavailable.json"  # what a search with drop_unavailable left out, and why (left_out)
-STRESS = ("idle", "stressed")
-SIBLINGS = ("not used", "used")
-ORDERS = ("random", "given")
+ORDER_OF = {"random": "random", "given": "interleaved"}  # the campaign loop's names (campaign.ORDERS)
 
 
 class SearchUnavailable(InputError):
@@ -126,43 +99,6 @@ class SearchUnavailable(InputError):
 
 
 @dataclass
-class Spec:
-    """A search spec (module docstring); ``load_spec`` checks one."""
-
-    name: str
-    target: list[str]
-    axes: dict[str, list]
-    base: dict[str, Any] = field(default_factory=dict)
-    size: str = "1g"
-    cpus: list[int] | None = None
-    repeats: int = 1
-    order: str = "random"
-    seed: int = 0
-    stop: dict[str, Any] | None = None
-    warmup: str = "run"  # validate.warmup's spelling: run, none or a time (2s: ramp_time)
-    description: str = ""
-    path: Path | None = None
-    hosts: list[str] | None = None
-    hosts_file: str | None = None
-
-    @property
-    def ident(self) -> str:
-        """``name-<hash>``: the hash covers what decides a run besides its axes and repeat."""
-        what = json.dumps(
-            {
-                "target": self.target,
-                "size": self.size,
-                "cpus": self.cpus,
-                "base": self.base,
-                **({"hosts": self.hosts} if self.hosts else {}),
-            },
-            sort_keys=True,
-            default=str,
-        )
-        return f"{self.name}-{hashlib.sha256(what.encode()).hexdigest()[:8]}"
-
-
-@dataclass
 class Cell:
     index: int
     values: dict[str, Any]  # axis -> value, the spec's names
@@ -173,163 +109,7 @@ class Cell:
     stress_cpus: list[int]
 
 
-@dataclass
-class PlannedRun:
-    cell: Cell
-    repeat: int
-    swept: dict[str, Any]
-    left_out: str = ""  # the plan's illegal combinations, in words
-
-    @property
-    def key(self) -> str:
-        return _swept_key(self.swept)
-
-    @property
-    def label(self) -> str:
-        return "-".join(f"{k}{v}".replace(" ", "") for k, v in self.cell.values.items()) + f"-r{self.repeat}"
-
-
 # ---------------------------------------------------------------- the spec
-def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
-    """A search spec from a YAML file (or a mapping), checked: unknown keys (with the
-    nearest known one), empty axes, bad repeats/order/seed/cpus, machine-axis values.
-    InputError says what to fix; nothing runs."""
-    path = None
-    if isinstance(source, Mapping):
-        doc = dict(source)
-    else:
-        path = Path(source)
-        doc = yaml_mapping(path, "search spec (YAML; data/examples/search_small.yaml is one)", SPEC_KEYS)
-    doc = {str(k).strip(): v for k, v in doc.items()}
-    unknown = [k for k in doc if k not in SPEC_KEYS]
-    if unknown:
-        hints = [
-            f"{k!r}" + (f" (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(k, SPEC_KEYS, 1)) else "")
-            for k in unknown
-        ]
-        raise InputError(f"unknown key {', '.join(hints)} in the search spec; the keys are {', '.join(SPEC_KEYS)}")
-    if not doc.get("axes") or not isinstance(doc["axes"], Mapping):
-        raise InputError(
-            "the spec has no axes: give `axes:` a mapping of axis -> list of values, e.g. axes: {iodepth: [1, 8, 32]}"
-        )
-    name = (
-        check_name(str(doc["name"]).strip(), "search name", "name: in the spec")
-        if doc.get("name") is not None
-        else safe_name(path.stem if path else "search", fallback="search")
-    )
-    targets = doc.get("target", "scratch")
-    targets = [str(t).strip() for t in (targets if isinstance(targets, list) else [targets])]
-    base = mapping(doc.get("base"), "base in the search spec", "base: {rw: randread, ioengine: io_uring}")
-    warm = warmup(doc.get("warmup", "run"))
-    if isinstance(warm, float):  # a time: fio's ramp_time on every run (and in the spec's hash)
-        base = _ramp(base, warm)
-    spec = Spec(
-        name=name,
-        target=targets,
-        axes=_axes(doc["axes"]),
-        base=base,
-        size=str(doc.get("size", "1g")).strip(),
-        repeats=positive_ints("repeats", [doc.get("repeats", 1)])[0],
-        order=str(doc.get("order", "random")).strip().lower(),
-        stop=_stop(doc.get("stop")),
-        warmup=warmup_text(warm),
-        description=str(doc.get("description", "")),
-        path=path,
-    )
-    if doc.get("hosts") or doc.get("hosts_file"):
-        base_dir = path.parent if path else Path(".")
-        spec.hosts_file = str(base_dir / str(doc["hosts_file"]).strip()) if doc.get("hosts_file") else None
-        spec.hosts = [h.name for h in hosts_from(doc.get("hosts"), spec.hosts_file)]
-    if doc.get("cpus") is not None:
-        spec.cpus = cpu_list(doc["cpus"] if isinstance(doc["cpus"], list) else str(doc["cpus"]))
-    try:
-        spec.seed = int(doc.get("seed", 0))
-    except (TypeError, ValueError):
-        raise InputError(f"seed {doc.get('seed')!r} is not a whole number; give e.g. seed: 1") from None
-    if spec.order not in ORDERS:
-        raise InputError(f"order {spec.order!r}: choose random (cells shuffled with the seed) or given")
-    if "devices" in spec.axes and max(spec.axes["devices"]) > len(targets):
-        raise InputError(
-            f"the devices axis goes up to {max(spec.axes['devices'])} but the spec lists "
-            f"{len(targets)} target(s): list one target per device under `target:`"
-        )
-    return spec
-
-
-def _ramp(base: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """``base`` with fio's ramp_time for ``warmup: <time>`` (``sweep.with_ramp``); InputError
-    when base sets another."""
-    ramp = with_ramp(base, seconds)["ramp_time"]
-    if str(base.get("ramp_time", ramp)).strip() != ramp:
-        raise InputError(
-            f"the spec sets warmup: {seconds:g}s and base ramp_time: {base['ramp_time']}; "
-            "keep one of them (warmup: <time> is fio's ramp_time on every run)"
-        )
-    return {**base, "ramp_time": ramp}
-
-
-def _axes(axes: Mapping[str, Any]) -> dict[str, list]:
-    out: dict[str, list] = {}
-    for axis, values in axes.items():
-        axis = str(axis).strip()
-        values = values if isinstance(values, list) else [values]
-        nested = [v for v in values if isinstance(v, (Mapping, list))]
-        if nested:
-            raise InputError(
-                f"axis {axis!r} has {nested[0]!r}, a {kind_of(nested[0])}; give a list of "
-                f"plain values, e.g. {axis}: [1, 8, 32]"
-            )
-        if not values:
-            raise InputError(f"axis {axis!r} has no values; give a list such as {axis}: [1, 2]")
-        if axis in ("cores", "devices"):
-            values = positive_ints(axis, values)
-        elif axis == "stress":
-            values = [_choice(axis, v, STRESS) for v in values]
-        elif axis == "siblings":
-            values = [_choice(axis, v, SIBLINGS) for v in values]
-        elif axis in knobs.KNOBS:
-            values = [v.strip() if isinstance(v, str) else v for v in values]
-        if len(set(map(str, values))) < len(values):
-            raise InputError(f"axis {axis!r} lists a value twice: {values}")
-        out[axis] = values
-    return out
-
-
-def _choice(axis: str, value: Any, choices: Sequence[str]) -> str:
-    text = " ".join(str(value).strip().lower().replace("_", " ").split())
-    aliases = {"on": choices[-1], "off": choices[0], "true": choices[-1], "false": choices[0]}
-    text = aliases.get(text, text)
-    if text not in choices:
-        raise InputError(f"{axis}: {value!r} is not one of {', '.join(choices)}")
-    return text
-
-
-def _stop(stop: Any) -> dict[str, Any] | None:
-    if not stop:
-        return None
-    how = (
-        "stop: give {metric: iops, ci_pct: 5, min_repeats: 3} (end a cell once the 95 % "
-        "interval of its mean is within ci_pct % of it)"
-    )
-    if not isinstance(stop, Mapping) or set(stop) - {"metric", "ci_pct", "min_repeats"}:
-        raise InputError(how)
-    try:
-        ci_pct = float(stop.get("ci_pct", 5))
-    except (TypeError, ValueError):
-        ci_pct = float("nan")
-    if not 0 < ci_pct < float("inf") or isinstance(stop.get("ci_pct"), bool):
-        raise InputError(f"stop.ci_pct {stop.get('ci_pct')!r} is not a percentage > 0; " + how)
-    out = {
-        "metric": str(stop.get("metric", "iops")),
-        "ci_pct": ci_pct,
-        "min_repeats": positive_ints("stop.min_repeats", [stop.get("min_repeats", 3)])[0],
-    }
-    if out["min_repeats"] < 2:
-        raise InputError("stop.min_repeats must be at least 2: an interval needs two runs")
-    return out
-
-
-# ---------------------------------------------------------------- the machine's CPUs
 def pool(spec: Spec) -> list[int]:
     """The CPUs the search may use: the spec's ``cpus`` (checked), else every allowed CPU."""
     return check_cpus(spec.cpus) if spec.cpus else sorted(os.sched_getaffinity(0))
@@ -439,71 +219,52 @@ def jobs_of(cell: Cell, targets: Sequence[Target]) -> list[dict[str, Any]]:
 
 
 def plan(
-    spec: Spec, targets: Sequence[Target], drop_unavailable: bool = False, allow_destructive: bool = False
+    spec: Spec,
+    targets: Sequence[Target],
+    drop_unavailable: bool = False,
+    allow_destructive: bool = False,
+    hosts: Sequence[Host] = (),
 ) -> list[PlannedRun]:
-    """Every (cell, repeat) in the order they will run, checked before the first: fio's own
-    parse of each cell's job and the write guard (``iolab.machine.jobcheck``), knob values, CPUs.
-    SearchUnavailable lists what cannot be varied, unless ``drop_unavailable``."""
-    kept, problems, note = runnable_cells(spec, targets)
+    """Every (cell, repeat) in the order it will run (``campaign.ordered``: rounds, each
+    shuffled with the seed, or in the spec's order), checked before the first: fio's own
+    parse of each cell's job and the write guard (``iolab.machine.jobcheck``), knob values,
+    CPUs. SearchUnavailable lists what cannot be varied, unless ``drop_unavailable``. Each
+    run reads the cell's devices, sets its knobs on each of them and runs stress-ng on its
+    stress CPUs; on ``hosts`` (fio servers) when the spec names any."""
+    kept, problems, _ = runnable_cells(spec, targets)
     if problems and not drop_unavailable:
         raise SearchUnavailable(problems)
     if not kept:
         raise InputError("nothing is left to run once what this machine cannot vary is dropped")
     fio = fio_binary()
+    runs = []
     for cell in kept:
-        opts = runner.job_options(cell.options, targets[0], cell.cpus)
+        opts = job_options(cell.options, targets[0], cell.cpus)
         check_fio_options(opts)
         jobs = jobs_of(cell, targets)
         text = to_jobfile(
             {f"c{cell.index}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {f"c{cell.index}": opts}
         )
         guard_job_text(text, allow_destructive, fio=fio)
-    order = list(range(len(kept)))
-    rounds = []
-    rng = random.Random(spec.seed)
-    for rep in range(spec.repeats):
-        if spec.order == "random":
-            rng.shuffle(order)
-        rounds += [
-            PlannedRun(kept[i], rep, {**kept[i].values, "repeat": rep, "search": spec.ident}, note) for i in order
-        ]
-    return rounds
-
-
-def _swept_key(swept: Mapping[str, Any]) -> str:
-    return json.dumps(swept, sort_keys=True, default=str)
-
-
-def done_runs(runs_dir: Path) -> dict[str, Path]:
-    """Finished "ok" runs under ``runs_dir`` by their swept values (an interrupted or failed
-    run is not done: it runs again)."""
-    out: dict[str, Path] = {}
-    for run_json in find_runs(runs_dir):
-        params = run_json.parent / "params.json"
-        if params.exists() and json.loads(run_json.read_text()).get("status") == "ok":
-            out.setdefault(_swept_key(json.loads(params.read_text()).get("swept", {})), run_json.parent)
-    return out
-
-
-def _settled(run: PlannedRun, done: Mapping[str, Path], stop: Mapping[str, Any] | None) -> str:
-    """Why the stop rule skips ``run`` ("" when it runs): its cell's interval is narrow."""
-    if not stop or run.repeat < stop["min_repeats"]:
-        return ""
-    earlier = [p for r in range(run.repeat) if (p := done.get(_swept_key({**run.swept, "repeat": r})))]
-    if len(earlier) < stop["min_repeats"]:  # (repeats the rule skipped are not in ``done``)
-        return ""
-    runs = compare.per_run(load_runs(earlier))
-    if stop["metric"] not in runs:
-        raise InputError(
-            f"stop.metric {stop['metric']!r} is not a column of the runs; choose one of "
-            f"{', '.join(runs.select_dtypes('number').columns)}"
-        )
-    values = runs[stop["metric"]].to_numpy(float)
-    low, high = t_interval(values)
-    mean = float(np.mean(values))
-    if mean and (high - low) / 2 <= stop["ci_pct"] / 100 * abs(mean):
-        return f"95 % interval within {stop['ci_pct']:g} % after {len(values)} runs"
-    return ""
+        name = "-".join(f"{k}{v}".replace(" ", "") for k, v in cell.values.items())
+        for rep in range(spec.repeats):
+            runs.append(
+                PlannedRun(
+                    cell.options,
+                    targets[0],
+                    {**cell.values, "repeat": rep, "search": spec.ident},
+                    f"{name}-r{rep}",
+                    cell.index,
+                    cell.cpus,
+                    cell.settings,
+                    tuple(targets[: cell.devices]),  # every device the cell reads
+                    tuple(cell.stress_cpus),
+                    tuple(jobs),
+                    tuple(hosts),
+                    "hosts" if hosts else "fio",
+                )
+            )
+    return ordered(runs, ORDER_OF[spec.order], spec.seed)
 
 
 # ---------------------------------------------------------------- running
@@ -519,25 +280,27 @@ def run(
     runs_dir: str | os.PathLike | None = None,
     *,
     drop_unavailable: bool = False,
-    allow_destructive: bool = False,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
     progress: bool = True,
     announce=print,
-    **measure_kw,
 ) -> pd.DataFrame:
     """Run ``spec`` (a Spec or a spec path) into ``runs_dir`` (default
     data/runs/search-<name>: the same folder every time, so a re-run resumes) and return
-    the tidy table of its runs (``load_table``). Knobs are put back after every cell, and
-    stress-ng stopped after every run. ``announce`` gets the plan in words (``describe_plan``;
-    None: quiet). ``measure_kw`` go to ``iolab.measure.runner.measure``."""
+    the tidy table of its runs (``load_table``), through the one campaign loop
+    (``iolab.measure.campaign.execute``): knobs put back after every cell, stress-ng stopped
+    after every run, the spec's warm-up and stop rule. ``announce`` gets the plan in words
+    (``describe_plan``; None: quiet). ``how``: how each run is measured (``MeasureOptions``)."""
     spec = spec if isinstance(spec, Spec) else load_spec(spec)
+    how = MeasureOptions.of(how)
     runs_dir = Path(runs_dir or default_folder(spec))
     repair.recover_and_report()
     with open_targets(spec) as targets:
-        runs = plan(spec, targets, drop_unavailable, allow_destructive)
+        hosts = hosts_from(spec.hosts, spec.hosts_file) if spec.hosts else ()
+        runs = plan(spec, targets, drop_unavailable, how.allow_destructive, hosts)
         unavailable = cells(spec, targets)[1] if drop_unavailable else []
         if announce:
             announce(
-                describe_plan(runs, spec)
+                describe_plan(runs, spec, runnable_cells(spec, targets)[2])
                 + "".join(
                     f"\n  left out: {axis} {', '.join(map(str, values))}: {why}" for axis, values, why in unavailable
                 )
@@ -545,43 +308,13 @@ def run(
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
         write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
         write_json(runs_dir / UNAVAILABLE, [{"axis": a, "values": v, "why": w} for a, v, w in unavailable])
-        done = done_runs(runs_dir)
-        warm = warmup(spec.warmup)  # "run": once, before the first run measured; a time is in base
-        hosts = hosts_from(spec.hosts, spec.hosts_file) if spec.hosts else None
-        measure = measure_hosts if hosts else runner.measure
-        with contextlib.ExitStack() as cell_knobs:
-            cell = None
-            for r in bar(runs, f"search {spec.name}", total=len(runs)) if progress else runs:
-                if r.key in done or _settled(r, done, spec.stop):
-                    continue
-                if r.cell.index != cell:
-                    cell_knobs.close()
-                    for target in targets[: r.cell.devices]:  # every device the cell reads
-                        cell_knobs.enter_context(knobs.applied(target, r.cell.settings))
-                    cell = r.cell.index
-                kw = dict(
-                    cpus=r.cell.cpus,
-                    jobs=jobs_of(r.cell, targets),
-                    allow_destructive=allow_destructive,
-                    **measure_kw,
-                    **({"hosts": hosts} if hosts else {}),
-                )
-                with stressed(r.cell.stress_cpus):
-                    if warm == "run":
-                        measure(
-                            r.cell.options,
-                            targets[0],
-                            runs_dir=runs_dir / "warmup",
-                            swept={**r.swept, "warmup": True},
-                            label=f"warmup-{r.label}",
-                            **kw,
-                        )
-                        warm = None
-                    done[r.key] = measure(
-                        r.cell.options, targets[0], runs_dir=runs_dir, swept=r.swept, label=r.label, **kw
-                    ).path
-    paths = [done[r.key] for r in runs if r.key in done]
-    return _table(load_runs(paths), varied(spec.axes, left_out(runs_dir)))
+        rounds = Rounds(spec.repeats, ORDER_OF[spec.order], spec.seed, warmup(spec.warmup), _stop_rule(spec.stop))
+        done = execute(runs, runs_dir, rounds=rounds, how=how, progress=f"search {spec.name}" if progress else None)
+    return _table(load_runs(paths_of(runs, done)), varied(spec.axes, left_out(runs_dir)))
+
+
+def _stop_rule(stop: Mapping[str, Any] | None) -> StopRule | None:
+    return StopRule(stop["metric"], stop["ci_pct"], stop["min_repeats"]) if stop else None
 
 
 def default_folder(spec: Spec) -> Path:
@@ -661,11 +394,12 @@ def summary(table: pd.DataFrame, spec: Spec, metric: str = "iops") -> str:
     )
 
 
-def describe_plan(runs: Sequence[PlannedRun], spec: Spec) -> str:
-    """A line for people: how many cells and runs, and how long at the base runtime."""
-    n_cells = len({r.cell.index for r in runs})
-    runtime = str(spec.base.get("runtime", runner.DEFAULTS["runtime"]))
-    left_out = f"; {runs[0].left_out}" if runs and runs[0].left_out else ""
+def describe_plan(runs: Sequence[PlannedRun], spec: Spec, left_out: str = "") -> str:
+    """A line for people: how many cells and runs, and how long at the base runtime;
+    ``left_out``: the plan's illegal combinations, in words (``runnable_cells``)."""
+    n_cells = len({r.cell for r in runs})
+    runtime = str(spec.base.get("runtime", DEFAULTS["runtime"]))
+    left_out = f"; {left_out}" if left_out else ""
     return (
         f"search {spec.name}: {n_cells} cells x {spec.repeats} repeats = {len(runs)} runs of {runtime} "
         f"each ({spec.order} order, seed {spec.seed}){left_out}"
@@ -673,9 +407,7 @@ def describe_plan(runs: Sequence[PlannedRun], spec: Spec) -> str:
 
 
 __all__ = [
-    "Spec",
     "SearchUnavailable",
-    "load_spec",
     "plan",
     "run",
     "load_table",
@@ -684,7 +416,6 @@ __all__ = [
     "varied",
     "left_out",
     "cpu_mask",
-    "done_runs",
     "describe_plan",
     "open_targets",
     "summary",

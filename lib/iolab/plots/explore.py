@@ -26,9 +26,10 @@ import seaborn as sns
 from IPython.display import display
 
 from ..stats import compare
+from ..core import columns
 from ..core.columns import COLUMNS, label
 from ..core.errors import InputError, IolabError
-from .figures import NOTEBOOK_WIDTH_IN, flag_banner, si_axis
+from .common import NOTEBOOK_WIDTH_IN, flag_banner, si_axis
 from ..core.progress import headless
 from ..core.validate import parse_size
 
@@ -141,7 +142,11 @@ def plot(
     n = df.groupby(xs + [k for k in (hue, facet) if k])[y].count() if xs else df[y].agg(["count"])
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
     interval = (
-        ("95 % Student-t interval" if compare.method(y) == "t" else "95 % interval, Student t and bootstrap joined")
+        (
+            "95 % Student-t interval"
+            if columns.interval_method(y) == "t"
+            else "95 % interval, Student t and bootstrap joined"
+        )
         + (" (stopped at 0: the quantity cannot be negative)" if compare.nonnegative(y) else "")
         + (
             f"; none where a point has fewer than {compare.MIN_REPEATS} runs (it would say "
@@ -162,7 +167,7 @@ def plot(
     )
     note = textwrap.fill(f"source: {source}; {per}; {interval}", width=int(fig.get_figwidth() * 18))
     fig.text(0.01, 0.01, note, fontsize=7.5, color="0.35")  # wrapped to the figure: never cut at its edge
-    for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (plots.si_axis); a measured x too
+    for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (common.si_axis); a measured x too
         si_axis(ax, "y")
         if x in c.metrics:
             si_axis(ax, "x")

@@ -1,6 +1,6 @@
 """The figures of a study on many hosts (``iolab.studies.many_hosts``): each host side by
 side, the latency distribution of each host and of all pooled, and the aggregate against the
-number of hosts. Like ``iolab.plots.figures``: tidy frames in, units from the column registry, the
+number of hosts. Like the standard figures (``iolab.plots.common``): tidy frames in, units from the column registry, the
 source of every number under the plot, the ``ax`` returned."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pandas as pd
 from ..core.columns import label
 from ..read.fiojson import PERCENTILES
 from ..read.hosttable import POOLED
-from .figures import _ax, si_axis, source_note
+from .common import axes_of, si_axis, source_note
 
 
 def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: str | None = None):
     """Bars of each host's mean ``metric`` with its 95 % t interval (``many_hosts.per_host``);
     the pooled bar (when the metric is a latency: a sum of IOPS is on another scale) hatched."""
-    ax = _ax(ax)
+    ax = axes_of(ax)
     rows = (
         summary if not metric.startswith("iops") and not metric.startswith("bw") else summary[summary["host"] != POOLED]
     )
@@ -47,7 +47,7 @@ def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: s
 
 def host_percentiles(run_rows: pd.DataFrame, kind: str = "clat", ax=None):
     """One run's latency percentiles (p50 ... p99.99) per host and pooled, on a nines axis."""
-    ax = _ax(ax)
+    ax = axes_of(ax)
     names = list(PERCENTILES)
     nines = -np.log10(1 - np.array(list(PERCENTILES.values())) / 100)
     rows = run_rows[run_rows["direction"] != "none"]
@@ -82,7 +82,7 @@ def host_percentiles(run_rows: pd.DataFrame, kind: str = "clat", ax=None):
 def host_scaling(scale: pd.DataFrame, metric: str = "iops", ax=None):
     """The aggregate ``metric`` (mean, 95 % interval) against the number of hosts
     (``many_hosts.scaling``), with the linear ideal from the one-host mean."""
-    ax = _ax(ax)
+    ax = axes_of(ax)
     mean, k = scale[f"{metric}_mean"].to_numpy(float), scale["hosts_n"].to_numpy(float)
     err = np.vstack([mean - scale["ci_low"].to_numpy(float), scale["ci_high"].to_numpy(float) - mean])
     ax.errorbar(k, mean, yerr=np.where(np.isnan(err), 0, err), marker="o", capsize=4, label="measured (pooled)")

@@ -5,9 +5,9 @@ the samplers beneath on one time axis, and a latency heatmap of fio's histogram 
     timeplots.over_time(s, timeline.find_steady(s), timeline.find_stalls(s))
     timeplots.latency_heatmap(s)
 
-Like ``iolab.plots.figures``: axis labels carry units (``iolab.core.columns``), a source line under each
-figure says where every number came from, fallback sources are named (a frequency from
-/proc/cpuinfo is a nominal clock), and each function returns its Figure.
+Like the standard figures (``iolab.plots.common``): axis labels carry units (``iolab.core.columns``),
+a source line under each figure says where every number came from, fallback sources are named (a
+frequency from /proc/cpuinfo is a nominal clock), and each function returns its Figure.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from ..core.columns import label
 from ..read.fiojson import percentiles_from_bins
 from ..core.errors import InputError
-from .figures import NOTEBOOK_WIDTH_IN, source_note
+from .common import NOTEBOOK_WIDTH_IN, source_note, thousands_axis
 from ..read.series import Series
 from ..stats.timeline import STALL_FRACTION, Steady, heatmap
 
@@ -36,10 +36,6 @@ CPU_COLORS = {
 }
 STALL_COLOR, STEADY_COLOR, WARMUP_COLOR = "#e31a1c", "#2ca02c", "#bbbbbb"
 TIME_LABEL = "time since fio's first job started (s)"
-
-
-def _thousands(ax) -> None:
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
 
 
 def _log_latency_axis(ax) -> None:
@@ -104,7 +100,7 @@ def over_time(s: Series, steady: Steady | None = None, stalls: pd.DataFrame | No
     )
     ax_iops.set_ylabel(label("iops"))
     ax_iops.set_ylim(0, 1.3 * np.nanmax(total["iops"]))
-    _thousands(ax_iops)
+    thousands_axis(ax_iops)
 
     have_pct = s.table["clat_p99_us"].notna().any()
     for d in directions:
@@ -155,7 +151,7 @@ def over_time(s: Series, steady: Steady | None = None, stalls: pd.DataFrame | No
             pad = max(50.0, 0.1 * (hi - lo))
             ax_f.set_ylim(lo - pad, hi + pad)
             ax_f.set_ylabel(label("cpu_freq_mhz").replace("CPU frequency", "freq"))
-            ax_f.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            thousands_axis(ax_f)
         if has_threads:
             ax_t = panels.pop(0)
             for col in sorted(c for c in samplers.columns if c.startswith("threads_")):

@@ -12,6 +12,9 @@ or folder that exists there — are relative to the manifest's folder::
     runs:
       - {name: psync, parameters: {ioengine: psync}}
 
+The manifest's keys and types are checked by ``ManifestFile`` (pydantic, messages by
+``iolab.core.schema``: the file, the key, what was given and what to write).
+
 Each run gets ``OUT/<name>/`` with the executed notebook, its write-up (HTML) and
 ``run.json`` (status ok/failed, parameters, duration, the error of a failed run, the
 results it recorded, the run folders it made). Parameter names are checked against the
@@ -37,15 +40,95 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Annotated, Any, Callable, Mapping
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..core.atomic import write_atomic, write_json
 from ..core.errors import InputError, IolabError
-from ..machine.locks import folder_locked
 from ..core.paths import inside, safe_name
-from ..core.validate import cpu_list, kind_of, mapping, notebook_file, positive_ints, yaml_mapping
+from ..core.schema import Table, Text, Word, refusal, validated, whole
+from ..core.validate import cpu_list, notebook_file, positive_ints, yaml_mapping
+from ..machine.locks import folder_locked
 
-MANIFEST_KEYS = ("notebook", "defaults", "runs", "grid", "out", "jobs")
+
+# ---------------------------------------------------------------- the manifest
+MAX_JOBS = 1000  # runs at once; Python's process pool cannot hold a count past a C int
+
+
+class RunEntry(BaseModel):
+    """One run listed under ``runs:``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        title="a run {name, parameters}",
+        json_schema_extra={"examples": ["{name: bs-4k, parameters: {bs: 4k}}"]},
+    )
+    name: Word = Field(min_length=1, description="a run name (its folder in the output folder)", examples=["bs-4k"])
+    parameters: Table = Field(
+        default_factory=dict, description="a mapping of the notebook's parameter -> value", examples=["{bs: 4k}"]
+    )
+
+
+class ManifestFile(BaseModel):
+    """A batch manifest as written (module docstring): its keys and their types."""
+
+    model_config = ConfigDict(extra="forbid")
+    notebook: Text = Field(
+        min_length=1,
+        description="the notebook to run, a path relative to the manifest's folder",
+        examples=["../notebooks/01_queue_depth_knee.ipynb"],
+    )
+    defaults: Table = Field(
+        default_factory=dict, description="a mapping of parameter -> value for every run", examples=["{runtime_s: 1}"]
+    )
+    runs: Annotated[list[RunEntry], BeforeValidator(lambda v: [] if v is None else v)] = Field(
+        default_factory=list,
+        description="a list of runs, each {name, parameters}",
+        examples=["[{name: bs-4k, parameters: {bs: 4k}}]"],
+    )
+    grid: Table = Field(
+        default_factory=dict,
+        description="a mapping of parameter -> list of values (one run per combination)",
+        examples=["{bs: [4k, 16k]}"],
+    )
+    out: Text | None = Field(
+        default=None,
+        description="one folder for the results, relative to the manifest's folder",
+        examples=["batch-out"],
+    )
+    jobs: whole(1, MAX_JOBS) = Field(
+        default=1, description=f"a whole number from 1 to {MAX_JOBS} (how many runs at once)", examples=["2"]
+    )
+
+    def named(self) -> list[tuple[str, dict[str, Any]]]:
+        """(folder name, own parameters) of every run: those listed, then the grid's cells,
+        each named after its values (``bs=4k-iodepth=8``)."""
+        out = [(safe_name(run.name), run.parameters) for run in self.runs]
+        lists = [v if isinstance(v, list) else [v] for v in self.grid.values()]
+        for values in itertools.product(*lists) if self.grid else ():
+            cell = dict(zip(self.grid, values))
+            out.append((safe_name("-".join(f"{k}={v}" for k, v in cell.items())), cell))
+        return out
+
+    @model_validator(mode="after")
+    @refusal
+    def _some_runs_each_named_once(self) -> "ManifestFile":
+        names = [name for name, _ in self.named()]
+        if not names:
+            raise InputError(
+                "the manifest has no runs: add runs: [{name: bs-4k, parameters: {bs: 4k}}] or grid: {bs: [4k, 16k]}"
+            )
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(
+                f"run name(s) {', '.join(twice)} appear twice (a grid cell is named after its values); "
+                "give each run its own name"
+            )
+        return self
+
+
+MANIFEST_KEYS = tuple(ManifestFile.model_fields)
 
 
 @dataclass
@@ -71,57 +154,25 @@ class Manifest:
 
 
 def load_manifest(path: str | os.PathLike) -> Manifest:
-    """The manifest at ``path``, checked (keys, notebook, run names, parameter names against
-    the notebook's parameters cell): InputError saying what to fix, before anything runs."""
+    """The manifest at ``path``, checked (``ManifestFile``: keys, types, run names; then the
+    notebook, and parameter names against its parameters cell): InputError saying what to
+    fix, before anything runs."""
     path = Path(path)
     doc = yaml_mapping(path, "batch manifest (YAML: notebook, defaults, runs or grid)", MANIFEST_KEYS)
-    unknown = sorted(set(doc) - set(MANIFEST_KEYS))
-    if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)} in {path.name}; the keys are {', '.join(MANIFEST_KEYS)}")
+    checked = validated(ManifestFile, doc, str(path))
     here = path.parent.resolve()
-    if not doc.get("notebook"):
-        raise InputError(f"{path.name} names no notebook: add notebook: <path relative to {here}>")
-    if not isinstance(doc["notebook"], (str, os.PathLike)):
-        raise InputError(
-            f"notebook in {path.name} is a {kind_of(doc['notebook'])}; give one path: "
-            "notebook: ../notebooks/01_queue_depth_knee.ipynb"
-        )
-    notebook = (here / str(doc["notebook"]).strip()).resolve()
+    notebook = (here / checked.notebook).resolve()
     if not notebook.is_file():
-        raise InputError(f"notebook {notebook} (from {path.name}, relative to {here}) does not exist")
-    notebook_file(notebook, "notebook", f" (named in {path.name})")  # a notebook, before papermill reads it
-    defaults = _paths(mapping(doc.get("defaults"), f"defaults in {path.name}", "defaults: {runtime_s: 1}"), here)
-    runs: list[BatchRun] = []
-    entries = doc.get("runs") or []
-    if not isinstance(entries, list):
         raise InputError(
-            f"runs in {path.name} is a {kind_of(entries)}, not a list; write it as "
-            "runs: [{name: bs-4k, parameters: {bs: 4k}}]"
+            f"{path}: notebook {notebook} (relative to the manifest's folder {here}) does not exist; "
+            "give the path of an .ipynb file from that folder"
         )
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or not entry.get("name"):
-            raise InputError(
-                f"runs[{i}] in {path.name} needs a name and parameters: - {{name: bs-4k, parameters: {{bs: 4k}}}}"
-            )
-        params = mapping(entry.get("parameters"), f"runs[{i}] parameters in {path.name}", "parameters: {bs: 4k}")
-        runs.append(BatchRun(safe_name(entry["name"]), notebook, {**defaults, **_paths(params, here)}))
-    grid = mapping(doc.get("grid"), f"grid in {path.name}", "grid: {bs: [4k, 16k]}")
-    for values in itertools.product(*([v] if not isinstance(v, list) else v for v in grid.values())) if grid else ():
-        cell = dict(zip(grid, values))
-        name = safe_name("-".join(f"{k}={v}" for k, v in cell.items()))
-        runs.append(BatchRun(name, notebook, {**defaults, **_paths(cell, here)}))
-    if not runs:
-        raise InputError(f"{path.name} has no runs: add runs: [...] or grid: {{param: [values]}}")
-    names = [r.name for r in runs]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise InputError(f"run name(s) {', '.join(twice)} appear twice in {path.name}: names must be unique")
+    notebook_file(notebook, "notebook", f" (named in {path.name})")  # a notebook, before papermill reads it
+    defaults = _paths(checked.defaults, here)
+    runs = [BatchRun(name, notebook, {**defaults, **_paths(own, here)}) for name, own in checked.named()]
     check_parameters(notebook, runs)
-    [jobs] = positive_ints("jobs", [doc.get("jobs", 1)])
-    if doc.get("out") is not None and not isinstance(doc["out"], str):
-        raise InputError(f"out in {path.name} is a {kind_of(doc['out'])}; give one folder: out: batch-out")
-    out = (here / str(doc["out"])).resolve() if doc.get("out") else None
-    return Manifest(notebook, runs, out, jobs, path)
+    out = (here / checked.out).resolve() if checked.out else None
+    return Manifest(notebook, runs, out, checked.jobs, path)
 
 
 def _paths(params: dict[str, Any], here: Path) -> dict[str, Any]:
@@ -246,6 +297,8 @@ def run_batch(
     manifest = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
     out = Path(out or manifest.out or manifest.path.with_name(f"batch-{manifest.path.stem}")).resolve()
     [jobs] = positive_ints("--jobs", [jobs]) if jobs is not None else [manifest.jobs]
+    if jobs > MAX_JOBS:
+        raise InputError(f"--jobs {jobs} is more runs at once than a process pool holds; give at most {MAX_JOBS}")
     out.mkdir(parents=True, exist_ok=True)
     records: dict[str, dict[str, Any]] = {}
     with folder_locked(out):

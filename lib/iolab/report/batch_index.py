@@ -5,7 +5,6 @@ run's write-up. One offline file: inline style, figures as embedded PNG, no scri
 from __future__ import annotations
 
 import base64
-import html
 import io
 import os
 from pathlib import Path
@@ -22,10 +21,6 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 .ok{color:#1a7f37;font-weight:600} .failed{color:#c62828;font-weight:600} .err{color:#c62828;font-size:.85em;max-width:28em}
 .note{color:#555;font-size:.85em} figure{margin:1em 0} img{max-width:100%}
 """
-
-
-def _esc(x: Any) -> str:
-    return html.escape(str(x))
 
 
 def _result_text(r: Mapping[str, Any]) -> str:
@@ -62,13 +57,6 @@ def result_names(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
 def _relative(target: str | None, out: Path) -> str:
     """``target`` as a link from a page in ``out`` ("" for none)."""
     return os.path.relpath(target, out) if target else ""
-
-
-def _link(target: str | None, out: Path, text: str) -> str:
-    """An escaped ``<a>`` to ``target`` from a page in ``out`` ("" for none): for the pages
-    still built as strings (iolab.report.seed_pages)."""
-    rel = _relative(target, out)
-    return f'<a href="{_esc(rel)}">{_esc(text)}</a>' if rel else ""
 
 
 def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str | None) -> str | None:

@@ -6,9 +6,9 @@ emulated NVMe controllers, driven by Debian's own kernel and its real ``nvme`` d
 
 What the guest is (facts from a trial on this project's VM, ``shared/DESIGN.md``):
 
-* Debian's ``linux-image-amd64`` kernel, booted directly as the uncompressed ELF image (the
-  xz stream inside the vmlinuz: ~4.5 s faster than through SeaBIOS), with a busybox-static
-  initramfs that loads virtio-pci, 9p and nvme (``poll_queues=N``: polled completions work);
+* Debian's ``linux-image-amd64`` kernel with a busybox-static initramfs that loads
+  virtio-pci, 9p and nvme (``poll_queues=N``: polled completions work), built once by
+  ``iolab.report.nvmelab_image``;
 * the host's root shared read-only over 9p (``cache=loose``: 30x faster than without), so the
   checkout, its venv, fio, perf and nvme-cli are the host's own; the data folder and
   ``papermill_runs/`` shared read-write at the same paths, so runs land in the host's runs
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import lzma
 import os
 import re
 import shutil
@@ -45,23 +44,21 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..core import paths
-from ..core.atomic import write_atomic, write_json
-from ..core.errors import IolabError, ToolMissing
+from ..core.atomic import write_json
 from ..core.validate import parse_size
+from .nvmelab_image import (
+    EXIT,
+    QEMU,
+    START,
+    LabError,
+    build,
+    cpio_newc,
+    guest_kernel,
+    lab_dir,
+    module_files,
+)
 
 ENV_FLAG = "IOLAB_NVMELAB"
-QEMU = "qemu-system-x86_64"
-PACKAGES = {QEMU: "qemu-system-x86", "busybox": "busybox-static", "nvme": "nvme-cli"}
-KERNEL_PACKAGE = "linux-image-amd64"
-MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme")  # with their dependencies (modules.dep)
-BUSYBOX = "/bin/busybox"
-START, EXIT = "IOLAB-NVMELAB-START", "IOLAB-NVMELAB-EXIT"
-BUILD_VERSION = 5  # bump when the initramfs or its init changes
-
-
-class LabError(IolabError):
-    """The NVMe lab could not be built or booted, or its guest hung."""
-
 
 # Under TCG, numpy keeps to its x86-64-v2 baseline: with the AVX2 kernels it picks on QEMU's
 # "max" CPU, the kernel of notebook 06 died of a general protection fault in numpy's
@@ -128,37 +125,6 @@ QEMU_BASE = [
     "-serial",
     "stdio",
 ]  # a console, no more
-
-
-def lab_dir() -> Path:
-    return paths.data_dir() / "nvmelab"
-
-
-def missing_tools() -> list[str]:
-    """Debian packages the lab needs that are not installed (empty: all there)."""
-    missing = [
-        pkg
-        for tool, pkg in PACKAGES.items()
-        if not shutil.which(tool) and not (tool == "busybox" and Path(BUSYBOX).exists())
-    ]
-    if guest_kernel() is None:
-        missing.append(KERNEL_PACKAGE)
-    return missing
-
-
-def guest_kernel() -> tuple[str, Path, Path] | None:
-    """(version, vmlinuz, modules folder) of the newest kernel in /boot with its modules."""
-    found = []
-    for vmlinuz in Path("/boot").glob("vmlinuz-*"):
-        version = vmlinuz.name[len("vmlinuz-") :]
-        modules = Path("/lib/modules") / version
-        if (modules / "modules.dep").is_file():
-            key = tuple(int(n) for n in re.findall(r"\d+", version)[:4])
-            found.append((key, version, vmlinuz, modules))
-    if not found:
-        return None
-    _, version, vmlinuz, modules = max(found)
-    return version, vmlinuz, modules
 
 
 def accel() -> str:
@@ -229,96 +195,6 @@ def describe(spec: LabSpec, mode: str) -> str:
     )
 
 
-# ---------------------------------------------------------------- building the guest
-def extract_vmlinux(vmlinuz: Path) -> bytes:
-    """The uncompressed ELF kernel inside a bzImage whose payload is xz (Debian's)."""
-    data = vmlinuz.read_bytes()
-    start = data.find(b"\xfd7zXZ\x00")
-    if start < 0:
-        raise LabError(
-            f"{vmlinuz}: no xz stream inside; the lab boots Debian's xz-compressed kernels "
-            f"(apt-get install {KERNEL_PACKAGE})"
-        )
-    elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[start:])
-    if not elf.startswith(b"\x7fELF"):
-        raise LabError(f"{vmlinuz}: the xz stream inside is not an ELF kernel")
-    return elf
-
-
-def module_files(modules_dir: Path, names: Sequence[str] = MODULES) -> list[Path]:
-    """The .ko files for ``names`` and their dependencies, each once, in load order."""
-    deps = {}
-    for line in (modules_dir / "modules.dep").read_text().splitlines():
-        path, _, rest = line.partition(":")
-        deps[Path(path).name.split(".ko")[0].replace("-", "_")] = (path, rest.split())
-    order: list[str] = []
-    for name in names:
-        if name not in deps:
-            raise LabError(f"kernel module {name} is not in {modules_dir}/modules.dep")
-        path, needs = deps[name]
-        for dep in reversed(needs):  # modules.dep lists the deepest dependency last
-            if dep not in order:
-                order.append(dep)
-        if path not in order:
-            order.append(path)
-    for rel in order:
-        if rel.endswith((".xz", ".zst", ".gz")):
-            raise LabError(f"{rel}: compressed kernel modules are not supported by the lab's busybox insmod")
-    return [modules_dir / rel for rel in order]
-
-
-def _cpio_newc(entries: Sequence[tuple[str, int, bytes]]) -> bytes:
-    """A cpio archive in the kernel's initramfs format (newc): (name, mode, data) entries;
-    a symlink's data is its target."""
-    out = bytearray()
-    for ino, (name, mode, data) in enumerate([*entries, ("TRAILER!!!", 0, b"")], start=1):
-        raw = name.encode() + b"\0"
-        fields = (ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(raw), 0)
-        out += b"070701" + b"".join(b"%08X" % f for f in fields) + raw
-        out += b"\0" * (-len(out) % 4)
-        out += data
-        out += b"\0" * (-len(out) % 4)
-    return bytes(out)
-
-
-INIT = r"""#!/bin/busybox sh
-# The NVMe lab's guest init (iolab.report.nvmelab): mounts, modules, the host root, the command.
-/bin/busybox mkdir -p /proc /sys /dev /host /tmp
-/bin/busybox --install -s /bin
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-ip link set lo up  # Jupyter's kernels talk over 127.0.0.1 (ZeroMQ)
-. /lab.conf
-for m in $LAB_MODULES; do
-    case "$m" in */nvme.ko) insmod "$m" poll_queues=$LAB_POLL_QUEUES ;; *) insmod "$m" ;; esac
-done
-opts=trans=virtio,version=9p2000.L,msize=512000
-mount -t 9p -o $opts,ro,cache=loose hostroot /host || { echo "lab: the host root did not mount"; poweroff -f; }
-mount --bind /proc /host/proc; mount --bind /sys /host/sys; mount --bind /dev /host/dev
-mount -t tmpfs tmpfs /host/run; mount -t tmpfs tmpfs /host/tmp
-mkdir -p /host/dev/pts /host/dev/shm; mount -t devpts devpts /host/dev/pts; mount -t tmpfs tmpfs /host/dev/shm
-# after the tmpfs: a checkout or data folder under the host's /tmp is seen through its own share
-i=0
-for path in $LAB_RO; do
-    mkdir -p "/host$path" 2>/dev/null
-    mount -t 9p -o $opts,ro,cache=loose "ro$i" "/host$path" || echo "lab: $path did not mount"
-    i=$((i + 1))
-done
-i=0
-for path in $LAB_RW; do
-    mkdir -p "/host$path" 2>/dev/null
-    mount -t 9p -o $opts,cache=mmap "rw$i" "/host$path" || echo "lab: $path did not mount read-write"
-    i=$((i + 1))
-done
-n=0
-while [ ! -e /dev/nvme$((LAB_CONTROLLERS - 1))n1 ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
-[ -e /dev/nvme$((LAB_CONTROLLERS - 1))n1 ] || { echo "lab: the emulated NVMe namespaces did not appear in 20 s"; poweroff -f; }
-echo IOLAB-NVMELAB-START
-chroot /host "$LAB_PYTHON" "$LAB_EXEC" "$LAB_ARGV"
-echo "IOLAB-NVMELAB-EXIT $?"
-sync
-poweroff -f
-"""
-
 # Runs in the guest under the host's Python: the argv list from its JSON file, exec'd.
 EXEC = """import json, os, shutil, sys
 job = json.load(open(sys.argv[1]))
@@ -331,45 +207,6 @@ if os.path.isdir(mpl):  # the host's font cache: a read-only home would make mat
 sys.stdout.flush()
 os.execvpe(job["argv"][0], job["argv"], env)
 """
-
-
-def build(force: bool = False) -> tuple[Path, Path, str]:
-    """The guest's kernel (uncompressed) and base initramfs under the lab folder, built once
-    (again when the kernel, busybox or this module's build version change). Returns
-    (vmlinux, initramfs, kernel version)."""
-    missing = missing_tools()
-    if missing:
-        raise ToolMissing(missing[0], " ".join(missing))
-    version, vmlinuz, modules_dir = guest_kernel()
-    busybox = Path(shutil.which("busybox") or BUSYBOX)
-    folder = lab_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = {
-        "build": BUILD_VERSION,
-        "kernel": version,
-        "vmlinuz_mtime": vmlinuz.stat().st_mtime_ns,
-        "busybox_mtime": busybox.stat().st_mtime_ns,
-    }
-    vmlinux, initramfs, stamp_file = folder / "vmlinux", folder / "initramfs.cpio", folder / "build.json"
-    if not force and vmlinux.is_file() and initramfs.is_file():
-        try:
-            if json.loads(stamp_file.read_text()) == stamp:
-                return vmlinux, initramfs, version
-        except (OSError, ValueError):
-            pass
-    kos = module_files(modules_dir)
-    entries = [
-        ("bin", 0o40755, b""),
-        ("bin/busybox", 0o100755, busybox.read_bytes()),
-        ("init", 0o100755, INIT.encode()),
-        ("lib", 0o40755, b""),
-        ("lib/modules", 0o40755, b""),
-    ]
-    entries += [(f"lib/modules/{ko.name}", 0o100644, ko.read_bytes()) for ko in kos]
-    write_atomic(vmlinux, extract_vmlinux(vmlinuz))
-    write_atomic(initramfs, _cpio_newc(entries))
-    write_json(stamp_file, {**stamp, "modules": [k.name for k in kos]})
-    return vmlinux, initramfs, version
 
 
 def _quote_conf(value: str) -> str:
@@ -449,7 +286,7 @@ def run(
             ]
         )
         initramfs = boot / "initramfs.cpio"
-        initramfs.write_bytes(base_initramfs.read_bytes() + _cpio_newc([("lab.conf", 0o100644, conf.encode())]))
+        initramfs.write_bytes(base_initramfs.read_bytes() + cpio_newc([("lab.conf", 0o100644, conf.encode())]))
         qemu = _qemu_argv(vmlinux, initramfs, images, shares, spec, mode)
         proc, entry = process.spawn(
             qemu, name="qemu (nvmelab)", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT

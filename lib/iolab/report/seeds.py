@@ -11,7 +11,7 @@ its test set-up as published (CPU, clock, device, kernel, fio and its flags, pol
 emulated), the ``experiments`` that reproduce it (a notebook, the section of the write-up it
 follows, its method in a paragraph, its parameters, and the ``quick`` and ``smoke`` overrides)
 and the ``figures``: how each row of ``data/reference/published_figures.csv`` for the seed is
-read from the local results (``iolab.report.seed_pages``).
+read from the local results (``iolab.report.seed_comparisons``).
 
 Levels: ``full`` (the write-up's method at workstation scale: under an hour on one SSD),
 ``quick`` (the same steps at short runtimes: about 10 minutes on a 2-core VM) and ``smoke``
@@ -385,10 +385,10 @@ def _slowdown() -> float:
 def _search_runs(spec_path: Path) -> tuple[int, float]:
     """(runs, seconds each) of a search spec on this machine: its legal cells once the
     machine settings it cannot vary are left out, times its repeats."""
-    from ..measure import search
+    from ..measure import search, search_spec
     from ..core.validate import warmup  # the project's spelling of a time: "300ms", "5s"
 
-    spec = search.load_spec(spec_path)
+    spec = search_spec.load_spec(spec_path)
     try:
         kept = search.runnable_cells(spec, [None])[0]  # the CPU knobs do not look at a target
     except (AttributeError, TypeError, OSError):  # a device knob needs a target: every cell (an upper bound)

@@ -1,9 +1,14 @@
-"""Analyses of tidy tables: the queue-depth knee (with a bootstrap interval over repeats),
-saturation, latency targets, cycles per IO, Little's law, and repeats -> mean / spread /
-confidence interval.
+"""The queue-depth knee (with a bootstrap interval over repeats), and the figures the other
+layers take from here: cycles per IO, the Student-t interval of repeats and SNIA's steady
+state.
+
+    est = analysis.knee_with_interval(table.qd, table.iops)   # median per QD, bootstrap over repeats
+    print(est.label(), est.note)                               # 'knee QD 16 (93 % of resamples in [8, 16])'
 
 Each function implements one method, names its source, states units, and returns a result
-that carries its intermediates (and, when it finds nothing, a reason).
+that carries its intermediates (and, when it finds nothing, a reason). The per-depth table
+of a sweep and its reading in words are in ``qd_reading``; the rule-based points (95 % of
+the peak, a latency target) in ``operating_points``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import InputError
-from ..core.readable import wrapped_text
+from .operating_points import saturation_point
 
 
 # ---------------------------------------------------------------- knee (Kneedle)
@@ -263,7 +268,13 @@ class KneeEstimate:
             if self.n_boot
             else "no interval (nothing resampled)"
         )
-        return f"{self.knee.method} on the median of {_span(self.repeats)} repeats per x; {interval}"
+        return f"{self.knee.method} on the median of {self.repeats_text} repeats per x; {interval}"
+
+    @property
+    def repeats_text(self) -> str:
+        """The repeats per x in words: '3', or '2–3' when they differ."""
+        fewest, most = self.repeats
+        return f"{fewest}" if fewest == most else f"{fewest}–{most}"
 
     def label(self, name: str = "QD") -> str:
         """'knee QD 16 (90 % of resamples in [8, 16])', 'knee QD 16' (no interval) or 'no knee'."""
@@ -277,8 +288,8 @@ class KneeEstimate:
         )
 
 
-def _span(repeats: tuple[int, int]) -> str:
-    return f"{repeats[0]}" if repeats[0] == repeats[1] else f"{repeats[0]}–{repeats[1]}"
+KNEEDLE_S = 1.0  # Kneedle's sensitivity (Satopää et al. 2011: 1 finds the knee of a clean curve)
+SATURATION_FRACTION = 0.95  # the saturation point: the smallest x whose median reaches this share of the peak
 
 
 def knee_with_interval(
@@ -288,9 +299,7 @@ def knee_with_interval(
     n_boot: int = 1000,
     seed: int | None = 0,
     level: float = 0.9,
-    fraction: float = 0.95,
     log2_x: bool = True,
-    S: float = 1.0,
     name: str = "QD",
     method: str = "kneedle",
 ) -> KneeEstimate:
@@ -307,7 +316,7 @@ def knee_with_interval(
 
     With one value per x there is nothing to resample: no interval, said in ``note``. The
     cross-check is :func:`saturation_point` on the median curve (the smallest x reaching
-    ``fraction`` of the peak); ``agree`` is whether it falls in the interval (or equals the
+    ``SATURATION_FRACTION`` of the peak); ``agree`` is whether it falls in the interval (or equals the
     knee, without one, or both say there is no saturation), and ``note`` says in words when
     they disagree. ``name`` is what x is called in the note ('QD').
 
@@ -332,13 +341,13 @@ def knee_with_interval(
     med = np.array([np.median(g) for g in groups])
     counts = [len(g) for g in groups]
     repeats = (min(counts), max(counts)) if counts else (0, 0)
-    kw = dict(log2_x=log2_x, S=S, curve="concave", direction="increasing", online=False, prominent=True)
+    kw = dict(log2_x=log2_x, S=KNEEDLE_S, curve="concave", direction="increasing", online=False, prominent=True)
 
     def pick(ys: np.ndarray) -> Knee:
         return _power(xv, ys) if method == "power" else _kneedle(xv, ys, **kw)
 
     knee = pick(med)
-    rule = saturation_point(xv, med, fraction) if len(xv) else None
+    rule = saturation_point(xv, med, SATURATION_FRACTION) if len(xv) else None
 
     boot: dict = {}
     resampled = n_boot > 0 and repeats[1] > 1 and len(xv) >= 3
@@ -368,7 +377,7 @@ def knee_with_interval(
         seed,
         repeats,
         dict(sorted(boot.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))),
-        fraction,
+        SATURATION_FRACTION,
         [float(v) for v in xv],
         [float(v) for v in med],
     )
@@ -477,24 +486,6 @@ def _knee_note(
     return agree, " ".join(parts)
 
 
-def saturation_point(x: Sequence[float], y: Sequence[float], fraction: float = 0.95) -> float | None:
-    """Smallest x whose y reaches ``fraction`` of the maximum y (the rule-based knee:
-    "the smallest queue depth reaching 95 % of max IOPS"). Never None on non-empty data."""
-    frame = pd.DataFrame({"x": x, "y": y}).dropna().groupby("x")["y"].mean().sort_index()
-    if frame.empty:
-        return None
-    reached = frame[frame >= fraction * frame.max()]
-    return float(reached.index[0])
-
-
-def max_x_under(x: Sequence[float], latency: Sequence[float], target: float) -> float | None:
-    """Largest x whose latency stays at or under ``target`` (same unit), e.g. the largest
-    queue depth whose p99 is under 200 µs. None if no x meets it."""
-    frame = pd.DataFrame({"x": x, "lat": latency}).dropna().groupby("x")["lat"].mean()
-    ok = frame[frame <= target]
-    return float(ok.index.max()) if not ok.empty else None
-
-
 # ---------------------------------------------------------------- cycles per IO
 @dataclass
 class CyclesPerIO:
@@ -535,33 +526,6 @@ def add_cycles_per_io(table: pd.DataFrame) -> pd.DataFrame:
         out["cycles_per_io_perf"] = out["perf_cycles"] / ios.where(ios > 0)
         out["cycles_per_io_disagreement_pct"] = 100 * (out["cycles_per_io_perf"] / out["cycles_per_io"] - 1)
     return out
-
-
-# ---------------------------------------------------------------- Little's law
-@dataclass
-class LittlesLaw:
-    qd: float
-    estimated_qd: float
-    ratio: float
-    flagged: bool
-    note: str
-
-
-def littles_law(qd: float, iops: float, mean_latency_us: float, tolerance: float = 0.20) -> LittlesLaw:
-    """Check QD ≈ IOPS x mean latency (Little's law, L = λW). Flagged when the estimate is
-    off by more than ``tolerance`` (20 %): then the queue was not kept full (CPU-bound
-    submitter, think time, batching), or the latency is not the one the queue sees."""
-    est = iops * mean_latency_us / 1e6
-    ratio = est / qd if qd else math.nan
-    flagged = not (abs(ratio - 1.0) <= tolerance)
-    note = f"IOPS x mean latency = {est:.2f} outstanding IOs vs iodepth {qd:g} ({ratio:.0%})" + (
-        ": the queue was not kept full"
-        if flagged and ratio < 1
-        else ": more outstanding than iodepth"
-        if flagged
-        else ""
-    )
-    return LittlesLaw(qd, est, ratio, flagged, note)
 
 
 # ---------------------------------------------------------------- repeats
@@ -629,95 +593,3 @@ def steady_state(
         f"last {window} {unit}: range {spread:.0f} % of the mean (limit {range_pct:g} %), "
         f"linear-fit excursion {excursion:.0f} % (limit {slope_pct:g} %)"
     )
-
-
-# ---------------------------------------------------------------- the QD study table
-def qd_summary(table: pd.DataFrame, x: str = "qd", latency_target_us: float | None = None) -> pd.DataFrame:
-    """One row per queue depth: mean and median IOPS, clat p50/p99 (µs), CPU busy (%),
-    cycles/IO and its frequency source, and the Little's-law check. Means (and the median)
-    are over repeats and jobs' directions that did I/O; ``runs`` counts the runs."""
-    io = table[table["direction"] != "none"]
-    cols = {
-        c: "mean"
-        for c in (
-            "iops",
-            "clat_mean_us",
-            "clat_p50_us",
-            "clat_p99_us",
-            "lat_mean_us",
-            "cpu_busy_pct",
-            "cpu_freq_mhz",
-            "cycles_per_io",
-        )
-        if c in io
-    }
-    out = io.groupby(x).agg({**cols, "run_id": "nunique"}).rename(columns={"run_id": "runs"})
-    out.insert(1, "iops_median", io.groupby(x)["iops"].median())  # what knee_with_interval uses
-    if "freq_source" in io:
-        out["freq_source"] = io.groupby(x)["freq_source"].first()
-    lat = out["lat_mean_us"].fillna(out["clat_mean_us"]) if "lat_mean_us" in out else out["clat_mean_us"]
-    checks = [littles_law(q, i, m) for q, i, m in zip(out.index, out["iops"], lat)]
-    out["littles_qd"] = [c.estimated_qd for c in checks]
-    out["littles_ok"] = [not c.flagged for c in checks]
-    if latency_target_us is not None:
-        out["p99_under_target"] = out["clat_p99_us"] <= latency_target_us
-    return out.reset_index()
-
-
-@wrapped_text
-def describe_qd_study(
-    summary: pd.DataFrame,
-    knee: Knee | KneeEstimate,
-    saturation_qd: float | None,
-    latency_qd: float | None,
-    latency_target_us: float | None = None,
-) -> str:
-    """The reading of a queue-depth sweep in words, with its numbers. With a
-    ``KneeEstimate`` (:func:`knee_with_interval`) it gives the knee's bootstrap interval and
-    whether the 95 %-of-peak rule agrees (its ``note``) instead of the rule alone."""
-    best = summary.loc[summary["iops"].idxmax()]
-    parts = [f"Peak: {best['iops']:,.0f} IOPS at QD {best['qd']:g}."]
-    if isinstance(knee, KneeEstimate):
-        if knee.x is not None:
-            parts.append(
-                f"Kneedle on the median IOPS of {_span(knee.repeats)} "
-                f"repeat{'s' if knee.repeats[1] > 1 else ''} per QD puts the knee at QD "
-                f"{knee.x:g} ({knee.y:,.0f} IOPS); beyond it extra queue depth buys little "
-                "IOPS and adds latency."
-            )
-        parts.append(knee.note)
-    elif knee.x is not None:
-        parts.append(
-            f"Kneedle puts the knee at QD {knee.x:g} ({knee.y:,.0f} IOPS); "
-            "beyond it extra queue depth buys little IOPS and adds latency."
-        )
-    else:
-        parts.append(f"No knee: {knee.reason}.")
-    if saturation_qd is not None and not isinstance(knee, KneeEstimate):
-        parts.append(f"QD {saturation_qd:g} is the smallest reaching 95 % of the peak.")
-    if latency_target_us is not None:
-        parts.append(
-            f"The largest QD with p99 ≤ {latency_target_us:g} µs is "
-            f"{'QD %g' % latency_qd if latency_qd is not None else 'none (every QD exceeds it)'}."
-        )
-    if "cpu_busy_pct" in summary and summary["cpu_busy_pct"].notna().any():
-        top = summary.loc[summary["iops"].idxmax()]
-        parts.append(
-            f"At the peak the pinned CPU is {top['cpu_busy_pct']:.0f} % busy"
-            + (" — CPU-bound, as the seed 000 E-core was." if top["cpu_busy_pct"] > 90 else ".")
-        )
-    if "cycles_per_io" in summary and summary["cycles_per_io"].notna().any():
-        src = summary["freq_source"].iloc[0] if "freq_source" in summary else "?"
-        parts.append(
-            f"Cycles per IO at the peak: {best['cycles_per_io']:,.0f} (frequency from {src}"
-            + (", a nominal clock: this machine has no cpufreq" if src == "proc_cpuinfo" else "")
-            + "); seed 001 measured 8,666 on a 3.9 GHz Threadripper core."
-        )
-    bad = summary[~summary["littles_ok"]] if "littles_ok" in summary else summary.iloc[:0]
-    if len(bad):
-        parts.append(
-            "Little's law is off by more than 20 % at QD "
-            + ", ".join(f"{q:g}" for q in bad["qd"])
-            + ": the queue was not kept full there."
-        )
-    return " ".join(parts)

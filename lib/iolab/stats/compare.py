@@ -41,7 +41,6 @@ bandwidth and latency, less / more CPU for cycles per IO. The Welch floor matter
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -49,23 +48,14 @@ import numpy as np
 import pandas as pd
 
 from .analysis import add_cycles_per_io, t_interval
-from ..core.columns import better, label
+from ..core.columns import PERCENTILE, RATIOS, better, interval_method, label
 from ..core.readable import percent
 from ..core.errors import InputError
 
 METRICS = ("iops", "bw_bytes_s", "clat_p50_us", "clat_p99_us", "cpu_busy_pct", "cycles_per_io")
 SUMMED = {"iops", "bw_bytes_s", "bw_mib_s", "io_bytes", "total_ios", "max_iops"}  # over a run's jobs
-RATIOS = {
-    "cycles_per_io",
-    "cycles_per_io_perf",
-    "dev_read_req_kib",
-    "dev_write_req_kib",
-    "ios_per_submit_call",
-    "lat_mean_us_littles",
-}
 CPU_COST = {"cycles_per_io", "cycles_per_io_perf"}
 NONNEGATIVE = {"cpu_busy_pct", "cpu_freq_mhz", "fio_cpu_pct", "mean_lat_us", "lat_mean_us", "total_ios", "io_bytes"}
-PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")
 RESAMPLES = 10_000
 FREQ_SPREAD_PCT = 2.0  # cpu_freq_mhz max-min across repeats, % of the mean: "frequency changed"
 OTHER_LOAD_POINTS = 10.0  # pinned CPUs busy beyond fio's usr+sys and interrupts, % of one CPU
@@ -117,12 +107,6 @@ def per_run(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     return runs
 
 
-def method(metric: str) -> str:
-    """How a metric's interval is taken: ``"bootstrap"`` for percentiles and ratios, ``"t"``
-    for the rest (means of additive figures)."""
-    return "bootstrap" if PERCENTILE.search(metric) or metric in RATIOS else "t"
-
-
 def bootstrap_interval(
     values: Sequence[float], confidence: float = 0.95, seed: int = 0, resamples: int = RESAMPLES
 ) -> tuple[float, float]:
@@ -154,7 +138,7 @@ NOT_INFORMATIVE = f"no interval: fewer than {MIN_REPEATS} repeats"
 
 
 def interval(values: Sequence[float], metric: str, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """The interval of the mean of a metric's repeats, by ``method(metric)``: Student-t, or
+    """The interval of the mean of a metric's repeats, by ``columns.interval_method(metric)``: Student-t, or
     for a bootstrap metric the bootstrap and t intervals joined (``joined``).
 
     NaN, NaN with fewer than ``MIN_REPEATS`` (3) values: with two repeats Student's t at
@@ -167,7 +151,7 @@ def interval(values: Sequence[float], metric: str, confidence: float = 0.95, see
     if len(_clean(values)) < MIN_REPEATS:
         return math.nan, math.nan
     low, high = t_interval(_clean(values), confidence)
-    if method(metric) == "bootstrap":
+    if interval_method(metric) == "bootstrap":
         low, high = joined(bootstrap_interval(values, confidence, seed), (low, high))
     if nonnegative(metric) and low < 0:
         low = 0.0
@@ -217,7 +201,7 @@ def summarise(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per cell ``by``: for each metric ``<m>_mean``, ``<m>_ci_low``, ``<m>_ci_high``
-    (``method(m)``: t or seeded bootstrap) and ``<m>_cv_pct``; ``n`` (runs in the cell);
+    (``columns.interval_method(m)``: t or seeded bootstrap) and ``<m>_cv_pct``; ``n`` (runs in the cell);
     ``unstable`` (a metric's CV above ``cv_threshold``, a fraction: 0.10 = 10 %) and
     ``unstable_why`` (which metric, and the likely cause the table shows); the cell means
     of the ``NOISE`` columns the table has. Metrics the table lacks are left out when they

@@ -6,11 +6,11 @@ the first run, resume into the same ``runs_dir``, only its own runs returned. Kn
 through ``iolab.machine.knobs`` (old value recorded, put back on success, error, Ctrl-C and
 SIGTERM); the page cache is dropped (``knobs.drop_caches``) before each buffered run.
 Each function returns the tidy table of its runs with the changed setting as a column, and
-gives ``allow_destructive`` and the other measurement options to ``iolab.measure.runner.measure``.
+gives ``how`` (``iolab.measure.options.MeasureOptions``: allow_destructive, profile, ...) to every run.
 
 The sweeps run their repeats in shuffled rounds after one discarded warm-up run
 (``ROUNDS``: step order and first touch must not make a difference by themselves); pass
-``order=``, ``seed=`` or ``warmup=`` (``iolab.measure.sweep.sweep``) to choose otherwise.
+``rounds=`` (``iolab.measure.campaign.Rounds``: repeats, order, seed, warmup) to choose otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -27,7 +27,9 @@ from ..measure import runner
 from ..stats.analysis import add_cycles_per_io
 from ..core.errors import InputError
 from ..runs.store import load_runs
-from ..measure.sweep import sweep
+from ..measure.campaign import Rounds
+from ..measure.options import MeasureOptions
+from ..measure.sweep import Grid, sweep
 from ..machine.target import Target, loop_device
 from ..core.validate import parse_size
 
@@ -41,24 +43,19 @@ def direct_vs_buffered(
     *,
     cpu: int = 0,
     runs_dir: Path,
-    repeats: int = 1,
-    allow_destructive: bool = False,
-    **measure_kw,
+    rounds: Rounds | Mapping[str, Any] | None = None,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """The same job with O_DIRECT and through the page cache (cache dropped before each
     run); ``mode`` is ``direct`` or ``buffered``."""
     table = sweep(
-        {"direct": [1, 0]},
+        Grid({"direct": [1, 0]}, base=job, aliases={"direct": "mode"}),
         target=target,
-        base=job,
         cpus=[cpu],
-        repeats=repeats,
+        rounds=Rounds.of(rounds, **ROUNDS),
         runs_dir=runs_dir,
-        aliases={"direct": "mode"},
-        before_run=knobs.drop_caches,
+        how=MeasureOptions.of(how, drop_caches=True),
         progress="direct vs buffered",
-        allow_destructive=allow_destructive,
-        **{**ROUNDS, **measure_kw},
     )
     table["mode"] = table["mode"].map(MODES)
     return add_cycles_per_io(table)
@@ -72,28 +69,23 @@ def knob_sweep(
     *,
     cpu: int = 0,
     runs_dir: Path,
-    drop: bool = False,
-    repeats: int = 1,
-    allow_destructive: bool = False,
-    **measure_kw,
+    rounds: Rounds | Mapping[str, Any] | None = None,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """The job once per value of a knob (``iolab.machine.knobs``: scheduler, read_ahead_kb,
-    nomerges, ...), each value set for its runs and the old one restored; ``drop`` drops
-    the page cache before each run."""
+    nomerges, ...), each value set for its runs and the old one restored; with
+    ``how.drop_caches`` the page cache is dropped before each run."""
     if knob not in knobs.KNOBS:
         raise InputError(f"{knob!r} is not a knob iolab can set: choose one of {', '.join(knobs.KNOBS)}")
     return add_cycles_per_io(
         sweep(
-            {knob: list(values)},
+            Grid({knob: list(values)}, base=job),
             target=target,
-            base=job,
             cpus=[cpu],
-            repeats=repeats,
+            rounds=Rounds.of(rounds, **ROUNDS),
             runs_dir=runs_dir,
-            before_run=knobs.drop_caches if drop else None,
+            how=how,
             progress=knob,
-            allow_destructive=allow_destructive,
-            **{**ROUNDS, **measure_kw},
         )
     )
 
@@ -110,23 +102,20 @@ def block_sizes(
     *,
     cpu: int = 0,
     runs_dir: Path,
-    repeats: int = 1,
-    allow_destructive: bool = False,
-    **measure_kw,
+    rounds: Rounds | Mapping[str, Any] | None = None,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Throughput from small to large blocks, with the request size the device actually saw
     (``dev_read_req_kib``, from /sys/block/<dev>/stat deltas)."""
     table = add_cycles_per_io(
         sweep(
-            {"bs": list(sizes)},
+            Grid({"bs": list(sizes)}, base=job),
             target=target,
-            base=job,
             cpus=[cpu],
-            repeats=repeats,
+            rounds=Rounds.of(rounds, **ROUNDS),
             runs_dir=runs_dir,
+            how=how,
             progress="block sizes",
-            allow_destructive=allow_destructive,
-            **{**ROUNDS, **measure_kw},
         )
     )
     table["bs_bytes"] = table["bs"].map(parse_size)
@@ -142,8 +131,7 @@ def many_devices(
     cpus: Sequence[int],
     runs_dir: Path,
     targets: Sequence[Target] | None = None,
-    allow_destructive: bool = False,
-    **measure_kw,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One fio process per device, all at once (seed 001 ran one fio per SSD because a single
     fio stopped scaling). Without ``targets``, ``n`` tmpfs-backed loop devices are made and
@@ -161,8 +149,7 @@ def many_devices(
                     runs_dir=runs_dir,
                     swept={"device": d.device or str(d.path), "devices": len(devs)},
                     label=f"dev{i}",
-                    allow_destructive=allow_destructive,
-                    **measure_kw,
+                    how=how,
                 )
                 for i, d in enumerate(devs)
             ]

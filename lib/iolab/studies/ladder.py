@@ -23,18 +23,21 @@ import platform
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
 from ..stats import compare
 from ..machine import knobs
 from ..stats.analysis import add_cycles_per_io
-from ..core.errors import InputError, IolabError
+from ..core.errors import IolabError
 from ..core.validate import fio_time
 from ..core.progress import bar
 from .per_core import have_tio
-from ..measure.sweep import ORDERS, sweep, warmup_for, warmup_kind
+from ..core.validate import warmup as validate_warmup
+from ..measure.campaign import Rounds
+from ..measure.options import MeasureOptions
+from ..measure.sweep import Grid, sweep, warmup_for
 from ..machine.target import Target
 
 
@@ -123,22 +126,19 @@ def run_ladder(
     *,
     cpu: int = 0,
     base: dict[str, Any] | None = None,
-    runtime_s: float = 2.0,
     runs_dir: str | Path,
     opt_in: bool = False,
-    repeats: int = 1,
-    order: str = "random",
-    seed: int = 0,
-    warmup: Any = "run",
-    allow_destructive: bool = False,
-    **measure_kw,
+    rounds: Rounds | Mapping[str, Any] | None = None,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run the ladder; one row per step (skipped steps included, with their reason), with
     ``gain_pct`` against the previous measured carried-forward step. A step that fails
     (fio, t/io_uring, a knob or nvme-cli: any IolabError) is a row with the reason, and
-    the ladder goes on. ``allow_destructive`` and ``measure_kw`` go to every fio run.
+    the ladder goes on. ``base``: fio options every step starts from (4 KiB random reads for
+    ``runtime`` 2 s by default; t/io_uring's steps run as many whole seconds, at least 2);
+    ``how``: how each run is measured (``MeasureOptions``).
 
-    Each step runs ``repeats`` times (``runs``: how many did); its figures are means over
+    Each step runs ``rounds.repeats`` times (``runs``: how many did); its figures are means over
     them, and ``gain_low_pct``/``gain_high_pct``/``gain_verdict`` are the gain's 95 %
     interval and its reading (``iolab.stats.compare.compare``; no interval with one run each).
 
@@ -148,21 +148,16 @@ def run_ladder(
     more — in ladder order (``order="interleaved"``) or shuffled by ``random.Random(seed)``
     (``"random"``, the default); ``"grid"`` runs each step's repeats back to back. The
     ladder starts with one discarded warm-up run (``warmup``, see ``iolab.measure.sweep.sweep``)."""
-    if order not in ORDERS:
-        raise InputError(f"order={order!r}: choose one of {', '.join(ORDERS)}")
-    warm = warmup_kind(warmup)  # InputError before anything runs, not a failed step
-    current: dict[str, Any] = {"rw": "randread", "bs": "4k", **(base or {}), "runtime": fio_time(runtime_s)}
+    rounds = Rounds.of(rounds, order="random", warmup="run")  # InputError before anything runs
+    repeats, order, seed, warm = rounds.repeats, rounds.order, rounds.seed, rounds.warmup_kind()
+    current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
+    if not isinstance(current["runtime"], str):
+        current["runtime"] = fio_time(current["runtime"])
+    runtime_s = validate_warmup(current["runtime"]) or 1.0  # fio's time as seconds (iolab.core.validate)
     rows: list[dict[str, Any]] = []
     measured: dict[int, tuple[Step, dict, dict]] = {}  # step -> (step, its options, what it built on)
     tables: dict[int, pd.DataFrame] = {}
-    kw = dict(
-        target=target,
-        cpu=cpu,
-        runtime_s=runtime_s,
-        runs_dir=runs_dir,
-        allow_destructive=allow_destructive,
-        **measure_kw,
-    )
+    kw = dict(target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir, how=how)
     for i, (step, reason) in enumerate(bar(plan(steps, capabilities(target, opt_in)), "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         rows.append(row)
@@ -235,33 +230,26 @@ def _run_step(
     runs_dir: str | Path,
     repeats: int = 1,
     warmup: Any = None,
-    **measure_kw,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
 
     tgt = target
     if opts.get("ioengine") == "io_uring_cmd":  # this step's, or carried forward from the passthrough step
         tgt = Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
-    common = {
-        "target": tgt,
-        "cpus": [cpu],
-        "runs_dir": runs_dir,
-        "tags": {"step": i, "step_name": step.name},
-        "label": f"step{i}",
-        "progress": None,
-        "repeats": repeats,
-        "warmup": warmup,
-    }
-    grid = {name: [value] for name, value in step.knobs.items()}
+    common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "progress": None, "how": how}
+    tags, label = {"step": i, "step_name": step.name}, f"step{i}"
+    axes = {name: [value] for name, value in step.knobs.items()}
     if step.tool == "tio":  # t/io_uring has no ramp time: a timed warm-up is fio's steps' only
-        common["warmup"] = warmup if warmup == "run" else None
+        common["rounds"] = Rounds(repeats, warmup=warmup if warmup == "run" else None)
         flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
         if tgt.kind == "char":  # after the passthrough step: t/io_uring's own passthrough, without O_DIRECT
             flags |= {"u": 1, "O": 0}
         if _tio_unpolled(opts, current):
             flags["p"] = 0
-        return add_cycles_per_io(sweep(grid, base=flags, tool="t/io_uring", **common))
-    return add_cycles_per_io(sweep(grid, base=opts, **common, **measure_kw))
+        return add_cycles_per_io(sweep(Grid(axes, flags, {}, tags, "t/io_uring", label), **common))
+    common["rounds"] = Rounds(repeats, warmup=warmup)
+    return add_cycles_per_io(sweep(Grid(axes, opts, {}, tags, "fio", label), **common))
 
 
 def polled_passthrough_hazard() -> str | None:

@@ -11,20 +11,20 @@ summed, percentiles from summed bins), with ``hosts_n`` and ``repeat`` columns.
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from ..stats import compare
-from ..measure.clients import host_job_key, measure_hosts
 from ..machine.hosts import Host
 from ..read.hosttable import POOLED, host_snapshot
-from ..core.progress import bar
-from ..measure.runner import job_options
-from ..runs.store import find_runs, load_runs, read_run, stored_job_key
-from ..measure.sweep import new_sweep_dir, warmup_kind, with_ramp
+from ..runs.store import load_runs
+from ..measure.sweep import new_sweep_dir
+from ..measure.campaign import Rounds, execute, ordered, paths_of, with_ramp
+from ..measure.options import MeasureOptions
+from ..measure.planned import PlannedRun
+from ..core.errors import InputError
 from ..machine.target import Target
 from ..core.validate import positive_ints
 
@@ -37,65 +37,52 @@ def host_scaling(
     options: Mapping[str, Any],
     *,
     counts: Sequence[int] | None = None,
-    repeats: int = 3,
-    seed: int = 0,
+    cpus: list[int] | None = None,
+    rounds: Rounds | Mapping[str, Any] | None = None,
     runs_dir: str | Path | None = None,
-    warmup: Any = "run",
-    **measure_kw,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """``options`` on the first ``k`` hosts for each ``k`` of ``counts`` (default 1..N),
-    ``repeats`` rounds (module docstring). A re-run into the same ``runs_dir`` runs only
-    what has no "ok" run. ``measure_kw`` go to ``measure_hosts`` (``cpus``, ``timeout_s``,
-    ``allow_destructive``). ``warmup``: as everywhere (``iolab.core.validate.warmup``): "run" (one
-    discarded run first), "none", or a time (fio's ramp_time on every run)."""
-    kind = warmup_kind(warmup)
-    options = with_ramp(options, kind)
+    pinned to ``cpus`` on each, in ``rounds`` (default: 3 repeats, each round shuffled, after
+    one discarded warm-up run; module docstring), through the one campaign loop
+    (``iolab.measure.campaign.execute``): a re-run into the same ``runs_dir`` runs only what
+    has no "ok" run. ``how``: how each run is measured (``MeasureOptions``)."""
+    rounds = Rounds.of(rounds, repeats=3, order="random", warmup="run")
     hosts = list(hosts)
     counts = positive_ints("counts", list(counts or range(1, len(hosts) + 1)))
     if max(counts) > len(hosts):
-        raise ValueError(f"counts go up to {max(counts)} hosts but {len(hosts)} were given")
+        raise InputError(f"counts go up to {max(counts)} hosts but {len(hosts)} were given")
+    options = with_ramp(options, rounds.warmup_kind())
+    runs = plan_hosts(target, hosts, options, counts, cpus, rounds)
     runs_dir = Path(runs_dir or new_sweep_dir("hosts"))
-    done = {}
-    for run_json in find_runs(runs_dir):
-        if read_run(run_json.parent)["status"] == "ok":
-            done[stored_job_key(json.loads((run_json.parent / "params.json").read_text()))] = run_json.parent
-    rng = random.Random(seed)
-    plan = []
-    for repeat in range(repeats):
-        order = list(counts)
-        rng.shuffle(order)
-        plan += [(k, repeat) for k in order]
-    paths, warm = [], kind == "run"
-    for k, repeat in bar(plan, "runs on hosts"):
-        swept = {"hosts_n": k, "repeat": repeat}
-        result_key = host_job_key(job_options(options, target, measure_kw.get("cpus")), target, hosts[:k], swept)
-        if result_key in done:
-            paths.append(done[result_key])
-            continue
-        if warm:
-            measure_hosts(
-                options,
-                target,
-                hosts=hosts[:k],
-                runs_dir=runs_dir / "warmup",
-                swept={**swept, "warmup": True},
-                label="warmup",
-                snapshots=False,
-                **measure_kw,
-            )
-            warm = False
-        paths.append(
-            measure_hosts(
-                options,
-                target,
-                hosts=hosts[:k],
-                runs_dir=runs_dir,
-                swept=swept,
-                label=f"hosts{k}-r{repeat}",
-                **measure_kw,
-            ).path
+    done = execute(runs, runs_dir, rounds=rounds, how=how, progress="runs on hosts")
+    return load_runs(paths_of(runs, done)).sort_values(["hosts_n", "repeat", "host"], ignore_index=True)
+
+
+def plan_hosts(
+    target: Target,
+    hosts: Sequence[Host],
+    options: Mapping[str, Any],
+    counts: Sequence[int],
+    cpus: list[int] | None,
+    rounds: Rounds,
+) -> list[PlannedRun]:
+    """The planned runs of ``host_scaling``: one cell per host count, ``rounds.repeats`` each."""
+    runs = [
+        PlannedRun(
+            options,
+            target,
+            {"hosts_n": k, "repeat": repeat},
+            f"hosts{k}-r{repeat}",
+            cell=i,
+            cpus=cpus,
+            hosts=tuple(hosts[:k]),
+            engine="hosts",
         )
-    return load_runs(paths).sort_values(["hosts_n", "repeat", "host"], ignore_index=True)
+        for i, k in enumerate(counts)
+        for repeat in range(rounds.repeats)
+    ]
+    return ordered(runs, rounds.order, rounds.seed)
 
 
 def per_host(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:

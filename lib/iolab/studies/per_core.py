@@ -5,14 +5,16 @@ t/io_uring and fio itself, side by side."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from ..stats.analysis import add_cycles_per_io
 from ..core.errors import ToolMissing
-from ..core.validate import fio_time
-from ..measure.sweep import new_sweep_dir, sweep
+from ..core.validate import fio_time, warmup
+from ..measure.campaign import Rounds
+from ..measure.options import MeasureOptions
+from ..measure.sweep import Grid, new_sweep_dir, sweep
 from ..machine.target import Target
 from ..read.tio import binary
 from ..core.validate import check_cpus, positive_ints
@@ -29,35 +31,36 @@ def have_tio() -> bool:
     return True
 
 
+JOB = {"bs": "512", "runtime": "2s"}  # seed 002: 512 B random reads
+
+
 def per_core(
     target: Target,
     queue_depths: Sequence[int] = (1, 16, 128),
+    job: Mapping[str, Any] | None = None,
     *,
-    bs: str = "512",
     cpu: int = 0,
-    runtime_s: float = 2.0,
     polled: bool = False,
-    repeats: int = 1,
+    rounds: Rounds | Mapping[str, Any] | None = None,
     runs_dir: str | Path | None = None,
-    allow_destructive: bool = False,
-    **measure_kw,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """One row per (tool, qd) and repeat (``repeats`` runs of each, back to back; ``summary``
-    gives their means and intervals). fio's mean latency is measured (``lat_mean_us``);
-    t/io_uring's is Little's law on a full queue (QD / IOPS, ``lat_mean_us_littles``),
-    labelled as the estimate it is (``mean_lat_source``). Without t/io_uring only fio runs.
-    ``allow_destructive`` and ``measure_kw`` go to the fio runs (t/io_uring only reads)."""
+    """One row per (tool, qd) and repeat (``rounds.repeats`` runs of each, back to back;
+    ``job``: fio options over seed 002's, ``JOB`` — 512 B random reads for 2 s; t/io_uring's
+    block size and seconds follow its ``bs`` and ``runtime``;
+    ``summary`` gives their means and intervals). fio's mean latency is measured
+    (``lat_mean_us``); t/io_uring's is Little's law on a full queue (QD / IOPS,
+    ``lat_mean_us_littles``), labelled as the estimate it is (``mean_lat_source``). Without
+    t/io_uring only fio runs. ``how``: how each run is measured (``MeasureOptions``; its
+    ``allow_destructive`` concerns the fio runs: t/io_uring only reads)."""
     queue_depths = positive_ints("queue_depths", queue_depths)
-    [repeats] = positive_ints("repeats", [repeats])
+    rounds = Rounds.of(rounds)
     check_cpus([cpu])
-    runtime = fio_time(runtime_s)
-    common = {
-        "target": target,
-        "cpus": [cpu],
-        "runs_dir": runs_dir or new_sweep_dir("per-core"),
-        "progress": None,
-        "repeats": repeats,
-    }
+    job = {**JOB, **(job or {})}
+    bs, runtime = job["bs"], job["runtime"] if isinstance(job["runtime"], str) else fio_time(job["runtime"])
+    runtime_s = warmup(runtime) or 1.0  # fio's time as seconds (iolab.core.validate)
+    common = {"target": target, "cpus": [cpu], "rounds": rounds, "how": how, "progress": None}
+    common["runs_dir"] = runs_dir or new_sweep_dir("per-core")
     tio, tables = have_tio(), []
     for qd in queue_depths:
         batch = min(32, qd)
@@ -74,18 +77,9 @@ def per_core(
             "iodepth_batch_submit": batch,
             "iodepth_batch_complete": batch,
             "runtime": runtime,
+            **{k: v for k, v in job.items() if k not in ("bs", "runtime")},
         }
-        tables.append(
-            sweep(
-                {},
-                base=fio,
-                tags={"qd": qd, "tool": "fio"},
-                label=f"fio-qd{qd}",
-                allow_destructive=allow_destructive,
-                **common,
-                **measure_kw,
-            )
-        )
+        tables.append(sweep(Grid({}, base=fio, tags={"qd": qd, "tool": "fio"}, label=f"fio-qd{qd}"), **common))
         if tio:
             flags = {
                 "d": qd,
@@ -99,11 +93,7 @@ def per_core(
             }
             tables.append(
                 sweep(
-                    {},
-                    base=flags,
-                    tags={"qd": qd, "tool": "t/io_uring"},
-                    label=f"tio-qd{qd}",
-                    tool="t/io_uring",
+                    Grid({}, base=flags, tags={"qd": qd, "tool": "t/io_uring"}, label=f"tio-qd{qd}", tool="t/io_uring"),
                     **common,
                 )
             )

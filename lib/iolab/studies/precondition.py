@@ -19,7 +19,7 @@ refused on a device that holds data unless ``allow_destructive=True``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -27,6 +27,7 @@ from ..stats.analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady
 from ..core.errors import InputError
 from ..core.validate import fio_time
 from ..core.progress import bar
+from ..measure.options import MeasureOptions
 from ..measure.runner import measure
 from ..runs.store import run_table
 from ..machine.target import Target
@@ -37,31 +38,35 @@ WINDOW, RANGE_PCT, SLOPE_PCT = SNIA_WINDOW, SNIA_RANGE_PCT, SNIA_SLOPE_PCT
 FOREVER = fio_time(7 * 24 * 3600)  # a fill ends when the device is written, not by time
 
 
+ROUND_JOB = {"rw": "randwrite", "bs": "4k", "iodepth": 32, "runtime": "60s"}  # SNIA's IOPS test, one round
+
+
 def precondition(
     target: Target,
     *,
     runs_dir: str | Path,
     cpu: int = 0,
-    rw: str = "randwrite",
-    bs: str = "4k",
-    iodepth: int = 32,
-    round_s: float = 60,
+    job: Mapping[str, Any] | None = None,
     max_rounds: int = 25,
     window: int = WINDOW,
     fill_passes: int = 2,
-    allow_destructive: bool = False,
-    **measure_kw: Any,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """SNIA's preconditioning of ``target`` (module docstring): ``fill_passes`` sequential
-    128 KiB writes of the whole target (0: skip), then rounds of ``rw``/``bs`` at ``iodepth``
-    for ``round_s`` seconds each until ``steady_state`` holds or ``max_rounds`` ran. Every
-    run is stored in ``runs_dir``. Returns one row per round (``round``, ``iops``,
-    ``steady``) and sets ``target.state`` to what was reached."""
+    128 KiB writes of the whole target (0: skip), then rounds of ``job`` (fio options over
+    ``ROUND_JOB``: 4 KiB random writes at QD 32 for 60 s; ``runtime`` may be seconds) until
+    ``steady_state`` holds or ``max_rounds`` ran. Every run is stored in ``runs_dir``;
+    ``how``: how each is measured (``MeasureOptions``). Returns one row per round (``round``,
+    ``iops``, ``steady``) and sets ``target.state`` to what was reached."""
+    job = {**ROUND_JOB, **(job or {})}
+    if isinstance(job["runtime"], (int, float)):
+        job["runtime"] = fio_time(job["runtime"])
+    rw, bs, iodepth = job["rw"], job["bs"], job["iodepth"]
     if max_rounds < window:
         raise InputError(
             f"max_rounds={max_rounds} is fewer than the window of {window} rounds: steady state could never be judged"
         )
-    common = dict(cpus=[cpu], runs_dir=runs_dir, allow_destructive=allow_destructive, **measure_kw)
+    common = dict(cpus=[cpu], runs_dir=runs_dir, how=how)
     if fill_passes:
         measure(
             {
@@ -81,7 +86,7 @@ def precondition(
     verdict = (False, "")
     for i in bar(range(max_rounds), "preconditioning", unit="round"):
         run = measure(
-            {"rw": rw, "bs": bs, "iodepth": iodepth, "runtime": fio_time(round_s)},
+            job,
             target,
             swept={"round": i},
             label=f"precondition-r{i}",
@@ -93,7 +98,7 @@ def precondition(
         rounds.append({"round": i, "iops": iops[-1], "steady": verdict[0], "run_id": rows["run_id"].iloc[0]})
         if verdict[0]:
             break
-    what = f"{len(iops)} rounds of {bs} {rw} at QD{iodepth}, {round_s:g} s each"
+    what = f"{len(iops)} rounds of {bs} {rw} at QD{iodepth}, {job['runtime']} each"
     fill = f"written whole {fill_passes}x sequentially (128k), then " if fill_passes else ""
     target.state = (
         f"SNIA steady state: {fill}{what} ({verdict[1]})"

@@ -14,7 +14,9 @@ from ..stats import compare
 from ..stats.analysis import add_cycles_per_io
 from ..stats.knee_search import SearchResult, final_estimate, next_depths
 from ..core.progress import bar
-from ..measure.sweep import new_sweep_dir, sweep, warmup_for, warmup_kind
+from ..measure.campaign import Rounds
+from ..measure.options import MeasureOptions
+from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
 from ..machine.target import Target
 from ..core.validate import positive_ints
 
@@ -25,32 +27,27 @@ def qd_sweep(
     options: Mapping[str, Any],
     *,
     cpu: int = 0,
-    repeats: int = 1,
+    rounds: Rounds | Mapping[str, Any] | None = None,
     runs_dir: str | Path | None = None,
-    allow_destructive: bool = False,
-    order: str = "interleaved",
-    warmup: Any = "run",
-    **measure_kw,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """``options`` at each queue depth on ``cpu``; the table with ``qd``, ``repeat`` and
-    ``cycles_per_io`` columns, sorted by depth. The repeats run in rounds (``order``) after
-    one discarded warm-up run (``warmup``; see ``iolab.measure.sweep.sweep``). ``allow_destructive``
-    and ``measure_kw`` go to ``iolab.measure.runner.measure``."""
+    ``cycles_per_io`` columns, sorted by depth. ``rounds``: repeats (default 1) in rounds
+    (default ``interleaved``) after one discarded warm-up run (default ``"run"``;
+    ``iolab.measure.campaign.Rounds``); ``how``: how each run is measured (``MeasureOptions``)."""
     queue_depths = positive_ints("queue_depths", queue_depths)
     table = sweep(
-        {"iodepth": queue_depths},
+        Grid({"iodepth": queue_depths}, base=options, aliases={"iodepth": "qd"}),
         target=target,
-        base=options,
         cpus=[cpu],
-        repeats=repeats,
+        rounds=Rounds.of(rounds, order="interleaved", warmup="run"),
         runs_dir=runs_dir or new_sweep_dir("qd-knee"),
-        aliases={"iodepth": "qd"},
-        allow_destructive=allow_destructive,
-        order=order,
-        warmup=warmup,
-        **measure_kw,
+        how=how,
     )
     return add_cycles_per_io(table).sort_values(["qd", "repeat"], ignore_index=True)
+
+
+KNEE_METHOD = "power"  # what the knee search looks for (knee_search's docstring)
 
 
 def knee_search(
@@ -59,49 +56,44 @@ def knee_search(
     options: Mapping[str, Any],
     *,
     cpu: int = 0,
-    repeats: int = 3,
+    rounds: Rounds | Mapping[str, Any] | None = None,
     share: float = 0.5,
-    method: str = "power",
     runs_dir: str | Path | None = None,
-    warmup: Any = "run",
-    n_boot: int = 1000,
-    seed: int = 0,
-    allow_destructive: bool = False,
-    **measure_kw,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> SearchResult:
     """The knee of ``qd_sweep(queue_depths, repeats)`` with at most ``share`` of its runs:
     the adaptive search of ``iolab.stats.knee_search``, one run at a time, each a stored run like
     the sweep's (a re-run into the same ``runs_dir`` replays the same search from them).
+    ``rounds``: ``repeats`` (default 3) the grid would have, the warm-up (default "run") and
+    the ``seed`` of the search and of its bootstrap (1,000 resamples); ``how``: how each run is
+    measured. Each round's runs go through the one campaign loop (``iolab.measure.sweep``).
 
-    ``method`` is the knee's (``analysis.knee_with_interval``). The default is "power"
-    (Kleinrock's maximum throughput ÷ latency): Kneedle's bend is too shaky to be searched
-    for on a noisy host — on this project's VM, two full grids of the same loop-device sweep
+    The knee is Kleinrock's power knee (``analysis.knee_with_interval``, method "power":
+    maximum throughput ÷ latency), not Kneedle's bend: that is too shaky to be searched for
+    on a noisy host — on this project's VM, two full grids of the same loop-device sweep
     named the same Kneedle knee (within one doubling) in fewer than half the cases, and the
     same power knee in 99 %. The result's ``table`` holds every run made."""
     queue_depths = positive_ints("queue_depths", queue_depths)
-    warm = warmup_kind(warmup)
+    rounds = Rounds.of(rounds, repeats=3, warmup="run")
+    repeats, seed, warm = rounds.repeats, rounds.seed, rounds.warmup_kind()
     budget = max(3, math.floor(share * len(queue_depths) * repeats))
     runs_dir = Path(runs_dir or new_sweep_dir("qd-search"))
     samples: dict[float, list[float]] = {}
     frames, steps = [], []
     progress = bar(None, "knee search", total=budget)
     try:
-        while (step := next_depths(samples, queue_depths, budget=budget, seed=seed, method=method)).depths:
+        while (step := next_depths(samples, queue_depths, budget=budget, seed=seed, method=KNEE_METHOD)).depths:
             steps.append(step)
             for qd in step.depths:
                 have = samples.setdefault(qd, [])
                 table = sweep(
-                    {"iodepth": [int(qd)]},
+                    Grid({"iodepth": [int(qd)]}, base=options, aliases={"iodepth": "qd"}),
                     target=target,
-                    base=options,
                     cpus=[cpu],
-                    repeats=len(have) + 1,
+                    rounds=Rounds(repeats=len(have) + 1, warmup=warmup_for(warm, first=not frames)),
                     runs_dir=runs_dir,
-                    aliases={"iodepth": "qd"},
-                    allow_destructive=allow_destructive,
+                    how=how,
                     progress=None,
-                    warmup=warmup_for(warm, first=not frames),
-                    **measure_kw,
                 )
                 new = table[table["repeat"] == len(have)]
                 have.append(float(compare.per_run(new)["iops"].sum()))
@@ -112,5 +104,5 @@ def knee_search(
         progress.close()
     table = add_cycles_per_io(pd.concat(frames, ignore_index=True)).sort_values(["qd", "repeat"], ignore_index=True)
     return SearchResult(
-        final_estimate(samples, n_boot, seed, method), len(frames), len(queue_depths) * repeats, steps, table
+        final_estimate(samples, 1000, seed, KNEE_METHOD), len(frames), len(queue_depths) * repeats, steps, table
     )

@@ -1,0 +1,108 @@
+"""``iolab`` commands: a thin shell over the library (errors become one line and exit 1).
+
+Every iolab error and OS error (permission, read-only file system, no space, a folder given
+for a file) is one line on stderr, ``iolab <cmd>: <what happened>; <what to do>``, exit 1;
+``--debug`` shows the traceback too. Ctrl-C: one line, exit 130. Usage errors: argparse's
+message, exit 2.
+
+    iolab run --target scratch --rw=randread --bs=4k --iodepth=32   # any fio long option
+    iolab parse fio.json --format csv
+    iolab table data/runs --format json        # every run of a folder (cached in it)
+    iolab knee table.csv --x qd --y iops
+    iolab fold perf.script.txt --kernel        # or a perf.data file
+    iolab threads RUN_DIR --by comm,state      # thread states of a run made with iolab run --threads
+    iolab series RUN_DIR --format csv          # fio's interval logs of a run made with iolab run --log-ms N
+    iolab sysinfo
+    iolab demo
+    iolab lab --port 8889                      # JupyterLab on notebooks/, as make lab
+    iolab seeds --quick --out DIR              # the seed write-ups reproduced here, a page per seed
+
+The commands live by what they do: ``measuring`` (run, search, sysinfo, cleanup), ``reading``
+(parse, table, knee, fold, threads, series, check) and ``notebooks`` (batch, seeds, demo,
+nvmelab, publish, lab, reproduce); ``messages`` turns an error into its one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core import signals
+from ..core.errors import IolabError
+from . import measuring, notebooks, reading
+from .messages import one_line, os_error
+
+# commands that only read files: no repair of what a killed iolab left first (it imports the
+# whole library, and these must start fast)
+READ_ONLY = ("cleanup", "fold", "sysinfo")
+
+
+class _Skipped:
+    """A subcommand's parser not built (``build_parser(only=...)``): its arguments are ignored."""
+
+    def add_argument(self, *args, **kw) -> None:
+        pass
+
+    def set_defaults(self, **kw) -> None:
+        pass
+
+    def add_mutually_exclusive_group(self, **kw) -> "_Skipped":
+        return self
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only``, just that subcommand's parser is built (a command
+    such as ``iolab fold`` must start fast: building all of them takes several ms)."""
+    parser = argparse.ArgumentParser(prog="iolab", description=__doc__.split("\n")[0])
+    parser.names = []
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    common = argparse.ArgumentParser(add_help=False)  # --debug after the command too
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, **kw) -> argparse.ArgumentParser:
+        parser.names.append(name)
+        return sub.add_parser(name, parents=[common], **kw) if only in (None, name) else _Skipped()
+
+    for group in (measuring, reading, notebooks):
+        group.add_commands(add)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``iolab ARGS``: the command's exit status (1: an error, said in one line; 130: Ctrl-C)."""
+    given = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only=given[0] if given and not given[0].startswith("-") else None)
+    if given and parser.names and given[0] not in parser.names:
+        parser = build_parser()  # a misspelt command: argparse names every one
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command not in ("run", "lab"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    signals.raise_always()
+    try:
+        if args.command not in READ_ONLY:
+            from ..runs.repair import recover_and_report
+
+            recover_and_report()
+        return args.func(args, extra)
+    except (IolabError, OSError) as exc:
+        if args.debug:
+            __import__("traceback").print_exc()
+        what = str(exc) if isinstance(exc, IolabError) else os_error(exc, args.command)
+        what = what.removeprefix(f"{args.command}: ")  # the library's own "nvmelab: ..." prefix, once
+        print(f"iolab {args.command}: {one_line(what)}", file=sys.stderr)
+        ctrl_c = type(exc.__cause__) is KeyboardInterrupt  # a run stopped by Ctrl-C (RunInterrupted)
+        return 130 if ctrl_c else 1
+    except signals.Terminated as exc:
+        print(
+            f"iolab {args.command}: {exc}; what was running was stopped and its run marked interrupted", file=sys.stderr
+        )
+        return 128 + exc.signum
+    except KeyboardInterrupt:
+        if args.debug:
+            __import__("traceback").print_exc()
+        print(
+            f"iolab {args.command}: interrupted (Ctrl-C); a run that had started is kept, marked interrupted",
+            file=sys.stderr,
+        )
+        return 130

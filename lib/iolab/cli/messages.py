@@ -1,0 +1,39 @@
+"""How an error reaches the terminal: one line, ``iolab <cmd>: <what happened>; <what to do>``.
+
+``one_line`` joins a message's lines and escapes the control characters it quotes;
+``os_error`` says what an OSError (permission, read-only file system, no space, a folder
+given for a file) means and what to do about it."""
+
+from __future__ import annotations
+
+import errno
+
+from ..core.errors import printable
+
+
+def one_line(text: str) -> str:
+    """A message on one line: its non-empty lines joined with '; ', control characters
+    from what it quotes (a file's bytes, a name) escaped (``iolab.core.errors.printable``)."""
+    lines = printable(str(text), keep="\n").split("\n")
+    return "; ".join(line.strip() for line in lines if line.strip()) or "(no message)"
+
+
+OS_ADVICE = {
+    errno.EACCES: "check its permissions, or choose a folder you can write ({where})",
+    errno.EPERM: "check its permissions, or choose a folder you can write ({where})",
+    errno.EROFS: "it is on a read-only file system: choose a folder on a writable one ({where})",
+    errno.ENOSPC: "free space there, or choose a folder on another file system ({where})",
+    errno.EDQUOT: "free space in your quota, or choose another folder ({where})",
+    errno.ENOENT: "check the path",
+    errno.EISDIR: "give a file, not a folder",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: check the path",
+}
+
+
+def os_error(exc: OSError, command: str) -> str:
+    """'<path>: <strerror>; <what to do>' for an OSError that reached the command line."""
+    where = "--runs-dir / --scratch-dir, or IOLAB_DATA=DIR" if command == "run" else "IOLAB_DATA=DIR"
+    what = exc.strerror or str(exc)
+    names = " -> ".join(str(n) for n in (exc.filename, exc.filename2) if n)
+    advice = OS_ADVICE.get(exc.errno, "check the path and try again").format(where=where)
+    return f"{names + ': ' if names else ''}{what}; {advice}"

@@ -1,0 +1,327 @@
+"""``iolab batch``, ``seeds``, ``demo``, ``nvmelab``, ``publish``, ``lab`` and ``reproduce``:
+the commands that run notebooks (headless with papermill, in the NVMe lab's guest, in
+JupyterLab) and publish or re-run them. papermill and nbconvert are slow to import: each
+command imports them when it runs, so ``iolab --help`` stays fast."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from ..core import paths
+from ..core.errors import InputError
+from .messages import one_line
+
+
+def cmd_batch(args, _extra) -> int:
+    from ..report import batch  # slow to import (papermill): only for this command
+
+    manifest = batch.load_manifest(args.manifest)
+
+    def said(record) -> None:
+        line = f"{record['name']}: {record['status']} in {record['duration_s']:g} s"
+        print(
+            line if record["status"] == "ok" else f"{line}: {one_line(record['error'].splitlines()[0])}",
+            file=sys.stderr,
+        )
+
+    records = batch.run_batch(manifest, out=args.out, jobs=args.jobs, on_done=said)
+    failed = [r["name"] for r in records if r["status"] != "ok"]
+    out = Path(records[0]["output"] or ".").parent.parent if records else Path(args.out or ".")
+    print(f"{len(records) - len(failed)} of {len(records)} runs ok; index: {out / 'index.html'}")
+    if failed:
+        print(
+            f"iolab batch: {len(failed)} run(s) failed ({', '.join(failed)}); their notebooks keep papermill's "
+            "error banner. Fix and run the same command again: only failed or missing runs re-run",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+def cmd_seeds(args, _extra) -> int:
+    from ..core import validate
+    from ..report import seeds  # slow to import (papermill): only for this command
+
+    level = "smoke" if args.smoke else "quick" if args.quick else "full"
+    devices = [d.strip() for d in args.device or [] if d.strip()]
+    for dev in devices:
+        if not Path(dev).exists():
+            raise InputError(
+                f"--device {dev}: no such device; give a block device such as /dev/nvme0n1 "
+                "(or none: the scratch default)"
+            )
+        if not stat.S_ISBLK(os.stat(dev).st_mode):
+            raise InputError(
+                f"--device {dev} is not a block device: give one such as /dev/nvme0n1 (a file or "
+                "folder is not measured here; without --device the seeds use iolab's scratch file)"
+            )
+    cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
+    out = validate.writable_dir(args.out or seeds.default_out(), "seeds folder", "--out DIR")
+    chosen = seeds.load_seeds(args.only)
+    todo = seeds.plan(
+        chosen,
+        out,
+        level,
+        devices=devices,
+        cpus=cpus,
+        allow_destructive=args.allow_destructive,
+        opt_in_device_changes=args.opt_in_device_changes,
+    )
+    print(seeds.describe(todo, level), file=sys.stderr if not args.dry_run else sys.stdout)
+    if args.dry_run:
+        return 0
+
+    def said(record) -> None:
+        line = f"  {record['name']}: {record['status']} in {record['duration_s']:g} s"
+        print(
+            line if record["status"] == "ok" else f"{line}: {one_line(record['error'].splitlines()[0])}",
+            file=sys.stderr,
+        )
+
+    records = seeds.run(todo, out, level, devices=devices, on_done=said)
+    failed = [f"{ident}/{r['name']}" for ident, recs in records.items() for r in recs if r["status"] != "ok"]
+    print(
+        f"{sum(len(r) for r in records.values()) - len(failed)} of {len(todo)} experiments ok; "
+        f"pages: {Path(out) / 'index.html'}"
+    )
+    if failed:
+        print(
+            f"iolab seeds: {len(failed)} experiment(s) failed ({', '.join(failed)}); their pages say why. "
+            "Fix and run the same command again: only failed or missing experiments re-run",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+def cmd_demo(args, _extra) -> int:
+    from ..core.validate import fio_time  # slow to import (pandas): only for this command
+
+    from ..report.demo import DEFAULT_RUNTIME_S, run_demo
+
+    runtime_s = DEFAULT_RUNTIME_S if args.runtime is None else args.runtime
+    try:
+        fio_time(runtime_s)
+    except InputError as exc:
+        raise InputError(f"--runtime {runtime_s:g}: {exc}") from None
+    for path in run_demo(out_dir=Path(args.out) if args.out else paths.PAPERMILL_RUNS, runtime_s=runtime_s):
+        print(f"wrote {path}")
+    return 0
+
+
+def _papermill_value(text: str):
+    """papermill's -p: True/False/None, an int, a float, else the text."""
+    if text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def cmd_nvmelab(args, _extra) -> int:
+    from ..report import nvmelab
+
+    spec = nvmelab.LabSpec(
+        controllers=args.controllers,
+        namespace_size=args.namespace_size,
+        cpus=args.vcpus,
+        memory_mb=args.memory_mb,
+        poll_queues=args.poll_queues,
+        timeout_s=args.timeout,
+    )
+    what = args.what
+    if not what:
+        raise InputError(
+            "give a notebook (iolab nvmelab notebooks/02_single_core_tuning_ladder.ipynb) or a "
+            "command after '--' (iolab nvmelab -- nvme list)"
+        )
+    notebook = len(what) == 1 and what[0].endswith(".ipynb")
+    if args.parameter and not notebook:
+        raise InputError("-p sets a notebook's parameter: give one notebook (.ipynb), not a command")
+    params = {name.strip(): _papermill_value(value) for name, value in args.parameter}
+    if notebook:  # checked (parameters too) before the boot
+        what, output = nvmelab.notebook_job(what[0], params, spec)
+    print(
+        f"iolab nvmelab: booting a QEMU {nvmelab.accel().upper()} guest with {spec.controllers} emulated NVMe "
+        f"controller(s) of {spec.namespace_size}: its numbers are an emulator's, never a device's",
+        file=sys.stderr,
+        flush=True,
+    )
+    result = nvmelab.run_notebook_job(what, output, spec) if notebook else nvmelab.run(what, spec)
+    print(
+        f"iolab nvmelab: guest ({result.accel}) booted in {result.boot_s:.1f} s; the command exited "
+        f"{result.returncode} after {result.wall_s:.1f} s in all",
+        file=sys.stderr,
+    )
+    return result.returncode
+
+
+def cmd_publish(args, _extra) -> int:
+    # nbconvert and papermill are slow to import: only for this command
+    from ..report.publish import publish, unfinished
+
+    html = publish(args.notebook, args.output)
+    print(f"wrote {html}")
+    note = unfinished(args.notebook)
+    if note:
+        print(f"iolab publish: {one_line(note)} The write-up says so at its top.", file=sys.stderr)
+    return 0
+
+
+def cmd_lab(args, extra) -> int:
+    from ..report.lab import serve
+
+    serve(args.notebook_dir or paths.NOTEBOOKS, port=args.port, ip=args.ip, extra=extra)
+    return 1  # serve returns only by raising
+
+
+def cmd_reproduce(args, _extra) -> int:
+    from ..report.reproduce import reproduce  # slow to import (pandas, papermill): only for this command
+
+    report = reproduce(args.executed, out_dir=args.out, tolerance_pct=args.tolerance_pct)
+    print(report.text())
+    return 0 if report.agrees else 3  # 3: a result drifted (1 is an error, 130 Ctrl-C)
+
+
+def add_commands(add) -> None:
+    """The parsers of this module's commands: ``add(name, **kw)`` makes one (``iolab.cli.build_parser``)."""
+    p = add(
+        "batch",
+        help="run a notebook over parameter sets from a YAML manifest; resumable; index page",
+        description="Runs a manifest's notebook once per run (runs: name + parameters, or a grid), each "
+        "into OUT/<name>/ with its executed notebook, write-up and run.json; a failed run is "
+        "kept and the batch goes on (exit 3 when any failed). Running it again re-runs only "
+        "failed or missing runs. OUT/batch.json and OUT/index.html list them all.",
+    )
+    p.add_argument("manifest", help="the batch manifest (YAML): notebook, defaults, runs and/or grid")
+    p.add_argument("--out", help="output folder (default: the manifest's out:, else batch-<manifest> beside it)")
+    p.add_argument("--jobs", type=int, help="runs at once, as separate processes (default: the manifest's jobs:, 1)")
+    p.set_defaults(func=cmd_batch)
+    p = add(
+        "seeds",
+        help="reproduce the seed write-ups here: one batch per seed, then a page per seed with "
+        "each published figure beside this machine's",
+        description="Runs the notebooks each seed manifest (data/seeds/*.yaml) names, one iolab batch per "
+        "seed into OUT/seed-NNN/ (resumable: the same command runs only what failed or is "
+        "missing; a failed experiment is kept and the rest go on, exit 3), then writes "
+        "OUT/seed-NNN.html (every published figure beside the local one, with its interval, "
+        "ratio and flags) and OUT/index.html. Without --device: the scratch file, and "
+        "tmpfs-backed loop devices where a step needs a block device (root).",
+    )
+    p.add_argument(
+        "--device",
+        nargs="+",
+        metavar="DEV",
+        help="block device(s) to measure (the search uses all, "
+        "the other experiments the first); default: the scratch default",
+    )
+    p.add_argument("--cpus", help="CPUs to use, e.g. 0 or 2-3 (the single-core experiments use the first)")
+    p.add_argument("--only", help="these seeds only, e.g. 000,002")
+    level = p.add_mutually_exclusive_group()
+    level.add_argument("--quick", action="store_true", help="short runtimes: about 10 minutes on a 2-core VM")
+    level.add_argument(
+        "--smoke", action="store_true", help="the smallest settings (the test suite's): plumbing, not numbers"
+    )
+    p.add_argument("--out", help="output folder (default papermill_runs/seeds)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (every notebook run, its fio runs) and the time it should take; run nothing",
+    )
+    p.add_argument(
+        "--allow-destructive",
+        action="store_true",
+        help="allow writes to a device that holds data (the seeds only read; passed to every notebook)",
+    )
+    p.add_argument(
+        "--opt-in-device-changes",
+        action="store_true",
+        help="let the ladder change an NVMe device setting (interrupt coalescing; always restored)",
+    )
+    p.set_defaults(func=cmd_seeds)
+    p = add("demo", help="run the flagship notebooks headless and write HTML reports")
+    p.add_argument("--out", help="output folder (default papermill_runs/)")
+    p.add_argument("--runtime", type=float, help="seconds per fio run (default 0.4; 08 runs 10x that)")
+    p.set_defaults(func=cmd_demo)
+    p = add(
+        "nvmelab",
+        help="run a notebook or a command in the NVMe lab: a QEMU guest with emulated NVMe "
+        "SSDs and Linux's real nvme driver (an emulator's numbers, never a device's)",
+        description="Boots a QEMU guest (Debian's kernel, the host's root read-only, the data folder and "
+        "papermill_runs/ read-write) with emulated NVMe controllers (/dev/nvme0n1, /dev/ng0n1, "
+        "poll queues) and runs NOTEBOOK there (executed notebook and write-up in "
+        "papermill_runs/NAME.nvmelab.ipynb and .html) or the COMMAND after '--'. The exit "
+        "status is the command's own. Set-up: make setup-nvmelab (qemu-system-x86, "
+        "linux-image-amd64, busybox-static, nvme-cli).",
+        usage="iolab nvmelab [options] NOTEBOOK [-p NAME VALUE]...  |  iolab nvmelab [options] -- COMMAND...",
+    )
+    p.add_argument("what", nargs="*", help="a notebook (.ipynb), or after '--' a command and its arguments")
+    p.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        default=[],
+        help="a notebook parameter, as papermill's -p (numbers and True/False read as such)",
+    )
+    p.add_argument("--controllers", type=int, default=2, help="emulated NVMe controllers (default 2)")
+    p.add_argument("--namespace-size", default="1g", help="size of each one's namespace, fio units (default 1g)")
+    p.add_argument("--vcpus", type=int, default=2, help="guest CPUs (default 2)")
+    p.add_argument("--memory-mb", type=int, default=2048, help="guest memory in MiB (default 2048)")
+    p.add_argument("--poll-queues", type=int, default=2, help="nvme.poll_queues: queues for polled IO (default 2)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds before a hung guest is killed (default 900)")
+    p.set_defaults(func=cmd_nvmelab)
+    p = add(
+        "publish",
+        help="an executed notebook -> one offline HTML write-up (no code; parameters, results, provenance)",
+        description="Writes the write-up of an executed notebook: one HTML file that needs no network "
+        "(figures inline, no script or style from a CDN), without code cells, tables with "
+        "thousands separators and units, the parameters and recorded results at the top, and "
+        "a provenance appendix: iolab's git commit, fio/perf/kernel and package versions, the "
+        "machine, each run folder with a SHA-256 of its raw outputs, the command that runs it "
+        "again. make demo writes the same.",
+    )
+    p.add_argument("notebook", help="an executed notebook, e.g. papermill_runs/01_queue_depth_knee.ipynb")
+    p.add_argument("-o", "--output", help="the HTML file to write (default: the notebook's name, .html)")
+    p.set_defaults(func=cmd_publish)
+    p = add(
+        "lab",
+        allow_abbrev=False,
+        help="JupyterLab on notebooks/ with the project's kernel (as make lab); "
+        "other --options pass through to JupyterLab",
+    )
+    p.add_argument("--port", default="8888", help="port on --ip (default 8888); a busy port is an error")
+    p.add_argument(
+        "--ip",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: reach it with ssh -L 8888:127.0.0.1:8888)",
+    )
+    p.add_argument("--notebook-dir", help="folder JupyterLab opens (default notebooks/)")
+    p.set_defaults(func=cmd_lab)
+    p = add(
+        "reproduce",
+        help="run an executed notebook's source again with its parameters; compare its recorded results",
+        description="Re-executes the notebook EXECUTED was run from (papermill's input_path, else "
+        "notebooks/<its name>) with the parameters it ran with, and prints each recorded "
+        "result (iolab.core.results): original, re-run, difference %% and whether the re-run lies "
+        "in the original's interval [low, high] (without one: within --tolerance-pct). When "
+        "a result drifted, the machine snapshot differences that may explain it (kernel, fio "
+        "version, governor, frequency source, scheduler, SMT). Exit 0: all agree; 3: a result "
+        "drifted; 1: an error (e.g. no recorded results); 130: interrupted.",
+    )
+    p.add_argument("executed", help="an executed notebook (papermill_runs/…ipynb) that recorded results")
+    p.add_argument("--out", help="folder for the re-executed notebook (default papermill_runs/reproduced)")
+    p.add_argument(
+        "--tolerance-pct",
+        type=float,
+        default=10.0,
+        help="how far (%% of the original) a result without an interval may move (default 10)",
+    )
+    p.set_defaults(func=cmd_reproduce)

@@ -1,0 +1,462 @@
+"""``iolab parse``, ``table``, ``knee``, ``fold``, ``threads``, ``series`` and ``check``: the
+commands that read what runs and tools left (fio output, run folders, CSV curves, perf
+stacks, thread states, interval logs) and print a table or a verdict. Each command imports
+what it needs when it runs (pandas is slow to import): ``iolab --help`` stays fast."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..core.errors import InputError, IolabError, printable
+from .messages import one_line
+
+
+def cmd_parse(args, _extra) -> int:
+    from ..core import validate
+
+    if len(args.file) > 1 and not args.pool:
+        raise InputError(
+            f"{len(args.file)} files given; parse one at a time, or add --pool for one row "
+            "per direction pooling them all"
+        )
+    if args.files_are and not args.pool:
+        raise InputError("--files-are says how --pool treats several files; add --pool")
+    texts = [
+        validate.input_file(f, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
+        for f in args.file
+    ]
+    from ..read.fiojson import parse_output  # slow to import (pandas): once the files are known to be there
+    from ..read.pool import pool_outputs
+    from ..read.tio import looks_like_tio, parse_tio
+
+    tio = [f for f, text in zip(args.file, texts) if looks_like_tio(text)]
+    if args.pool and tio:
+        raise InputError(
+            f"{tio[0]} is t/io_uring output, which has no latency bins to pool; "
+            "--pool takes fio JSON output (json+ for percentiles)"
+        )
+    if args.pool:
+        table = pool_outputs(args.file, files=args.files_are or "repeats")
+    else:
+        table = parse_tio(args.file[0]) if tio else parse_output(args.file[0])
+    # job names and fio's words come from the file: no raw control characters reach the terminal
+    if args.format == "json":
+        print(printable(table.to_json(orient="records", indent=1)))
+    else:
+        sys.stdout.write(printable(table.to_csv(index=False)))
+    return 0
+
+
+def cmd_table(args, _extra) -> int:
+    import warnings
+
+    from ..core.atomic import write_atomic
+
+    root, out = Path(args.dir), Path(args.output) if args.output else None
+    if not root.is_dir():
+        raise InputError(
+            f"{root}{' is a file, not a folder' if root.exists() else ': no such folder'}; give "
+            "the folder that holds run folders, e.g. data/runs or a study's runs folder"
+        )
+    if args.format == "parquet" and out is None:
+        raise InputError(
+            "--format parquet is binary, not for the terminal: add --output FILE, e.g. --output table.parquet"
+        )
+    if out is not None and out.is_dir():
+        raise InputError(f"--output {out} is a folder; give a file name, e.g. {out / ('table.' + args.format)}")
+    if out is not None and not out.parent.is_dir():
+        raise InputError(f"--output {out}: there is no folder {out.parent}; create it or choose another --output")
+    from ..runs.runcache import (
+        load_cached,
+        statuses,
+        write_parquet,
+    )  # slow to import (pandas): once the input is known good
+
+    status = None if args.status == "all" else args.status
+    with warnings.catch_warnings(record=True) as skipped:  # unreadable runs: one line each, not a traceback
+        warnings.simplefilter("always")
+        table = load_cached(root, status=status, cache=not args.no_cache)
+    for warning in skipped:
+        print(f"iolab table: {warning.message}", file=sys.stderr)
+    if table.empty:
+        counts = statuses(root)
+        if not counts:
+            deeper = sorted({p.parent.parent for p in root.glob("*/*/run.json")})
+            raise InputError(
+                f"{root} holds no run folders (<run>/run.json); give the folder that holds "
+                + (f"them, e.g. {deeper[0]}" if deeper else "them, e.g. data/runs or a study's runs folder")
+            )
+        have = ", ".join(f"{n} {s}" for s, n in counts.most_common())
+        raise InputError(
+            f"{root} holds no {status + ' ' if status else ''}run that can be read (it has {have})"
+            + ("; --status all shows every run" if status else "; the lines above say why")
+        )
+    if args.format == "parquet":
+        write_parquet(table, out)
+    else:
+        text = table.to_json(orient="records", indent=1) + "\n" if args.format == "json" else table.to_csv(index=False)
+        if out:
+            write_atomic(out, text)
+        else:
+            sys.stdout.write(text)
+    if out:
+        print(f"iolab table: {len(table)} rows of {table['run_id'].nunique()} runs -> {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_knee(args, _extra) -> int:
+    from ..stats.analysis import knee_with_interval  # slow to import (pandas): only for this command
+
+    table = _read_curve(args.csv, args.x, args.y)
+    est = knee_with_interval(
+        table[args.x],
+        table[args.y],
+        log2_x=not args.linear,
+        n_boot=args.resamples,
+        seed=args.seed,
+        level=args.level,
+        name=args.x,
+        method=args.method,
+    )
+    print("none" if est.x is None else f"{est.x:g}")  # stdout: the knee alone, for scripts
+    lead = (
+        f"knee {args.x} {est.x:g}. {est.note}"
+        if est.x is not None
+        else "no knee: " + est.note.removeprefix("No knee: ")
+    )
+    print(f"iolab knee: {lead}", file=sys.stderr)  # stderr: the interval and the rule's word
+    return 0
+
+
+def _read_curve(csv: str, x: str, y: str):
+    """The x and y columns of a CSV as numbers; InputError for a missing, empty or
+    unreadable file, a missing column, or a value that is not a number."""
+    import pandas as pd  # slow to import: only for this command
+
+    from ..core import validate
+
+    path = validate.input_file(csv, "CSV file")
+    try:
+        table = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{csv} is empty; give a CSV with a header row and columns {x!r} and {y!r}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"{csv} is not a CSV pandas can read ({str(exc).strip().splitlines()[0]}); "
+            f"give a comma-separated file with columns {x!r} and {y!r}"
+        ) from None
+    for col in (x, y):
+        if col not in table:
+            raise InputError(
+                f"{csv} has no column {col!r}; it has: {', '.join(map(str, table.columns))}; "
+                "name the columns with --x and --y"
+            )
+    if table.empty:
+        raise InputError(f"{csv} has a header but no rows; give one row per point of the curve")
+    for col in (x, y):
+        numbers = pd.to_numeric(table[col], errors="coerce")
+        bad = table[col][numbers.isna() & table[col].notna()]
+        if len(bad):
+            raise InputError(
+                f"{csv} column {col!r} has {bad.iloc[0]!r} (row {bad.index[0] + 1}), which is "
+                "not a number; give numbers only (empty cells are skipped)"
+            )
+        table[col] = numbers
+    return table
+
+
+def cmd_fold(args, _extra) -> int:
+    from ..read.fold import FoldOptions, fold_file
+
+    opts = FoldOptions(
+        pid=args.pid,
+        tid=args.tid,
+        kernel=args.kernel or args.all,
+        jit=args.jit or args.all,
+        addrs=args.addrs,
+        event_filter=args.event_filter or "",
+    )
+    path = Path(args.input)
+    if not path.is_file() or not os.access(path, os.R_OK):  # validate.input_file says why: its import is slow
+        from ..core import validate
+
+        validate.input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
+    with open(path, "rb") as f:
+        is_perf_data = f.read(8) == b"PERFILE2"
+    if is_perf_data:
+        from ..machine.perf import fold_perf_data  # perf script streamed into the folder
+
+        folded = fold_perf_data(path, opts)
+    else:
+        folded = fold_file(path, opts)
+    if not folded.has_frames:
+        raise InputError(_no_stacks(path, folded))
+    sys.stdout.write(printable(folded.text()))  # function names from the file: no raw control characters
+    if folded.skipped_other_events:
+        print(
+            f"iolab fold: kept only '{folded.event}' samples; skipped {folded.skipped_other_events} "
+            "of other events (--event-filter to choose)",
+            file=sys.stderr,
+        )
+    if folded.unrecognized_lines:
+        print(f"iolab fold: {folded.unrecognized_lines} lines not recognised", file=sys.stderr)
+    return 0
+
+
+def _no_stacks(path: Path, folded) -> str:
+    """Why ``iolab fold`` has nothing to print, and what to give it instead."""
+    seen = [
+        f"{n} {what}"
+        for n, what in (
+            (folded.samples, "sample(s) without one"),
+            (folded.unrecognized_lines, "line(s) not recognised"),
+        )
+        if n
+    ]
+    what = (
+        "is empty"
+        if path.stat().st_size == 0
+        else "holds no perf script sample with a call chain" + (f" ({', '.join(seen)})" if seen else "")
+    )
+    return (
+        f"{path} {what}; give the output of `perf script` on a profile recorded with call graphs "
+        "(`perf record -g`), or its perf.data file"
+    )
+
+
+def print_threads(
+    runs: Path, by: str, *, frames: int = 3, top: int | None = None, fmt: str = "text", scope: str = "run"
+) -> None:
+    from ..read import threadstates  # slow to import (pandas): only for these commands
+
+    tab = threadstates.table(runs, by, frames=frames, scope=scope)
+    shown = tab.head(top) if top else tab
+    if fmt == "csv":
+        sys.stdout.write(shown.to_csv(index=False))
+    elif fmt == "json":
+        print(shown.to_json(orient="records", indent=1))
+    else:
+        print(
+            shown.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+            if len(shown)
+            else "no thread was active in the sampled states"
+        )
+        if top and len(tab) > top:
+            print(f"({len(tab) - top} more rows: --top 0 shows them all)")
+    note = threadstates.notes(runs, scope)
+    if note:
+        print(f"iolab threads: {note}", file=sys.stderr)
+
+
+def cmd_threads(args, _extra) -> int:
+    print_threads(
+        Path(args.run_dir),
+        args.by,
+        frames=args.frames,
+        top=args.top,
+        fmt=args.format,
+        scope="all" if args.all else "run",
+    )
+    return 0
+
+
+def cmd_series(args, _extra) -> int:
+    from ..read import series  # slow to import (pandas): only for this command
+
+    s = series.read_series(Path(args.run_dir))
+    if args.format == "json":
+        print(s.table.to_json(orient="records", indent=1))
+    else:
+        sys.stdout.write(s.table.to_csv(index=False))
+    print(f"iolab series: {s.note()}", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args, _extra) -> int:
+    from ..read import checks
+    from ..core import validate
+    from ..core.validate import parse_size
+
+    runs = []
+    for given in args.run_dir:
+        path = validate.input_file(given, "run folder") if not Path(given).is_dir() else Path(given)
+        runs += (
+            [path]
+            if (path / "run.json").exists()
+            else [  # every run below, sweeps' folders too
+                r.parent for r in sorted(path.rglob("run.json")) if not any(p.startswith(".tmp-") for p in r.parts)
+            ]
+        )
+    if not runs:
+        raise InputError(f"no run folders in {', '.join(args.run_dir)} (a run folder holds run.json)")
+    ceiling = parse_size(args.ceiling) if args.ceiling else None
+    failed = unreadable = 0
+    for run in runs:
+        if not (run / "fio.json").exists():
+            print(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check")
+            continue
+        try:
+            found = checks.run_checks(run, ceiling_bytes_s=ceiling, latency_floor_us=args.latency_floor_us)
+        except IolabError as exc:  # a file it cannot read: one line naming it; the other runs are checked
+            if len(runs) == 1:
+                raise
+            from ..runs.store import skip_message
+
+            print(f"iolab check: {one_line(skip_message(run, exc))}", file=sys.stderr)
+            unreadable += 1
+            continue
+        stored = "" if (run / checks.FILE).exists() else " (re-derived: stored before checks were)"
+        print(f"{run}{stored}")
+        for c in found:
+            mark = {True: "ok  ", False: "FLAG", None: "--  "}[c.passed]
+            print(
+                f"  {mark} {c.name:14} {c.direction:6} {c.words}" + (f"  [{c.threshold}]" if c.passed is False else "")
+            )
+        failed += any(c.passed is False for c in found)
+    print(
+        f"{failed} of {len(runs)} runs flagged"
+        + (f"; {unreadable} could not be read (said above, on stderr)" if unreadable else "")
+    )
+    return 3 if failed else 1 if unreadable else 0
+
+
+def add_commands(add) -> None:
+    """The parsers of this module's commands: ``add(name, **kw)`` makes one (``iolab.cli.build_parser``)."""
+    p = add("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
+    p.add_argument("file", nargs="+", help="fio output file(s); several only with --pool")
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument(
+        "--pool",
+        action="store_true",
+        help="one row per direction pooling every job of every file: IOPS summed over jobs, "
+        "percentiles from the summed json+ bins (iolab.read.pool)",
+    )
+    p.add_argument(
+        "--files-are",
+        choices=("repeats", "concurrent"),
+        help="with --pool: files are repeats (IOPS averaged, the default) or ran at the same time (summed)",
+    )
+    p.set_defaults(func=cmd_parse)
+    p = add(
+        "table",
+        help="the tidy table of a folder of runs (one row per run and direction), cached",
+        description="The tidy table of every run folder in DIR (DIR/<run>/run.json; sub-folders such "
+        "as warmup/ are not included): one row per run and direction, the swept values as "
+        "columns, re-derived from the run folders. A cache in DIR (.iolab-table.parquet) "
+        "re-derives only new or changed runs, so thousands of runs load in seconds.",
+    )
+    p.add_argument("dir", help="a folder of run folders, e.g. data/runs or a study's runs folder")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json", "parquet"),
+        default="csv",
+        help="csv (default) or json records on stdout; parquet needs --output",
+    )
+    p.add_argument("--output", help="write the table to FILE instead of stdout")
+    p.add_argument(
+        "--status",
+        choices=("all", "ok", "failed", "interrupted"),
+        default="ok",
+        help="the runs to include (default ok)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="derive every run again; read and write no cache")
+    p.set_defaults(func=cmd_table)
+    p = add(
+        "knee",
+        help="knee of a curve in a CSV (prints its x, or 'none')",
+        description="Kneedle's most prominent knee of the median y per x (x may repeat: one row "
+        "per repeat). stdout is one line, the knee's x or 'none', for scripts. stderr is "
+        "one line for people: the knee's bootstrap interval over the repeats ('iolab knee: "
+        "knee qd 16. 92 % of 1000 resamples of the repeats put the knee in [8, 16]') and "
+        "whether the 95 %-of-peak rule agrees; or why there is no knee.",
+    )
+    p.add_argument("csv")
+    p.add_argument("--x", required=True, help="column for x (e.g. qd); may repeat (one row per repeat)")
+    p.add_argument("--y", required=True, help="column for y (e.g. iops)")
+    p.add_argument("--linear", action="store_true", help="use x as is instead of log2(x)")
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=1000,
+        help="bootstrap resamples of the repeats for the interval (default 1000; 0: none)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0: repeatable)")
+    p.add_argument("--level", type=float, default=0.9, help="share of resamples the interval holds (default 0.9)")
+    p.add_argument(
+        "--method",
+        choices=["kneedle", "power"],
+        default="kneedle",
+        type=lambda s: s.strip().lower(),
+        help="kneedle (default): the bend of the curve; power: the x of maximum y²/x "
+        "(throughput ÷ latency by Little's law, Kleinrock's optimal operating point)",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="(kept for old scripts: why there is no knee is always said on stderr)",
+    )
+    p.set_defaults(func=cmd_knee)
+    p = add("fold", help="perf script text (or perf.data) -> folded stacks, as stackcollapse-perf.pl")
+    p.add_argument("input", help="perf script output, or a perf.data file")
+    for flag, text in (
+        ("--pid", "append -PID to the process name"),
+        ("--tid", "append -PID/TID"),
+        ("--kernel", "mark kernel frames _[k]"),
+        ("--jit", "mark JIT frames _[j]"),
+        ("--all", "--kernel and --jit"),
+        ("--addrs", "keep addresses of unknown frames"),
+    ):
+        p.add_argument(flag, action="store_true", help=text)
+    p.add_argument("--event-filter", help="keep this event (default: the first one seen)")
+    p.set_defaults(func=cmd_fold)
+    p = add(
+        "threads",
+        help="where a run's threads were: thread states sampled beside it (iolab run --threads)",
+        description="psn's table of a run made with --threads (or threads=True): one row per thread name "
+        "(digits as *: kworker/u*:*), state (R running, D uninterruptible: usually I/O), system "
+        "call, wait channel and innermost kernel frames, with the samples, the threads active on "
+        "average (samples / ticks) and the share of the run's ticks they were active in. A folder "
+        "of run folders pools them all. Shown: the run's own threads (fio and its job processes) and "
+        "the kernel threads; other processes' are counted on stderr (--all shows them).",
+    )
+    p.add_argument("run_dir", help="a run folder made with --threads (or a folder of them)")
+    p.add_argument(
+        "--by",
+        default="comm,state,syscall,wchan,kstack",
+        help="what to group by, comma-separated among comm,state,syscall,wchan,kstack (default: all of them)",
+    )
+    p.add_argument("--frames", type=int, default=3, help="innermost kernel frames in kstack (default 3)")
+    p.add_argument("--top", type=int, default=20, help="rows to print (default 20; 0: all)")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="every process's threads (default: the run's own, fio and its jobs, and the kernel threads)",
+    )
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.set_defaults(func=cmd_threads)
+    p = add(
+        "series",
+        help="fio's interval logs of a run (iolab run --log-ms N): one row per interval, job and direction",
+        description="The time series of a run made with --log-ms N (or log_ms=N): one row per interval, job and "
+        "direction with t_s (end of the interval, seconds since fio started), ios, iops, bw_bytes_s, "
+        "clat_mean_us and clat p50/p99/p99.9 from fio's histogram log (fio's percentile rule). "
+        "stderr says how many of fio's IOs the series accounts for: fio leaves the last, partial "
+        "interval out of its logs.",
+    )
+    p.add_argument("run_dir", help="a run folder made with --log-ms N")
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.set_defaults(func=cmd_series)
+    p = add(
+        "check",
+        help="is each number physically possible? the plausibility checks of stored runs "
+        "(device vs fio, bus ceiling, latency floor, SSD state); exit 3 when one fails",
+    )
+    p.add_argument("run_dir", nargs="+", help="run folders, or folders holding them (older runs are re-derived)")
+    p.add_argument("--ceiling", help="the device's bandwidth ceiling, bytes/s with fio's units (e.g. 3.5G = 3.5 GiB/s)")
+    p.add_argument(
+        "--latency-floor-us", type=float, help="the least mean completion latency the device class can do, µs"
+    )
+    p.set_defaults(func=cmd_check)

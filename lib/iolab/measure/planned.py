@@ -1,0 +1,105 @@
+"""A planned run: one run of a campaign as a value, made before the first run starts.
+
+Every way iolab runs many jobs — a sweep's grid, a search spec, the ladder's steps, the knee
+search's rounds, a job on 1..N hosts — is a planner that returns PlannedRuns; one loop
+(``iolab.measure.campaign.execute``) runs them. A PlannedRun says what runs (fio options or
+t/io_uring flags, its target, CPUs, per-device jobs, hosts), what is around it (the cell's
+knobs, stress-ng on other CPUs), the columns it adds (``swept``: cell values, tags, repeat)
+and its one resume key (``key``): a finished run under the same key is not run again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..machine.target import Target
+from ..runs.store import job_key
+
+ENGINES = ("fio", "t/io_uring", "hosts")
+DEFAULTS = {
+    "ioengine": "io_uring",
+    "direct": 1,
+    "rw": "randread",
+    "bs": "4k",
+    "iodepth": 1,
+    "time_based": 1,
+    "runtime": "2s",
+    "group_reporting": 1,
+}
+TIO_DEFAULTS = {"r": 3}  # t/io_uring's default flags in iolab, stored with its runs
+
+
+def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | None) -> dict[str, Any]:
+    """The full option dict of a fio run: iolab's defaults < the target's < the caller's
+    options; ``cpus_allowed`` from ``cpus`` unless the options set it."""
+    opts: dict[str, Any] = {**DEFAULTS, **target.fio_options, **dict(options)}
+    if cpus is not None and "cpus_allowed" not in options:
+        opts["cpus_allowed"] = ",".join(str(c) for c in cpus)
+    return opts
+
+
+def fio_key(options: Mapping[str, Any], target: Target, swept: Mapping[str, Any], jobs: Sequence[Mapping] = ()) -> str:
+    """The job key of a fio run: its full options (``job_options``), per-device jobs, the
+    target as described and the swept values (``iolab.runs.store.job_key``)."""
+    return job_key({**options, "jobs": [dict(j) for j in jobs]} if jobs else dict(options), target.describe(), swept)
+
+
+def host_key(
+    options: Mapping[str, Any],
+    target: Target,
+    hosts: Sequence[Any],
+    swept: Mapping[str, Any],
+    jobs: Sequence[Mapping] = (),
+) -> str:
+    """The job key of a run on fio servers: ``fio_key``'s with the hosts' names."""
+    extra = {"jobs": [dict(j) for j in jobs]} if jobs else {}
+    return job_key({**options, **extra, "hosts": [h.name for h in hosts]}, target.describe(), swept)
+
+
+def tio_key(flags: Mapping[str, Any], target: str, cpus: Any, swept: Mapping[str, Any]) -> str:
+    """The job key of a t/io_uring run (its params.json has flags, not fio options)."""
+    return job_key({"t/io_uring": {**TIO_DEFAULTS, **flags}, "cpus": cpus}, target, swept)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a campaign (module docstring). ``options``: fio options over iolab's
+    defaults and the target's (t/io_uring flags for that engine); ``cell``: runs of one cell
+    share its ``knobs`` (set on ``knob_targets``, default the target, once for the cell's
+    consecutive runs) and its stop rule; ``stress_cpus``: stress-ng busy there during the
+    run; ``jobs``: one fio job section per entry (a device each); ``hosts``: fio servers (the
+    "hosts" engine); ``label``: the run folder's name after its time stamp."""
+
+    options: Mapping[str, Any]
+    target: Target
+    swept: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+    cell: int = 0
+    cpus: list[int] | None = None
+    knobs: Mapping[str, Any] = field(default_factory=dict)
+    knob_targets: tuple[Target, ...] = ()
+    stress_cpus: tuple[int, ...] = ()
+    jobs: tuple[Mapping[str, Any], ...] = ()
+    hosts: tuple[Any, ...] = ()
+    engine: str = "fio"
+
+    @property
+    def repeat(self) -> int:
+        return int(self.swept.get("repeat", 0))
+
+    @property
+    def key(self) -> str:
+        """The one resume key: what the engine records as ``job_key`` in params.json."""
+        if self.engine == "t/io_uring":
+            return tio_key(self.options, self.target.describe(), self.cpus, self.swept)
+        full = job_options(self.options, self.target, self.cpus)
+        if self.engine == "hosts":
+            return host_key(full, self.target, self.hosts, self.swept, self.jobs)
+        return fio_key(full, self.target, self.swept, self.jobs)
+
+    def warmup(self) -> PlannedRun:
+        """The discarded warm-up run of this run's job: the same job, marked ``warmup``."""
+        return PlannedRun(
+            **{**self.__dict__, "swept": {**self.swept, "warmup": True}, "label": f"warmup-{self.label}".rstrip("-")}
+        )

@@ -1,0 +1,130 @@
+"""The published set-up of a seed against this machine's, for ``iolab seeds``' pages
+(``iolab.report.seed_pages``): this machine as the seed's runs saw it, what differs, and
+what could not run here and why.
+
+    snap = local_setup(seed, out)
+    differences(seed, snap)              # "Published: ...; Here: ..."
+    cannot_run_here(comparisons(seed, out), snap)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from .seed_comparisons import batch_records
+from .seeds import Seed
+
+
+def local_setup(seed: Seed, out: Path) -> dict[str, Any]:
+    """This machine as the seed's runs saw it (the first run folder's ``system.json``, else
+    ``iolab.core.system.snapshot()``), and whether any of its jobs polled."""
+    from ..core import system
+
+    folders = [Path(f) for rec in batch_records(seed, out).values() for f in rec.get("run_folders") or []]
+    snap = None
+    for f in folders:
+        try:
+            snap = json.loads((f / "system.json").read_text())
+            break
+        except (OSError, ValueError):
+            continue
+    snap = snap or system.snapshot()
+    polled = any(_polled(f) for f in folders)
+    return {**snap, "polled": polled, "targets": _targets(folders)}
+
+
+def _targets(folders: Sequence[Path]) -> list[str]:
+    """What the runs read, in words, each once: the scratch file and the disk under it, loop
+    devices, block devices (from each run folder's ``params.json`` and ``system.json``)."""
+    found: dict[str, None] = {}
+    for f in folders:
+        try:
+            target = str(json.loads((f / "params.json").read_text()).get("target") or "")
+            device = json.loads((f / "system.json").read_text()).get("device")
+        except (OSError, ValueError, AttributeError):
+            continue
+        kind = target.split()[0] if target else ""
+        if kind == "scratch":
+            found[f"a scratch file on {device or 'this machine'}'s file system"] = None
+        elif kind == "loop" or (device or "").startswith("loop"):
+            found["tmpfs-backed loop devices (memory, not an SSD)"] = None
+        elif device:
+            found[f"/dev/{device}"] = None
+    return list(found)
+
+
+def _polled(folder: Path) -> bool:
+    try:
+        job = (folder / "job.fio").read_text()
+    except OSError:
+        job = ""
+    try:
+        argv = " ".join(json.loads((folder / "argv.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        argv = ""
+    return "hipri=1" in job.replace(" ", "") or " -p 1" in argv or " -p1" in argv
+
+
+def _clock(snap: Mapping[str, Any]) -> str:
+    cur = [v for v in (snap.get("scaling_cur_freq_khz") or {}).values() if v]
+    if cur:
+        return f"{max(cur) / 1e6:.2f} GHz (cpufreq)"
+    nominal = [v for v in (snap.get("cpuinfo_mhz") or {}).values() if v]
+    return f"{max(nominal) / 1e3:.2f} GHz nominal (/proc/cpuinfo: no cpufreq here)" if nominal else "clock unknown"
+
+
+def _device(snap: Mapping[str, Any]) -> str:
+    dev = snap.get("device")
+    if not dev:
+        return "a scratch file on this machine's file system"
+    if str(dev).startswith("loop"):
+        return f"{dev}, a tmpfs-backed loop device (memory, not an SSD)"
+    return str(dev)
+
+
+def differences(seed: Seed, snap: Mapping[str, Any]) -> str:
+    """A sentence on what differs between the published set-up and this one."""
+    pub = seed.setup
+    emulated = snap.get("emulated")
+    here = [
+        f"{snap.get('cpu_model') or 'an unknown CPU'} at {_clock(snap)}",
+        " and ".join(snap.get("targets") or []) or _device(snap),
+        f"kernel {snap.get('kernel')}",
+        str(snap.get("fio_version") or "fio"),
+        "polled" if snap.get("polled") else "interrupts (not polled)",
+        f"emulated: {emulated}" if emulated else "not emulated",
+    ]
+    there = [
+        f"{pub.get('cpu')}" + (f" at {pub['clock_ghz']} GHz" if pub.get("clock_ghz") else ""),
+        str(pub.get("device")),
+        f"kernel {pub.get('kernel')}",
+        str(pub.get("fio")),
+        "polled" if pub.get("polled") else "interrupts",
+        "emulated" if pub.get("emulated") else "real hardware",
+    ]
+    return "Published: " + "; ".join(there) + ". Here: " + "; ".join(here) + "."
+
+
+def cannot_run_here(table: pd.DataFrame, snap: Mapping[str, Any]) -> list[str]:
+    """What could not be run here and why: the reasons of the figures without a local
+    value (each once, with how many figures it costs) and the machine's absences."""
+    lines = []
+    missing = table[table["local"].isna()] if len(table) else table
+    for why, group in missing.groupby("how", sort=False) if len(missing) else []:
+        labels = list(dict.fromkeys(group["label"]))
+        lines.append(f"{why} — {len(group)} figure{'s' if len(group) > 1 else ''}: " + "; ".join(labels))
+    absent = snap.get("absent") or {}
+    if "cpufreq" in absent:
+        lines.append(
+            f"no cpufreq: no governor or turbo axis, and cycles per IO use the nominal clock ({absent['cpufreq']})"
+        )
+    if "nvme" in absent:
+        lines.append(
+            "no NVMe: no poll queues, no passthrough (/dev/ng), no interrupt coalescing — "
+            "`iolab nvmelab` runs these notebooks in a QEMU guest with emulated NVMe (an emulator's numbers)"
+        )
+    return lines
