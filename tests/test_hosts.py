@@ -240,3 +240,22 @@ def test_search_spec_with_hosts(loopback_servers, tmp_path):
     finally:
         del os.environ["IOLAB_DATA"]
     assert sorted(table.host) == sorted([*(h.name for h in loopback_servers.hosts), "pooled"])
+
+
+def test_host_scaling_resumes_only_what_is_not_finished(loopback_servers, scratch, runs):
+    """The many-hosts planner through the campaign loop: a run left interrupted (as SIGKILL
+    leaves it, marked by repair) runs again, the finished ones are kept."""
+    from iolab.studies.many_hosts import host_scaling
+
+    def scale():
+        return host_scaling(scratch, loopback_servers.hosts, JOB, rounds={"repeats": 1, "warmup": None}, runs_dir=runs)
+
+    first = scale()
+    done = sorted(p.parent for p in runs.glob("*/run.json"))
+    assert len(done) == 2 and sorted(first.hosts_n.unique()) == [1, 2]
+    meta = json.loads((done[0] / "run.json").read_text())
+    (done[0] / "run.json").write_text(json.dumps({**meta, "status": "interrupted"}))
+    again = scale()
+    now = sorted(p.parent for p in runs.glob("*/run.json"))
+    assert len(now) == 3 and done[1] in now  # one run again, the finished one kept
+    assert sorted(again.run_id.unique()) == sorted({*again.run_id.unique()} - {done[0].name})
