@@ -422,7 +422,7 @@ def _judge(
             raise UnsafeTargetError(
                 f"refusing job [{job.name}]: fio reads it as {', '.join(unbounded)}, which can write "
                 "anywhere and iolab cannot see what it touches. Remove it, or pass "
-                "allow_destructive=True (CLI: --allow-destructive) if you really mean it."
+                "allow_destructive=True (MeasureOptions, or a notebook parameter; CLI: --allow-destructive) if you really mean it."
             )
         for option, path, assumed in paths_of(job):
             real, kind, device = classify(path, cwd)
@@ -440,7 +440,7 @@ def _judge(
                     f"refusing job [{job.name}]: fio reads it as {', '.join(writes[job.name])} (not "
                     f"read-only), and its {option} {path!r} opens {real}{via}, which holds "
                     f"{'; '.join(found)}. Writing would destroy that data. Use a scratch file or an "
-                    "empty device, or pass allow_destructive=True (CLI: --allow-destructive) if you "
+                    "empty device, or pass allow_destructive=True (MeasureOptions, or a notebook parameter; CLI: --allow-destructive) if you "
                     "really mean it."
                 )
             if kind == "file" and not device and not allow_destructive:
@@ -472,7 +472,7 @@ def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real
         f"refusing job [{job.name}]: fio reads it as {', '.join(why)} (not read-only), and its {option} "
         f"{path!r} opens {real}, an existing file of {size:,} bytes that iolab did not create. Writing "
         "would destroy its contents. Use the scratch target (--target scratch), a new file name, or pass "
-        "allow_destructive=True (CLI: --allow-destructive) if you really mean it."
+        "allow_destructive=True (MeasureOptions, or a notebook parameter; CLI: --allow-destructive) if you really mean it."
     )
 
 
