@@ -194,3 +194,31 @@ def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path
         sweep(Grid({"iodepth": [1]}, base=QUICK), target=scratch, runs_dir=tmp_path / "x", rounds={"warmup": 0.5})
     with pytest.raises(InputError, match="t/io_uring has no ramp time; use warmup: run"):
         sweep(Grid({}, tool="t/io_uring"), target=scratch, runs_dir=tmp_path / "x", rounds={"warmup": "2s"})
+
+
+def test_rounds_and_measuring_options_read_mappings_and_name_mistakes():
+    from iolab.measure.campaign import Rounds, StopRule
+
+    rounds = Rounds.of({"repeats": "3", "order": " Random ", "stop": {"metric": "iops", "ci_pct": 2}}, warmup="run")
+    assert rounds == Rounds(3, "random", 0, "run", StopRule("iops", 2, 3))
+    assert Rounds.of({"order": "given"}).order == "interleaved"  # a search spec's spelling
+    for bad, words in [
+        ({"repeat": 3}, "unknown rounds setting repeat"),
+        ({"repeats": 0}, "repeats"),
+        ({"order": "up"}, "order='up': choose one of grid, interleaved, random"),
+        ({"stop": {"metrc": "iops"}}, "unknown stop setting metrc"),
+        ({"stop": 5}, "stop=5: give a StopRule or a mapping"),
+    ]:
+        with pytest.raises(InputError, match=words):
+            Rounds.of(bad)
+    assert MeasureOptions.of({"log_ms": 500}).replace(threads=True) == MeasureOptions(threads=True, log_ms=500)
+    with pytest.raises(
+        InputError, match="unknown measuring option allow_destructiv; the options are allow_destructive"
+    ):
+        MeasureOptions.of({"allow_destructiv": True})
+    with pytest.raises(InputError, match="unknown measuring option profil"):
+        MeasureOptions().replace(profil=None)
+    with pytest.raises(InputError, match="grid axis 'iodepth' has 8: give a list"):
+        Grid.of({"iodepth": 8})
+    with pytest.raises(InputError, match="give a Grid or a mapping"):
+        Grid.of([("iodepth", [1])])

@@ -109,7 +109,15 @@ class Rounds:
         if order not in ORDERS:
             raise InputError(f"order={value.order!r}: choose one of {', '.join(ORDERS)}")
         [repeats] = positive_ints("repeats", [value.repeats])
-        return cls(repeats, order, int(value.seed), value.warmup, value.stop)
+        stop = value.stop
+        if isinstance(stop, Mapping):
+            unknown = [str(k) for k in stop if k not in StopRule.__dataclass_fields__]
+            if unknown:
+                raise InputError(f"unknown stop setting {', '.join(unknown)}; give metric, ci_pct, min_repeats")
+            stop = StopRule(**stop)
+        elif stop is not None and not isinstance(stop, StopRule):
+            raise InputError(f"stop={stop!r}: give a StopRule or a mapping (metric, ci_pct, min_repeats)")
+        return cls(repeats, order, int(value.seed), value.warmup, stop)
 
     def warmup_kind(self, tool: str = "fio") -> str | float | None:
         """None, "run" or seconds of fio ``ramp_time`` (``iolab.core.validate.warmup``)."""

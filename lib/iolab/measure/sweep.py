@@ -67,8 +67,18 @@ class Grid:
 
     @classmethod
     def of(cls, value: Grid | Mapping[str, Sequence[Any]]) -> Grid:
-        """``value`` as a Grid (a mapping is its axes)."""
-        return value if isinstance(value, Grid) else cls(dict(value))
+        """``value`` as a Grid (a mapping is its axes); InputError for anything else, or for an
+        axis whose values are not a list."""
+        if isinstance(value, Grid):
+            return value
+        if not isinstance(value, Mapping):
+            raise InputError(
+                f"grid={value!r}: give a Grid or a mapping of axis -> values, e.g. {{'iodepth': [1, 8, 32]}}"
+            )
+        bare = [k for k, v in value.items() if isinstance(v, (str, bytes)) or not isinstance(v, Sequence)]
+        if bare:
+            raise InputError(f"grid axis {bare[0]!r} has {value[bare[0]]!r}: give a list of values, e.g. [1, 8, 32]")
+        return cls(dict(value))
 
 
 def cells(axes: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
