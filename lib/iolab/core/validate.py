@@ -191,6 +191,23 @@ def check_time(name: str, value: Any, minimum: int = 0) -> None:
             )
 
 
+def fio_seconds(value: Any) -> float:
+    """A fio time in seconds, read as fio reads it: a bare number is seconds, else a whole
+    number with a unit (d/h/m/s/ms/us: ``check_time``); InputError for anything else."""
+    check_time("runtime", value)
+    m = _TIME.fullmatch(str(value).strip())
+    return int(m.group(1)) * _SECONDS[(m.group(2) or "s").lower()]
+
+
+def fio_time_text(value: Any) -> str:
+    """A job's time as fio's spelling: a number of seconds through ``fio_time`` (0.5 ->
+    "500ms"), text as written (checked by ``check_time``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return fio_time(value)
+    check_time("runtime", value)
+    return str(value).strip()
+
+
 def check_int(name: str, value: Any, minimum: int = 1) -> None:
     """A fio *int* option given as an int or decimal digits, >= ``minimum``."""
     _whole(name, value, minimum, f"e.g. {name}={max(minimum, 1)}")

@@ -208,7 +208,7 @@ def execute(
     runs_dir = Path(runs_dir)
     writable_dir(runs_dir, "runs folder", "runs_dir=DIR")
     done = finished_runs(runs_dir)
-    warm = rounds.warmup_kind(runs[0].engine if runs else "fio") == "run"
+    warm = rounds.warmup_kind("t/io_uring" if runs and runs[0].engine == "t/io_uring" else "fio") == "run"
     cells: dict[int, list[PlannedRun]] = {}
     for run in runs:
         cells.setdefault(run.cell, []).append(run)

@@ -89,16 +89,12 @@ def held_for(target: Target, cpus: list[int] | None) -> Iterator[None]:
 
 def _seconds(opts: Mapping[str, Any]) -> float:
     """How long a time-based fio job runs, ramp included (0 when that cannot be read)."""
-    from ..core.validate import warmup  # the project's reading of a fio time: "60s", "500ms", "2m"
+    from ..core.validate import fio_seconds
 
-    total = 0.0
-    for key in ("runtime", "ramp_time"):
-        text = str(opts.get(key) or "0s").strip()
-        try:
-            total += float(text) if text.replace(".", "", 1).isdigit() else float(warmup(text) or 0)  # fio: bare = s
-        except IolabError:
-            return 0.0
-    return total
+    try:
+        return sum(fio_seconds(opts.get(key) or 0) for key in ("runtime", "ramp_time"))
+    except IolabError:
+        return 0.0
 
 
 @exclusive

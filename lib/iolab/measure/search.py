@@ -65,7 +65,7 @@ from ..core.paths import runs_dir as default_runs_dir
 from ..runs.runcache import load_cached
 from ..runs.store import load_runs
 from ..machine.stress import stress_argv
-from .campaign import Rounds, StopRule, execute, ordered, paths_of
+from .campaign import Rounds, execute, ordered, paths_of
 from .options import MeasureOptions
 from .planned import DEFAULTS, PlannedRun, job_options
 from .search_spec import SPEC_KEYS, Spec, load_spec
@@ -75,13 +75,11 @@ from ..machine.target import Target, open_target
 from ..core.validate import (
     check_cpus,
     check_fio_options,
-    warmup,
     writable_dir,
 )
 
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
 UNAVAILABLE = "unavailable.json"  # what a search with drop_unavailable left out, and why (left_out)
-ORDER_OF = {"random": "random", "given": "interleaved"}  # the campaign loop's names (campaign.ORDERS)
 
 
 class SearchUnavailable(InputError):
@@ -264,7 +262,16 @@ def plan(
                     "hosts" if hosts else "fio",
                 )
             )
-    return ordered(runs, ORDER_OF[spec.order], spec.seed)
+    rounds = rounds_of(spec)
+    return ordered(runs, rounds.order, rounds.seed)
+
+
+def rounds_of(spec: Spec) -> Rounds:
+    """How the spec's runs repeat: its repeats, order (``given`` is the campaign's
+    interleaved), seed, warm-up and stop rule (``iolab.measure.campaign.Rounds``)."""
+    return Rounds.of(
+        {"repeats": spec.repeats, "order": spec.order, "seed": spec.seed, "warmup": spec.warmup, "stop": spec.stop}
+    )
 
 
 # ---------------------------------------------------------------- running
@@ -308,13 +315,10 @@ def run(
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
         write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
         write_json(runs_dir / UNAVAILABLE, [{"axis": a, "values": v, "why": w} for a, v, w in unavailable])
-        rounds = Rounds(spec.repeats, ORDER_OF[spec.order], spec.seed, warmup(spec.warmup), _stop_rule(spec.stop))
-        done = execute(runs, runs_dir, rounds=rounds, how=how, progress=f"search {spec.name}" if progress else None)
+        done = execute(
+            runs, runs_dir, rounds=rounds_of(spec), how=how, progress=f"search {spec.name}" if progress else None
+        )
     return _table(load_runs(paths_of(runs, done)), varied(spec.axes, left_out(runs_dir)))
-
-
-def _stop_rule(stop: Mapping[str, Any] | None) -> StopRule | None:
-    return StopRule(stop["metric"], stop["ci_pct"], stop["min_repeats"]) if stop else None
 
 
 def default_folder(spec: Spec) -> Path:

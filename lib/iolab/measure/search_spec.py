@@ -24,9 +24,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 from ..core.errors import InputError
 from ..core.paths import check_name, safe_name
 from ..core.schema import Table, Text, Word, Words, refusal, validated, whole
-from ..core.validate import cpu_list, fio_time, kind_of, positive_ints, warmup, warmup_text, yaml_mapping
+from ..core.validate import cpu_list, kind_of, positive_ints, warmup, warmup_text, yaml_mapping
 from ..machine import knobs
 from ..machine.hosts import hosts_from
+from .campaign import with_ramp
 
 
 STRESS = ("idle", "stressed")
@@ -227,13 +228,13 @@ def load_spec(source: str | os.PathLike | Mapping[str, Any]) -> Spec:
 # ---------------------------------------------------------------- the rules of each key
 def _ramp(base: dict[str, Any], seconds: float) -> dict[str, Any]:
     """``base`` with fio's ramp_time for ``warmup: <time>``; InputError when base sets another."""
-    ramp = fio_time(seconds)
-    if str(base.get("ramp_time", ramp)).strip() != ramp:
+    ramped = with_ramp(base, seconds)
+    if str(base.get("ramp_time", ramped["ramp_time"])).strip() != ramped["ramp_time"]:
         raise InputError(
             f"the spec sets warmup: {seconds:g}s and base ramp_time: {base['ramp_time']}; "
             "keep one of them (warmup: <time> is fio's ramp_time on every run)"
         )
-    return {**base, "ramp_time": ramp}
+    return ramped
 
 
 def _axis(axis: str, values: Any) -> list:

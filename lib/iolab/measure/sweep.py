@@ -116,8 +116,7 @@ def plan(
         for rep in range(rounds.repeats):
             swept = named | dict(grid.tags) | {"repeat": rep}
             name = "-".join([grid.label] * bool(grid.label) + [f"{k}{v}" for k, v in named.items()] + [f"r{rep}"])
-            engine = "fio" if grid.tool == "fio" else "t/io_uring"
-            runs.append(PlannedRun(options, target, swept, name, index, cpus, settings, engine=engine))
+            runs.append(PlannedRun(options, target, swept, name, index, cpus, settings, engine=grid.tool))
     return ordered(runs, rounds.order, rounds.seed)
 
 

@@ -31,10 +31,9 @@ from ..stats import compare
 from ..machine import knobs
 from ..stats.analysis import add_cycles_per_io
 from ..core.errors import IolabError
-from ..core.validate import fio_time
 from ..core.progress import bar
 from .per_core import have_tio
-from ..core.validate import warmup as validate_warmup
+from ..core.validate import fio_seconds, fio_time_text
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, sweep, warmup_for
@@ -151,9 +150,8 @@ def run_ladder(
     rounds = Rounds.of(rounds, order="random", warmup="run")  # InputError before anything runs
     repeats, order, seed, warm = rounds.repeats, rounds.order, rounds.seed, rounds.warmup_kind()
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
-    if not isinstance(current["runtime"], str):
-        current["runtime"] = fio_time(current["runtime"])
-    runtime_s = validate_warmup(current["runtime"]) or 1.0  # fio's time as seconds (iolab.core.validate)
+    current["runtime"] = fio_time_text(current["runtime"])
+    runtime_s = fio_seconds(current["runtime"])
     rows: list[dict[str, Any]] = []
     measured: dict[int, tuple[Step, dict, dict]] = {}  # step -> (step, its options, what it built on)
     tables: dict[int, pd.DataFrame] = {}

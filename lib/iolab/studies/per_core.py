@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..stats.analysis import add_cycles_per_io
 from ..core.errors import ToolMissing
-from ..core.validate import fio_time, warmup
+from ..core.validate import fio_seconds, fio_time_text
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, new_sweep_dir, sweep
@@ -57,8 +57,8 @@ def per_core(
     rounds = Rounds.of(rounds)
     check_cpus([cpu])
     job = {**JOB, **(job or {})}
-    bs, runtime = job["bs"], job["runtime"] if isinstance(job["runtime"], str) else fio_time(job["runtime"])
-    runtime_s = warmup(runtime) or 1.0  # fio's time as seconds (iolab.core.validate)
+    bs, runtime = job["bs"], fio_time_text(job["runtime"])
+    runtime_s = fio_seconds(runtime)
     common = {"target": target, "cpus": [cpu], "rounds": rounds, "how": how, "progress": None}
     common["runs_dir"] = runs_dir or new_sweep_dir("per-core")
     tio, tables = have_tio(), []

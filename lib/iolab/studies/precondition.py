@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..stats.analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 from ..core.errors import InputError
-from ..core.validate import fio_time
+from ..core.validate import fio_time, fio_time_text
 from ..core.progress import bar
 from ..measure.options import MeasureOptions
 from ..measure.runner import measure
@@ -59,8 +59,7 @@ def precondition(
     ``how``: how each is measured (``MeasureOptions``). Returns one row per round (``round``,
     ``iops``, ``steady``) and sets ``target.state`` to what was reached."""
     job = {**ROUND_JOB, **(job or {})}
-    if isinstance(job["runtime"], (int, float)):
-        job["runtime"] = fio_time(job["runtime"])
+    job["runtime"] = fio_time_text(job["runtime"])
     rw, bs, iodepth = job["rw"], job["bs"], job["iodepth"]
     if max_rounds < window:
         raise InputError(

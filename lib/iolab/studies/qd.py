@@ -104,5 +104,5 @@ def knee_search(
         progress.close()
     table = add_cycles_per_io(pd.concat(frames, ignore_index=True)).sort_values(["qd", "repeat"], ignore_index=True)
     return SearchResult(
-        final_estimate(samples, 1000, seed, KNEE_METHOD), len(frames), len(queue_depths) * repeats, steps, table
+        final_estimate(samples, seed=seed, method=KNEE_METHOD), len(frames), len(queue_depths) * repeats, steps, table
     )
