@@ -8,6 +8,7 @@ message, exit 2.
     iolab run --target scratch --rw=randread --bs=4k --iodepth=32   # any fio long option
     iolab parse fio.json --format csv
     iolab table data/runs --format json        # every run of a folder (cached in it)
+    iolab compare data/runs/qd-knee-A data/runs/qd-knee-B   # B against A; exit 3 when B is worse
     iolab knee table.csv --x qd --y iops
     iolab fold perf.script.txt --kernel        # or a perf.data file
     iolab threads RUN_DIR --by comm,state      # thread states of a run made with iolab run --threads
@@ -18,7 +19,7 @@ message, exit 2.
     iolab seeds --quick --out DIR              # the seed write-ups reproduced here, a page per seed
 
 The commands live by what they do: ``measuring`` (run, search, sysinfo, cleanup), ``reading``
-(parse, table, knee, fold, threads, series, check) and ``notebooks`` (batch, seeds, demo,
+(parse, table, compare, knee, fold, threads, series, check) and ``notebooks`` (batch, seeds, demo,
 nvmelab, publish, lab, reproduce); ``messages`` turns an error into its one line.
 """
 

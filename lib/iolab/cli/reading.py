@@ -1,6 +1,6 @@
-"""``iolab parse``, ``table``, ``knee``, ``fold``, ``threads``, ``series`` and ``check``: the
-commands that read what runs and tools left (fio output, run folders, CSV curves, perf
-stacks, thread states, interval logs) and print a table or a verdict. Each command imports
+"""``iolab parse``, ``table``, ``compare``, ``knee``, ``fold``, ``threads``, ``series`` and
+``check``: the commands that read what runs and tools left (fio output, run folders, CSV
+curves, perf stacks, thread states, interval logs) and print a table or a verdict. Each command imports
 what it needs when it runs (pandas is slow to import): ``iolab --help`` stays fast."""
 
 from __future__ import annotations
@@ -104,6 +104,40 @@ def cmd_table(args, _extra) -> int:
     if out:
         print(f"iolab table: {len(table)} rows of {table['run_id'].nunique()} runs -> {out}", file=sys.stderr)
     return 0
+
+
+def cmd_compare(args, _extra) -> int:
+    import warnings
+
+    from ..core.atomic import write_atomic
+
+    html_out = Path(args.html) if args.html else None
+    if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
+        raise InputError(f"--html {html_out}: give a file in a folder that exists, e.g. compare.html")
+    if not 0.5 <= args.confidence < 1:
+        raise InputError(f"--confidence {args.confidence:g}: give a level between 0.5 and 1, e.g. 0.95")
+    if args.min_change < 0:
+        raise InputError(f"--min-change {args.min_change:g}: give a percentage >= 0 (0 calls any difference shown)")
+    from ..report.compare_page import compare_paths, html, table, text
+
+    by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
+    metrics = [m.strip() for m in args.metric.split(",") if m.strip()] if args.metric else None
+    with warnings.catch_warnings(record=True) as said:  # skipped runs, folders gone: one line each
+        warnings.simplefilter("always")
+        done = compare_paths(
+            args.a, args.b, by, metrics, args.confidence, args.seed, args.min_change, args.across_devices
+        )
+    for warning in said:
+        print(f"iolab compare: {warning.message}", file=sys.stderr)
+    if args.format == "text":
+        print("\n".join(text(done)))
+    else:
+        frame = table(done)
+        print(frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False), end="")
+    if html_out:
+        write_atomic(html_out, html(done))
+        print(f"iolab compare: the page is {html_out}", file=sys.stderr)
+    return 3 if len(done.versus.worse) else 0
 
 
 def cmd_knee(args, _extra) -> int:
@@ -363,6 +397,45 @@ def add_commands(add) -> None:
     )
     p.add_argument("--no-cache", action="store_true", help="derive every run again; read and write no cache")
     p.set_defaults(func=cmd_table)
+    p = add(
+        "compare",
+        help="did it get worse? B against A, cell by cell, with intervals (exit 3 when B is worse)",
+        description="Compare two result sets: runs folders (a study's, or data/runs), run folders, batch "
+        "outputs (batch.json), seed outputs or executed notebooks. Cells are matched on the settings both "
+        "sides swept; each metric gets B ÷ A - 1 with its interval (bootstrap and Welch t over the "
+        "repeats, iolab.stats.versus) and a verdict: 'B is better by 12 %% [8, 16]', 'no difference "
+        "shown', or 'not comparable: the devices differ'. What differs between the two set-ups (kernel, "
+        "fio, governor, scheduler, firmware, job options) is listed first. Exit 3 when a metric got "
+        "worse beyond its interval and the --min-change threshold (for CI), 0 otherwise.",
+    )
+    p.add_argument("a", help="the baseline: a runs folder, batch output, seed outputs or executed notebook")
+    p.add_argument("b", help="the one to judge against A, the same kinds")
+    p.add_argument(
+        "--by",
+        help="columns to match cells on, comma-separated (default: the settings both sides swept; 'none': one cell)",
+    )
+    p.add_argument(
+        "--metric",
+        help="metrics, comma-separated (default: iops, bw_bytes_s, clat_p50_us, clat_p99_us, cpu_busy_pct, "
+        "cycles_per_io, those both sides have)",
+    )
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.add_argument("--html", help="also write the comparison as an offline HTML page to FILE")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: repeatable)")
+    p.add_argument(
+        "--min-change",
+        type=float,
+        default=2.0,
+        help="smallest change in %% called better or worse, however sure (default 2: a shared machine drifts "
+        "about that much; 0: call every difference the repeats show)",
+    )
+    p.add_argument(
+        "--across-devices",
+        action="store_true",
+        help="give verdicts even when the devices or I/O patterns differ (default: 'not comparable')",
+    )
+    p.set_defaults(func=cmd_compare)
     p = add(
         "knee",
         help="knee of a curve in a CSV (prints its x, or 'none')",

@@ -354,13 +354,31 @@ def compare(
         raise InputError(
             f"no metric {metric!r} in the table: choose from {', '.join(runs.select_dtypes('number').columns)}"
         )
-    va, vb = (_clean(runs.loc[runs[by] == side, metric]) for side in (a, b))
+    va, vb = (runs.loc[runs[by] == side, metric] for side in (a, b))
     for side, v in ((a, va), (b, vb)):
-        if not len(v):
+        if not len(_clean(v)):
             raise InputError(
                 f"no run with {by}={side!r} and a {metric} value: the table has "
                 f"{by} = {', '.join(map(str, runs[by].unique()))}"
             )
+    return compare_values(va, vb, metric, a, b, confidence, seed)
+
+
+def compare_values(
+    values_a: Sequence[float],
+    values_b: Sequence[float],
+    metric: str,
+    a: Any = "A",
+    b: Any = "B",
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
+    """``compare`` on the repeats themselves: one value of ``metric`` per run on each side
+    (NaN dropped). The ratio is mean A / mean B; its interval the seeded bootstrap of the
+    ratio (each side resampled on its own) joined with the Welch t interval."""
+    va, vb = _clean(values_a), _clean(values_b)
+    if not len(va) or not len(vb):
+        raise InputError(f"{metric}: no value on the side of {a if not len(va) else b}; compare needs runs on both")
     if vb.mean() <= 0 or va.mean() < 0:
         raise InputError(f"{metric} of {b!r} is {vb.mean():g}: a ratio needs positive means")
     ratio = 100 * (va.mean() / vb.mean() - 1)

@@ -1,0 +1,256 @@
+"""The two sides of ``iolab compare A B``: any result set read as runs, and what differs
+between two of them.
+
+A side is one of
+
+* a run folder (``run.json`` in it), or a study's folder of run folders
+  (``data/runs/qd-knee-<time>``), or a folder of study folders (``data/runs``);
+* a batch output (``batch.json``: ``iolab batch``), or a folder of them (``iolab seeds --out``);
+* an executed notebook (``.ipynb``: its ``metadata["iolab"]`` or result outputs,
+  ``iolab.report.reproduce.recorded``).
+
+All become the run folders behind them and their tidy table (``iolab.runs.store``; a folder
+of run folders through its parquet cache). A side made of several studies (a batch of
+several notebooks, ``data/runs`` with several studies) gets a ``part`` column naming the
+study each run belongs to — the batch run's name, or the study folder's name without its
+time stamp — so a cell never pools two different studies.
+
+``setup(side)`` reads the system snapshots and job options of the first and last run of
+each part (``system.json``, ``params.json``): kernel, fio, iolab, machine, CPU, device
+model and firmware, governor, scheduler, SMT, turbo, the lab, and the job's fio options
+other than the file names and the swept ones. ``differences(a, b)`` lists the keys whose
+values differ; ``not_comparable(a, b)`` says why the figures of the two cannot be compared
+at all: the devices differ (model, or device kind when no model is known) or the I/O
+pattern (``rw``) differs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.errors import InputError
+from ..runs import runcache, store
+
+STAMP = re.compile(r"-\d{8}T\d{6}Z$")
+NOT_OPTIONS = {"filename", "directory", "cpus_allowed", "numa_cpu_nodes", "name"}
+WHAT = (
+    "give a run folder, a study's folder of runs (data/runs/<study>), a batch output (with batch.json), "
+    "a folder of seed outputs, or an executed notebook (.ipynb)"
+)
+
+
+@dataclass
+class Side:
+    """One side: where it came from, what it is, its run folders, parts and table."""
+
+    path: Path
+    kind: str
+    folders: list[Path]
+    table: pd.DataFrame
+    parts: dict[str, list[Path]] = field(default_factory=dict)
+    swept: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.kind}, {self.table['run_id'].nunique() if 'run_id' in self.table else 0} runs)"
+
+
+def load_side(path: str | os.PathLike) -> Side:
+    """The side at ``path`` (see the module docstring)."""
+    given = str(path)
+    path = Path(given.strip())
+    if not given.strip() or not path.exists():
+        raise InputError(f"{given!r} does not exist: {WHAT}")
+    if path.is_file():
+        if path.suffix != ".ipynb":
+            raise InputError(f"{path} is a file but not a notebook: {WHAT}")
+        return _side(path, "executed notebook", {path.stem: _notebook_folders(path)})
+    if (path / "run.json").is_file() and not (path / "batch.json").exists() and (path / "params.json").exists():
+        return _side(path, "run folder", {_part_name(path.parent): [path]})
+    if (path / "batch.json").is_file():
+        return _side(path, "batch output", _batch_parts(path / "batch.json", ""))
+    if store.find_runs(path):
+        return _side(path, "runs folder", {_part_name(path): []})
+    studies = sorted(p.parent for p in path.glob("*/*/run.json") if (p.parent / "params.json").exists())
+    if studies:
+        parts: dict[str, list[Path]] = {}
+        for folder in studies:
+            parts.setdefault(_part_name(folder.parent), []).append(folder)
+        return _side(path, "folder of studies", parts)
+    batches = sorted(path.glob("*/batch.json"))
+    if batches:
+        parts = {}
+        for batch in batches:
+            parts.update(_batch_parts(batch, f"{batch.parent.name}/"))
+        return _side(path, "seed outputs", parts)
+    raise InputError(f"{path} holds no runs, batch output or notebook iolab can read: {WHAT}")
+
+
+def _side(path: Path, kind: str, parts: dict[str, list[Path]]) -> Side:
+    frames, folders = [], []
+    for name, part_folders in parts.items():
+        if kind == "runs folder":
+            table = runcache.load_cached(path)
+            part_folders = [p.parent for p in store.find_runs(path)]
+            parts[name] = part_folders
+        else:
+            present = [f for f in part_folders if (f / "run.json").is_file()]
+            gone = [f for f in part_folders if f not in present]
+            if gone:
+                warnings.warn(
+                    f"{len(gone)} of the {len(part_folders)} run folders {path} recorded are gone "
+                    f"(first: {gone[0]}); compared without them",
+                    stacklevel=3,
+                )
+            table = store.load_runs(present) if present else pd.DataFrame()
+        folders += part_folders
+        if len(table):
+            frames.append(table.assign(part=name))
+    if not frames:
+        raise InputError(f"{path} ({kind}) has no finished run with results: nothing to compare; {WHAT}")
+    table = pd.concat(frames, ignore_index=True)
+    if table["part"].nunique() < 2:
+        table = table.drop(columns="part")
+    swept = _swept(folders)
+    if "part" in table:
+        swept = ["part", *swept]
+    return Side(path, kind, folders, table, parts, swept)
+
+
+def _part_name(folder: Path) -> str:
+    return STAMP.sub("", folder.name)
+
+
+def _notebook_folders(path: Path) -> list[Path]:
+    from .reproduce import recorded
+
+    try:
+        nb = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        raise InputError(f"{path} is not a notebook (not JSON): {WHAT}") from None
+    kept = (nb.get("metadata") or {}).get("iolab") or {} if isinstance(nb, dict) else {}
+    listed = kept.get("run_folders") if isinstance(kept, dict) else None
+    folders = [Path(f) for f in listed or recorded(nb).get("run_folders") or [] if isinstance(f, str)]
+    if not folders:
+        raise InputError(
+            f"{path} recorded no run folders (iolab.core.results.record_runs): run it with an iolab "
+            "notebook to the end, or give the runs folder itself"
+        )
+    return folders
+
+
+def _batch_parts(batch_json: Path, prefix: str) -> dict[str, list[Path]]:
+    try:
+        doc = json.loads(batch_json.read_text())
+        runs = [r for r in doc["runs"] if isinstance(r, dict)]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise InputError(f"{batch_json} is not a batch record iolab wrote (cut short?); run the batch again") from None
+    parts = {
+        f"{prefix}{r.get('name')}": [Path(f) for f in r.get("run_folders") or [] if isinstance(f, str)]
+        for r in runs
+        if r.get("status") == "ok"
+    }
+    return {name: folders for name, folders in parts.items() if folders}
+
+
+def _swept(folders: list[Path]) -> list[str]:
+    """The swept settings of the runs (``params.json`` "swept"), first seen first."""
+    keys: dict[str, None] = {}
+    for folder in _sampled(folders):
+        keys.update(dict.fromkeys(_json(folder / "params.json").get("swept") or {}))
+    return [k for k in keys if k != "repeat"]
+
+
+def _sampled(folders: list[Path]) -> list[Path]:
+    """Enough runs to know a study's set-up without reading thousands: the first, middle and last."""
+    return list(dict.fromkeys(folders[i] for i in (0, len(folders) // 2, -1))) if folders else []
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# ---------------------------------------------------------------- the sides' setups
+def setup(side: Side) -> dict[str, str]:
+    """What the side ran on and with: key -> value (several values joined by " / ")."""
+    seen: dict[str, dict[str, None]] = {}
+    for folders in side.parts.values():
+        for values in _part_setup(_sampled(folders)):
+            for key, value in values.items():
+                if value not in (None, "", {}):
+                    seen.setdefault(key, {})[str(value)] = None
+    return {key: " / ".join(values) for key, values in seen.items()}
+
+
+def _part_setup(folders: list[Path]) -> list[dict[str, Any]]:
+    """The set-up of each sampled run of one study. A fio option is left out when it is
+    what the study swept: it varies between the sampled runs, or it holds a swept setting's
+    value in each of them (a ``qd`` axis sets ``iodepth``)."""
+    snaps = [_snapshot_of(_json(f / "system.json")) for f in folders]
+    params = [_json(f / "params.json") for f in folders]
+    options = [p.get("fio_options") or {} for p in params]
+    swept = [{k: str(v) for k, v in (p.get("swept") or {}).items() if k != "repeat"} for p in params]
+    keys = dict.fromkeys(k for o in options for k in o if k not in NOT_OPTIONS)
+    kept = [
+        k
+        for k in keys
+        if k not in swept[0]
+        and len({str(o.get(k)) for o in options}) == 1
+        and not all(str(o.get(k)) in s.values() for o, s in zip(options, swept) if s)
+    ]
+    return [snap | {f"fio {k}": o.get(k) for k in sorted(kept)} for snap, o in zip(snaps, options)]
+
+
+def _snapshot_of(snap: dict[str, Any]) -> dict[str, Any]:
+    device = snap.get("nvme_device") or {}
+    cpus = snap.get("cpus_in_use") or []
+    governors = sorted({g for c, g in (snap.get("governor") or {}).items() if g and (not cpus or int(c) in cpus)})
+    return {
+        "kernel": snap.get("kernel"),
+        "fio": snap.get("fio_version"),
+        "iolab": snap.get("iolab_version"),
+        "machine": snap.get("hostname"),
+        "cpu": snap.get("cpu_model"),
+        "device": snap.get("device"),
+        "device model": device.get("model"),
+        "firmware": device.get("firmware_rev"),
+        "governor": "/".join(governors) or None,
+        "scheduler": (snap.get("queue") or {}).get("scheduler_active"),
+        "smt": snap.get("smt"),
+        "turbo": snap.get("turbo"),
+        "lab": "NVMe lab (emulated)" if snap.get("emulated") else "real hardware",
+    }
+
+
+def differences(a: dict[str, str], b: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(key, A's value, B's value) for every key whose values differ; "-" for a key one side lacks."""
+    return [(k, a.get(k, "-"), b.get(k, "-")) for k in dict.fromkeys([*a, *b]) if a.get(k, "-") != b.get(k, "-")]
+
+
+def not_comparable(a: dict[str, str], b: dict[str, str]) -> str:
+    """Why A's and B's figures cannot be compared ("" when they can): a different device
+    (its model; the device's kind, loop/vda/nvme, when no model is known) or I/O pattern."""
+    if a.get("device model") and b.get("device model") and a["device model"] != b["device model"]:
+        return f"the devices differ: {a['device model']} vs {b['device model']}"
+    kind_a, kind_b = (_kind(s.get("device", "")) for s in (a, b))
+    if not (a.get("device model") or b.get("device model")) and kind_a != kind_b:
+        return f"the devices differ: {a.get('device', '-')} vs {b.get('device', '-')}"
+    if a.get("fio rw", "") != b.get("fio rw", ""):
+        return f"the I/O patterns differ: rw={a.get('fio rw', '-')} vs {b.get('fio rw', '-')}"
+    return ""
+
+
+def _kind(device: str) -> str:
+    """nvme0n1 -> nvme, loop3 -> loop, vda -> vd, sdb2 -> sd: the kind of device, not which."""
+    return re.sub(r"\d.*$", "", device) if not device.startswith("vd") and not device.startswith("sd") else device[:2]
