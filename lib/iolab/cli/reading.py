@@ -137,6 +137,13 @@ def cmd_compare(args, _extra) -> int:
     if html_out:
         write_atomic(html_out, html(done))
         print(f"iolab compare: the page is {html_out}", file=sys.stderr)
+    if done.versus.not_comparable:
+        print(
+            f"iolab compare: not comparable: {done.versus.not_comparable}; no verdict given "
+            "(--across-devices compares anyway)",
+            file=sys.stderr,
+        )
+        return 1
     return 3 if len(done.versus.worse) else 0
 
 
@@ -406,7 +413,8 @@ def add_commands(add) -> None:
         "repeats, iolab.stats.versus) and a verdict: 'B is better by 12 %% [8, 16]', 'no difference "
         "shown', or 'not comparable: the devices differ'. What differs between the two set-ups (kernel, "
         "fio, governor, scheduler, firmware, job options) is listed first. Exit 3 when a metric got "
-        "worse beyond its interval and the --min-change threshold (for CI), 0 otherwise.",
+        "worse beyond its interval and the --min-change threshold (for CI); 1 on an error, and when the "
+        "sides are not comparable; 0 otherwise.",
     )
     p.add_argument("a", help="the baseline: a runs folder, batch output, seed outputs or executed notebook")
     p.add_argument("b", help="the one to judge against A, the same kinds")

@@ -76,9 +76,12 @@ def text(done: SidesCompared) -> list[str]:
     )
     lines += v.describe()
     worse = v.worse
-    lines.append(
-        f"B is worse on {len(worse)} of {len(v.cells)} figures" if len(worse) else "B is not worse on any figure"
-    )
+    if v.not_comparable:
+        lines.append(f"no verdict: {v.not_comparable}")
+    else:
+        lines.append(
+            f"B is worse on {len(worse)} of {len(v.cells)} figures" if len(worse) else "B is not worse on any figure"
+        )
     return lines
 
 

@@ -229,7 +229,7 @@ def _snapshot_of(snap: dict[str, Any]) -> dict[str, Any]:
         "scheduler": (snap.get("queue") or {}).get("scheduler_active"),
         "smt": snap.get("smt"),
         "turbo": snap.get("turbo"),
-        "lab": "NVMe lab (emulated)" if snap.get("emulated") else "real hardware",
+        "lab": "NVMe lab (emulated)" if snap.get("emulated") else "not emulated",
     }
 
 
@@ -241,10 +241,10 @@ def differences(a: dict[str, str], b: dict[str, str]) -> list[tuple[str, str, st
 def not_comparable(a: dict[str, str], b: dict[str, str]) -> str:
     """Why A's and B's figures cannot be compared ("" when they can): a different device
     (its model; the device's kind, loop/vda/nvme, when no model is known) or I/O pattern."""
-    if a.get("device model") and b.get("device model") and a["device model"] != b["device model"]:
-        return f"the devices differ: {a['device model']} vs {b['device model']}"
-    kind_a, kind_b = (_kind(s.get("device", "")) for s in (a, b))
-    if not (a.get("device model") or b.get("device model")) and kind_a != kind_b:
+    if a.get("device model") and b.get("device model"):
+        if a["device model"] != b["device model"]:
+            return f"the devices differ: {a['device model']} vs {b['device model']}"
+    elif _kind(a.get("device", "")) != _kind(b.get("device", "")):
         return f"the devices differ: {a.get('device', '-')} vs {b.get('device', '-')}"
     if a.get("fio rw", "") != b.get("fio rw", ""):
         return f"the I/O patterns differ: rw={a.get('fio rw', '-')} vs {b.get('fio rw', '-')}"
