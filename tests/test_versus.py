@@ -13,6 +13,7 @@ from iolab.cli import main
 from iolab.core.errors import InputError
 from iolab.measure.sweep import Grid, sweep
 from iolab.report import sides
+from iolab.report.offline import network_fetches
 from iolab.report.compare_page import compare_paths, html, text
 from iolab.stats.versus import versus
 
@@ -89,6 +90,7 @@ def test_sides_read_batch_outputs_notebooks_and_single_runs(studies, tmp_path):
     assert done.versus.cells.iloc[0].call == "worse"
     page = html(done)
     assert "B is worse by 50 %" in page and "rate_iops" in page and "<script" not in page
+    assert network_fetches(page) == []
 
 
 def test_bad_sides_say_what_to_give(tmp_path, studies):

@@ -26,6 +26,7 @@ class Column:
 
 
 _C = Column
+_STAT = "/sys/block/<dev>/stat (blockstat.json): "
 COLUMNS: dict[str, Column] = {
     c.name: c
     for c in [
@@ -216,6 +217,24 @@ COLUMNS: dict[str, Column] = {
             "/sys/block/<dev>/stat",
         ),
         _C("dev_write_merges", "IOs", "write requests the block layer merged (whole device)", "/sys/block/<dev>/stat"),
+        # iostat -x's figures from the same counters (iolab.core.system.iostat); the interval is
+        # blockstat.json's interval_s: it spans fio's start-up and exit too, so %util and aqu-sz
+        # read lower than fio's own; they are NaN for runs recorded before interval_s was
+        _C("dev_util_pct", "%", "%util: share of the run with a request in flight", _STAT + "Δio_ticks/interval_s"),
+        _C("dev_await_ms", "ms", "await: mean time a request took, queued and served", _STAT + "Δticks/Δios"),
+        _C("dev_r_await_ms", "ms", "r_await: mean time a read took, queued and served", _STAT + "read Δticks/Δios"),
+        _C("dev_w_await_ms", "ms", "w_await: mean time a write took, queued and served", _STAT + "write Δticks/Δios"),
+        _C("dev_aqu_sz", "requests", "aqu-sz: mean requests in flight", _STAT + "Δtime_in_queue/interval_s"),
+        # fio's own disk_util for the run's device (iolab.read.fiojson.disk_util; NaN when fio wrote none)
+        _C("fio_disk_util_pct", "%", "fio's %util of the device over its sampling window", "fio JSON disk_util util"),
+        _C("fio_disk_read_ios", "IOs", "read requests fio saw the device complete", "fio JSON disk_util read_ios"),
+        _C("fio_disk_write_ios", "IOs", "write requests fio saw the device complete", "fio JSON disk_util write_ios"),
+        _C(
+            "fio_disk_aqu_sz",
+            "requests",
+            "mean requests in flight by fio's disk stats (estimate: fio gives no window, its runtime is taken)",
+            "fio JSON disk_util in_queue / longest runtime",
+        ),
         _C("perf_task_clock_ms", "ms", "CPU time perf stat counted on the pinned CPUs", "perf stat -e task-clock"),
         _C("perf_cycles_source", "", "what perf_cycles counted (cycles, or an estimate)", "iolab", "id"),
         _C("cpus_sampled", "", "the CPUs /proc/stat was sampled on", "iolab", "id"),
@@ -487,13 +506,20 @@ for _p in ("50", "90", "95", "99", "99_9", "99_99"):
 
 
 HIGHER_IS_BETTER = {"iops", "bw_bytes_s", "bw_mib_s", "max_iops"}  # throughput
-LOWER_IS_BETTER = {"cycles_per_io", "cycles_per_io_perf"}  # CPU cost per IO; latencies too (``better``)
+LOWER_IS_BETTER = {  # CPU cost per IO, the device's await; latencies too (``better``)
+    "cycles_per_io",
+    "cycles_per_io_perf",
+    "dev_await_ms",
+    "dev_r_await_ms",
+    "dev_w_await_ms",
+}
 
 
 def better(name: str) -> str:
     """Which way a metric improves, the one rule every comparison, search and plot uses:
     ``"higher"`` (throughput), ``"lower"`` (latency: a µs column of slat, clat or lat, mean or
-    percentile; CPU cycles per IO), ``""`` (no better direction: CPU busy, frequency, counts)."""
+    percentile; CPU cycles per IO; the device's await in ms), ``""`` (no better direction: CPU
+    busy, frequency, counts, the device's %util and queue size)."""
     if name in HIGHER_IS_BETTER:
         return "higher"
     if name in LOWER_IS_BETTER or (name.endswith("_us") and "lat" in name):
@@ -506,6 +532,9 @@ RATIOS = {  # per-IO or per-request figures: a ratio of two sums, skewed over re
     "cycles_per_io_perf",
     "dev_read_req_kib",
     "dev_write_req_kib",
+    "dev_await_ms",
+    "dev_r_await_ms",
+    "dev_w_await_ms",
     "ios_per_submit_call",
     "lat_mean_us_littles",
 }
@@ -540,5 +569,8 @@ def label(name: str) -> str:
         "cycles_per_io": "CPU cycles per IO",
         "cpu_freq_mhz": "CPU frequency",
         "t_s": "time since fio started",
+        "dev_util_pct": "device utilisation",
+        "dev_await_ms": "device await",
+        "dev_aqu_sz": "device queue size",
     }.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words

@@ -275,6 +275,41 @@ def request_sizes(before: dict[str, int], after: dict[str, int]) -> dict[str, fl
     return out
 
 
+def iostat(before: dict[str, int], after: dict[str, int], interval_s: float | None) -> dict[str, float]:
+    """``iostat -x``'s device figures between two ``block_stat`` readings, by sysstat's
+    iostat.c and the kernel's Documentation/admin-guide/iostats.rst (reads and writes; the
+    discard and flush counters are not recorded):
+
+    * ``dev_util_pct`` — %util: Δio_ticks / interval, the share of the interval with at least
+      one request in flight (capped at 100 % as iostat caps it). For a device that serves
+      requests in parallel (NVMe, a loop device) 100 % is not saturation.
+    * ``dev_r_await_ms``, ``dev_w_await_ms``, ``dev_await_ms`` — Δticks / Δios: the mean time a
+      request spent queued and served, ms (reads, writes, both); NaN without requests.
+    * ``dev_aqu_sz`` — Δtime_in_queue / interval: the mean number of requests in flight.
+
+    ``interval_s`` is the monotonic seconds between the two readings (blockstat.json's
+    ``interval_s``, written by ``iolab.measure.runner``). It spans fio's start-up (process start,
+    file layout) and exit as well as its runtime, so %util and aqu-sz read lower than fio's own
+    disk_util over a short run. Runs recorded before the interval was (no ``interval_s``, None
+    here) get NaN for those two: an interval is never guessed; the awaits need none."""
+    d = {k: after[k] - before[k] for k in BLOCK_STAT_FIELDS if k in before and k in after}
+    nan = float("nan")
+
+    def per_io(ticks: float, ios: float) -> float:
+        return ticks / ios if ios else nan
+
+    ios = {rw: d.get(f"{rw}_ios", 0) for rw in ("read", "write")}
+    ticks = {rw: d.get(f"{rw}_ticks_ms", 0) for rw in ("read", "write")}
+    ms = interval_s * 1000.0 if interval_s else None
+    return {
+        "dev_util_pct": min(100.0, 100.0 * d["io_ticks_ms"] / ms) if ms and "io_ticks_ms" in d else nan,
+        "dev_r_await_ms": per_io(ticks["read"], ios["read"]),
+        "dev_w_await_ms": per_io(ticks["write"], ios["write"]),
+        "dev_await_ms": per_io(ticks["read"] + ticks["write"], ios["read"] + ios["write"]),
+        "dev_aqu_sz": d["time_in_queue_ms"] / ms if ms and "time_in_queue_ms" in d else nan,
+    }
+
+
 def pci_topology(device: str | None) -> dict[str, Any]:
     """PCIe path, link speed and width of a block device's controller (from sysfs), and
     ``lspci -tv`` when pciutils is installed."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -168,7 +169,7 @@ def measure(
 
         if profiler:
             profiler.start()
-        stat_before = block_stat(target.device)
+        stat_before, stat_t0 = block_stat(target.device), time.monotonic()
         ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
         try:
             run = run_fio(
@@ -191,8 +192,11 @@ def measure(
             if thread_samples is not None:
                 folder.write_samples(thread_samples)
         if stat_before is not None:
+            stat_after = block_stat(target.device)
+            interval_s = time.monotonic() - stat_t0  # what %util and aqu-sz divide by (iolab.core.system.iostat)
             folder.write_json(
-                "blockstat.json", {"device": target.device, "before": stat_before, "after": block_stat(target.device)}
+                "blockstat.json",
+                {"device": target.device, "before": stat_before, "after": stat_after, "interval_s": interval_s},
             )
         if profiler:
             stages.advance()

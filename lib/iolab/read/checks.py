@@ -12,6 +12,13 @@ a fresh drive (spdk#297), telemetry that slows what it measures (PerfSpect#418).
   answered (buffered I/O, a file in the page cache). Far more: other traffic shared the
   device during the run (or readahead, for buffered reads). Below ``MIN_BYTES`` of
   difference nothing is said: a file system's own journal writes are that small.
+* ``fio_disk_util`` — fio's own disk statistics (its report's ``disk_util``) against the same
+  device's ``blockstat.json`` deltas, IOs per direction: the instruments agree. fio reads the
+  counters every 250 ms inside the window iolab's two readings span, and its last reading
+  can miss the run's tail (a run here: fio 9,642 read IOs, iolab 10,127 over 2 s), so fio's
+  count may be up to ``DISK_TAIL_S`` of the run's IOs (and ``DISK_SLACK_IOS``) below iolab's,
+  and no more than ``DISK_SLACK_IOS`` above. Fewer: I/O outside fio's window (its layout of
+  files comes before it samples). Not checked without both, or when fio names other devices.
 * ``bus_ceiling`` — bandwidth above the PCIe link's capacity (speed x width from sysfs, the
   line code taken off) or above a ceiling the user gives for the device.
 * ``latency_floor`` — a mean completion latency below zero or below fio's clock resolution
@@ -38,13 +45,15 @@ import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import RunFileError
-from .fiojson import run_rows
+from .fiojson import disk_util, run_document, run_rows
 
 FILE = "checks.json"
 CACHE_SHARE = 0.5  # the device moved less than this share of fio's bytes: a cache answered
 OTHER_SHARE = 1.5  # more than this multiple: other traffic (or readahead)
 MIN_BYTES = 4 << 20  # differences below 4 MiB are not judged (journal writes, metadata)
 CLOCK_RESOLUTION_US = 0.001
+DISK_TAIL_S = 0.5  # fio's disk_util may miss this much of the run's end (2 of its 250 ms samples)
+DISK_SLACK_IOS = 16  # fio reads inside iolab's window: more than this above iolab's count cannot be
 ROTATIONAL_EXEMPT = re.compile(r"^(loop|ram|zram|nullb|dm-)")  # not an SSD whatever rotational says
 
 
@@ -142,6 +151,60 @@ def device_vs_fio(fio: pd.DataFrame, blockstat: Mapping[str, Any] | None, direct
                     rw,
                 )
             )
+    return out
+
+
+def fio_disk_util(
+    fio: pd.DataFrame, disks: Mapping[str, Mapping[str, float]], blockstat: Mapping[str, Any] | None
+) -> list[Check]:
+    """fio's disk_util IOs (``iolab.read.fiojson.disk_util``) against iolab's block counters
+    of the same device, per direction (module docstring). The run's rate is iolab's IOs,
+    reads and writes, over fio's longest runtime (else blockstat.json's ``interval_s``), so a
+    direction with a few IOs (a journal's writes) is not judged by its own trickle."""
+    if not disks or not blockstat:
+        return []  # fio wrote no disk stats, or iolab read no counters: device_vs_fio says which
+    dev = blockstat.get("device")
+    if dev not in disks:
+        return [
+            Check(
+                "fio_disk_util",
+                None,
+                f"fio's disk_util names {', '.join(disks)}, iolab counted {dev}: not compared",
+                {"device": dev, "fio_devices": list(disks)},
+            )
+        ]
+    before, after = blockstat["before"], blockstat["after"]
+    runtime_ms = float(fio["runtime_ms"].max()) if "runtime_ms" in fio and len(fio) else math.nan
+    seconds = runtime_ms / 1000 if runtime_ms > 0 else blockstat.get("interval_s")
+    counted = {rw: float(after.get(f"{rw}_ios", 0) - before.get(f"{rw}_ios", 0)) for rw in ("read", "write")}
+    tail = sum(counted.values()) / seconds * DISK_TAIL_S if seconds else sum(counted.values())
+    out = []
+    for rw, ours in counted.items():
+        theirs = disks[dev][f"{rw}_ios"]
+        if math.isnan(theirs) or theirs == 0 and ours == 0:
+            continue
+        figures = {"fio_disk_ios": theirs, "device_ios": ours, "tail_ios": tail, "device": dev}
+        threshold = (
+            f"iolab's IOs - {DISK_TAIL_S:g} s of the run's IOs ({tail:,.0f}) - {DISK_SLACK_IOS} <= fio's <= "
+            f"iolab's + {DISK_SLACK_IOS}"
+        )
+        said = f"fio's disk_util counted {theirs:,.0f} {rw} IOs on {dev}, iolab's counters {ours:,.0f}"
+        if theirs > ours + DISK_SLACK_IOS:
+            words = (
+                f"{said}: more than iolab saw over a window that holds fio's; the two did not read the "
+                "same counters (a device detached and re-attached during the run?): trust neither count"
+            )
+        elif theirs < ours - tail - DISK_SLACK_IOS:
+            words = (
+                f"{said}: {ours - theirs:,.0f} fewer, more than the run's last {DISK_TAIL_S:g} s holds: other "
+                "I/O reached the device outside fio's sampling window (fio laying out its files before it "
+                "samples, another process), or fio's sampling stopped early; fio's util and in_queue "
+                "describe less than the run"
+            )
+        else:
+            out.append(Check("fio_disk_util", True, said, figures, threshold, rw))
+            continue
+        out.append(Check("fio_disk_util", False, words, figures, threshold, rw))
     return out
 
 
@@ -262,9 +325,11 @@ def run_checks(
     else:
         with runfiles.guard(run_dir / "blockstat.json"):
             device = device_vs_fio(fio, blockstat, direct)
+    with runfiles.guard(run_dir / "blockstat.json"):
+        disk = fio_disk_util(fio, disk_util(run_document(run_dir / "fio.json").data), blockstat)
     with runfiles.guard(run_dir / "system.json"):
         bus, ssd = bus_ceiling(fio, snapshot, ceiling_bytes_s), ssd_state(fio, snapshot)
-    return [*device, *bus, *latency_floor(fio, latency_floor_us), *ssd]
+    return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd]
 
 
 def flags(checks: list[Check] | list[dict]) -> str:

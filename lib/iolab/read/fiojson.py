@@ -405,6 +405,43 @@ def run_document(report: str | os.PathLike) -> FioDocument:
         ) from None
 
 
+DISK_UTIL_KEYS = {  # fio's disk_util key -> ours, with the unit (fio's stat.c json_array_add_disk_util)
+    "read_ios": "read_ios",
+    "write_ios": "write_ios",
+    "read_merges": "read_merges",
+    "write_merges": "write_merges",
+    "read_ticks": "read_ticks_ms",
+    "write_ticks": "write_ticks_ms",
+    "in_queue": "in_queue_ms",
+    "util": "util_pct",
+}
+
+
+def disk_util(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """fio's own device statistics: its report's top-level ``disk_util`` list, one dict per
+    device name in fio's order, with ``DISK_UTIL_KEYS``' values (IOs, merges, ticks and
+    in_queue in ms, util in %; a value fio left out or wrote as something else than a number
+    is NaN). fio reads ``/sys/block/<dev>/stat`` every 250 ms (DISK_UTIL_MSEC) while its jobs
+    run, so its counts can miss the run's last fraction of a second; util is io_ticks over
+    fio's own sampling window, which the report does not give. A md or dm device comes with
+    the devices under it as entries of their own (the md entry's ``aggr_*`` keys are not
+    read). {} when fio wrote none: a file on a file system without a block device,
+    ``--disk_util=0``, t/io_uring; a client/server report's entries (per host) come as fio
+    wrote them, the last of a name kept."""
+    out: dict[str, dict[str, float]] = {}
+    entries = data.get("disk_util")
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            continue
+        values = {}
+        for key, ours in DISK_UTIL_KEYS.items():
+            value = entry.get(key)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            values[ours] = float(value) if ok else math.nan
+        out[entry["name"]] = values
+    return out
+
+
 def job_errors(frame: pd.DataFrame) -> list[str]:
     """Human-readable lines for jobs that report a non-zero error (fio's ``error`` is an
     errno: "fio error 30 (Read-only file system)", os.strerror)."""

@@ -22,6 +22,7 @@ versioned layout (``iolab.runs.store.SCHEMA_VERSION``).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,7 @@ from ..machine import perf
 from ..stats import timeline
 from ..core import runfiles
 from ..core.errors import FioOutputError
-from ..core.system import request_sizes, snapshot_columns
+from ..core.system import iostat, request_sizes, snapshot_columns
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,58 @@ class Producer:
 
 
 def block_columns(run_dir: str | Path) -> dict[str, float]:
-    """What the device saw during the run (``iolab.core.system.request_sizes``) from the
-    ``/sys/block/<dev>/stat`` readings before and after it in ``blockstat.json``."""
+    """What the device saw during the run, from the ``/sys/block/<dev>/stat`` readings before
+    and after it in ``blockstat.json``: IOs, merges and request sizes
+    (``iolab.core.system.request_sizes``), iostat's %util, await and aqu-sz
+    (``iolab.core.system.iostat``: %util and aqu-sz are NaN for runs recorded before
+    blockstat.json held ``interval_s``), and beside them fio's own disk_util for the same
+    device (``fio_disk_columns``)."""
     counters = runfiles.read_json(Path(run_dir) / "blockstat.json", keys=("before", "after"))
-    return request_sizes(counters["before"], counters["after"])
+    before, after = counters["before"], counters["after"]
+    return {
+        **request_sizes(before, after),
+        **iostat(before, after, counters.get("interval_s")),
+        **fio_disk_columns(run_dir, counters.get("device")),
+    }
+
+
+FIO_DISK_COLUMNS = ("fio_disk_util_pct", "fio_disk_read_ios", "fio_disk_write_ios", "fio_disk_aqu_sz")
+
+
+def fio_disk_columns(run_dir: str | Path, device: str | None) -> dict[str, float]:
+    """fio's own disk statistics (``iolab.read.fiojson.disk_util`` of the run's ``fio.json``)
+    for ``device``, else for the first device fio lists (a md or dm device lists those under
+    it too): fio's util (%), read and write IOs, and aqu-sz as in_queue over the longest
+    runtime of fio's jobs (an estimate: fio does not report the window it sampled the disk
+    over, which starts before its jobs do). NaN when fio wrote no disk_util (a file without
+    a block device, t/io_uring, ``--disk_util=0``)."""
+    report = Path(run_dir) / "fio.json"
+    data = fiojson.run_document(report).data if report.exists() else {}
+    disks = fiojson.disk_util(data)
+    disk = disks.get(device) or next(iter(disks.values()), None)
+    if disk is None:
+        return dict.fromkeys(FIO_DISK_COLUMNS, math.nan)
+    runtime_ms = _longest_runtime_ms(data)
+    return {
+        "fio_disk_util_pct": disk["util_pct"],
+        "fio_disk_read_ios": disk["read_ios"],
+        "fio_disk_write_ios": disk["write_ios"],
+        "fio_disk_aqu_sz": disk["in_queue_ms"] / runtime_ms if runtime_ms else math.nan,
+    }
+
+
+def _longest_runtime_ms(data: dict[str, Any]) -> float:
+    """The longest ``runtime`` (ms) of any job and direction in fio's report; 0 without one
+    (``job_runtime`` is not taken: with group_reporting it sums the jobs)."""
+    jobs = data.get("jobs") or data.get("client_stats") or []
+    found = [
+        part.get("runtime")
+        for job in (jobs if isinstance(jobs, list) else [])
+        if isinstance(job, dict)
+        for part in (job.get(rw) for rw in fiojson.DIRECTIONS)
+        if isinstance(part, dict)
+    ]
+    return max((float(t) for t in found if isinstance(t, (int, float)) and not isinstance(t, bool)), default=0.0)
 
 
 def system_columns(run_dir: str | Path) -> dict[str, Any]:

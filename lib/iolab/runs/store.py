@@ -13,7 +13,8 @@ A run folder (raw files are never edited after the run)::
         samples_threads.csv  thread states, with --threads (threads.json beside it; iolab.read.threadstates)
         perf_stat.csv     perf stat's own output, when profiled (perf_stat_window.json,
                           perf.data, perf.folded beside it)
-        blockstat.json    /sys/block/<dev>/stat before and after, when the target has a device
+        blockstat.json    /sys/block/<dev>/stat before and after, and the seconds between (interval_s),
+                          when the target has a device
         system.json       the machine snapshot (iolab.core.system.snapshot)
 
 This module knows its own files and the producer registry (``iolab.runs.producers``), never a
