@@ -82,6 +82,20 @@ def _worker_locks(tmp_path_factory):
     del os.environ["IOLAB_LOCKS"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_history(tmp_path_factory):
+    """The results history (``IOLAB_HISTORY``, iolab.report.history) in a folder of this test
+    process's own, inherited by the notebooks and commands it starts: every notebook a test
+    executes appends there, never to the checkout's data/history (nor to one IOLAB_HISTORY names)."""
+    before = os.environ.get("IOLAB_HISTORY")
+    os.environ["IOLAB_HISTORY"] = str(tmp_path_factory.mktemp("history"))
+    yield
+    if before is None:
+        del os.environ["IOLAB_HISTORY"]
+    else:
+        os.environ["IOLAB_HISTORY"] = before
+
+
 @pytest.fixture
 def private_locks(tmp_path_factory, monkeypatch):
     """A lock folder of this test's own (``IOLAB_LOCKS``), world-writable like the real one:

@@ -117,6 +117,9 @@ STUDY_CALL = re.compile(
 
 def test_every_notebook_forwards_allow_destructive_and_names_targets_one_way():
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        if path.name == "09_history.ipynb":  # reads the history only: no target, no write guard
+            assert not STUDY_CALL.search(path.read_text()), path.name
+            continue
         nb = nbformat.read(path, as_version=4)
         code = [c.source for c in nb.cells if c.cell_type == "code"]
         params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))

@@ -17,10 +17,11 @@ message, exit 2.
     iolab demo
     iolab lab --port 8889                      # JupyterLab on notebooks/, as make lab
     iolab seeds --quick --out DIR              # the seed write-ups reproduced here, a page per seed
+    iolab history --since 7d                   # every recorded result of executed notebooks, with provenance
 
 The commands live by what they do: ``measuring`` (run, search, sysinfo, cleanup), ``reading``
 (parse, table, compare, knee, fold, threads, series, check) and ``notebooks`` (batch, seeds, demo,
-nvmelab, publish, lab, reproduce); ``messages`` turns an error into its one line.
+nvmelab, publish, lab, reproduce, history); ``messages`` turns an error into its one line.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""``iolab batch``, ``seeds``, ``demo``, ``nvmelab``, ``publish``, ``lab`` and ``reproduce``:
-the commands that run notebooks (headless with papermill, in the NVMe lab's guest, in
-JupyterLab) and publish or re-run them. papermill and nbconvert are slow to import: each
-command imports them when it runs, so ``iolab --help`` stays fast."""
+"""``iolab batch``, ``seeds``, ``demo``, ``nvmelab``, ``publish``, ``lab``, ``reproduce`` and
+``history``: the commands that run notebooks (headless with papermill, in the NVMe lab's guest,
+in JupyterLab), publish or re-run them, and print the history of what they recorded. papermill
+and nbconvert are slow to import: each command imports them when it runs, so ``iolab --help``
+stays fast."""
 
 from __future__ import annotations
 
@@ -189,6 +190,63 @@ def cmd_reproduce(args, _extra) -> int:
     return 0 if report.agrees else 3  # 3: a result drifted (1 is an error, 130 Ctrl-C)
 
 
+def cmd_history(args, _extra) -> int:
+    import warnings
+
+    from ..core.errors import printable
+    from ..report import history  # pandas and pyarrow: only for this command
+
+    since = history.parse_since(args.since) if args.since else None  # a bad --since before any reading
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", history.HistoryWarning)
+        table = history.load(args.dir, notebooks=args.notebook)
+    for warning in caught:
+        print(f"iolab history: {one_line(str(warning.message))}", file=sys.stderr)
+    where = table.attrs["history"]
+    if table.empty:
+        print(f"iolab history: {history.summary(table)}", file=sys.stderr)
+        return 0
+    if args.metric:
+        unknown = [m for m in args.metric if m not in set(table["name"])]
+        if unknown:
+            names = list(dict.fromkeys(table.loc[~table["detail"], "name"]))
+            raise InputError(
+                f"no result named {', '.join(map(repr, unknown))} in {where}"
+                + (" of notebook(s) " + ", ".join(args.notebook) if args.notebook else "")
+                + f"; its results are named: {', '.join(map(repr, names[:20]))}{' …' if len(names) > 20 else ''} "
+                "(quote a name with spaces: --metric 'peak IOPS')"
+            )
+        table = table[table["name"].isin(args.metric)]
+    hidden = 0
+    if not args.all and not args.metric:
+        hidden = int(table["detail"].sum())
+        table = table[~table["detail"]]
+        if table.empty:
+            print(f"iolab history: {where} holds only per-setting results: --all shows them", file=sys.stderr)
+            return 0
+    if since is not None:
+        latest = table["recorded_utc"].max()
+        table = table[table["recorded_utc"] >= since]
+        if table.empty:
+            print(
+                f"iolab history: no result recorded since {since:%Y-%m-%d %H:%M} UTC in {where}; the latest is "
+                f"from {latest:%Y-%m-%d %H:%M} UTC (give an earlier --since)",
+                file=sys.stderr,
+            )
+            return 0
+    if args.format == "csv":
+        sys.stdout.write(printable(table.to_csv(index=False)))
+    elif args.format == "json":
+        print(printable(table.to_json(orient="records", date_format="iso", indent=1, force_ascii=False)))
+    else:
+        print(printable(history.as_text(table)))
+        print(
+            history.summary(table)
+            + (f" {hidden:,} per-setting results not shown (--all shows them)." if hidden else "")
+        )
+    return 0
+
+
 def add_commands(add) -> None:
     """The parsers of this module's commands: ``add(name, **kw)`` makes one (``iolab.cli.build_parser``)."""
     p = add(
@@ -325,3 +383,32 @@ def add_commands(add) -> None:
         help="how far (%% of the original) a result without an interval may move (default 10)",
     )
     p.set_defaults(func=cmd_reproduce)
+    p = add(
+        "history",
+        help="the results every executed notebook recorded, with their provenance (the local history)",
+        description="Prints the local history of recorded results (iolab.report.history): every result a "
+        "notebook recorded when it ran to its end through papermill (iolab batch, demo, reproduce, seeds, "
+        "nvmelab), with its interval, unit, date, kernel, fio version, machine, iolab commit and notebook. "
+        "The history is a folder of Parquet parts: IOLAB_HISTORY, else history/ in the data folder "
+        "(IOLAB_HISTORY=off keeps none). Per-setting results (record_many) are left out unless --all or "
+        "--metric names them. Notebook 09_history.ipynb draws each result over time or kernel version.",
+    )
+    p.add_argument(
+        "--metric",
+        nargs="+",
+        action="extend",
+        metavar="NAME",
+        help="only the results of these names (exact, e.g. --metric 'peak IOPS')",
+    )
+    p.add_argument("--since", help="only results recorded since a date (2026-11-01, UTC) or an age (7d, 24h, 30m)")
+    p.add_argument(
+        "--notebook",
+        nargs="+",
+        action="extend",
+        metavar="NAME",
+        help="only the results of these notebooks (names without .ipynb, e.g. 01_queue_depth_knee)",
+    )
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text", help="text (default), csv or json")
+    p.add_argument("--dir", help="the history folder to read (default: IOLAB_HISTORY, else data/history)")
+    p.add_argument("--all", action="store_true", help="the per-setting results too")
+    p.set_defaults(func=cmd_history)

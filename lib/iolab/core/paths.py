@@ -32,6 +32,12 @@ def scratch_dir() -> Path:
     return data_dir() / "scratch"
 
 
+def history_dir() -> Path:
+    """The default folder of the results history (``iolab.report.history``; ``$IOLAB_HISTORY``
+    overrides it there): ``history/`` in the data folder."""
+    return data_dir() / "history"
+
+
 def reference_dir() -> Path:
     return REPO / "data" / "reference"
 

@@ -227,9 +227,15 @@ def _share(path: Path) -> str:
 
 
 def rw_paths() -> list[Path]:
-    """The host folders the guest writes to, at the same paths: the data folder (runs) and
-    the executed-notebook folder."""
-    return [paths.data_dir().resolve(), paths.PAPERMILL_RUNS.resolve()]
+    """The host folders the guest writes to, at the same paths: the data folder (runs), the
+    executed-notebook folder, and the results history when it is kept elsewhere."""
+    from .history import folder
+
+    shares = [paths.data_dir().resolve(), paths.PAPERMILL_RUNS.resolve()]
+    kept = folder()
+    if kept is not None and not kept.resolve().is_relative_to(shares[0]):
+        shares.append(kept.resolve())
+    return shares
 
 
 # ---------------------------------------------------------------- running

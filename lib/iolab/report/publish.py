@@ -60,7 +60,9 @@ def execute(
 
     What the notebook recorded (``iolab.core.results``) and ``parameters`` go into the executed
     notebook's ``metadata["iolab"]`` and into ``<output stem>.results.json`` beside it
-    (``NAME.failed.results.json`` beside a failed one)."""
+    (``NAME.failed.results.json`` beside a failed one). The results of a notebook that ran to
+    its end are added to the results history (``iolab.report.history``; ``IOLAB_HISTORY=off``
+    keeps none)."""
     from contextlib import suppress
 
     import papermill as pm  # papermill and nbclient take a second to import: only when running one
@@ -119,8 +121,11 @@ def execute(
         raise
     finally:
         chatty.setLevel(level)
-    keep_with(running, parameters, output.with_name(f"{output.stem}.results.json"))
+    kept = keep_with(running, parameters, output.with_name(f"{output.stem}.results.json"))
     os.replace(running, output)
+    from .history import keep  # pyarrow: only once a notebook has run
+
+    keep(output, kept, notebook)  # never fails the run: a history it cannot write is one line on stderr
     return output
 
 

@@ -1,0 +1,426 @@
+"""The local history of recorded results: every result every executed notebook recorded
+(``iolab.core.results``), with where it came from, kept in one folder to answer "did it get
+worse?" (``iolab history``, notebook 09, ``iolab.stats.trend``).
+
+    append("papermill_runs/01_queue_depth_knee.ipynb", kept)   # -> data/history/<part>.parquet
+    load(metrics=["peak IOPS"], since="30d")                     # -> one row per recorded result
+
+``iolab.report.publish.execute`` appends after every notebook that ran to its end (``iolab
+batch``, ``demo``, ``reproduce``, ``seeds`` and the NVMe lab all go through it); a failed
+notebook adds nothing.
+
+The history is a folder (``$IOLAB_HISTORY``, else ``history/`` in the data folder,
+``iolab.core.paths.history_dir``; ``IOLAB_HISTORY=off`` or empty keeps none) of Parquet files,
+one *part* per executed notebook, written once under a name of its own (UTC time, the
+notebook's name made safe, random hex; temporary name then rename) and never rewritten: the
+raw record stays as it was written, parallel batch jobs need no lock, and a reader never sees
+half a part. ``load`` reads every part back as one table; a part that cannot be read (cut
+short, not Parquet) is left out with a warning naming it, and the others are read.
+
+Why Parquet through pyarrow and not DuckDB: pyarrow is already a dependency (run tables
+are cached as Parquet, ``iolab.runs.runcache``) and does all the history needs — write a
+part, read every part as one table. DuckDB would be one more dependency of tens of MB (the
+whole database engine) for that, and its one database file would have to be locked and
+written by each parallel batch job in turn.
+
+One row per recorded result (``COLUMNS``):
+
+- the result: ``name``, ``value`` (a number; NaN when the value is text, a bool or none),
+  ``value_text`` (the value as text when it is not a number), ``unit``, ``low`` and ``high``
+  (its interval, NaN when none was recorded), ``source``, ``note``, ``detail`` (a per-setting
+  figure ``results.record_many`` marks, folded away in write-ups);
+- the run: ``notebook`` (the source notebook's name, e.g. ``01_queue_depth_knee``),
+  ``executed`` (the executed notebook's path), ``recorded_utc`` (when it was appended, UTC),
+  ``parameters`` (JSON text), ``run_folders`` (JSON list of the run folders it recorded);
+- provenance: ``commit`` and ``dirty`` (the iolab checkout's git HEAD and whether its tree had
+  changes, ``iolab.report.provenance.checkout``), ``iolab_version``, and from the first run
+  folder's ``system.json`` (``provenance.machine_of``; this machine at append time when the
+  notebook recorded no run folder, said in ``machine_from``): ``kernel``, ``fio_version``,
+  ``hostname``, ``cpu_model``, ``device`` (with the NVMe model and firmware when the snapshot
+  has them) and ``emulated`` (what the NVMe lab said of itself: an emulator's numbers).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import sys
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..core import paths
+from ..core.atomic import write_atomic
+from ..core.errors import InputError
+from ..core.results import show
+from . import provenance
+
+ENV = "IOLAB_HISTORY"
+OFF = ("", "off")  # IOLAB_HISTORY values that keep no history
+SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("value", pa.float64()),
+        ("value_text", pa.string()),
+        ("unit", pa.string()),
+        ("low", pa.float64()),
+        ("high", pa.float64()),
+        ("source", pa.string()),
+        ("note", pa.string()),
+        ("detail", pa.bool_()),
+        ("notebook", pa.string()),
+        ("executed", pa.string()),
+        ("recorded_utc", pa.timestamp("us", tz="UTC")),
+        ("parameters", pa.string()),
+        ("run_folders", pa.string()),
+        ("commit", pa.string()),
+        ("dirty", pa.bool_()),
+        ("iolab_version", pa.string()),
+        ("kernel", pa.string()),
+        ("fio_version", pa.string()),
+        ("hostname", pa.string()),
+        ("cpu_model", pa.string()),
+        ("device", pa.string()),
+        ("emulated", pa.string()),
+        ("machine_from", pa.string()),
+    ]
+)
+COLUMNS = tuple(SCHEMA.names)
+HOW_TO_FILL = "run a notebook to its end (make demo, or iolab batch MANIFEST) and its recorded results land there"
+
+
+class HistoryWarning(UserWarning):
+    """A part of the history that could not be read and was left out."""
+
+
+# ---------------------------------------------------------------- where it is
+def folder(given: str | os.PathLike | None = None) -> Path | None:
+    """The history folder: ``given``, else ``$IOLAB_HISTORY``, else ``history/`` in the data
+    folder; None when ``IOLAB_HISTORY`` is set to ``off`` or empty (no history kept)."""
+    if given is not None and str(given) != "":
+        return Path(given)
+    if ENV in os.environ and os.environ[ENV].strip().lower() in OFF:
+        return None
+    return paths.env_path(ENV) or paths.history_dir()
+
+
+def _required(given: str | os.PathLike | None) -> Path:
+    where = folder(given)
+    if where is None:
+        raise InputError(
+            f"{ENV}={os.environ.get(ENV)!r} turns the history off; unset it (default: "
+            f"{paths.history_dir()}) or give the folder to read (iolab history --dir FOLDER)"
+        )
+    if where.exists() and not where.is_dir():
+        raise InputError(f"{where} is a file, not a history folder; give the folder of .parquet parts")
+    return where
+
+
+# ---------------------------------------------------------------- writing
+def rows(
+    kept: Mapping[str, Any],
+    executed: str | os.PathLike,
+    notebook: str | os.PathLike | None = None,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The history rows of one executed notebook: ``kept`` is what
+    ``iolab.core.results.keep_with`` returned ({"results", "run_folders", "parameters"});
+    ``notebook`` the notebook it was run from (default: ``executed``'s name)."""
+    results = [r for r in kept.get("results") or [] if isinstance(r, Mapping) and r.get("name")]
+    if not results:
+        return []
+    folders = [str(f) for f in kept.get("run_folders") or [] if isinstance(f, (str, os.PathLike))]
+    snap, machine_from = provenance.machine_of(folders)
+    if not folders or machine_from.startswith("this machine"):
+        machine_from = "this machine when the results were added (no run folder recorded holds a system.json)"
+    code = provenance.checkout()
+    common = {
+        "notebook": Path(notebook or executed).stem,
+        "executed": str(Path(executed).absolute()),
+        "recorded_utc": now or datetime.now(timezone.utc),
+        "parameters": json.dumps(kept.get("parameters") or {}, sort_keys=True, default=str, ensure_ascii=False),
+        "run_folders": json.dumps(folders, ensure_ascii=False),
+        "commit": code.get("commit"),
+        "dirty": code.get("dirty"),
+        "iolab_version": code.get("iolab_version"),
+        "kernel": _text(snap.get("kernel")),
+        "fio_version": _text(snap.get("fio_version")),
+        "hostname": _text(snap.get("hostname")),
+        "cpu_model": _text(snap.get("cpu_model")),
+        "device": device_of(snap),
+        "emulated": provenance.emulated(folders),
+        "machine_from": machine_from,
+    }
+    out = []
+    for entry in results:
+        value = entry.get("value")
+        number = _number(value)
+        out.append(
+            {
+                "name": str(entry["name"]),
+                "value": number,
+                "value_text": None if value is None or not math.isnan(number) else str(value),
+                "unit": str(entry.get("unit") or ""),
+                "low": _number(entry.get("low")),
+                "high": _number(entry.get("high")),
+                "source": str(entry.get("source") or ""),
+                "note": str(entry.get("note") or ""),
+                "detail": bool(entry.get("detail")),
+                **common,
+            }
+        )
+    return out
+
+
+def device_of(snap: Mapping[str, Any]) -> str | None:
+    """'nvme0n1 (QEMU NVMe Ctrl, firmware 7.2.22)': the snapshot's device, with the NVMe
+    controller's model and firmware when it has them."""
+    device = _text(snap.get("device"))
+    nvme = snap.get("nvme_device") if isinstance(snap.get("nvme_device"), Mapping) else {}
+    facts = [str(nvme["model"]).strip()] if nvme.get("model") else []
+    facts += [f"firmware {str(nvme['firmware_rev']).strip()}"] if nvme.get("firmware_rev") else []
+    if facts:
+        return f"{device or 'NVMe'} ({', '.join(facts)})"
+    return device
+
+
+def append(
+    executed: str | os.PathLike,
+    kept: Mapping[str, Any],
+    notebook: str | os.PathLike | None = None,
+    where: str | os.PathLike | None = None,
+    now: datetime | None = None,
+) -> Path | None:
+    """Add the results of one executed notebook (``rows``) to the history folder ``where``
+    (default ``folder()``) as a new part, dated ``now`` (default: now, UTC); returns its path,
+    or None when there was nothing to add (no results recorded) or the history is off. The
+    part is written to a temporary name, then renamed: readers never see half of one."""
+    table_rows = rows(kept, executed, notebook, now)
+    target = folder(where)
+    if not table_rows or target is None:
+        return None
+    target.mkdir(parents=True, exist_ok=True)
+    stamp = table_rows[0]["recorded_utc"].strftime("%Y%m%dT%H%M%S%fZ")
+    name = f"{stamp}-{paths.safe_name(table_rows[0]['notebook'], limit=60)}-{secrets.token_hex(4)}.parquet"
+    path = paths.inside(target, name)  # the notebook's name never leaves the folder
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(table_rows, schema=SCHEMA), sink)
+    write_atomic(path, sink.getvalue().to_pybytes())
+    return path
+
+
+def keep(executed: str | os.PathLike, kept: Mapping[str, Any], notebook: str | os.PathLike | None = None) -> None:
+    """``append``, for ``publish.execute``: the notebook ran and is written, so a history that
+    cannot be written (disk full, permissions, a file in the way) is one line on stderr
+    saying what to do, never an error of the notebook's."""
+    try:
+        append(executed, kept, notebook)
+    except Exception as exc:  # noqa: BLE001 - the history is a by-product of a finished run
+        where = "the history"
+        try:
+            where = str(folder() or where)
+        except InputError:
+            pass
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        print(
+            f"iolab: the results of {Path(executed).name} were not added to {where} ({why}); free space or "
+            f"fix its permissions, or set {ENV}=FOLDER to keep the history elsewhere ({ENV}=off keeps none)",
+            file=sys.stderr,
+        )
+
+
+# ---------------------------------------------------------------- reading
+def empty() -> pd.DataFrame:
+    """A history with no rows, with every column and its type."""
+    return SCHEMA.empty_table().to_pandas()
+
+
+def parts(where: str | os.PathLike | None = None) -> list[Path]:
+    """The history's parts, oldest first (by name: each starts with its UTC time)."""
+    where = _required(where)
+    return sorted(p for p in where.glob("*.parquet") if not p.name.startswith(".")) if where.is_dir() else []
+
+
+def load(
+    where: str | os.PathLike | None = None,
+    metrics: Iterable[str] | str | None = None,
+    since: Any = None,
+    notebooks: Iterable[str] | str | None = None,
+) -> pd.DataFrame:
+    """The history as one table (one row per recorded result, ``COLUMNS``), oldest first:
+    of the results named ``metrics`` (exact names; all when None), recorded at or after
+    ``since`` (``parse_since``: a date or an age such as "7d"), of the ``notebooks`` named
+    (their names without .ipynb). An absent folder is an empty history. A part that cannot
+    be read is left out with a ``HistoryWarning`` naming it. ``attrs["history"]`` is the folder."""
+    where = _required(where)
+    found = parts(where)
+    table = _read(found).to_pandas() if found else empty()
+    if metrics is not None:
+        table = table[table["name"].isin([metrics] if isinstance(metrics, str) else list(metrics))]
+    if since is not None:
+        table = table[table["recorded_utc"] >= parse_since(since)]
+    if notebooks is not None:
+        names = [notebooks] if isinstance(notebooks, str) else list(notebooks)
+        table = table[table["notebook"].isin([Path(n).stem if n.endswith(".ipynb") else n for n in names])]
+    table = table.sort_values(["recorded_utc", "notebook"], kind="stable").reset_index(drop=True)
+    table.attrs["history"] = str(where)
+    table.attrs["parts"] = len(found)
+    return table
+
+
+def _read(found: list[Path]) -> pa.Table:
+    """Every part as one table; when one fails, part by part, leaving out (with a warning)
+    the ones that cannot be read."""
+    import pyarrow.dataset as ds
+
+    try:
+        return ds.dataset([str(p) for p in found], schema=SCHEMA, format="parquet").to_table()
+    except (pa.ArrowException, OSError, ValueError):
+        pass
+    tables = []
+    for path in found:
+        try:
+            part = pq.read_table(path)
+            tables.append(
+                pa.table(
+                    [
+                        part[c].cast(SCHEMA.field(c).type) if c in part.column_names else pa.nulls(len(part), t.type)
+                        for c, t in zip(SCHEMA.names, SCHEMA)
+                    ],
+                    schema=SCHEMA,
+                )
+            )
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            warnings.warn(
+                f"{path}: not a readable part of the history ({str(exc).splitlines()[0][:160]}); left out, the other "
+                "parts are read. Move it out of the folder (or delete it) to stop this warning",
+                HistoryWarning,
+                stacklevel=3,
+            )
+    return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+
+
+_AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(m|min|h|d|w)\s*", re.IGNORECASE)
+_AGE_UNITS = {"m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
+
+
+def parse_since(since: Any, now: datetime | None = None) -> pd.Timestamp:
+    """The moment (UTC) ``since`` names: an ISO date or time ("2026-11-01",
+    "2026-11-01T08:00", UTC unless it gives an offset), an age before ``now`` ("30m",
+    "24h", "7d", "2w"), or a datetime. InputError for anything else."""
+    if isinstance(since, (datetime, pd.Timestamp)):
+        stamp = pd.Timestamp(since)
+        return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    text = str(since)
+    if m := _AGE.fullmatch(text):
+        ago = pd.Timedelta(float(m.group(1)), unit=_AGE_UNITS[m.group(2).lower()])
+        return pd.Timestamp(now or datetime.now(timezone.utc)).tz_convert("UTC") - ago
+    stamp = None
+    if re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?\s*", text):
+        try:
+            stamp = pd.Timestamp(text.strip())
+        except ValueError:
+            stamp = None
+    if stamp is None or pd.isna(stamp):
+        shown = repr(text if len(text) <= 40 else text[:39] + "…")
+        raise InputError(
+            f"since {shown} is neither a date (2026-11-01, 2026-11-01T08:00, UTC) nor an age (30m, 24h, 7d, 2w); "
+            "give one of those, e.g. --since 7d"
+        )
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+# ---------------------------------------------------------------- for people
+def summary(table: pd.DataFrame) -> str:
+    """One sentence: how many results from how many notebooks, from when to when, where;
+    or that the history is empty and how to fill it."""
+    where = table.attrs.get("history", "the history")
+    if table.empty:
+        return f"No results in {where} yet: {HOW_TO_FILL}."
+    runs = executions(table)
+    first, last = (table["recorded_utc"].min(), table["recorded_utc"].max())
+    return (
+        f"{len(table):,} result{'s' * (len(table) != 1)} from {runs:,} executed notebook{'s' * (runs != 1)}, "
+        f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC, in {where}."
+    )
+
+
+def executions(table: pd.DataFrame) -> int:
+    """How many notebook executions the rows come from: a notebook executed again to the same
+    output (make demo) is one path at several times, one part each."""
+    return len(table.drop_duplicates(["executed", "recorded_utc"]))
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """The history as people read it: name, value with its interval, unit, date (UTC),
+    kernel, fio, machine (hostname; "emulated" for the NVMe lab's), commit (short; "+" when
+    the checkout had changes) and notebook."""
+
+    def interval(row) -> str:
+        text = row.value_text if _given(row.value_text) else show(None if pd.isna(row.value) else row.value)
+        if pd.notna(row.low) or pd.notna(row.high):
+            text += f" [{show(None if pd.isna(row.low) else row.low)}, {show(None if pd.isna(row.high) else row.high)}]"
+        return text
+
+    def machine(row) -> str:
+        return (row.hostname if _given(row.hostname) else "?") + (" (emulated)" if _given(row.emulated) else "")
+
+    def commit(row) -> str:
+        return (row.commit if _given(row.commit) else "")[:8] + ("+" if pd.notna(row.dirty) and bool(row.dirty) else "")
+
+    return pd.DataFrame(
+        {
+            "name": table["name"],
+            "value [interval]": [interval(r) for r in table.itertuples()],
+            "unit": table["unit"],
+            "date (UTC)": table["recorded_utc"].dt.strftime("%Y-%m-%d %H:%M"),
+            "kernel": table["kernel"].fillna(""),
+            "fio": table["fio_version"].fillna(""),
+            "machine": [machine(r) for r in table.itertuples()],
+            "commit": [commit(r) for r in table.itertuples()],
+            "notebook": table["notebook"],
+        }
+    )
+
+
+def as_text(table: pd.DataFrame, width: int = 28) -> str:
+    """``readable`` as aligned text columns (a cell over ``width`` characters shortened with
+    "…", the name never), for the terminal."""
+    shown = readable(table)
+    cells = [list(shown.columns)] + [
+        [v if i == 0 or len(v) <= width else v[: width - 1] + "…" for i, v in enumerate(map(str, row))]
+        for row in shown.itertuples(index=False)
+    ]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    right = {1}  # the numbers
+    lines = [
+        "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in cells
+    ]
+    return "\n".join(lines[:1] + ["  ".join("-" * w for w in widths)] + lines[1:])
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    try:
+        return float(value) if math.isfinite(value) else math.nan
+    except OverflowError:  # an int beyond a float: results.record keeps ints as they are
+        return math.nan
+
+
+def _given(value: Any) -> bool:
+    """A text cell that holds something (pandas' missing text is None or NaN)."""
+    return isinstance(value, str) and value != ""
+
+
+def _text(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
