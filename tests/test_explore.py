@@ -158,3 +158,13 @@ def test_a_numeric_hue_gets_a_sequential_scale_with_no_colour_twice(table):
     colours = [mcolors.to_hex(line.get_color()) for line in fig.axes[0].get_legend().get_lines()]
     assert len(colours) == 11 and len(set(colours)) == 11  # the default cycle has 10: one would repeat
     plt.close(fig)
+
+
+def test_the_distribution_views_are_offered_only_for_a_table_that_names_its_runs(table):
+    knee = pd.read_csv(FIXTURES / "knee" / "scratch_randread_3x.csv")  # no run_id: no run folders to read
+    w = explore._Widget({"table": table, "knee": knee})
+    assert [v for _, v in w.view.options] == ["means", "cdf", "tail", "spectrum"]
+    w.table.value = "knee"
+    assert [v for _, v in w.view.options] == ["means"] and w.view.value == "means"
+    with pytest.raises(InputError, match="view='means'"):
+        explore.distribution(table, "means")

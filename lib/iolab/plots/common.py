@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import StrMethodFormatter
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from ..core.readable import si_number
 
@@ -23,6 +24,7 @@ PALETTE = {"iops": "#1f77b4", "p50": "#2ca02c", "p99": "#d62728", "knee": "#7f7f
 CV_LIMIT = 0.10  # a cell is unstable above this coefficient of variation over repeats (pyperf: 10 %)
 UNSTABLE = f"unstable: CV > {100 * CV_LIMIT:g} % over repeats"
 UNSTABLE_COLOR = "#e31a1c"
+CATEGORICAL = sns.color_palette("tab10")
 # inches: the widest figure JupyterLab shows at its own size (100 dpi) in a 1280-px window with
 # the file browser open (848 px of output; a legend outside the axes widens the saved figure);
 # a wider one is scaled down, and its 8-pt labels with it, below 10 px
@@ -119,3 +121,12 @@ def thousands_axis(ax, axis: str = "y") -> None:
 def tick_text(v) -> str:
     """A setting's value as a tick label: numbers short (16, 0.5, 1e+06), the rest as text."""
     return f"{v:g}" if isinstance(v, (int, float, np.number)) else str(v)
+
+
+def setting_colors(values: list) -> dict:
+    """A colour per setting value, in the order given: a sequential scale (viridis, low light,
+    high dark) for numbers, so the legend reads as an order and no colour repeats; tab10 for
+    the rest. The one rule for colours per setting (curves, the explorer, the distributions)."""
+    if values and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
+        return dict(zip(values, sns.color_palette("viridis_r", n_colors=max(len(values), 2))))
+    return {v: CATEGORICAL[i % len(CATEGORICAL)] for i, v in enumerate(values)}

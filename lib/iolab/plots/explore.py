@@ -11,6 +11,12 @@ with its 95 % interval (``compare.interval``, the one the plots use: Student t, 
 settings get a log2 axis. The widget shows the ``plot(...)`` call for the current choice,
 so an exploration becomes a cell. Headless (papermill, ``make demo``) it shows the static
 default figure instead of widgets.
+
+For a table with ``run_id`` the ``view`` dropdown also draws the latency distribution of its
+cells from the runs' fio json+ bins (``iolab.stats.latency_dist``, ``iolab.plots.distributions``):
+the CDF, its tail (1 - CDF, log) or the percentile spectrum (p1 ... p99.999), one line per
+``hue`` value (and line styles per ``facet`` value), each cell's repeats and jobs pooled.
+``distribution(table, "cdf", hue="qd")`` draws the same as code.
 """
 
 from __future__ import annotations
@@ -25,17 +31,24 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
-from ..stats import compare
+from ..stats import compare, latency_dist
 from ..core import columns
 from ..core.columns import COLUMNS, label
 from ..core.errors import InputError, IolabError
-from .common import NOTEBOOK_WIDTH_IN, flag_banner, si_axis
+from . import distributions
+from .common import NOTEBOOK_WIDTH_IN, flag_banner, setting_colors, si_axis
 from ..core.progress import headless
 from ..core.validate import parse_size
 
 MAX_CATEGORIES = 30  # an unregistered column with more distinct values is not a setting
 NONE = "(none)"  # the hue / facet choice that means no split
 FEW_VALUES = 6  # a numeric setting with this many values or fewer is drawn as categories
+VIEWS = {  # the view dropdown: value -> what it shows
+    "means": "means by setting (95 % interval)",
+    "cdf": "latency CDF (json+ bins)",
+    "tail": "latency tail: 1 − CDF (log)",
+    "spectrum": "latency percentiles p1 … p99.999",
+}
 
 
 @dataclass(frozen=True)
@@ -209,7 +222,7 @@ def _palette(full: pd.DataFrame, hue: str | None, hue_order) -> list | None:
     neither does a colour repeat nor does a legend look categorical; None otherwise."""
     if not hue or not hue_order or not pd.api.types.is_numeric_dtype(full[hue]):
         return None
-    return sns.color_palette("viridis_r", n_colors=len(hue_order))
+    return list(setting_colors(list(hue_order)).values())[: len(hue_order)]
 
 
 def _metric_vs_metric(
@@ -285,8 +298,55 @@ def default_axes(df: pd.DataFrame) -> tuple[str, str]:
     return x, ("iops" if "iops" in c.metrics else c.metrics[0])
 
 
-def explorer(tables: pd.DataFrame | Mapping[str, pd.DataFrame], interactive: bool = True) -> None:
-    """Widgets to put any setting on x, hue and facet and any metric on y (JupyterLab).
+def distribution(
+    df: pd.DataFrame,
+    view: str = "cdf",
+    hue: str | None = None,
+    facet: str | None = None,
+    runs_dir: str | None = None,
+    kind: str = "clat",
+):
+    """The latency distribution of the cells of ``df`` (a table with ``run_id``; its run
+    folders under ``runs_dir``) from fio's json+ bins: ``view`` "cdf", "tail" (1 - CDF on a
+    log axis) or "spectrum"; one colour per ``hue`` value, a line style per ``facet`` value,
+    the runs of a cell pooled (``iolab.stats.latency_dist``). Returns the Figure."""
+    if view not in VIEWS or view == "means":
+        raise InputError(f"view={view!r}: choose 'cdf', 'tail' or 'spectrum' ('means' is plot())")
+    return _draw_distribution(_distribution_frame(df, view, hue, facet, runs_dir, kind), view, hue)
+
+
+def _distribution_frame(df: pd.DataFrame, view: str, hue, facet, runs_dir, kind: str = "clat") -> pd.DataFrame:
+    make = latency_dist.spectrum if view == "spectrum" else latency_dist.cdf
+    return make(df, [k for k in (hue, facet) if k], kind=kind, runs_dir=runs_dir)
+
+
+def _draw_distribution(frame: pd.DataFrame, view: str, hue):
+    if view == "spectrum":
+        return distributions.plot_spectrum(frame, hue=hue).figure
+    return distributions.plot_cdf(frame, hue=hue, tail=view == "tail").figure
+
+
+def distribution_code(
+    view: str, hue: str | None = None, facet: str | None = None, runs_dir: str | None = None, table: str = "table"
+) -> str:
+    """The cell that draws the explorer's current distribution view."""
+    by = [k for k in (hue, facet) if k]
+    where = f", runs_dir={str(runs_dir)!r}" if runs_dir else ""
+    make, draw = ("spectrum", "plot_spectrum") if view == "spectrum" else ("cdf", "plot_cdf")
+    tail = ", tail=True" if view == "tail" else ""
+    return (
+        "from iolab.stats import latency_dist\nfrom iolab.plots import distributions\n"
+        f"dist = latency_dist.{make}({table}, by={by!r}{where})\n"
+        f"distributions.{draw}(dist, hue={hue!r}{tail})"
+    )
+
+
+def explorer(
+    tables: pd.DataFrame | Mapping[str, pd.DataFrame], interactive: bool = True, runs_dir: str | None = None
+) -> None:
+    """Widgets to put any setting on x, hue and facet and any metric on y (JupyterLab), or
+    to draw the latency distribution of the cells (the view dropdown; tables with ``run_id``,
+    their run folders under ``runs_dir``, default the runs folder and one level below).
 
     ``tables``: one table, or several by the names of their notebook variables (the copied
     code then runs as it is). Headless or with ``interactive=False`` the default figure of
@@ -298,17 +358,18 @@ def explorer(tables: pd.DataFrame | Mapping[str, pd.DataFrame], interactive: boo
         display(fig)
         plt.close(fig)
         return
-    display(_Widget(tables).box)
+    display(_Widget(tables, runs_dir).box)
 
 
 class _Widget:
     """The explorer's widgets; hooks for tests: box class ``iolab-explorer``, dropdowns
-    described table/x/y/hue/facet, code text class ``iolab-explorer-code``."""
+    described table/view/x/y/hue/facet, code text class ``iolab-explorer-code``."""
 
-    def __init__(self, tables: Mapping[str, pd.DataFrame]):
+    def __init__(self, tables: Mapping[str, pd.DataFrame], runs_dir: str | None = None):
         import ipywidgets as w  # widgets only in JupyterLab: plot() and batch runs never load them
 
         self.tables = tables
+        self.runs_dir = runs_dir
         names = list(tables)
         # wide enough for "clat p99 (µs) [clat_p99_us] (measured)": the default width clipped it
         wide = dict(layout=w.Layout(width="46%", min_width="18em"), style={"description_width": "3.5em"})
@@ -316,15 +377,18 @@ class _Widget:
         self.x, self.y = w.Dropdown(description="x", **wide), w.Dropdown(description="y", **wide)
         self.hue, self.facet = w.Dropdown(description="hue", **wide), w.Dropdown(description="facet", **wide)
         self.log_y = w.Checkbox(value=False, description="log y", indent=False)
+        self.view = w.Dropdown(options=[(text, v) for v, text in VIEWS.items()], description="view", **wide)
         self.out = w.Output()
-        self.code = w.Textarea(layout=w.Layout(width="100%", height="4em"), disabled=False)
+        self.code = w.Textarea(layout=w.Layout(width="100%", height="5.5em"), disabled=False)
         self.code.add_class("iolab-explorer-code")
         self._busy = False
+        self._frames: dict[tuple, pd.DataFrame] = {}
         self._fill()
         self.table.observe(self._table_changed, names="value")
-        for widget in (self.x, self.y, self.hue, self.facet, self.log_y):
+        for widget in (self.x, self.y, self.hue, self.facet, self.log_y, self.view):
             widget.observe(self.draw, names="value")
         rows = [
+            w.HBox([self.view], layout=w.Layout(flex_flow="row wrap")),
             w.HBox([self.x, self.y], layout=w.Layout(flex_flow="row wrap")),
             w.HBox([self.hue, self.facet, self.log_y], layout=w.Layout(flex_flow="row wrap")),
         ]
@@ -347,6 +411,10 @@ class _Widget:
         self.hue.options = self.facet.options = [(NONE, NONE)] + settings
         self.x.options = settings + [(f"{label(m)} [{m}] (measured)", m) for m in c.metrics]
         self.x.value, self.y.value, self.hue.value, self.facet.value = x, y, NONE, NONE
+        # a distribution needs the runs' files: offered for a table that names its runs
+        view = self.view.value
+        self.view.options = [(text, v) for v, text in VIEWS.items() if v == "means" or "run_id" in df.columns]
+        self.view.value = view if "run_id" in df.columns else "means"
         self._busy = False
 
     def _table_changed(self, _change) -> None:
@@ -364,14 +432,28 @@ class _Widget:
             hue=None if self.hue.value == NONE else self.hue.value,
             facet=None if self.facet.value == NONE else self.facet.value,
         )
-        name = self.table.value
-        self.code.value = code(**args, table=name)
+        name, view = self.table.value, self.view.value
+        for widget in (self.x, self.y, self.log_y):  # a distribution's axes are fixed
+            widget.disabled = view != "means"
+        if view == "means":
+            self.code.value = code(**args, table=name)
+        else:
+            split = dict(hue=args["hue"], facet=args["facet"], runs_dir=self.runs_dir)
+            self.code.value = distribution_code(view, **split, table=name)
         with self.out:
             self.out.clear_output(wait=True)
             try:
-                fig = plot(df, **args)
+                fig = plot(df, **args) if view == "means" else self._distribution(df, view, **split)
             except (IolabError, ValueError, TypeError) as exc:  # seaborn refuses some choices
                 print(f"cannot draw this choice: {exc}")
                 return
             display(fig)
             plt.close(fig)
+
+    def _distribution(self, df: pd.DataFrame, view: str, hue, facet, runs_dir):
+        """``distribution``'s figure; the frame read once per table and split (the CDF's
+        serves the tail), so a redraw does not read the runs' fio.json files again."""
+        key = (self.table.value, view == "spectrum", hue, facet)
+        if key not in self._frames:
+            self._frames[key] = _distribution_frame(df, view, hue, facet, runs_dir)
+        return _draw_distribution(self._frames[key], view, hue)

@@ -95,11 +95,12 @@ def pool_runs(run_dirs: str | os.PathLike | Iterable[str | os.PathLike], files: 
     """``pool_outputs`` of run folders' fio reports (``fio.json``): e.g. the repeats of one
     cell of a study, pooled for an exact p99 over repeats."""
     dirs = [run_dirs] if isinstance(run_dirs, (str, os.PathLike)) else list(run_dirs)
-    return pool_outputs([_report(Path(d)) for d in dirs], files)
+    return pool_outputs([report_of(Path(d)) for d in dirs], files)
 
 
 # ---------------------------------------------------------------- reading
-def _report(run_dir: Path) -> Path:
+def report_of(run_dir: Path) -> Path:
+    """The fio report of a run folder; InputError for a folder without one (t/io_uring's)."""
     report = run_dir / FILES[0]
     if not report.is_file():
         raise InputError(
@@ -142,18 +143,19 @@ def _parts(index: int, source: str, data: Mapping[str, Any]) -> list[Part]:
 
 def _part(index: int, source: str, row: dict[str, Any], dirdata: Mapping[str, Any]) -> Part:
     bins = {kind: latency_bins(dirdata, kind) for kind in KINDS}
-    why = {kind: "" if bins[kind] else _why_no_bins(dirdata, kind) for kind in KINDS}
+    why = {kind: "" if bins[kind] else why_no_bins(dirdata, kind) for kind in KINDS}
     return Part(index, source, row, bins, why)
 
 
-def _why_no_bins(dirdata: Mapping[str, Any], kind: str) -> str:
-    """Why fio wrote no json+ bins for this latency, and the fio option that gives them."""
+def why_no_bins(dirdata: Mapping[str, Any], kind: str) -> str:
+    """Why fio wrote no json+ bins for this latency (clat, lat or slat) of one direction, and
+    the fio option that gives them."""
     obj = latency_object(dirdata, kind)
     if not obj or float(obj.get("max", 0)) == 0:
-        return f"fio measured no {kind} (gtod_reduce=1 or disable_{kind}=1); run without them"
-    if kind == "lat" and not obj.get("percentile"):
-        return "fio writes lat bins only with lat_percentiles=1 and --output-format=json+"
-    return "run fio with --output-format=json+"
+        return f"fio measured no {kind} (gtod_reduce=1 or disable_{kind}=1); run fio without them"
+    if kind != "clat" and not obj.get("percentile"):
+        return f"fio writes {kind} bins only with {kind}_percentiles=1 and --output-format=json+"
+    return "run fio with --output-format=json+ (iolab's runs always are)"
 
 
 # ---------------------------------------------------------------- pooling one direction
