@@ -128,6 +128,7 @@ def test_a_loop_that_fails_takes_its_bar_away(monkeypatch):
     from iolab.core import progress
 
     monkeypatch.setattr(progress, "headless", lambda: False)
+    monkeypatch.setattr(progress, "_watched", lambda: True)  # a notebook, or a terminal
     failing = progress.bar(range(4), "runs")
     with pytest.raises(RuntimeError):
         for i in failing:
@@ -135,3 +136,34 @@ def test_a_loop_that_fails_takes_its_bar_away(monkeypatch):
     assert failing.leave is False
     done = progress.bar(range(2), "runs")
     assert list(done) == [0, 1] and done.leave is not False
+
+
+def test_progress_to_a_file_or_a_pipe_is_a_few_plain_lines(monkeypatch, capsys):
+    """A bar written to a file printed a line per update (hundreds for one iolab table): with
+    stderr not a terminal, the start, every 10 % and the end; nothing under papermill."""
+    from iolab.core import progress
+
+    monkeypatch.setattr(progress, "headless", lambda: False)
+    monkeypatch.setattr(progress, "_watched", lambda: False)
+    assert sum(progress.bar(range(1000), "deriving run tables")) == 499500
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "deriving run tables: start: 0/1000 run(s), 0 s"
+    assert [line.split(": ")[1] for line in lines[1:-1]] == [f"{p} %" for p in range(0, 100, 10)]
+    assert lines[-1].startswith("deriving run tables: done: 1000/1000 run(s), ") and len(lines) == 12
+    with pytest.raises(RuntimeError):
+        for i in progress.bar(range(10), "runs", unit="run"):
+            if i == 3:
+                raise RuntimeError("fio failed")
+    assert capsys.readouterr().err.splitlines()[-1].startswith("runs: stopped: 3/10 run(s)")
+    with progress.bar(None, "writing once", unit="MiB", total=64, delay=5) as quick:  # ends within its delay
+        quick.update(64)
+    with progress.Stages("profile", ["fio", "perf script"]) as stages:
+        stages.advance()
+    assert capsys.readouterr().err.splitlines() == [
+        "profile: start: 0/2 stage(s), 0 s",
+        "profile: 50 %: 1/2 stage(s), 0 s, perf script",
+        "profile: done: 2/2 stage(s), 0 s, perf script",
+    ]
+    monkeypatch.setattr(progress, "headless", lambda: True)
+    list(progress.bar(range(100), "quiet"))
+    assert capsys.readouterr().err == ""

@@ -1,5 +1,9 @@
-"""Progress for long cells: tqdm.auto bars (a widget in JupyterLab, text in a terminal),
-quiet in batch runs (papermill, ``make demo``: ``IOLAB_HEADLESS=1``, or ``TQDM_DISABLE=1``)."""
+"""Progress for long work, suited to where it goes:
+
+* a notebook's kernel or a terminal: tqdm.auto bars (a widget in JupyterLab, text on a tty);
+* stderr a file or a pipe (``iolab table DIR 2> log``, CI): a few plain lines — the start,
+  about every 10 % with the elapsed time, the end — not one line per update;
+* batch runs (papermill, ``make demo``: ``IOLAB_HEADLESS=1``, or ``TQDM_DISABLE=1``): nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +19,10 @@ def headless() -> bool:
 def bar(iterable: Iterable, desc: str, unit: str = "run", total: int | None = None, delay: float = 0):
     """``iterable`` wrapped in a progress bar (none when headless; shown only after ``delay``
     seconds, so work that ends sooner leaves no bar behind). A loop that ends early (a
-    failed run, Ctrl-C) takes its bar away rather than leave a stale "0/4" behind."""
+    failed run, Ctrl-C) takes its bar away rather than leave a stale "0/4" behind. When
+    stderr is a file or a pipe and no notebook watches, ``Lines`` instead of a bar."""
+    if not headless() and not _watched():
+        return Lines(iterable, desc, unit, total, delay)
     from tqdm.auto import tqdm
 
     class Bar(tqdm):
@@ -31,6 +38,91 @@ def bar(iterable: Iterable, desc: str, unit: str = "run", total: int | None = No
     return Bar(iterable, desc=desc, unit=unit, total=total, disable=headless(), delay=delay)
 
 
+class Lines:
+    """What ``bar`` gives when stderr is a file or a pipe: the same calls as a tqdm bar
+    (iterate, ``update``, ``set_postfix_str``, ``close``, ``with``), a line at the start,
+    one each time another ``STEP_PCT`` % is done (or every ``STEP_S`` seconds without a
+    total), and one at the end with the elapsed time. Nothing for work that ends within
+    ``delay`` seconds."""
+
+    STEP_PCT = 10
+    STEP_S = 30.0
+
+    def __init__(self, iterable, desc: str, unit: str = "run", total: int | None = None, delay: float = 0):
+        import time
+
+        self.iterable, self.desc, self.unit, self.delay = iterable, desc, unit, delay
+        self.total = total if total is not None else _len(iterable)
+        self.n, self.disable, self.leave, self.postfix = 0, False, True, ""
+        self._start = self._last_said = time.monotonic()
+        self._said_pct = -1
+        self._closed = False
+        if not delay:
+            self._say("start")
+
+    def __iter__(self):
+        try:
+            for item in self.iterable:
+                yield item
+                self.update(1)
+        finally:
+            self.close()
+
+    def __len__(self) -> int:
+        return self.total or 0
+
+    def update(self, n: float = 1) -> None:
+        import time
+
+        self.n += n
+        now = time.monotonic()
+        if self.total:
+            pct = int(100 * self.n / self.total) // self.STEP_PCT * self.STEP_PCT
+            if pct > self._said_pct and pct < 100:
+                self._said_pct = pct
+                self._say(f"{pct} %")
+        elif now - self._last_said >= self.STEP_S:
+            self._say("")
+
+    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
+        self.postfix = text
+
+    def set_description(self, desc: str = "", refresh: bool = True) -> None:
+        self.desc = desc
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._say("done" if not self.total or self.n >= self.total else "stopped")
+
+    def __enter__(self) -> "Lines":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _say(self, what: str) -> None:
+        import sys
+        import time
+
+        self._last_said = now = time.monotonic()
+        if now - self._start < self.delay and what != "start":
+            return
+        count = f"{self.n:g}/{self.total:g}" if self.total else f"{self.n:g}"
+        extra = f", {self.postfix}" if self.postfix else ""
+        head = f"{what}: " if what else ""
+        print(
+            f"{self.desc}: {head}{count} {self.unit}(s), {now - self._start:.0f} s{extra}", file=sys.stderr, flush=True
+        )
+
+
+def _len(iterable) -> int | None:
+    try:
+        return len(iterable)
+    except TypeError:
+        return None
+
+
 class Stages:
     """A bar over the named stages of one long step (a profiled run: fio, then perf script
     and folding). ``advance()`` finishes the current stage and names the next; ``close()``
@@ -41,23 +133,29 @@ class Stages:
 
         self.names = list(names)
         self.done = 0
-        self._bar = tqdm(total=len(self.names), desc=desc, unit="stage", disable=headless())
+        if headless() or _watched():
+            self._bar = tqdm(total=len(self.names), desc=desc, unit="stage", disable=headless())
+        else:
+            self._bar = Lines(None, desc, "stage", total=len(self.names))
         self._bar.set_postfix_str(self.names[0] if self.names else "")
 
     def advance(self) -> None:
         self.done += 1
-        self._bar.update(1)
         if self.done < len(self.names):
             self._bar.set_postfix_str(self.names[self.done])
+        self._bar.update(1)
 
-    def close(self) -> None:
+    def close(self, finished: bool = True) -> None:
+        """End the bar; ``finished``: the last stage is done (False: stopped part way)."""
+        if finished and isinstance(self._bar, Lines):
+            self._bar.n = self._bar.total
         self._bar.close()
 
     def __enter__(self) -> "Stages":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, *exc) -> None:
+        self.close(finished=kind is None)
 
 
 LONG_RUN_S = 10.0  # a single run at least this long gets a bar of its seconds (Ticking)
