@@ -92,7 +92,7 @@ def table(done: SidesCompared):
 
 PAGE = """{% from "table.html" import table %}<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>
 <title>iolab compare: {{ a_name }} vs {{ b_name }}</title><style>{{ style | safe }}
-td.better{color:#1a7f37;font-weight:600} td.worse{color:#c62828;font-weight:600} td.same{color:#555}
+.better{color:#1a7f37;font-weight:600} .worse{color:#c62828;font-weight:600} td.same{color:#555}
 .banner{background:#fff4e5;border-left:4px solid #e8a33d;padding:.6em 1em;margin:1em 0}</style></head><body>
 <h1>B against A</h1>
 <p>A = <code>{{ a }}</code><br>B = <code>{{ b }}</code></p>
