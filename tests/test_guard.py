@@ -263,6 +263,48 @@ def test_python_fallback_reads_like_fio(tmp_path):
     assert [(j.name, j.options) for j in _python_jobs(job, fio_binary())] == fio_jobs
 
 
+def test_many_jobs_at_once_are_judged_as_one_at_a_time(tmp_path, monkeypatch):
+    """The batch guard (iolab.machine.jobbatch) gives each job text what guard_job_text gives
+    it — the same JobCheck, or the same error with the same words — on legal jobs, a bad
+    option and a bad value (fio drops the job), a write to a file iolab did not create, a
+    [global] text and two-section texts, with a few fio calls for 60 texts."""
+    import dataclasses
+    import subprocess as sp
+
+    from iolab.core.errors import IolabError
+    from iolab.machine.fio import to_jobfile
+    from iolab.machine.jobbatch import guard_job_texts
+    from iolab.machine.jobcheck import guard_job_text
+
+    (tmp_path / "users.dat").write_bytes(b"u" * 5000)
+    texts = []
+    for i in range(60):
+        o = {"ioengine": "psync", "rw": "randread", "filename": str(tmp_path / "new.dat"), "size": "1m", "bs": "4k"}
+        o |= [{}, {"hipri": 1}, {"rw": "foo"}, {"rw": "randwrite", "filename": str(tmp_path / "users.dat")}][i % 4]
+        texts.append(to_jobfile({f"c{i}-0": o, f"c{i}-1": {**o, "bs": "8k"}} if i % 5 == 0 else {f"c{i}": o}))
+    texts.append(to_jobfile({"g": {"rw": "read"}}, {"ioengine": "psync", "filename": str(tmp_path / "new.dat")}))
+    calls = []
+    real_run = sp.run
+    monkeypatch.setattr(sp, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    many = guard_job_texts(texts)
+    assert len(calls) <= 6, f"{len(calls)} fio calls for {len(texts)} texts"
+
+    def alone(text):
+        try:
+            return guard_job_text(text)
+        except IolabError as exc:
+            return exc
+
+    for i in (0, 1, 2, 3, 4, 5, 9, 10, 30, 59, 60):  # legal, bad option, bad value, user's file; later ones repeat
+        one = alone(texts[i])
+        if isinstance(one, IolabError):
+            assert type(many[i]) is type(one) and str(many[i]) == str(one), i
+        else:
+            assert dataclasses.asdict(many[i]) == dataclasses.asdict(one), i
+    assert [type(many[i]).__name__ for i in range(4)] == ["JobCheck", "FioError", "FioError", "UnsafeTargetError"]
+    assert getattr(many[9], "like", None) == 1 and "job c9 dropped" in str(many[9])  # said without asking fio
+
+
 # ---------------------------------------------------------------- a user's files (P15)
 def test_a_users_file_is_refused_and_survives_new_and_own_files_are_written(tmp_path, scratch, runs):
     """A write job on an existing file iolab did not create is refused (judged on the file fio

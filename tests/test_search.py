@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, needs_root
+from conftest import REPO, cli_here, needs_root
 from iolab.machine import knobs
-from iolab.measure import search, search_spec
+from iolab.measure import plans, search, search_spec
 from iolab.core.errors import FioError, InputError
 
 BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"}
@@ -92,6 +92,50 @@ def test_a_bad_fio_option_is_refused_before_any_run(tmp_path):
     spec = search_spec.load_spec(spec_file(tmp_path, axes={"iodepth": [1, 0]}))
     with pytest.raises(InputError, match="iodepth"), search.open_targets(spec) as targets:
         search.plan(spec, targets)
+
+
+def test_a_dry_run_of_hundreds_of_cells_counts_estimates_warns_and_groups_the_illegal(tmp_path):
+    """320 cells checked with a few fio calls: counted and estimated before the listing, a
+    warning above 1,000 runs, the illegal cells counted with their reasons grouped (a bad
+    option on one engine, a write to a file iolab did not create), the listing cut short."""
+    users = tmp_path / "users.dat"
+    users.write_bytes(b"u" * (100 << 10))
+    axes = {
+        "ioengine": ["psync", "io_uring"],  # hipri is an io_uring option: "Bad option" with psync
+        "filename": [str(users), str(tmp_path / "new.dat")],
+        "rw": ["randread", "randwrite"],  # writing users.dat is refused; reading it is fine
+        "iodepth": [1, 2, 4, 8, 16],
+        "bs": ["4k", "8k", "16k", "64k"],
+        "numjobs": [1, 2],
+    }
+    base = {**BASE, "ioengine": "psync", "hipri": 1, "size": "64k"}
+    done = cli_here("search", "--dry-run", spec_file(tmp_path, axes=axes, base=base, repeats=4))
+    out = done.stdout.splitlines()
+    assert done.returncode == 1 and "200 of 320 cells cannot run" in done.stderr, done.stderr
+    head = re.fullmatch(
+        r"search t: 320 cells x 4 repeats = 1,280 runs, about (\d+) min of wall time \(300ms .*", out[0]
+    )
+    assert head and 20 <= int(head.group(1)) <= 30, out[0]  # 1,281 runs of 0.3 s + 0.7 s
+    assert out[1].startswith("WARNING: this plan is 1,280 runs") and "fewer repeats (repeats: 4 now)" in out[1]
+    assert out[2].startswith("cells: 120 legal, 200 illegal: 480 runs, about 8 min")
+    assert re.match(r"  \(1\) 160 cell\(s\) \(c0, c1, .*Bad option <hipri=1> .*job c<cell> dropped", out[3])
+    assert re.match(r"  \(2\) 40 cell\(s\) .*refusing job \[c<cell>\]: fio reads it as rw=randwrite", out[4])
+    assert "an existing file of 102,400 bytes that iolab did not create" in out[4] and len(out) == 5 + 1 + 11
+    assert "… 310 cells more; --list-all lists every one …" in done.stdout and "c319" in out[-1]
+    every = cli_here("search", "--dry-run", "--list-all", spec_file(tmp_path, axes=axes, base=base, repeats=4))
+    assert len(every.stdout.splitlines()) == 6 + 320 and every.stdout.count("ILLEGAL (2)") == 40
+    assert "(more than 8 h of wall time)" in plans.too_big(10, 9 * 3600, "fio runs", "--quick")
+    from iolab.report import batch  # the same words for a batch's plan (iolab batch --dry-run)
+
+    notebook = REPO / "notebooks" / "01_queue_depth_knee.ipynb"
+    grid = {"bs": [f"{k}k" for k in range(1, 41)], "runtime_s": list(range(1, 31))}
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({"notebook": str(notebook), "grid": grid}))
+    said = batch.describe_plan(batch.load_manifest(tmp_path / "b.yaml"), tmp_path / "out").splitlines()
+    assert re.match(
+        r"batch b.yaml: 1,200 notebook runs of 01_.*, 0 already done in .*, 1,200 to run; about \d", said[0]
+    )
+    assert said[1].startswith("WARNING: this plan is 1,200 notebook runs") and len(said) == 2 + 11
+    assert plans.too_big(1000, 8 * 3600, "runs", "x") == "" and plans.about(1.5 * 86400) == "36 h"
 
 
 def stress_pids() -> set[int]:

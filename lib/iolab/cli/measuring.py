@@ -138,8 +138,19 @@ def cmd_search(args, _extra) -> int:
     spec = search_spec.load_spec(args.spec)
     if args.dry_run:
         with search.open_targets(spec) as targets:
-            runs = search.plan(spec, targets, args.drop_unavailable, args.allow_destructive)
-        print(search.describe_plan(runs, spec))
+            checked = search.check(
+                spec,
+                targets,
+                args.drop_unavailable,
+                args.allow_destructive,
+                announce=lambda size: print(size, flush=True),  # before its cells are checked: big specs take seconds
+            )
+        print(search.describe_check(checked, every=args.list_all))
+        if checked.refused:
+            raise InputError(
+                f"{len(checked.refused):,} of {len(checked.cells):,} cells cannot run (the reasons are listed "
+                "above): iolab search refuses this spec before its first run; change or remove those values"
+            )
         return 0
     runs_dir = Path(args.runs_dir) if args.runs_dir else search.default_folder(spec)
     print(f"iolab search: runs go to {runs_dir} (the same command resumes)", file=sys.stderr)
@@ -246,7 +257,15 @@ def add_commands(add) -> None:
         action="store_true",
         help="run without the axes/values this machine cannot vary (they are listed first)",
     )
-    p.add_argument("--dry-run", action="store_true", help="check the spec and every cell, print the plan, run nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the spec and every cell, print the plan (its size and wall time first, illegal cells "
+        "with why, the first and last cells), run nothing; exit 1 when a cell cannot run",
+    )
+    p.add_argument(
+        "--list-all", action="store_true", help="with --dry-run: list every cell, not only the first and last"
+    )
     p.add_argument(
         "--allow-destructive",
         action="store_true",

@@ -20,6 +20,13 @@ def cmd_batch(args, _extra) -> int:
     from ..report import batch  # slow to import (papermill): only for this command
 
     manifest = batch.load_manifest(args.manifest)
+    print(
+        batch.describe_plan(manifest, args.out, every=args.list_all),
+        file=sys.stdout if args.dry_run else sys.stderr,
+        flush=True,
+    )
+    if args.dry_run:
+        return 0
 
     def said(record) -> None:
         line = f"{record['name']}: {record['status']} in {record['duration_s']:g} s"
@@ -260,6 +267,10 @@ def add_commands(add) -> None:
     p.add_argument("manifest", help="the batch manifest (YAML): notebook, defaults, runs and/or grid")
     p.add_argument("--out", help="output folder (default: the manifest's out:, else batch-<manifest> beside it)")
     p.add_argument("--jobs", type=int, help="runs at once, as separate processes (default: the manifest's jobs:, 1)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the plan (runs, those already done, an estimate), run nothing"
+    )
+    p.add_argument("--list-all", action="store_true", help="with --dry-run: list every run")
     p.set_defaults(func=cmd_batch)
     p = add(
         "seeds",

@@ -13,6 +13,9 @@ lines are the boundaries. Jobs inherit the ``[global]`` options read before them
 wins). ``fio --parse-only`` may drop a job ("Bad option <...>", "failed parsing ...",
 "fio: job x dropped") and still exit 0: that is a FioError here, raised before anything runs.
 
+Many job texts at once (a search's cells): ``iolab.machine.jobbatch`` asks fio once per
+chunk of them and gives each what ``guard_job_text`` would.
+
 Fallback, when fio prints no parse debug lines (built without debug): a Python reading of
 the ini text, option names mapped to fio's canonical names with the "alias:" lines of
 ``fio --cmdhelp`` and values stripped of blanks (:func:`normalise`).
@@ -407,10 +410,51 @@ def guard_job(
     return _judge(*parse_jobfile(jobfile, fio, shown), allow_destructive, cwd)
 
 
+class _Looks:
+    """What the guard reads about the paths of one judgement: a path's kind, a device's
+    contents, a file's size and owner, each read once (a search judges thousands of jobs on
+    one scratch file: ``iolab.machine.jobbatch``). A fresh one per judgement: files are
+    judged afresh every time."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple, Any] = {}
+
+    def _once(self, key: tuple, read) -> Any:
+        if key not in self._seen:
+            self._seen[key] = read()
+        return self._seen[key]
+
+    def classify(self, path: str, cwd: str | os.PathLike | None) -> tuple[str, str, str | None]:
+        return self._once(("kind", path, cwd), lambda: classify(path, cwd))
+
+    def holds_data(self, device: str) -> list[str]:
+        return self._once(("holds", device), lambda: holds_data(device))
+
+    def size(self, real: str) -> int | None:
+        return self._once(("size", real), lambda: _size(real))
+
+    def owned(self, real: str) -> bool:
+        return self._once(("owned", real), lambda: owned.is_owned(real))
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
 def _judge(
-    jobs: list[Job], parsed_by: str, warnings: list[str], allow_destructive: bool, cwd: str | os.PathLike | None
+    jobs: list[Job],
+    parsed_by: str,
+    warnings: list[str],
+    allow_destructive: bool,
+    cwd: str | os.PathLike | None,
+    looks: _Looks | None = None,
 ) -> JobCheck:
-    """:func:`guard_job` on fio's reading of a job file."""
+    """:func:`guard_job` on fio's reading of a job file (``looks``: what was read about its
+    paths already, for many jobs judged at once)."""
+    looks = looks or _Looks()
     files, writes = [], {}
     for job in jobs:
         writes[job.name] = write_reasons(job.options)
@@ -425,9 +469,9 @@ def _judge(
                 "allow_destructive=True (MeasureOptions, or a notebook parameter; CLI: --allow-destructive) if you really mean it."
             )
         for option, path, assumed in paths_of(job):
-            real, kind, device = classify(path, cwd)
+            real, kind, device = looks.classify(path, cwd)
             files.append(OpenedFile(job.name, option, real, kind, device, assumed))
-            found = holds_data(device) if device and writes[job.name] and not allow_destructive else []
+            found = looks.holds_data(device) if device and writes[job.name] and not allow_destructive else []
             if found:
                 via = (
                     f" (the file behind {device})"
@@ -444,20 +488,17 @@ def _judge(
                     "really mean it."
                 )
             if kind == "file" and not device and not allow_destructive:
-                _refuse_users_file(job, writes[job.name], option, path, real)
+                _refuse_users_file(job, writes[job.name], option, path, real, looks)
     return JobCheck(jobs, files, writes, parsed_by, warnings)
 
 
-def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real: str) -> None:
+def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real: str, looks: _Looks) -> None:
     """UnsafeTargetError for a job that would change a regular file holding bytes iolab did
     not write (``iolab.machine.owned``): it writes (``writes``), fio writes its logs there, or fio
     would lay the file out anew because it is shorter than the job's ``size`` + ``offset``
     (deleting what it held, even for reads). An empty file, a new one, or iolab's own is fine."""
-    try:
-        size = os.path.getsize(real)
-    except OSError:
-        return
-    if size == 0 or owned.is_owned(real):
+    size = looks.size(real)
+    if not size or looks.owned(real):
         return
     why = writes or (
         [f"{option} (fio writes its log there)"]

@@ -30,7 +30,12 @@ pooled row); the CPUs and devices are those of each host, knobs are set on this 
 
 Before anything runs, every cell is checked (fio's own parse of its job, the write guard,
 knob values on the target, CPUs, stress-ng) and what this machine cannot vary is reported
-(``unavailable``): ``run`` stops there unless ``drop_unavailable``. Each (cell, repeat) is
+(``unavailable``): ``run`` stops there unless ``drop_unavailable``. fio parses the jobs of
+thousands of cells in a few calls (``iolab.machine.jobbatch``: 10,000 cells in ~3 s where one
+call per cell took ~25 min); the plan's size and wall time are said before its cells are
+checked (``describe_size``), with a warning above 1,000 runs or 8 hours
+(``iolab.measure.plans``), and ``iolab search --dry-run`` then lists the legal and illegal
+cells, each reason with the cells it refuses (``check``, ``describe_check``). Each (cell, repeat) is
 one stored run whose ``swept`` values are the axes under the spec's names plus
 ``repeat`` and ``search`` (the spec's name and a hash of what else decides the runs); a
 re-run into the same folder runs only what has no "ok" run, so after Ctrl-C, SIGTERM or
@@ -41,9 +46,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -57,9 +64,10 @@ from ..runs import repair
 from ..stats.analysis import add_cycles_per_io
 from ..core.atomic import write_atomic, write_json
 from ..core.errors import InputError, IolabError
+from ..core.progress import bar
 from ..machine.fio import fio_binary, to_jobfile
 from ..machine.hosts import hosts_from
-from ..machine.jobcheck import guard_job_text
+from ..machine.jobbatch import guard_job_texts
 from ..core.paths import check_name
 from ..core.paths import runs_dir as default_runs_dir
 from ..runs.runcache import load_cached
@@ -68,6 +76,7 @@ from ..machine.stress import stress_argv
 from .campaign import Rounds, execute, ordered, paths_of
 from .options import MeasureOptions
 from .planned import DEFAULTS, PlannedRun, job_options
+from .plans import about, cut, too_big
 from .search_spec import SPEC_KEYS, Spec, load_spec
 from ..machine.hosts import Host
 from ..core.system import SYS_CPU, parse_cpu_list, read_text
@@ -75,11 +84,15 @@ from ..machine.target import Target, open_target
 from ..core.validate import (
     check_cpus,
     check_fio_options,
+    fio_seconds,
     writable_dir,
 )
 
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
 UNAVAILABLE = "unavailable.json"  # what a search with drop_unavailable left out, and why (left_out)
+# seconds a run costs beyond its runtime and ramp_time (fio's start, the samplers, the snapshot,
+# the run folder): iolab.report.seeds' figure, measured on this project's 2-core VM
+RUN_OVERHEAD_S = 0.7
 
 
 class SearchUnavailable(InputError):
@@ -166,10 +179,15 @@ def cells(spec: Spec, targets: Sequence[Target]) -> tuple[list[Cell], list[tuple
             problems.append(("stress", ["stressed"], str(exc)))
     out, illegal = [], 0
     names = list(axes)
+    masks: dict[tuple[int, bool], list[int] | None] = {}  # (cores, siblings) -> CPUs: sysfs read once each
     for values in itertools.product(*(axes[a] for a in names)):
         v = dict(zip(names, values))
         sib = v.get("siblings") == "used"
-        cpus = cpu_mask(cpus_pool, v.get("cores", 1), sib) if "cores" in v or sib else (spec.cpus or cpus_pool[:1])
+        if "cores" in v or sib:
+            key = (v.get("cores", 1), sib)
+            cpus = masks[key] if key in masks else masks.setdefault(key, cpu_mask(cpus_pool, *key))
+        else:
+            cpus = spec.cpus or cpus_pool[:1]
         if cpus is None:
             continue  # reported above (too many cores)
         stress_cpus = [c for c in online if c not in cpus] if v.get("stress") == "stressed" else []
@@ -216,6 +234,87 @@ def jobs_of(cell: Cell, targets: Sequence[Target]) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass
+class Checked:
+    """A spec planned and checked cell by cell (``check``): ``runs``, those of its legal
+    cells in the order they run; ``refused``, why each other cell cannot run (cell index ->
+    the error ``plan`` raises for it); ``cells``, every cell this machine can vary;
+    ``problems`` and ``note`` as ``runnable_cells`` gives them."""
+
+    spec: Spec
+    cells: list[Cell]
+    runs: list[PlannedRun]
+    refused: dict[int, IolabError]
+    problems: list[tuple[str, list, str]]
+    note: str
+
+
+def check(
+    spec: Spec,
+    targets: Sequence[Target],
+    drop_unavailable: bool = False,
+    allow_destructive: bool = False,
+    hosts: Sequence[Host] = (),
+    *,
+    announce=None,
+    progress: bool = True,
+) -> Checked:
+    """Every cell of ``spec`` checked as ``plan`` checks it, none raised: iolab's checks of
+    its fio options, then fio's own parse of its job and the write guard, fio asked once per
+    chunk of cells (``iolab.machine.jobbatch``). ``announce`` gets the plan's size and wall
+    time (``describe_size``: counted before any cell is checked); ``progress``: a bar over the
+    cells checked, once that takes more than a second. SearchUnavailable as ``plan``."""
+    kept, problems, note = runnable_cells(spec, targets)
+    if problems and not drop_unavailable:
+        raise SearchUnavailable(problems)
+    if not kept:
+        raise InputError("nothing is left to run once what this machine cannot vary is dropped")
+    if announce:
+        announce(describe_size(kept, spec, targets, note))
+    refused: dict[int, IolabError] = {}
+    texts: dict[int, str] = {}
+    jobs: dict[int, list[dict[str, Any]]] = {}
+    for cell in kept:
+        opts = job_options(cell.options, targets[0], cell.cpus)
+        try:
+            check_fio_options(opts)
+        except InputError as exc:
+            refused[cell.index] = exc
+            continue
+        jobs[cell.index] = jobs_of(cell, targets)
+        sections = {f"c{cell.index}-{i}": {**opts, **j} for i, j in enumerate(jobs[cell.index])}
+        texts[cell.index] = to_jobfile(sections or {f"c{cell.index}": opts})
+    watch = bar(None, f"search {spec.name}: checking", "cell", len(texts), 1.0) if progress and texts else None
+    with watch if watch is not None else contextlib.nullcontext():
+        told = watch.update if watch is not None else None
+        verdicts = guard_job_texts(list(texts.values()), allow_destructive, fio=fio_binary(), on_parsed=told)
+    refused.update((i, v) for i, v in zip(texts, verdicts) if isinstance(v, IolabError))
+    runs, ident = [], spec.ident
+    for cell in kept:
+        if cell.index in refused:
+            continue
+        name = "-".join(f"{k}{v}".replace(" ", "") for k, v in cell.values.items())
+        for rep in range(spec.repeats):
+            runs.append(
+                PlannedRun(
+                    cell.options,
+                    targets[0],
+                    {**cell.values, "repeat": rep, "search": ident},
+                    f"{name}-r{rep}",
+                    cell.index,
+                    cell.cpus,
+                    cell.settings,
+                    tuple(targets[: cell.devices]),  # every device the cell reads
+                    tuple(cell.stress_cpus),
+                    tuple(jobs[cell.index]),
+                    tuple(hosts),
+                    "hosts" if hosts else "fio",
+                )
+            )
+    rounds = rounds_of(spec)
+    return Checked(spec, kept, ordered(runs, rounds.order, rounds.seed), refused, problems, note)
+
+
 def plan(
     spec: Spec,
     targets: Sequence[Target],
@@ -224,46 +323,16 @@ def plan(
     hosts: Sequence[Host] = (),
 ) -> list[PlannedRun]:
     """Every (cell, repeat) in the order it will run (``campaign.ordered``: rounds, each
-    shuffled with the seed, or in the spec's order), checked before the first: fio's own
-    parse of each cell's job and the write guard (``iolab.machine.jobcheck``), knob values,
-    CPUs. SearchUnavailable lists what cannot be varied, unless ``drop_unavailable``. Each
-    run reads the cell's devices, sets its knobs on each of them and runs stress-ng on its
-    stress CPUs; on ``hosts`` (fio servers) when the spec names any."""
-    kept, problems, _ = runnable_cells(spec, targets)
-    if problems and not drop_unavailable:
-        raise SearchUnavailable(problems)
-    if not kept:
-        raise InputError("nothing is left to run once what this machine cannot vary is dropped")
-    fio = fio_binary()
-    runs = []
-    for cell in kept:
-        opts = job_options(cell.options, targets[0], cell.cpus)
-        check_fio_options(opts)
-        jobs = jobs_of(cell, targets)
-        text = to_jobfile(
-            {f"c{cell.index}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {f"c{cell.index}": opts}
-        )
-        guard_job_text(text, allow_destructive, fio=fio)
-        name = "-".join(f"{k}{v}".replace(" ", "") for k, v in cell.values.items())
-        for rep in range(spec.repeats):
-            runs.append(
-                PlannedRun(
-                    cell.options,
-                    targets[0],
-                    {**cell.values, "repeat": rep, "search": spec.ident},
-                    f"{name}-r{rep}",
-                    cell.index,
-                    cell.cpus,
-                    cell.settings,
-                    tuple(targets[: cell.devices]),  # every device the cell reads
-                    tuple(cell.stress_cpus),
-                    tuple(jobs),
-                    tuple(hosts),
-                    "hosts" if hosts else "fio",
-                )
-            )
-    rounds = rounds_of(spec)
-    return ordered(runs, rounds.order, rounds.seed)
+    shuffled with the seed, or in the spec's order), checked before the first (``check``):
+    fio's own parse of each cell's job and the write guard (``iolab.machine.jobcheck``), knob
+    values, CPUs; the first cell that cannot run raises its error. SearchUnavailable lists
+    what cannot be varied, unless ``drop_unavailable``. Each run reads the cell's devices,
+    sets its knobs on each of them and runs stress-ng on its stress CPUs; on ``hosts`` (fio
+    servers) when the spec names any."""
+    checked = check(spec, targets, drop_unavailable, allow_destructive, hosts, progress=False)
+    if checked.refused:
+        raise checked.refused[min(checked.refused)]
+    return checked.runs
 
 
 def rounds_of(spec: Spec) -> Rounds:
@@ -296,21 +365,22 @@ def run(
     the tidy table of its runs (``load_table``), through the one campaign loop
     (``iolab.measure.campaign.execute``): knobs put back after every cell, stress-ng stopped
     after every run, the spec's warm-up and stop rule. ``announce`` gets the plan in words
-    (``describe_plan``; None: quiet). ``how``: how each run is measured (``MeasureOptions``)."""
+    once every cell is checked (``describe_size``; None: quiet). ``how``: how each run is
+    measured (``MeasureOptions``)."""
     spec = spec if isinstance(spec, Spec) else load_spec(spec)
     how = MeasureOptions.of(how)
     runs_dir = Path(runs_dir or default_folder(spec))
     repair.recover_and_report()
     with open_targets(spec) as targets:
         hosts = hosts_from(spec.hosts, spec.hosts_file) if spec.hosts else ()
-        runs = plan(spec, targets, drop_unavailable, how.allow_destructive, hosts)
-        unavailable = cells(spec, targets)[1] if drop_unavailable else []
+        checked = check(spec, targets, drop_unavailable, how.allow_destructive, hosts, progress=progress)
+        if checked.refused:  # said before anything else, as one error
+            raise checked.refused[min(checked.refused)]
+        runs, unavailable = checked.runs, checked.problems if drop_unavailable else []
         if announce:
             announce(
-                describe_plan(runs, spec, runnable_cells(spec, targets)[2])
-                + "".join(
-                    f"\n  left out: {axis} {', '.join(map(str, values))}: {why}" for axis, values, why in unavailable
-                )
+                describe_size(checked.cells, spec, targets, checked.note)
+                + "".join(f"\n  left out: {axis} {', '.join(map(str, v))}: {why}" for axis, v, why in unavailable)
             )
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
         write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
@@ -399,20 +469,104 @@ def summary(table: pd.DataFrame, spec: Spec, metric: str = "iops") -> str:
 
 
 def describe_plan(runs: Sequence[PlannedRun], spec: Spec, left_out: str = "") -> str:
-    """A line for people: how many cells and runs, and how long at the base runtime;
+    """The plan in words for people (``plan``'s runs): its cells, runs and wall time, and a
+    warning when it is bigger than people usually mean (``iolab.measure.plans``);
     ``left_out``: the plan's illegal combinations, in words (``runnable_cells``)."""
-    n_cells = len({r.cell for r in runs})
-    runtime = str(spec.base.get("runtime", DEFAULTS["runtime"]))
-    left_out = f"; {left_out}" if left_out else ""
-    return (
-        f"search {spec.name}: {n_cells} cells x {spec.repeats} repeats = {len(runs)} runs of {runtime} "
-        f"each ({spec.order} order, seed {spec.seed}){left_out}"
+    seconds = sum(run_seconds(job_options(r.options, r.target, r.cpus)) for r in runs)
+    return _size_words(spec, len({r.cell for r in runs}), len(runs), seconds, left_out)
+
+
+def describe_size(cells_: Sequence[Cell], spec: Spec, targets: Sequence[Target], left_out: str = "") -> str:
+    """``describe_plan`` of ``cells_`` (``runnable_cells``) before any is checked: counted
+    and estimated from the cells alone, each run ``spec.repeats`` times."""
+    per_cell = sum(run_seconds(job_options(c.options, targets[0], c.cpus)) for c in cells_)
+    return _size_words(spec, len(cells_), len(cells_) * spec.repeats, per_cell * spec.repeats, left_out)
+
+
+def run_seconds(options: Mapping[str, Any]) -> float:
+    """Seconds of wall time one run of a job with these fio options should take: its
+    ``runtime`` and ``ramp_time`` (fio's time syntax) and ``RUN_OVERHEAD_S``."""
+    return _seconds(str(options.get("runtime", "")), str(options.get("ramp_time", "")))
+
+
+@functools.lru_cache(maxsize=256)
+def _seconds(runtime: str, ramp_time: str) -> float:
+    total = RUN_OVERHEAD_S
+    for value in (runtime, ramp_time):
+        with contextlib.suppress(InputError):
+            total += fio_seconds(value) if value.strip() else 0.0
+    return total
+
+
+def _with_warmup(spec: Spec, seconds: float, n_runs: int) -> float:
+    """``seconds`` of ``n_runs`` runs and the discarded warm-up run before them (one more run of
+    about their mean), when the spec has one."""
+    return seconds + (seconds / n_runs if n_runs and rounds_of(spec).warmup_kind() == "run" else 0.0)
+
+
+def _size_words(spec: Spec, n_cells: int, n_runs: int, seconds: float, left_out: str) -> str:
+    seconds = _with_warmup(spec, seconds, n_runs)
+    warm = rounds_of(spec).warmup_kind() == "run"
+    runtime = "runtime per cell" if "runtime" in spec.axes else str(spec.base.get("runtime", DEFAULTS["runtime"]))
+    how = f"{runtime} each + ~{RUN_OVERHEAD_S:g} s per run" + (", a warm-up run first" if warm else "")
+    line = (
+        f"search {spec.name}: {n_cells:,} cells x {spec.repeats} repeats = {n_runs:,} runs, "
+        f"{'at most ' if spec.stop else ''}about {about(seconds)} of wall time ({how}; "
+        f"{spec.order} order, seed {spec.seed})" + (f"; {left_out}" if left_out else "")
     )
+    widest = sorted(spec.axes.items(), key=lambda a: -len(a[1]))[:3]
+    smaller = (
+        f"fewer values on the widest axes ({', '.join(f'{a}: {len(v)}' for a, v in widest)}), fewer repeats "
+        f"(repeats: {spec.repeats} now), a shorter runtime (runtime: {runtime} now)"
+        + (
+            ""
+            if spec.stop
+            else " or a stop rule that ends a cell once its interval is narrow (stop: {metric: iops, ci_pct: 5})"
+        )
+    )
+    warning = too_big(n_runs, seconds, "runs", smaller)
+    return line + (f"\n{warning}" if warning else "")
+
+
+def describe_check(checked: Checked, every: bool = False) -> str:
+    """The rest of a dry run's plan (``check``): the legal and illegal cells with their runs
+    and wall time, each reason with the cells it refuses (the cell's own job names said as
+    ``c<cell>``), and the cells listed, the first and last few unless ``every``."""
+    refused, spec = checked.refused, checked.spec
+    each = sum(run_seconds(job_options(r.options, r.target, r.cpus)) for r in checked.runs)
+    seconds = _with_warmup(spec, each, len(checked.runs))
+    reasons: dict[str, list[int]] = {}
+    for index, exc in sorted(refused.items()):
+        reasons.setdefault(re.sub(rf"\bc{index}(-\d+)?\b", "c<cell>", str(exc)), []).append(index)
+    ranked = sorted(reasons.items(), key=lambda r: (-len(r[1]), r[1][0]))
+    lines = [
+        f"cells: {len(checked.cells) - len(refused):,} legal, {len(refused):,} illegal: {len(checked.runs):,} runs, "
+        f"about {about(seconds)}"
+        + ("; iolab's option checks, fio's parse or the write guard refuse the illegal ones:" if refused else "")
+    ]
+    for n, (why, which) in enumerate(ranked, 1):
+        some = ", ".join(f"c{i}" for i in which[:5]) + (", …" if len(which) > 5 else "")
+        lines.append(f"  ({n}) {len(which):,} cell(s) ({some}): {why}")
+    why_of = {i: n for n, (_, which) in enumerate(ranked, 1) for i in which}
+    listing = [
+        f"  c{c.index:<6} {' '.join(f'{a}={v}' for a, v in c.values.items())}"
+        + (f"  ILLEGAL ({why_of[c.index]})" if c.index in refused else "")
+        for c in checked.cells
+    ]
+    axes = "; ".join(
+        f"{a}: {', '.join(map(str, v[:3]))}{', …' if len(v) > 3 else ''} ({len(v)})" for a, v in spec.axes.items()
+    )
+    return "\n".join([*lines, f"cells ({len(listing):,}; axes {axes}):", *cut(listing, every, "cells", "--list-all")])
 
 
 __all__ = [
     "SearchUnavailable",
+    "Checked",
+    "check",
     "plan",
+    "describe_size",
+    "describe_check",
+    "run_seconds",
     "run",
     "load_table",
     "cells",

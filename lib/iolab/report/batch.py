@@ -31,7 +31,10 @@ anyway.
 
 from __future__ import annotations
 
+import ast
+import collections
 import concurrent.futures as cf
+import contextlib
 import difflib
 import hashlib
 import itertools
@@ -50,6 +53,7 @@ from ..core.paths import inside, safe_name
 from ..core.schema import Table, Text, Word, refusal, validated, whole
 from ..core.validate import cpu_list, notebook_file, positive_ints, yaml_mapping
 from ..machine.locks import folder_locked
+from ..measure.plans import about, cut, too_big
 
 
 # ---------------------------------------------------------------- the manifest
@@ -114,12 +118,12 @@ class ManifestFile(BaseModel):
     @model_validator(mode="after")
     @refusal
     def _some_runs_each_named_once(self) -> "ManifestFile":
-        names = [name for name, _ in self.named()]
+        names = collections.Counter(name for name, _ in self.named())
         if not names:
             raise InputError(
                 "the manifest has no runs: add runs: [{name: bs-4k, parameters: {bs: 4k}}] or grid: {bs: [4k, 16k]}"
             )
-        twice = sorted({n for n in names if names.count(n) > 1})
+        twice = sorted(n for n, count in names.items() if count > 1)
         if twice:
             raise InputError(
                 f"run name(s) {', '.join(twice)} appear twice (a grid cell is named after its values); "
@@ -295,7 +299,7 @@ def run_batch(
     write ``batch.json`` and ``index.html`` there; return every run's record, in manifest
     order. ``on_done(record)`` is called as each run ends."""
     manifest = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
-    out = Path(out or manifest.out or manifest.path.with_name(f"batch-{manifest.path.stem}")).resolve()
+    out = out_of(manifest, out)
     [jobs] = positive_ints("--jobs", [jobs]) if jobs is not None else [manifest.jobs]
     if jobs > MAX_JOBS:
         raise InputError(f"--jobs {jobs} is more runs at once than a process pool holds; give at most {MAX_JOBS}")
@@ -316,6 +320,66 @@ def run_batch(
                 on_done(record)
         _write_index(manifest, out, records)
     return [records[r.name] for r in manifest.runs if r.name in records]
+
+
+def out_of(manifest: Manifest, out: str | os.PathLike | None = None) -> Path:
+    """The output folder of a batch: ``out``, else the manifest's ``out``, else
+    ``batch-<manifest name>`` beside the manifest."""
+    return Path(out or manifest.out or manifest.path.with_name(f"batch-{manifest.path.stem}")).resolve()
+
+
+def describe_plan(manifest: Manifest, out: str | os.PathLike | None = None, every: bool = False) -> str:
+    """The batch's plan in words (``iolab batch --dry-run``): how many notebook runs, how many
+    are already done in ``out`` (``out_of``) and how long the rest should take — the median
+    duration of the runs this batch already finished there, when any did — a warning when
+    that is more than people usually mean (``iolab.measure.plans``), then the runs to do,
+    the first and last few unless ``every``."""
+    folder = out_of(manifest, out)
+    previous = {run.name: _previous(inside(folder, run.name)) for run in manifest.runs}
+    done = {
+        r.name for r in manifest.runs if (p := previous[r.name]) and p.get("status") == "ok" and p.get("key") == r.key
+    }
+    todo = [r for r in manifest.runs if r.name not in done]
+    took = sorted(float(p["duration_s"]) for p in previous.values() if p and p.get("duration_s") is not None)
+    if took:  # measured here: the median run of this very batch
+        seconds = len(todo) * took[len(took) // 2]
+        how = f"the median of the {len(took)} run(s) already made here, {took[len(took) // 2]:g} s"
+    else:
+        seconds, how = _modelled_s(manifest.notebook, todo), "iolab seeds' model of each notebook's runs"
+    estimate = f"about {about(seconds)} one at a time ({how})"
+    header = (
+        f"batch {manifest.path.name}: {len(manifest.runs):,} notebook runs of {manifest.notebook.name}, "
+        f"{len(done):,} already done in {folder}, {len(todo):,} to run; {estimate}"
+        + (f", {manifest.jobs} at a time" if manifest.jobs > 1 else "")
+    )
+    warning = too_big(
+        len(todo), seconds, "notebook runs", "fewer values in grid:, fewer runs:, or shorter runs in defaults:"
+    )
+    values: dict[str, set[str]] = {}
+    for r in manifest.runs:
+        for k in dict.fromkeys([*values, *r.parameters]):
+            values.setdefault(k, set()).add(json.dumps(r.parameters.get(k), default=str))
+    varied = [k for k, seen in values.items() if len(seen) > 1]  # the rest is the same in every run
+    listing = [f"  {r.name}: " + ", ".join(f"{k}={r.parameters.get(k)}" for k in varied) for r in todo]
+    return "\n".join([header, *([warning] if warning else []), *cut(listing, every, "runs", "--list-all")])
+
+
+def _modelled_s(notebook: Path, todo: list[BatchRun]) -> float:
+    """Seconds ``todo`` should take by ``iolab.report.seeds.estimate_run``, each run's
+    parameters over the notebook's own defaults (its parameters cell, through papermill)."""
+    import papermill as pm
+
+    from .seeds import estimate_run  # seeds builds on batch: imported when used
+
+    defaults = {}
+    for name, about_it in pm.inspect_notebook(str(notebook)).items():
+        with contextlib.suppress(ValueError, SyntaxError, TypeError):
+            defaults[name] = ast.literal_eval(str(about_it.get("default")))
+    total = 0.0
+    for run in todo:
+        with contextlib.suppress(IolabError, LookupError, ValueError, TypeError, OSError):
+            total += estimate_run(notebook, {**defaults, **run.parameters})[1]
+    return total
 
 
 def _execute_all(todo: list[BatchRun], out: Path, jobs: int):

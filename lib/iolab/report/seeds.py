@@ -40,6 +40,7 @@ from ..core.paths import check_name
 from .batch import BatchRun, Manifest, check_parameters, run_batch
 from ..core.errors import InputError
 from ..core.validate import kind_of, mapping, yaml_mapping
+from ..measure.plans import too_big
 
 LEVELS = ("full", "quick", "smoke")
 SEED_KEYS = ("seed", "title", "author", "date", "write_up", "setup", "headline", "experiments", "figures")
@@ -348,9 +349,14 @@ def _level(axis: str, value: Any, n_cpus: int, n_targets: int) -> Any:
 
 
 def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
-    """(fio runs, seconds) a notebook run should take: its runs times their runtime plus
-    ``RUN_OVERHEAD_S``, and ``NOTEBOOK_OVERHEAD_S`` for the notebook itself."""
-    name = exp.notebook.name
+    return estimate_run(exp.notebook, params)
+
+
+def estimate_run(notebook: Path, params: Mapping[str, Any]) -> tuple[int, float]:
+    """(fio runs, seconds) a run of ``notebook`` with ``params`` should take: its runs times
+    their runtime plus ``RUN_OVERHEAD_S``, and ``NOTEBOOK_OVERHEAD_S`` for the notebook itself
+    (a notebook this does not know: one run of its ``runtime_s``). Used by ``iolab batch`` too."""
+    name = Path(notebook).name
     rt = float(params.get("runtime_s", 2.0))
     repeats = int(params.get("repeats", 1))
     if name.startswith("01"):
@@ -408,11 +414,18 @@ def describe(todo: Sequence[Planned], level: str) -> str:
         total_s += p.estimate_s
     seeds = list(dict.fromkeys(p.seed.ident for p in todo))
     where = "in this emulated (TCG) guest" if _slowdown() > 1 else "on this machine"
+    smaller = ", ".join(
+        ([] if level != "full" else ["--quick (the quick settings: about 10 minutes on 2 cores)"])
+        + (["--only with fewer seeds (e.g. --only 002)"] if len(seeds) > 1 else [])
+        + ["fewer --device (a seed's search grows with its devices)"]
+    )
+    warning = too_big(total_runs, total_s, "fio runs", smaller)
     return "\n".join(
         [
             f"iolab seeds ({level}): {len(seeds)} seed(s) ({', '.join(seeds)}), {len(todo)} notebook runs, "
             f"{total_runs} fio runs, at most about {_minutes(total_s)} {where} (estimate from the plan: "
             "steps a target cannot do are skipped)",
+            *([warning] if warning else []),
             *lines,
         ]
     )
