@@ -171,8 +171,12 @@ def pytest_collection_modifyitems(config, items):
 
     def weight(item):  # rough seconds of one CPU
         if item.get_closest_marker("nvme_boot"):
-            return 80
+            return 0 if in_background else 80
         return 15 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 0
+
+    in_background = "PYTEST_XDIST_WORKER" in os.environ  # the controller boots the tier (TIER_TEST)
+    last = [i for i in items if in_background and i.get_closest_marker("nvme_boot")]
+    items[:] = [i for i in items if i not in last]
 
     groups: dict = {}
     for item in items:
@@ -186,12 +190,60 @@ def pytest_collection_modifyitems(config, items):
     for group in long_:
         min(heads, key=lambda h: sum(map(weight, h))).extend(group)
     if workers < 2 or len(items) < 2 * workers or max(map(len, heads)) > chunk:
-        items[:] = [i for g in long_ for i in g] + short
+        items[:] = [i for g in long_ for i in g] + short + last
         return
     ordered, rest = [], iter(short)
     for head in heads:  # worker k's first chunk: its long tests, then short ones to fill it
         ordered += head + [next(rest) for _ in range(chunk - len(head))]
-    items[:] = ordered + list(rest)
+    items[:] = ordered + list(rest) + last  # the tier's test last: it reads what the boot left
+
+
+TIER_TEST = "tests/test_nvmelab.py::test_the_nvme_tier_in_one_guest_boot"
+_tier_boot: list = []  # the controller's background boot of the NVMe tier (a Popen)
+
+
+def tier_result_path(config) -> Path:
+    """Where the controller's background boot of the NVMe tier writes its result (and, with the
+    suffix .started, says it started): in the session's temporary folder, which the controller
+    and every worker share."""
+    base = config._tmp_path_factory.getbasetemp()
+    return (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "nvme-tier.json"
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: without it (-p no:xdist, the guest), unused
+def pytest_xdist_node_collection_finished(node, ids):
+    """On the controller: once a worker has collected the NVMe tier's test, boot the tier in
+    the background (tests/nvme_tier_boot.py) so that no worker waits for the guest; the test,
+    scheduled last, reads the result. Only when the lab can run here at all."""
+    if _tier_boot or TIER_TEST not in ids or not is_root:
+        return
+    from iolab.report import nvmelab_image
+
+    if nvmelab_image.missing_tools():
+        return
+    out = tier_result_path(node.config)
+    out.with_suffix(".started").write_text(str(os.getpid()))
+    _tier_boot.append(
+        subprocess.Popen(
+            [sys.executable, str(REPO / "tests" / "nvme_tier_boot.py"), str(out)],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    )
+
+
+def pytest_unconfigure(config):
+    """The background boot stopped if the session ends before it (Ctrl-C, a failure with -x):
+    SIGTERM unwinds it (the guest and its files go), SIGKILL after 60 s."""
+    for proc in _tier_boot:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def sigint_default() -> None:
