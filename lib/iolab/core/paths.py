@@ -6,7 +6,6 @@ installed from (editable install), else ``./data``.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -156,6 +155,8 @@ def safe_name(
     SHA-256 of ``text``, so two long names stay two."""
     name = re.sub(_UNSAFE.pattern + ("" if per_char else "+"), fill, str(text)).lstrip(".-").rstrip("-") or fallback
     if len(name) > limit:
+        import hashlib  # here: its import costs every command's start-up
+
         digest = hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:8]
         name = name[: limit - 9].rstrip(".-") + "-" + digest
     return name

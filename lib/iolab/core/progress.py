@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence  # not typing's: every command imports this module
 
 
 def headless() -> bool:
