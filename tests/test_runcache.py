@@ -11,6 +11,7 @@ import warnings
 import pandas as pd
 import pytest
 
+from iolab.core.errors import IolabError
 from iolab.runs import runcache, store
 
 FIO = {"rw": "randread", "ioengine": "psync", "runtime": "300ms"}
@@ -69,15 +70,15 @@ def folder(tmp_path, real_runs):
 
 @pytest.fixture
 def derived(monkeypatch):
-    """The run folders store.run_table is called on, by name."""
+    """The run folders store.run_record is called on, by name."""
     calls = []
-    real = store.run_table
+    real = store.run_record
 
-    def counting(path):
+    def counting(path, *args):
         calls.append(os.path.basename(path))
-        return real(path)
+        return real(path, *args)
 
-    monkeypatch.setattr(store, "run_table", counting)
+    monkeypatch.setattr(store, "run_record", counting)
     return calls
 
 
@@ -94,6 +95,48 @@ def cached(root, status="ok", **kw):
 
 
 STATUSES = ("ok", None, "failed", "interrupted")
+
+
+def plain(root, status="ok"):
+    """The table as load_runs built it before it read runs without pandas: pd.concat of
+    store.run_table of each run with that status that can be read."""
+    frames = []
+    for path in sorted(root.glob("*/run.json")):
+        try:
+            if not status or store.read_run(path.parent)["status"] == status:
+                frames.append(store.run_table(path.parent))
+        except (OSError, ValueError, IolabError):
+            continue
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+@pytest.mark.parametrize("pool", [False, True])
+def test_the_table_is_the_plain_one_exactly(folder, real_runs, pool, monkeypatch):
+    """load_runs and load_cached (cold, warm, no cache) read each run without a DataFrame
+    (store.run_record), in worker processes when there are many: the same frame, bit for
+    bit, as pd.concat of each run's store.run_table. With a job that did no IO (a row
+    without latencies), a job named by a number (a column pandas types as object: its
+    frame decides) and a swept integer beyond 64 bits."""
+    odd = copy_run(real_runs[0], folder, "r06", bs="4k", big=2**70)
+    report = json.loads((odd / "fio.json").read_text())
+    idle = json.loads(json.dumps(report["jobs"][0]))
+    for rw in ("read", "write", "trim"):
+        idle[rw].update(total_ios=0, io_bytes=0)
+    report["jobs"].append({**idle, "jobname": 7})
+    (odd / "fio.json").write_text(json.dumps(report))
+    if pool:  # workers for any number of runs, forked, two runs to a task
+        monkeypatch.setattr(runcache, "POOL_FROM", 1)
+        monkeypatch.setattr(runcache, "CHUNK", 2)
+        monkeypatch.setattr(runcache.threading, "active_count", lambda: 1)
+    for status in STATUSES:
+        want = plain(folder, status)
+        pd.testing.assert_frame_equal(fresh(folder, status), want, check_exact=True)
+        pd.testing.assert_frame_equal(cached(folder, status, cache=False), want, check_exact=True)
+        (folder / runcache.CACHE_NAME).unlink(missing_ok=True)
+        for _ in range(2):  # cold, then from the cache
+            pd.testing.assert_frame_equal(cached(folder, status), want, check_exact=True)
+    odd = cached(folder, None).query("run_id == 'r06'")
+    assert odd["direction"].tolist() == ["read", "none"] and odd["job"].iloc[1] == 7 and odd["big"].iloc[0] == 2**70
 
 
 def test_a_cached_load_equals_a_fresh_one(folder, derived):
@@ -327,3 +370,89 @@ def test_cli_input_errors_are_one_line(tmp_path, folder):
         assert out.returncode == 1 and not out.stdout, out
         assert out.stderr.startswith("iolab table: ") and words in out.stderr, out.stderr
         assert "Traceback" not in out.stderr
+
+
+# ---------------------------------------------------------------- the readers without pandas
+def test_the_samplers_summary_is_summarise_exactly(real_runs, tmp_path):
+    """samples.run_columns reads plain sampler files without pandas (runfiles.csv_columns,
+    samples._summary): the same dict as summarise of the pandas frames, bit for bit, key
+    order and types too; files it does not read as plain go to summarise itself."""
+    from iolab.core import runfiles
+    from iolab.read import samples
+
+    def stat_rows(run, edit):
+        lines = (run / samples.STAT_FILE).read_text().splitlines()
+        (run / samples.STAT_FILE).write_text("\n".join([lines[0], *edit(lines[1:])]) + "\n")
+
+    def second_cpu(rows):  # another CPU (7), a little busier than CPU 0; its rows after CPU 0's
+        out = []
+        for row in rows:
+            cells = row.split(",")
+            busier = (str(int(c) + 7 * i) for i, c in enumerate(cells[2:10]))  # the host columns as they are
+            out += [row, ",".join([cells[0], "7", *busier, *cells[10:]])] if cells[1] == "0" else [row]
+        return out
+
+    def cell(rows, col, value):  # the last row's cell ``col`` set to ``value``
+        cells = rows[-1].split(",")
+        cells[col] = value
+        return [*rows[:-1], ",".join(cells)]
+
+    variants = {
+        "as made": lambda run: None,
+        "another cpu": lambda run: stat_rows(run, second_cpu),
+        "whole seconds": lambda run: stat_rows(
+            run, lambda rows: [f"{i}," + r.split(",", 1)[1] for i, r in enumerate(rows)]
+        ),
+        "no host columns": lambda run: (run / samples.STAT_FILE).write_text(
+            "".join(",".join(r.split(",")[:10]) + "\n" for r in (run / samples.STAT_FILE).read_text().splitlines())
+        ),
+        "a row twice": lambda run: stat_rows(run, lambda rows: [*rows, rows[-1]]),
+        "a float counter": lambda run: stat_rows(run, lambda rows: cell(rows, 2, rows[-1].split(",")[2] + ".5")),
+        "a source pandas reads as NA": lambda run: (run / samples.FREQ_FILE).write_text(
+            (run / samples.FREQ_FILE).read_text().replace("proc_cpuinfo", "None").replace("scaling_cur_freq", "None")
+        ),
+    }
+    for name, change in variants.items():
+        run = copy_run(real_runs[0], tmp_path, name.replace(" ", "-"))
+        change(run)
+        want = samples.summarise(samples.Samples.read(run), fio_cpu=samples.fio_cpu_pct(run))
+        got = samples.run_columns(run)
+        stat = runfiles.csv_columns(run / samples.STAT_FILE, numeric=(*samples.STAT_COLUMNS, *samples.HOST_FIELDS))
+        freq = runfiles.csv_columns(run / samples.FREQ_FILE, numeric=samples.FREQ_COLUMNS[:3])
+        quick = stat and freq and samples._summary(stat, freq, samples.fio_cpu_pct(run))
+        assert bool(quick) == (name in ("as made", "another cpu", "whole seconds", "no host columns")), name
+        assert list(got) == list(want), name
+        for key, value in want.items():
+            same = value == got[key] or value != value and got[key] != got[key]
+            assert same and type(value) is type(got[key]), (name, key, value, got[key])
+
+
+@pytest.mark.parametrize(
+    "text, plain",
+    [
+        ("a,b,c\n1,2.5,x\n-3,1e-06,y\n", True),
+        ("a,b,c\n007,.5,x\n9223372036854775807,2.,y\n", True),
+        ("a,b,c\n1,2,x\n99999999999999999999,3,y\n", False),  # beyond int64: pandas' own types
+        ('a,b,c\n1,2,"x,y"\n', False),  # quoted
+        ("a,b,c\n1,,x\n", False),  # a blank cell: NaN for pandas
+        ("a,b,c\n1,2,x\n\n3,4,y\n", False),  # a blank line, which pandas skips
+        ("a,b,c\n1,+2,x\n", False),
+        ("a,b,c\n1,nan,x\n", False),
+        ("a,b\n1,2,3\n", False),  # ragged
+    ],
+)
+def test_plain_csv_is_read_as_pandas_reads_it(tmp_path, text, plain):
+    """runfiles.csv_columns: the numbers of a plain CSV as pandas.read_csv types and parses
+    them; None (read_csv decides) for anything less plain."""
+    from iolab.core import runfiles
+
+    path = tmp_path / "f.csv"
+    path.write_text(text)
+    got = runfiles.csv_columns(path, numeric=("a", "b"))
+    assert (got is not None) == plain
+    if plain:
+        frame = pd.read_csv(path)
+        assert list(got) == list(frame.columns)
+        for col in ("a", "b"):
+            assert got[col] == frame[col].tolist()
+            assert [type(v) for v in got[col]] == [type(v) for v in frame[col].tolist()]

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import RunFileError, printable
+
+try:  # a JSON reader several times faster than the standard library's (a dependency; optional here)
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover
+    _fast_loads = None
 
 _KINDS = {
     dict: "a JSON object",
@@ -35,7 +41,8 @@ TODO = {"checks.json": "delete it: `iolab check RUN` derives the checks again fr
 
 def _error(path: str | Path, what: str) -> RunFileError:
     """The RunFileError for ``path``, with what to do about that file (``TODO``, else the default)."""
-    return RunFileError(path, what, TODO.get(Path(path).name, ""))
+    path = Path(path)
+    return RunFileError(path, what, TODO.get(path.name, ""))
 
 
 def quote(text: str, limit: int = 40) -> str:
@@ -45,10 +52,11 @@ def quote(text: str, limit: int = 40) -> str:
     return f"'{shown}{'...' if len(text) > limit else ''}'"
 
 
-def _raw(path: Path, optional: bool) -> bytes | None:
+def _raw(path: str | Path, optional: bool) -> bytes | None:
     """The bytes of ``path``; None when it is missing and ``optional``."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read()
     except FileNotFoundError:
         if optional:
             return None
@@ -61,11 +69,13 @@ def read_text(path: str | Path, *, optional: bool = False, errors: str = "strict
     """The UTF-8 text of a run folder's file (None when it is missing and ``optional``).
     RunFileError when it is missing, empty (or blank) or, with ``errors="strict"``, not
     UTF-8 text; OSError (permission) as it is, naming the file."""
-    path = Path(path)
     data = _raw(path, optional)
-    if data is None:
-        return None
-    if not data.strip():
+    return None if data is None else _text(data, path, errors)
+
+
+def _text(data: bytes, path: str | Path, errors: str = "strict") -> str:
+    """``data`` (the content of ``path``) as text, or RunFileError (``read_text``)."""
+    if not data or data.isspace():
         raise _error(path, f"is empty ({len(data)} bytes, all blank)" if data else "is empty (0 bytes)")
     try:
         return data.decode(errors=errors)
@@ -98,6 +108,12 @@ def parse_json(text: str, path: str | Path, kind: type | tuple[type, ...] = dict
             path,
             f"is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}: {quote(text[exc.pos : exc.pos + 20])})",
         ) from None
+    _of_kind(obj, kind, path, text)
+    return obj
+
+
+def _of_kind(obj: Any, kind: type | tuple[type, ...], path: str | Path, text: str) -> None:
+    """RunFileError unless ``obj`` (parsed from ``text``) is of type ``kind`` (a bool is no int)."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if not isinstance(obj, kinds) or (bool not in kinds and isinstance(obj, bool)):
         raise _error(
@@ -105,7 +121,10 @@ def parse_json(text: str, path: str | Path, kind: type | tuple[type, ...] = dict
             f"holds {_KINDS.get(type(obj), type(obj).__name__)} ({quote(text.strip(), 20)}), "
             f"not {' or '.join(dict.fromkeys(_KINDS[k] for k in kinds))}",
         )
-    return obj
+
+
+_NINES = bytes.maketrans(b"012345678", b"999999999")  # every digit a 9: a long number is a long run of 9s
+_LONG_INT = b"9" * 19  # orjson reads an integer of this many digits beyond 64 bits as a float; json does not
 
 
 def read_json(
@@ -113,11 +132,20 @@ def read_json(
 ) -> Any:
     """A run folder's JSON file as an object of type ``kind`` (a dict unless said) holding
     ``keys``; None when it is missing and ``optional``. RunFileError otherwise (see
-    ``read_text``, ``parse_json``)."""
-    text = read_text(path, optional=optional)
-    if text is None:
+    ``read_text``, ``parse_json``). Parsed by orjson when it reads the text as json does
+    (several times faster), else by json, whose errors the messages quote."""
+    data = _raw(path, optional)
+    if data is None:
         return None
-    obj = parse_json(text, path, kind)
+    try:
+        if _fast_loads is None or _LONG_INT in data.translate(_NINES):
+            raise ValueError("read by json")
+        obj = _fast_loads(data)
+    except ValueError:  # not JSON for orjson (NaN, a lone surrogate, an error): json decides and says
+        obj = parse_json(_text(data, path), path, kind)
+    else:
+        if not isinstance(obj, kind) or isinstance(obj, bool):
+            _of_kind(obj, kind, path, _text(data, path))
     require(obj, path, keys)
     return obj
 
@@ -130,6 +158,67 @@ def require(obj: dict, path: str | Path, keys: Iterable[str]) -> None:
             raise _error(path, f"has no {key!r} (it has {have}{', ...' if len(obj) > 8 else ''})")
 
 
+def _whole_lines(path: Path) -> str:
+    """The text of a run folder's CSV file; RunFileError when it cannot be read or stops mid-line."""
+    text = read_text(path)
+    if not text.endswith("\n"):
+        last = text.rsplit("\n", 1)[-1]
+        raise _error(
+            path, f"is cut short: it stops mid-line after {len(text.encode())} bytes (its last line is {quote(last)})"
+        )
+    return text
+
+
+_NUMBER = r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # what pandas reads as a number, less its extras
+_INTS = re.compile(r"-?[0-9]+(?:\n-?[0-9]+)*")
+_FLOATS = re.compile(rf"{_NUMBER}(?:\n{_NUMBER})*")
+_INT64 = 2**63
+
+
+def csv_columns(
+    path: str | Path, *, columns: Iterable[str] = (), numeric: Iterable[str] = ()
+) -> dict[str, list] | None:
+    """A plain CSV file of a run folder as ``{column: values}`` in file order, without pandas:
+    the ``numeric`` columns as Python ints (every cell an integer that fits int64) or floats,
+    exactly as ``read_csv`` (pandas) types and parses them; the others as text. None when the
+    file is not that plain (quotes, carriage returns, blank lines or cells, ragged lines, a
+    header cell twice, no rows, a numeric cell that is not a decimal number): ``read_csv``
+    then reads it, or says what is wrong. RunFileError as ``read_csv`` for a file that is
+    missing, empty, not text, cut mid-line or without one of ``columns``."""
+    text = _whole_lines(path)
+    if '"' in text or "\r" in text or "\n\n" in text or ",," in text or ",\n" in text or "\n," in text:
+        return None
+    lines = text.split("\n")
+    header, body = lines[0].split(","), lines[1:-1]
+    width = len(header)
+    if not body or len(set(header)) != width or "" in header or any(line.count(",") != width - 1 for line in body):
+        return None
+    for col in columns:
+        if col not in header:
+            raise _error(path, f"has no column {col!r} (its header is {quote(lines[0], 60)})")
+    cells = ",".join(body).split(",")
+    out = {name: cells[i::width] for i, name in enumerate(header)}
+    for name in numeric:
+        values = out.get(name)
+        if values is None:
+            continue
+        joined = "".join(values)
+        if joined.isdigit() and joined.isascii() and max(map(len, values)) < 19:  # small non-negative ints
+            out[name] = list(map(int, values))
+            continue
+        joined = "\n".join(values)
+        if _INTS.fullmatch(joined):
+            ints = list(map(int, values))
+            if max(ints) >= _INT64 or min(ints) < -_INT64:
+                return None
+            out[name] = ints
+        elif _FLOATS.fullmatch(joined):
+            out[name] = list(map(float, values))
+        else:
+            return None
+    return out
+
+
 def read_csv(path: str | Path, *, columns: Iterable[str] = (), numeric: Iterable[str] = (), **kw):
     """A run folder's CSV file (iolab wrote it with a header and a newline after every line)
     as a DataFrame (``pandas.read_csv`` with ``kw``). RunFileError when it is missing, empty,
@@ -138,12 +227,7 @@ def read_csv(path: str | Path, *, columns: Iterable[str] = (), numeric: Iterable
     import pandas as pd  # slow to import: only when a CSV is read
 
     path = Path(path)
-    text = read_text(path)
-    if not text.endswith("\n"):
-        last = text.rsplit("\n", 1)[-1]
-        raise _error(
-            path, f"is cut short: it stops mid-line after {len(text.encode())} bytes (its last line is {quote(last)})"
-        )
+    text = _whole_lines(path)
     try:
         frame = pd.read_csv(io.StringIO(text), **kw)
     except (ValueError, pd.errors.ParserError) as exc:
@@ -183,5 +267,10 @@ def guard(path: str | Path) -> Iterator[None]:
     try:
         yield
     except CONTENT_ERRORS as exc:
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise _error(path, f"does not hold what iolab wrote there ({quote(detail, 80)})") from exc
+        raise content_error(path, exc) from exc
+
+
+def content_error(path: str | Path, exc: BaseException) -> RunFileError:
+    """The RunFileError of ``guard``: ``path`` does not hold what iolab wrote there (``exc``)."""
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return _error(path, f"does not hold what iolab wrote there ({quote(detail, 80)})")

@@ -36,8 +36,10 @@ is a comparison of runs, ``instrument_cost(table)``.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -341,11 +343,13 @@ def flags(checks: list[Check] | list[dict]) -> str:
 def stored_checks(run_dir: str | Path) -> list[dict[str, Any]]:
     """The checks stored with a run (``checks.json``); RunFileError when it cannot be read or
     its ``checks`` is not a list of checks."""
-    path = Path(run_dir) / FILE
+    path = os.path.join(run_dir, FILE)
     found = runfiles.read_json(path, keys=("checks",))["checks"]
     if not isinstance(found, list) or not all(isinstance(c, dict) and "name" in c and "passed" in c for c in found):
         raise RunFileError(
-            path, "has 'checks' that is not a list of checks (objects with 'name' and 'passed')", runfiles.TODO[FILE]
+            Path(path),
+            "has 'checks' that is not a list of checks (objects with 'name' and 'passed')",
+            runfiles.TODO[FILE],
         )
     return found
 
@@ -354,6 +358,10 @@ def instruments(run_dir: str | Path) -> str:
     """What measured the run besides fio and the 0.5 s samplers, from its files: perf record,
     perf stat, the thread-state sampler, fio's interval logs ("" for a clean run)."""
     run_dir = Path(run_dir)
+    try:
+        names = set(os.listdir(run_dir))  # once, not a lookup per file and a listing per pattern
+    except OSError:  # a folder it may not list: look each file up (no pattern matches, as with glob)
+        names = None
     found = [
         name
         for name, file in (
@@ -361,9 +369,9 @@ def instruments(run_dir: str | Path) -> str:
             ("perf stat", "perf_stat.csv"),
             ("thread sampler", "samples_threads.csv"),
         )
-        if (run_dir / file).exists()
+        if (names is None or file in names) and (run_dir / file).exists()
     ]
-    if any(run_dir.glob("*_iops*.log")) or any(run_dir.glob("*_clat_hist*.log")):
+    if any(fnmatchcase(n, "*_iops*.log") or fnmatchcase(n, "*_clat_hist*.log") for n in names or ()):
         found.append("fio interval logs")
     return ", ".join(found)
 

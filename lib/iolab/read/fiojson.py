@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import re
 from bisect import bisect_left
+from contextlib import contextmanager
 from itertools import accumulate
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pandas as pd
 
@@ -143,7 +145,7 @@ def percentiles_from_bins(bins: Mapping[str, int], wanted: Iterable[float]) -> d
     Bins summed over jobs or repeats give exact merged percentiles.
     """
     values, counts = list(map(int, bins)), list(map(int, bins.values()))
-    if any(b <= a for a, b in zip(values, values[1:])):  # fio writes them in order; sums may not be
+    if not all(map(operator.lt, values, values[1:])):  # fio writes them in order; sums may not be
         pairs = sorted(zip(values, counts))
         values, counts = [v for v, _ in pairs], [c for _, c in pairs]
     running = list(accumulate(counts))
@@ -376,33 +378,65 @@ def parse_outputs(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
 def run_rows(run_dir: str | os.PathLike) -> pd.DataFrame:
     """The rows of a fio run folder: ``tidy`` of its report, and ``fio_warnings`` — what fio
     said (``run_warnings`` of the report and ``fio.stderr``) joined with " | "."""
-    report, stderr = (Path(run_dir) / name for name in FILES[:2])
+    rows, said = run_report(run_dir)
+    with runfiles.guard(Path(run_dir) / FILES[0]):
+        frame = _frame(rows)
+    frame["fio_warnings"] = said
+    return frame
+
+
+def run_report(run_dir: str | os.PathLike) -> tuple[list[dict[str, Any]], str]:
+    """What ``run_rows`` is made of, without a DataFrame: ``tidy_rows`` of the run folder's
+    report and its ``fio_warnings`` text; the same RunFileError for a report it cannot use."""
+    report, stderr = (os.path.join(run_dir, name) for name in FILES[:2])
     doc = run_document(report)
     jobs = doc.data.get("jobs") or doc.data.get("client_stats") or []
     if not jobs:
-        raise RunFileError(report, "holds no job (its jobs list is empty)")
+        raise RunFileError(Path(report), "holds no job (its jobs list is empty)")
     for i, job in enumerate(jobs):  # fio writes read, write and trim objects for every job
         if isinstance(job, Mapping) and not any(isinstance(job.get(d), Mapping) for d in DIRECTIONS):
-            raise RunFileError(report, f"job {i} has no read, write or trim figures (each is missing or null)")
+            raise RunFileError(Path(report), f"job {i} has no read, write or trim figures (each is missing or null)")
     with runfiles.guard(report):
-        frame = tidy(doc)
-    said = stderr.read_text(errors="replace") if stderr.exists() else ""
-    frame["fio_warnings"] = " | ".join(run_warnings(doc, said))
-    return frame
+        rows = tidy_rows(doc)
+    said = Path(stderr).read_text(errors="replace") if os.path.exists(stderr) else ""
+    return rows, " | ".join(run_warnings(doc, said))
+
+
+_reused: dict[str, FioDocument] | None = None  # reports read while ``reports_reused`` is on, by path
+
+
+@contextmanager
+def reports_reused() -> Iterator[None]:
+    """While on, ``run_document`` reads each report once: a run's table takes its rows, fio's
+    CPU and fio's disk figures from one reading of its fio.json (the documents are shared:
+    read them, never change them)."""
+    global _reused
+    outer, _reused = _reused, {} if _reused is None else _reused
+    try:
+        yield
+    finally:
+        _reused = outer
 
 
 def run_document(report: str | os.PathLike) -> FioDocument:
     """The fio report of a run folder (its ``fio.json``): ``find_json`` of its text, or
     RunFileError (``iolab.core.runfiles``) naming it and saying how it is broken: missing, empty,
     cut short, not JSON, or JSON that is not fio's report."""
+    key = os.fspath(report)
+    if _reused is not None and key in _reused:
+        return _reused[key]
     text = runfiles.read_text(report, errors="replace")
     try:
-        return find_json(text)
+        doc = find_json(text)
     except FioOutputError:
         runfiles.parse_json(text.strip(), report, dict)  # cut short, not JSON, or not an object: said so
         raise RunFileError(
-            report, "holds a JSON object that is not fio's report (no 'fio version' with 'jobs' or 'client_stats')"
+            Path(report),
+            "holds a JSON object that is not fio's report (no 'fio version' with 'jobs' or 'client_stats')",
         ) from None
+    if _reused is not None:
+        _reused[key] = doc
+    return doc
 
 
 DISK_UTIL_KEYS = {  # fio's disk_util key -> ours, with the unit (fio's stat.c json_array_add_disk_util)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,38 +75,44 @@ class Samples:
         return cls(read_freq(run_dir), read_stat(run_dir))
 
 
+STAT_COLUMNS = ("t_s", "cpu", *STAT_FIELDS)  # what samples_stat.csv must hold (the host_ columns may be absent)
+FREQ_COLUMNS = ("t_s", "cpu", "freq_mhz", "freq_source")
+
+
 def read_stat(run_dir: str | os.PathLike) -> pd.DataFrame:
     """``samples_stat.csv`` of a run folder: t_s (s), cpu, the /proc/stat counters (USER_HZ
     ticks); RunFileError when it cannot be read as written."""
-    return runfiles.read_csv(
-        Path(run_dir) / STAT_FILE,
-        columns=("t_s", "cpu", *STAT_FIELDS),
-        numeric=("t_s", "cpu", *STAT_FIELDS, *HOST_FIELDS),
-    )
+    return runfiles.read_csv(Path(run_dir) / STAT_FILE, columns=STAT_COLUMNS, numeric=(*STAT_COLUMNS, *HOST_FIELDS))
 
 
 def read_freq(run_dir: str | os.PathLike) -> pd.DataFrame:
     """``samples_freq.csv`` of a run folder: t_s (s), cpu, freq_mhz (MHz), freq_source;
     RunFileError when it cannot be read as written."""
-    return runfiles.read_csv(
-        Path(run_dir) / FREQ_FILE, columns=("t_s", "cpu", "freq_mhz", "freq_source"), numeric=("t_s", "cpu", "freq_mhz")
-    )
+    return runfiles.read_csv(Path(run_dir) / FREQ_FILE, columns=FREQ_COLUMNS, numeric=FREQ_COLUMNS[:3])
 
 
 def run_columns(run_dir: str | os.PathLike) -> dict:
     """The sampler columns of a run folder: ``summarise`` of its stored series, with fio's
-    own CPU (``fio_cpu_pct``) from its report when fio drove the run."""
-    return summarise(Samples.read(run_dir), fio_cpu=fio_cpu_pct(run_dir))
+    own CPU (``fio_cpu_pct``) from its report when fio drove the run. Plain files (as the
+    samplers write them) are read without pandas (``iolab.core.runfiles.csv_columns``) and
+    summarised by ``_summary``, which gives what ``summarise`` gives, bit for bit."""
+    freq = runfiles.csv_columns(os.path.join(run_dir, FREQ_FILE), columns=FREQ_COLUMNS, numeric=FREQ_COLUMNS[:3])
+    stat = runfiles.csv_columns(
+        os.path.join(run_dir, STAT_FILE), columns=STAT_COLUMNS, numeric=(*STAT_COLUMNS, *HOST_FIELDS)
+    )
+    fio_cpu = fio_cpu_pct(run_dir)
+    quick = _summary(stat, freq, fio_cpu) if freq and stat else None
+    return quick if quick is not None else summarise(Samples.read(run_dir), fio_cpu=fio_cpu)
 
 
 def fio_cpu_pct(run_dir: str | os.PathLike) -> float:
     """fio's usr+sys (rusage, % of one CPU) summed over its jobs, from the run folder's
     report; NaN when fio did not drive the run or its report says nothing of CPU."""
-    report = Path(run_dir) / fiojson.FILES[0]
-    if not report.exists():
+    report = os.path.join(run_dir, fiojson.FILES[0])
+    if not os.path.exists(report):
         return float("nan")
     try:
-        data = fiojson.load_document(report).data
+        data = fiojson.run_document(report).data
     except IolabError:
         return float("nan")
     jobs = data.get("jobs", data.get("client_stats", [])) or []
@@ -216,6 +223,87 @@ def summarise(samples: Samples, fraction: float = 0.10, fio_cpu: float = float("
         out["freq_source"] = str(freq["freq_source"].iloc[0])
     else:
         out["cpu_freq_mhz"], out["freq_source"] = float("nan"), "none"
+    return out
+
+
+_SOURCE = re.compile(r"[a-z]+(?:_[a-z]+)+")  # a frequency source pandas reads as text, never as a number or NA
+
+
+def _kept(t: list, fraction: float) -> list[int]:
+    """The rows ``trim`` keeps (their positions), from the ``t_s`` values."""
+    lo, hi = min(t), max(t)
+    span = hi - lo
+    low, high = lo + fraction * span, hi - fraction * span
+    return [i for i, v in enumerate(t) if low <= v <= high]
+
+
+def _summary(stat: dict[str, list], freq: dict[str, list], fio_cpu: float, fraction: float = 0.10) -> dict | None:
+    """``summarise`` of the series as ``iolab.core.runfiles.csv_columns`` reads them, without
+    pandas: the same figures from the same operations (integer tick deltas, numpy's sums for
+    the means), so equal to it bit for bit. None for series ``summarise`` must read
+    (integer counters, one row per CPU and time, the same host counters on every CPU's row
+    of a time and a frequency source in words, or not)."""
+    t, cpus = stat["t_s"], stat["cpu"]
+    host = all(f in stat for f in HOST_FIELDS)
+    counters = [stat[f] for f in (*STAT_FIELDS, *(HOST_FIELDS if host else ()))]
+    if type(cpus[0]) is not int or not all(type(c[0]) is int for c in counters):  # a column is all ints or none
+        return None
+    if len(set(zip(cpus, t))) != len(t) or not all(_SOURCE.fullmatch(s) for s in freq["freq_source"]):
+        return None
+    rows = _kept(t, fraction)
+    if len({t[i] for i in rows}) < 2:  # run too short to trim: use the whole window
+        rows = range(len(t))
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i in rows:
+        cpu = cpus[i]
+        if cpu not in first or t[i] < t[first[cpu]]:
+            first[cpu] = i
+        if cpu not in last or t[i] > t[last[cpu]]:
+            last[cpu] = i
+    order = sorted(first)
+    d = {f: sum(stat[f][last[c]] - stat[f][first[c]] for c in order) for f in STAT_FIELDS}
+    total, busy, ncpu = sum(d.values()), sum(d[f] for f in BUSY_FIELDS), len(order)
+    nan = float("nan")
+
+    def pct(ticks: int) -> float:
+        return float(100 * ticks / total) if total else nan
+
+    window = np.array([t[last[c]] - t[first[c]] for c in order], dtype=np.float64)
+    out: dict = {  # summarise's columns in its order
+        "cpu_steal_pct": pct(d["steal"]),
+        "cpu_iowait_pct": pct(d["iowait"]),
+        "host_steal_pct": nan,
+        "host_busy_pct": nan,
+        "other_cpu_pct": nan,
+        "window_s": float(window.sum() / np.float64(ncpu)),
+        "busy_cpu_s": float(busy / USER_HZ),
+        "cpu_busy_pct": pct(busy),
+        "cpu_usr_pct": pct(d["user"] + d["nice"]),
+        "cpu_sys_pct": pct(d["system"]),
+        "cpu_irq_pct": pct(d["irq"]),
+        "cpu_softirq_pct": pct(d["softirq"]),
+        "cpus_sampled": ncpu,
+    }
+    if total and fio_cpu == fio_cpu:
+        process = d["user"] + d["nice"] + d["system"]
+        out["other_cpu_pct"] = float(max(0.0, 100 * process / total - fio_cpu / ncpu))
+    if host:
+        at: dict = {}
+        for i in rows:  # the host counters of each time: the same on every CPU's row
+            if at.setdefault(t[i], i) != i and any(stat[f][i] != stat[f][at[t[i]]] for f in HOST_FIELDS):
+                return None
+        if len(at) >= 2:
+            a, b = at[min(at)], at[max(at)]
+            h = {f: stat[f"host_{f}"][b] - stat[f"host_{f}"][a] for f in STAT_FIELDS}
+            if sum(h.values()) > 0:
+                out["host_steal_pct"] = float(100 * h["steal"] / sum(h.values()))
+                out["host_busy_pct"] = float(100 * sum(h[f] for f in BUSY_FIELDS) / sum(h.values()))
+    out["noise_flag"] = noise_flag(out["cpu_steal_pct"], out["other_cpu_pct"], out["host_steal_pct"])
+    kept = _kept(freq["t_s"], fraction) or range(len(freq["t_s"]))
+    mhz = np.array([freq["freq_mhz"][i] for i in kept], dtype=np.float64)
+    out["cpu_freq_mhz"] = float(mhz.sum() / np.float64(len(mhz)))
+    out["freq_source"] = freq["freq_source"][kept[0]]
     return out
 
 

@@ -6,7 +6,13 @@ snapshot. Each declares
 
 * ``files`` — the file names it writes (the first one there means it ran), and
 * ``read(run_dir)`` — its reader: the table's rows (one per job and direction; a DataFrame)
-  for the tool that drove the I/O, or per-run columns (a dict) merged onto every row.
+  for the tool that drove the I/O, or per-run columns (a dict) merged onto every row;
+* ``records(run_dir)``, for a tool that drove the I/O, optionally — the same rows as dicts,
+  which ``iolab.runs.store.run_record`` turns into columns without a DataFrame per run
+  (fio's; t/io_uring's and the hosts' rows come as ``read`` gives them).
+
+``parts(run_dir)`` reads a run's rows and columns with fio's report parsed once for all its
+readers (``iolab.read.fiojson.reports_reused``).
 
 A file a producer reads that is missing, empty, cut short or not what it wrote is a
 ``RunFileError`` naming that file (readers read through ``iolab.core.runfiles``; ``rows`` and
@@ -23,10 +29,11 @@ versioned layout (``iolab.runs.store.SCHEMA_VERSION``).
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import pandas as pd
 
@@ -46,21 +53,30 @@ class Producer:
     files: tuple[str, ...]
     read: Callable[[Path], "pd.DataFrame | dict[str, Any]"]
     rows: bool = False  # True: ``read`` gives the table's rows, else per-run columns
+    # the rows as ``read`` gives them, without a DataFrame: (rows as dicts, the frame's column
+    # order before the other keys, columns set on every row after them); None: use ``read``
+    records: Callable[[Path], tuple[list[dict[str, Any]], list[str], dict[str, Any]]] | None = None
 
-    def ran(self, run_dir: str | Path) -> bool:
+    def ran(self, run_dir: str | Path, names: Collection[str] | None = None) -> bool:
         """Whether this producer wrote into ``run_dir``: its first file is there (the tool
         that drove the I/O), or any of its files (the others: then a file of it that is
-        missing is named by its reader, not taken for a producer that did not run)."""
+        missing is named by its reader, not taken for a producer that did not run).
+        ``names``: the folder's file names, when the caller has listed it."""
         files = self.files if not self.rows else self.files[:1]
+        if names is not None:
+            return any(name in names for name in files)
         return any((Path(run_dir) / name).exists() for name in files)
 
-    def load(self, run_dir: str | Path) -> "pd.DataFrame | dict[str, Any]":
-        """``read(run_dir)``; RunFileError naming this producer's files for what its reader
-        meets in a file of the right type but the wrong content (``iolab.core.runfiles.guard``)."""
-        run_dir = Path(run_dir)
-        present = [name for name in self.files if (run_dir / name).exists()] or list(self.files[:1])
-        with runfiles.guard(run_dir / " or ".join(present)):
-            return self.read(run_dir)
+    def load(self, run_dir: str | Path, names: Collection[str] | None = None, reader: Callable | None = None) -> Any:
+        """``read(run_dir)`` (or ``reader(run_dir)``); RunFileError naming this producer's files
+        for what its reader meets in a file of the right type but the wrong content
+        (``iolab.core.runfiles.guard``)."""
+        try:
+            return (reader or self.read)(run_dir)
+        except runfiles.CONTENT_ERRORS as exc:
+            run_dir = Path(run_dir)
+            present = [name for name in self.files if (run_dir / name).exists()] or list(self.files[:1])
+            raise runfiles.content_error(run_dir / " or ".join(present), exc) from exc
 
 
 def block_columns(run_dir: str | Path) -> dict[str, float]:
@@ -70,7 +86,7 @@ def block_columns(run_dir: str | Path) -> dict[str, float]:
     (``iolab.core.system.iostat``: %util and aqu-sz are NaN for runs recorded before
     blockstat.json held ``interval_s``), and beside them fio's own disk_util for the same
     device (``fio_disk_columns``)."""
-    counters = runfiles.read_json(Path(run_dir) / "blockstat.json", keys=("before", "after"))
+    counters = runfiles.read_json(os.path.join(run_dir, "blockstat.json"), keys=("before", "after"))
     before, after = counters["before"], counters["after"]
     return {
         **request_sizes(before, after),
@@ -89,8 +105,8 @@ def fio_disk_columns(run_dir: str | Path, device: str | None) -> dict[str, float
     runtime of fio's jobs (an estimate: fio does not report the window it sampled the disk
     over, which starts before its jobs do). NaN when fio wrote no disk_util (a file without
     a block device, t/io_uring, ``--disk_util=0``)."""
-    report = Path(run_dir) / "fio.json"
-    data = fiojson.run_document(report).data if report.exists() else {}
+    report = os.path.join(run_dir, "fio.json")
+    data = fiojson.run_document(report).data if os.path.exists(report) else {}
     disks = fiojson.disk_util(data)
     disk = disks.get(device) or next(iter(disks.values()), None)
     if disk is None:
@@ -118,11 +134,18 @@ def _longest_runtime_ms(data: dict[str, Any]) -> float:
     return max((float(t) for t in found if isinstance(t, (int, float)) and not isinstance(t, bool)), default=0.0)
 
 
+def fio_records(run_dir: str | Path) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """``iolab.read.fiojson.run_rows`` as dicts: its rows (``tidy_rows``), its column order
+    (``COLUMN_ORDER``, then the rows' other keys) and ``fio_warnings`` after them."""
+    found, said = fiojson.run_report(run_dir)
+    return found, fiojson.COLUMN_ORDER, {"fio_warnings": said}
+
+
 def system_columns(run_dir: str | Path) -> dict[str, Any]:
     """What ``iolab.stats.drift`` compares between the runs of a study, from ``system.json``
     (``iolab.core.system.snapshot_columns``). fio's version and the frequency source are
     columns of the fio and sampler producers."""
-    return snapshot_columns(runfiles.read_json(Path(run_dir) / "system.json"))
+    return snapshot_columns(runfiles.read_json(os.path.join(run_dir, "system.json")))
 
 
 def no_columns(run_dir: str | Path) -> dict[str, Any]:
@@ -133,7 +156,7 @@ def no_columns(run_dir: str | Path) -> dict[str, Any]:
 PRODUCERS: tuple[Producer, ...] = (
     Producer("t/io_uring", tio.FILES, tio.run_rows, rows=True),
     Producer("fio client/server", hosttable.FILES, hosttable.run_rows, rows=True),  # before fio: its rows
-    Producer("fio", fiojson.FILES, fiojson.run_rows, rows=True),
+    Producer("fio", fiojson.FILES, fiojson.run_rows, rows=True, records=fio_records),
     Producer("samplers", samples.FILES, samples.run_columns),
     Producer("perf stat", perf.STAT_FILES, perf.stat_columns),
     Producer("block counters", ("blockstat.json",), block_columns),
@@ -147,9 +170,24 @@ PRODUCERS: tuple[Producer, ...] = (
 
 def rows(run_dir: str | Path) -> pd.DataFrame:
     """The rows of a run folder, from the first row producer that ran in it."""
+    return _row_producer(run_dir, None).load(run_dir)
+
+
+def row_records(
+    run_dir: str | Path, names: Collection[str] | None = None
+) -> "pd.DataFrame | tuple[list[dict[str, Any]], list[str], dict[str, Any]]":
+    """``rows`` as its producer's ``records`` give them (rows as dicts, column order, columns
+    after them), or the DataFrame of ``rows`` for a producer without ``records``.
+    ``names``: the run folder's file names, when the caller has listed it."""
+    producer = _row_producer(run_dir, names)
+    return producer.load(run_dir, names, producer.records)
+
+
+def _row_producer(run_dir: str | Path, names: Collection[str] | None) -> Producer:
+    """The first row producer that ran in ``run_dir``; FioOutputError when none did."""
     for producer in PRODUCERS:
-        if producer.rows and producer.ran(run_dir):
-            return producer.load(run_dir)
+        if producer.rows and producer.ran(run_dir, names):
+            return producer
     tools = " or ".join(p.files[0] for p in PRODUCERS if p.rows)
     raise FioOutputError(
         f"{run_dir} holds no report ({tools}): the run stopped before its tool "
@@ -157,12 +195,20 @@ def rows(run_dir: str | Path) -> pd.DataFrame:
     )
 
 
-def columns(run_dir: str | Path) -> dict[str, Any]:
-    """The per-run columns of a run folder, from every column producer that ran in it."""
+def parts(run_dir: str | Path, names: Collection[str] | None = None) -> tuple[Any, dict[str, Any]]:
+    """``row_records`` and ``columns`` of a run folder, its fio report read once for both
+    (``iolab.read.fiojson.reports_reused``)."""
+    with fiojson.reports_reused():
+        return row_records(run_dir, names), columns(run_dir, names)
+
+
+def columns(run_dir: str | Path, names: Collection[str] | None = None) -> dict[str, Any]:
+    """The per-run columns of a run folder, from every column producer that ran in it.
+    ``names``: the run folder's file names, when the caller has listed it."""
     out: dict[str, Any] = {}
     for producer in PRODUCERS:
-        if not producer.rows and producer.ran(run_dir):
-            out.update(producer.load(run_dir))
+        if not producer.rows and producer.ran(run_dir, names):
+            out.update(producer.load(run_dir, names))
     return out
 
 

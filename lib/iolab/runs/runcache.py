@@ -1,12 +1,25 @@
-"""The tidy table of a folder of many runs, cached in that folder so it loads in seconds.
+"""The tidy table of many runs, built without a DataFrame per run, and cached in a folder of
+runs so it loads in seconds.
 
     table = load_cached("data/runs")                # as iolab.runs.store.load_runs("data/runs")
     table = load_cached(study_runs, status=None)    # failed and interrupted runs too
+    table = table_of(run_folders, status="ok")      # any run folders, no cache (store.load_runs)
 
-The result is ``iolab.runs.store.load_runs`` of the same folder, equal to it in rows, column
-order and dtypes: one row per run and direction, the swept values of params.json as
-columns, ``repeat`` and ``status``. Run folders are found as ``iolab.runs.store.find_runs`` finds
-them (``root/*/run.json``; sub-folders such as ``root/warmup/<run>`` are not runs of root).
+The result is what concatenating ``iolab.runs.store.run_table`` of each run gives (pd.concat),
+equal to it in rows, column order and dtypes: one row per run and direction, the swept values
+of params.json as columns, ``repeat`` and ``status``. Run folders are found as
+``iolab.runs.store.find_runs`` finds them (``root/*/run.json``; sub-folders such as
+``root/warmup/<run>`` are not runs of root).
+
+How: each run is read as ``iolab.runs.store.run_record`` (its columns and their dtypes, plain
+Python values), in chunks of runs, across the CPUs: forked worker processes, one per CPU, from
+``POOL_FROM`` runs to derive (in a process running other threads, a notebook's kernel, the
+runs are read in the process itself); a chunk comes back as arrow columns, never as a
+DataFrame per run, and its folders' files are asked of the disk together (``iolab.runs.store.listing``). Runs whose columns
+and dtypes are the same form a block; each block becomes one DataFrame, and the blocks are
+concatenated as pd.concat would have concatenated the runs (it meets each column and dtype
+in the same order; only the rows move). Memory holds the table's columns once as arrow and
+once as pandas, not a frame per run (``benchmarks/campaign_scale.py`` measures it).
 
 The cache is one parquet file, ``root/.iolab-table.parquet``, written whole (temporary name,
 then rename; two loaders at once: the last writer wins). Its metadata holds the index: per
@@ -16,19 +29,17 @@ a host's files): name, size, mtime_ns, ctime_ns and inode of each file present, 
 that is added, removed, rewritten (a new inode when renamed into place) or edited in place
 (even with its mtime put back: ctime cannot be) changes it. A run that is added, removed or
 changed (run.json rewritten by a repair marking it interrupted, a fio.json replaced) is
-re-derived alone with ``iolab.runs.store.run_table``; the rest come from the file. A run that
-cannot be read is kept in the index with its reason, warned about on every load (a
-``RunSkipped`` warning, as ``load_runs`` gives), until one of its files changes. The whole
-cache is rebuilt when iolab's code, pandas, pyarrow or this format (``CACHE_VERSION``)
-changes, and when the file cannot be read. A folder iolab cannot write is loaded without a
-cache.
+re-derived alone; the rest come from the file. A run that cannot be read is kept in the
+index with its reason, warned about on every load (a ``RunSkipped`` warning, as ``load_runs``
+gives), until one of its files changes. The whole cache is rebuilt when iolab's code, pandas,
+pyarrow or this format (``CACHE_VERSION``) changes, and when the file cannot be read. A
+folder iolab cannot write is loaded without a cache.
 
-Exact round trip: a run's rows are stored with their own dtypes. Runs whose columns and dtypes
-are the same form a block; each (column, dtype) pair is a parquet column of its own, named
-``<dtype>:<column>`` (``int64:qd``, ``str:bs``); an object column (numbers and strings,
-``None``) is stored as one JSON text per cell (``json:bs``). Loading concatenates the blocks
-as ``pd.concat`` would have concatenated the runs, so mixed types across runs come out as a
-fresh load gives them.
+Exact round trip: a run's rows are stored with their own dtypes. Each (column, dtype) pair of
+a block is a parquet column of its own, named ``<dtype>:<column>`` (``int64:qd``, ``str:bs``);
+an object column (numbers and strings, ``None``) is stored as one JSON text per cell
+(``json:bs``). Loading concatenates the blocks as above, so mixed types across runs come out
+as a fresh load gives them.
 """
 
 from __future__ import annotations
@@ -36,14 +47,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import multiprocessing
 import os
 import secrets
+import signal
+import threading
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -57,24 +73,43 @@ from ..core.errors import IolabError, RunSkipped
 CACHE_NAME = ".iolab-table.parquet"
 CACHE_VERSION = 3  # 2: the stamp covers every file of the run folder, not run.json and params.json alone; 3: emulated
 CHECKPOINT_S = 60.0  # a long first build saves what it has this often, so Ctrl-C loses little
+POOL_FROM = 200  # runs to derive before worker processes pay off (forked: ~50 ms to start two)
+CHUNK = 64  # runs per task of a worker; a task's result is arrow columns
+_MERGE = 32  # a sig's tables of this many tasks are merged into one as they come
 _META_KEY = b"iolab.runs.runcache"
 _BAR_FROM = 200  # runs to derive before a progress bar is worth showing
 _STALE_TMP_S = 3600  # a temporary cache file this old was left by a killed loader
+_LISTING_SHARE = 10  # a folder's listing (its stamp) costs about this share of reading its run
 
 Sig = tuple[tuple[str, str], ...]  # a run's (column, dtype tag) pairs, in column order
 
 
-@dataclass
+@dataclass(slots=True)
 class _Run:
     """One run folder as the index knows it. ``sig`` is None when the run has no rows to
-    keep (``error`` says why, and is warned about again on every load, as load_runs does)."""
+    keep (``error`` says why, and is warned about again on every load, as load_runs does).
+    ``transient``: an error that may go away (an OS error): warned, never kept in the file."""
 
     name: str
-    stamp: str
+    stamp: str | None
     status: str | None
     sig: Sig | None = None
     rows: int = 0
     error: str | None = None
+    transient: bool = False
+
+
+@dataclass
+class _Part:
+    """What deriving a chunk of runs gives: each run's entry, the rows of those with rows as
+    one arrow table per sig (the chunk's runs of that sig in order; arrow's stream format),
+    the frames whose dtypes the cache cannot keep (``loose``: this load only), and the
+    warnings raised meanwhile."""
+
+    runs: list[_Run]
+    tables: dict[Sig, bytes] = field(default_factory=dict)
+    loose: dict[str, pd.DataFrame] = field(default_factory=dict)
+    said: list[tuple[str, type]] = field(default_factory=list)
 
 
 def load_cached(root: str | os.PathLike, status: str | None = "ok", cache: bool = True) -> pd.DataFrame:
@@ -85,39 +120,57 @@ def load_cached(root: str | os.PathLike, status: str | None = "ok", cache: bool 
     ``cache=False`` reads and writes no cache. Unreadable runs are skipped with a warning, as
     ``load_runs`` does; an empty DataFrame when no run matches."""
     root = Path(root)
-    if not cache or (root / "run.json").exists():  # no cache for a single run folder
+    if (root / "run.json").exists():  # no cache for a single run folder
         return store.load_runs(root, status)
     for line in store.no_run_json(root):
         warnings.warn(line, RunSkipped, stacklevel=2)
     folders = [p.parent for p in store.find_runs(root)]
-    stamps = {f.name: _stamp(f) for f in folders}
+    if not cache:
+        return _table([(f.name, f, None) for f in folders], status, lazy=True)
     old = _read_cache(root)
-    kept = {name: run for name, run in old.runs.items() if stamps.get(name) == run.stamp} if old else {}
-    todo = [f for f in folders if f.name not in kept and stamps[f.name] is not None]
-    new: dict[str, tuple[_Run, list]] = {}
-    loose: dict[str, tuple[_Run, pd.DataFrame]] = {}  # dtypes the cache cannot keep: this load only
+    if old is None:  # every run is derived: the workers stamp them too
+        kept: dict[str, _Run] = {}
+        todo = [(f.name, f, None) for f in folders]
+    else:
+        kept, todo = {}, []
+        for folder, stamp in zip(folders, _stamps(folders)):
+            run = old.runs.get(folder.name)
+            if run is not None and run.stamp == stamp:
+                kept[folder.name] = run
+            elif stamp is not None:  # listed again where it is read (its stamp then, if it changed since)
+                todo.append((folder.name, folder, None))
+    build = _Build(old, kept)
     last_save = time.monotonic()
-    items = progress.bar(todo, "deriving run tables", total=len(todo)) if len(todo) >= _BAR_FROM else todo
-    for folder in items:
-        derived = _derive(folder, stamps[folder.name], status)
-        if derived is None:
-            continue
-        run, frame = derived
-        arrays = _encode(frame) if frame is not None else []
-        if arrays is None:
-            loose[run.name] = (run, frame)
-        else:
-            new[run.name] = (run, arrays)
+    for part in _derive_all(todo, status, lazy=False):
+        build.add(part)
         if time.monotonic() - last_save > CHECKPOINT_S:
-            _write_cache(root, _compose(old, kept, new))
+            _write_cache(root, build.cache())
             last_save = time.monotonic()
-    if old is not None and not new and len(kept) == len(old.runs):
+    if old is not None and not build.changed and len(kept) == len(old.runs):
         now = old
     else:
-        now = _compose(old, kept, new)
+        now = build.cache()
         if folders:  # a folder without runs gets no cache file
             _write_cache(root, now)
-    return _assemble(folders, now, loose, status)
+    pieces, owner = _pieces([f.name for f in folders], now, build, status)
+    del old, now, build, kept, todo  # the arrow rows go before the frame is joined: memory for one copy less
+    return _joined(pieces, owner)
+
+
+def table_of(paths: Iterable[str | os.PathLike], status: str | None = "ok") -> pd.DataFrame:
+    """The tidy table of any run folders (``iolab.runs.store.load_runs`` of a list), derived
+    as ``load_cached`` derives them, without a cache: runs whose status is not ``status`` are
+    not read further than their run.json. Unreadable runs are skipped with a warning each."""
+    return _table([(str(i), Path(p), None) for i, p in enumerate(paths)], status, lazy=True)
+
+
+def _table(todo: list[tuple[str, Path, Any]], status: str | None, lazy: bool) -> pd.DataFrame:
+    build = _Build(None, {})
+    for part in _derive_all(todo, status, lazy):
+        build.add(part)
+    pieces, owner = _pieces([name for name, _, _ in todo], build.cache(), build, status)
+    del build
+    return _joined(pieces, owner)
 
 
 def statuses(root: str | os.PathLike) -> Counter:
@@ -150,107 +203,216 @@ def write_parquet(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 # ---------------------------------------------------------------- one run
-def _stamp(folder: Path) -> str | None:
-    """What changes when any file of a run folder changes (module docstring): 16 hex digits
-    of SHA-256 over each file's relative name, size, mtime_ns, ctime_ns and inode, sorted.
-    None when run.json is gone."""
-    entries = _files(folder, "")
-    if entries is None or not any(name == "run.json" for name, *_ in entries):
-        return None
-    return hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()[:16]
-
-
-def _files(folder: Path, prefix: str) -> list | None:
-    """[name, size, mtime_ns, ctime_ns, inode] of each file below ``folder`` (names relative
-    to the run folder); None when it cannot be listed."""
-    out = []
+def _stamps(folders: list[Path]) -> list[str | None]:
+    """The stamp of each folder (``store.listing``), in worker processes when there are many (a
+    listing costs about a tenth of a run's reading; threads would wait on each other)."""
+    workers, context = _pool(len(folders) // _LISTING_SHARE)
+    if workers < 2:
+        return _stamps_of(folders)
+    size = -(-len(folders) // (4 * workers))
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start)
     try:
-        with os.scandir(folder) as it:
-            for entry in it:
-                name = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    out += _files(Path(entry.path), name + "/") or [[name + "/", -1, 0, 0, 0]]
-                    continue
-                try:
-                    st = entry.stat()
-                except OSError:  # gone or unreadable since the listing: a stamp of its own
-                    out.append([name, -1, 0, 0, 0])
-                    continue
-                out.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
-    except OSError:
+        parts = pool.map(_stamps_of, [folders[i : i + size] for i in range(0, len(folders), size)])
+        return [stamp for part in parts for stamp in part]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: the running tasks end, the rest never start
+
+
+def _stamps_of(folders: list[Path]) -> list[str | None]:
+    return [store.listing(folder)[0] for folder in folders]
+
+
+def _derive(name: str, folder: Path, listed: Any, status: str | None, lazy: bool) -> tuple[_Run, Any] | None:
+    """A run's index entry and its ``store.run_record`` (None with an error: the one that
+    makes ``load_runs`` skip it). ``listed``: its ``store.listing``, None to make it here. ``lazy``:
+    a run whose status is not ``status`` is not read beyond run.json. None when the run
+    folder lost its run.json since it was found."""
+    stamp, names = listed or store.listing(folder)
+    if stamp is None and listed is None and not lazy:
         return None
-    return out
-
-
-def _derive(folder: Path, stamp: str, status: str | None) -> tuple[_Run, pd.DataFrame | None] | None:
-    """A run's index entry and table (``store.run_table``), or its entry with the error that
-    makes ``load_runs`` skip it. None, with a warning when ``status`` asks for the run, for
-    an OS error: not cached, since a permission or a missing file may be put right."""
     try:
         meta = store.read_run(folder)
-    except OSError as exc:
-        warnings.warn(store.skip_message(folder, exc), RunSkipped, stacklevel=3)
-        return None
+    except OSError as exc:  # warned, not cached: a permission or a missing file may be put right
+        return _Run(name, stamp, None, error=store.skip_message(folder, exc), transient=True), None
     except (ValueError, IolabError) as exc:
-        return _Run(folder.name, stamp, None, error=store.skip_message(folder, exc)), None
-    run = _Run(folder.name, stamp, meta.get("status"))
+        return _Run(name, stamp, None, error=store.skip_message(folder, exc)), None
+    run = _Run(name, stamp, meta.get("status"))
+    if lazy and not _wanted(run.status, status):
+        return run, None
     try:
-        frame = store.run_table(folder)
+        record = store.run_record(folder, names or None, meta)
     except OSError as exc:
-        if _wanted(run.status, status):
-            warnings.warn(store.skip_message(folder, exc), RunSkipped, stacklevel=3)
-        return None
+        run.error, run.transient = store.skip_message(folder, exc), True
+        return run, None
     except (ValueError, IolabError) as exc:
         run.error = store.skip_message(folder, exc)
         return run, None
-    run.rows = len(frame)
-    return run, frame
+    return run, record
 
 
 def _wanted(run_status: str | None, status: str | None) -> bool:
     return not status or run_status == status
 
 
-def _tag(dtype) -> str | None:
-    """The dtype tag a column is stored under, or None for a dtype the cache does not keep."""
-    if dtype == object:  # noqa: E721 (a numpy dtype equals object; it is not the type object)
-        return "json"
-    if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
-        return str(dtype)
-    if isinstance(dtype, pd.StringDtype) and dtype == pd.StringDtype(na_value=np.nan):
-        return "str"
-    return None
+def _derive_chunk(chunk: list[tuple[str, Path, Any]], status: str | None, lazy: bool) -> _Part:
+    """``_derive`` of each run of ``chunk``, as a _Part (what a worker sends back). The
+    chunk's folders are listed first, which asks the kernel for their files (``store.listing``)."""
+    part = _Part([])
+    records: dict[Sig, list[dict]] = {}
+    sigs: dict[Sig, Sig] = {}
+    chunk = [(name, folder, listed or store.listing(folder, prefetch=True)) for name, folder, listed in chunk]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for name, folder, listed in chunk:
+            derived = _derive(name, folder, listed, status, lazy)
+            if derived is None:
+                continue
+            run, record = derived
+            part.runs.append(run)
+            if isinstance(record, pd.DataFrame):
+                run.rows, run.transient = len(record), True
+                part.loose[run.name] = record
+            elif record is not None:
+                sig = tuple((col, tag) for col, (tag, _) in record.items())
+                run.sig = sigs.setdefault(sig, sig)  # one object per sig: a run holds a reference
+                run.rows = len(next(iter(record.values()))[1])
+                records.setdefault(run.sig, []).append(record)
+    part.tables = {sig: _ipc(_arrow(sig, found)) for sig, found in records.items()}
+    part.said = [(str(w.message), w.category) for w in said]
+    return part
+
+
+def _arrow(sig: Sig, records: list[dict]) -> pa.Table:
+    """The rows of runs with one sig as an arrow table of the cache's columns (``tag:column``;
+    text missing as null, object cells as JSON text)."""
+    arrays = []
+    for col, tag in sig:
+        values = [v for record in records for v in record[col][1]]
+        if tag == "str":
+            arrays.append(pa.array(values, pa.string(), from_pandas=True))
+        elif tag == "json":
+            arrays.append(pa.array([_json_cell(v) for v in values], pa.string()))
+        else:
+            arrays.append(pa.array(np.array(values, dtype=tag)))
+    return pa.Table.from_arrays(arrays, names=[f"{t}:{c}" for c, t in sig])
+
+
+def _ipc(table: pa.Table) -> bytes:
+    """``table`` as arrow's stream format: one buffer, which the loader keeps as it is (a
+    table of many small arrays costs several times its size in objects once unpickled)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def _json_cell(value: Any) -> str:
     if isinstance(value, np.generic):
         value = value.item()
-    if value is not None and not isinstance(value, (bool, int, float, str)):
-        raise TypeError(f"{type(value).__name__} is not kept by the run-table cache")
     return json.dumps(value)
 
 
-def _encode(frame: pd.DataFrame) -> list | None:
-    """A run's columns as [(column, tag, values)] ready for arrow (object columns as JSON
-    text per cell), or None when a column cannot round-trip (then the run is not cached)."""
-    if not frame.columns.is_unique or not all(isinstance(c, str) for c in frame.columns):
-        return None
-    out = []
-    for col, series in frame.items():  # not frame[col]: a lookup by name costs more than the rest
-        tag = _tag(series.dtype)
-        if tag is None:
-            return None
-        if tag == "json":
-            try:
-                values = np.array([_json_cell(v) for v in series], dtype=object)
-            except TypeError:
-                return None
-        elif tag == "str":
-            values = series.to_numpy(dtype=object, na_value=None)
+# ---------------------------------------------------------------- many runs
+def _derive_all(todo: list[tuple[str, Path, Any]], status: str | None, lazy: bool) -> Iterator[_Part]:
+    """The _Parts of ``todo`` in order, chunk by chunk: in worker processes (one per CPU this
+    process may use) when there are enough runs to pay for them, else here. Warnings raised
+    while deriving are raised again here, in order; a progress bar from ``_BAR_FROM`` runs."""
+    workers, context = _pool(len(todo))
+    size = max(8, min(CHUNK, -(-len(todo) // (4 * workers))))
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    pool, shown = None, None
+    try:
+        if workers > 1:  # the workers start before the bar: forked, they copy no thread of it
+            pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start)
+            parts = pool.map(_derive_chunk, chunks, repeat(status), repeat(lazy))
         else:
-            values = series.to_numpy()
-        out.append((col, tag, values))
-    return out
+            parts = (_derive_chunk(chunk, status, lazy) for chunk in chunks)
+        shown = progress.bar([], "deriving run tables", total=len(todo)) if len(todo) >= _BAR_FROM else None
+        for chunk, part in zip(chunks, parts):
+            for message, category in part.said:
+                warnings.warn(message, category, stacklevel=4)
+            if shown is not None:
+                shown.update(len(chunk))
+            yield part
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: the running chunks end, the rest never start
+        if shown is not None:
+            shown.close()
+
+
+def _pool(runs: int) -> tuple[int, Any]:
+    """How many worker processes to derive ``runs`` runs with (1: none), and how to start
+    them: forked, so they share what this process imported. Not when this process runs other
+    threads (a notebook's kernel): a fork could copy a lock one of them holds, and a spawned
+    worker would run the caller's script again; the runs are read here then."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    forked = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if cpus < 2 or runs < POOL_FROM or not forked:
+        return 1, None
+    return min(cpus, -(-runs // CHUNK)), multiprocessing.get_context("fork")
+
+
+def _worker_start() -> None:
+    """A worker leaves Ctrl-C to the loader, which stops the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Build:
+    """The index and rows of a cache being built: ``kept`` runs (rows in ``old``), then the
+    derived _Parts as they come. A sig's rows are merged into one table every ``_MERGE``
+    parts: a table of many small ones holds several times their size in arrow's own objects."""
+
+    def __init__(self, old: _Cache | None, kept: dict[str, _Run]):
+        self.old, self.kept = old, kept
+        self.new: dict[Sig, tuple[list[_Run], list[pa.Table], list[bytes]]] = {}  # runs, merged, streams
+        self.others: list[_Run] = []  # derived runs without rows in the file: errors, loose frames
+        self.loose: dict[str, pd.DataFrame] = {}
+        self.changed = False
+        self.sigs: dict[Sig, Sig] = {}
+
+    def add(self, part: _Part) -> None:
+        self.changed = True
+        for run in part.runs:
+            if run.sig is None:
+                self.others.append(run)
+            else:
+                run.sig = self.sigs.setdefault(run.sig, run.sig)  # each part brings its own copy
+                self.new.setdefault(run.sig, ([], [], []))[0].append(run)
+        for sig, stream in part.tables.items():
+            _, merged, streams = self.new[self.sigs[sig]]
+            streams.append(stream)
+            if len(streams) >= _MERGE:
+                merged.append(_merged(streams))
+                streams.clear()
+        self.loose.update(part.loose)
+
+    def cache(self) -> _Cache:
+        """A cache holding the kept runs (their rows taken from ``old``) and the new ones."""
+        by_sig: dict[Sig, list[_Run]] = {}
+        rowless = [r for r in self.kept.values() if r.sig is None]
+        for run in self.kept.values():
+            if run.sig is not None:
+                by_sig.setdefault(run.sig, []).append(run)
+        order, tables = [], []
+        for sig in [*by_sig, *(s for s in self.new if s not in by_sig)]:
+            olds = by_sig.get(sig, [])
+            news, merged, streams = self.new.get(sig, ([], [], []))
+            parts = [*merged, _merged(streams)] if streams else list(merged)
+            if olds:
+                old = self.old
+                take = np.concatenate([np.arange(old.offsets[r.name], old.offsets[r.name] + r.rows) for r in olds])
+                parts.insert(0, old.table.select([f"{t}:{c}" for c, t in sig]).take(pa.array(take, pa.int64())))
+            tables.append(pa.concat_tables(parts) if len(parts) > 1 else parts[0])
+            order += olds + news
+        table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+        return _Cache({r.name: r for r in order + rowless + self.others}, table)
+
+
+def _merged(streams: list[bytes]) -> pa.Table:
+    """The tables of arrow streams (``_ipc``) as one, each column one array."""
+    tables = [pa.ipc.open_stream(stream).read_all() for stream in streams]
+    return (pa.concat_tables(tables) if len(tables) > 1 else tables[0]).combine_chunks()
 
 
 # ---------------------------------------------------------------- the cache file
@@ -284,7 +446,11 @@ class _Cache:
             "version": CACHE_VERSION,
             "fingerprint": _fingerprint(),
             "sigs": [[list(pair) for pair in sig] for sig in sigs],
-            "runs": [[r.name, r.stamp, r.status, number.get(r.sig), r.rows, r.error] for r in self.runs.values()],
+            "runs": [
+                [r.name, r.stamp, r.status, number.get(r.sig), r.rows, r.error]
+                for r in self.runs.values()
+                if not r.transient
+            ],
         }
 
 
@@ -320,38 +486,6 @@ def _read_cache(root: Path) -> _Cache | None:
         return None
 
 
-def _compose(old: _Cache | None, kept: dict[str, _Run], new: dict[str, tuple[_Run, list]]) -> _Cache:
-    """A cache holding ``kept`` (their rows taken from ``old``) and ``new`` (encoded runs)."""
-    by_sig: dict[Sig, tuple[list[_Run], list[tuple[_Run, list]]]] = {}
-    rowless = [r for r in kept.values() if r.sig is None]
-    for run in kept.values():
-        if run.sig is not None:
-            by_sig.setdefault(run.sig, ([], []))[0].append(run)
-    for run, arrays in new.values():
-        if run.error is not None:
-            rowless.append(run)
-            continue
-        run.sig = tuple((col, tag) for col, tag, _ in arrays)
-        by_sig.setdefault(run.sig, ([], []))[1].append((run, arrays))
-    order, tables = [], []
-    for sig, (olds, news) in by_sig.items():
-        names = [f"{t}:{c}" for c, t in sig]
-        parts = []
-        if olds:
-            take = np.concatenate([np.arange(old.offsets[r.name], old.offsets[r.name] + r.rows) for r in olds])
-            parts.append(old.table.select(names).take(pa.array(take, pa.int64())))
-        if news:
-            columns = []
-            for j, (_, tag) in enumerate(sig):
-                values = np.concatenate([arrays[j][2] for _, arrays in news])
-                columns.append(pa.array(values, type=pa.string()) if tag in ("str", "json") else pa.array(values))
-            parts.append(pa.Table.from_arrays(columns, names=names))
-        tables.append(pa.concat_tables(parts) if len(parts) > 1 else parts[0])
-        order += olds + [run for run, _ in news]
-    table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
-    return _Cache({r.name: r for r in order + rowless}, table)
-
-
 def _write_cache(root: Path, cache: _Cache) -> bool:
     """Write the cache file whole; False (and no error) when ``root`` cannot be written."""
     table = cache.table.replace_schema_metadata({_META_KEY: json.dumps(cache.index(), separators=(",", ":"))})
@@ -385,9 +519,10 @@ def _remove_stale_temporaries(root: Path) -> None:
 
 
 # ---------------------------------------------------------------- the table
-def _decode(table: pa.Table, sig: Sig, start: int, stop: int) -> pd.DataFrame:
-    """A block's rows with their own dtypes back."""
-    frame = table.slice(start, stop - start).select([f"{t}:{c}" for c, t in sig]).to_pandas()
+def _decode(table: pa.Table, sig: Sig, rows: np.ndarray | tuple[int, int]) -> pd.DataFrame:
+    """The rows of a block (``rows``: their positions, or [start, stop)) with their own dtypes back."""
+    part = table.slice(rows[0], rows[1] - rows[0]) if isinstance(rows, tuple) else table.take(pa.array(rows))
+    frame = part.select([f"{t}:{c}" for c, t in sig]).to_pandas()
     frame.columns = [c for c, _ in sig]
     for col, tag in sig:
         if tag == "json":
@@ -397,44 +532,48 @@ def _decode(table: pa.Table, sig: Sig, start: int, stop: int) -> pd.DataFrame:
     return frame
 
 
-def _assemble(
-    folders: list[Path], cache: _Cache, loose: dict[str, tuple[_Run, pd.DataFrame]], status: str | None
-) -> pd.DataFrame:
-    """The rows of the runs with ``status``, in ``find_runs`` order, concatenated block by
-    block: the same columns, order and dtypes as ``pd.concat`` of the runs one by one
-    (concat meets each column and dtype in the same order; only the rows move)."""
+def _pieces(names: list[str], cache: _Cache, build: _Build, status: str | None) -> tuple[list, np.ndarray]:
+    """The rows of the runs with ``status``, as one DataFrame per block (runs of one sig; a
+    loose run's own frame) in order of first appearance in ``names`` (``find_runs`` order),
+    and the position of each row's run among the runs kept. A run that cannot be read is
+    warned about here, in order, as load_runs does."""
     groups: dict[Any, list[tuple[int, _Run]]] = {}
     position = 0
-    for folder in folders:
-        run = loose[folder.name][0] if folder.name in loose else cache.runs.get(folder.name)
+    for name in names:
+        run = cache.runs.get(name)
         if run is None:
             continue
         if run.error is not None:  # warned about as load_runs does: a run.json it cannot read always
             if run.status is None or _wanted(run.status, status):
                 warnings.warn(run.error, RunSkipped, stacklevel=3)
             continue
-        if not _wanted(run.status, status):
+        if not _wanted(run.status, status) or run.sig is None and run.name not in build.loose:
             continue
-        key = ("loose", run.name) if run.name in loose else run.sig
+        key = ("loose", run.name) if run.name in build.loose else run.sig
         groups.setdefault(key, []).append((position, run))
         position += 1
-    if not groups:
-        return pd.DataFrame()
     pieces, owners = [], []
-    for key, group in groups.items():  # in order of first appearance
+    for key, group in groups.items():
         if key in cache.blocks:
+            rows = np.concatenate([np.arange(cache.offsets[r.name], cache.offsets[r.name] + r.rows) for _, r in group])
             start, stop = cache.blocks[key]
-            frame = _decode(cache.table, key, start, stop)
-            take = (
-                np.concatenate([np.arange(cache.offsets[r.name], cache.offsets[r.name] + r.rows) for _, r in group])
-                - start
-            )
-            pieces.append(frame if np.array_equal(take, np.arange(len(frame))) else frame.take(take))
+            whole = len(rows) == stop - start and rows[0] == start and (np.diff(rows) == 1).all()
+            pieces.append(_decode(cache.table, key, (start, stop) if whole else rows))
         else:
-            pieces.append(loose[key[1]][1])
+            pieces.append(build.loose[key[1]])
         owners.append(np.repeat([position for position, _ in group], [r.rows for _, r in group]))
+    return pieces, np.concatenate(owners) if owners else np.zeros(0, dtype=int)
+
+
+def _joined(pieces: list[pd.DataFrame], owner: np.ndarray) -> pd.DataFrame:
+    """The blocks (``_pieces``) concatenated, the rows put in their runs' order: the same
+    columns, order and dtypes as ``pd.concat`` of the runs one by one (concat meets each
+    column and dtype in the same order; only the rows move). ``pieces`` is emptied: each
+    block is let go once copied."""
+    if not pieces:
+        return pd.DataFrame()
     out = pd.concat(pieces, ignore_index=True) if len(pieces) > 1 else pieces[0].reset_index(drop=True)
-    owner = np.concatenate(owners)
+    pieces.clear()
     if (np.diff(owner) < 0).any():
         out = out.take(np.argsort(owner, kind="stable")).reset_index(drop=True)
     return out

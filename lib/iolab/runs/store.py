@@ -34,6 +34,10 @@ trouble is the run's ``series_note`` (``iolab.stats.timeline.run_columns``). Fil
 system.json, checks.json and series.json may be absent (runs made by hand, older layouts).
 A folder holding a run's files but no run.json is said too (``no_run_json``).
 
+Reading many runs: ``run_record`` gives ``run_table``'s columns, dtypes and values without a
+DataFrame (``iolab.runs.runcache`` joins many into one table; ``load_runs`` is that table), and
+``listing`` a run folder's stamp and file names, asking the disk for its files at once.
+
 Format history (``schema`` in run.json; the whole layout above has one version):
     1 (2026-11-22)  first version; run.json says ``schema_version``; perf stat's window is a
                     fake ``window_s`` event in perf_stat_tidy.csv. Still read.
@@ -46,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import secrets
 import time
@@ -53,8 +58,9 @@ import warnings
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Collection, Iterable, Iterator, Mapping
 
+import numpy as np
 import pandas as pd
 
 from .. import __version__
@@ -62,11 +68,12 @@ from ..machine import ledger
 from . import producers
 from ..core import runfiles
 from ..core.atomic import write_atomic, write_json
-from ..core.errors import IolabError, RunFileError, RunInterrupted, RunSkipped, SchemaError
+from ..core.errors import RunFileError, RunInterrupted, RunSkipped, SchemaError
 
 SCHEMA_VERSION = 2
 SCHEMAS_READ = (1, 2)
 FILES = ("run.json", "params.json", "argv.json")  # the folder's own; the rest are producers'
+_PREFETCH_BYTES = 1 << 20  # files of a run folder read ahead up to this size (not perf.data)
 
 
 def new_run_id(label: str = "") -> str:
@@ -202,10 +209,11 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     is missing, empty, cut short, not a JSON object, or without ``run_id`` and ``status``
     (strings)."""
     path = Path(path)
-    meta = runfiles.read_json(path / "run.json")
+    file = os.path.join(path, "run.json")  # a str: a path joined costs more than the rest of this
+    meta = runfiles.read_json(file)
     version = schema_of(meta)
     if version in SCHEMAS_READ:
-        return _with_id_and_status(meta, path / "run.json")
+        return _with_id_and_status(meta, file)
     if isinstance(version, int) and version > SCHEMA_VERSION:
         raise SchemaError(
             f"{path} was written by iolab {meta.get('iolab_version', '?')} with run-folder "
@@ -219,13 +227,13 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     )
 
 
-def _with_id_and_status(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+def _with_id_and_status(meta: dict[str, Any], path: str | Path) -> dict[str, Any]:
     """``meta`` (the run.json at ``path``) when its ``run_id`` and ``status`` are strings;
     RunFileError naming the first that is missing or is not."""
     runfiles.require(meta, path, ("run_id", "status"))
     for key in ("run_id", "status"):
         if not isinstance(meta[key], str):
-            raise RunFileError(path, f"has {key!r} {runfiles.quote(json.dumps(meta[key]), 20)}, not a string")
+            raise RunFileError(Path(path), f"has {key!r} {runfiles.quote(json.dumps(meta[key]), 20)}, not a string")
     return meta
 
 
@@ -243,10 +251,138 @@ def run_table(path: str | os.PathLike) -> pd.DataFrame:
     return frame
 
 
+# ---------------------------------------------------------------- a run's table without pandas
+Columns = dict[str, tuple[str, list]]  # column -> (dtype tag, its values), in the table's column order
+_INT64 = 2**63
+
+
+def run_record(
+    path: str | os.PathLike, names: Collection[str] | None = None, meta: Mapping[str, Any] | None = None
+) -> Columns | pd.DataFrame:
+    """``run_table`` of one run folder as ``Columns``, built without pandas: each column's
+    values and the dtype pandas gives it there (a tag: ``int64``, ``float64``, ``bool``,
+    ``str``, ``json`` for object), in ``run_table``'s column order; the same errors. Where
+    pandas' choice is not plain (a value of another type, a column of mixed types), it is
+    ``run_table`` that decides: its frame as Columns, or the frame itself when a dtype has no
+    tag. ``names``: the run folder's file names, when the caller has listed it; ``meta``: its
+    ``read_run``, when the caller has read it."""
+    path = Path(path)
+    meta = read_run(path) if meta is None else meta
+    found, per_run = producers.parts(path, names)
+    per_run.update(swept_values(path))
+    if isinstance(found, pd.DataFrame):
+        cols = frame_columns(found)
+    else:
+        cols = _dict_rows(*found)
+    n = len(next(iter(cols.values()))[1]) if cols else 0
+    for key, value in per_run.items() if cols else ():
+        if not _put(cols, key, json.dumps(value) if isinstance(value, (list, dict)) else value, n):
+            cols = None
+            break
+    if cols is None or "run_id" in cols:
+        return _frame_record(run_table(path))
+    cols = {"run_id": ("str", [meta["run_id"]] * n), **cols}
+    _put(cols, "status", meta["status"], n)
+    return cols
+
+
+def _frame_record(frame: pd.DataFrame) -> Columns | pd.DataFrame:
+    cols = frame_columns(frame)
+    return frame if cols is None else cols
+
+
+def frame_columns(frame: pd.DataFrame) -> Columns | None:
+    """A DataFrame as ``Columns`` (its dtypes as tags, its cells as Python values); None when
+    a column has a dtype without a tag, an object cell that is not None, a bool, a number or
+    text, or the frame has no rows or a column name twice or not a string."""
+    if not len(frame) or not frame.columns.is_unique or not all(isinstance(c, str) for c in frame.columns):
+        return None
+    out: Columns = {}
+    for col, series in frame.items():  # not frame[col]: a lookup by name costs more than the rest
+        tag = dtype_tag(series.dtype)
+        values = series.tolist()
+        if tag == "json":
+            values = [v.item() if isinstance(v, np.generic) else v for v in values]
+            if not all(v is None or type(v) in (bool, int, float, str) for v in values):
+                return None
+        if tag is None:
+            return None
+        out[col] = (tag, values)
+    return out
+
+
+def dtype_tag(dtype) -> str | None:
+    """The tag of a pandas dtype (``Columns``), or None for one without: numpy's bool, integer
+    and float dtypes by name, pandas' text (``str``, missing values NaN) and object (``json``)."""
+    if dtype == object:  # noqa: E721 (a numpy dtype equals object; it is not the type object)
+        return "json"
+    if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
+        return str(dtype)
+    if isinstance(dtype, pd.StringDtype) and dtype == pd.StringDtype(na_value=np.nan):
+        return "str"
+    return None
+
+
+def _dict_rows(rows: list[dict[str, Any]], order: list[str], after: dict[str, Any]) -> Columns | None:
+    """``pd.DataFrame(rows)`` reindexed to ``order`` then the rows' other keys, with ``after``
+    set on every row, as Columns; None where pandas' dtype is not plain (``_rows_tag``)."""
+    if not rows:
+        return None
+    seen = dict.fromkeys(key for row in rows for key in row)
+    nan = math.nan
+    cols: Columns = {}
+    for col in [*order, *(key for key in seen if key not in order)]:
+        values = [row.get(col, nan) for row in rows]
+        tag = _rows_tag(values)
+        if tag is None:
+            return None
+        cols[col] = (tag, values)
+    return cols if all(_put(cols, key, value, len(rows)) for key, value in after.items()) else None
+
+
+def _rows_tag(values: list) -> str | None:
+    """The dtype pandas gives a column of ``values`` (missing ones NaN) in a frame built from
+    rows: ints -> int64, numbers -> float64, text and missing values -> str, bools -> bool;
+    None for anything else (pandas decides)."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        return "int64" if -_INT64 <= min(values) and max(values) < _INT64 else None
+    if len(kinds) == 1:
+        return _scalar_tag(values[0]) if kinds <= {float, str, bool} else None
+    if kinds <= {int, float}:
+        return "float64"
+    if kinds == {str, float} and all(v != v for v in values if type(v) is float):
+        return "str"
+    return None
+
+
+_TAGS = {bool: "bool", np.bool_: "bool", int: "int64", float: "float64", str: "str", np.str_: "str", type(None): "json"}
+
+
+def _scalar_tag(value: Any) -> str | None:
+    """The dtype pandas gives ``frame[key] = value`` (a tag), or None for a value without a plain one."""
+    tag = _TAGS.get(type(value))
+    if tag == "int64" and not -_INT64 <= value < _INT64:
+        return None
+    if tag is None and isinstance(value, np.generic) and value.dtype.kind in "iuf":
+        return str(value.dtype)
+    return tag
+
+
+def _put(cols: Columns, key: str, value: Any, n: int) -> bool:
+    """``frame[key] = value`` on Columns of ``n`` rows: the column replaced in its place or
+    added last, with the dtype pandas gives a scalar; False for a value without a plain one."""
+    tag = _scalar_tag(value)
+    if tag is None:
+        return False
+    cols[key] = (tag, [str(value) if tag == "str" else value] * n)
+    return True
+
+
 def swept_values(path: str | os.PathLike) -> dict[str, Any]:
     """The swept values of a run folder (``swept`` of params.json; {} without params.json,
     as runs made by hand have). RunFileError for a params.json that cannot be read."""
-    params = runfiles.read_json(Path(path) / "params.json", optional=True) or {}
+    params = runfiles.read_json(os.path.join(path, "params.json"), optional=True) or {}
     swept = params.get("swept") or {}
     if not isinstance(swept, dict):
         raise RunFileError(
@@ -293,10 +429,76 @@ def layout() -> tuple[str, ...]:
     return (*FILES, *(name for p in producers.PRODUCERS for name in p.files))
 
 
+def listing(folder: Path, prefetch: bool = False) -> tuple[str | None, frozenset[str]]:
+    """The stamp of a run folder and the names in it that exist (``run_record`` reads the
+    folder by them: files, sub-folders, not a dangling link). The stamp is what changes when
+    any file of the folder or its sub-folders changes (``iolab.runs.runcache`` keys its cache
+    on it): 16 hex digits of SHA-256 over each file's relative name, size, mtime_ns,
+    ctime_ns and inode, sorted; None when run.json is gone. ``prefetch``: ask for its files
+    too (``_prefetch``)."""
+    entries = _files(folder, "")
+    if entries is None or not any(name == "run.json" for name, *_ in entries):
+        return None, frozenset()
+    if prefetch:
+        _prefetch(folder, entries)
+    stamp = hashlib.sha256(json.dumps(sorted(entries)).encode()).hexdigest()[:16]
+    return stamp, frozenset(name.split("/", 1)[0] for name, size, *_ in entries if "/" in name or size >= 0)
+
+
+def _prefetch(folder: Path, entries: list) -> None:
+    """Ask the kernel to read the run folder's files up to ``_PREFETCH_BYTES`` into the page
+    cache (posix_fadvise WILLNEED) and return at once: the reads of a chunk's runs are then
+    under way together, not one after another as its runs are read (a cold disk answers many
+    requests at once several times faster than one at a time)."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for name, size, *_ in entries:
+        if 0 < size <= _PREFETCH_BYTES and "/" not in name:
+            try:
+                fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+
+def _files(folder: Path, prefix: str) -> list | None:
+    """[name, size, mtime_ns, ctime_ns, inode] of each file below ``folder`` (names relative
+    to the run folder); None when it cannot be listed."""
+    out = []
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                name = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    out += _files(Path(entry.path), name + "/") or [[name + "/", -1, 0, 0, 0]]
+                    continue
+                try:
+                    st = entry.stat()
+                except OSError:  # gone or unreadable since the listing: a stamp of its own
+                    out.append([name, -1, 0, 0, 0])
+                    continue
+                out.append([name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+    except OSError:
+        return None
+    return out
+
+
 def find_runs(root: str | os.PathLike) -> list[Path]:
-    """Finished run folders below ``root`` (temporary ``.tmp-*`` folders are skipped)."""
+    """The run.json of each finished run folder in ``root`` (``root/*/run.json``, by folder
+    name; temporary ``.tmp-*`` and other hidden folders are skipped). One listing of
+    ``root`` and a lookup per folder: a glob costs ten times as much with 100,000 runs."""
     root = Path(root)
-    return sorted(p for p in root.glob("*/run.json") if not p.parent.name.startswith("."))
+    try:
+        with os.scandir(root) as it:
+            names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
+    except OSError:  # missing, not a folder, not readable: no runs, as a glob finds none
+        return []
+    return [root / name / "run.json" for name in names if os.path.exists(os.path.join(root, name, "run.json"))]
 
 
 def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
@@ -304,7 +506,10 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, status: st
 
     Unreadable runs are skipped with a ``RunSkipped`` warning each (``skip_message``: the
     run, the file and what is wrong); the other runs' rows are kept. ``status=None`` keeps
-    failed runs too."""
+    failed runs too. The table is ``pd.concat`` of each run's ``run_table``, built without a
+    frame per run (``iolab.runs.runcache.table_of``: many runs across the CPUs)."""
+    from .runcache import table_of  # the table of many runs is built there, above this module
+
     if isinstance(paths, (str, os.PathLike)):
         p = Path(paths)
         if (p / "run.json").exists():
@@ -313,16 +518,7 @@ def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, status: st
             for line in no_run_json(p):
                 warnings.warn(line, RunSkipped, stacklevel=2)
             paths = [r.parent for r in find_runs(p)]
-    frames = []
-    for path in paths:
-        try:
-            meta = read_run(path)
-            if status and meta["status"] != status:
-                continue
-            frames.append(run_table(path))
-        except (OSError, ValueError, IolabError) as exc:
-            warnings.warn(skip_message(path, exc), RunSkipped, stacklevel=2)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return table_of(paths, status)
 
 
 def load_stacks(path: str | os.PathLike) -> Counter:
