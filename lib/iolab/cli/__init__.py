@@ -87,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
             recover_and_report()
         return args.func(args, extra)
+    except BrokenPipeError:  # `iolab history | head`: the reader has what it wanted; quiet, as git and cat are
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 128 + 13  # SIGPIPE's status
     except (IolabError, OSError) as exc:
         if args.debug:
             __import__("traceback").print_exc()
