@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.columns import label
-from ..core.readable import si_number
-from ..stats.versus import MIN_CHANGE_PCT, Versus, versus
+from ..stats.versus import MIN_CHANGE_PCT, Versus, number, versus
 from .batch_index import STYLE
 from .sides import Side, differences, load_side, not_comparable, setup
 from .templating import render
@@ -128,8 +127,8 @@ def html(done: SidesCompared) -> str:
                 *(getattr(r, c) for c in v.by),
                 label(r.metric),
                 f"{r.n_a}, {r.n_b}",
-                _num(r.mean_a),
-                _num(r.mean_b),
+                number(r.mean_a),
+                number(r.mean_b),
                 f"{r.change_pct:+.1f} %",
                 "" if math.isnan(r.low_pct) else f"[{r.low_pct:+.1f}, {r.high_pct:+.1f}] %",
             ],
@@ -138,11 +137,7 @@ def html(done: SidesCompared) -> str:
         }
         for r in v.cells.itertuples()
     ]
-    only = [
-        (side, "; ".join(", ".join(f"{c}={x}" for c, x in cell.items()) for cell in cells))
-        for side, cells in (("A", v.only_a), ("B", v.only_b))
-        if cells
-    ]
+    only = v.one_sided()
     return render(
         PAGE,
         style=STYLE,
@@ -163,7 +158,3 @@ def html(done: SidesCompared) -> str:
         only=only,
         when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
-
-
-def _num(x: float) -> str:
-    return "-" if x is None or math.isnan(x) else si_number(float(x))

@@ -70,14 +70,19 @@ class Versus:
                 lines.append(", ".join(f"{c} = {k}" for c, k in zip(self.by, key)))
             for r in part.itertuples():
                 lines.append(
-                    f"  {label(r.metric):<30} A {_num(r.mean_a):>8}  B {_num(r.mean_b):>8}  "
+                    f"  {label(r.metric):<30} A {number(r.mean_a):>8}  B {number(r.mean_b):>8}  "
                     f"B÷A {r.change_pct:+7.1f} %  {r.verdict}"
                 )
-        for side, cells in (("A", self.only_a), ("B", self.only_b)):
-            if cells:
-                shown = "; ".join(", ".join(f"{c}={x}" for c, x in cell.items()) for cell in cells)
-                lines.append(f"only in {side} (not compared): {shown}")
+        lines += [f"only in {side} (not compared): {shown}" for side, shown in self.one_sided()]
         return lines
+
+    def one_sided(self) -> list[tuple[str, str]]:
+        """("A" or "B", "qd=64; qd=128") for each side with cells the other lacks."""
+        return [
+            (side, "; ".join(", ".join(f"{c}={x}" for c, x in cell.items()) for cell in cells))
+            for side, cells in (("A", self.only_a), ("B", self.only_b))
+            if cells
+        ]
 
 
 def versus(
@@ -98,7 +103,7 @@ def versus(
         if missing:
             raise InputError(
                 f"side {side} has no column {', '.join(map(repr, missing))} to match cells on; "
-                f"its settings are {', '.join(settings_of(table)) or 'none'}"
+                "give --by columns both sides have (the settings they swept), or 'none' for one cell"
             )
     runs_a, runs_b = per_run(a, by), per_run(b, by)
     metrics = list(metrics) if metrics else [m for m in METRICS if _has(runs_a, m) and _has(runs_b, m)]
@@ -131,12 +136,6 @@ def versus(
         [dict(zip(by, k)) for k in keys_b if k not in keys_a],
         not_comparable,
     )
-
-
-def settings_of(table: pd.DataFrame, swept: Sequence[str] = ()) -> list[str]:
-    """The columns a table's cells differ by: ``swept`` (the runs' swept settings, from
-    their params.json) less ``repeat``, those that are columns of the table."""
-    return [c for c in swept if c in table and c not in NOT_SETTINGS]
 
 
 def _row(va, vb, metric: str, confidence: float, seed: int, min_change_pct: float, not_comparable: str) -> dict:
@@ -209,5 +208,6 @@ def _show_keys(keys: list[tuple], by: list[str]) -> str:
     return "; ".join(shown) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
 
 
-def _num(x: Any) -> str:
+def number(x: Any) -> str:
+    """A mean as tables show it (si_number: 12.4k, 218M), "-" when there is none."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else si_number(float(x))
