@@ -18,6 +18,7 @@ from iolab import cli
 from iolab.machine import knobs, thread_entries, threads
 from iolab.runs import store
 from iolab.read import threadstates
+from iolab.core import runfiles
 from iolab.core.columns import COLUMNS
 from iolab.core.errors import InputError
 from iolab.measure.runner import measure
@@ -117,7 +118,7 @@ def test_proc_lines_are_parsed():
         check_states("RQ")
 
 
-def test_recorded_proc_table_counts_and_labels(proc, tmp_path):
+def test_recorded_proc_table_counts_and_labels(proc, tmp_path, monkeypatch):
     sampler = ThreadSampler(proc=proc, exclude_pids=[])
     sampler.workload_pid, sampler._members = 90, {"90"}  # as start(fio's pid) sets them
     sampler.tick()
@@ -162,13 +163,18 @@ def test_recorded_proc_table_counts_and_labels(proc, tmp_path):
     assert "stat 4 exited" in threadstates.notes(run)
     everything = threadstates.table(run, by=["comm"], scope="all").set_index("comm")
     assert everything.loc["python*", "avg_active_threads"] == 1.0
-    assert threadstates.run_columns(run) == {
+    columns = threadstates.run_columns(run)
+    assert columns == {
         "threads_active_avg": 3.5,
         "threads_running_avg": 1.5,
         "threads_d_state_avg": 2.0,
         "threads_ticks": 2,
         "threads_unreadable": 4,
     }
+    assert runfiles.csv_columns(run / threadstates.SAMPLES_FILE) is not None  # read without pandas...
+    with monkeypatch.context() as m:
+        m.setattr(runfiles, "csv_columns", lambda *a, **k: None)
+        assert threadstates.run_columns(run) == columns  # ...as pandas reads it
     assert "fio D pread64 folio_wait_bit_common" in threadstates.describe(tab)
     side = threadstates.compare({"a": run, "b": [run]}, by=["comm", "state"])
     assert list(side.columns) == ["comm", "state", "a", "b"] and (side.a == side.b).all()

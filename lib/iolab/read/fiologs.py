@@ -9,6 +9,7 @@ the result checks out against the IOPS log (``iolab.read.series`` decides)."""
 from __future__ import annotations
 
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -63,12 +64,16 @@ def hist_layout(nbins: int) -> tuple[int, int]:
     )
 
 
+@functools.lru_cache(maxsize=None)
 def bin_values_ns(nbins: int) -> np.ndarray:
     """The latency (ns) each of ``nbins`` histogram-log columns stands for; a coarse column
-    (log_hist_coarseness) is fio's bins [g*2**c, (g+1)*2**c) summed, valued at its middle bin."""
+    (log_hist_coarseness) is fio's bins [g*2**c, (g+1)*2**c) summed, valued at its middle bin.
+    Read-only: one array per layout, shared by every caller."""
     _, coarse = hist_layout(nbins)
     stride = 1 << coarse
-    return np.array([plat_idx_to_val(g * stride + stride // 2) for g in range(nbins)], dtype=np.int64)
+    values = np.array([plat_idx_to_val(g * stride + stride // 2) for g in range(nbins)], dtype=np.int64)
+    values.flags.writeable = False
+    return values
 
 
 # ---------------------------------------------------------------- finding and reading the logs

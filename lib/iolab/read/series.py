@@ -109,20 +109,16 @@ class Series:
             _w=self.table["clat_mean_us"] * self.table["ios"],
             iops=self.table["iops"].fillna(self.table["ios"] / self.table["interval_s"]),
         )
-        out = (
-            t.groupby(keys)
-            .agg(
-                t_start_s=("t_start_s", "min"),
-                interval_s=("interval_s", "max"),
-                ios=("ios", lambda s: s.sum(min_count=1)),
-                iops=("iops", lambda s: s.sum(min_count=1)),
-                bw_bytes_s=("bw_bytes_s", lambda s: s.sum(min_count=1)),
-                _w=("_w", lambda s: s.sum(min_count=1)),
-            )
-            .reset_index()
-        )
-        weight = t.dropna(subset=["_w"]).groupby(keys)["ios"].sum().rename("_n").reset_index()
-        out = out.merge(weight, on=keys, how="left")
+        t["_n"] = t["ios"].where(t["_w"].notna())  # the IOs the weighted mean is over
+        groups = t.groupby(keys)
+        out = pd.concat(
+            [
+                groups["t_start_s"].min(),
+                groups["interval_s"].max(),
+                groups[["ios", "iops", "bw_bytes_s", "_w", "_n"]].sum(min_count=1),  # all NaN: NaN, not 0
+            ],
+            axis=1,
+        ).reset_index()
         out["clat_mean_us"] = out["_w"] / out["_n"]
         return out.drop(columns=["_w", "_n"])
 
@@ -172,11 +168,13 @@ class Series:
         return ". ".join(parts + self.notes) + "."
 
 
-def read_series(run_dir: str | os.PathLike) -> Series:
+def read_series(run_dir: str | os.PathLike, with_samplers: bool = True) -> Series:
     """The interval logs of a run folder as a ``Series`` (module docstring). InputError when
     the run wrote none (with how to re-run it); FioOutputError for a log fio did not write (or
     that is cut short); RunFileError (``iolab.core.runfiles``) for series.json or a sampler file
-    that cannot be read. A fio.json that cannot be read is said in the notes instead."""
+    that cannot be read. A fio.json that cannot be read is said in the notes instead.
+    ``with_samplers=False`` leaves the sampler series out (``samplers`` empty, their files
+    not read): for what needs only the logs, such as a table's per-run columns."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run folder; give a folder under data/runs")
@@ -198,7 +196,11 @@ def read_series(run_dir: str | os.PathLike) -> Series:
             f"{run_dir} holds no fio interval logs ({prefix}_iops.N.log, {prefix}_clat_hist.N.log): {what}; {RERUN}"
         )
     log_ms = int(meta.get("log_ms") or _log_ms_from_report(doc) or _guess_log_ms(logs))
-    time_base = meta.get("time_base") or _time_base(doc, logs, log_ms)
+    groups: dict[tuple[str, int], dict[str, LogFile]] = {}
+    for f in logs:
+        groups.setdefault((f.host, f.job_number), {})[f.kind] = f
+    read = {key: _read_logs(files) for key, files in groups.items()}
+    time_base = meta.get("time_base") or _time_base(doc, read, log_ms)
     names = meta.get("jobs") or _names_from_report(doc)
     if not any(f.kind == "clat_hist" and f.path.stat().st_size for f in logs):
         notes.append(
@@ -206,16 +208,13 @@ def read_series(run_dir: str | os.PathLike) -> Series:
             "need fio's write_hist_log with log_hist_msec (iolab asks for both with log_ms); "
             "IOs per interval are estimated as IOPS x interval"
         )
-    groups: dict[tuple[str, int], dict[str, LogFile]] = {}
-    for f in logs:
-        groups.setdefault((f.host, f.job_number), {})[f.kind] = f
-    epochs = {key: _epoch(files, log_ms, time_base) for key, files in groups.items()}
+    epochs = {key: _epoch(job_logs, log_ms, time_base) for key, job_logs in read.items()}
     first = min(epochs.values())
     frames, bin_rows = [], []
     nbins = None
-    for (host, job), files in sorted(groups.items()):
+    for host, job in sorted(groups):
         offset_s = round((epochs[(host, job)] - first) / log_ms) * log_ms / 1000.0
-        rows, bins = _job_rows(files, epochs[(host, job)], log_ms, offset_s)
+        rows, bins = _job_rows(read[(host, job)], epochs[(host, job)], log_ms, offset_s)
         if rows.empty:
             continue
         if nbins is not None and bins.shape[1] != nbins:
@@ -240,7 +239,7 @@ def read_series(run_dir: str | os.PathLike) -> Series:
     coverage = _coverage(table, doc, notes)
     table, bins, coverage = drop_bad_hist(table, bins, coverage, notes, client_server=bool(doc and "jobs" not in doc))
     fio_start_s, how = _fio_start(meta, first, time_base, doc)
-    samplers = aligned_samplers(run_dir, fio_start_s)
+    samplers = aligned_samplers(run_dir, fio_start_s) if with_samplers else pd.DataFrame()
     if how and not samplers.empty:
         notes.append(how)
     return Series(
@@ -341,7 +340,7 @@ def _guess_log_ms(logs: list[LogFile]) -> int:
     )
 
 
-def _time_base(doc: dict | None, logs: list[LogFile], log_ms: int) -> str:
+def _time_base(doc: dict | None, read: Mapping[Any, Mapping[str, Any]], log_ms: int) -> str:
     """The clock of logs without series.json: fio's report says log_alternate_epoch (clock id
     1: "monotonic", else "unix") or log_unix_epoch ("unix"); otherwise stamps that start
     beyond 1000 intervals are some absolute clock ("absolute"), else "job start"."""
@@ -350,7 +349,7 @@ def _time_base(doc: dict | None, logs: list[LogFile], log_ms: int) -> str:
             return "monotonic" if str(opts.get("log_alternate_epoch_clock_id", "0")) == "1" else "unix"
         if str(opts.get("log_unix_epoch", "0")) == "1":
             return "unix"
-    first = [t.min() for t in _times({f"{f.kind}{i}": f for i, f in enumerate(logs)}) if len(t)]
+    first = [t.min() for job_logs in read.values() for t in _times(job_logs) if len(t)]
     return "absolute" if first and min(first) > 1000 * log_ms else "job start"
 
 
@@ -366,23 +365,27 @@ def _names_from_report(doc: dict | None) -> list[str]:
     return [j.get("jobname", "") for j in jobs]
 
 
-def _times(files: Mapping[str, LogFile]) -> list[np.ndarray]:
-    out = []
-    for f in files.values():
-        if f.path.stat().st_size == 0:
-            continue
-        frame = read_hist(f.path)[0] if f.kind == "clat_hist" else read_log(f.path)
-        out.append(frame["t_ms"].to_numpy())
-    return out
+def _read_logs(files: Mapping[str, LogFile]) -> dict[str, Any]:
+    """One job's logs, each read once: kind -> ``read_log``'s frame, or for ``clat_hist``
+    ``read_hist``'s (frame, counts). Empty files are left out."""
+    return {
+        kind: read_hist(f.path) if kind == "clat_hist" else read_log(f.path)
+        for kind, f in files.items()
+        if f.path.stat().st_size
+    }
 
 
-def _epoch(files: Mapping[str, LogFile], log_ms: int, time_base: str) -> float:
+def _times(logs: Mapping[str, Any]) -> list[np.ndarray]:
+    return [(got[0] if kind == "clat_hist" else got)["t_ms"].to_numpy() for kind, got in logs.items()]
+
+
+def _epoch(logs: Mapping[str, Any], log_ms: int, time_base: str) -> float:
     """When a job started, in its logs' clock (ms): 0 for logs that count from the job's
     start; for stamps of another clock (CLOCK_MONOTONIC, Unix time), the median of
     ``t - k*log_ms`` over its samples, k the interval each sample closes (fio samples on an
     interval's end, a ms or so late; a line written after a stretch without completions is
     off the grid, and the median ignores it)."""
-    times = _times(files)
+    times = _times(logs)
     if time_base == "job start" or not times:
         return 0.0
     t = np.concatenate(times)
@@ -395,9 +398,7 @@ def _interval(t_ms: pd.Series, epoch: float, log_ms: int) -> np.ndarray:
     return np.maximum(1, np.round((t_ms.to_numpy() - epoch) / log_ms)).astype(int)
 
 
-def _job_rows(
-    files: Mapping[str, LogFile], epoch: float, log_ms: int, offset_s: float
-) -> tuple[pd.DataFrame, np.ndarray]:
+def _job_rows(logs: Mapping[str, Any], epoch: float, log_ms: int, offset_s: float) -> tuple[pd.DataFrame, np.ndarray]:
     """One job's rows — one per interval k = 1..K of the ``log_ms`` grid and direction:
     t_start_s, t_s, interval_s, ios, iops, bw_bytes_s, clat_mean_us, lat_mean_us — and their
     histograms. A sample belongs to the interval its stamp is nearest the end of.
@@ -409,12 +410,12 @@ def _job_rows(
     Beyond the last line ``ios`` is NaN: fio left those IOs out of the log."""
     per_kind: dict[str, pd.Series] = {}
     for kind in ("iops", "bw", "clat", "lat"):
-        if kind in files:
-            frame = read_log(files[kind].path)
+        if kind in logs:
+            frame = logs[kind].copy()
             frame["k"] = _interval(frame["t_ms"], epoch, log_ms)
             per_kind[kind] = frame.groupby(["ddir", "k"])["value"].mean()  # one sample per interval; two: their mean
-    if "clat_hist" in files:
-        hist, counts = read_hist(files["clat_hist"].path)
+    if "clat_hist" in logs:
+        hist, counts = logs["clat_hist"]
     else:
         hist, counts = pd.DataFrame({"t_ms": [], "ddir": [], "bs": []}), np.zeros((0, 1856), dtype=np.int64)
     hist = hist.assign(

@@ -56,6 +56,7 @@ from ..core.readable import wrapped_text
 SAMPLES_FILE, META_FILE = "samples_threads.csv", "threads.json"
 FILES = (SAMPLES_FILE, META_FILE)  # in a run folder; the first one there means the sampler ran
 SAMPLE_COLUMNS = ("t_s", "tick", "pid", "tid", "workload", "comm", "state", "kthread", "syscall", "wchan", "kstack")
+NUMERIC = ("t_s", "tick", "pid", "tid", "workload", "kthread")
 KEYS = ("comm", "state", "syscall", "wchan", "kstack")  # what ``table`` can group by
 ACTIVE = ("R", "D")  # running or runnable, uninterruptible sleep: the states psn counts as active
 SCOPES = ("run", "all")  # the run's process group and the kernel threads, or every thread
@@ -153,7 +154,7 @@ def load(run_dir: str | os.PathLike) -> ThreadSamples:
         columns=SAMPLE_COLUMNS,
         dtype={c: str for c in KEYS},
         keep_default_na=False,
-        numeric=("t_s", "tick", "pid", "tid", "workload", "kthread"),
+        numeric=NUMERIC,
     )
     got = ThreadSamples(frame, runfiles.read_json(meta, keys=("ticks",)))
     with runfiles.guard(meta):
@@ -278,16 +279,33 @@ def run_columns(run_dir: str | os.PathLike) -> dict[str, Any]:
     kernel threads, ``in_scope``): average active threads (``threads_active_avg``: running,
     R, or in uninterruptible sleep, D), each of the two, the ticks and the unreadable
     entries."""
-    got = load(run_dir)
-    ticks, states = got.ticks, in_scope(got)["state"]
+    got, states = _states_in_scope(Path(run_dir))
+    ticks = got.ticks
     avg = (lambda n: n / ticks) if ticks else (lambda n: float("nan"))
     return {
-        "threads_active_avg": avg(int(states.isin(ACTIVE).sum())),
-        "threads_running_avg": avg(int((states == "R").sum())),
-        "threads_d_state_avg": avg(int((states == "D").sum())),
+        "threads_active_avg": avg(sum(state in ACTIVE for state in states)),
+        "threads_running_avg": avg(states.count("R")),
+        "threads_d_state_avg": avg(states.count("D")),
         "threads_ticks": ticks,
         "threads_unreadable": got.unreadable,
     }
+
+
+def _states_in_scope(run_dir: Path) -> tuple[ThreadSamples, list[str]]:
+    """``load`` and the ``state`` of ``in_scope``'s samples, read without pandas when the CSV
+    is plain (``runfiles.csv_columns``; a table of thousands of runs reads one per run),
+    through ``load`` otherwise: the same values, the same errors."""
+    samples = run_dir / SAMPLES_FILE
+    cols = runfiles.csv_columns(samples, columns=SAMPLE_COLUMNS, numeric=NUMERIC) if samples.exists() else None
+    if cols is None:
+        got = load(run_dir)
+        return got, in_scope(got)["state"].tolist()
+    got = ThreadSamples(None, runfiles.read_json(run_dir / META_FILE, keys=("ticks",)))  # the samples: as lists
+    with runfiles.guard(run_dir / META_FILE):
+        got.ticks + got.unreadable
+    if got.meta.get("workload_pid") is None:
+        return got, cols["state"]
+    return got, [s for s, k, w in zip(cols["state"], cols["kthread"], cols["workload"]) if k == 1 or w == 1]
 
 
 @wrapped_text

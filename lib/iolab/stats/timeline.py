@@ -330,7 +330,7 @@ def run_columns(run_dir: str | os.PathLike) -> dict[str, Any]:
     series_note (why the series could not be read, '' when it could)."""
     nan = math.nan
     try:
-        s = read_series(run_dir)
+        s = read_series(run_dir, with_samplers=False)  # the columns need only the logs
     except (InputError, FioOutputError, OSError, ValueError) as exc:
         meta = read_meta(run_dir)
         return {
