@@ -310,3 +310,24 @@ def test_ctrl_c_is_one_line_and_130(tmp_path):
     lines = [line for line in err.splitlines() if not line.startswith(NOTES)]
     assert proc.returncode == 130, err
     assert len(lines) == 1 and lines[0].startswith("iolab run:") and "Traceback" not in err, err
+
+
+def test_the_command_reads_notebooks_without_building_iri_grammars():
+    """jsonschema's rfc3987-syntax parsers (a second of every notebook command) are not built
+    in the iolab process, and nbformat still validates a notebook there."""
+    code = (
+        "import sys\n"
+        "from iolab import cli\n"
+        "cli._without_iri_grammars()\n"
+        "import nbformat\n"
+        "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
+        "nbformat.validate(nb)\n"
+        "bad = nbformat.from_dict({**nb, 'cells': [{'cell_type': 'code'}]})\n"
+        "try:\n"
+        "    nbformat.validate(bad)\n"
+        "except nbformat.ValidationError:\n"
+        "    print('refused')\n"
+        "print('lark' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["refused", "False"], done.stderr[-2000:]

@@ -71,6 +71,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _without_iri_grammars() -> None:
+    """Spare this process a second of start-up: jsonschema (imported by nbformat, so by every
+    command that runs, reads or publishes a notebook) builds about 35 Earley parsers at import
+    for the ``iri`` formats when rfc3987-syntax is installed, which jupyter-events pulls in
+    (python-jsonschema/jsonschema#1428). No notebook schema uses those formats; with the module
+    marked absent, jsonschema leaves the two unchecked. Only in the ``iolab`` process, never
+    in a user's kernel."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]  # None: "not installed"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``iolab ARGS``: the command's exit status (1: an error, said in one line; 130: Ctrl-C)."""
     given = sys.argv[1:] if argv is None else argv
@@ -81,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command not in ("run", "lab"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     signals.raise_always()
+    _without_iri_grammars()
     try:
         if args.command not in READ_ONLY:
             from ..runs.repair import recover_and_report
