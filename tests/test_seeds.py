@@ -3,9 +3,9 @@ each seed reproduced for real at its smoke settings (scratch file and loop devic
 executed notebooks read as the notebook tests read them, its page and the index checked in
 Chromium offline; a SIGTERM mid-seed, then the same command, redoes only what was missing.
 
-The smoke runs replace the headless tests of notebooks 01-05 that test_notebooks.py had (and
-notebook 01's reproduce test): the same notebooks at the same sizes, once, through the
-command users run."""
+The smoke runs replace the headless tests of notebooks 01-05 that test_notebooks.py had: the
+same notebooks at the same sizes, once, through the command users run; what ``iolab reproduce``
+needs of them is checked here, its re-runs in tests/test_reproduce.py."""
 
 import json
 import os
@@ -23,7 +23,7 @@ from conftest import CPU, REPO, cli_here, is_root
 from test_browser import browser  # noqa: F401 - a chromium for this module
 from iolab.report import seed_comparisons
 from iolab.core.errors import InputError
-from iolab.report.reproduce import reproduce
+from iolab.report.reproduce import parameters, recorded
 from iolab.report import seeds
 
 PUBLISHED = pd.read_csv(REPO / "data/reference/published_figures.csv", dtype={"seed": str})
@@ -222,15 +222,13 @@ def test_seed_001_cycles_per_io_and_where_they_go(browser, tmp_path, monkeypatch
     )
     assert row["published"] == 8666 and row["local"] > 0 and row["ratio"] > 0
     _check_pages(browser, tmp_path / "out", ["001"])
-    # the seed's executed notebook reproduces with the parameters it ran with (iolab reproduce)
-    executed = tmp_path / "out/seed-001/single-core/01_queue_depth_knee.ipynb"
-    params = json.loads(executed.read_text())["metadata"]["iolab"]["parameters"]
-    report = reproduce(executed, tmp_path / "again")
-    assert [row.name for row in report.rows][:2] == ["peak IOPS", "knee QD"]
-    assert all(row.new is not None or row.original is None for row in report.rows)
-    again = json.loads((tmp_path / "again" / executed.name).read_text())["metadata"]["iolab"]
-    assert again["parameters"] == params and len(again["run_folders"]) == 4  # QD 1 and 32, 2 repeats
-    assert report.differences is not None and "the re-run's first" in report.machine  # the runs' snapshots
+    # what `iolab reproduce` re-runs the seed's notebook with (tests/test_reproduce.py re-runs
+    # notebooks): the parameters it ran with, its results and its run folders, recorded
+    nb = json.loads((tmp_path / "out/seed-001/single-core/01_queue_depth_knee.ipynb").read_text())
+    params, kept = parameters(nb), recorded(nb)
+    assert (params["queue_depths"], params["runtime_s"], params["repeats"]) == ([1, 32], 0.3, 2)  # the smoke's
+    assert [r["name"] for r in kept["results"]][:2] == ["peak IOPS", "knee QD"]
+    assert len(kept["run_folders"]) == 4  # QD 1 and 32, 2 repeats
 
 
 @pytest.mark.slow
