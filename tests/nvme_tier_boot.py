@@ -1,7 +1,7 @@
 """The NVMe tier in one lab boot, as a program: ``python tests/nvme_tier_boot.py RESULT.json``.
 
 Boots the lab (``iolab.report.nvmelab.run``), runs ``pytest -m nvme tests/test_nvme_tier.py``
-inside the guest at niceness 10 and writes what happened to RESULT.json (whole, by rename):
+inside the guest at niceness 10 (its scheduler group too) and writes what happened to RESULT.json (whole, by rename):
 ``{"returncode", "said", "boot_s", "wall_s", "accel"}``, or ``{"skip": why}`` when QEMU
 cannot start here at all. ``tests/test_nvmelab.py`` calls ``tier()`` itself; under
 pytest-xdist the controller starts this program as soon as the workers have collected the

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,11 +29,12 @@ def boot_or_skip(run, *args, **kw):
         pytest.skip(str(exc))
 
 
-# The tier's guest runs at niceness 10, so the other tests come first when both want a CPU:
-# under TCG it costs about 70 s of one host CPU. Under pytest-xdist the controller boots it in
-# the background as soon as the workers have collected this test (tests/conftest.py, the
-# program tests/nvme_tier_boot.py), and this test, scheduled last, reads its result: no worker
-# waits two minutes for the guest. Without xdist (make test-nvme) the test boots it itself.
+# The tier's guest runs at niceness 10, its scheduler group too (autogroup), so the other tests
+# come first when both want a CPU: under TCG it costs about 70 s of one host CPU. Under
+# pytest-xdist the controller boots it in the background as soon as the workers have collected
+# this test (tests/conftest.py, the program tests/nvme_tier_boot.py), and this test, scheduled
+# last, reads its result: no worker waits two minutes for the guest. Without xdist (make
+# test-nvme) the test boots it itself.
 @pytest.mark.nvme_boot
 @needs_lab
 def test_the_nvme_tier_in_one_guest_boot(request):
@@ -188,3 +190,18 @@ def test_a_lab_notebook_gets_the_lab_defaults_it_has_and_the_callers_win():
         "target": "/dev/nvme1n1",
         "devices": ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"],
     }
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="this kernel schedules without autogroup")
+def test_a_niced_guest_gets_its_scheduler_group_niced_too():
+    """QEMU runs in a session of its own (process.spawn), which autogroup weighs as a whole
+    group whatever its nice: the group gets the spec's nice too, and the caller's does not."""
+    mine = Path("/proc/self/autogroup").read_text()
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        nvmelab._nice_its_group(proc.pid, 10)
+        assert Path(f"/proc/{proc.pid}/autogroup").read_text().split()[-1] == "10"
+        assert Path("/proc/self/autogroup").read_text() == mine
+    finally:
+        proc.kill()
+        proc.wait()
