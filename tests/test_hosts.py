@@ -52,9 +52,14 @@ def namespaces():
 
 
 def left_behind(before: str) -> set[str]:
-    """Network namespaces listed now that ``before`` (a ``namespaces()``) did not list: what a
-    test left. One listed before may be gone (a test beside it, or a repair, removed it)."""
-    return set(namespaces().splitlines()) - set(before.splitlines())
+    """Network namespaces (their names) listed now that ``before`` (a ``namespaces()``) did
+    not list: what a test left. One listed before may be gone (a test beside it, or a repair,
+    removed it), and a line's "(id: N)" may have come meanwhile."""
+
+    def names(listed: str) -> set[str]:
+        return {line.split()[0] for line in listed.splitlines() if line.strip()}
+
+    return names(namespaces()) - names(before)
 
 
 @pytest.fixture

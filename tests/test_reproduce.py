@@ -104,3 +104,22 @@ def test_the_rules_of_agreement():
     assert row({"value": 0}, 0).agrees and row({"value": 0}, 0).diff_pct is None
     with pytest.raises(InputError, match="tolerance"):
         rep.reproduce("x.ipynb", tolerance_pct=-1)
+
+
+def test_the_machine_is_compared_with_the_reruns_own_first_run(tmp_path):
+    """A re-run that made run folders of its own: its first is what the original's first is
+    compared with (not the machine now), the folders both share left out."""
+
+    def run(name: str, kernel: str) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(FIXTURES / "fio" / "jsonplus_randread.json", folder / "fio.json")
+        (folder / "run.json").write_text(json.dumps({"schema": 2, "schema_version": 2, "run_id": name, "status": "ok"}))
+        (folder / "system.json").write_text(json.dumps({"kernel": kernel, "cpus_in_use": [0]}))
+        return str(folder)
+
+    old, new = run("20200101T000000Z-old-0a1b2c", "1.0-long-ago"), run("20260101T000000Z-new-0a1b2c", "6.12.1")
+    found, how = rep.machine_differences([old], [old, new])
+    assert how == "the first original run against the re-run's first"
+    assert found == ["kernel 1.0-long-ago -> 6.12.1"]
+    assert rep.machine_differences([old], [old])[1] == "the first original run against the machine now"

@@ -23,7 +23,7 @@ from conftest import CPU, REPO, cli_here, is_root
 from test_browser import browser  # noqa: F401 - a chromium for this module
 from iolab.report import seed_comparisons
 from iolab.core.errors import InputError
-from iolab.report.reproduce import parameters, recorded
+from iolab.report.reproduce import parameters, recorded, source_notebook
 from iolab.report import seeds
 
 PUBLISHED = pd.read_csv(REPO / "data/reference/published_figures.csv", dtype={"seed": str})
@@ -224,8 +224,10 @@ def test_seed_001_cycles_per_io_and_where_they_go(browser, tmp_path, monkeypatch
     _check_pages(browser, tmp_path / "out", ["001"])
     # what `iolab reproduce` re-runs the seed's notebook with (tests/test_reproduce.py re-runs
     # notebooks): the parameters it ran with, its results and its run folders, recorded
-    nb = json.loads((tmp_path / "out/seed-001/single-core/01_queue_depth_knee.ipynb").read_text())
+    executed = tmp_path / "out/seed-001/single-core/01_queue_depth_knee.ipynb"
+    nb = json.loads(executed.read_text())
     params, kept = parameters(nb), recorded(nb)
+    assert source_notebook(nb, executed).resolve() == (REPO / "notebooks" / executed.name).resolve()
     assert (params["queue_depths"], params["runtime_s"], params["repeats"]) == ([1, 32], 0.3, 2)  # the smoke's
     assert [r["name"] for r in kept["results"]][:2] == ["peak IOPS", "knee QD"]
     assert len(kept["run_folders"]) == 4  # QD 1 and 32, 2 repeats

@@ -175,6 +175,9 @@ def test_recorded_proc_table_counts_and_labels(proc, tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(runfiles, "csv_columns", lambda *a, **k: None)
         assert threadstates.run_columns(run) == columns  # ...as pandas reads it
+    samples = run / threadstates.SAMPLES_FILE
+    samples.write_text("\ufeff" + samples.read_text())  # a byte-order mark (an editor's save): pandas reads it
+    assert threadstates.run_columns(run) == columns
     assert "fio D pread64 folio_wait_bit_common" in threadstates.describe(tab)
     side = threadstates.compare({"a": run, "b": [run]}, by=["comm", "state"])
     assert list(side.columns) == ["comm", "state", "a", "b"] and (side.a == side.b).all()

@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command not in ("run", "lab"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     signals.raise_always()
-    _without_iri_grammars()
+    if argv is None:  # the iolab program itself, not a caller's process (a test, a notebook)
+        _without_iri_grammars()
     try:
         if args.command not in READ_ONLY:
             from ..runs.repair import recover_and_report

@@ -181,12 +181,20 @@ def csv_columns(
     """A plain CSV file of a run folder as ``{column: values}`` in file order, without pandas:
     the ``numeric`` columns as Python ints (every cell an integer that fits int64) or floats,
     exactly as ``read_csv`` (pandas) types and parses them; the others as text. None when the
-    file is not that plain (quotes, carriage returns, blank lines or cells, ragged lines, a
+    file is not that plain (a byte-order mark, quotes, carriage returns, blank lines or cells, ragged lines, a
     header cell twice, no rows, a numeric cell that is not a decimal number): ``read_csv``
     then reads it, or says what is wrong. RunFileError as ``read_csv`` for a file that is
     missing, empty, not text, cut mid-line or without one of ``columns``."""
     text = _whole_lines(path)
-    if '"' in text or "\r" in text or "\n\n" in text or ",," in text or ",\n" in text or "\n," in text:
+    if (
+        text.startswith("\ufeff")
+        or '"' in text
+        or "\r" in text
+        or "\n\n" in text
+        or ",," in text
+        or ",\n" in text
+        or "\n," in text
+    ):
         return None
     lines = text.split("\n")
     header, body = lines[0].split(","), lines[1:-1]

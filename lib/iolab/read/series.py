@@ -103,7 +103,8 @@ class Series:
     def totals(self, by_direction: bool = False) -> pd.DataFrame:
         """Per interval (and direction), summed over jobs and hosts: t_s, t_start_s,
         interval_s, ios, iops (fio's IOPS log; IOs / interval where it has no sample),
-        bw_bytes_s, and the IO-weighted clat_mean_us."""
+        bw_bytes_s, and the IO-weighted clat_mean_us. The sums are pandas' grouped ones
+        (compensated: a fraction may differ in its last bit from a plain running sum)."""
         keys = ["t_s", "direction"] if by_direction else ["t_s"]
         t = self.table.assign(
             _w=self.table["clat_mean_us"] * self.table["ios"],
@@ -214,7 +215,7 @@ def read_series(run_dir: str | os.PathLike, with_samplers: bool = True) -> Serie
     nbins = None
     for host, job in sorted(groups):
         offset_s = round((epochs[(host, job)] - first) / log_ms) * log_ms / 1000.0
-        rows, bins = _job_rows(read[(host, job)], epochs[(host, job)], log_ms, offset_s)
+        rows, bins = _job_rows(read.pop((host, job)), epochs[(host, job)], log_ms, offset_s)  # freed as used
         if rows.empty:
             continue
         if nbins is not None and bins.shape[1] != nbins:
@@ -247,7 +248,7 @@ def read_series(run_dir: str | os.PathLike, with_samplers: bool = True) -> Serie
         log_ms,
         table,
         bins,
-        bin_values_ns(bins.shape[1]),
+        bin_values_ns(bins.shape[1]).copy(),  # the Series' own: a caller may scale it in place
         coverage,
         samplers,
         fio_start_s,
@@ -366,8 +367,9 @@ def _names_from_report(doc: dict | None) -> list[str]:
 
 
 def _read_logs(files: Mapping[str, LogFile]) -> dict[str, Any]:
-    """One job's logs, each read once: kind -> ``read_log``'s frame, or for ``clat_hist``
-    ``read_hist``'s (frame, counts). Empty files are left out."""
+    """One job's logs, read for both the clock (``_epoch``, ``_time_base``) and the rows
+    (``_job_rows``): kind -> ``read_log``'s frame, or for ``clat_hist`` ``read_hist``'s
+    (frame, counts). Empty files are left out."""
     return {
         kind: read_hist(f.path) if kind == "clat_hist" else read_log(f.path)
         for kind, f in files.items()

@@ -128,12 +128,34 @@ class ThreadSamples:
 
     @property
     def ticks(self) -> int:
-        return int(self.meta.get("ticks", 0))
+        return _ticks(self.meta)
 
     @property
     def unreadable(self) -> int:
         """How many entries could not be read, all kinds together."""
-        return sum(sum(reasons.values()) for reasons in (self.meta.get("unreadable") or {}).values())
+        return _unreadable(self.meta)
+
+
+def _ticks(meta: Mapping[str, Any]) -> int:
+    return int(meta.get("ticks", 0))
+
+
+def _unreadable(meta: Mapping[str, Any]) -> int:
+    return sum(sum(reasons.values()) for reasons in (meta.get("unreadable") or {}).values())
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    """threads.json, its counts numbers as the sampler wrote them (else RunFileError)."""
+    meta = runfiles.read_json(path, keys=("ticks",))
+    with runfiles.guard(path):
+        _ticks(meta) + _unreadable(meta)
+    return meta
+
+
+def _in_run(kthread, workload):
+    """The samples ``in_scope`` keeps by default (a mask of columns, or one sample's verdict):
+    kernel threads and the run's own threads."""
+    return (kthread == 1) | (workload == 1)
 
 
 def load(run_dir: str | os.PathLike) -> ThreadSamples:
@@ -156,10 +178,7 @@ def load(run_dir: str | os.PathLike) -> ThreadSamples:
         keep_default_na=False,
         numeric=NUMERIC,
     )
-    got = ThreadSamples(frame, runfiles.read_json(meta, keys=("ticks",)))
-    with runfiles.guard(meta):
-        got.ticks + got.unreadable  # numbers, as the sampler wrote them
-    return got
+    return ThreadSamples(frame, _read_meta(meta))
 
 
 def _runs(runs: Any, runs_dir: str | os.PathLike | None) -> list[Path]:
@@ -189,7 +208,7 @@ def in_scope(got: ThreadSamples, scope: str = "run") -> pd.DataFrame:
     samples = got.samples
     if scope == "all" or got.meta.get("workload_pid") is None:
         return samples
-    return samples[(samples["kthread"] == 1) | (samples["workload"] == 1)]
+    return samples[_in_run(samples["kthread"], samples["workload"])]
 
 
 def table(
@@ -279,33 +298,31 @@ def run_columns(run_dir: str | os.PathLike) -> dict[str, Any]:
     kernel threads, ``in_scope``): average active threads (``threads_active_avg``: running,
     R, or in uninterruptible sleep, D), each of the two, the ticks and the unreadable
     entries."""
-    got, states = _states_in_scope(Path(run_dir))
-    ticks = got.ticks
+    meta, states = _states_in_scope(Path(run_dir))
+    ticks = _ticks(meta)
     avg = (lambda n: n / ticks) if ticks else (lambda n: float("nan"))
     return {
         "threads_active_avg": avg(sum(state in ACTIVE for state in states)),
         "threads_running_avg": avg(states.count("R")),
         "threads_d_state_avg": avg(states.count("D")),
         "threads_ticks": ticks,
-        "threads_unreadable": got.unreadable,
+        "threads_unreadable": _unreadable(meta),
     }
 
 
-def _states_in_scope(run_dir: Path) -> tuple[ThreadSamples, list[str]]:
-    """``load`` and the ``state`` of ``in_scope``'s samples, read without pandas when the CSV
-    is plain (``runfiles.csv_columns``; a table of thousands of runs reads one per run),
-    through ``load`` otherwise: the same values, the same errors."""
+def _states_in_scope(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """``load``'s meta and the ``state`` of ``in_scope``'s samples, read without pandas when
+    the CSV is plain (``runfiles.csv_columns``; a table of thousands of runs reads one per
+    run), through ``load`` otherwise: the same values, the same errors."""
     samples = run_dir / SAMPLES_FILE
     cols = runfiles.csv_columns(samples, columns=SAMPLE_COLUMNS, numeric=NUMERIC) if samples.exists() else None
     if cols is None:
         got = load(run_dir)
-        return got, in_scope(got)["state"].tolist()
-    got = ThreadSamples(None, runfiles.read_json(run_dir / META_FILE, keys=("ticks",)))  # the samples: as lists
-    with runfiles.guard(run_dir / META_FILE):
-        got.ticks + got.unreadable
-    if got.meta.get("workload_pid") is None:
-        return got, cols["state"]
-    return got, [s for s, k, w in zip(cols["state"], cols["kthread"], cols["workload"]) if k == 1 or w == 1]
+        return got.meta, in_scope(got)["state"].tolist()
+    meta = _read_meta(run_dir / META_FILE)
+    if meta.get("workload_pid") is None:
+        return meta, cols["state"]
+    return meta, [s for s, k, w in zip(cols["state"], cols["kthread"], cols["workload"]) if _in_run(k, w)]
 
 
 @wrapped_text

@@ -329,17 +329,21 @@ def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str
     return base
 
 
-def _nice_its_group(pid: int, nice: int) -> None:
+def _nice_its_group(pid: int, nice: int) -> bool:
     """Give ``nice`` to the scheduler group of ``pid`` as well. With the kernel's autogroup
     (``/proc/sys/kernel/sched_autogroup_enabled``, on in Debian's kernels) a session is weighed
     against the others as one group, whatever its processes' nice values (sched(7)), and
     ``process.spawn`` starts QEMU in a session of its own: without this, a guest at nice 10
     took a whole group's share of the CPUs from the caller's session (measured: a 286 s test
-    suite took 334-354 s beside the NVMe tier's guest). The group holds only QEMU. Nothing to
-    do without autogroup, or for nice 0."""
-    if nice:
-        with contextlib.suppress(OSError):  # no autogroup in this kernel, or QEMU already gone
-            Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
+    suite took 334-354 s beside the NVMe tier's guest). The group holds only QEMU. Whether
+    it was done: not without autogroup, where it is refused, or for nice 0."""
+    if not nice:
+        return False
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
+    except OSError:  # no autogroup in this kernel, a refusal (a container), or QEMU already gone
+        return False
+    return True
 
 
 def _qemu_argv(
