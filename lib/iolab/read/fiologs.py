@@ -10,6 +10,7 @@ from __future__ import annotations
 
 
 import functools
+import io
 import os
 import re
 from dataclasses import dataclass
@@ -148,6 +149,9 @@ def _numbers(path: Path, min_cols: int) -> pd.DataFrame:
     return frame
 
 
+_NOT_WHOLE = re.compile(rb"[^0-9, \n-]")  # a byte no line of whole numbers holds
+
+
 def _plain_numbers(text: bytes, min_cols: int) -> np.ndarray | None:
     """The numbers of a log as fio writes it — whole lines of the same count of comma-separated
     numbers — parsed at once (a histogram log in a tenth of pandas' time); None for anything
@@ -159,6 +163,12 @@ def _plain_numbers(text: bytes, min_cols: int) -> np.ndarray | None:
     commas = {line.count(b",") for line in lines[:-1]}
     if len(commas) != 1 or (width := commas.pop() + 1) < min_cols:
         return None
+    if not _NOT_WHOLE.search(text):  # whole numbers, as fio writes them: numpy's integer reader, 10x faster
+        try:
+            whole = np.loadtxt(io.BytesIO(text), delimiter=",", dtype=np.int64, ndmin=2)
+        except (ValueError, OverflowError):
+            return None
+        return whole.astype(np.float64) if whole.shape == (len(lines) - 1, width) else None
     try:
         values = np.array(text.replace(b",", b" ").split(), dtype=np.float64)
     except ValueError:

@@ -499,13 +499,15 @@ def _percentiles(table: pd.DataFrame, bins: np.ndarray) -> tuple[pd.DataFrame, n
 def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.DataFrame:
     """Per host and direction: fio's IOs (its report), the series' (histogram log; else
     IOPS x interval, an estimate), the uncovered rest and how long after the last interval."""
-    fio = pd.DataFrame()
+    fio = []  # fio's report: host, direction, IOs and runtime of each job (plain rows: one run's few)
     if doc is not None:
-        fio = fiojson.tidy(doc)
-        fio = fio[(fio["direction"].isin(DIRECTIONS.values())) & (fio["job"] != "All clients")]
-        fio = fio.assign(host=fio["hostname"].fillna("").astype(str))
+        fio = [
+            {**r, "host": "" if _missing(r.get("hostname")) else str(r["hostname"])}
+            for r in fiojson.tidy_rows(doc)
+            if r.get("direction") in DIRECTIONS.values() and r.get("job") != "All clients"
+        ]
     logs_hosts = set(table["host"])
-    match_hosts = not len(fio) or logs_hosts <= set(fio["host"])
+    match_hosts = not len(fio) or logs_hosts <= {r["host"] for r in fio}
     if len(fio) and not match_hosts:
         notes.append(
             f"the logs' hosts ({', '.join(sorted(h or 'local' for h in logs_hosts))}) are not those of "
@@ -518,11 +520,11 @@ def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.Dat
         sel = dict(zip(keys, key))
         exact = part["ios"].notna().any()
         series_ios = part["ios"].sum() if exact else (part["iops"] * part["interval_s"]).sum()
-        fio_part = fio
-        for k, v in sel.items():
-            fio_part = fio_part[fio_part[k] == v] if len(fio_part) else fio_part
-        fio_ios = float(fio_part["total_ios"].sum()) if len(fio) else math.nan
-        runtime_s = float(fio_part["runtime_ms"].max()) / 1000.0 if len(fio_part) else math.nan
+        fio_part = [r for r in fio if all(r.get(k) == v for k, v in sel.items())]
+        ios = [r.get("total_ios") for r in fio_part if not _missing(r.get("total_ios"))]
+        runtimes = [r.get("runtime_ms") for r in fio_part if not _missing(r.get("runtime_ms"))]
+        fio_ios = float(sum(ios)) if len(fio) else math.nan
+        runtime_s = float(max(runtimes)) / 1000.0 if runtimes else math.nan
         last = part.dropna(subset=["ios"] if exact else ["iops"]).groupby("job_number")["t_s"].max()
         covered_to = float(last.min()) if len(last) else math.nan
         rows.append(
@@ -541,6 +543,11 @@ def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.Dat
             }
         )
     return pd.DataFrame(rows)
+
+
+def _missing(value: Any) -> bool:
+    """None or NaN: what pandas' sums and maxima skip."""
+    return value is None or value != value
 
 
 def _fio_start(meta: Mapping[str, Any], first_epoch_ms: float, time_base: str, doc: dict | None) -> tuple[float, str]:
