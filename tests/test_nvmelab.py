@@ -206,3 +206,10 @@ def test_a_niced_guest_gets_its_scheduler_group_niced_too():
     finally:
         proc.kill()
         proc.wait()
+    same_session = subprocess.Popen(["sleep", "30"])  # its group is the caller's: left alone
+    try:
+        assert not nvmelab._nice_its_group(same_session.pid, 10)
+        assert Path("/proc/self/autogroup").read_text() == mine
+    finally:
+        same_session.kill()
+        same_session.wait()

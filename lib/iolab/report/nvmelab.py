@@ -340,6 +340,8 @@ def _nice_its_group(pid: int, nice: int) -> bool:
     if not nice:
         return False
     try:
+        if os.getsid(pid) != pid:  # not a session of its own: the group would hold the caller too
+            return False
         Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
     except OSError:  # no autogroup in this kernel, a refusal (a container), or QEMU already gone
         return False
