@@ -413,7 +413,7 @@ def _job_rows(logs: Mapping[str, Any], epoch: float, log_ms: int, offset_s: floa
     per_kind: dict[str, pd.Series] = {}
     for kind in ("iops", "bw", "clat", "lat"):
         if kind in logs:
-            frame = logs[kind].copy()
+            frame = logs[kind]  # the job's own: read_series frees it after these rows
             frame["k"] = _interval(frame["t_ms"], epoch, log_ms)
             per_kind[kind] = frame.groupby(["ddir", "k"])["value"].mean()  # one sample per interval; two: their mean
     if "clat_hist" in logs:
@@ -502,7 +502,7 @@ def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.Dat
     fio = []  # fio's report: host, direction, IOs and runtime of each job (plain rows: one run's few)
     if doc is not None:
         fio = [
-            {**r, "host": "" if _missing(r.get("hostname")) else str(r["hostname"])}
+            {**r, "host": "" if pd.isna(r.get("hostname")) else str(r["hostname"])}
             for r in fiojson.tidy_rows(doc)
             if r.get("direction") in DIRECTIONS.values() and r.get("job") != "All clients"
         ]
@@ -521,8 +521,8 @@ def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.Dat
         exact = part["ios"].notna().any()
         series_ios = part["ios"].sum() if exact else (part["iops"] * part["interval_s"]).sum()
         fio_part = [r for r in fio if all(r.get(k) == v for k, v in sel.items())]
-        ios = [r.get("total_ios") for r in fio_part if not _missing(r.get("total_ios"))]
-        runtimes = [r.get("runtime_ms") for r in fio_part if not _missing(r.get("runtime_ms"))]
+        ios = [r.get("total_ios") for r in fio_part if not pd.isna(r.get("total_ios"))]
+        runtimes = [r.get("runtime_ms") for r in fio_part if not pd.isna(r.get("runtime_ms"))]
         fio_ios = float(sum(ios)) if len(fio) else math.nan
         runtime_s = float(max(runtimes)) / 1000.0 if runtimes else math.nan
         last = part.dropna(subset=["ios"] if exact else ["iops"]).groupby("job_number")["t_s"].max()
@@ -543,11 +543,6 @@ def _coverage(table: pd.DataFrame, doc: dict | None, notes: list[str]) -> pd.Dat
             }
         )
     return pd.DataFrame(rows)
-
-
-def _missing(value: Any) -> bool:
-    """None or NaN: what pandas' sums and maxima skip."""
-    return value is None or value != value
 
 
 def _fio_start(meta: Mapping[str, Any], first_epoch_ms: float, time_base: str, doc: dict | None) -> tuple[float, str]:
