@@ -573,19 +573,21 @@ def _write_up(s: Session, name: str, nb) -> str:
     return to_html(path).read_text()
 
 
-def _shut_down_kernel(s: Session, name: str) -> None:
+def _shut_down_kernel(s: Session, name: str) -> list[int]:
     """Delete ``name``'s session through JupyterLab's REST API: its kernel exits, as at the
-    end of a papermill run, so what it leaves behind shows."""
+    end of a papermill run, so what it leaves behind shows. The kernel's pids."""
     headers = {"Authorization": f"token {s.lab.token}"}
     with urllib.request.urlopen(urllib.request.Request(f"{s.lab.url}/api/sessions", headers=headers)) as r:
         sessions = [x for x in json.load(r) if x["path"].endswith(name)]
+    pids = [int(pid) for pid in _kernel_pids(s, sessions)]
     for x in sessions:
         urllib.request.urlopen(
             urllib.request.Request(f"{s.lab.url}/api/sessions/{x['id']}", method="DELETE", headers=headers)
         ).close()
     deadline = time.monotonic() + 20
-    while any(_alive(int(pid)) for pid in _kernel_pids(s, sessions)) and time.monotonic() < deadline:
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
+    return pids
 
 
 def _kernel_pids(s: Session, sessions: list) -> list[str]:
@@ -624,18 +626,19 @@ def _bad_spec_is_one_block(s: Session) -> None:
     assert len(errors) == 1 and errors[0].ename == "InputError" and len(errors[0].traceback) <= 2, errors
 
 
-def _many_hosts_checks(s: Session, name: str, before: str) -> None:
+def _many_hosts_checks(s: Session, name: str) -> None:
     """What the headless run of notebook 07 was tested for, on the JupyterLab run: the
-    per-host figures in the write-up, and no network namespace left once its kernel ends."""
-    from test_hosts import left_behind
+    per-host figures in the write-up, and no network namespace of its kernel left once the
+    kernel ends."""
+    from test_hosts import left_by
 
     nb = saved_notebook(s, name)
     text = _outputs_text(nb)
     assert "2 hosts: " in text and "slowest host" in text and "servers stopped" in text, text[-2000:]
     html = _write_up(s, name, nb)
     assert html.count("data:image/png;base64") >= 4 and "pooled" in html and "efficiency" in html
-    _shut_down_kernel(s, name)
-    assert not left_behind(before)
+    kernel = _shut_down_kernel(s, name)
+    assert kernel and not left_by(*kernel)
 
 
 def _over_time_checks(s: Session, name: str) -> None:
@@ -656,9 +659,7 @@ def _over_time_checks(s: Session, name: str) -> None:
 def test_notebooks_read_well_in_jupyterlab(session, name):
     """Notebooks 05, 07 and 08 with small parameters: Run All, then how they read (issue
     P19). 07 and 08 run here and nowhere else (their papermill runs were folded in)."""
-    from test_hosts import namespaces
-
-    s, before = session, namespaces()
+    s = session
     open_notebook(s, name)
     run_all(s)
     assert_all_cells_ran(s, name)
@@ -670,6 +671,6 @@ def test_notebooks_read_well_in_jupyterlab(session, name):
         s.page.evaluate(_PAINTED)
         assert_no_console_errors(s)
     elif name.startswith("07"):
-        _many_hosts_checks(s, name, before)
+        _many_hosts_checks(s, name)
     else:
         _over_time_checks(s, name)
