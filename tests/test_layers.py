@@ -2,8 +2,8 @@
 
 Two branches stand on a shared core: the machine -> runs -> measure branch (what touches
 the machine and makes run folders) and the read -> stats -> plots branch (what reads tool
-outputs and turns them into figures), joined by studies and report. The README's "How it
-works" lists the same folders in the same order with the modules in each (checked here), and
+outputs and turns them into figures), joined by studies and report. docs/how-it-works.md
+lists the same folders in the same order with the modules in each (checked here), and
 every folder's ``__init__.py`` says what the layer is for. An import that goes to a folder
 not allowed (the parser importing the runner, a plot importing the machine) fails this
 test, function-level imports included."""
@@ -93,9 +93,9 @@ def test_the_layer_test_catches_a_wrong_import(tmp_path):
 
 
 def readme_layers() -> dict[str, list[str]]:
-    """The README's "How it works" tree: folder -> the modules it lists there."""
-    text = (REPO / "README.md").read_text()
-    block = text.split("## How it works", 1)[1].split("\n## ", 1)[0]
+    """docs/how-it-works.md's tree: folder -> the modules it lists there."""
+    text = (REPO / "docs" / "how-it-works.md").read_text()
+    block = text.split("# How it works", 1)[1].split("\n## ", 1)[0]
     tree: dict[str, list[str]] = {}
     folder = None
     for line in block.splitlines():
@@ -109,7 +109,7 @@ def readme_layers() -> dict[str, list[str]]:
 
 def test_the_readme_draws_the_same_layers():
     listed = {folder: names for folder, names in readme_layers().items() if folder not in TOP}
-    assert list(listed) == list(LAYERS), "README 'How it works' lists the folders in LAYERS' order"
+    assert list(listed) == list(LAYERS), "docs/how-it-works.md lists the folders in LAYERS' order"
     for folder, names in listed.items():
         there = sorted(p.stem for p in (PACKAGE / folder).glob("*.py") if p.stem != "__init__")
-        assert sorted(names) == there, f"README lists {folder}/ as {sorted(names)}; it holds {there}"
+        assert sorted(names) == there, f"docs/how-it-works.md lists {folder}/ as {sorted(names)}; it holds {there}"

@@ -1,7 +1,7 @@
 """iolab: a Jupyter notebook research kit for Linux storage I/O performance.
 
 Each module owns one concern; data flows one way, from a run to tables to plots. The
-folders are the layers (README, "How it works", and tests/test_layers.py): a shared
+folders are the layers (docs/how-it-works.md and tests/test_layers.py): a shared
 ``core``; ``machine`` -> ``runs`` -> ``measure`` -> ``studies`` (what touches the machine);
 ``read`` -> ``stats`` -> ``plots`` (what reads the tools' outputs and draws them);
 ``report`` (notebooks, write-ups, batch, seeds) and ``cli`` over all of them.

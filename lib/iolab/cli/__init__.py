@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import __version__
 from ..core import signals
 from ..core.errors import IolabError
 from . import measuring, notebooks, reading
@@ -58,6 +59,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="iolab", description=__doc__.split("\n")[0])
     parser.names = []
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--version", action="version", version=f"iolab {__version__}")
     common = argparse.ArgumentParser(add_help=False)  # --debug after the command too
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
