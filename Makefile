@@ -9,6 +9,10 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 setup:
 	@bash scripts/setup.sh
 
+## setup-dev: setup, plus the test and lint tools (the [dev] extra)
+setup-dev:
+	@bash scripts/setup.sh --dev
+
 ## demo: run the flagship notebooks headless on the scratch file; executed notebooks + HTML in papermill_runs/
 demo: setup
 	$(PY) -m iolab.cli demo
@@ -39,7 +43,7 @@ test: setup-browser tio lint
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
 
 ## lint: ruff's checks and its formatting, as configured in pyproject.toml (ruff format lib tests benchmarks scripts fixes the latter)
-lint: setup
+lint: setup-dev
 	$(PY) -m ruff check lib tests benchmarks scripts notebooks
 	$(PY) -m ruff format --check lib tests benchmarks scripts
 
@@ -49,7 +53,7 @@ test-nvme: setup-browser tio
 
 ## setup-browser: setup, plus Debian's chromium for the browser tests and the NVMe lab for the NVMe tier
 setup-browser:
-	@bash scripts/setup.sh --browser --nvmelab
+	@bash scripts/setup.sh --dev --browser --nvmelab
 
 ## tio: build fio's t/io_uring from the source of the installed fio version
 tio: setup
@@ -75,4 +79,4 @@ clean:
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup setup-browser setup-nvmelab nvmelab seeds seeds-nvmelab demo lab test lint test-nvme tio bench strip clean help
+.PHONY: setup setup-dev setup-browser setup-nvmelab nvmelab seeds seeds-nvmelab demo lab test lint test-nvme tio bench strip clean help

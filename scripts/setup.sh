@@ -3,46 +3,55 @@
 #   system tools: fio, perf (Debian: linux-perf), stress-ng, iproute2, python3-venv  (apt-get, as root)
 #   .venv with iolab and its Python dependencies (uv from PyPI, else pip; editable)
 #   the python3 Jupyter kernel inside .venv (papermill uses it)
+#   --dev:     also the test and lint tools (the [dev] extra: pytest, playwright, ruff; make test, make lint)
 #   --browser: also Debian's chromium, for the browser tests (make test; not make demo/lab)
-#   --nvmelab: also the NVMe lab's QEMU, Debian's kernel, busybox-static and nvme-cli
-#              (make test, make nvmelab; about 90 MB to download, 500 MB installed)
+#   --nvmelab: also the NVMe lab's QEMU, Debian's kernel, busybox-static and nvme-cli, and the
+#              [nvmelab] extra (make test, make nvmelab; about 90 MB to download, 500 MB installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-browser=0 nvmelab=0
+browser=0 nvmelab=0 dev=0
 for arg in "$@"; do
     case "$arg" in
         --browser) browser=1 ;;
         --nvmelab) nvmelab=1 ;;
-        *) echo "setup: unknown option '$arg'; use: bash scripts/setup.sh [--browser] [--nvmelab]" >&2; exit 2 ;;
+        --dev) dev=1 ;;
+        *) echo "setup: unknown option '$arg'; use: bash scripts/setup.sh [--dev] [--browser] [--nvmelab]" >&2; exit 2 ;;
     esac
 done
 
-missing=()
-command -v fio >/dev/null 2>&1 || missing+=(fio)
-command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
-command -v stress-ng >/dev/null 2>&1 || missing+=(stress-ng)
-command -v losetup >/dev/null 2>&1 || missing+=(util-linux)
-command -v blkid >/dev/null 2>&1 || missing+=(util-linux)
-command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
-command -v ip >/dev/null 2>&1 || missing+=(iproute2)  # network namespaces for local fio servers (notebook 07, tests)
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "setup: iolab needs Python 3.11 or newer; $PYTHON is $("$PYTHON" -V 2>&1 || echo missing)." \
+        "Install a newer one (Ubuntu 22.04: apt-get install python3.11 python3.11-venv) and run PYTHON=python3.11 make setup" >&2
+    exit 1
+fi
+
+# tools missing -> their packages on this distribution (one table: lib/iolab/core/distro.py)
+packages_of() { "$PYTHON" lib/iolab/core/distro.py "$@"; }
+tools=()
+for tool in fio perf stress-ng losetup blkid setpriv mkfs.ext4 ip; do
+    command -v "$tool" >/dev/null 2>&1 || tools+=("$tool")
+done
 if [ ! -x .venv/bin/python ] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
-    missing+=(python3-venv)
+    tools+=(venv)
 fi
 if [ $browser -eq 1 ] && ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-        missing+=(chromium)
+        tools+=(chromium)
     else
-        echo "setup: chromium is missing, so the browser tests will be skipped; install it as root: apt-get install chromium" >&2
+        echo "setup: chromium is missing, so the browser tests will be skipped; install it as root: apt-get install $(packages_of chromium)" >&2
     fi
 fi
-lab=()
+labtools=()
 if [ $nvmelab -eq 1 ]; then
-    command -v qemu-system-x86_64 >/dev/null 2>&1 || lab+=(qemu-system-x86)
-    [ -x /bin/busybox ] || command -v busybox >/dev/null 2>&1 || lab+=(busybox-static)
-    command -v nvme >/dev/null 2>&1 || lab+=(nvme-cli)
-    ls /boot/vmlinuz-* >/dev/null 2>&1 || lab+=(linux-image-amd64)
+    command -v qemu-system-x86_64 >/dev/null 2>&1 || labtools+=(qemu-system-x86_64)
+    [ -x /bin/busybox ] || command -v busybox >/dev/null 2>&1 || labtools+=(busybox)
+    command -v nvme >/dev/null 2>&1 || labtools+=(nvme)
+    ls /boot/vmlinuz-* >/dev/null 2>&1 || labtools+=(kernel)
 fi
+missing=() lab=()
+[ ${#tools[@]} -gt 0 ] && read -r -a missing <<< "$(packages_of "${tools[@]}")"
+[ ${#labtools[@]} -gt 0 ] && read -r -a lab <<< "$(packages_of "${labtools[@]}")"
 if [ ${#lab[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing the NVMe lab: ${lab[*]} (about 90 MB to download)"
@@ -70,20 +79,35 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"
     "$PYTHON" -m venv .venv
 fi
-if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
-    echo "setup: installing Python dependencies into .venv"
+# the extras this command needs; .venv/.installed names those installed (one a line)
+wanted=()
+[ $dev -eq 1 ] && wanted+=(dev)
+[ $nvmelab -eq 1 ] && wanted+=(nvmelab)
+have=$(cat .venv/.installed 2>/dev/null || true)
+for extra in $have; do  # never uninstall what an earlier command installed
+    case " ${wanted[*]} " in *" $extra "*) ;; *) [ "$extra" = base ] || wanted+=("$extra") ;; esac
+done
+stale=0
+[ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ] && stale=1
+for extra in "${wanted[@]}"; do
+    grep -qx "$extra" .venv/.installed 2>/dev/null || stale=1
+done
+if [ $stale -eq 1 ]; then
+    spec=.
+    [ ${#wanted[@]} -gt 0 ] && spec=".[$(IFS=,; echo "${wanted[*]}")]"
+    echo "setup: installing Python dependencies into .venv ($spec)"
     # uv (a PyPI package) installs the same requirements in seconds where pip takes half a
     # minute; pip does it when uv cannot be had or fails (IOLAB_PIP=1 asks for pip). Bytecode
     # is compiled now, as pip does: else the first kernel of `make demo` compiles pandas and
     # Jupyter, and the NVMe lab's guest (a read-only view of .venv) compiles them at every start
     if [ -z "${IOLAB_PIP:-}" ] && .venv/bin/python -m pip install -q uv >/dev/null 2>&1 \
-            && .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -e '.[dev]'; then
+            && .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -e "$spec"; then
         :
     else
         .venv/bin/python -m pip install -q --upgrade pip
-        .venv/bin/python -m pip install -q -e '.[dev]'
+        .venv/bin/python -m pip install -q -e "$spec"
     fi
-    touch .venv/.installed
+    printf '%s\n' base "${wanted[@]}" > .venv/.installed
 fi
 if [ -n "$(find lib/iolab -name '*.py' -newer .venv/.compiled 2>/dev/null | head -1)" ] || [ ! -f .venv/.compiled ]; then
     # bytecode written now: commands such as `iolab fold` start fast even where it cannot be written later

@@ -146,6 +146,57 @@ def test_modules_load_after_their_dependencies():
     assert names.index("virtio.ko") < names.index("virtio_pci.ko") and len(names) == len(set(names))
 
 
+def _compress(data: bytes, how: str) -> bytes:
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    return {
+        "gzip": lambda: gzip.compress(data),
+        "xz": lambda: lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32),
+        "zstd": lambda: zstandard.ZstdCompressor().compress(data),
+        "bzip2": lambda: bz2.compress(data),
+    }[how]()
+
+
+@pytest.mark.parametrize("how", ["gzip", "xz", "zstd", "bzip2"])
+def test_a_kernel_compressed_any_way_is_unpacked(tmp_path, how):
+    """A bzImage as newer Debian (zstd) and older or other kernels (gzip, bzip2) pack it: a
+    real ELF (busybox) compressed here, behind a setup header holding decoy magic bytes."""
+    elf = Path(nvmelab_image.BUSYBOX).read_bytes()[: 1 << 20]
+    decoys = b"".join(nvmelab_image.KERNEL_MAGICS.values()) * 3
+    vmlinuz = tmp_path / "vmlinuz"
+    vmlinuz.write_bytes(b"MZ" + bytes(4000) + decoys + _compress(elf, how) + b"\0trailer" * 64)
+    assert nvmelab_image.extract_vmlinux(vmlinuz) == elf
+    vmlinuz.write_bytes(b"MZ" + decoys + bytes(100))
+    with pytest.raises(nvmelab_image.LabError, match="no gzip, xz, zstd, bzip2 or lzma stream"):
+        nvmelab_image.extract_vmlinux(vmlinuz)
+
+
+@pytest.mark.skipif(
+    nvmelab_image.guest_kernel() is None, reason="no kernel in /boot (apt-get install linux-image-amd64)"
+)
+def test_compressed_modules_go_into_the_initramfs_plain(tmp_path):
+    """Modules shipped as .ko.zst, .ko.xz and .ko.gz (newer Debian and Ubuntu): the kernel's own
+    nvme modules compressed here, listed so in modules.dep, come out byte for byte as .ko."""
+    _, _, modules = nvmelab_image.guest_kernel()
+    host = modules / "kernel/drivers/nvme/host"
+    plain = {name: (host / f"{name}.ko").read_bytes() for name in ("nvme-core", "nvme")}
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel/nvme-core.ko.zst").write_bytes(_compress(plain["nvme-core"], "zstd"))
+    (tmp_path / "kernel/nvme.ko.xz").write_bytes(_compress(plain["nvme"], "xz"))
+    (tmp_path / "modules.dep").write_text("kernel/nvme-core.ko.zst:\nkernel/nvme.ko.xz: kernel/nvme-core.ko.zst\n")
+    kos = nvmelab_image.module_files(tmp_path, names=("nvme",))
+    assert [nvmelab_image.module_name(k) for k in kos] == ["nvme-core.ko", "nvme.ko"]
+    assert [nvmelab_image.module_data(k) for k in kos] == [plain["nvme-core"], plain["nvme"]]
+    gz = tmp_path / "kernel/bad.ko.gz"
+    gz.write_bytes(_compress(b"not a module", "gzip"))
+    with pytest.raises(nvmelab_image.LabError, match="does not hold a kernel module"):
+        nvmelab_image.module_data(gz)
+
+
 @pytest.mark.parametrize(
     "field,value,said",
     [
@@ -175,6 +226,25 @@ def test_the_command_line_refuses_what_it_cannot_run(tmp_path):
     assert done.returncode == 1 and "has no parameter(s) runtime" in done.stderr and "runtime_s" in done.stderr
     assert time.monotonic() - started < 10
     assert isinstance(nvmelab_image.LabError("x"), Exception) and not issubclass(nvmelab_image.LabError, InputError)
+
+
+def test_what_the_guest_could_not_start_is_refused_before_the_boot_in_one_line(tmp_path, monkeypatch):
+    def no_boot(*args, **kw):
+        raise AssertionError("the guest was booted")
+
+    monkeypatch.setattr(nvmelab, "build", no_boot)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a program\n")
+    done = cli_here("nvmelab", "no-such-command-iolab", "--flag")  # as a shell: 127
+    assert (done.returncode, done.stderr.count("\n")) == (127, 1) and "command not found" in done.stderr
+    done = cli_here("nvmelab", "notes.txt")  # a file named where a notebook was meant
+    assert (done.returncode, done.stderr.count("\n")) == (1, 1) and "neither a notebook" in done.stderr
+    for path, what in ((tmp_path / "notes.txt", "not executable"), (tmp_path, "a folder")):
+        done = cli_here("nvmelab", "--", str(path))
+        assert (done.returncode, done.stderr.count("\n")) == (1, 1) and what in done.stderr
+    with pytest.raises(nvmelab.CommandNotFound, match="no such file"):
+        nvmelab.run([str(tmp_path / "gone.sh")])
+    assert "Traceback" not in done.stderr
 
 
 def test_a_lab_notebook_gets_the_lab_defaults_it_has_and_the_callers_win():

@@ -18,7 +18,8 @@ def _name(req: str) -> str:
 
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    pip_deps = {_name(d) for d in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    extras = [d for deps in project["optional-dependencies"].values() for d in deps]
+    pip_deps = {_name(d) for d in project["dependencies"] + extras}
     env = yaml.safe_load((REPO / "environment.yml").read_text())
     assert env["channels"][0] == "conda-forge"
     conda = {_name(d) for d in env["dependencies"] if isinstance(d, str)}
@@ -183,3 +184,31 @@ def test_provenance_does_not_run_the_notebook_filter(tmp_path):
     start = time.monotonic()
     state = provenance.checkout(tmp_path)
     assert time.monotonic() - start < 2.5 and state["commit"] and not state.get("why")
+
+
+def test_each_distribution_names_its_own_packages(tmp_path):
+    from iolab.core import distro
+    from iolab.core.errors import ToolMissing
+
+    release = tmp_path / "os-release"
+    for text, expected in [
+        ('ID=debian\nVERSION_ID="12"\n', "debian"),
+        ('ID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n', "ubuntu"),
+        ('ID=pop\nID_LIKE="ubuntu debian"\n', "ubuntu"),
+        ("ID=fedora\n", "debian"),  # not in the table: Debian's names
+    ]:
+        release.write_text(text)
+        assert distro.distribution(str(release)) == expected
+    assert distro.install_line(["perf", "fio", "losetup", "blkid"], "ubuntu") == (
+        "apt-get install linux-tools-generic fio util-linux"
+    )
+    assert distro.package("kernel", "debian") == "linux-image-amd64"
+    said = str(ToolMissing("setpriv"))  # once a TypeError: the package was a required argument
+    assert said.startswith("'setpriv' is not installed; install it with: apt-get install util-linux")
+    shell = subprocess.run(
+        [sys.executable, str(REPO / "lib/iolab/core/distro.py"), "fio", "losetup", "blkid"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert shell.stdout.split() == ["fio", "util-linux"]  # what scripts/setup.sh reads

@@ -4,9 +4,10 @@ modules the guest needs and the init that boots it (``iolab.report.nvmelab`` boo
     vmlinux, initramfs, version = nvmelab_image.build()   # once; again when the kernel changes
 
 * the kernel is Debian's ``linux-image-amd64``, booted directly as the uncompressed ELF image
-  (``extract_vmlinux``: the xz stream inside the vmlinuz, ~4.5 s faster than through SeaBIOS);
+  (``extract_vmlinux``: the gzip, xz or zstd stream inside the vmlinuz, faster than through SeaBIOS);
 * the initramfs (``cpio_newc``, the kernel's newc format) holds busybox-static, the modules
-  ``MODULES`` with their dependencies in load order (``module_files``: virtio-pci, 9p, nvme)
+  ``MODULES`` with their dependencies in load order (``module_files``: virtio-pci, 9p, nvme;
+  compressed ones unpacked, ``module_data``)
   and ``INIT``: it loads them (nvme with ``poll_queues``), mounts the host's root read-only
   over 9p with the shared folders, waits for the emulated namespaces, runs the command in a
   chroot and prints ``START`` before it and ``EXIT <status>`` after it on the console.
@@ -18,20 +19,21 @@ or ``BUILD_VERSION`` change.
 
 from __future__ import annotations
 
+import bz2
 import json
 import lzma
 import re
 import shutil
+import zlib
 from pathlib import Path
 from typing import Sequence
 
-from ..core import paths
+from ..core import distro, paths
 from ..core.atomic import write_atomic, write_json
 from ..core.errors import IolabError, ToolMissing
 
 QEMU = "qemu-system-x86_64"
-PACKAGES = {QEMU: "qemu-system-x86", "busybox": "busybox-static", "nvme": "nvme-cli"}
-KERNEL_PACKAGE = "linux-image-amd64"
+TOOLS = (QEMU, "busybox", "nvme")  # their packages: iolab.core.distro
 MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme")  # with their dependencies (modules.dep)
 BUSYBOX = "/bin/busybox"
 START, EXIT = "IOLAB-NVMELAB-START", "IOLAB-NVMELAB-EXIT"  # what INIT prints around the command
@@ -48,14 +50,14 @@ def lab_dir() -> Path:
 
 
 def missing_tools() -> list[str]:
-    """Debian packages the lab needs that are not installed (empty: all there)."""
+    """This distribution's packages the lab needs that are not installed (empty: all there)."""
     missing = [
-        pkg
-        for tool, pkg in PACKAGES.items()
+        distro.package(tool)
+        for tool in TOOLS
         if not shutil.which(tool) and not (tool == "busybox" and Path(BUSYBOX).exists())
     ]
     if guest_kernel() is None:
-        missing.append(KERNEL_PACKAGE)
+        missing.append(distro.package("kernel"))
     return missing
 
 
@@ -74,19 +76,90 @@ def guest_kernel() -> tuple[str, Path, Path] | None:
     return version, vmlinuz, modules
 
 
+# The compressions a bzImage's payload and a kernel module come in (the kernel's
+# scripts/extract-vmlinux and kmod's): magic bytes -> how to undo them.
+KERNEL_MAGICS = {
+    "gzip": b"\x1f\x8b\x08",
+    "xz": b"\xfd7zXZ\x00",
+    "zstd": b"\x28\xb5\x2f\xfd",
+    "bzip2": b"BZh",
+    "lzma": b"\x5d\x00\x00",
+}
+MODULE_SUFFIXES = {".gz": "gzip", ".xz": "xz", ".zst": "zstd"}
+
+
+def decompress(data: bytes, how: str) -> bytes:
+    """The first stream of ``data`` in compression ``how`` (a key of ``KERNEL_MAGICS``)
+    undone; what follows the stream is ignored. ValueError when it is not such a stream."""
+    try:
+        if how == "gzip":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data)
+        if how in ("xz", "lzma"):
+            return lzma.LZMADecompressor(lzma.FORMAT_XZ if how == "xz" else lzma.FORMAT_ALONE).decompress(data)
+        if how == "bzip2":
+            return bz2.BZ2Decompressor().decompress(data)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        raise ValueError(str(exc)) from exc
+    if how == "zstd":
+        try:
+            import zstandard  # the nvmelab extra: Python 3.11's standard library has no zstd
+        except ImportError:
+            raise LabError(
+                "this kernel or module is zstd-compressed: install the NVMe lab's extra "
+                "(pip install 'iolab[nvmelab]', or .venv/bin/pip install zstandard)"
+            ) from None
+        try:
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        except zstandard.ZstdError as exc:
+            raise ValueError(str(exc)) from exc
+    raise ValueError(f"unknown compression {how!r}")
+
+
 def extract_vmlinux(vmlinuz: Path) -> bytes:
-    """The uncompressed ELF kernel inside a bzImage whose payload is xz (Debian's)."""
+    """The uncompressed ELF kernel inside a bzImage whose payload is gzip, xz, zstd, bzip2 or
+    lzma (Debian's are xz; newer Debian and Ubuntu kernels zstd): each place a known magic
+    stands is tried, first to last, until one unpacks to an ELF image, as the kernel's
+    scripts/extract-vmlinux does."""
     data = vmlinuz.read_bytes()
-    start = data.find(b"\xfd7zXZ\x00")
-    if start < 0:
-        raise LabError(
-            f"{vmlinuz}: no xz stream inside; the lab boots Debian's xz-compressed kernels "
-            f"(apt-get install {KERNEL_PACKAGE})"
-        )
-    elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[start:])
-    if not elf.startswith(b"\x7fELF"):
-        raise LabError(f"{vmlinuz}: the xz stream inside is not an ELF kernel")
-    return elf
+    if data.startswith(b"\x7fELF"):
+        return data  # already a vmlinux
+    tried = []
+    for how, magic in KERNEL_MAGICS.items():
+        start = data.find(magic)
+        while start >= 0:
+            try:
+                elf = decompress(data[start:], how)
+            except ValueError:
+                elf = b""
+            if elf.startswith(b"\x7fELF"):
+                return elf
+            tried.append(how)
+            start = data.find(magic, start + 1)
+    raise LabError(
+        f"{vmlinuz}: no gzip, xz, zstd, bzip2 or lzma stream inside unpacks to an ELF kernel "
+        f"({len(tried)} places tried); the lab boots bzImage kernels such as {distro.package('kernel')}'s"
+    )
+
+
+def module_data(ko: Path) -> bytes:
+    """A kernel module's bytes, uncompressed (``.ko.gz``, ``.ko.xz``, ``.ko.zst`` as newer
+    Debian and Ubuntu ship them): the guest's busybox insmod loads plain ``.ko`` files."""
+    data = ko.read_bytes()
+    how = MODULE_SUFFIXES.get(ko.suffix)
+    if how is None:
+        return data
+    try:
+        plain = decompress(data, how)
+    except ValueError as exc:
+        raise LabError(f"{ko}: not a {how} stream ({exc})") from exc
+    if not plain.startswith(b"\x7fELF"):
+        raise LabError(f"{ko}: its {how} stream does not hold a kernel module (no ELF header)")
+    return plain
+
+
+def module_name(ko: Path) -> str:
+    """The name a module has in the guest's initramfs: ``nvme.ko`` for ``nvme.ko.zst``."""
+    return ko.name[: -len(ko.suffix)] if ko.suffix in MODULE_SUFFIXES else ko.name
 
 
 def module_files(modules_dir: Path, names: Sequence[str] = MODULES) -> list[Path]:
@@ -105,9 +178,6 @@ def module_files(modules_dir: Path, names: Sequence[str] = MODULES) -> list[Path
                 order.append(dep)
         if path not in order:
             order.append(path)
-    for rel in order:
-        if rel.endswith((".xz", ".zst", ".gz")):
-            raise LabError(f"{rel}: compressed kernel modules are not supported by the lab's busybox insmod")
     return [modules_dir / rel for rel in order]
 
 
@@ -196,8 +266,8 @@ def build(force: bool = False) -> tuple[Path, Path, str]:
         ("lib", 0o40755, b""),
         ("lib/modules", 0o40755, b""),
     ]
-    entries += [(f"lib/modules/{ko.name}", 0o100644, ko.read_bytes()) for ko in kos]
+    entries += [(f"lib/modules/{module_name(ko)}", 0o100644, module_data(ko)) for ko in kos]
     write_atomic(vmlinux, extract_vmlinux(vmlinuz))
     write_atomic(initramfs, cpio_newc(entries))
-    write_json(stamp_file, {**stamp, "modules": [k.name for k in kos]})
+    write_json(stamp_file, {**stamp, "modules": [module_name(k) for k in kos]})
     return vmlinux, initramfs, version
