@@ -1,6 +1,7 @@
 """The repository's own rules: environment.yml matches pyproject.toml, notebooks are
 committed without outputs and with a papermill parameters cell, lib/ is not git-ignored."""
 
+import os
 import re
 import subprocess
 import sys
@@ -212,3 +213,39 @@ def test_each_distribution_names_its_own_packages(tmp_path):
         check=True,
     )
     assert shell.stdout.split() == ["fio", "util-linux"]  # what scripts/setup.sh reads
+
+
+def test_a_wheel_carries_the_kit_and_init_makes_a_workspace_outside_any_checkout(tmp_path):
+    """pip's view: the wheel built from this checkout holds the notebooks, seed manifests,
+    examples, reference figures and the licence; installed apart from the checkout, `iolab init`
+    makes a workspace from it, and a command run inside that workspace finds its kit there."""
+    import zipfile
+
+    wheels = tmp_path / "wheels"
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels)]
+    subprocess.run([*build, str(REPO)], check=True, capture_output=True, timeout=120)
+    (wheel,) = wheels.glob("iolab-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    notebooks = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
+    assert {f"iolab/kit/notebooks/{n}" for n in notebooks} <= names
+    assert {f"iolab/kit/data/seeds/{p.name}" for p in (REPO / "data/seeds").glob("*.yaml")} <= names
+    assert "iolab/kit/data/reference/published_figures.csv" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)  # what pip does with a pure-Python wheel's files
+    env = {**os.environ, "PYTHONPATH": str(site), "IOLAB_HISTORY": "off"}
+    iolab = [sys.executable, "-c", "import sys, iolab.cli; sys.exit(iolab.cli.main(sys.argv[1:]))"]
+    made = subprocess.run([*iolab, "init", "ws"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    ws = tmp_path / "ws"
+    assert sorted(p.name for p in (ws / "notebooks").glob("*.ipynb")) == notebooks
+    plan = subprocess.run(
+        [*iolab, "seeds", "--quick", "--only", "002", "--dry-run"],
+        cwd=ws / "data",
+        env=env,
+        text=True,
+        capture_output=True,
+    )
+    assert plan.returncode == 0 and "03_io_uring_per_core.ipynb" in plan.stdout, plan.stderr
+    again = subprocess.run([*iolab, "init", "ws"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert again.returncode == 1 and "holds files" in again.stderr and "Traceback" not in again.stderr

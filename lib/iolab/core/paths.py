@@ -1,7 +1,9 @@
 """Every path iolab uses by default, defined once.
 
-The data folder is ``$IOLAB_DATA`` if set, else ``data/`` of the checkout iolab was
-installed from (editable install), else ``./data``.
+The project folder (``REPO``) is the checkout iolab was installed from (editable install),
+else the workspace ``iolab init DIR`` made that holds the current folder (``WORKSPACE_MARK``
+in it or a parent), else the current folder. Its ``notebooks/`` and ``data/`` are the kit's;
+the data folder is ``$IOLAB_DATA`` if set, else ``data/`` there.
 """
 
 from __future__ import annotations
@@ -13,8 +15,19 @@ from pathlib import Path
 from .errors import InputError
 
 PACKAGE = Path(__file__).resolve().parents[1]  # lib/iolab: this module is in lib/iolab/core
+WORKSPACE_MARK = ".iolab-workspace"  # written by iolab init (iolab.report.workspace)
 _CHECKOUT = PACKAGE.parents[1]
-REPO = _CHECKOUT if (_CHECKOUT / "pyproject.toml").exists() else Path.cwd()
+IN_CHECKOUT = (_CHECKOUT / "pyproject.toml").exists() and (_CHECKOUT / "notebooks").is_dir()
+
+
+def _project() -> Path:
+    if IN_CHECKOUT:
+        return _CHECKOUT
+    here = Path.cwd()
+    return next((p for p in (here, *here.parents) if (p / WORKSPACE_MARK).is_file()), here)
+
+
+REPO = _project()
 NOTEBOOKS = REPO / "notebooks"
 PAPERMILL_RUNS = REPO / "papermill_runs"
 
@@ -39,6 +52,12 @@ def history_dir() -> Path:
 
 def reference_dir() -> Path:
     return REPO / "data" / "reference"
+
+
+def kit_dir() -> Path:
+    """Where the kit's own notebooks and data come from for ``iolab init``: the checkout, or
+    ``iolab/kit`` inside an installed wheel (setup.py puts them there)."""
+    return _CHECKOUT if IN_CHECKOUT else PACKAGE / "kit"
 
 
 def state_dir() -> Path:
