@@ -230,6 +230,7 @@ def test_a_wheel_carries_the_kit_and_init_makes_a_workspace_outside_any_checkout
     assert {f"iolab/kit/notebooks/{n}" for n in notebooks} <= names
     assert {f"iolab/kit/data/seeds/{p.name}" for p in (REPO / "data/seeds").glob("*.yaml")} <= names
     assert "iolab/kit/data/reference/published_figures.csv" in names
+    assert "iolab/report/templates/iolab_writeup/index.html.j2" in names  # the write-up's nbconvert template
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)  # what pip does with a pure-Python wheel's files

@@ -17,33 +17,8 @@ from .offline import offline
 from .templating import render
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-TEMPLATE_NAME = "iolab_writeup.html.j2"
-# nbconvert's lab template, minus what it loads from cdnjs: require.js, MathJax, mermaid
-# and the widget manager (widgets are dropped for their static fallback; notebooks write
-# units in unicode, not LaTeX); rendered by nbconvert's own environment
-TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head_js -%}{%- endblock html_head_js -%}
-{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
-{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-{%- block html_head_css -%}<style type="text/css">{{ resources.iolab_css }}</style>{%- endblock html_head_css -%}
-"""
-CSS = """
-main { max-width: 1180px; margin: 0 auto; }
-.iolab-writeup table { margin: 0.4em 0 1em 0; table-layout: auto; }
-.jp-RenderedHTMLCommon .iolab-writeup table th, .jp-RenderedHTMLCommon .iolab-writeup table td {
-    text-align: left; vertical-align: top; padding: 0.3em 0.8em 0.3em 0; }
-.jp-RenderedHTMLCommon .iolab-writeup table td.num { text-align: right; white-space: nowrap; }
-.iolab-writeup .mono, .iolab-writeup pre { font-family: var(--jp-code-font-family); font-size: 12px; }
-.iolab-writeup pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--jp-layout-color2);
-                     padding: 8px; border-radius: 2px; }
-.iolab-writeup .note, .iolab-writeup.note { color: var(--jp-ui-font-color2); }
-.iolab-writeup .failed { color: #b71c1c; font-weight: bold; }
-.iolab-unfinished { color: #b71c1c; font-weight: bold; background: #fdecea; border-left: 4px solid #b71c1c;
-                    padding: 8px 12px; }
-.jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }
-.iolab-appendix { border-top: 1px solid var(--jp-border-color2); margin-top: 2em; }
-"""
+TEMPLATES = Path(__file__).resolve().parent / "templates"  # nbconvert template folders
+TEMPLATE_NAME = "iolab_writeup"  # templates/iolab_writeup: the lab template, offline, the write-up's style
 NOT_LOADED = """<p class="iolab-writeup note">{{ disabled | length }} resource(s) the notebook names on the \
 network were not loaded (this page is offline): {{ disabled | join(", ") }}</p>"""
 
@@ -99,20 +74,18 @@ def export(nb, executed: Path, no_input: bool) -> str:
     """HTML of ``nb`` with the offline lab template; images a markdown cell names beside
     the source notebook are embedded. What would still fetch from the network is
     disabled and listed at the end of the page."""
-    from jinja2 import DictLoader
     from nbconvert import HTMLExporter  # nbconvert takes a second to import: only when exporting
 
     source = Path(nb.metadata.get("papermill", {}).get("input_path") or executed)
     exporter = HTMLExporter(
-        template_name="lab",
-        extra_loaders=[DictLoader({TEMPLATE_NAME: TEMPLATE})],
-        template_file=TEMPLATE_NAME,
+        template_name=TEMPLATE_NAME,
+        extra_template_basedirs=[str(TEMPLATES)],
         exclude_input=no_input,
         exclude_input_prompt=no_input,
         exclude_output_prompt=no_input,
         embed_images=True,
     )
-    resources = {"metadata": {"name": executed.stem, "path": str(source.parent)}, "iolab_css": CSS}
+    resources = {"metadata": {"name": executed.stem, "path": str(source.parent)}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     body, disabled = offline(body)
     if disabled:
