@@ -3,6 +3,8 @@ metadata and the side file beside it, JSON-safe, the later of one name winning."
 
 import json
 import re
+import subprocess
+import sys
 
 import nbformat
 import numpy as np
@@ -168,7 +170,7 @@ def test_the_kits_errors_show_as_one_block_in_a_notebook_and_tb_shows_the_traceb
 
 
 def test_live_tables_in_a_notebook_read_like_the_write_ups():
-    """``import iolab`` in a kernel shows DataFrames as the write-ups do: 12748.502994 read
+    """``%load_ext iolab`` in a kernel shows DataFrames as the write-ups do: 12748.502994 read
     12,748.502994 live and 12,749 published, raw bytes (275873792.0) as 263 MiB, units in
     the headers, inside a box that scrolls sideways; pandas' text form rounds too."""
     from IPython.core.interactiveshell import InteractiveShell
@@ -186,6 +188,38 @@ def test_live_tables_in_a_notebook_read_like_the_write_ups():
         assert html.startswith(f'<div class="{SCROLL_BOX}" style="overflow-x: auto')
         assert ">12,749<" in html and ">263 MiB<" in html and ">2011<" in html
         assert '<th title="iops">IOPS (IO/s)</th>' in html and '<th title="io_bytes">io bytes (B)</th>' in html
+    finally:
+        pd.reset_option("display.float_format")
+        shell.clear_instance()
+
+
+def test_import_changes_nothing_and_the_extension_comes_and_goes():
+    """`import iolab` leaves pandas and IPython as they were (in a fresh interpreter, as a user's
+    kernel would import it); `%load_ext iolab` brings the brief errors and readable tables,
+    `%unload_ext iolab` takes them away again."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from iolab.core import errors
+
+    fresh = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import pandas as pd; before = pd.get_option('display.float_format'); import iolab, iolab.cli; "
+            "print(pd.get_option('display.float_format') is before)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert fresh.stdout.strip() == "True"
+    shell = InteractiveShell()
+    try:
+        shell.run_line_magic("load_ext", "iolab")
+        assert shell.custom_exceptions == (errors.IolabError,) and pd.get_option("display.float_format") is not None
+        assert "12,749" in shell.display_formatter.format(pd.DataFrame({"iops": [12748.6]}))[0]["text/html"]
+        shell.run_line_magic("unload_ext", "iolab")
+        assert shell.custom_exceptions == () and pd.get_option("display.float_format") is None
+        assert "12748.6" in shell.display_formatter.format(pd.DataFrame({"iops": [12748.6]}))[0]["text/html"]
     finally:
         pd.reset_option("display.float_format")
         shell.clear_instance()

@@ -9,12 +9,22 @@ folders are the layers (docs/how-it-works.md and tests/test_layers.py): a shared
 
 __version__ = "0.1.0"
 
-from .core.progress import ipython_shell as _ipython_shell
 
-_shell = _ipython_shell()
-if _shell is not None:  # in a notebook: the kit's errors as one short block, its tables as in the write-ups
-    from .core.errors import brief_in_notebooks as _brief_in_notebooks
-    from .core.readable import live_tables as _live_tables
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext iolab`` (each notebook's first import cell): the kit's errors as one short
+    block (``%tb`` shows the traceback) and DataFrames as the write-ups show them. ``import
+    iolab`` alone changes nothing in pandas or IPython; ``%unload_ext iolab`` undoes this."""
+    from .core.errors import brief_in_notebooks
+    from .core.readable import live_tables
 
-    _brief_in_notebooks(_shell)
-    _live_tables(_shell)
+    brief_in_notebooks(ipython)
+    live_tables(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """``%unload_ext iolab``: IPython's tracebacks and pandas' display as they were."""
+    from .core.errors import full_in_notebooks
+    from .core.readable import plain_tables
+
+    full_in_notebooks(ipython)
+    plain_tables(ipython)

@@ -17,12 +17,12 @@ class IolabError(Exception):
 class ToolMissing(IolabError):
     """A command-line tool iolab needs is not installed."""
 
-    def __init__(self, tool: str, package: str):
-        self.tool, self.package = tool, package
-        super().__init__(
-            f"'{tool}' is not installed. Install it with: apt-get install {package} "
-            f"(as root), or `make setup` from the iolab checkout."
-        )
+    def __init__(self, tool: str, package: str | None = None, how: str | None = None):
+        from .distro import install_line, package as package_of
+
+        self.tool, self.package = tool, package or package_of(tool)
+        how = how or f"install it with: {install_line([self.package])} (as root), or `make setup` in the iolab checkout"
+        super().__init__(f"'{tool}' is not installed; {how}")
 
 
 class FioError(IolabError):
@@ -72,6 +72,17 @@ class BusyError(IolabError):
 class InputError(IolabError):
     """A value given to iolab (option, parameter, CPU list, file or folder) cannot be used:
     refused before anything runs, with the form that would work."""
+
+
+class OutputExists(InputError):
+    """An output would replace a file iolab did not write (or an input of the same command),
+    or write into a folder holding files iolab did not write: refused before anything runs,
+    unless the user gives ``--force`` (``iolab.core.outputs``)."""
+
+
+class NotComparable(InputError):
+    """Two result sets cannot be compared cell by cell: a setting varies inside one side and
+    the other side cannot be matched on it (``iolab.report.matching``). Exit 1, never a verdict."""
 
 
 class KnobError(IolabError):
@@ -158,8 +169,8 @@ def brief_in_notebooks(shell: Any = None) -> bool:
     """In an IPython kernel, show the kit's own errors (``IolabError``: a user's mistake, its
     message already says what to do) as one short block, the error's name and message,
     instead of a screen of frames that ends in that message; ``%tb`` still shows the whole
-    traceback. Other exceptions keep IPython's traceback. ``import iolab`` calls it in a
-    kernel. True when installed; False outside IPython or when another handler is set."""
+    traceback. Other exceptions keep IPython's traceback. ``%load_ext iolab`` calls it.
+    True when installed; False outside IPython or when another handler is set."""
     if shell is None:
         from .progress import ipython_shell
 
@@ -170,6 +181,12 @@ def brief_in_notebooks(shell: Any = None) -> bool:
         return False  # the user's own handler stays
     shell.set_custom_exc((IolabError,), _brief)
     return True
+
+
+def full_in_notebooks(shell: Any) -> None:
+    """Undo ``brief_in_notebooks`` (``%unload_ext iolab``): IPython's own traceback again."""
+    if getattr(shell, "custom_exceptions", ()) == (IolabError,):
+        shell.set_custom_exc((), None)
 
 
 def _brief(shell, etype, value, tb, tb_offset=None) -> list[str]:

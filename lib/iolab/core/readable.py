@@ -4,7 +4,7 @@
 ``readable_bytes`` gives sizes and rates in binary units (275873792 B -> 263 MiB);
 ``readable_tables`` applies both to pandas' HTML tables and puts each registered column's
 unit in its header (``iolab.core.columns.label``). ``publish`` runs it over a notebook's tables;
-in a kernel, ``live_tables`` (``import iolab`` calls it) shows every DataFrame through it,
+in a kernel, ``live_tables`` (``%load_ext iolab`` calls it) shows every DataFrame through it,
 inside a box that scrolls sideways, so a wide table is never cut at the notebook's edge.
 """
 
@@ -200,13 +200,30 @@ def table_html(frame) -> str | None:
     return f'<div class="{SCROLL_BOX}" style="overflow-x: auto; max-width: 100%">{readable_tables(html)}</div>'
 
 
+_BEFORE: dict = {}  # pandas' float format before live_tables, for plain_tables
+
+
 def live_tables(shell=None) -> None:
-    """In a notebook (``import iolab`` in a kernel calls it): DataFrames show as the
-    write-ups show them (``table_html``: 12748.502994 -> 12,749, io_bytes 275873792 -> 263
-    MiB, ``clat_p99_us`` -> "clat p99 (µs)", scrolling sideways when wide), and pandas'
-    text form rounds floats the same way."""
+    """In a notebook (``%load_ext iolab`` calls it): DataFrames show as the write-ups show
+    them (``table_html``: 12748.502994 -> 12,749, io_bytes 275873792 -> 263 MiB,
+    ``clat_p99_us`` -> "clat p99 (µs)", scrolling sideways when wide), and pandas' text form
+    rounds floats the same way. ``plain_tables`` puts pandas and IPython back."""
     import pandas as pd
 
+    _BEFORE.setdefault("float_format", pd.get_option("display.float_format"))
     pd.set_option("display.float_format", lambda v: readable_number(repr(float(v))))
     if shell is not None and hasattr(shell, "display_formatter"):
         shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+
+
+def plain_tables(shell=None) -> None:
+    """Undo ``live_tables`` (``%unload_ext iolab``): pandas' float format as it was, and
+    DataFrames shown by their own HTML again."""
+    import pandas as pd
+
+    if "float_format" in _BEFORE:
+        pd.set_option("display.float_format", _BEFORE.pop("float_format"))
+    if shell is not None and hasattr(shell, "display_formatter"):
+        formatter = shell.display_formatter.formatters["text/html"]
+        if formatter.type_printers.get(pd.DataFrame) is table_html:
+            formatter.pop(pd.DataFrame)
