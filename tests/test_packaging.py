@@ -62,7 +62,7 @@ def test_notebooks_are_clean_and_parameterised():
         assert all(not c.outputs and c.execution_count is None for c in code), f"{path.name} has outputs"
         params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
         assert len(params) == 1, f"{path.name} needs one cell tagged 'parameters'"
-        assert nb.metadata["kernelspec"]["name"] == "python3"
+        assert nb.metadata["kernelspec"]["name"] == "iolab"  # the project's kernel (iolab.report.lab)
 
 
 def test_gitignore_keeps_the_package():

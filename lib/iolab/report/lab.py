@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..core.errors import InputError
 
-KERNEL_NAME = "python3"  # the notebooks' kernelspec name
-KERNEL_DISPLAY = "Python 3 (iolab)"  # what scripts/setup.sh names it
+KERNEL_NAME = "iolab"  # the notebooks' kernelspec: this environment's Python, named for the project
+KERNEL_DISPLAY = "Python 3 (iolab)"  # what scripts/setup.sh and iolab init name it
 
 
 def lab_argv(
@@ -78,7 +78,7 @@ def check_free(ip: str, port: int) -> None:
     this machine, or below 1024 without root), each with what to do instead."""
     try:
         infos = socket.getaddrinfo(ip, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror:
+    except (socket.gaierror, UnicodeError):  # UnicodeError: a name part over 63 characters (IDNA)
         infos = []
     if not infos:
         raise InputError(
@@ -105,15 +105,37 @@ def _bind_advice(exc: OSError, ip: str, port: int) -> str:
     return f"cannot listen on {ip}:{port} ({exc.strerror}); give an address of this machine, e.g. make lab IP=127.0.0.1"
 
 
+def install_kernel(prefix: str | os.PathLike | None = None) -> Path:
+    """The project's kernelspec (``KERNEL_NAME``: this interpreter) installed under ``prefix``
+    (this environment's by default), as ``python -m ipykernel install --sys-prefix --name iolab``
+    does; its folder."""
+    from ipykernel.kernelspec import install
+
+    return Path(install(kernel_name=KERNEL_NAME, display_name=KERNEL_DISPLAY, prefix=str(prefix or sys.prefix)))
+
+
+def headless_kernel() -> str:
+    """The kernel papermill runs notebooks on: the project's (``iolab``) when installed, else
+    ipykernel's ``python3``, which Jupyter maps to this interpreter (a pip install that has
+    not run ``iolab init``)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    except NoSuchKernel:
+        return "python3"
+    return KERNEL_NAME
+
+
 def kernel_warning() -> str:
-    """'' when the notebooks' kernel (``python3``) is this project's; else a line saying
+    """'' when the notebooks' kernel (``iolab``) is this project's; else a line saying
     which kernel Jupyter would use instead and how to put the project's back."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
         spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
     except NoSuchKernel:
-        return f"no '{KERNEL_NAME}' Jupyter kernel; run make setup to install '{KERNEL_DISPLAY}'"
+        return f"no '{KERNEL_NAME}' Jupyter kernel; run make setup (or iolab init) to install '{KERNEL_DISPLAY}'"
     if spec.display_name == KERNEL_DISPLAY:
         return ""
     return (
@@ -157,6 +179,8 @@ def serve(
         raise InputError(f"JupyterLab is not installed for {sys.executable}; run make setup")
     port = check_port(port)
     check_free(ip, port)
+    if not Path(notebook_dir).is_dir():
+        raise InputError(f"{str(notebook_dir)[:120]!r} is not a folder: give the folder of notebooks to open")
     warning = kernel_warning()
     if warning:
         print(f"iolab lab: {warning}", file=sys.stderr)

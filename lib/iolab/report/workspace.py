@@ -9,11 +9,13 @@ every command and notebook finds what it finds there::
       data/reference/     the figures published in the write-ups, cited
       papermill_runs/     executed notebooks and write-ups land here
 
+and the project's Jupyter kernel (``iolab``: this Python) in this environment, when it has none.
 The kit comes from the wheel (``iolab/kit``) or, in a checkout, from the checkout itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
@@ -22,6 +24,7 @@ from pathlib import Path
 from .. import __version__
 from ..core import paths
 from ..core.errors import InputError
+from .lab import KERNEL_NAME, headless_kernel, install_kernel
 
 FOLDERS = ("notebooks", "data/seeds", "data/examples", "data/reference")
 
@@ -48,6 +51,9 @@ def init(folder: str | Path) -> list[Path]:
                 shutil.copyfile(f, folder / sub / f.name)
                 copied.append(folder / sub / f.name)
     (folder / "papermill_runs").mkdir(exist_ok=True)
+    if headless_kernel() != KERNEL_NAME:  # the notebooks name the project's kernel
+        with contextlib.suppress(OSError):  # an environment iolab may not write: python3 runs them
+            install_kernel()
     mark = {"iolab": __version__, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (folder / paths.WORKSPACE_MARK).write_text(json.dumps(mark) + "\n")
     return copied
