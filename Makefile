@@ -51,6 +51,19 @@ lint: setup-dev
 test-nvme: setup-browser tio
 	$(PY) -m pytest -q -ra -s tests/test_nvmelab.py
 
+## test-lowest: the reading, table and statistics tests on the lowest numpy, pandas and pyarrow iolab accepts (constraints/lowest.txt), in .venv-lowest
+test-lowest: .venv-lowest/.installed
+	.venv-lowest/bin/python -m pytest -q -ra -n $(TEST_WORKERS) $(LOWEST_TESTS)
+
+LOWEST_TESTS ?= $(addprefix tests/test_,$(addsuffix .py,fio_parse runcache store corrupt_runs analysis compare versus \
+	drift effects latency_dist series checks history results hostile_inputs explore))
+
+.venv-lowest/.installed: pyproject.toml constraints/lowest.txt | setup
+	@test -x .venv/bin/uv || .venv/bin/python -m pip install -q uv
+	.venv/bin/uv venv -q --allow-existing --python .venv/bin/python .venv-lowest
+	.venv/bin/uv pip install -q --compile-bytecode --python .venv-lowest/bin/python -c constraints/lowest.txt -e '.[dev]'
+	@touch $@
+
 ## setup-browser: setup, plus Debian's chromium for the browser tests and the NVMe lab for the NVMe tier
 setup-browser:
 	@bash scripts/setup.sh --dev --browser --nvmelab
@@ -74,9 +87,9 @@ strip: setup
 
 ## clean: remove generated runs and executed notebooks (keeps the scratch file)
 clean:
-	rm -rf data/runs papermill_runs/*.ipynb papermill_runs/*.html
+	rm -rf data/runs papermill_runs/*.ipynb papermill_runs/*.html papermill_runs/*.results.json papermill_runs/.*.iolab-owned
 
 help:
 	@grep -E '^## ' Makefile | sed 's/^## /  make /'
 
-.PHONY: setup setup-dev setup-browser setup-nvmelab nvmelab seeds seeds-nvmelab demo lab test lint test-nvme tio bench strip clean help
+.PHONY: setup setup-dev setup-browser setup-nvmelab nvmelab seeds seeds-nvmelab demo lab test lint test-nvme test-lowest tio bench strip clean help

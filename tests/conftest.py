@@ -57,6 +57,12 @@ def write_dos_label(device):
         f.write(entry + bytes(48) + b"\x55\xaa")
 
 
+def python_of(cell_source: str) -> str:
+    """A notebook code cell as plain Python for exec(): its IPython magic lines (the notebooks'
+    ``%load_ext iolab``) left out."""
+    return "\n".join(line for line in cell_source.splitlines() if not line.lstrip().startswith("%"))
+
+
 QUICK = {"runtime": "300ms", "ioengine": "psync", "rw": "randread", "bs": "4k"}  # plumbing, not numbers
 
 # The CPU this test process measures on: pytest-xdist's workers (make test runs one per CPU

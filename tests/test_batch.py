@@ -143,7 +143,7 @@ def test_runs_on_one_cpu_never_overlap(tmp_path, monkeypatch):
     assert batch._cpus_of({"cpus": "0-3"}) & batch._cpus_of({"cpu": 2})  # a range holds its CPUs
     spans = []
 
-    def fake(run, run_dir):
+    def fake(run, run_dir, force=False):
         import time
 
         start = time.monotonic()

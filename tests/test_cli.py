@@ -258,7 +258,10 @@ def test_knee_takes_repeated_x_and_says_its_interval_on_stderr(tmp_path):
     assert cli_here("knee", csv, "--x", "qd", "--y", "iops").stderr == out.stderr  # seeded: the same every time
     fewer = cli_here("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "200", "--seed", "3", "--level", "0.8")
     assert fewer.stdout == "8\n" and "of 200 resamples" in fewer.stderr and fewer.stderr != line
-    one_line(cli_here("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "-1"), "iolab knee:", "negative")
+    refused = cli_here("knee", csv, "--x", "qd", "--y", "iops", "--resamples", "-1")  # argparse's usage error
+    assert refused.returncode == 2 and refused.stderr.splitlines()[-1].endswith(
+        "'-1': give a whole number from 0 to 1,000,000"
+    )
     one_line(cli_here("knee", csv, "--x", "qd", "--y", "iops", "--level", "90"), "iolab knee:", "between 0 and 1")
     scratch = cli_here("knee", FIXTURES / "knee" / "scratch_randread_3x.csv", "--x", "qd", "--y", "iops")
     assert scratch.stdout == "none\n"

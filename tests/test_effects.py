@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 import iolab  # noqa: E402
-from conftest import FIXTURES, REPO  # noqa: E402
+from conftest import FIXTURES, REPO, python_of  # noqa: E402
 from iolab.stats import effects
 from iolab.stats.best_config import best_config
 from iolab.stats.frequency import describe_frequency, frequency_effects
@@ -507,7 +507,7 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     if existing:
         space["runs_dir"] = str(tmp_path)  # as papermill -p runs_dir would
     for cell in code[1:]:
-        exec(compile(cell.source, f"05 cell {cell.id}", "exec"), space)
+        exec(compile(python_of(cell.source), f"05 cell {cell.id}", "exec"), space)
         plt.close("all")
     if existing:
         assert calls == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]

@@ -95,7 +95,7 @@ def test_the_copied_code_draws_the_same_figure(table):
 def test_latency_against_iops_has_one_point_per_setting(table):
     fig = explore.plot(table[table.bs == "4k"], x="iops", y="clat_p99_us")
     ax = fig.axes[0]
-    xs, ys = ax.lines[0].get_data()
+    xs, ys = (np.asarray(v, dtype=float) for v in ax.lines[0].get_data())  # object arrays with numpy 1.26
     means = table[table.bs == "4k"].groupby("qd")[["iops", "clat_p99_us"]].mean()
     assert np.allclose(xs, means.iops) and np.allclose(ys, means.clat_p99_us)  # joined in QD order
     assert [t.get_text() for t in ax.texts if t.get_text() in ("1", "4")] == ["1", "4"]
@@ -108,6 +108,20 @@ def test_latency_against_iops_has_one_point_per_setting(table):
 def test_unknown_column_says_what_can_be_plotted(table):
     with pytest.raises(InputError, match="columns worth plotting: .*'qd'"):
         explore.plot(table, x="queue_depth", y="iops")
+
+
+def test_a_sweep_of_one_setting_value_gets_a_sentence_not_an_error(table, capsys):
+    """Notebook 01 with one queue depth: its explorer cell, after every run is done."""
+    one = table[(table.qd == 4) & (table.bs == "4k")]
+    explore.explorer(one, interactive=False)
+    said = capsys.readouterr().out
+    assert said.startswith("explorer: nothing to explore: ") and "no setting that varies" in said
+    assert said.count("\n") == 1 and "run_id" not in said
+    explore.explorer({"one": one, "table": table}, interactive=False)  # the tables that have one are shown
+    assert "nothing to explore" not in capsys.readouterr().out
+    with pytest.raises(InputError, match="no setting that varies") as refused:
+        explore.default_axes(one)
+    assert len(str(refused.value)) < 300
 
 
 def test_widget_redraws_and_updates_the_code(table):

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from conftest import REPO, cli_here, is_root, run_as_nobody
+from conftest import REPO, cli_here, is_root, python_of, run_as_nobody
 from iolab.core.errors import InputError
 from iolab.report import history, provenance
 from iolab.stats import trend
@@ -170,6 +170,23 @@ def test_a_damaged_part_is_left_out_and_named(tmp_path):
     named = sorted(str(w.message).split(":")[0] for w in caught if w.category is history.HistoryWarning)
     assert named == [str(cut), str(folder / "20261103T000000Z-junk-0000.parquet")]
     assert list(table["value"]) == [1.0]
+
+
+def test_a_parquet_file_of_something_else_is_left_out_in_one_line_and_the_rest_read(tmp_path):
+    folder = tmp_path / "h"
+    history.append(tmp_path / "a.ipynb", kept(result("peak IOPS", 1.0)), where=folder, now=T0)
+    pd.DataFrame({"a": [1, 2], "name": [3, 4]}).to_parquet(folder / "20261104T000000Z-foreign.parquet")
+    done = cli_here("history", "--dir", folder)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "foreign.parquet: not a readable part" in done.stderr
+    assert "no column 'value', 'notebook', 'recorded_utc'" in done.stderr and "peak IOPS" in done.stdout
+
+
+def test_an_age_beyond_a_century_is_refused_with_its_bound():
+    for age in ("99999999999d", "36501d", "99999999999999999999w"):
+        with pytest.raises(InputError, match=r"further back than 36,500 days \(100 years\)"):
+            history.parse_since(age, now=T0)
+    assert history.parse_since("36500d", now=T0).year == 1926
 
 
 @pytest.mark.parametrize(
@@ -433,7 +450,7 @@ def test_notebook_09_on_an_empty_history_says_how_to_fill_it(tmp_path, capsys):
     exec(cells[0], scope)  # the parameters
     scope["history_dir"] = str(tmp_path / "none-yet")
     for source in cells[1:]:
-        exec(source, scope)
+        exec(python_of(source), scope)
     said = capsys.readouterr().out
     assert (
         "No results in" in said

@@ -235,7 +235,7 @@ def test_what_the_guest_could_not_start_is_refused_before_the_boot_in_one_line(t
     monkeypatch.setattr(nvmelab, "build", no_boot)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("not a program\n")
-    done = cli_here("nvmelab", "no-such-command-iolab", "--flag")  # as a shell: 127
+    done = cli_here("nvmelab", "--", "no-such-command-iolab", "--flag")  # as a shell: 127
     assert (done.returncode, done.stderr.count("\n")) == (127, 1) and "command not found" in done.stderr
     done = cli_here("nvmelab", "notes.txt")  # a file named where a notebook was meant
     assert (done.returncode, done.stderr.count("\n")) == (1, 1) and "neither a notebook" in done.stderr

@@ -9,7 +9,9 @@ import time
 import pytest
 
 from conftest import REPO, sigint_default
+from iolab.core import owned
 from iolab.core.errors import IolabError
+from iolab.core.outputs import claim_folder
 from iolab.report.publish import execute
 
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
@@ -20,6 +22,7 @@ def test_a_failed_notebook_keeps_the_last_good_one(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     good = tmp_path / "01.ipynb"
     good.write_text("the last good report")
+    owned.mark(good)  # iolab's earlier output (a user's file there is refused: test_outputs.py)
     with pytest.raises(IolabError, match=r"01\.failed\.ipynb.*last good one is still"):
         execute(NB, good, {"target": str(tmp_path / "no-such-device"), "interactive": False})
     assert good.read_text() == "the last good report"
@@ -31,8 +34,9 @@ def test_interrupted_demo_prints_one_line_and_keeps_the_reports(tmp_path):
     """Ctrl-C of `iolab demo` (what `make demo` runs), sent to its whole process group as a
     terminal does: one line on stderr, the last good notebook kept, the partial one beside."""
     out = tmp_path / "out"
-    out.mkdir()
+    claim_folder(out)  # iolab's output folder, with its earlier report (test_outputs.py: a user's is refused)
     (out / "01_queue_depth_knee.ipynb").write_text("good")
+    owned.mark(out / "01_queue_depth_knee.ipynb")
     env = {**os.environ, "IOLAB_DATA": str(tmp_path / "data"), "IOLAB_STATE": str(tmp_path / "state")}
     proc = subprocess.Popen(
         [PY, "-m", "iolab.cli", "demo", "--out", str(out)],

@@ -87,7 +87,7 @@ def test_a_notebook_records_its_results_in_its_metadata_and_beside_it(tmp_path):
 
 def test_a_failed_notebook_keeps_what_it_recorded_beside_it(tmp_path):
     source = notebook(
-        tmp_path / "fails.ipynb",
+        tmp_path / "source.ipynb",
         "from iolab.core import results\nresults.record('n', n)",
         "raise RuntimeError('broken')",
     )

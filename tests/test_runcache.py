@@ -226,7 +226,7 @@ def test_a_removed_run_loses_its_rows(folder, derived):
     table = cached(folder)
     assert derived == [] and "r01" not in table["run_id"].tolist()
     pd.testing.assert_frame_equal(table, fresh(folder))
-    assert table["bs"].dtype != object
+    assert pd.api.types.is_string_dtype(table["bs"]) and all(isinstance(v, str) for v in table["bs"])  # pandas 2 and 3
     assert runcache._read_cache(folder).runs.keys() == {"r00", "r02", "r03", "r04", "r05"}
 
 
@@ -456,3 +456,60 @@ def test_plain_csv_is_read_as_pandas_reads_it(tmp_path, text, plain):
         for col in ("a", "b"):
             assert got[col] == frame[col].tolist()
             assert [type(v) for v in got[col]] == [type(v) for v in frame[col].tolist()]
+
+
+# ---------------------------------------------------------------- the worker processes
+LOADER = """
+import multiprocessing, sys, time
+from pathlib import Path
+from iolab.core import signals
+from iolab.runs import runcache
+signals.raise_always()  # as the iolab command does: SIGTERM raises in this process
+runcache.POOL_FROM, runcache.CHUNK = 1, 8  # a pool for a few runs
+parts = runcache._derive_all([(f"r{i}", Path(sys.argv[1]), None) for i in range(32)], "ok", lazy=True)
+next(parts)
+print(*[p.pid for p in multiprocessing.active_children()], flush=True)
+time.sleep(60)
+"""
+
+
+def _proc_stat(pid):
+    """(state, start time in ticks) of ``pid`` from /proc/PID/stat; None when it is gone."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[19])
+
+
+def _ended(pid, start, timeout_s=5.0):
+    """Whether ``pid`` (started at ``start``) is gone or a zombie within ``timeout_s``."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        now = _proc_stat(pid)
+        if now is None or now[1] != start or now[0] == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: runs are read without worker processes")
+def test_workers_die_with_their_loader_even_by_sigkill(real_runs):
+    """A SIGKILLed loader (`iolab table` killed) leaves no worker behind, parent 1, blocked
+    forever; and a worker ends on SIGTERM (iolab's own handler, inherited at fork, is not kept)."""
+    proc = subprocess.Popen([sys.executable, "-c", LOADER, str(real_runs[0])], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(pid) for pid in proc.stdout.readline().split()]
+        assert len(workers) >= 2
+        starts = {pid: _proc_stat(pid)[1] for pid in workers}
+        for pid in workers:
+            caught = int(open(f"/proc/{pid}/status").read().split("SigCgt:")[1].split()[0], 16)
+            assert not caught & (1 << (15 - 1)), "a worker catches SIGTERM"
+        proc.kill()
+        proc.wait()
+        assert [pid for pid in workers if not _ended(pid, starts[pid])] == []
+    finally:
+        proc.kill()
+        proc.wait()

@@ -7,6 +7,8 @@ import os
 import re
 import signal
 import subprocess
+import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,7 +19,7 @@ import yaml
 from conftest import REPO, cli_here, needs_root
 from iolab.machine import knobs
 from iolab.measure import plans, search, search_spec
-from iolab.core.errors import FioError, InputError
+from iolab.core.errors import BusyError, FioError, InputError
 
 BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"}
 
@@ -273,3 +275,39 @@ def test_the_stop_rule_ends_a_cell_once_its_interval_is_narrow(tmp_path):
     )
     with pytest.raises(InputError, match="stop.metric 'speed' is not a column"):
         search.run(bad, tmp_path / "runs2", announce=None)
+
+
+HOLD_RUNS = """
+import sys
+from iolab.machine.locks import runs_folder_locked
+with runs_folder_locked(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_two_searches_into_one_runs_folder_never_double_a_cell(tmp_path, monkeypatch, capsys):
+    """One writer per runs folder: while another process's study holds it, a search is refused
+    (IOLAB_LOCK_WAIT_S=0) with the holder named and runs nothing; one that may wait says whom
+    it waits for, and runs its cell once the holder is done."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    spec = search_spec.load_spec(spec_file(tmp_path, axes={"iodepth": [1]}, warmup="none"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_RUNS, str(runs)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("IOLAB_LOCK_WAIT_S", "0")
+        busy = f"runs folder {runs} is in use by pid {holder.pid} "
+        with pytest.raises(BusyError, match=re.escape(busy) + ".*choose another runs folder"):
+            search.run(spec, runs, announce=None, progress=False)
+        assert not list(runs.glob("*/run.json")) and not (runs / "search.yaml").exists()
+        monkeypatch.setenv("IOLAB_LOCK_WAIT_S", "30")
+        threading.Timer(0.3, lambda: holder.communicate("done\n")).start()
+        table = search.run(spec, runs, announce=None, progress=False)
+        assert busy in capsys.readouterr().err and holder.returncode == 0
+        assert table.run_id.nunique() == 1
+    finally:
+        holder.kill()
+        holder.wait()

@@ -106,3 +106,14 @@ def test_find_runs_takes_what_the_glob_took(tmp_path):
     glob = sorted(p for p in tmp_path.glob("*/run.json") if not p.parent.name.startswith("."))
     assert find_runs(tmp_path) == glob and [p.parent.name for p in glob] == ["B", "a", "b", "c", "link", "é"]
     assert find_runs(tmp_path / "nowhere") == [] and find_runs(tmp_path / "file") == []
+
+
+def test_every_pandas_text_dtype_gets_a_tag_or_none_never_an_error():
+    """pandas 2.2 reads text as object (tagged json), pandas 3 as str; a StringDtype column with
+    pd.NA (either version) has no tag: the table is then built by pandas, not the fast path."""
+    from iolab.runs.store import dtype_tag
+
+    text = pd.Series(["a", None]).dtype
+    assert dtype_tag(text) == ("str" if pd.__version__ >= "3" else "json")
+    assert dtype_tag(pd.Series(["a"], dtype="string").dtype) is None
+    assert dtype_tag(pd.Series([1, 2]).dtype) == "int64" and dtype_tag(pd.Series([True]).dtype) == "bool"

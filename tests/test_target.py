@@ -38,8 +38,16 @@ def test_scratch_file_is_created_once_and_reused(tmp_path, runs):
 
 
 def test_scratch_file_too_big(tmp_path):
-    with pytest.raises(TargetError, match=r"does not fit in .* GiB free\): pass a smaller size"):
+    with pytest.raises(TargetError, match=r"of 100 TiB does not fit in .* [KMGT]?i?B free\): pass a smaller size"):
         scratch_file(tmp_path, "100t")
+
+
+def test_a_small_scratch_file_on_a_full_disk_says_its_size_in_a_unit_that_shows_it(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(2**30, 2**30, 512))
+    with pytest.raises(TargetError, match=r"scratch file of 8.00 MiB does not fit in .* \(512 B free\)"):
+        scratch_file(tmp_path, "8m")
 
 
 @needs_root

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import CPU, QUICK, is_root
 from iolab.cli import main
-from iolab.core.errors import InputError
+from iolab.core.errors import InputError, NotComparable
 from iolab.measure.sweep import Grid, sweep
 from iolab.report import sides
 from iolab.report.offline import network_fetches
@@ -107,8 +107,8 @@ def test_bad_sides_say_what_to_give(tmp_path, studies):
     (tmp_path / "empty.ipynb").write_text(json.dumps({"cells": [], "metadata": {}}))
     with pytest.raises(InputError, match="recorded no run folders|cannot be read"):
         sides.load_side(tmp_path / "empty.ipynb")
-    with pytest.raises(InputError, match="no column 'qd'"):
-        compare_paths(studies / "a", studies / "b", by=["qd"])
+    with pytest.raises(InputError, match="no column 'cores'"):  # qd is known: iodepth=1 on both
+        compare_paths(studies / "a", studies / "b", by=["cores"])
     with pytest.raises(InputError, match="no 'iops_typo' values"):
         compare_paths(studies / "a", studies / "b", metrics=["iops_typo"])
     assert main(["compare", str(tmp_path / "nope"), str(studies / "b")]) == 1
@@ -144,3 +144,107 @@ def test_verdicts_follow_the_better_direction_and_the_threshold():
     assert called.call in ("better", "") and not math.isnan(called.low_pct)
     judged = versus(a, b, ["bs"], ["iops"], not_comparable="the devices differ: a vs b").cells.iloc[0]
     assert judged.call == "not comparable" and judged.verdict == "not comparable: the devices differ: a vs b"
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory):
+    """Three small sets of runs on one scratch file, one run a cell, naming their settings as
+    iolab's studies do: notebook 01's queue-depth sweep (fio's iodepth swept as ``qd``, bs 4k), a
+    search over ``iodepth`` and ``bs``, and two runs made by hand that swept nothing (bs 16k; one
+    at fio's default iodepth, one at iodepth 2)."""
+    from iolab.machine.target import scratch_file
+    from iolab.measure.runner import measure
+
+    root = tmp_path_factory.mktemp("named")
+    target, job = scratch_file(root / "s", "16m"), {**BASE, "bs": "4k", "rate_iops": 2000, "runtime": "100ms"}
+    for name, grid in (
+        ("qd", Grid({"iodepth": [1, 2]}, base=job, aliases={"iodepth": "qd"})),
+        ("search", Grid({"iodepth": [2], "bs": ["4k", "8k"]}, base=job)),
+    ):
+        sweep(grid, target=target, cpus=[CPU], rounds={"repeats": 1}, runs_dir=root / name, progress=None)
+    for depth in ({}, {"iodepth": 2}):
+        measure({**job, "bs": "16384", **depth}, target, cpus=[CPU], runs_dir=root / "hand")
+    return root
+
+
+def _notebook(folder, path):
+    """An executed notebook recording the run folders of ``folder`` (as iolab's notebooks do)."""
+    runs = sorted(str(p.parent) for p in folder.glob("*/run.json"))
+    path.write_text(json.dumps({"cells": [], "metadata": {"iolab": {"results": [], "run_folders": runs}}}))
+    return path
+
+
+def test_notebook_01_and_a_search_meet_on_iodepth_and_bs_cell_by_cell(named, tmp_path, capsys):
+    """Notebook 01's qd is a search's iodepth: cells are matched on it and on the bs the search
+    varies (the notebook ran 4k only), each cell's mean is that cell's run, never a mean over
+    depths and block sizes; a --by that leaves bs out is refused, exit 1, not "not worse"."""
+    from iolab.core.columns import setting_name
+    from iolab.report.matching import value_of
+
+    assert [setting_name(n) for n in ("qd", "blocksize", "readwrite", "jobs", "rate_iops")] == [
+        "iodepth",
+        "bs",
+        "rw",
+        "numjobs",
+        "rate_iops",
+    ]
+    assert (
+        value_of("bs", "4096"),
+        value_of("bs", "64KiB"),
+        value_of("iodepth", "32"),
+        value_of("rw", " randread"),
+    ) == (
+        "4k",
+        "64k",
+        32,
+        "randread",
+    )
+    nb, search = _notebook(named / "qd", tmp_path / "01_queue_depth_knee.ipynb"), named / "search"
+    done = compare_paths(nb, search, metrics=["iops"])
+    v = done.versus
+    assert v.by == ["iodepth", "bs"] and not v.not_comparable
+    assert v.only_a == [{"iodepth": 1, "bs": "4k"}] and v.only_b == [{"iodepth": 2, "bs": "8k"}]
+    (cell,) = v.cells.itertuples()
+    a, b = done.a.table, done.b.table
+    assert (cell.iodepth, cell.bs, cell.n_a, cell.n_b) == (2, "4k", 1, 1)
+    assert cell.mean_a == pytest.approx(a.loc[a.qd == 2, "iops"].sum())  # the qd=2 run, not qd 1 and 2 pooled
+    assert cell.mean_b == pytest.approx(b.loc[b.bs == "4k", "iops"].sum())  # the 4k run, not 4k and 8k pooled
+    assert main(["compare", str(nb), str(search), "--metric", "iops", "--by", "qd"]) == 1
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [
+        "iolab compare: not comparable: B varies bs (4k, 8k) and --by leaves it out: its cells would be pooled "
+        "into one mean; add bs to --by, or keep one value with --where bs=4k"
+    ]
+    assert main(["compare", str(nb), str(search), "--metric", "iops", "--by", "qd", "--where", "blocksize=4096"]) == 0
+    assert "iodepth = 2\n" in capsys.readouterr().out
+
+
+def test_runs_that_swept_nothing_are_read_from_their_params(named, capsys):
+    """Runs that swept nothing still ran rw=randread (not "rw=randread vs -"), one at fio's
+    default iodepth 1 and one at 2, both bs 16k: their depths meet the notebook's qd cells, each
+    run in its own cell, never one mean; against the search's bs 4k and 8k nothing can be
+    matched: one line, exit 1."""
+    done = compare_paths(named / "hand", named / "qd", metrics=["iops"])
+    v, hand = done.versus, done.a.table
+    assert v.not_comparable == "" and v.by == ["qd"] and v.only_a == v.only_b == []
+    assert ("fio bs", "16k", "4k") in done.differences
+    depth = hand["run_id"].map({f.name: json.loads((f / "params.json").read_text()) for f in done.a.folders})
+    by_depth = hand.groupby(depth.map(lambda p: p["fio_options"].get("iodepth", 1)))["iops"].sum()
+    assert v.cells.set_index("qd")["mean_a"].to_dict() == pytest.approx(by_depth.to_dict())
+    assert main(["compare", str(named / "hand"), str(named / "search"), "--metric", "iops"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "iolab compare: not comparable: no bs is on both sides: A has bs=16k only, B has bs 4k, 8k"
+    )
+
+
+def test_a_side_of_several_studies_is_matched_on_what_differs_between_them(studies):
+    """data/runs-like: the studies at fio's rate_iops 2000, 2000 and 1000 against the one at
+    1000. Before, their runs were pooled into one mean (B "better by 20 %"); now rate_iops is
+    a setting of the cells: the 1000 cell holds the same runs on both sides."""
+    done = compare_paths(studies, studies / "b", metrics=["iops"])
+    v = done.versus
+    assert v.by == ["bs", "rate_iops"] and v.only_a == [{"bs": "4k", "rate_iops": 2000}]
+    (cell,) = v.cells.itertuples()
+    assert (cell.rate_iops, cell.n_a, cell.n_b, cell.change_pct) == (1000, 3, 3, 0)
+    with pytest.raises(NotComparable, match=r"A varies rate_iops \(2000, 1000\) and --by leaves it out"):
+        compare_paths(studies, studies / "b", by=["bs"])

@@ -19,7 +19,9 @@ message, exit 2.
     iolab seeds --quick --out DIR              # the seed write-ups reproduced here, a page per seed
     iolab history --since 7d                   # every recorded result of executed notebooks, with provenance
 
-The commands live by what they do: ``measuring`` (run, search, sysinfo, cleanup), ``reading``
+The commands live by what they do: ``measuring`` (run, search, sysinfo, cleanup; ``profiling``: run
+--profile), ``preflight`` (preflight, reset: the machine checked, tuned and put back), ``tio`` (fio's
+t/io_uring), ``reading``
 (parse, table, compare, knee, fold, threads, series, check) and ``notebooks`` (batch, seeds, demo,
 nvmelab, publish, lab, reproduce, history); ``messages`` turns an error into its one line.
 """
@@ -32,8 +34,8 @@ import sys
 from .. import __version__
 from ..core import signals
 from ..core.errors import IolabError
-from . import measuring, notebooks, reading
-from .messages import one_line, os_error
+from . import measuring, notebooks, preflight, reading, tio
+from .messages import Parser, one_line, os_error
 
 # commands that only read files: no repair of what a killed iolab left first (it imports the
 # whole library, and these must start fast)
@@ -56,7 +58,7 @@ class _Skipped:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; with ``only``, just that subcommand's parser is built (a command
     such as ``iolab fold`` must start fast: building all of them takes several ms)."""
-    parser = argparse.ArgumentParser(prog="iolab", description=__doc__.split("\n")[0])
+    parser = Parser(prog="iolab", description=__doc__.split("\n")[0])
     parser.names = []
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.add_argument("--version", action="version", version=f"iolab {__version__}")
@@ -68,7 +70,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         parser.names.append(name)
         return sub.add_parser(name, parents=[common], **kw) if only in (None, name) else _Skipped()
 
-    for group in (measuring, reading, notebooks):
+    for group in (measuring, preflight, tio, reading, notebooks):
         group.add_commands(add)
     return parser
 
@@ -90,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     if given and parser.names and given[0] not in parser.names:
         parser = build_parser()  # a misspelt command: argparse names every one
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command not in ("run", "lab"):
+    if extra and args.command not in ("run", "lab", "tio"):  # fio options, jupyter's, t/io_uring's flags
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if any("\0" in str(arg) for arg in given):  # only a caller in Python can pass one: no command line carries it
+        print(f"iolab {args.command}: an argument holds a NUL byte, which no path or value can hold", file=sys.stderr)
+        return 1
     signals.raise_always()
     if argv is None:  # the iolab program itself, not a caller's process (a test, a notebook)
         _without_iri_grammars()

@@ -4,6 +4,9 @@ left behind). Each command imports what it needs when it runs: ``iolab --help`` 
 
 from __future__ import annotations
 
+import contextlib
+import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -11,6 +14,8 @@ from ..core import paths
 from ..core.errors import InputError, IolabError
 from ..core.paths import TARGET_HELP
 from .reading import print_threads
+from . import profiling
+from .argtypes import finite, whole
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
@@ -26,6 +31,61 @@ def _fio_options(extra: list[str]) -> dict[str, str | bool]:
             )
         opts[key] = value if eq else True
     return opts
+
+
+def _fio_jobs(extra: list[str]) -> tuple[dict[str, str | bool], list[dict[str, str | bool]]]:
+    """(global options, jobs) as fio reads its command line: every ``--name=`` starts a job,
+    options before the first are global. One job (or none named): ([its options], []), the
+    name among them. Two jobs of one name: InputError (each is a row of the table)."""
+    starts = [i for i, arg in enumerate(extra) if arg.startswith("--name=")]
+    if len(starts) < 2:
+        return _fio_options(extra), []
+    bounds = [*starts, len(extra)]
+    jobs = [_fio_options(extra[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+    names = [str(j["name"]) for j in jobs]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise InputError(f"two jobs named {twice[0]!r}: give each --name= a name of its own")
+    return _fio_options(extra[: starts[0]]), jobs
+
+
+def _pasted(args, extra: list[str]):
+    """The fio command (``-- [sudo] [taskset -c CPUS] fio ...``) or job file (``JOB.fio``) in
+    ``extra``, read as fio reads it (``iolab.machine.pasted``), with ``cpus`` (taskset's, or
+    --cpus) and ``target`` (the first file fio's reading of it opens); None for iolab's own
+    ``--option=value`` form. The write guard judges it here, before a target is opened."""
+    command = bool(extra) and (extra[0] == "--" or Path(extra[0]).name in ("fio", "taskset", "sudo"))
+    jobfile = (
+        len(extra) == 1 and not extra[0].startswith("-") and (extra[0].endswith(".fio") or Path(extra[0]).is_file())
+    )
+    if "--" in extra[1:] or (extra[:1] == ["--"] and len(extra) == 1):
+        raise InputError("iolab's options go before --, the fio command after it: iolab run --cpus 0 -- fio --name=...")
+    if not (command or jobfile):
+        return None
+    from ..core.validate import cpu_list
+    from ..machine import pasted
+    from ..machine.fio import to_jobfile
+    from ..machine.jobcheck import guard_job_text
+
+    if args.hosts or args.hosts_file or args.target != "scratch" or args.target_size is not None:
+        raise InputError(
+            "a fio command or job file names its own files and runs on this machine: drop --target, "
+            "--target-size, --hosts (or give fio options: iolab run --target DEV --rw=randread ...)"
+        )
+    cpus, words = pasted.split_command(extra) if command else (None, [])
+    job = pasted.read_command(words, Path.cwd()) if command else pasted.read_jobfile(extra[0])
+    job.source = shlex.join(extra[1:] if extra[0] == "--" else extra)  # as typed, taskset included
+    if args.cpus is not None and cpus is not None and cpu_list(args.cpus) != cpus:
+        raise InputError(f"--cpus {args.cpus} and taskset -c {','.join(map(str, cpus))} differ: give one of them")
+    job.cpus = cpus if cpus is not None else cpu_list(args.cpus) if args.cpus is not None else None
+    check = guard_job_text(
+        to_jobfile({str(j["name"]): {k: v for k, v in j.items() if k != "name"} for j in job.jobs}),
+        args.allow_destructive,
+    )
+    if job.readonly and not check.read_only:
+        why = ", ".join(sum(check.writes.values(), []))
+        raise InputError(f"fio's --readonly refuses this job, which fio reads as {why}: drop one of them")
+    job.target = pasted.opened_target(check)
+    return job
 
 
 def _target_size(args, options: dict) -> str:
@@ -46,13 +106,23 @@ def cmd_run(args, extra) -> int:
     from ..core import validate
     from ..machine.target import open_target, parse_spec
 
-    options = _fio_options(extra)
-    validate.check_fio_options(options)
+    pasted = _pasted(args, extra)  # `-- fio ...` or JOB.fio: the job as fio reads it (iolab.machine.pasted)
+    options, jobs = ({}, pasted.jobs) if pasted else _fio_jobs(extra)
+    for given in () if pasted else (options, *jobs):
+        validate.check_fio_options(given)
+    if jobs and (args.hosts or args.hosts_file):
+        raise InputError("several --name= jobs run on this machine only: give one job with --hosts")
     cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
+    cpus = validate.check_cpus(pasted.cpus) if pasted else cpus
     runs_dir = validate.writable_dir(args.runs_dir or paths.runs_dir(), "runs folder", "--runs-dir DIR")
     scratch_dir = Path(args.scratch_dir or paths.scratch_dir())
-    if parse_spec(args.target)[0] == "scratch":
+    if parse_spec(args.target)[0] == "scratch" and not pasted:
         validate.writable_dir(scratch_dir, "scratch folder", "--scratch-dir DIR")
+    if args.hosts is not None and not args.hosts.strip(" ,") and not args.hosts_file:  # else: this machine, silently
+        raise InputError("--hosts is empty: name the fio servers (--hosts 10.0.0.2,10.0.0.3:8766), or leave it out")
+    profile = profiling.spec(args)  # InputError: --call-graph without --profile
+    if args.profile and (args.hosts or args.hosts_file):
+        raise InputError("--profile records perf on this machine's CPUs; it does not reach other hosts: drop it")
     if args.threads and (args.hosts or args.hosts_file):
         raise InputError(
             "--threads samples this machine's threads; it does not reach other hosts: drop it "
@@ -71,7 +141,8 @@ def cmd_run(args, extra) -> int:
         from ..machine.hosts import hosts_from  # read before a scratch file or loop device is made for them
 
         hosts = hosts_from(args.hosts, args.hosts_file)
-    with open_target(args.target, _target_size(args, options), scratch_dir) as target:
+    chosen = contextlib.nullcontext(pasted.target) if pasted else None  # the target its job names
+    with chosen or open_target(args.target, _target_size(args, options), scratch_dir) as target:
         if hosts:
             result = _run_on_hosts(args, hosts, options, target, cpus, runs_dir)
         else:
@@ -81,8 +152,10 @@ def cmd_run(args, extra) -> int:
                 threads_interval_s=args.threads_interval,
                 threads_states=args.threads_states,
                 log_ms=args.log_ms,
+                profile=profile,
+                as_given=pasted.record() if pasted else None,
             )
-            result = measure(options, target, cpus=cpus, runs_dir=runs_dir, label="cli", how=how)
+            result = measure(options, target, cpus=cpus, runs_dir=runs_dir, label="cli", jobs=jobs, how=how)
     table = add_cycles_per_io(result.table)
     cols = [
         c
@@ -110,7 +183,14 @@ def cmd_run(args, extra) -> int:
     if args.threads and (result.path / "samples_threads.csv").exists():
         print(f"\nwhere the threads were (iolab threads {result.path}):")
         print_threads(result.path, "comm,state,syscall,wchan", top=10)
-    warnings = table["fio_warnings"].iloc[0] if "fio_warnings" in table and len(table) else ""
+    if args.profile:
+        profiling.report(result.path, table)
+    flagged = table["flags"].iloc[0] if "flags" in table and len(table) else ""
+    if flagged:
+        print(f"iolab run: failed plausibility checks (iolab check {result.path}): {flagged}", file=sys.stderr)
+    stored = result.path / "run.json"  # fio's warnings and iolab's notes (fio processes sharing CPUs)
+    said = json.loads(stored.read_text()).get("fio_warnings") if stored.exists() else None
+    warnings = " | ".join(said) if said else table["fio_warnings"].iloc[0] if "fio_warnings" in table else ""
     if warnings:
         print(f"iolab run: fio warnings (kept in run.json and the fio_warnings column): {warnings}", file=sys.stderr)
     return 0
@@ -167,8 +247,16 @@ def cmd_search(args, _extra) -> int:
 
 def cmd_sysinfo(args, _extra) -> int:
     from ..core.system import snapshot
+    from ..core.runfiles import quote
     import json
 
+    name = (args.device or "").strip().removeprefix("/dev/")
+    if args.device is not None and (not name or "/" in name or not Path("/sys/class/block", name).exists()):
+        raise InputError(
+            f"--device {quote(name, 40)}: no block device of that name (/sys/class/block lists them); give one such as "
+            "nvme0n1 or /dev/sda, or leave --device out"
+        )
+    args.device = name or None
     print(json.dumps(snapshot(args.device), indent=1, default=str))
     return 0
 
@@ -184,7 +272,15 @@ def cmd_cleanup(args, _extra) -> int:
 def add_commands(add) -> None:
     """The parsers of this module's commands: ``add(name, **kw)`` makes one (``iolab.cli.build_parser``)."""
     # allow_abbrev off: a fio option that begins like one of iolab's (--thread) reaches fio whole
-    p = add("run", help="one fio run with samplers, stored; any --fio-option=value passes through", allow_abbrev=False)
+    p = add(
+        "run",
+        help="one fio run with samplers, stored; any --fio-option=value passes through",
+        description="iolab run [OPTIONS] --fio-option=value ... (iolab's defaults, then yours); "
+        "iolab run [OPTIONS] -- [taskset -c CPUS] fio ... (a fio command as you would type it); "
+        "iolab run [OPTIONS] JOB.fio (a job file). A fio command or job file runs as fio reads it: "
+        "docs/command-line.md lists what iolab adds (its report format, cpus_allowed) and why.",
+        allow_abbrev=False,
+    )
     p.add_argument("--target", default="scratch", help=f"{TARGET_HELP} (default: scratch)")
     p.add_argument(
         "--target-size",
@@ -223,7 +319,7 @@ def add_commands(add) -> None:
     )
     p.add_argument(
         "--threads-interval",
-        type=float,
+        type=finite(0.001, 60),
         default=0.05,
         metavar="S",
         help="with --threads: seconds between passes over /proc (default 0.05)",
@@ -236,11 +332,12 @@ def add_commands(add) -> None:
     )
     p.add_argument(
         "--log-ms",
-        type=int,
+        type=whole(1, 3_600_000),
         metavar="N",
         help="fio's interval logs every N ms: IOPS, bandwidth, latency and latency histograms per job "
         "(iolab series RUN_DIR reads them)",
     )
+    profiling.add_arguments(p)
     p.set_defaults(func=cmd_run)
     p = add(
         "search",

@@ -6,16 +6,38 @@ given for a file) means and what to do about it."""
 
 from __future__ import annotations
 
+import argparse
 import errno
+import re
 
 from ..core.errors import printable
+
+LONG_WORD = 160  # characters without a space: a quoted input that long is shown as its ends
+LONGEST = 2000  # characters of a whole message: past them, a list it quotes is cut
+_LONG = re.compile(r"\S{%d,}" % (LONG_WORD + 1))
 
 
 def one_line(text: str) -> str:
     """A message on one line: its non-empty lines joined with '; ', control characters
-    from what it quotes (a file's bytes, a name) escaped (``iolab.core.errors.printable``)."""
+    from what it quotes (a file's bytes, a name) escaped (``iolab.core.errors.printable``),
+    a word of more than ``LONG_WORD`` characters (a path or value it was given) cut to its
+    first 100 and last 40 characters, and the whole cut at ``LONGEST``."""
     lines = printable(str(text), keep="\n").split("\n")
-    return "; ".join(line.strip() for line in lines if line.strip()) or "(no message)"
+    joined = "; ".join(line.strip() for line in lines if line.strip()) or "(no message)"
+    joined = _LONG.sub(lambda m: f"{m.group()[:100]}…({len(m.group()) - 140:,} more)…{m.group()[-40:]}", joined)
+    return (
+        joined
+        if len(joined) <= LONGEST
+        else f"{joined[: LONGEST - 40]}… ({len(joined) - LONGEST + 40:,} more characters)"
+    )
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors (exit 2: the usage, then ``iolab CMD: error: ...``)
+    quote what they were given as ``one_line`` does: escaped, a long value cut."""
+
+    def error(self, message: str):
+        super().error(one_line(message))
 
 
 OS_ADVICE = {

@@ -7,19 +7,24 @@ stays fast."""
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import sys
 from pathlib import Path
 
 from ..core import paths
-from ..core.errors import InputError
+from ..core.errors import InputError, printable
+from ..core.outputs import FORCE_HELP, check_folder, claim_folder
 from .messages import one_line
+from .argtypes import finite, whole
 
 
 def cmd_batch(args, _extra) -> int:
     from ..report import batch  # slow to import (papermill): only for this command
 
     manifest = batch.load_manifest(args.manifest)
+    if not args.dry_run:  # said before the plan: nothing runs
+        batch.check_outputs(batch.out_of(manifest, args.out), manifest.runs, args.force)
     print(
         batch.describe_plan(manifest, args.out, every=args.list_all),
         file=sys.stdout if args.dry_run else sys.stderr,
@@ -35,7 +40,7 @@ def cmd_batch(args, _extra) -> int:
             file=sys.stderr,
         )
 
-    records = batch.run_batch(manifest, out=args.out, jobs=args.jobs, on_done=said)
+    records = batch.run_batch(manifest, out=args.out, jobs=args.jobs, on_done=said, force=args.force)
     failed = [r["name"] for r in records if r["status"] != "ok"]
     out = Path(records[0]["output"] or ".").parent.parent if records else Path(args.out or ".")
     print(f"{len(records) - len(failed)} of {len(records)} runs ok; index: {out / 'index.html'}")
@@ -67,7 +72,10 @@ def cmd_seeds(args, _extra) -> int:
                 "folder is not measured here; without --device the seeds use iolab's scratch file)"
             )
     cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
-    out = validate.writable_dir(args.out or seeds.default_out(), "seeds folder", "--out DIR")
+    given = args.out or seeds.default_out()
+    check_folder(given, force=args.force)  # before a spec is written there
+    out = validate.writable_dir(given, "seeds folder", "--out DIR")
+    claim_folder(out, force=args.force)
     chosen = seeds.load_seeds(args.only)
     todo = seeds.plan(
         chosen,
@@ -77,7 +85,9 @@ def cmd_seeds(args, _extra) -> int:
         cpus=cpus,
         allow_destructive=args.allow_destructive,
         opt_in_device_changes=args.opt_in_device_changes,
+        force=args.force,
     )
+    seeds.check_outputs(todo, out, args.force)  # said before the plan: nothing runs
     print(seeds.describe(todo, level), file=sys.stderr if not args.dry_run else sys.stdout)
     if args.dry_run:
         return 0
@@ -89,7 +99,7 @@ def cmd_seeds(args, _extra) -> int:
             file=sys.stderr,
         )
 
-    records = seeds.run(todo, out, level, devices=devices, on_done=said)
+    records = seeds.run(todo, out, level, devices=devices, on_done=said, force=args.force)
     failed = [f"{ident}/{r['name']}" for ident, recs in records.items() for r in recs if r["status"] != "ok"]
     print(
         f"{sum(len(r) for r in records.values()) - len(failed)} of {len(todo)} experiments ok; "
@@ -105,6 +115,16 @@ def cmd_seeds(args, _extra) -> int:
     return 0
 
 
+def cmd_init(args, _extra) -> int:
+    from ..report.workspace import init
+
+    copied = init(args.folder)
+    shown = printable(args.folder)  # a name's control characters escaped, never sent to the terminal
+    print(f"made the workspace {shown} ({len(copied)} files: notebooks/, data/, papermill_runs/)")
+    print(f"next: cd {shlex.quote(shown)} && iolab demo   (or iolab lab: JupyterLab on its notebooks)")
+    return 0
+
+
 def cmd_demo(args, _extra) -> int:
     from ..core.validate import fio_time  # slow to import (pandas): only for this command
 
@@ -115,7 +135,8 @@ def cmd_demo(args, _extra) -> int:
         fio_time(runtime_s)
     except InputError as exc:
         raise InputError(f"--runtime {runtime_s:g}: {exc}") from None
-    for path in run_demo(out_dir=Path(args.out) if args.out else paths.PAPERMILL_RUNS, runtime_s=runtime_s):
+    out_dir = Path(args.out) if args.out else paths.PAPERMILL_RUNS
+    for path in run_demo(out_dir=out_dir, runtime_s=runtime_s, force=args.force):
         print(f"wrote {path}")
     return 0
 
@@ -154,7 +175,13 @@ def cmd_nvmelab(args, _extra) -> int:
         raise InputError("-p sets a notebook's parameter: give one notebook (.ipynb), not a command")
     params = {name.strip(): _papermill_value(value) for name, value in args.parameter}
     if notebook:  # checked (parameters too) before the boot
-        what, output = nvmelab.notebook_job(what[0], params, spec)
+        what, output = nvmelab.notebook_job(what[0], params, spec, force=args.force)
+    else:
+        try:
+            nvmelab.check_command(what)
+        except nvmelab.CommandNotFound as exc:  # a shell's status for it, 127, not 1
+            print(f"iolab nvmelab: {one_line(str(exc).removeprefix('nvmelab: '))}", file=sys.stderr)
+            return exc.returncode
     print(
         f"iolab nvmelab: booting a QEMU {nvmelab.accel().upper()} guest with {spec.controllers} emulated NVMe "
         f"controller(s) of {spec.namespace_size}: its numbers are an emulator's, never a device's",
@@ -174,7 +201,7 @@ def cmd_publish(args, _extra) -> int:
     # nbconvert and papermill are slow to import: only for this command
     from ..report.publish import publish, unfinished
 
-    html = publish(args.notebook, args.output)
+    html = publish(args.notebook, args.output, force=args.force)
     print(f"wrote {html}")
     note = unfinished(args.notebook)
     if note:
@@ -192,8 +219,8 @@ def cmd_lab(args, extra) -> int:
 def cmd_reproduce(args, _extra) -> int:
     from ..report.reproduce import reproduce  # slow to import (pandas, papermill): only for this command
 
-    report = reproduce(args.executed, out_dir=args.out, tolerance_pct=args.tolerance_pct)
-    print(report.text())
+    report = reproduce(args.executed, out_dir=args.out, tolerance_pct=args.tolerance_pct, force=args.force)
+    print(printable(report.text()))  # result names and values read from the notebooks
     return 0 if report.agrees else 3  # 3: a result drifted (1 is an error, 130 Ctrl-C)
 
 
@@ -203,7 +230,7 @@ def cmd_history(args, _extra) -> int:
     from ..core.errors import printable
     from ..report import history  # pandas and pyarrow: only for this command
 
-    since = history.parse_since(args.since) if args.since else None  # a bad --since before any reading
+    since = history.parse_since(args.since) if args.since is not None else None  # a bad --since before any reading
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", history.HistoryWarning)
         table = history.load(args.dir, notebooks=args.notebook)
@@ -211,7 +238,7 @@ def cmd_history(args, _extra) -> int:
         print(f"iolab history: {one_line(str(warning.message))}", file=sys.stderr)
     where = table.attrs["history"]
     if table.empty:
-        print(f"iolab history: {history.summary(table)}", file=sys.stderr)
+        print(f"iolab history: {one_line(history.summary(table))}", file=sys.stderr)
         return 0
     if args.metric:
         unknown = [m for m in args.metric if m not in set(table["name"])]
@@ -229,14 +256,14 @@ def cmd_history(args, _extra) -> int:
         hidden = int(table["detail"].sum())
         table = table[~table["detail"]]
         if table.empty:
-            print(f"iolab history: {where} holds only per-setting results: --all shows them", file=sys.stderr)
+            print(f"iolab history: {one_line(where)} holds only per-setting results: --all shows them", file=sys.stderr)
             return 0
     if since is not None:
         latest = table["recorded_utc"].max()
         table = table[table["recorded_utc"] >= since]
         if table.empty:
             print(
-                f"iolab history: no result recorded since {since:%Y-%m-%d %H:%M} UTC in {where}; the latest is "
+                f"iolab history: no result recorded since {since:%Y-%m-%d %H:%M} UTC in {one_line(where)}; the latest is "
                 f"from {latest:%Y-%m-%d %H:%M} UTC (give an earlier --since)",
                 file=sys.stderr,
             )
@@ -266,11 +293,14 @@ def add_commands(add) -> None:
     )
     p.add_argument("manifest", help="the batch manifest (YAML): notebook, defaults, runs and/or grid")
     p.add_argument("--out", help="output folder (default: the manifest's out:, else batch-<manifest> beside it)")
-    p.add_argument("--jobs", type=int, help="runs at once, as separate processes (default: the manifest's jobs:, 1)")
+    p.add_argument(
+        "--jobs", type=whole(1), help="runs at once, as separate processes (default: the manifest's jobs:, 1)"
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="print the plan (runs, those already done, an estimate), run nothing"
     )
     p.add_argument("--list-all", action="store_true", help="with --dry-run: list every run")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP + " (OUT, its index.html and batch.json)")
     p.set_defaults(func=cmd_batch)
     p = add(
         "seeds",
@@ -298,6 +328,7 @@ def add_commands(add) -> None:
         "--smoke", action="store_true", help="the smallest settings (the test suite's): plumbing, not numbers"
     )
     p.add_argument("--out", help="output folder (default papermill_runs/seeds)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP + " (OUT and the pages in it)")
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -314,9 +345,18 @@ def add_commands(add) -> None:
         help="let the ladder change an NVMe device setting (interrupt coalescing; always restored)",
     )
     p.set_defaults(func=cmd_seeds)
+    p = add(
+        "init",
+        help="make a workspace for a pip-installed iolab: the notebooks, seed manifests, examples and reference figures",
+        description="Copies the kit (notebooks/, data/seeds, data/examples, data/reference) into FOLDER, a new "
+        "or empty folder, and marks it: every iolab command run inside it uses it as a checkout's folder.",
+    )
+    p.add_argument("folder", help="the new workspace (a new or empty folder)")
+    p.set_defaults(func=cmd_init)
     p = add("demo", help="run the flagship notebooks headless and write HTML reports")
     p.add_argument("--out", help="output folder (default papermill_runs/)")
-    p.add_argument("--runtime", type=float, help="seconds per fio run (default 0.4; 08 runs 10x that)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP + " (OUT, its notebooks and pages)")
+    p.add_argument("--runtime", type=finite(0), help="seconds per fio run (default 0.4; 08 runs 10x that)")
     p.set_defaults(func=cmd_demo)
     p = add(
         "nvmelab",
@@ -340,12 +380,17 @@ def add_commands(add) -> None:
         default=[],
         help="a notebook parameter, as papermill's -p (numbers and True/False read as such)",
     )
-    p.add_argument("--controllers", type=int, default=2, help="emulated NVMe controllers (default 2)")
+    p.add_argument("--controllers", type=whole(1, 8), default=2, help="emulated NVMe controllers (default 2)")
     p.add_argument("--namespace-size", default="1g", help="size of each one's namespace, fio units (default 1g)")
-    p.add_argument("--vcpus", type=int, default=2, help="guest CPUs (default 2)")
-    p.add_argument("--memory-mb", type=int, default=2048, help="guest memory in MiB (default 2048)")
-    p.add_argument("--poll-queues", type=int, default=2, help="nvme.poll_queues: queues for polled IO (default 2)")
-    p.add_argument("--timeout", type=float, default=900, help="seconds before a hung guest is killed (default 900)")
+    p.add_argument("--vcpus", type=whole(1, 8), default=2, help="guest CPUs (default 2)")
+    p.add_argument("--memory-mb", type=whole(512, 1 << 20), default=2048, help="guest memory in MiB (default 2048)")
+    p.add_argument(
+        "--poll-queues", type=whole(0, 64), default=2, help="nvme.poll_queues: queues for polled IO (default 2)"
+    )
+    p.add_argument(
+        "--timeout", type=finite(0.001), default=900, help="seconds before a hung guest is killed (default 900)"
+    )
+    p.add_argument("--force", action="store_true", help=FORCE_HELP + " (papermill_runs/NAME.nvmelab.ipynb, .html)")
     p.set_defaults(func=cmd_nvmelab)
     p = add(
         "publish",
@@ -359,6 +404,7 @@ def add_commands(add) -> None:
     )
     p.add_argument("notebook", help="an executed notebook, e.g. papermill_runs/01_queue_depth_knee.ipynb")
     p.add_argument("-o", "--output", help="the HTML file to write (default: the notebook's name, .html)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.set_defaults(func=cmd_publish)
     p = add(
         "lab",
@@ -387,9 +433,10 @@ def add_commands(add) -> None:
     )
     p.add_argument("executed", help="an executed notebook (papermill_runs/…ipynb) that recorded results")
     p.add_argument("--out", help="folder for the re-executed notebook (default papermill_runs/reproduced)")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP + " (OUT and the re-executed notebook)")
     p.add_argument(
         "--tolerance-pct",
-        type=float,
+        type=finite(0),
         default=10.0,
         help="how far (%% of the original) a result without an interval may move (default 10)",
     )

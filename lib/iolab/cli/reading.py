@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 from ..core.errors import InputError, IolabError, printable
+from ..core.outputs import FORCE_HELP
 from .messages import one_line
+from .argtypes import finite, whole
 
 
 def cmd_parse(args, _extra) -> int:
@@ -52,7 +54,8 @@ def cmd_parse(args, _extra) -> int:
 def cmd_table(args, _extra) -> int:
     import warnings
 
-    from ..core.atomic import write_atomic
+    from ..core.outputs import claim_output, write_output
+    from ..core.owned import mark
 
     root, out = Path(args.dir), Path(args.output) if args.output else None
     if not root.is_dir():
@@ -68,6 +71,8 @@ def cmd_table(args, _extra) -> int:
         raise InputError(f"--output {out} is a folder; give a file name, e.g. {out / ('table.' + args.format)}")
     if out is not None and not out.parent.is_dir():
         raise InputError(f"--output {out}: there is no folder {out.parent}; create it or choose another --output")
+    if out is not None:
+        claim_output(out, force=args.force, flag="--output")  # before the runs are read
     from ..runs.runcache import (
         load_cached,
         statuses,
@@ -94,13 +99,14 @@ def cmd_table(args, _extra) -> int:
             + ("; --status all shows every run" if status else "; the lines above say why")
         )
     if args.format == "parquet":
-        write_parquet(table, out)
+        write_parquet(table, claim_output(out, force=args.force, flag="--output"))
+        mark(out)
     else:
         text = table.to_json(orient="records", indent=1) + "\n" if args.format == "json" else table.to_csv(index=False)
         if out:
-            write_atomic(out, text)
+            write_output(out, text, force=args.force, flag="--output")
         else:
-            sys.stdout.write(text)
+            sys.stdout.write(printable(text))  # labels and values from run folders: no raw control characters
     if out:
         print(f"iolab table: {len(table)} rows of {table['run_id'].nunique()} runs -> {out}", file=sys.stderr)
     return 0
@@ -109,33 +115,46 @@ def cmd_table(args, _extra) -> int:
 def cmd_compare(args, _extra) -> int:
     import warnings
 
-    from ..core.atomic import write_atomic
+    from ..core.outputs import claim_output, write_output
 
     html_out = Path(args.html) if args.html else None
     if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
         raise InputError(f"--html {html_out}: give a file in a folder that exists, e.g. compare.html")
+    if html_out is not None:  # before the sides are read: never side A or B, never a user's file
+        claim_output(html_out, force=args.force, inputs=(args.a, args.b), flag="--html")
     if not 0.5 <= args.confidence < 1:
         raise InputError(f"--confidence {args.confidence:g}: give a level between 0.5 and 1, e.g. 0.95")
     if args.min_change < 0:
         raise InputError(f"--min-change {args.min_change:g}: give a percentage >= 0 (0 calls any difference shown)")
+    from ..core.runfiles import quote
     from ..report.compare_page import compare_paths, html, table, text
 
     by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()] if args.metric else None
+    pairs = [w.partition("=") for w in args.where or []]
+    bad = [k + eq + v for k, eq, v in pairs if not (k.strip() and eq and v.strip())]
+    if bad:
+        raise InputError(f"--where {quote(bad[0])}: give SETTING=VALUE, e.g. --where bs=4k")
+    where = {k.strip(): v.strip() for k, _, v in pairs}
     with warnings.catch_warnings(record=True) as said:  # skipped runs, folders gone: one line each
         warnings.simplefilter("always")
         done = compare_paths(
-            args.a, args.b, by, metrics, args.confidence, args.seed, args.min_change, args.across_devices
+            args.a, args.b, by, metrics, args.confidence, args.seed, args.min_change, args.across_devices, where
         )
     for warning in said:
         print(f"iolab compare: {warning.message}", file=sys.stderr)
     if args.format == "text":
-        print("\n".join(text(done)))
+        print(printable("\n".join(text(done))))  # names and set-ups read from the sides' files, escaped
     else:
         frame = table(done)
-        print(frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False), end="")
+        print(
+            printable(
+                frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False)
+            ),
+            end="",
+        )
     if html_out:
-        write_atomic(html_out, html(done))
+        write_output(html_out, html(done), force=args.force, inputs=(args.a, args.b), flag="--html")
         print(f"iolab compare: the page is {html_out}", file=sys.stderr)
     if done.versus.not_comparable:
         print(
@@ -275,12 +294,12 @@ def print_threads(
     tab = threadstates.table(runs, by, frames=frames, scope=scope)
     shown = tab.head(top) if top else tab
     if fmt == "csv":
-        sys.stdout.write(shown.to_csv(index=False))
+        sys.stdout.write(printable(shown.to_csv(index=False)))  # thread names and frames from the run's files
     elif fmt == "json":
-        print(shown.to_json(orient="records", indent=1))
+        print(printable(shown.to_json(orient="records", indent=1)))
     else:
         print(
-            shown.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+            printable(shown.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
             if len(shown)
             else "no thread was active in the sampled states"
         )
@@ -308,9 +327,9 @@ def cmd_series(args, _extra) -> int:
 
     s = series.read_series(Path(args.run_dir))
     if args.format == "json":
-        print(s.table.to_json(orient="records", indent=1))
+        print(printable(s.table.to_json(orient="records", indent=1)))
     else:
-        sys.stdout.write(s.table.to_csv(index=False))
+        sys.stdout.write(printable(s.table.to_csv(index=False)))  # job names from fio's files
     print(f"iolab series: {s.note()}", file=sys.stderr)
     return 0
 
@@ -336,7 +355,7 @@ def cmd_check(args, _extra) -> int:
     failed = unreadable = 0
     for run in runs:
         if not (run / "fio.json").exists():
-            print(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check")
+            print(printable(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check"))
             continue
         try:
             found = checks.run_checks(run, ceiling_bytes_s=ceiling, latency_floor_us=args.latency_floor_us)
@@ -349,7 +368,7 @@ def cmd_check(args, _extra) -> int:
             unreadable += 1
             continue
         stored = "" if (run / checks.FILE).exists() else " (re-derived: stored before checks were)"
-        print(f"{run}{stored}")
+        print(printable(f"{run}{stored}"))  # a folder's name as found on disk
         for c in found:
             mark = {True: "ok  ", False: "FLAG", None: "--  "}[c.passed]
             print(
@@ -396,6 +415,7 @@ def add_commands(add) -> None:
         help="csv (default) or json records on stdout; parquet needs --output",
     )
     p.add_argument("--output", help="write the table to FILE instead of stdout")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument(
         "--status",
         choices=("all", "ok", "failed", "interrupted"),
@@ -408,19 +428,22 @@ def add_commands(add) -> None:
         "compare",
         help="did it get worse? B against A, cell by cell, with intervals (exit 3 when B is worse)",
         description="Compare two result sets: runs folders (a study's, or data/runs), run folders, batch "
-        "outputs (batch.json), seed outputs or executed notebooks. Cells are matched on the settings both "
-        "sides swept; each metric gets B ÷ A - 1 with its interval (bootstrap and Welch t over the "
+        "outputs (batch.json), seed outputs or executed notebooks. Cells are matched on every setting that "
+        "varies on either side, by fio's names (a notebook's qd is a search's iodepth; iolab.report.matching), "
+        "never pooled across one; each metric gets B ÷ A - 1 with its interval (bootstrap and Welch t over the "
         "repeats, iolab.stats.versus) and a verdict: 'B is better by 12 %% [8, 16]', 'no difference "
         "shown', or 'not comparable: the devices differ'. What differs between the two set-ups (kernel, "
         "fio, governor, scheduler, firmware, job options) is listed first. Exit 3 when a metric got "
         "worse beyond its interval and the --min-change threshold (for CI); 1 on an error, and when the "
-        "sides are not comparable; 0 otherwise.",
+        "sides are not comparable (a setting one side varies cannot be matched on the other, or the devices "
+        "or I/O patterns differ); 0 otherwise.",
     )
     p.add_argument("a", help="the baseline: a runs folder, batch output, seed outputs or executed notebook")
     p.add_argument("b", help="the one to judge against A, the same kinds")
     p.add_argument(
         "--by",
-        help="columns to match cells on, comma-separated (default: the settings both sides swept; 'none': one cell)",
+        help="settings to match cells on, comma-separated (default: every setting that varies on either side; "
+        "refused when it leaves one out; 'none': one cell)",
     )
     p.add_argument(
         "--metric",
@@ -429,14 +452,22 @@ def add_commands(add) -> None:
     )
     p.add_argument("--format", choices=("text", "csv", "json"), default="text")
     p.add_argument("--html", help="also write the comparison as an offline HTML page to FILE")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP + "; --html may then replace side A or B")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: repeatable)")
+    p.add_argument("--seed", type=whole(0), default=0, help="seed of the bootstrap (default 0: repeatable)")
     p.add_argument(
         "--min-change",
-        type=float,
+        type=finite(0),
         default=2.0,
         help="smallest change in %% called better or worse, however sure (default 2: a shared machine drifts "
         "about that much; 0: call every difference the repeats show)",
+    )
+    p.add_argument(
+        "--where",
+        action="append",
+        metavar="SETTING=VALUE",
+        help="compare only the runs with this setting on both sides, e.g. --where bs=4k (repeatable; fio's "
+        "names or iolab's: qd = iodepth)",
     )
     p.add_argument(
         "--across-devices",
@@ -459,11 +490,11 @@ def add_commands(add) -> None:
     p.add_argument("--linear", action="store_true", help="use x as is instead of log2(x)")
     p.add_argument(
         "--resamples",
-        type=int,
+        type=whole(0, 1_000_000),
         default=1000,
         help="bootstrap resamples of the repeats for the interval (default 1000; 0: none)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0: repeatable)")
+    p.add_argument("--seed", type=whole(0), default=0, help="seed of the resampling (default 0: repeatable)")
     p.add_argument("--level", type=float, default=0.9, help="share of resamples the interval holds (default 0.9)")
     p.add_argument(
         "--method",
@@ -509,8 +540,8 @@ def add_commands(add) -> None:
         default="comm,state,syscall,wchan,kstack",
         help="what to group by, comma-separated among comm,state,syscall,wchan,kstack (default: all of them)",
     )
-    p.add_argument("--frames", type=int, default=3, help="innermost kernel frames in kstack (default 3)")
-    p.add_argument("--top", type=int, default=20, help="rows to print (default 20; 0: all)")
+    p.add_argument("--frames", type=whole(0), default=3, help="innermost kernel frames in kstack (default 3)")
+    p.add_argument("--top", type=whole(0), default=20, help="rows to print (default 20; 0: all)")
     p.add_argument(
         "--all",
         action="store_true",
@@ -538,6 +569,6 @@ def add_commands(add) -> None:
     p.add_argument("run_dir", nargs="+", help="run folders, or folders holding them (older runs are re-derived)")
     p.add_argument("--ceiling", help="the device's bandwidth ceiling, bytes/s with fio's units (e.g. 3.5G = 3.5 GiB/s)")
     p.add_argument(
-        "--latency-floor-us", type=float, help="the least mean completion latency the device class can do, µs"
+        "--latency-floor-us", type=finite(0), help="the least mean completion latency the device class can do, µs"
     )
     p.set_defaults(func=cmd_check)

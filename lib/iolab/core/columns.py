@@ -574,3 +574,33 @@ def label(name: str) -> str:
         "dev_aqu_sz": "device queue size",
     }.get(name, words)
     return f"{words} ({col.unit})" if col and col.unit else words
+
+
+SETTING_ALIASES = {  # another name of a setting -> fio's own option name, the one a comparison matches on
+    "qd": "iodepth",  # iolab's queue-depth column (iolab.studies.qd)
+    "queue_depth": "iodepth",
+    "blocksize": "bs",  # fio's aliases (fio --cmdhelp=OPTION, "alias:")
+    "block_size": "bs",
+    "blockalign": "ba",
+    "readwrite": "rw",
+    "timeout": "runtime",
+    "jobs": "numjobs",
+    "engine": "ioengine",
+    "mode": "direct",  # iolab.studies.kernel_path: direct 1 / buffered 0
+}
+SIZE_SETTINGS = frozenset({"bs", "ba", "size", "io_size", "filesize", "offset"})  # fio sizes: 4k = 4096
+FIO_DEFAULTS = {  # what fio uses for an option a job does not give (fio --cmdhelp=OPTION, "default:"; Linux)
+    "iodepth": 1,
+    "numjobs": 1,
+    "bs": "4k",
+    "rw": "read",
+    "direct": 0,
+    "ioengine": "psync",
+    "rwmixread": 50,
+}
+
+
+def setting_name(name: str) -> str:
+    """The one name of a setting, fio's own option name: ``qd`` and ``iodepth`` -> ``iodepth``,
+    ``blocksize`` -> ``bs`` (``SETTING_ALIASES``); any other name as it is."""
+    return SETTING_ALIASES.get(str(name).strip(), str(name).strip())

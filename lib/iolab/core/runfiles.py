@@ -252,8 +252,8 @@ def _numbers_only(frame, path: Path, numeric: Iterable[str]) -> None:
     (pandas reads such a column as text)."""
     import pandas as pd
 
-    for col in numeric:
-        if col in frame and frame[col].dtype == object:
+    for col in numeric:  # a text column is object in pandas 2, str in pandas 3: any dtype not numeric
+        if col in frame and not pd.api.types.is_numeric_dtype(frame[col].dtype):
             bad = frame.index[pd.to_numeric(frame[col], errors="coerce").isna() & frame[col].notna()]
             if len(bad):
                 raise _error(

@@ -324,15 +324,54 @@ def yaml_mapping(path: str | os.PathLike, what: str, keys: Sequence[str]) -> dic
     import yaml  # only the commands that read a spec need it
 
     path = input_file(path, what)
+    size = path.stat().st_size
+    if size > YAML_MAX_BYTES:
+        raise InputError(
+            f"{path} is {size:,} bytes, more than a {what} holds (at most {YAML_MAX_BYTES:,}): is it the right file?"
+        )
     text = text_of(path, f"a {what}")
     try:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path} is not YAML this can read: {str(exc).splitlines()[0]}; give a {what}") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        first = (str(exc).splitlines() or ["nested too deep"])[0][:120]
+        raise InputError(f"{path} is not YAML this can read: {first}; give a {what}") from None
+    if _values_over(doc, YAML_MAX_VALUES):
+        raise InputError(
+            f"{path} holds more than {YAML_MAX_VALUES:,} values once its aliases (*name) are expanded: a {what} is "
+            "far smaller (aliases repeating aliases, a 'billion laughs'?); write the values out, without aliases"
+        )
     if not isinstance(doc, Mapping):
         found = "nothing" if doc is None else f"a {kind_of(doc)}"
         raise InputError(f"{path} holds {found}, not a mapping of keys ({', '.join(keys)}); give a {what}")
     return {str(k).strip(): v for k, v in doc.items()}
+
+
+YAML_MAX_BYTES = 4 << 20  # a spec, manifest or hosts file: a few KiB; a bigger file is another file
+YAML_MAX_VALUES = 100_000  # values once aliases are expanded: a grid of that many is not a spec
+
+
+def _values_over(doc: Any, limit: int) -> bool:
+    """Whether ``doc`` holds more than ``limit`` values counting each alias's values every
+    time it is used (as every reader of the document sees them), without expanding it:
+    each shared list or mapping is counted once and multiplied by its uses."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any, depth: int = 0) -> int:
+        if not isinstance(node, (list, Mapping)) or depth > 100:
+            return 1
+        if id(node) in sizes:
+            return sizes[id(node)]
+        sizes[id(node)] = limit + 1  # a node reached again inside itself (a recursive alias): too many
+        items = list(node.items()) if isinstance(node, Mapping) else node
+        total = 1
+        for item in items:
+            total += sum(size(v, depth + 1) for v in item) if isinstance(node, Mapping) else size(item, depth + 1)
+            if total > limit:
+                break
+        sizes[id(node)] = min(total, limit + 1)
+        return sizes[id(node)]
+
+    return size(doc) > limit
 
 
 def text_of(path: Path, what: str, where: str = "") -> str:

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core.atomic import write_atomic
 from ..core.errors import FioError, FioOutputError, ToolMissing
 from ..read.fiojson import FioDocument, job_errors, load_document, said_lines, tidy
+from ..read.fio_failures import explain
 from .process import run_pinned
 
 
@@ -83,7 +85,7 @@ def fio_binary() -> str:
     """Path of fio, or ToolMissing with the package that provides it."""
     path = shutil.which("fio")
     if not path:
-        raise ToolMissing("fio", "fio")
+        raise ToolMissing("fio")
     return path
 
 
@@ -136,8 +138,9 @@ def run_fio(
     [--readonly] JOBFILE``, perhaps under perf) with ``iolab.machine.process.run_pinned``.
 
     fio's raw output is left untouched in ``output_path`` (relative paths are relative to
-    ``cwd``). Raises FioError carrying fio's message and exit code when fio fails,
-    RunInterrupted when it was stopped by a signal or Ctrl-C (its partial output kept).
+    ``cwd``). Raises FioError carrying fio's message and exit code when fio fails (repeated
+    lines collapsed, a known cause named: ``iolab.read.fio_failures``; its whole stderr kept as
+    ``fio.stderr`` in ``cwd``), RunInterrupted when it was stopped by a signal or Ctrl-C (its partial output kept).
     """
     done = run_pinned(
         argv,
@@ -149,19 +152,38 @@ def run_fio(
         kept=f"its partial output, if any, is kept in {output_path}",
     )
     if done.returncode != 0:
-        said = said_lines(_output_errors(Path(cwd or ".") / output_path), done.stderr, done.stdout)
-        folder = Path(cwd or ".")  # a run folder .tmp-<id> is renamed <id> when it is finished
-        folder = folder.with_name(folder.name.removeprefix(".tmp-"))
+        here = Path(cwd or ".")
+        said = said_lines(_output_errors(here / output_path), done.stderr, done.stdout)
+        if cwd is not None:  # a run folder: fio's stderr kept whole there (the message collapses it)
+            write_atomic(here / STDERR, done.stderr)
+        folder = here.with_name(here.name.removeprefix(".tmp-"))  # a run folder .tmp-<id> becomes <id> when finished
+        words, cause = explain(said, _job_text(here / jobfile), "fix the cause fio names, or the job's options")
+        kept = f"; fio's whole stderr: {folder / STDERR}" if cwd is not None else ""
         raise FioError(
-            f"fio exited with code {done.returncode}: {'; '.join(said) or '(no message)'}; "
-            f"fix the cause fio names, or the options in the job file {folder / jobfile} "
-            "(see `man fio`)",
+            f"fio exited with code {done.returncode}: {words}; {cause} (the job file: {folder / jobfile}{kept})",
             done.returncode,
             done.stderr,
         )
     return FioRun(
         done.argv, Path(cwd or ".") / output_path, done.returncode, done.stdout, done.stderr, done.wall_s, done.pid
     )
+
+
+STDERR = "fio.stderr"  # in a run folder: fio's stderr, whole
+
+
+def _job_text(jobfile: Path) -> str:
+    """The job file's text, or "" when it cannot be read; a finished run folder's path is
+    tried in its unfinished form (``.tmp-<id>``) too: the error is raised before the rename."""
+    jobfile = Path(jobfile)
+    folder = jobfile.parent
+    unfinished = [folder.with_name(".tmp-" + folder.name) / jobfile.name] if folder.name else []
+    for path in (jobfile, *unfinished):
+        try:
+            return path.read_text(errors="replace")
+        except OSError:
+            continue
+    return ""
 
 
 # ---------------------------------------------------------------- after a run: did it fail?
@@ -179,10 +201,9 @@ def read_output(path: str | os.PathLike, stderr: str = "", jobfile: str | os.Pat
     try:
         return load_document(path)
     except FioOutputError as exc:
-        said = said_lines(stderr)
+        words, cause = explain(said_lines(stderr), _job_text(Path(jobfile)), "check the fio options (see `man fio`)")
         raise FioError(
-            f"fio wrote no report: {'; '.join(said) or exc}; check the fio options "
-            f"(see `man fio`) in the job file {jobfile}",
+            f"fio wrote no report: {words if stderr.strip() else exc}; {cause} (the job file: {jobfile})",
             0,
             stderr,
         ) from None
@@ -196,18 +217,14 @@ def raise_for_failure(doc: FioDocument, stderr: str = "", jobfile: str | os.Path
     said = said_lines(doc.text_before, doc.text_after, stderr)
     errors = job_errors(frame) if len(frame) else []
     if errors:
-        raise FioError(
-            "fio reported job errors: "
-            + "; ".join(errors + said)
-            + f"; fix the cause or the options in the job file {jobfile}",
-            0,
-            stderr,
-        )
+        words, cause = explain(errors + said, _job_text(Path(jobfile)), "fix the cause, or the job's options")
+        raise FioError(f"fio reported job errors: {words}; {cause} (the job file: {jobfile})", 0, stderr)
     if not len(frame) or ((frame["total_ios"].fillna(0) == 0).all() and (frame["io_bytes"].fillna(0) == 0).all()):
+        words, cause = explain(said, _job_text(Path(jobfile)), "fix what fio says, or the job's options")
         raise FioError(
             "fio did no I/O (it aborted the run): "
-            + ("; ".join(said) or "it said nothing and its report has no job that did I/O")
-            + f"; fix what fio says, or the options in the job file {jobfile}",
+            + (words if said else "it said nothing and its report has no job that did I/O")
+            + f"; {cause} (the job file: {jobfile})",
             0,
             stderr,
         )

@@ -45,6 +45,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from . import ledger
 from ..core import system
 from ..core.errors import HostError, InputError
+from ..core.runfiles import quote
 from ..core.paths import safe_name
 from ..core.schema import refusal, validated
 from .process import spawn, stop_group
@@ -100,25 +101,26 @@ def parse_host(text: str, via: Sequence[str] = ()) -> Host:
     """``address[:port]`` -> Host; InputError saying the accepted spellings otherwise."""
     name = str(text).strip()
     address, port = name, DEFAULT_PORT
+    shown = quote(name, 60)
     if name.startswith("["):
-        address, _, rest = name[1:].partition("]")
-        if rest and not rest.startswith(":"):
-            raise InputError(f"host {text!r}: write an IPv6 host as [address]:port, e.g. [::1]:8765")
+        address, bracket, rest = name[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise InputError(f"host {shown}: write an IPv6 host as [address]:port, e.g. [::1]:8765")
         port = rest[1:] or DEFAULT_PORT
     elif name.count(":") == 1:
         address, port = name.split(":")
     if not _ADDRESS.fullmatch(address) or ".." in address or address.startswith(("-", ".")):
         raise InputError(
-            f"host {text[:80]!r} is not address[:port] (e.g. 10.0.0.2, h1:8766, [::1]:8765): "
+            f"host {shown} is not address[:port] (e.g. 10.0.0.2, h1:8766, [::1]:8765): "
             "an address is a host name, IPv4 or [IPv6] address of at most 253 characters; "
             "separate hosts with commas"
         )
     try:
         port = int(port)
     except ValueError:
-        raise InputError(f"host {text!r}: port {port!r} is not a number") from None
+        raise InputError(f"host {shown}: port {quote(str(port), 20)} is not a number") from None
     if not 0 < port < 65536:
-        raise InputError(f"host {text!r}: port {port} is outside 1-65535")
+        raise InputError(f"host {shown}: port {str(port)[:20]} is outside 1-65535")
     return Host(name, address, port, tuple(via))
 
 

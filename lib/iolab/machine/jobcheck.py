@@ -37,7 +37,7 @@ from typing import Any, Mapping
 from . import owned
 from ..core.errors import FioError, IolabError, TargetError, UnsafeTargetError
 from .fio import _fmt, fio_binary, to_jobfile
-from .target import Target, holds_data, loop_backing
+from .target import Target, block_size_bytes, holds_data, loop_backing
 
 READ_MODES = {"read", "randread"}
 # engines whose rw=read/randread only reads the job's files (fio 3.33 `fio --enghelp`);
@@ -210,6 +210,13 @@ def _python_jobs(jobfile: Path, fio: str) -> list[Job]:
 
     read(jobfile)
     return _inherit([(name, normalise(opts, fio)) for name, opts in sections])
+
+
+def jobs_as_written(jobfile: str | os.PathLike, fio: str | None = None) -> list[Job]:
+    """The jobs of an ini job file as its text says (option names canonical, ``[global]``
+    under the jobs after it), without the engine defaults fio's parse fills in (it prints
+    ``nonvectored=-1`` for io_uring_cmd): the options to run again as written."""
+    return _python_jobs(Path(jobfile), fio or fio_binary())
 
 
 @functools.lru_cache(maxsize=None)
@@ -436,6 +443,17 @@ class _Looks:
     def owned(self, real: str) -> bool:
         return self._once(("owned", real), lambda: owned.is_owned(real))
 
+    def device_size(self, device: str) -> int | None:
+        return self._once(("devsize", device), lambda: block_size_bytes(Path(device).name))
+
+
+def _bytes(n: int) -> str:
+    """A byte count in words: ``10.0 GiB (10,737,418,240 bytes)``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit} ({n:,} bytes)"
+    return f"{n:,} bytes"
+
 
 def _size(path: str) -> int | None:
     try:
@@ -489,7 +507,57 @@ def _judge(
                 )
             if kind == "file" and not device and not allow_destructive:
                 _refuse_users_file(job, writes[job.name], option, path, real, looks)
+            if (kind == "block" or kind == "file" and not allow_destructive) and not assumed:
+                _refuse_beyond_end(job, option, path, real, kind, device, looks)
     return JobCheck(jobs, files, writes, parsed_by, warnings)
+
+
+def _refuse_beyond_end(
+    job: Job, option: str, path: str, real: str, kind: str, device: str | None, looks: _Looks
+) -> None:
+    """TargetError for a job whose ``offset`` (+ ``offset_increment`` per clone) + ``size``
+    (or ``filesize``) reaches past the end of an existing file or device: fio would grow the
+    file on its file system (a scratch file on the root disk), or fail on the device. A file
+    is let grow with ``allow_destructive`` (the user's word that fio may change it)."""
+    have = looks.size(real) if kind == "file" else looks.device_size(device or real)
+    reach, how = reach_bytes(job.options)
+    if not have or reach <= have:
+        return
+    what = "file" if kind == "file" else "device"
+    then = (
+        f"fio would grow the file to {_bytes(reach)} on the file system that holds it"
+        if kind == "file"
+        else "fio cannot write or read past a device's end"
+    )
+    raise TargetError(
+        f"refusing job [{job.name}]: {how} reach {_bytes(reach)} into its {option} {path!r}, a {what} of "
+        f"{_bytes(have)}: {then}. Lower offset/size (a percentage such as offset=50% stays inside), or use a "
+        "larger target (--target-size, or a bigger file or device)"
+    )
+
+
+def reach_bytes(options: Mapping[str, str | None]) -> tuple[int, str]:
+    """(how far into its file a job reaches, in bytes; the options that say so, in words):
+    ``offset`` + ``offset_increment`` x (``numjobs`` - 1) + ``filesize`` (its upper end) or
+    ``size`` / ``nrfiles``. Percentages (a share of the file) and what cannot be read count 0."""
+    from ..core.validate import parse_size
+
+    def size_of(key: str) -> int:
+        text = (options.get(key) or "").strip()
+        if not text or "%" in text:
+            return 0
+        try:
+            return parse_size(re.split(r"[-:]", text)[-1])
+        except (IolabError, ValueError):
+            return 0
+
+    clones = _count(options.get("numjobs")) - 1
+    length = size_of("filesize") or size_of("size") // _count(options.get("nrfiles"))
+    reach = size_of("offset") + size_of("offset_increment") * clones + length
+    said = [f"{k}={options[k]}" for k in ("offset", "offset_increment", "size", "filesize") if size_of(k)]
+    if clones and size_of("offset_increment"):
+        said.append(f"numjobs={options.get('numjobs')}")
+    return reach, "fio reads it as " + ", ".join(said) + ", which"
 
 
 def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real: str, looks: _Looks) -> None:

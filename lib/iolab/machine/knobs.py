@@ -306,7 +306,7 @@ def nvme_cli(args: list[str]) -> str:
     it fails; ToolMissing when it is not installed."""
     nvme = shutil.which("nvme")
     if not nvme:
-        raise ToolMissing("nvme", "nvme-cli")
+        raise ToolMissing("nvme")
     argv = [nvme, *args]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)

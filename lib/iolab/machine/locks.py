@@ -25,10 +25,25 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..core import paths
-from ..core.errors import BusyError
+from ..core.errors import BusyError, printable
 
+CPU_HINT = "other CPUs (--cpus / cpu=)"  # what a busy lock's error says to choose instead
 _held: dict[str, tuple[int, int]] = {}  # lock name -> (fd, depth)
 _mutex = threading.Lock()
+
+
+def _forget_held_in_child() -> None:
+    """A forked child (a process pool's worker) holds none of its parent's locks: it closes
+    the inherited descriptors, so it can never keep a lock once the parent is gone (the
+    parent's own descriptor still holds it), and would wait for a lock like any process."""
+    global _held, _mutex
+    for fd, _ in _held.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held, _mutex = {}, threading.Lock()  # the parent's mutex may have been held by another thread
+
+
+os.register_at_fork(after_in_child=_forget_held_in_child)
 
 
 def default_wait_s() -> float:
@@ -47,25 +62,58 @@ def _folder() -> Path:
 
 
 def _open(path: Path) -> int:
+    """The lock file, made readable by all and writable by its owner alone (0644): another
+    user locks it through a read-only descriptor (flock needs no write), and cannot put text
+    in it that the holder's waiters print."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         with contextlib.suppress(PermissionError):
-            os.fchmod(fd, 0o666)
+            os.fchmod(fd, 0o644)  # one an older iolab made world-writable
         return fd
     except PermissionError:  # another user's lock file: flock works on a read-only fd
-        return os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+
+
+HOLDER_CHARS = 200  # of the lock file's text shown: pid, user, command, time
+
+
+def _locker(path: Path) -> int | None:
+    """The pid holding the flock on ``path``, as the kernel says (``/proc/locks``), or None."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:
+        words = line.split()
+        if len(words) > 5 and words[1] == "FLOCK" and words[5] == where and words[4].isdigit():
+            return int(words[4])
+    return None
 
 
 def holder(path: Path) -> str:
+    """Who holds the lock: its lock file's first line when it names the pid the kernel says
+    holds it (a holder whose lock file is another user's could not write its own line), with
+    control characters escaped (``printable``: the file may be another user's) and cut to
+    ``HOLDER_CHARS``; else that pid alone."""
+    pid = _locker(path)
     try:
-        return path.read_text().strip() or "another process"
+        with open(path, "rb") as f:
+            text = f.read(4 * HOLDER_CHARS).decode(errors="replace")
     except OSError:
-        return "another process"
+        text = ""
+    first = printable(next((line.strip() for line in text.split("\n") if line.strip()), ""), keep="")
+    if pid is not None and not first.startswith(f"pid {pid} "):
+        return f"pid {pid}"
+    return (first[:HOLDER_CHARS] + " …" if len(first) > HOLDER_CHARS else first) or "another process"
 
 
 @contextlib.contextmanager
-def locked(path: Path, what: str, wait_s: float | None = None) -> Iterator[None]:
-    """An exclusive lock on the file ``path`` for the block; ``what`` says what it guards."""
+def locked(path: Path, what: str, wait_s: float | None = None, other: str = CPU_HINT) -> Iterator[None]:
+    """An exclusive lock on the file ``path`` for the block; ``what`` says what it guards,
+    ``other`` what else to choose when it is busy."""
     name = str(path)
     with _mutex:
         if name in _held:
@@ -75,7 +123,7 @@ def locked(path: Path, what: str, wait_s: float | None = None) -> Iterator[None]
         else:
             acquired = True
     if acquired:
-        fd = _acquire(path, what, default_wait_s() if wait_s is None else wait_s)
+        fd = _acquire(path, what, default_wait_s() if wait_s is None else wait_s, other)
         with _mutex:
             _held[name] = (fd, 1)
     try:
@@ -90,7 +138,7 @@ def locked(path: Path, what: str, wait_s: float | None = None) -> Iterator[None]
                 os.close(fd)  # releases the flock
 
 
-def _acquire(path: Path, what: str, wait_s: float) -> int:
+def _acquire(path: Path, what: str, wait_s: float, other: str = CPU_HINT) -> int:
     fd = _open(path)
     deadline = time.monotonic() + wait_s
     told = False
@@ -103,12 +151,15 @@ def _acquire(path: Path, what: str, wait_s: float) -> int:
                 os.close(fd)
                 raise BusyError(
                     f"{what} is in use by {holder(path)}. Wait for it to finish, choose "
-                    f"other CPUs (--cpus / cpu=), or set IOLAB_LOCK_WAIT_S to wait longer "
+                    f"{other}, or set IOLAB_LOCK_WAIT_S to wait longer "
                     f"(lock file {path})"
                 ) from None
             if not told:
                 print(
-                    f"iolab: {what} is in use by {holder(path)}; waiting up to {wait_s:.0f} s (IOLAB_LOCK_WAIT_S)",
+                    printable(
+                        f"iolab: {what} is in use by {holder(path)}; waiting up to {wait_s:.0f} s (IOLAB_LOCK_WAIT_S)",
+                        keep="",
+                    ),
                     file=sys.stderr,
                     flush=True,
                 )
@@ -145,3 +196,16 @@ def folder_locked(folder: Path, wait_s: float | None = None) -> contextlib.Abstr
     """Hold an output folder (e.g. ``papermill_runs/``) so two writers never interleave
     (the lock is ``FOLDER/.iolab.lock``)."""
     return locked(Path(folder).resolve() / ".iolab.lock", f"output folder {folder}", wait_s)
+
+
+def runs_folder_locked(folder: Path, wait_s: float | None = None) -> contextlib.AbstractContextManager[None]:
+    """Hold a runs folder for one study at a time: a second study into it waits, naming the
+    holder, and is refused after ``wait_s``; both would otherwise run every cell the folder
+    lacks. The lock sits with the CPU locks, named after the folder's real path
+    (``runs-<sha256 of it, 16 hex>.lock``), so the runs folder holds run folders only."""
+    import hashlib
+
+    digest = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16]
+    return locked(
+        _folder() / f"runs-{digest}.lock", f"runs folder {folder}", wait_s, "another runs folder (--runs-dir)"
+    )

@@ -272,7 +272,7 @@ def fold_perf_data(perf_data: str | Path, options: FoldOptions | None = None, pa
     170 MB text) into a 64 KiB pipe cost the folder more system time than its folding."""
     path = Path(perf_data)
     if not shutil.which("perf"):
-        raise ToolMissing("perf", "linux-perf")
+        raise ToolMissing("perf")
     if parts is None:
         parts = min(len(os.sched_getaffinity(0)), MAX_PARTS)
     ranges = time_ranges(sample_times(path) if parts > 1 else None, parts)

@@ -57,7 +57,7 @@ def _prefix() -> list[str]:
     deadlock while other threads run, and iolab's samplers are threads."""
     setpriv = shutil.which("setpriv")
     if not setpriv:
-        raise ToolMissing("setpriv not found: iolab starts every tool through it; install util-linux")
+        raise ToolMissing("setpriv")  # iolab starts every tool through it
     return [setpriv, "--pdeathsig", "TERM", "--"]
 
 
@@ -177,6 +177,27 @@ def run_pinned(
             f"({signal.Signals(-proc.returncode).name})" + (f"; {kept}" if kept else "")
         )
     return Finished(argv, proc.returncode, stdout, stderr or "", time.monotonic() - start, proc.pid)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Bind a forked worker (a process pool's, not exec'd) to ``parent_pid``, the process
+    that forked it: the kernel sends it SIGKILL when that thread dies, even by SIGKILL
+    (``prctl(PR_SET_PDEATHSIG)``, man 2 prctl); it exits at once when the parent died before
+    that was set (``getppid`` is then another process); and SIGTERM and SIGHUP end it (the
+    default action: iolab's handlers, inherited at fork, would raise inside a blocked queue
+    write and leave it waiting forever for a reader that is gone)."""
+    import ctypes
+
+    for sig in signals.CAUGHT:
+        signal.signal(sig, signal.SIG_DFL)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 10) -> None:

@@ -27,12 +27,14 @@ from ..core.system import SYS_CPU, cpuinfo_mhz
 from ..read.samples import HOST_FIELDS, STAT_FIELDS, Samples
 
 
-def read_stat_lines(cpus: list[int] | None = None) -> tuple[dict[int, dict[str, int]], dict[str, int]]:
-    """One read of /proc/stat: the per-CPU counters and the machine-wide ``cpu`` line's, in
-    USER_HZ ticks."""
+def read_stat_lines(
+    cpus: list[int] | None = None, path: str | os.PathLike = "/proc/stat"
+) -> tuple[dict[int, dict[str, int]], dict[str, int]]:
+    """One read of /proc/stat (or a recorded copy at ``path``): the per-CPU counters and the
+    machine-wide ``cpu`` line's, in USER_HZ ticks."""
     out: dict[int, dict[str, int]] = {}
     host: dict[str, int] = {}
-    with open("/proc/stat") as f:
+    with open(path) as f:
         for line in f:
             if not line.startswith("cpu"):
                 continue

@@ -27,7 +27,7 @@ def stress_argv(cpus: Sequence[int]) -> list[str]:
     """stress-ng with one CPU worker per CPU in ``cpus``, pinned to them, until stopped."""
     exe = shutil.which("stress-ng")
     if not exe:
-        raise ToolMissing("stress-ng", "stress-ng")
+        raise ToolMissing("stress-ng")
     # --temp-path: stress-ng refuses to start in a folder it cannot write (the NVMe lab's guest
     # runs notebooks in the checkout, shared read-only), even for CPU workers
     return [

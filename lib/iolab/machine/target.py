@@ -46,6 +46,7 @@ from ..core import signals
 from ..core.errors import DiskFullError, TargetError, ToolMissing
 from ..core.paths import TARGET_HELP, scratch_dir as default_scratch  # noqa: F401 (TARGET_HELP: named here too)
 from ..core.progress import bar
+from ..core.readable import readable_bytes
 from ..core.validate import list_param, parse_size
 
 NOT_PRECONDITIONED = (
@@ -84,7 +85,10 @@ def _written_whole(path: Path, size: int) -> bool:
 def _write_scratch(path: Path, size: int) -> None:
     """The scratch file, written whole under a temporary name and renamed into place, so an
     interrupted fill never leaves a half-written file behind under the real name."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # iolab.runs.leftovers knows this name
+    entry = ledger.record(  # a SIGKILL while writing: the next iolab command removes the half
+        "file", path=str(tmp), what="half-written scratch file", undo=lambda: tmp.unlink(missing_ok=True)
+    )
     try:
         with open(tmp, "wb") as f:
             write_once(f, size, f"the scratch file ({size / 2**20:.0f} MiB)")
@@ -96,6 +100,8 @@ def _write_scratch(path: Path, size: int) -> None:
                 f"no space left to write the scratch file {path}: free space on {path.parent} or pass a smaller size"
             ) from exc
         raise
+    finally:
+        entry.release()
 
 
 @dataclass
@@ -139,17 +145,21 @@ def scratch_file(directory: str | os.PathLike, size: str | int = "1g", name: str
             "iolab writes only a scratch file of its own; remove the link (the file it points "
             "to stays), or choose another --scratch-dir"
         )
+    if path.exists() and not owned.is_owned(path):  # a file of the same name iolab did not write: a user's
+        raise TargetError(
+            f"{path} exists and iolab did not write it (no note {owned.note_of(path).name} beside it): "
+            "iolab writes only a scratch file of its own; move that file away, or choose another --scratch-dir"
+        )
     size_bytes = parse_size(size)
     free = shutil.disk_usage(directory).free
     have = path.stat().st_size if path.exists() else 0
     if size_bytes - have > free:
         raise TargetError(
-            f"scratch file of {size_bytes / 2**30:.1f} GiB does not fit in "
-            f"{directory} ({free / 2**30:.1f} GiB free): pass a smaller size"
+            f"scratch file of {readable_bytes(str(size_bytes))} does not fit in "
+            f"{directory} ({readable_bytes(str(free))} free): pass a smaller size"
         )
     if not _written_whole(path, size_bytes):
         _write_scratch(path, max(size_bytes, have))
-    if not owned.is_owned(path):  # iolab's by its name in the scratch folder (also one made before notes)
         owned.mark(path)
     return Target("scratch", path, size_bytes, device=device_of_path(directory), state=WRITTEN_ONCE)
 
@@ -280,7 +290,7 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm", direct_io
     if os.geteuid() != 0:
         raise TargetError("a loop device needs root: run as root, or use the scratch-file target")
     if not shutil.which("losetup"):
-        raise ToolMissing("losetup", "util-linux")
+        raise ToolMissing("losetup")
     dev = None
 
     def give_back() -> None:  # at the end of the block, or at exit (iolab.machine.ledger); detaches once

@@ -16,7 +16,11 @@ order, and is the only place that does what every campaign needs:
   runs every cell's repeat r) or ``random`` (the same rounds, each shuffled by the seed);
 * the stop rule: a cell's later repeats are skipped once its interval is narrow (``StopRule``);
 * stress-ng on the CPUs a run asks (``iolab.machine.stress``), stopped after it;
-* progress: one bar (``tqdm.auto``; quiet under papermill).
+* progress: one bar (``tqdm.auto``; quiet under papermill);
+* one writer per runs folder: the campaign holds its lock (``iolab.machine.locks.runs_folder_locked``)
+  from reading what is finished to its last run, so a second campaign into the folder waits,
+  naming the holder, and is refused after ``$IOLAB_LOCK_WAIT_S`` (two would run every missing
+  cell twice).
 
 The engines — ``runner.measure`` (fio), ``runner.measure_tio`` (t/io_uring) and
 ``clients.measure_hosts`` (fio's client/server mode) — sit behind ``measure_planned``.
@@ -38,6 +42,7 @@ from ..core.progress import bar
 from ..core.validate import fio_time, positive_ints, writable_dir
 from ..core.validate import warmup as read_warmup
 from ..machine import knobs
+from ..machine.locks import runs_folder_locked
 from ..machine.stress import stressed
 from ..runs.store import find_runs, load_runs, stored_job_key
 from ..stats import compare
@@ -204,9 +209,17 @@ def execute(
     bar). Knobs a killed iolab left changed are put back by the planner first
     (``iolab.runs.repair``), before it reads a knob."""
     rounds, how = Rounds.of(rounds), MeasureOptions.of(how)
-    before_run = knobs.drop_caches if how.drop_caches else None
     runs_dir = Path(runs_dir)
     writable_dir(runs_dir, "runs folder", "runs_dir=DIR")
+    with runs_folder_locked(runs_dir):
+        return _execute(runs, runs_dir, rounds, how, progress)
+
+
+def _execute(
+    runs: Sequence[PlannedRun], runs_dir: Path, rounds: Rounds, how: MeasureOptions, progress: str | None
+) -> dict[str, Path]:
+    """``execute``, its runs folder held."""
+    before_run = knobs.drop_caches if how.drop_caches else None
     done = finished_runs(runs_dir)
     warm = rounds.warmup_kind("t/io_uring" if runs and runs[0].engine == "t/io_uring" else "fio") == "run"
     cells: dict[int, list[PlannedRun]] = {}

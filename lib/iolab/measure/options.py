@@ -33,7 +33,10 @@ class MeasureOptions:
     states in ``threads_states`` (``iolab.machine.threads``). ``log_ms``: fio's interval logs
     every ``log_ms`` ms (``iolab.read.series``). ``tio``: the t/io_uring binary (None: the one
     ``make tio`` built). ``drop_caches``: drop the page cache before each run of a sweep or
-    campaign (``iolab.machine.knobs.drop_caches``: buffered runs start cold)."""
+    campaign (``iolab.machine.knobs.drop_caches``: buffered runs start cold). ``as_given``: the
+    job is a fio command or job file as the user gave it (``iolab.machine.pasted``): iolab adds
+    none of its defaults and no reporting groups, only what does not change what fio measures;
+    the mapping (the command, fio's report options iolab replaced) goes into params.json."""
 
     allow_destructive: bool = False
     sample_interval_s: float = 0.5
@@ -45,6 +48,7 @@ class MeasureOptions:
     log_ms: int | None = None
     tio: str | None = None
     drop_caches: bool = False
+    as_given: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, value: MeasureOptions | Mapping[str, Any] | None = None, **changes: Any) -> MeasureOptions:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..machine.directio import why_not_direct
 from ..machine.target import Target
 from ..runs.store import job_key
 
@@ -30,11 +31,28 @@ DEFAULTS = {
 TIO_DEFAULTS = {"r": 3}  # t/io_uring's default flags in iolab, stored with its runs
 
 
-def job_options(options: Mapping[str, Any], target: Target, cpus: list[int] | None) -> dict[str, Any]:
+def job_options(
+    options: Mapping[str, Any], target: Target, cpus: list[int] | None, defaults: bool = True
+) -> dict[str, Any]:
     """The full option dict of a fio run: iolab's defaults < the target's < the caller's
-    options; ``cpus_allowed`` from ``cpus`` unless the options set it."""
-    opts: dict[str, Any] = {**DEFAULTS, **target.fio_options, **dict(options)}
-    if cpus is not None and "cpus_allowed" not in options:
+    options; ``cpus_allowed`` from ``cpus`` unless the options set it (or ``cpumask``, its other spelling).
+    Options naming their own files (``filename``, ``directory``, ``filename_format``) take none of
+    the target's (its ``size`` would reach past a smaller device's end).
+    iolab's ``direct=1`` yields to fio's ``direct=0`` where O_DIRECT cannot open the job's file
+    (a char device, a pipe, a file system refusing it: ``iolab.machine.directio``).
+    ``defaults`` False (a fio command or job file as given, ``iolab.machine.pasted``): neither
+    iolab's defaults nor the target's, only ``cpus_allowed``."""
+    own_files = any(k in options for k in ("filename", "directory", "filename_format"))  # the target's are not theirs
+    mine = {**DEFAULTS, **({} if own_files else target.fio_options)}
+    opts: dict[str, Any] = {**mine, **dict(options)} if defaults else dict(options)
+    if (
+        defaults
+        and "direct" not in options
+        and "buffered" not in options
+        and why_not_direct(str(opts.get("filename") or ""))
+    ):
+        opts["direct"] = 0
+    if cpus is not None and "cpus_allowed" not in options and "cpumask" not in options:
         opts["cpus_allowed"] = ",".join(str(c) for c in cpus)
     return opts
 

@@ -25,9 +25,10 @@ from ..machine import logrequest
 from ..runs import repair
 from ..core import signals
 from ..core.errors import IolabError, TargetError, TioError
-from ..machine.fio import fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
+from ..machine.fio import _fmt, fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
 from ..read.fiojson import run_warnings
 from ..machine.jobcheck import guard_job_text, mark_created
+from ..machine.jobcpus import check_job_cpus, pin_sq_threads
 from ..machine.locks import cpus_locked
 from ..machine.perf import Profiler
 from ..machine.process import run_pinned
@@ -88,6 +89,44 @@ def held_for(target: Target, cpus: list[int] | None) -> Iterator[None]:
         yield
 
 
+def job_sections(
+    name: str, opts: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], groups: bool = True
+) -> dict[str, dict]:
+    """The job file's sections (job name -> options): ``opts`` alone as job ``name``, or one
+    section per entry of ``jobs`` over ``opts``, named ``name-i``; an entry's own ``name``
+    names its section and (``groups``) starts a reporting group of its own (fio's ``new_group``),
+    so ``group_reporting`` sums its ``numjobs`` clones, never other jobs."""
+    if not jobs:
+        return {name: dict(opts)}
+    out: dict[str, dict] = {}
+    for i, j in enumerate(jobs):
+        j = dict(j)
+        own = j.pop("name", None)
+        out[str(own) if own else f"{name}-{i}"] = {**opts, **j, **({"new_group": True} if own and groups else {})}
+    return out
+
+
+def iolab_added(
+    given: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], sections: Mapping[str, Mapping], argv: Sequence[str]
+) -> list[dict[str, str]]:
+    """What iolab put into a run beyond the caller's options (``given`` under each of
+    ``jobs``): per job section, each option added or changed, with its value; and fio's
+    command-line options (``argv``). params.json keeps them as ``iolab_added``;
+    docs/command-line.md says why each stays."""
+    mine = [{**given, **j} for j in jobs] or [dict(given)]
+    rows = []
+    for (name, opts), asked in zip(sections.items(), mine):
+        if asked.get("name") is None:
+            rows.append({"job": name, "option": "name", "value": name})
+        rows += [
+            {"job": name, "option": k, "value": "" if _fmt(v) is None else str(_fmt(v))}
+            for k, v in opts.items()
+            if k != "name" and (k not in asked or _fmt(asked[k]) != _fmt(v))
+        ]
+    flags = [a.partition("=") for a in argv if a.startswith("--")]
+    return rows + [{"job": "(fio's command line)", "option": k[2:], "value": v} for k, _, v in flags]
+
+
 def _seconds(opts: Mapping[str, Any]) -> float:
     """How long a time-based fio job runs, ramp included (0 when that cannot be read)."""
     from ..core.validate import fio_seconds
@@ -118,7 +157,10 @@ def measure(
     write guard's permission (``allow_destructive``), a timeout and the samplers' period.
     ``jobs``: one job section per entry, each the run's options with that entry's on top
     (``{"filename": ..., "cpus_allowed": ...}``: one job per device, each on its CPU); with
-    ``group_reporting`` (a default) fio reports them as one.
+    ``group_reporting`` (a default) fio reports them as one; an entry with a ``name`` of its
+    own is a job of its own, on its own rows (``job_sections``).
+    A polling SQ thread is pinned within ``cpus``; options that put fio's work on other CPUs are
+    refused (InputError, ``iolab.machine.jobcpus``).
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
     folder exists; once fio has started, FioError (fio's message and exit code),
     RunInterrupted and PerfError leave the run folder, marked failed or interrupted."""
@@ -126,17 +168,18 @@ def measure(
     how = MeasureOptions.of(how)
     log_ms, profile = how.log_ms, how.profile
     fio = fio_binary()
-    opts = job_options(options, target, cpus)
+    opts = job_options(options, target, cpus, defaults=how.as_given is None)
     jobs = [dict(j) for j in jobs or []]
     key = job_key({**opts, "jobs": jobs} if jobs else opts, target.describe(), swept or {})
     if log_ms is not None:  # after the key (see the docstring)
         opts.update(logrequest.log_options(log_ms, fio))
     name = str(opts.pop("name", label or "iolab"))
-    sections = {f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts}
+    sections = pin_sq_threads(job_sections(name, opts, jobs, groups=how.as_given is None), cpus)
     jobtext = to_jobfile(sections)
     # fio's own reading of this exact text, judged before a run folder exists; relative
     # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
     check = guard_job_text(jobtext, how.allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
+    cpu_notes = check_job_cpus(check.jobs, cpus)  # InputError: fio's work off the locked, sampled CPUs
     states = (
         ThreadSampler(cpus, how.threads_interval_s, how.threads_states) if how.threads else None
     )  # InputError first
@@ -152,6 +195,13 @@ def measure(
                 "files": check.record(),
                 "job_key": key,
                 **({"jobs": jobs} if jobs else {}),
+                **({"as_given": dict(how.as_given)} if how.as_given is not None else {}),
+                "iolab_added": iolab_added(
+                    options,
+                    jobs,
+                    sections,
+                    fio_argv(Path("job.fio"), Path("fio.json"), fio, readonly=check.fio_readonly),
+                ),
             },
             check.describe_target(target),
         )
@@ -210,7 +260,7 @@ def measure(
         folder.meta["wall_s"] = run.wall_s
         jobfile = folder.final / "job.fio"  # where it is once the folder is finished
         doc = read_output(folder.file("fio.json"), run.stderr, jobfile)  # FioError: fio wrote no report
-        folder.meta["fio_warnings"] = run_warnings(doc, run.stderr)  # fio's notes, never dropped
+        folder.meta["fio_warnings"] = run_warnings(doc, run.stderr) + cpu_notes  # fio's notes, never dropped
         raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)
         folder.write_json(checks.FILE, {"checks": [c.as_dict() for c in checks.run_checks(folder.path)]})
     return RunResult(folder.path, run_table(folder.path))

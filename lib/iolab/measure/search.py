@@ -63,7 +63,7 @@ from ..machine import knobs
 from ..runs import repair
 from ..stats.analysis import add_cycles_per_io
 from ..core.atomic import write_atomic, write_json
-from ..core.errors import InputError, IolabError
+from ..core.errors import InputError, IolabError, OutputExists
 from ..core.progress import bar
 from ..machine.fio import fio_binary, to_jobfile
 from ..machine.hosts import hosts_from
@@ -74,6 +74,7 @@ from ..runs.runcache import load_cached
 from ..runs.store import load_runs
 from ..machine.stress import stress_argv
 from .campaign import Rounds, execute, ordered, paths_of
+from ..machine.locks import runs_folder_locked
 from .options import MeasureOptions
 from .planned import DEFAULTS, PlannedRun, job_options
 from .plans import about, cut, too_big
@@ -371,6 +372,7 @@ def run(
     how = MeasureOptions.of(how)
     runs_dir = Path(runs_dir or default_folder(spec))
     repair.recover_and_report()
+    _refuse_foreign(runs_dir)  # before the plan is said (and again under the folder's lock)
     with open_targets(spec) as targets:
         hosts = hosts_from(spec.hosts, spec.hosts_file) if spec.hosts else ()
         checked = check(spec, targets, drop_unavailable, how.allow_destructive, hosts, progress=progress)
@@ -383,12 +385,44 @@ def run(
                 + "".join(f"\n  left out: {axis} {', '.join(map(str, v))}: {why}" for axis, v, why in unavailable)
             )
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
-        write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
-        write_json(runs_dir / UNAVAILABLE, [{"axis": a, "values": v, "why": w} for a, v, w in unavailable])
-        done = execute(
-            runs, runs_dir, rounds=rounds_of(spec), how=how, progress=f"search {spec.name}" if progress else None
-        )
+        with runs_folder_locked(runs_dir):  # one study per runs folder, its spec too (execute holds it again)
+            _refuse_foreign(runs_dir)
+            write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
+            write_json(runs_dir / UNAVAILABLE, [{"axis": a, "values": v, "why": w} for a, v, w in unavailable])
+            done = execute(
+                runs, runs_dir, rounds=rounds_of(spec), how=how, progress=f"search {spec.name}" if progress else None
+            )
     return _table(load_runs(paths_of(runs, done)), varied(spec.axes, left_out(runs_dir)))
+
+
+def _refuse_foreign(runs_dir: Path) -> None:
+    """OutputExists when the runs folder holds a ``search.yaml`` or ``unavailable.json`` that
+    is not a search's (a user's file of that name): iolab replaces only its own, a search's
+    spec and left-out list being rewritten on every run of it (a resumed or edited spec)."""
+    for name, ours in (("search.yaml", _is_spec_doc), (UNAVAILABLE, _is_left_out_doc)):
+        path = runs_dir / name
+        if os.path.lexists(path) and not ours(path):
+            raise OutputExists(
+                f"{path} exists and is not a search's {name}: iolab would replace it; "
+                "move it away, or give the search another --runs-dir"
+            )
+
+
+def _is_spec_doc(path: Path) -> bool:
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    return path.is_file() and not path.is_symlink() and isinstance(doc, dict) and "name" in doc
+
+
+def _is_left_out_doc(path: Path) -> bool:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    ok = isinstance(doc, list) and all(isinstance(d, dict) and "axis" in d for d in doc)
+    return ok and path.is_file() and not path.is_symlink()
 
 
 def default_folder(spec: Spec) -> Path:

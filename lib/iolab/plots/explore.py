@@ -293,9 +293,23 @@ def default_axes(df: pd.DataFrame) -> tuple[str, str]:
     """The first setting (queue depth when there is one) and IOPS (else the first metric)."""
     c = choices(df)
     if not c.settings or not c.metrics:
-        raise InputError(f"this table has no setting that varies or no metric to plot: columns {list(df.columns)}")
+        raise InputError(nothing_to_explore(df, c))
     x = "qd" if "qd" in c.settings else c.settings[0]
     return x, ("iops" if "iops" in c.metrics else c.metrics[0])
+
+
+def nothing_to_explore(df: pd.DataFrame, found: Choices | None = None) -> str:
+    """Why ``df`` has nothing to put on the explorer's axes, in a sentence (no column list:
+    a table has some eighty), with what to do; "" when it has a setting and a metric."""
+    found = found or choices(df)
+    if found.settings and found.metrics:
+        return ""
+    if not found.metrics:
+        return f"this table ({len(df):,} rows) has no measured metric to plot: give a table of runs (iolab table)"
+    return (
+        f"this table ({len(df):,} rows) has no setting that varies: every row was measured with the same settings "
+        "(one queue depth, one block size ...); sweep two or more values of a setting to compare them"
+    )
 
 
 def distribution(
@@ -350,8 +364,14 @@ def explorer(
 
     ``tables``: one table, or several by the names of their notebook variables (the copied
     code then runs as it is). Headless or with ``interactive=False`` the default figure of
-    the first table is shown, static."""
+    the first table is shown, static. A table with nothing to explore (``nothing_to_explore``:
+    a sweep of one value) is left out; when every one is, a sentence says so."""
     tables = {"table": tables} if isinstance(tables, pd.DataFrame) else dict(tables)
+    why = {name: nothing_to_explore(df) for name, df in tables.items()}
+    tables = {name: df for name, df in tables.items() if not why[name]}
+    if not tables:  # a sweep of one setting value: a sentence, not an error after every run is done
+        print(f"explorer: nothing to explore: {next(iter(why.values()), 'no table given')}")
+        return
     if not interactive or headless():
         name, df = next(iter(tables.items()))
         fig = plot(df, *default_axes(df))

@@ -22,9 +22,6 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
-from matplotlib.patches import Rectangle
-
 from ..core.progress import headless
 from ..read.profile import bare, frame_category, is_diff, merge_unknown_runs
 
@@ -123,6 +120,9 @@ def draw(
     """Static flame graph on a matplotlib axis. ``stacks``: Counter, or a Diff's
     ``stacks`` for a differential graph (widths from the second profile). Runs of junk
     ``[unknown]`` frames are drawn as one (``merge_unknown_runs``) unless ``merge_unknowns=False``."""
+    import matplotlib.pyplot as plt  # here: svg() (iolab run --profile) needs no matplotlib
+    from matplotlib.patches import Rectangle
+
     diff_mode, stacks, total = _prepare(stacks, merge_unknowns)
     boxes = layout(stacks, min_fraction)
     depth = max((b.depth for b in boxes), default=0) + 1

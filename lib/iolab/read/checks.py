@@ -25,6 +25,8 @@ a fresh drive (spdk#297), telemetry that slows what it measures (PerfSpect#418).
   (1 ns), or below a floor the user sets for the device class.
 * ``ssd_state`` — a write workload on a non-rotational block device that was not
   preconditioned (``target_state``) is fresh-out-of-box: never to be pooled with steady state.
+* ``littles_law``, ``clat_le_lat``, ``rates``, ``cpu_accounting`` — the report's figures
+  against each other and the CPUs sampled against the CPUs fio used (``iolab.read.plausible``).
 
 ``run_checks(run_dir)`` derives them from a run folder's files (so older runs can be checked
 too); ``iolab.measure.runner`` stores them as ``checks.json``; ``flags(checks)`` is the text of the
@@ -48,6 +50,7 @@ import pandas as pd
 from ..core import runfiles
 from ..core.errors import RunFileError
 from .fiojson import disk_util, run_document, run_rows
+from .plausible import arithmetic_checks
 
 FILE = "checks.json"
 CACHE_SHARE = 0.5  # the device moved less than this share of fio's bytes: a cache answered
@@ -309,7 +312,8 @@ def run_checks(
     run_dir = Path(run_dir)
     fio = run_rows(run_dir)
     with runfiles.guard(run_dir / "params.json"):  # a file of the right type, the wrong content: named
-        options = (_json(run_dir / "params.json") or {}).get("fio_options", {})
+        params = _json(run_dir / "params.json")
+        options = (params or {}).get("fio_options", {})
     direct = None if options.get("direct") is None else str(options["direct"]) not in ("0", "false", "False")
     snapshot = _json(run_dir / "system.json")
     with runfiles.guard(run_dir / "blockstat.json"):
@@ -327,11 +331,14 @@ def run_checks(
     else:
         with runfiles.guard(run_dir / "blockstat.json"):
             device = device_vs_fio(fio, blockstat, direct)
+    data = run_document(run_dir / "fio.json").data
     with runfiles.guard(run_dir / "blockstat.json"):
-        disk = fio_disk_util(fio, disk_util(run_document(run_dir / "fio.json").data), blockstat)
+        disk = fio_disk_util(fio, disk_util(data), blockstat)
     with runfiles.guard(run_dir / "system.json"):
         bus, ssd = bus_ceiling(fio, snapshot, ceiling_bytes_s), ssd_state(fio, snapshot)
-    return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd]
+    with runfiles.guard(run_dir / "params.json"):
+        arithmetic = arithmetic_checks(fio, data, params)
+    return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd, *arithmetic]
 
 
 def flags(checks: list[Check] | list[dict]) -> str:

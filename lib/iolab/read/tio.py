@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.errors import TioError, ToolMissing
+from ..core.errors import InputError, TioError, ToolMissing, printable
 from ..core.paths import REPO
 
 SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
@@ -70,6 +70,10 @@ def parse_tio_text(text: str) -> pd.DataFrame:
         reason = failure(text)
         if reason:
             raise TioError(f"t/io_uring reported a failure and measured nothing: {reason}")
+        if "Exiting on timeout" in text:
+            raise TioError(
+                "t/io_uring stopped at its -r runtime before its first report (it reports once a second): give -r 2 or more"
+            )
         raise TioError(
             "no t/io_uring 'IOPS=..., IOS/call=...' lines found: is this t/io_uring output? " + _failure_reason(text)
         )
@@ -104,9 +108,68 @@ def binary(path: str | Path | None = None) -> Path:
     p = Path(path) if path else REPO / "tools" / "t_io_uring"
     if not p.exists():
         raise ToolMissing(
-            "t/io_uring", "fio's source: run `make tio` in the iolab checkout (or FIO_SRC=/path/to/fio make tio)"
+            "t/io_uring",
+            "fio",
+            how="build it from fio's source: `make tio` in the iolab checkout (or FIO_SRC=/path/to/fio make tio)",
         )
     return p
+
+
+# t/io_uring's flags (its -h, fio 3.33): each takes a number; "bool" ones 0 or 1
+FLAGS = {
+    "d": "IO depth (128)",
+    "s": "batch submit (32)",
+    "c": "batch complete (32)",
+    "b": "block size, bytes (4096)",
+    "p": "polled IO, bool (1)",
+    "B": "fixed buffers, bool (1)",
+    "D": "DMA map fixed buffers, bool (0)",
+    "F": "register files, bool (1)",
+    "n": "threads (1)",
+    "O": "O_DIRECT, bool (1)",
+    "N": "no-op requests only, bool (0)",
+    "t": "track IO latencies, bool (0)",
+    "T": "TSC rate, Hz",
+    "r": "runtime, s (iolab: 3)",
+    "R": "random IO, bool (1)",
+    "a": "legacy aio, bool (0)",
+    "S": "sync IO (preadv2), bool (0)",
+    "X": "registered ring, bool (1)",
+    "P": "place on the device's home node, bool (0)",
+    "u": "NVMe passthrough, bool (0)",
+}
+
+
+def flags_from_argv(args: list[str]) -> tuple[dict[str, int], list[str]]:
+    """t/io_uring's own command line (``-d 128 -p0 /dev/ng0n1``) -> (flags, files), checked:
+    InputError for a flag it does not have or a value that is not a whole number."""
+    flags: dict[str, int] = {}
+    files: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            files += args[i + 1 :]
+            break
+        if not arg.startswith("-") or arg == "-":
+            files.append(arg)
+            i += 1
+            continue
+        key, value = arg[1:2], arg[2:]
+        if key not in FLAGS or arg.startswith("--"):
+            shown = printable(repr(arg[:20]))
+            raise InputError(
+                f"t/io_uring has no flag {shown}; its flags: " + ", ".join(f"-{k} {v}" for k, v in FLAGS.items())
+            )
+        if not value:
+            i += 1
+            value = args[i] if i < len(args) else ""
+        if not value.isdigit():
+            shown = printable(repr(value[:20]))
+            raise InputError(f"t/io_uring -{key} ({FLAGS[key]}) takes a whole number, not {shown}: e.g. -{key} 1")
+        flags[key] = int(value)
+        i += 1
+    return flags, files
 
 
 def tio_argv(target: str | Path, flags: dict, tio: str | Path | None = None) -> list[str]:

@@ -47,8 +47,8 @@ from typing import Annotated, Any, Callable, Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from ..core.atomic import write_atomic, write_json
 from ..core.errors import InputError, IolabError
+from ..core.outputs import check_folder, claim_folder, claim_output, write_json_output, write_output
 from ..core.paths import inside, safe_name
 from ..core.schema import Table, Text, Word, refusal, validated, whole
 from ..core.validate import cpu_list, notebook_file, positive_ints, yaml_mapping
@@ -233,11 +233,31 @@ def _cpus_of(params: Mapping[str, Any]) -> set[int]:
     return set(cpu_list(value))
 
 
-def execute_one(run: BatchRun, run_dir: Path) -> dict[str, Any]:
-    """Execute one run into ``run_dir`` (in this process) and return its record."""
+def _run_outputs(run: BatchRun, run_dir: Path) -> list[Path]:
+    """The files a run writes into its folder: executed notebook, write-up, results, record."""
+    executed = run_dir / run.notebook.name
+    results = executed.with_name(f"{executed.stem}.results.json")
+    return [executed, executed.with_suffix(".html"), results, run_dir / "run.json"]
+
+
+def check_outputs(out: Path, runs: list[BatchRun], force: bool = False) -> None:
+    """Refuse, before any run, a batch that would write into a folder or over a file iolab did
+    not write (``iolab.core.outputs``), unless ``force``. Nothing is written."""
+    check_folder(out, force=force)
+    for name in ("batch.json", "index.html"):
+        claim_output(out / name, force=force)
+    for run in runs:
+        check_folder(inside(out, run.name), force=force, flag="run folder")
+        for path in _run_outputs(run, inside(out, run.name)):
+            claim_output(path, force=force)
+
+
+def execute_one(run: BatchRun, run_dir: Path, force: bool = False) -> dict[str, Any]:
+    """Execute one run into ``run_dir`` (in this process) and return its record; its files
+    replace only iolab's own, unless ``force`` (``iolab.core.outputs``)."""
     from . import publish  # papermill and nbconvert: slow to import, only when running
 
-    run_dir.mkdir(parents=True, exist_ok=True)
+    claim_folder(run_dir, force=force, flag="run folder")
     executed = run_dir / run.notebook.name
     record: dict[str, Any] = {
         "name": run.name,
@@ -248,7 +268,7 @@ def execute_one(run: BatchRun, run_dir: Path) -> dict[str, Any]:
     }
     start = time.monotonic()
     try:
-        out = publish.execute(run.notebook, executed, run.parameters)
+        out = publish.execute(run.notebook, executed, run.parameters, force=force)
         record |= {"status": "ok", "error": "", "output": str(out)}
     except IolabError as exc:
         failed = executed.with_name(f"{executed.stem}.failed{executed.suffix}")
@@ -258,18 +278,17 @@ def execute_one(run: BatchRun, run_dir: Path) -> dict[str, Any]:
     record["html"] = ""
     if record["output"]:
         try:
-            record["html"] = str(_export(Path(record["output"])))
+            record["html"] = str(_export(Path(record["output"]), force))
         except (IolabError, OSError, ValueError) as exc:  # the run stands; its write-up could not be made
             record["error"] = (record["error"] + "; " if record["error"] else "") + f"no write-up: {exc}"
-    write_json(run_dir / "run.json", record)
+    write_json_output(run_dir / "run.json", record, force=force)
     return record
 
 
-def _export(executed: Path) -> Path:
+def _export(executed: Path, force: bool = False) -> Path:
     from . import publish
 
-    exporter = getattr(publish, "publish", None) or publish.to_html
-    return exporter(executed, executed.with_suffix(".html"))
+    return publish.publish(executed, executed.with_suffix(".html"), force=force)
 
 
 def _recorded(executed: Path) -> dict[str, Any]:
@@ -293,17 +312,20 @@ def run_batch(
     out: str | os.PathLike | None = None,
     jobs: int | None = None,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    force: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every run of the manifest that has no "ok" record with the same parameters in
     ``out`` (default: the manifest's ``out``, else ``batch-<manifest name>`` beside it);
     write ``batch.json`` and ``index.html`` there; return every run's record, in manifest
-    order. ``on_done(record)`` is called as each run ends."""
+    order. ``on_done(record)`` is called as each run ends. A folder or file there that iolab
+    did not write is refused before any run (``OutputExists``), unless ``force``."""
     manifest = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
     out = out_of(manifest, out)
     [jobs] = positive_ints("--jobs", [jobs]) if jobs is not None else [manifest.jobs]
     if jobs > MAX_JOBS:
         raise InputError(f"--jobs {jobs} is more runs at once than a process pool holds; give at most {MAX_JOBS}")
-    out.mkdir(parents=True, exist_ok=True)
+    check_outputs(out, manifest.runs, force)  # every run's: the done ones' files are iolab's
+    claim_folder(out, force=force)
     records: dict[str, dict[str, Any]] = {}
     with folder_locked(out):
         todo = []
@@ -313,12 +335,12 @@ def run_batch(
                 records[run.name] = prev
             else:
                 todo.append(run)
-        for record in _execute_all(todo, out, jobs):
+        for record in _execute_all(todo, out, jobs, force):
             records[record["name"]] = record
-            _write_index(manifest, out, records)
+            _write_index(manifest, out, records, force)
             if on_done:
                 on_done(record)
-        _write_index(manifest, out, records)
+        _write_index(manifest, out, records, force)
     return [records[r.name] for r in manifest.runs if r.name in records]
 
 
@@ -382,11 +404,11 @@ def _modelled_s(notebook: Path, todo: list[BatchRun]) -> float:
     return total
 
 
-def _execute_all(todo: list[BatchRun], out: Path, jobs: int):
+def _execute_all(todo: list[BatchRun], out: Path, jobs: int, force: bool = False):
     """Records as runs end; with ``jobs`` > 1, in worker processes, never two on one CPU."""
     if jobs == 1 or len(todo) <= 1:
         for run in todo:
-            yield execute_one(run, out / run.name)
+            yield execute_one(run, out / run.name, force)
         return
     pending = list(todo)
     with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -398,7 +420,7 @@ def _execute_all(todo: list[BatchRun], out: Path, jobs: int):
                     break
                 if not (_cpus_of(run.parameters) & busy):
                     pending.remove(run)
-                    running[pool.submit(execute_one, run, out / run.name)] = run
+                    running[pool.submit(execute_one, run, out / run.name, force)] = run
                     busy |= _cpus_of(run.parameters)
             done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for future in done:
@@ -406,7 +428,7 @@ def _execute_all(todo: list[BatchRun], out: Path, jobs: int):
                 yield future.result()
 
 
-def _write_index(manifest: Manifest, out: Path, records: Mapping[str, dict[str, Any]]) -> None:
+def _write_index(manifest: Manifest, out: Path, records: Mapping[str, dict[str, Any]], force: bool = False) -> None:
     from .batch_index import index_html  # matplotlib: only when writing the page
 
     ordered = [records[r.name] for r in manifest.runs if r.name in records]
@@ -432,5 +454,5 @@ def _write_index(manifest: Manifest, out: Path, records: Mapping[str, dict[str, 
             for rec in ordered
         ],
     }
-    write_json(out / "batch.json", doc)
-    write_atomic(out / "index.html", index_html(doc, out))
+    write_json_output(out / "batch.json", doc, force=force)
+    write_output(out / "index.html", index_html(doc, out), force=force)

@@ -13,11 +13,12 @@ import datetime
 import math
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
-from ..core.columns import label
+from ..core.columns import label, setting_name
 from ..stats.versus import MIN_CHANGE_PCT, Versus, number, versus
 from .batch_index import STYLE
+from .matching import match
 from .sides import Side, differences, load_side, not_comparable, setup
 from .templating import render
 
@@ -43,17 +44,27 @@ def compare_paths(
     seed: int = 0,
     min_change_pct: float = MIN_CHANGE_PCT,
     across_devices: bool = False,
+    where: Mapping[str, Any] | None = None,
 ) -> SidesCompared:
-    """Read both sides and compare B against A. ``by`` default: the settings both sides
-    swept (``params.json``), and the study (``part``) when a side holds several;
-    ``across_devices``: compare even when the devices or I/O patterns differ."""
+    """Read both sides and compare B against A, cells matched by ``iolab.report.matching``:
+    ``by`` default, every setting that varies on either side and those both swept (fio's
+    names: ``qd`` meets ``iodepth``), and the study (``part``) when both hold several;
+    NotComparable rather than a mean pooled over a setting that varies. ``where``: keep the
+    runs with these settings ({"bs": "4k"}). ``across_devices``: compare even when the devices
+    or I/O patterns differ."""
     side_a, side_b = load_side(a), load_side(b)
     setup_a, setup_b = setup(side_a), setup(side_b)
-    if by is None:
-        by = [c for c in side_a.swept if c in side_b.swept and c in side_a.table and c in side_b.table]
-    why = "" if across_devices else not_comparable(setup_a, setup_b)
-    result = versus(side_a.table, side_b.table, by, metrics, confidence, seed, min_change_pct, why)
-    return SidesCompared(side_a, side_b, differences(setup_a, setup_b), result, confidence, min_change_pct)
+    matched = match(side_a, side_b, by, where)
+    known = {setting_name(c) for c in matched.by} | (set(matched.fixed_a) & set(matched.fixed_b))
+    found = [d for d in differences(setup_a, setup_b) if setting_name(d[0].removeprefix("fio ")) not in known]
+    found += [(f"fio {s}" if f"fio {s}" in {**setup_a, **setup_b} else s, va, vb) for s, va, vb in matched.differences]
+    pattern = [  # the I/O pattern as matched: none when cells differ in rw, else each side's one rw
+        {k: v for k, v in s.items() if k != "fio rw"} | ({"fio rw": str(f["rw"])} if "rw" in f else {})
+        for s, f in ((setup_a, matched.fixed_a), (setup_b, matched.fixed_b))
+    ]
+    why = "" if across_devices else not_comparable(*pattern)
+    result = versus(matched.a, matched.b, matched.by, metrics, confidence, seed, min_change_pct, why)
+    return SidesCompared(side_a, side_b, found, result, confidence, min_change_pct)
 
 
 def text(done: SidesCompared) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core import paths
+from ..core.outputs import claim_folder, claim_output
 from ..machine.locks import folder_locked
 from .publish import execute, publish
 
@@ -35,12 +36,19 @@ FLAGSHIP = {
 DEFAULT_RUNTIME_S = 0.4
 
 
-def run_demo(out_dir: Path | None = None, runtime_s: float = DEFAULT_RUNTIME_S) -> list[Path]:
+def run_demo(out_dir: Path | None = None, runtime_s: float = DEFAULT_RUNTIME_S, force: bool = False) -> list[Path]:
+    """Each flagship notebook executed into ``out_dir`` (default ``papermill_runs/``, iolab's own
+    folder), then written up. A folder or file there that iolab did not write is refused before
+    any notebook runs (``iolab.core.outputs``), unless ``force``."""
     out_dir = Path(out_dir or paths.PAPERMILL_RUNS)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    claim_folder(out_dir, force=force)
+    for name in FLAGSHIP:
+        executed = out_dir / name
+        for path in (executed, executed.with_suffix(".html"), executed.with_name(f"{executed.stem}.results.json")):
+            claim_output(path, force=force)
     written = []
     with folder_locked(out_dir):  # a second demo waits: reports are never interleaved
         for name, params in FLAGSHIP.items():
-            executed = execute(paths.NOTEBOOKS / name, out_dir / name, params(runtime_s))
-            written += [executed, publish(executed)]
+            executed = execute(paths.NOTEBOOKS / name, out_dir / name, params(runtime_s), force=force)
+            written += [executed, publish(executed, force=force)]
     return written

@@ -59,7 +59,8 @@ import pyarrow.parquet as pq
 
 from ..core import paths
 from ..core.atomic import write_atomic
-from ..core.errors import InputError
+from ..core.errors import InputError, printable
+from ..core.runfiles import quote
 from ..core.results import show
 from . import provenance
 
@@ -263,6 +264,7 @@ def load(
     where = _required(where)
     found = parts(where)
     table = _read(found).to_pandas() if found else empty()
+    table["detail"] = table["detail"].eq(True)  # null in a part from before the column: none were
     if metrics is not None:
         table = table[table["name"].isin([metrics] if isinstance(metrics, str) else list(metrics))]
     if since is not None:
@@ -281,6 +283,7 @@ def _read(found: list[Path]) -> pa.Table:
     the ones that cannot be read."""
     import pyarrow.dataset as ds
 
+    found = [path for path in found if _is_part(path)]
     try:
         return ds.dataset([str(p) for p in found], schema=SCHEMA, format="parquet").to_table()
     except (pa.ArrowException, OSError, ValueError):
@@ -299,17 +302,40 @@ def _read(found: list[Path]) -> pa.Table:
                 )
             )
         except (pa.ArrowException, OSError, ValueError) as exc:
-            warnings.warn(
-                f"{path}: not a readable part of the history ({str(exc).splitlines()[0][:160]}); left out, the other "
-                "parts are read. Move it out of the folder (or delete it) to stop this warning",
-                HistoryWarning,
-                stacklevel=3,
-            )
+            _left_out(path, (str(exc).splitlines() or [type(exc).__name__])[0])
     return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+
+
+#: the columns every part has held since the first: a Parquet file without them is not one
+PART_COLUMNS = ("name", "value", "notebook", "recorded_utc")
+
+
+def _is_part(path: Path) -> bool:
+    """Whether ``path`` holds a part of the history (its footer read: Parquet with the
+    ``PART_COLUMNS``); a ``HistoryWarning`` naming it when it does not."""
+    try:
+        names = set(pq.read_schema(path).names)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        _left_out(path, (str(exc).splitlines() or [type(exc).__name__])[0])
+        return False
+    missing = [c for c in PART_COLUMNS if c not in names]
+    if missing:
+        _left_out(path, f"a Parquet file of something else: no column {', '.join(map(repr, missing))}")
+    return not missing
+
+
+def _left_out(path: Path, why: str) -> None:
+    warnings.warn(
+        f"{printable(path)}: not a readable part of the history ({printable(why[:160])}); left out, the other "
+        "parts are read. Move it out of the folder (or delete it) to stop this warning",
+        HistoryWarning,
+        stacklevel=4,
+    )
 
 
 _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(m|min|h|d|w)\s*", re.IGNORECASE)
 _AGE_UNITS = {"m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
+MAX_AGE = pd.Timedelta(days=36_500)  # an age beyond it is a typo (and past 292 years, beyond pandas' times)
 
 
 def parse_since(since: Any, now: datetime | None = None) -> pd.Timestamp:
@@ -320,9 +346,15 @@ def parse_since(since: Any, now: datetime | None = None) -> pd.Timestamp:
         stamp = pd.Timestamp(since)
         return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
     text = str(since)
+    shown = quote(text, 40)
     if m := _AGE.fullmatch(text):
-        ago = pd.Timedelta(float(m.group(1)), unit=_AGE_UNITS[m.group(2).lower()])
-        return pd.Timestamp(now or datetime.now(timezone.utc)).tz_convert("UTC") - ago
+        unit = _AGE_UNITS[m.group(2).lower()]
+        if float(m.group(1)) * pd.Timedelta(1, unit=unit).total_seconds() > MAX_AGE.total_seconds():
+            raise InputError(
+                f"since {shown} is further back than {MAX_AGE.days:,} days (100 years), which no "
+                "recorded result is; give a smaller age (--since 30d) or leave --since out for every result"
+            )
+        return pd.Timestamp(now or datetime.now(timezone.utc)).tz_convert("UTC") - pd.Timedelta(float(m.group(1)), unit)
     stamp = None
     if re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?\s*", text):
         try:
@@ -330,7 +362,6 @@ def parse_since(since: Any, now: datetime | None = None) -> pd.Timestamp:
         except ValueError:
             stamp = None
     if stamp is None or pd.isna(stamp):
-        shown = repr(text if len(text) <= 40 else text[:39] + "…")
         raise InputError(
             f"since {shown} is neither a date (2026-11-01, 2026-11-01T08:00, UTC) nor an age (30m, 24h, 7d, 2w); "
             "give one of those, e.g. --since 7d"

@@ -45,6 +45,8 @@ from typing import Callable, Sequence
 
 from ..core import paths
 from ..core.atomic import write_json
+from ..core.runfiles import quote
+from ..core.outputs import claim_output
 from ..core.validate import parse_size
 from .nvmelab_image import (
     EXIT,
@@ -56,6 +58,7 @@ from .nvmelab_image import (
     guest_kernel,
     lab_dir,
     module_files,
+    module_name,
 )
 
 ENV_FLAG = "IOLAB_NVMELAB"
@@ -205,8 +208,54 @@ if os.path.isdir(mpl):  # the host's font cache: a read-only home would make mat
     shutil.copytree(mpl, "/tmp/matplotlib", dirs_exist_ok=True)
     env.setdefault("MPLCONFIGDIR", "/tmp/matplotlib")
 sys.stdout.flush()
-os.execvpe(job["argv"][0], job["argv"], env)
+try:
+    os.execvpe(job["argv"][0], job["argv"], env)
+except OSError as exc:  # as a shell says it: one line, 127 for a command not found, 126 for one not runnable
+    print(f"iolab nvmelab: {job['argv'][0][:80]!r}: {exc.strerror}", file=sys.stderr)
+    sys.exit(127 if isinstance(exc, FileNotFoundError) else 126)
 """
+
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # the guest's, when iolab has none
+
+
+class CommandNotFound(LabError):
+    """The command to run in the lab is on no folder of the guest's PATH, or its path is not
+    there: exit 127, as a shell's (``returncode``)."""
+
+    returncode = 127
+
+
+def check_command(argv: Sequence[str], cwd: str | os.PathLike | None = None) -> None:
+    """Refuse before the boot what the guest could not start: ``CommandNotFound`` (exit 127)
+    for a name on no folder of the PATH the guest gets, or a path that is not there; LabError
+    for a file that is not a program (not executable: a notebook's name mistyped, a text file)
+    or a folder. The guest sees this machine's root read-only, so what is found here is there."""
+    name = str(argv[0]) if argv else ""
+    shown = quote(name, 60)
+    if not name.strip():
+        raise LabError("nvmelab: the command is empty; give a notebook (.ipynb) or a command after '--'")
+    here = Path(name)
+    if "/" not in name and not shutil.which(name, path=os.environ.get("PATH") or DEFAULT_PATH):
+        if here.is_file():
+            raise LabError(
+                f"nvmelab: {shown} is a file, but neither a notebook (.ipynb) nor a command: give a notebook, "
+                "or a program's path after '--' (./script.sh)"
+            )
+        raise CommandNotFound(
+            f"nvmelab: {shown}: command not found (on the PATH the guest gets, this machine's); give a "
+            "notebook (.ipynb) or a command installed here, after '--'"
+        )
+    if "/" in name:
+        path = Path(cwd or paths.REPO) / name  # the guest runs it in the checkout unless told
+        if not path.exists():
+            raise CommandNotFound(f"nvmelab: {shown}: no such file (in {path.parent}); give a notebook or a program")
+        if path.is_dir() or not os.access(path, os.X_OK):
+            what = "a folder" if path.is_dir() else "a file that is not executable"
+            raise LabError(
+                f"nvmelab: {shown} is {what}, neither a notebook (.ipynb) nor a program: give a notebook, or "
+                "a program (chmod +x) after '--'"
+            )
 
 
 def _quote_conf(value: str) -> str:
@@ -256,6 +305,7 @@ def run(
     argv = [str(a) for a in argv]
     if not argv:
         raise LabError("nvmelab: no command given; e.g. iolab nvmelab -- nvme list")
+    check_command(argv, cwd)
     out = out or (lambda line: print(line, flush=True))
     vmlinux, base_initramfs, _ = build()
     mode = accel()
@@ -280,7 +330,7 @@ def run(
         _, _, modules_dir = guest_kernel()
         conf = "\n".join(
             [
-                f"LAB_MODULES={_quote_conf(' '.join('/lib/modules/' + k.name for k in module_files(modules_dir)))}",
+                f"LAB_MODULES={_quote_conf(' '.join('/lib/modules/' + module_name(k) for k in module_files(modules_dir)))}",
                 f"LAB_POLL_QUEUES={spec.poll_queues}",
                 f"LAB_CONTROLLERS={spec.controllers}",
                 f"LAB_RO={_quote_conf(_share(paths.REPO.resolve()))}",
@@ -313,7 +363,7 @@ def run(
 def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str, str]:
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "VIRTUAL_ENV", "PYTHONPATH")
     base = {k: v for k, v in os.environ.items() if k in keep or k.startswith("IOLAB_")}
-    base.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    base.setdefault("PATH", DEFAULT_PATH)
     base.update(
         {
             "PYTHONDONTWRITEBYTECODE": "1",
@@ -496,11 +546,13 @@ def notebook_job(
     spec: LabSpec = LabSpec(),
     *,
     out_dir: str | os.PathLike | None = None,
+    force: bool = False,
 ) -> tuple[list[str], Path]:
     """The guest command that executes ``notebook`` with ``parameters`` (papermill) and writes
     its offline write-up (``iolab.report.publish``), and the executed notebook's path in ``out_dir``
     (``papermill_runs/``). ``lab_defaults`` fill the parameters the notebook has and the
-    caller did not give. A parameter the notebook lacks is refused here, before any boot."""
+    caller did not give. A parameter the notebook lacks, or an output that would replace a file
+    iolab did not write (unless ``force``: ``iolab.core.outputs``), is refused here, before any boot."""
     from .publish import refuse_unknown_parameters
 
     notebook = Path(notebook).resolve()
@@ -512,6 +564,8 @@ def notebook_job(
     refuse_unknown_parameters(notebook, parameters, known)
     parameters = {**{k: v for k, v in lab_defaults(spec).items() if k in known}, **(parameters or {})}
     output = notebook_output(notebook, out_dir)
+    for path in (output, output.with_suffix(".html"), output.with_name(f"{output.stem}.results.json")):
+        claim_output(path, force=force, inputs=(notebook,))
     if output.parent not in rw_paths() and not any(p in output.parents for p in rw_paths()):
         raise LabError(
             f"nvmelab: the guest writes only under {', '.join(map(str, rw_paths()))}; {output.parent} is outside them"
@@ -569,13 +623,14 @@ def _guest_notebook(notebook: str, output: str, parameters: str) -> int:
     from .publish import execute, publish
 
     try:
-        executed = execute(notebook, output, json.loads(parameters))
+        # the host checked the outputs before the boot (notebook_job), --force or not
+        executed = execute(notebook, output, json.loads(parameters), force=True)
     except Exception as exc:  # noqa: BLE001 - the guest's last word: one line, then the exit status
         print(
             f"iolab nvmelab: {Path(notebook).name} did not run in the lab: {type(exc).__name__}: {exc}", file=sys.stderr
         )
         return 1
-    print(f"wrote {executed}\nwrote {publish(executed)}")
+    print(f"wrote {executed}\nwrote {publish(executed, force=True)}")
     return 0
 
 

@@ -30,10 +30,12 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.atomic import write_atomic
+from ..core import owned
 from ..core.errors import InputError, IolabError, printable
+from ..core.outputs import claim_output, write_output
 from ..core.results import collect
 from ..core.validate import input_file, notebook_file
+from .lab import headless_kernel
 from .notebook_html import export, html_cell, static_copy
 from .templating import render
 from .writeup_appendix import appendix
@@ -54,14 +56,16 @@ def execute(
     output: str | os.PathLike,
     parameters: Mapping[str, Any] | None = None,
     timeout_s: int = 1800,
+    force: bool = False,
 ) -> Path:
     """Run a notebook with papermill. Raises IolabError naming the failing cell; the
     executed notebook (with papermill's error banner) is written first.
 
     What the notebook recorded (``iolab.core.results``) and ``parameters`` go into the executed
     notebook's ``metadata["iolab"]`` and into ``<output stem>.results.json`` beside it
-    (``NAME.failed.results.json`` beside a failed one). The results of a notebook that ran to
-    its end are added to the results history (``iolab.report.history``; ``IOLAB_HISTORY=off``
+    (``NAME.failed.results.json`` beside a failed one); either replaces only a file iolab wrote,
+    unless ``force`` (``iolab.core.outputs``: checked before the notebook runs). The results of a
+    notebook that ran to its end are added to the results history (``iolab.report.history``; ``IOLAB_HISTORY=off``
     keeps none)."""
     from contextlib import suppress
 
@@ -70,6 +74,9 @@ def execute(
     from ..core.results import keep_with
 
     notebook, output = Path(notebook).resolve(), Path(output).resolve()
+    results = output.with_name(f"{output.stem}.results.json")
+    for path in (output, results):
+        claim_output(path, force=force, inputs=(notebook,))
     output.parent.mkdir(parents=True, exist_ok=True)
     refuse_unknown_parameters(notebook, parameters, pm.inspect_notebook(str(notebook)))
     os.environ.setdefault("IOLAB_HEADLESS", "1")
@@ -93,7 +100,7 @@ def execute(
             str(notebook),
             str(running),
             parameters=dict(parameters or {}),
-            kernel_name="python3",
+            kernel_name=headless_kernel(),
             progress_bar=False,
             cwd=str(notebook.parent),
             execution_timeout=timeout_s,
@@ -121,8 +128,10 @@ def execute(
         raise
     finally:
         chatty.setLevel(level)
-    kept = keep_with(running, parameters, output.with_name(f"{output.stem}.results.json"))
+    kept = keep_with(running, parameters, results)
     os.replace(running, output)
+    for path in (output, results):
+        owned.mark(path)
     from .history import keep  # pyarrow: only once a notebook has run
 
     keep(output, kept, notebook)  # never fails the run: a history it cannot write is one line on stderr
@@ -156,21 +165,27 @@ def _kernel_logging_to(log: Path):
 
 def keep_partial(running: Path, output: Path, why: str) -> Path:
     """Put an unfinished executed notebook beside the last good one, named as such
-    (``01_x.partial.ipynb`` / ``01_x.failed.ipynb``); the good one is not touched."""
+    (``01_x.partial.ipynb`` / ``01_x.failed.ipynb``); the good one is not touched, nor a file of
+    that name iolab did not write (then it is ``01_x.failed.<pid>.ipynb``)."""
     kept = output.with_name(f"{output.stem}.{why}{output.suffix}")
+    if os.path.lexists(kept) and not owned.is_owned(kept):
+        kept = output.with_name(f"{output.stem}.{why}.{os.getpid()}{output.suffix}")
     if running.exists():
         os.replace(running, kept)
+        owned.mark(kept)
     return kept
 
 
-def to_html(executed: str | os.PathLike, html: str | os.PathLike | None = None, no_input: bool = True) -> Path:
+def to_html(
+    executed: str | os.PathLike, html: str | os.PathLike | None = None, no_input: bool = True, force: bool = False
+) -> Path:
     """The write-up (``publish``); with ``no_input=False``, the notebook as it is, code
-    cells included, exported with the same offline template. Written atomically."""
+    cells included, exported with the same offline template. Written atomically, through the
+    output guard (``force`` as ``publish``)."""
     if no_input:
-        return publish(executed, html)
-    executed, html, nb = _read_executed(executed, html)
-    write_atomic(html, export(nb, executed, no_input=False))
-    return html
+        return publish(executed, html, force=force)
+    executed, html, nb = _read_executed(executed, html, force)
+    return write_output(html, export(nb, executed, no_input=False), force=force, inputs=(executed,))
 
 
 # where the results table and the run folders are, in place of the first result output
@@ -182,21 +197,23 @@ RECORDED = """{% if results or run_folders %}<p class="iolab-writeup note">Recor
 UNFINISHED = '<p class="iolab-writeup failed iolab-unfinished">⚠ {{ banner }}</p>'
 
 
-def publish(executed: str | os.PathLike, html: str | os.PathLike | None = None) -> Path:
+def publish(executed: str | os.PathLike, html: str | os.PathLike | None = None, force: bool = False) -> Path:
     """The write-up of an executed notebook as one offline HTML file (see the module's
     docstring), written atomically to ``html`` (default: the notebook's name, ``.html``).
 
     InputError for a missing file, a file that is not a notebook, a notebook with no
     outputs (not run), or an ``html`` that is the notebook itself or in a missing folder. A
-    notebook that did not finish (``unfinished``) is written up with a banner saying so."""
+    notebook that did not finish (``unfinished``) is written up with a banner saying so.
+    ``OutputExists`` when ``html`` is a file iolab did not write, unless ``force``
+    (``iolab.core.outputs``)."""
     with warnings.catch_warnings():  # nbformat's notes on old notebooks (cell ids) are not the user's business
         warnings.filterwarnings("ignore", module="nbformat")
         warnings.filterwarnings("ignore", message="Cell is missing an id field")
-        return _write_up(executed, html)
+        return _write_up(executed, html, force)
 
 
-def _write_up(executed: str | os.PathLike, html: str | os.PathLike | None) -> Path:
-    executed, html, nb = _read_executed(executed, html)
+def _write_up(executed: str | os.PathLike, html: str | os.PathLike | None, force: bool) -> Path:
+    executed, html, nb = _read_executed(executed, html, force)
     banner = unfinished(nb)
     recorded = _recorded(nb)
     cell = parameters_cell(executed)
@@ -215,11 +232,10 @@ def _write_up(executed: str | os.PathLike, html: str | os.PathLike | None) -> Pa
         writeup.metadata["title"] = (writeup.cells[title].source.lstrip()[2:].splitlines() or [""])[0].strip(" *_`")
     if banner:  # above everything, the title too: what follows is not the whole notebook
         writeup.cells.insert(0, html_cell(render(UNFINISHED, banner=banner)))
-    write_atomic(html, export(writeup, executed, no_input=True))
-    return html
+    return write_output(html, export(writeup, executed, no_input=True), force=force, inputs=(executed,))
 
 
-def _read_executed(executed: str | os.PathLike, html: str | os.PathLike | None):
+def _read_executed(executed: str | os.PathLike, html: str | os.PathLike | None, force: bool = False):
     """(notebook path, HTML path, notebook): the checks ``publish`` promises."""
     import nbformat  # nbformat and nbconvert take a second to import: only when exporting
 
@@ -235,6 +251,7 @@ def _read_executed(executed: str | os.PathLike, html: str | os.PathLike | None):
         raise InputError(
             f"{html} is the notebook itself; give the write-up another name, e.g. {executed.with_suffix('.html')}"
         )
+    claim_output(html, force=force)  # before the notebook is read: a user's file is never replaced
     notebook_file(executed, "executed notebook")  # says what is wrong without quoting the file
     try:
         with warnings.catch_warnings():  # nbformat's notes on old notebooks (cell ids) are not the user's business

@@ -31,6 +31,7 @@ from ..core import paths, results, system
 from ..runs import producers, store
 from ..core.atomic import write_json
 from ..core.errors import InputError
+from ..core.outputs import claim_folder, claim_output
 from .publish import execute
 from ..machine.sampling import read_freq_mhz
 from ..core.validate import input_file, notebook_file
@@ -119,12 +120,17 @@ class Report:
 
 
 def reproduce(
-    executed: str | os.PathLike, out_dir: str | os.PathLike | None = None, tolerance_pct: float = 10.0
+    executed: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    tolerance_pct: float = 10.0,
+    force: bool = False,
 ) -> Report:
     """Run the notebook ``executed`` was made from again, with its parameters, into
     ``out_dir`` (default ``papermill_runs/reproduced``), and compare the recorded results.
     InputError when ``executed`` recorded none or its source notebook cannot be found;
-    IolabError when the re-run fails (``iolab.report.publish.execute``)."""
+    IolabError when the re-run fails (``iolab.report.publish.execute``). ``OutputExists`` before
+    anything runs when ``out_dir`` or the re-run's notebook is a user's (``iolab.core.outputs``),
+    unless ``force``."""
     if not (isinstance(tolerance_pct, (int, float)) and math.isfinite(tolerance_pct) and tolerance_pct >= 0):
         raise InputError(f"tolerance {tolerance_pct!r} %: give a number of per cent, 0 or more (e.g. 10)")
     executed = input_file(executed, "executed notebook").absolute()
@@ -135,12 +141,15 @@ def reproduce(
             f"{executed} recorded no results (no iolab.core.results.record output): reproduce "
             "compares recorded results; run a notebook that records them, then reproduce that"
         )
-    out_dir = Path(out_dir) if out_dir else paths.PAPERMILL_RUNS / "reproduced"
-    output = out_dir / executed.name
+    given = Path(out_dir) if out_dir else paths.PAPERMILL_RUNS / "reproduced"
+    output = given / executed.name
     if output.absolute() == executed:
         output = output.with_name(f"{executed.stem}.reproduced{executed.suffix}")
+    source = source_notebook(nb, executed)
+    claim_output(output, force=force, inputs=(executed, source))  # before the folder is made
+    claim_folder(given, force=force)
     params = parameters(nb)
-    new = recorded(json.loads(execute(source_notebook(nb, executed), output, params).read_text()))
+    new = recorded(json.loads(execute(source, output, params, force=force).read_text()))
     by_name = {entry["name"]: entry for entry in new["results"]}
     rows = [compare(entry, by_name.get(entry["name"]), tolerance_pct) for entry in original["results"]]
     differences, machine = machine_differences(original["run_folders"], new["run_folders"])

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from ..core.atomic import write_atomic
+from ..core.outputs import write_output
 from ..core.readable import readable_value
 from ..stats import compare
 from .batch_index import STYLE
@@ -298,12 +298,10 @@ def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
     return found
 
 
-def write_seed_page(seed: Seed, out: str | Path) -> Path:
-    """``out/seed-NNN.html``, written atomically."""
+def write_seed_page(seed: Seed, out: str | Path, force: bool = False) -> Path:
+    """``out/seed-NNN.html``, written atomically through the output guard (``iolab.core.outputs``)."""
     out = Path(out)
-    written = out / f"{seed.slug}.html"
-    write_atomic(written, seed_page(seed, out))
-    return written
+    return write_output(out / f"{seed.slug}.html", seed_page(seed, out), force=force)
 
 
 def index_page(out: Path) -> str:
@@ -343,9 +341,7 @@ def index_page(out: Path) -> str:
     return page(INDEX_PAGE, "iolab seeds", COLUMNS=INDEX_COLUMNS, rows=rows)
 
 
-def write_index(out: str | Path) -> Path:
-    """``out/index.html``, written atomically."""
+def write_index(out: str | Path, force: bool = False) -> Path:
+    """``out/index.html``, written atomically through the output guard (``iolab.core.outputs``)."""
     out = Path(out)
-    written = out / "index.html"
-    write_atomic(written, index_page(out))
-    return written
+    return write_output(out / "index.html", index_page(out), force=force)

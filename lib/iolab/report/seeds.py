@@ -37,8 +37,9 @@ import yaml
 
 from ..core import paths
 from ..core.paths import check_name
-from .batch import BatchRun, Manifest, check_parameters, run_batch
+from .batch import BatchRun, Manifest, check_outputs as check_batch_outputs, check_parameters, run_batch
 from ..core.errors import InputError
+from ..core.outputs import check_folder, claim_folder, claim_output
 from ..core.validate import kind_of, mapping, yaml_mapping
 from ..measure.plans import too_big
 
@@ -213,12 +214,14 @@ def plan(
     cpus: Sequence[int] | None = None,
     allow_destructive: bool = False,
     opt_in_device_changes: bool = False,
+    force: bool = False,
 ) -> list[Planned]:
     """Every notebook run of ``seeds`` at ``level``, with parameters for this machine: the
     devices (none: the notebooks' scratch/loop defaults), the CPUs (none: CPU 0, and every
     allowed CPU for a search), ``opt_in_device_changes`` for the notebooks that take it (the
     ladder's NVMe interrupt coalescing, always restored). Parameter names are checked
-    against each notebook."""
+    against each notebook. A search's spec goes to ``out/seed-NNN/``, a folder made and marked
+    as iolab's (``iolab.core.outputs``: a user's folder there is refused, unless ``force``)."""
     if level not in LEVELS:
         raise InputError(f"level {level!r}: choose one of {', '.join(LEVELS)}")
     out = Path(out).resolve()
@@ -230,7 +233,8 @@ def plan(
             notes: list[str] = []
             known = _parameters_of(exp.notebook)
             if exp.search is not None:
-                params = _search_parameters(exp, params, out / seed.slug, devices, pool, allow_destructive, notes)
+                folder = claim_folder(out / seed.slug, force=force, flag="seed folder")
+                params = _search_parameters(exp, params, folder, devices, pool, allow_destructive, notes)
             else:
                 if devices and "target" in known:
                     params["target"] = str(devices[0])
@@ -308,7 +312,6 @@ def _search_parameters(
     }
     text = yaml.safe_dump(spec, sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    folder.mkdir(parents=True, exist_ok=True)
     spec_path = folder / f"search-{digest}.yaml"
     if not spec_path.exists():
         from ..core.atomic import write_atomic
@@ -437,32 +440,50 @@ def _minutes(seconds: float) -> str:
 
 # ---------------------------------------------------------------- running
 def run(
-    todo: Sequence[Planned], out: str | os.PathLike, level: str, devices: Sequence[str] = (), on_done=None
+    todo: Sequence[Planned],
+    out: str | os.PathLike,
+    level: str,
+    devices: Sequence[str] = (),
+    on_done=None,
+    force: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """Run the plan: one batch per seed into ``out/seed-NNN`` (resumable; a failed
     experiment is kept with its error), each seed's page written as soon as its batch
-    ends, and the index page. Returns each seed's batch records."""
+    ends, and the index page. Returns each seed's batch records. A folder or file there iolab
+    did not write is refused before anything runs (``iolab.core.outputs``), unless ``force``."""
     from . import seed_pages
 
     out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    check_outputs(todo, out, force)
+    claim_folder(out, force=force)
     by_seed: dict[str, list[Planned]] = {}
     for p in todo:
         by_seed.setdefault(p.seed.ident, []).append(p)
     records: dict[str, list[dict[str, Any]]] = {}
-    _write_plan(out, todo, level, devices)
+    _write_plan(out, todo, level, devices, force)
     for ident, planned in by_seed.items():
         seed = planned[0].seed
         manifest = Manifest(planned[0].run.notebook, [p.run for p in planned], out / seed.slug, 1, seed.path)
-        records[ident] = run_batch(manifest, out / seed.slug, 1, on_done=on_done)
-        seed_pages.write_seed_page(seed, out)
-        seed_pages.write_index(out)
+        records[ident] = run_batch(manifest, out / seed.slug, 1, on_done=on_done, force=force)
+        seed_pages.write_seed_page(seed, out, force)
+        seed_pages.write_index(out, force)
     return records
 
 
-def _write_plan(out: Path, todo: Sequence[Planned], level: str, devices: Sequence[str]) -> None:
+def check_outputs(todo: Sequence[Planned], out: Path, force: bool = False) -> None:
+    """Refuse, before anything runs, a plan that would write into a folder or over a file iolab
+    did not write (``iolab.core.outputs``): ``out``, its pages and plan.json, each seed's batch.
+    Nothing is written."""
+    check_folder(out, force=force)
+    for name in ["plan.json", "index.html"] + [f"{p.seed.slug}.html" for p in todo]:
+        claim_output(out / name, force=force)
+    for slug in dict.fromkeys(p.seed.slug for p in todo):
+        check_batch_outputs(out / slug, [p.run for p in todo if p.seed.slug == slug], force)
+
+
+def _write_plan(out: Path, todo: Sequence[Planned], level: str, devices: Sequence[str], force: bool = False) -> None:
     """``out/plan.json``: what this command runs, read by the pages (which seeds, which level)."""
-    from ..core.atomic import write_json
+    from ..core.outputs import write_json_output
 
     old = {}
     try:
@@ -476,13 +497,14 @@ def _write_plan(out: Path, todo: Sequence[Planned], level: str, devices: Sequenc
             for p in todo
         },
     }
-    write_json(
+    write_json_output(
         out / "plan.json",
         {
             "seeds": dict(sorted(seeds.items())),
             "notes": {f"{p.seed.ident}/{p.experiment.name}": p.notes for p in todo}
             | {k: v for k, v in old.get("notes", {}).items() if k.split("/")[0] not in {p.seed.ident for p in todo}},
         },
+        force=force,
     )
 
 

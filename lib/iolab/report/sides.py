@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.columns import setting_name
 from ..core.errors import InputError
 from ..runs import runcache, store
 
@@ -184,9 +185,48 @@ def _json(path: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------- the sides' setups
 def setup(side: Side) -> dict[str, str]:
     """What the side ran on and with: key -> value (several values joined by " / ")."""
-    seen: dict[str, dict[str, None]] = {}
+    return _joined(_part_setup(_sampled(folders)) for folders in side.parts.values())
+
+
+def part_setups(side: Side) -> dict[str, dict[str, str]]:
+    """``setup`` of each part (study) of the side on its own: part name -> key -> value."""
+    return {name: _joined([_part_setup(_sampled(folders))]) for name, folders in side.parts.items()}
+
+
+def option_names(side: Side) -> set[str]:
+    """The fio options the side's sampled runs name (``params.json`` fio_options, swept ones
+    included), under fio's own names (``iolab.core.columns.setting_name``)."""
+    return {
+        setting_name(k)
+        for folders in side.parts.values()
+        for f in _sampled(folders)
+        for k in _json(f / "params.json").get("fio_options") or {}
+        if k not in NOT_OPTIONS
+    }
+
+
+def unswept_options(side: Side) -> dict[str, dict[str, Any]]:
+    """run_id -> {fio option: value or None} (fio's names) for every run of each part whose
+    sampled runs differ in an option the part did not sweep (hand-made runs in one folder:
+    iodepth 1 in one, 32 in the next; ``setup`` leaves such options out), read from each run's
+    params.json; None for an option a run did not give. {} when every part's sampled runs agree."""
+    out: dict[str, dict[str, Any]] = {}
     for folders in side.parts.values():
-        for values in _part_setup(_sampled(folders)):
+        params = [_json(f / "params.json") for f in _sampled(folders)]
+        options = [p.get("fio_options") or {} for p in params]
+        swept = {setting_name(k) for p in params for k in p.get("swept") or {}}
+        keys = {k for o in options for k in o if k not in NOT_OPTIONS and setting_name(k) not in swept}
+        varied = {setting_name(k) for k in keys if len({str(o.get(k)) for o in options}) > 1}
+        for folder in folders if varied else []:
+            given = {setting_name(k): v for k, v in (_json(folder / "params.json").get("fio_options") or {}).items()}
+            out[folder.name] = {k: given.get(k) for k in varied}  # None: not given (fio's default)
+    return out
+
+
+def _joined(parts) -> dict[str, str]:
+    seen: dict[str, dict[str, None]] = {}
+    for runs in parts:
+        for values in runs:
             for key, value in values.items():
                 if value not in (None, "", {}):
                     seen.setdefault(key, {})[str(value)] = None
@@ -195,21 +235,17 @@ def setup(side: Side) -> dict[str, str]:
 
 def _part_setup(folders: list[Path]) -> list[dict[str, Any]]:
     """The set-up of each sampled run of one study. A fio option is left out when it is
-    what the study swept: it varies between the sampled runs, or it holds a swept setting's
-    value in each of them (a ``qd`` axis sets ``iodepth``)."""
+    what the study swept: it varies between the sampled runs, or it is a swept setting, maybe
+    under another name (a ``qd`` axis sets ``iodepth``: ``iolab.core.columns.SETTING_ALIASES``).
+    Options are keyed by fio's own names."""
     snaps = [_snapshot_of(_json(f / "system.json")) for f in folders]
     params = [_json(f / "params.json") for f in folders]
     options = [p.get("fio_options") or {} for p in params]
     swept = [{k: str(v) for k, v in (p.get("swept") or {}).items() if k != "repeat"} for p in params]
+    named = {setting_name(k) for s in swept for k in s}
     keys = dict.fromkeys(k for o in options for k in o if k not in NOT_OPTIONS)
-    kept = [
-        k
-        for k in keys
-        if k not in swept[0]
-        and len({str(o.get(k)) for o in options}) == 1
-        and not all(str(o.get(k)) in s.values() for o, s in zip(options, swept) if s)
-    ]
-    return [snap | {f"fio {k}": o.get(k) for k in sorted(kept)} for snap, o in zip(snaps, options)]
+    kept = [k for k in keys if setting_name(k) not in named and len({str(o.get(k)) for o in options}) == 1]
+    return [snap | {f"fio {setting_name(k)}": o.get(k) for k in sorted(kept)} for snap, o in zip(snaps, options)]
 
 
 def _snapshot_of(snap: dict[str, Any]) -> dict[str, Any]:
@@ -246,8 +282,8 @@ def not_comparable(a: dict[str, str], b: dict[str, str]) -> str:
             return f"the devices differ: {a['device model']} vs {b['device model']}"
     elif _kind(a.get("device", "")) != _kind(b.get("device", "")):
         return f"the devices differ: {a.get('device', '-')} vs {b.get('device', '-')}"
-    if a.get("fio rw", "") != b.get("fio rw", ""):
-        return f"the I/O patterns differ: rw={a.get('fio rw', '-')} vs {b.get('fio rw', '-')}"
+    if a.get("fio rw") and b.get("fio rw") and a["fio rw"] != b["fio rw"]:  # a swept rw: cells match on it
+        return f"the I/O patterns differ: rw={a['fio rw']} vs {b['fio rw']}"
     return ""
 
 

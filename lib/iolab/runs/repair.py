@@ -12,9 +12,13 @@ process, per its start time in ``/proc/PID/stat``):
     knob      write the old value back if the /sys file still holds iolab's value
     nvme      set the NVMe feature back if the controller still has iolab's value (nvme-cli)
     loop      detach the device if it is still backed by the recorded file; remove the file
-    file      remove the file (a loop backing file made before its device existed)
+    file      remove the file (a loop backing file made before its device existed, a scratch
+              file's half being written)
 
-Entries are claimed by renaming them, so two processes never undo the same thing twice.
+Entries are claimed by renaming them, so two processes never undo the same thing twice. An
+entry that cannot be undone (a full disk, a permission) is said in words; a run folder or a
+file (``RETRIED``) stays in the ledger for the next command. Leftovers no entry names (an older iolab's) are found in the
+default folders by their names (``iolab.runs.leftovers``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..machine.knobs import nvme_get_feature, nvme_set_feature
 from ..machine.process import signal_group
 from ..core.system import read_text, selected
 from ..machine.target import loop_backing
+from .leftovers import fix_leftovers
 
 
 def _undo_loop(e: dict) -> str:
@@ -52,11 +57,11 @@ def _undo_loop(e: dict) -> str:
 
 
 def _undo_file(e: dict) -> str:
-    p = Path(e["path"])
+    p, what = Path(e["path"]), e.get("what", "file")
     if p.exists():
         p.unlink()
-        return f"removed {p}"
-    return f"{p} was already removed"
+        return f"removed the {what} {p}: its iolab process (pid {e['owner_pid']}) died before it was done"
+    return f"the {what} {p} was already removed"
 
 
 def _undo_knob(e: dict) -> str:
@@ -120,6 +125,9 @@ UNDO: dict[str, Callable[[dict], str]] = {
 }
 
 
+RETRIED = ("run", "file")  # data on disk: a run folder to finish, a file to remove; tried again until done
+
+
 def recover() -> list[str]:
     """Undo what dead iolab processes left behind, in ``ledger.ORDER``; one line per thing done."""
     todo = []
@@ -137,9 +145,28 @@ def recover() -> list[str]:
         try:
             done.append(UNDO[entry["kind"]](entry))
         except (OSError, IolabError) as exc:  # IolabError: nvme-cli failed or is gone
-            done.append(f"could not undo {entry['kind']} {entry}: {exc}")
+            kept = entry["kind"] in RETRIED
+            done.append(_not_undone(entry, exc, kept))
+            if kept:
+                os.replace(claimed, claimed.with_name(claimed.name.removeprefix(".claimed-")))
+                continue
         claimed.unlink(missing_ok=True)
-    return done
+    named = {str(e.get("path")) for _, e in ledger.entries()}  # repaired above, or held by a live process
+    return done + fix_leftovers(named)
+
+
+def _not_undone(entry: dict, exc: Exception, kept: bool) -> str:
+    """Why a ledger entry could not be undone, in words (never the raw entry); ``kept``: it
+    stays in the ledger."""
+    if isinstance(exc, OSError):
+        why = f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}: free space or fix that"
+    else:
+        why = str(exc)  # an IolabError says what to do
+    return (
+        f"could not put back the {entry.get('kind', 'thing')} {ledger.describe(entry)} left by iolab pid "
+        f"{entry.get('owner_pid', '?')}: {why}; "
+        + ("it stays in the ledger for the next `iolab cleanup`" if kept else "left as it is")
+    )
 
 
 def recover_and_report() -> list[str]:
@@ -155,7 +182,9 @@ def cleanup_report() -> list[str]:
     live iolab processes hold."""
     done = recover() or ["nothing to clean up: no iolab process died holding anything"]
     return done + [
-        f"held by live iolab pid {e['owner_pid']}: {e['kind']} {ledger.describe(e)}" for _, e in ledger.entries()
+        f"held by live iolab pid {e['owner_pid']}: {e['kind']} {ledger.describe(e)}"
+        for _, e in ledger.entries()
+        if ledger.alive(e["owner_pid"], e.get("owner_start"))  # a dead one's that could not be put back is said above
     ]
 
 

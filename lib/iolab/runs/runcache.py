@@ -66,7 +66,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core import progress
+from ..core import owned, progress
+from ..machine.process import die_with_parent
 from . import store
 from ..core.errors import IolabError, RunSkipped
 
@@ -210,7 +211,7 @@ def _stamps(folders: list[Path]) -> list[str | None]:
     if workers < 2:
         return _stamps_of(folders)
     size = -(-len(folders) // (4 * workers))
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),))
     try:
         parts = pool.map(_stamps_of, [folders[i : i + size] for i in range(0, len(folders), size)])
         return [stamp for part in parts for stamp in part]
@@ -323,7 +324,7 @@ def _derive_all(todo: list[tuple[str, Path, Any]], status: str | None, lazy: boo
     pool, shown = None, None
     try:
         if workers > 1:  # the workers start before the bar: forked, they copy no thread of it
-            pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start)
+            pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),))
             parts = pool.map(_derive_chunk, chunks, repeat(status), repeat(lazy))
         else:
             parts = (_derive_chunk(chunk, status, lazy) for chunk in chunks)
@@ -353,9 +354,11 @@ def _pool(runs: int) -> tuple[int, Any]:
     return min(cpus, -(-runs // CHUNK)), multiprocessing.get_context("fork")
 
 
-def _worker_start() -> None:
-    """A worker leaves Ctrl-C to the loader, which stops the pool."""
+def _worker_start(loader_pid: int) -> None:
+    """A worker leaves Ctrl-C to the loader, which stops the pool, and dies with the loader
+    (``iolab.machine.process.die_with_parent``: even a SIGKILLed loader leaves no worker)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(loader_pid)
 
 
 class _Build:
@@ -489,12 +492,24 @@ def _read_cache(root: Path) -> _Cache | None:
 def _write_cache(root: Path, cache: _Cache) -> bool:
     """Write the cache file whole; False (and no error) when ``root`` cannot be written."""
     table = cache.table.replace_schema_metadata({_META_KEY: json.dumps(cache.index(), separators=(",", ":"))})
+    path = root / CACHE_NAME
+    if os.path.lexists(path) and not (owned.is_owned(path) or _is_cache_file(path)):
+        return False  # a file of that name iolab did not write: left as it is, the table derived uncached
     try:
-        _replace(root / CACHE_NAME, lambda f: pq.write_table(table, f))
+        _replace(path, lambda f: pq.write_table(table, f))
     except OSError:
         return False
+    owned.mark(path)  # a cache damaged later is still known as iolab's, and rebuilt
     _remove_stale_temporaries(root)
     return True
+
+
+def _is_cache_file(path: Path) -> bool:
+    """Whether ``path`` is a table cache iolab wrote: a regular file, Parquet, with its index."""
+    try:
+        return path.is_file() and not path.is_symlink() and _META_KEY in (pq.read_schema(path).metadata or {})
+    except Exception:  # noqa: BLE001 - anything unreadable as iolab's cache is not iolab's
+        return False
 
 
 def _replace(path: Path, write) -> None:

@@ -318,9 +318,15 @@ def dtype_tag(dtype) -> str | None:
         return "json"
     if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
         return str(dtype)
-    if isinstance(dtype, pd.StringDtype) and dtype == pd.StringDtype(na_value=np.nan):
+    if _NAN_TEXT is not None and isinstance(dtype, pd.StringDtype) and dtype == _NAN_TEXT:
         return "str"
     return None
+
+
+try:
+    _NAN_TEXT = pd.StringDtype(na_value=np.nan)  # pandas 3's text dtype (missing values NaN)
+except TypeError:  # pandas 2.2: text is object; its StringDtype columns (pd.NA) get no tag
+    _NAN_TEXT = None
 
 
 def _dict_rows(rows: list[dict[str, Any]], order: list[str], after: dict[str, Any]) -> Columns | None:

@@ -1,0 +1,145 @@
+"""What a dead iolab leaves is found by `iolab cleanup` and by the next command, and said in
+words (iolab.runs.leftovers, iolab.runs.repair): a scratch file's half and a hidden run folder
+that no ledger entry names, and a run folder a full disk kept from being finished."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import cli_here, needs_root
+from iolab.runs.store import new_run_id
+
+
+@pytest.fixture
+def dead_pid():
+    """The pid of a process that has ended."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch, own_ledger):
+    """iolab's default folders (``IOLAB_DATA``) and ledger, this test's own."""
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def leave(data, pid):
+    """What an iolab of ``pid`` killed mid-way leaves, named as iolab names it: a scratch file's
+    half (``target._write_scratch``) and a run folder being written (``store.RunFolder``) in a
+    study's folder, its fio report already there."""
+    (data / "scratch").mkdir(parents=True, exist_ok=True)
+    half = data / "scratch" / f".iolab-scratch.dat.{pid}.tmp"
+    half.write_bytes(os.urandom(1 << 20))
+    run_id = new_run_id("qd1")
+    run = data / "runs" / "search-t" / f".tmp-{run_id}"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"schema": 2, "run_id": run_id, "status": "running", "pid": pid}))
+    (run / "fio.json").write_text('{"jobs": []}')
+    return half, run
+
+
+def test_cleanup_finds_removes_and_says_what_a_dead_iolab_left(data, dead_pid):
+    half, run = leave(data, dead_pid)
+    live_half, live_run = leave(data, os.getpid())  # a live process's: kept as it is
+    done = cli_here("cleanup")
+    assert done.returncode == 0, done.stderr
+    assert f"removed the half-written scratch file {half} (1 MiB): the iolab process writing it (pid {dead_pid})" in (
+        done.stdout
+    )
+    final = run.with_name(run.name.removeprefix(".tmp-"))
+    assert f"marked run {final} interrupted (its iolab process, pid {dead_pid}, is gone" in done.stdout
+    assert not half.exists() and not run.exists() and live_half.exists() and live_run.is_dir()
+    assert json.loads((final / "run.json").read_text())["status"] == "interrupted"
+    assert (final / "fio.json").read_text() == '{"jobs": []}'  # what it measured is kept
+    assert "nothing to clean up" in cli_here("cleanup").stdout
+
+
+def test_the_next_command_finds_them_too(data, dead_pid):
+    half, run = leave(data, dead_pid)
+    done = cli_here("table", data / "runs" / "search-t", "--status", "interrupted")  # repairs before it reads
+    said = [line for line in done.stderr.splitlines() if line.startswith("iolab cleanup: ")]
+    assert len(said) == 2 and "removed the half-written scratch file" in said[0] and "interrupted" in said[1], said
+    assert not half.exists() and not run.exists()
+    final = run.with_name(run.name.removeprefix(".tmp-"))
+    assert json.loads((final / "run.json").read_text())["status"] == "interrupted"  # the table then saw it finished
+
+
+KILLED_MID_FILL = """
+import sys, time
+from iolab.machine import target
+
+def stuck(f, size, what):  # the fill, stopped a MiB in, as by a slow disk
+    f.write(bytes(1 << 20))
+    f.flush()
+    print("filling", flush=True)
+    time.sleep(60)
+
+target.write_once = stuck
+target.scratch_file(sys.argv[1], "8m")
+"""
+
+
+def test_a_scratch_fill_killed_half_way_leaves_a_half_that_cleanup_removes(tmp_path, own_ledger):
+    """SIGKILL while the scratch file is written: its hidden half is in the ledger, and the
+    next iolab command removes it, saying so."""
+    scratch = tmp_path / "scratch"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(KILLED_MID_FILL), str(scratch)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "filling"
+    proc.kill()
+    proc.wait()
+    half = scratch / f".iolab-scratch.dat.{proc.pid}.tmp"
+    assert half.stat().st_size == 1 << 20
+    done = cli_here("cleanup")
+    assert f"removed the half-written scratch file {half}: its iolab process (pid {proc.pid}) died" in done.stdout
+    assert not half.exists() and not list(own_ledger.glob("*.json"))
+
+
+KILLED_MID_RUN = """
+import os, sys
+from iolab.runs.store import RunFolder
+folder = RunFolder(sys.argv[1], "qd1")
+print(folder.path, flush=True)
+sys.stdin.read()
+"""
+
+
+@needs_root
+def test_a_run_folder_a_full_disk_kept_unfinished_is_said_and_finished_later(tmp_path, own_ledger):
+    """SIGKILL mid-run, then a full disk: the next cleanup cannot finish the run folder; it
+    says so in words (not the ledger's raw entry), keeps the entry, and finishes it once there
+    is room."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)], check=True)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(KILLED_MID_RUN), str(disk / "runs")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        run = proc.stdout.readline().strip()
+        proc.kill()
+        proc.wait()
+        filler = disk / "filler"
+        with open(filler, "wb") as f, pytest.raises(OSError):
+            f.write(bytes(1 << 20))
+            f.flush()
+        stuck = cli_here("cleanup")
+        assert f"could not put back the run {run} left by iolab pid {proc.pid}: no space left" in stuck.stdout
+        assert "{" not in stuck.stdout and "held by live" not in stuck.stdout, stuck.stdout
+        assert len(list(own_ledger.glob("*.json"))) == 1 and os.path.isdir(run)
+        filler.unlink()
+        done = cli_here("cleanup")
+        assert f"marked run {run.replace('.tmp-', '')} interrupted" in done.stdout, done.stdout
+        assert not list(own_ledger.glob("*.json"))
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
