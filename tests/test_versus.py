@@ -49,7 +49,7 @@ def test_a_halved_rate_is_called_worse_and_the_cli_exits_3(studies, capsys):
     iops = done.versus.cells.set_index("metric").loc["iops"]
     assert iops.call == "worse" and -52 < iops.change_pct < -48, iops.verdict
     assert iops.low_pct <= iops.change_pct <= iops.high_pct < -40  # rate-limited repeats can be equal: a point
-    assert iops.verdict.startswith("B is worse by 50 % [")
+    assert re.match(r"B is worse by (49|50|51) % \[", iops.verdict)  # halved, give or take a run's noise
     lines = text(done)
     assert lines[-1].startswith("B is worse on ")
     assert any("fio rate_iops  2000  ->  1000" in line for line in lines)

@@ -182,16 +182,17 @@ def run_pinned(
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int, default_signals: bool = True) -> None:
     """Bind a forked worker (a process pool's, not exec'd) to ``parent_pid``, the process
     that forked it: the kernel sends it SIGKILL when that thread dies, even by SIGKILL
     (``prctl(PR_SET_PDEATHSIG)``, man 2 prctl); it exits at once when the parent died before
-    that was set (``getppid`` is then another process); and SIGTERM and SIGHUP end it (the
-    default action: iolab's handlers, inherited at fork, would raise inside a blocked queue
-    write and leave it waiting forever for a reader that is gone)."""
+    that was set (``getppid`` is then another process); and, with ``default_signals``,
+    SIGTERM and SIGHUP end it (the default action: iolab's handlers, inherited at fork, would
+    raise inside a blocked queue write and leave it waiting forever for a reader that is
+    gone). A worker that runs a notebook keeps iolab's handlers (they stop its kernel)."""
     import ctypes
 
-    for sig in signals.CAUGHT:
+    for sig in signals.CAUGHT if default_signals else ():
         signal.signal(sig, signal.SIG_DFL)
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:

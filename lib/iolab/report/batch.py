@@ -53,6 +53,7 @@ from ..core.paths import inside, safe_name
 from ..core.schema import Table, Text, Word, refusal, validated, whole
 from ..core.validate import cpu_list, notebook_file, positive_ints, yaml_mapping
 from ..machine.locks import folder_locked
+from ..machine.process import die_with_parent
 from ..measure.plans import about, cut, too_big
 
 
@@ -411,7 +412,10 @@ def _execute_all(todo: list[BatchRun], out: Path, jobs: int, force: bool = False
             yield execute_one(run, out / run.name, force)
         return
     pending = list(todo)
-    with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
+    # a worker dies with this process, SIGKILL too; its notebook's kernel follows it (ipykernel
+    # polls its parent), and that kernel's fio follows the kernel (machine.process)
+    bind = {"initializer": die_with_parent, "initargs": (os.getpid(), False)}
+    with cf.ProcessPoolExecutor(max_workers=jobs, **bind) as pool:
         running: dict[cf.Future, BatchRun] = {}
         while pending or running:
             busy = set().union(*(_cpus_of(r.parameters) for r in running.values())) if running else set()

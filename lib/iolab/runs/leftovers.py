@@ -99,8 +99,6 @@ def fix_leftovers(named: Collection[str] = ()) -> list[str]:
     """Remove the scratch halves and finish the hidden run folders of gone processes in the
     default scratch and runs folders, except what the ledger names (``named``: absolute
     paths; repaired from there); one line per thing done, in words."""
-    from .store import finish_abandoned  # pandas: imported only when a run was left behind
-
     try:
         scratch, runs = paths.scratch_dir(), paths.runs_dir()
     except InputError:  # a bad $IOLAB_DATA: said by the command that uses those folders
@@ -118,6 +116,8 @@ def fix_leftovers(named: Collection[str] = ()) -> list[str]:
     for folder, why in hidden_runs(runs):
         if str(folder.absolute()) in named:
             continue
+        from .store import finish_abandoned  # pandas: imported only when a run was left behind
+
         try:
             done.append(printable(finish_abandoned(folder, why), keep=""))
         except (OSError, IolabError) as exc:  # IolabError: a full disk (DiskFullError says what to do)
