@@ -151,7 +151,8 @@ def test_runs_on_one_cpu_never_overlap(tmp_path, monkeypatch):
         return {"name": run.name, "cpu": run.parameters["cpu"], "span": (start, time.monotonic())}
 
     monkeypatch.setattr(batch, "execute_one", fake)
-    monkeypatch.setattr(batch.cf, "ProcessPoolExecutor", batch.cf.ThreadPoolExecutor)  # the schedule, in-process
+    in_process = lambda max_workers, **bind: batch.cf.ThreadPoolExecutor(max_workers)  # noqa: E731 - no die_with_parent
+    monkeypatch.setattr(batch.cf, "ProcessPoolExecutor", in_process)  # the schedule, in-process
     spans = list(batch._execute_all(runs, tmp_path, jobs=3))
     on0 = sorted(s["span"] for s in spans if s["cpu"] == 0)
     assert len(spans) == 3 and on0[0][1] <= on0[1][0]  # a and b one after the other
