@@ -157,20 +157,18 @@ def test_precondition_an_nvme_namespace(tmp_path):
 def test_the_seed_000_polled_and_passthrough_commands_run_as_printed(tmp_path, capsys):
     """Seed 000's fio lines with --hipri or io_uring_cmd (tests/fixtures/seed_commands.txt),
     pasted into ``iolab run --`` with only the runtime and CPUs changed: each stored with a
-    row (no direct=1 of iolab's on /dev/ng0n1: fio's direct=0 stays). Three of the eight, a
-    run costs seconds of the emulated guest: polled on the block device (line 108), polled
-    passthrough (127), and passthrough with every option the others use (216: fixedbufs,
-    registerfiles, norandommap, gtod_reduce, batching); passthrough without hipri is
-    test_the_plausibility_checks_pass_plain_nvme_runs's. On a loop device all eight are
-    refused in one line naming why (tests/test_pasted.py)."""
+    row (no direct=1 of iolab's on /dev/ng0n1: fio's direct=0 stays): all eight, polled on the
+    block device (line 108) and every passthrough line, with and without hipri, fixedbufs,
+    registerfiles, norandommap, gtod_reduce and batching. On a loop device they are refused in
+    one line naming why (tests/test_pasted.py)."""
     import re
 
     from iolab.cli import main
     from test_pasted import adapted, seed_commands
 
     cpu = max(os.sched_getaffinity(0))
-    lines = [(where, c) for where, c in seed_commands() if where in ("000:108", "000:127", "000:216")]
-    assert len(lines) == 3
+    lines = [(where, c) for where, c in seed_commands() if "--hipri" in c or "io_uring_cmd" in c]
+    assert len(lines) == 8
     for where, command in lines:
         argv = adapted(command, cpu, "/dev/nvme0n1", "/dev/ng0n1", runtime="100ms")
         code = main(["run", "--runs-dir", str(tmp_path / "runs"), "--", *argv])
