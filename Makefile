@@ -38,9 +38,14 @@ nvmelab: setup-nvmelab
 setup-nvmelab:
 	@bash scripts/setup.sh --nvmelab
 
-## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one)
-test: setup-browser tio lint
+## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one); then the pandas-version-sensitive tests on the lowest versions iolab accepts
+test: setup-browser tio lint .venv-lowest/.installed
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
+	.venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider $(LOWEST_IN_SUITE)
+
+# what make test runs on constraints/lowest.txt too: the parsers, dtypes and the table read bit for bit
+LOWEST_IN_SUITE = tests/test_fio_parse.py tests/test_store.py tests/test_runcache.py tests/test_hostile_inputs.py \
+	-k "fio_parse or dtype or plain_csv or numeric_column or plain_one_exactly"
 
 ## lint: ruff's checks and its formatting, as configured in pyproject.toml (ruff format lib tests benchmarks scripts fixes the latter)
 lint: setup-dev
@@ -61,7 +66,7 @@ LOWEST_TESTS ?= $(addprefix tests/test_,$(addsuffix .py,fio_parse runcache store
 .venv-lowest/.installed: pyproject.toml constraints/lowest.txt | setup
 	@test -x .venv/bin/uv || .venv/bin/python -m pip install -q uv
 	.venv/bin/uv venv -q --allow-existing --python .venv/bin/python .venv-lowest
-	.venv/bin/uv pip install -q --compile-bytecode --python .venv-lowest/bin/python -c constraints/lowest.txt -e '.[dev]'
+	.venv/bin/uv pip install -q --python .venv-lowest/bin/python -c constraints/lowest.txt -e . pytest pytest-xdist
 	@touch $@
 
 ## setup-browser: setup, plus Debian's chromium for the browser tests and the NVMe lab for the NVMe tier
