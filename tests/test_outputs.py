@@ -190,6 +190,19 @@ def test_a_users_file_named_as_a_searchs_spec_is_refused_before_any_run(tmp_path
         theirs.unlink()
 
 
+def test_a_spec_run_from_its_own_runs_folder_is_left_as_written(tmp_path):
+    folder = tmp_path / "study"
+    folder.mkdir()
+    spec = folder / "search.yaml"  # the user keeps the spec beside its runs: `iolab search search.yaml --runs-dir .`
+    spec.write_text(
+        f"# mine: every word of it\nname: own\ntarget: scratch\nsize: 16m\ncpus: [{CPU}]\nrepeats: 1\n"
+        "base: {rw: randread, bs: 4k, ioengine: psync, runtime: 300ms}\naxes: {iodepth: [1]}\n"
+    )
+    written = spec.read_bytes()
+    assert main(["search", str(spec), "--runs-dir", str(folder)]) == 0
+    assert spec.read_bytes() == written and len(list(folder.glob("2*Z-iodepth1-*"))) == 1  # ran, spec as written
+
+
 def test_compare_html(tmp_path, capsys, runs, monkeypatch):
     theirs = users(tmp_path / "compare.html")
     refused(capsys, ["compare", tmp_path / "nowhere-a", tmp_path / "nowhere-b", "--html", theirs], theirs)

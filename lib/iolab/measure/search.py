@@ -387,7 +387,8 @@ def run(
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR")
         with runs_folder_locked(runs_dir):  # one study per runs folder, its spec too (execute holds it again)
             _refuse_foreign(runs_dir)
-            write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
+            if not _is_the_spec(spec, runs_dir / "search.yaml"):  # the user's own spec file stays as written
+                write_atomic(runs_dir / "search.yaml", yaml.safe_dump(_as_doc(spec), sort_keys=False))
             write_json(runs_dir / UNAVAILABLE, [{"axis": a, "values": v, "why": w} for a, v, w in unavailable])
             done = execute(
                 runs, runs_dir, rounds=rounds_of(spec), how=how, progress=f"search {spec.name}" if progress else None
@@ -406,6 +407,15 @@ def _refuse_foreign(runs_dir: Path) -> None:
                 f"{path} exists and is not a search's {name}: iolab would replace it; "
                 "move it away, or give the search another --runs-dir"
             )
+
+
+def _is_the_spec(spec: Spec, saved: Path) -> bool:
+    """Whether ``saved`` is the very file the spec was read from (``iolab search search.yaml
+    --runs-dir .``): then it is the user's, never rewritten."""
+    try:
+        return spec.path is not None and os.path.samefile(spec.path, saved)
+    except OSError:
+        return False
 
 
 def _is_spec_doc(path: Path) -> bool:

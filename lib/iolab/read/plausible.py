@@ -10,8 +10,8 @@ Each is a ``iolab.read.checks.Check`` (``run_checks`` adds them to every run's),
   impossible: the IOPS or the latency is wrong. A run whose queue was full (fio's
   ``iodepth_level``: ``SATURATED_SHARE`` of its IOs submitted at its depth, a power of two
   >= 2) with less than ``LITTLE_UNDER`` of it in flight is as wrong the other way.
-  fio 3.33's io_uring with ``sqthread_poll=1`` reports a mean clat above its own lat
-  (281 ms against 7.9 ms at QD 64 on a scratch file): Little's law then holds with lat only.
+  fio 3.33's io_uring with ``sqthread_poll=1`` can report a mean clat far above its own lat
+  (tests/fixtures/fio/jsonplus_sqthread_poll.json): Little's law then holds with lat only.
 * ``clat_le_lat`` — each IO's lat is its submission latency plus its clat, so the mean clat
   and each clat percentile must not exceed lat's (percentiles from json+ bins: within
   ``BIN_SLACK``).

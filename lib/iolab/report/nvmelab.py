@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..core import paths
+from ..core import owned, paths
 from ..core.atomic import write_json
 from ..core.runfiles import quote
 from ..core.outputs import claim_output
@@ -602,6 +602,10 @@ def run_notebook_job(
     result = None
     try:
         result = run(argv, spec, out=out)
+        if result.returncode == 0:  # the guest's notes name its own view of them (9p's device and inodes)
+            for path in (output, output.with_suffix(".html"), output.with_name(f"{output.stem}.results.json")):
+                if path.is_file():
+                    owned.mark(path)
         return result
     finally:
         if result is None or result.returncode != 0:

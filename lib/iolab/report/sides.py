@@ -207,18 +207,19 @@ def option_names(side: Side) -> set[str]:
 
 def unswept_options(side: Side) -> dict[str, dict[str, Any]]:
     """run_id -> {fio option: value or None} (fio's names) for every run of each part whose
-    sampled runs differ in an option the part did not sweep (hand-made runs in one folder:
-    iodepth 1 in one, 32 in the next; ``setup`` leaves such options out), read from each run's
-    params.json; None for an option a run did not give. {} when every part's sampled runs agree."""
+    runs differ in an option the part did not sweep (hand-made runs in one folder: iodepth 1
+    in one, 32 in the next; ``setup`` leaves such options out), read from every run's
+    params.json (not a sample: one run apart must not be pooled with the others); None for an
+    option a run did not give. {} when every part's runs agree."""
     out: dict[str, dict[str, Any]] = {}
     for folders in side.parts.values():
-        params = [_json(f / "params.json") for f in _sampled(folders)]
+        params = [_json(f / "params.json") for f in folders]
         options = [p.get("fio_options") or {} for p in params]
         swept = {setting_name(k) for p in params for k in p.get("swept") or {}}
         keys = {k for o in options for k in o if k not in NOT_OPTIONS and setting_name(k) not in swept}
         varied = {setting_name(k) for k in keys if len({str(o.get(k)) for o in options}) > 1}
-        for folder in folders if varied else []:
-            given = {setting_name(k): v for k, v in (_json(folder / "params.json").get("fio_options") or {}).items()}
+        for folder, o in zip(folders, options) if varied else ():
+            given = {setting_name(k): v for k, v in o.items()}
             out[folder.name] = {k: given.get(k) for k in varied}  # None: not given (fio's default)
     return out
 

@@ -107,8 +107,11 @@ def fix_leftovers(named: Collection[str] = ()) -> list[str]:
     for half, pid in scratch_halves(scratch):
         if str(half.absolute()) in named:
             continue
-        size = half.stat().st_size
-        half.unlink(missing_ok=True)
+        try:
+            size = half.stat().st_size
+            half.unlink()
+        except FileNotFoundError:  # another iolab starting at the same moment removed it
+            continue
         done.append(
             f"removed the half-written scratch file {printable(str(half), keep='')} ({size / 2**20:.0f} MiB): "
             f"the iolab process writing it (pid {pid}) is gone"
