@@ -55,7 +55,7 @@ def test_a_halved_rate_is_called_worse_and_the_cli_exits_3(studies, capsys):
     assert any("fio rate_iops  2000  ->  1000" in line for line in lines)
     assert main(["compare", str(studies / "a"), str(studies / "b"), "--metric", "iops"]) == 3
     out = capsys.readouterr().out
-    assert "B is worse by 50 %" in out
+    assert re.search(r"B is worse by (49|50|51) %", out)
     # the other way round, B is better: exit 0
     assert main(["compare", str(studies / "b"), str(studies / "a"), "--metric", "iops,bw_bytes_s"]) == 0
     assert re.search(r"IOPS .* B is better by (9[89]|10[01]) % \[", capsys.readouterr().out)
@@ -89,7 +89,7 @@ def test_sides_read_batch_outputs_notebooks_and_single_runs(studies, tmp_path):
     done = compare_paths(studies / "a", nb, metrics=["iops"])
     assert done.versus.cells.iloc[0].call == "worse"
     page = html(done)
-    assert "B is worse by 50 %" in page and "rate_iops" in page and "<script" not in page
+    assert re.search(r"B is worse by (49|50|51) %", page) and "rate_iops" in page and "<script" not in page
     assert network_fetches(page) == []
 
 
