@@ -54,9 +54,10 @@ def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
         assert list(rows["interval"]) == list(range(1, len(rows) + 1)) and len(rows) in (5, 6)
         assert np.allclose(rows["t_s"], rows["interval"] * 0.5)
         # fio stamps a histogram line at the first completion after an interval's end: the
-        # lines cover the run from its start without a gap, each about one interval
-        assert rows["interval_s"].sum() == pytest.approx(rows["t_s"].iloc[-1], abs=0.1)
-        assert rows["interval_s"].between(0.2, 0.8).all()
+        # lines cover the run from its start without a gap, each at least most of an interval
+        # (a CPU-starved fio stamps late: a 3 s run's lines once summed to 4.9 s)
+        assert rows["interval_s"].sum() >= rows["t_s"].iloc[-1] - 0.1
+        assert (rows["interval_s"] >= 0.2).all()
         # the histogram log and the IOPS log count the same IOs (where both have the interval)
         both = rows.dropna(subset=["ios", "iops"])
         assert both["ios"].sum() == pytest.approx((both["iops"] * 0.5).sum(), rel=0.05)
