@@ -17,7 +17,7 @@ setup-dev:
 demo: setup
 	$(PY) -m iolab.cli demo
 
-## lab: JupyterLab on notebooks/ with the project's kernel (http://127.0.0.1:8888; PORT=8889, IP=0.0.0.0, LAB_ARGS for more)
+## lab: JupyterLab on the project folder (README.md at its top, notebooks/ open) with the project's kernel (http://127.0.0.1:8888/lab/tree/notebooks; PORT=8889, IP=0.0.0.0, LAB_ARGS for more)
 lab: setup
 	@$(PY) -m iolab.cli lab --port "$(PORT)" --ip "$(IP)" $(LAB_ARGS)
 
@@ -41,7 +41,7 @@ setup-nvmelab:
 ## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one); then the pandas-version-sensitive tests on the lowest versions iolab accepts
 test: setup-browser tio lint .venv-lowest/.installed
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
-	.venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider $(LOWEST_IN_SUITE)
+	.venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider -n $(TEST_WORKERS) $(LOWEST_IN_SUITE)
 
 # what make test runs on constraints/lowest.txt too: the parsers, dtypes and the table read bit for bit
 LOWEST_IN_SUITE = tests/test_fio_parse.py tests/test_store.py tests/test_runcache.py tests/test_hostile_inputs.py \

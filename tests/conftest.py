@@ -178,7 +178,9 @@ def pytest_collection_modifyitems(config, items):
     def weight(item):  # rough seconds of one CPU
         if item.get_closest_marker("nvme_boot"):
             return 0 if in_background else 80
-        return 15 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 0
+        if item.get_closest_marker("browser"):  # a notebook's Run All and its checks in JupyterLab
+            return 25
+        return 15 if item.get_closest_marker("slow") else 0
 
     in_background = "PYTEST_XDIST_WORKER" in os.environ  # the controller boots the tier (TIER_TEST)
     last = [i for i in items if in_background and i.get_closest_marker("nvme_boot")]

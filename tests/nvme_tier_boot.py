@@ -34,13 +34,23 @@ ARGV = [
 ]
 
 
+def spec():
+    """The tier's guest: two controllers on the root bus, one behind root port rp2 capped at
+    2.5 GT/s x1 (the preflight's planted faults), one under a pxb-pcie on NUMA node 1."""
+    from iolab.report.nvmelab import LabSpec, Slot
+
+    return LabSpec(
+        controllers=4, namespace_size="32m", nice=10, slots=(None, None, Slot(speed=2.5, width=1), Slot(node=1))
+    )
+
+
 def tier() -> dict:
     """One boot of the lab running the tier: its result as RESULT.json holds it."""
     from iolab.report import nvmelab
 
     lines: list[str] = []
     try:
-        result = nvmelab.run(ARGV, nvmelab.LabSpec(namespace_size="32m", nice=10), cwd=REPO, out=lines.append)
+        result = nvmelab.run(ARGV, spec(), cwd=REPO, out=lines.append)
     except nvmelab.QemuCannotStart as exc:
         return {"skip": str(exc)}
     return {

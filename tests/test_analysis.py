@@ -14,9 +14,10 @@ from iolab.stats.analysis import (
     find_knee,
     knee_with_interval,
     summarise_repeats,
+    trusted_knee,
 )
 from iolab.stats.operating_points import max_x_under, saturation_point
-from iolab.stats.qd_reading import describe_qd_study, littles_law
+from iolab.stats.qd_reading import describe_qd_study, littles_law, readable_summary
 from iolab.core.errors import InputError
 
 
@@ -119,6 +120,10 @@ def test_knee_interval_on_recorded_repeats():
     assert "96 % of 1000 resamples of the repeats put the knee in [8, 16]" in e.note
     # the single repeats say 16, 8 and 8: the interval covers them
     assert {find_knee(r.qd, r.iops, prominent=True).x for _, r in t.groupby("repeat")} == {8, 16}
+    # one verdict: a clear bend inside the range that the repeats agree on is Kneedle's
+    v = trusted_knee(t.qd, t.iops)
+    assert (v.x, v.low, v.high, v.method_name, v.other.method_name) == (8, 8, 16, "Kneedle", "maximum power")
+    assert v.line().startswith("knee QD 8 by Kneedle (Satopää et al. 2011") and "maximum power says QD 8" in v.why
 
 
 def test_knee_and_the_95_percent_rule_say_when_they_disagree():
@@ -174,6 +179,18 @@ def test_no_knee_in_the_recorded_scratch_sweep():
     e = knee_with_interval(t.qd, t.iops)
     assert e.x is None and e.low is None and e.high is None and e.label() == "no knee"
     assert e.rule_x == 64 and e.agree and "sweep deeper" in e.note and e.note.startswith("No knee:")
+    v = trusted_knee(t.qd, t.iops)  # the one answer: maximum power, with what Kneedle lacked
+    assert (v.x, v.method_name, v.estimate.knee.method) == (8, "maximum power", v.method.split(" on the")[0])
+    assert v.why.startswith("Kneedle found no knee (the curve stays too close to the straight line")
+    assert v.line().startswith("knee QD 8 by maximum power (IOPS²/QD; 100 % of resamples in [4, 16]): Kneedle found")
+    summary = t.groupby("qd", as_index=False).iops.mean().assign(littles_ok=True)
+    assert "Maximum power on the median IOPS of 3 repeats per QD puts the knee at QD 8" in describe_qd_study(
+        summary, v, 64, None
+    ).replace("\n    ", " ")
+    rising = trusted_knee([1, 2, 4, 8, 16], [5, 10, 20, 40, 80])  # no bend, power still rising: no knee
+    assert (
+        rising.x is None and rising.line().startswith("no knee: Kneedle found no knee") and "sweep deeper" in rising.why
+    )
 
 
 def test_one_value_per_x_has_no_interval():
@@ -197,6 +214,16 @@ def test_describe_and_draw_the_knee_with_its_interval():
     e = knee_with_interval(t.qd, t.iops)
     summary = t.groupby("qd", as_index=False).iops.mean().assign(littles_ok=True)
     text = describe_qd_study(summary, e, 32, None)
+    shown = readable_summary(
+        summary.assign(
+            iops_median=summary.iops, clat_p99_us=600.0, p99_under_target=False, littles_qd=summary.qd * 0.5, runs=3
+        ),
+        500,
+    )
+    assert {"queue depth", "IOPS median (IO/s)", "p99 ≤ 500 µs", "runs"} <= set(shown.columns)
+    assert (
+        set(shown["p99 ≤ 500 µs"]) == {"no"} and shown["Little's law: IOPS × mean latency"].iloc[0] == "0.5 IOs: holds"
+    )
     assert "median IOPS of 3 repeats per QD puts the knee at QD 8" in text and "[8, 16]" in text
     assert isinstance(e, KneeEstimate)
     ax = curves.qd_curve(t, e)

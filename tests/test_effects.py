@@ -28,7 +28,9 @@ from iolab.stats.frequency import describe_frequency, frequency_effects
 from iolab.stats.interactions import interaction, interactions
 from iolab.stats.roofline import describe_roofline, roofline
 from iolab.core import paths
-from iolab.core.readable import si_number  # noqa: E402
+from iolab.core.readable import percent  # noqa: E402
+from iolab.plots import common  # noqa: E402
+from iolab.plots.common import tick_labels  # noqa: E402
 from iolab.plots import searches  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
 
@@ -226,6 +228,9 @@ def test_best_config_and_the_configurations_tied_with_it():
     assert ties.iloc[0]["low_pct"] <= 0 <= ties.iloc[0]["high_pct"]
     assert ties.iloc[0]["verdict"].startswith("tied with the best: Dunnett's test p =")
     assert "1 other cell(s) tied" in best["note"]
+    shown = searches.ties_table(ties, list(BEST_AXES), "iops").iloc[0]  # as notebook 05 shows it
+    assert shown["iodepth"] == str(48 - best["iodepth"]) and shown["mean IOPS (IO/s)"] > 0
+    assert re.fullmatch(r"[-+]\d+(\.\d)? % \[[-+]\d+, [-+]\d+\]", shown["the best is ahead by"])
     worst, _ = best_config(t, BEST_AXES, higher_is_better=False)
     assert (worst["iodepth"], worst["scheduler"]) == (1, "mq-deadline")
 
@@ -396,7 +401,15 @@ def test_main_effects_plot_one_panel_per_axis_with_level_means_and_intervals(mai
             part[["iops_ci_low", "iops_ci_high"]].to_numpy()
         )
         assert [t.get_text() for t in p.get_xticklabels()] == [str(v) for v in part["level"]]
-    assert panels[0].get_title().startswith("iodepth: 133 % of mean") and "intervals apart" in panels[0].get_title()
+    # one scale in the titles, the table and the text: lowest to highest level mean, % of the lowest
+    effect = percent(effects.rank_effects(eff).iloc[0]["change_pct"], signed=True)  # +398 %: the noise
+    assert panels[0].get_title().startswith(f"iodepth: {effect}") and "intervals apart" in panels[0].get_title()
+    shown = effects.readable_ranking(effects.rank_effects(eff)).iloc[0]
+    assert shown["effect: lowest to highest mean"] == effect
+    assert f"({effect}, intervals apart)" in effects.describe_effects(eff)
+    assert shown["repeats show it"] == "yes: intervals apart" and shown["lowest mean: IOPS (IO/s)"] > 0
+    ticks = [t.get_text() for t in panels[0].get_yticklabels() if t.get_text()]
+    assert all(t.endswith("k") for t in ticks) or not any(t.endswith("k") for t in ticks)  # one format per axis
     assert "no difference shown" in panels[2].get_title()
     note = [t.get_text() for p in panels for t in p.texts if t.get_text().startswith("source:")]
     assert len(note) == 1 and "not drawn (one level): bs" in note[0].replace("\n", " ")
@@ -409,11 +422,16 @@ def test_interaction_heatmap_annotates_means_departures_and_units(inter_table):
     ax = searches.interaction_heatmap(pivot, "cores", "stress", "iops")
     cells = [t.get_text() for t in ax.texts if not t.get_text().startswith("source:")]
     assert len(cells) == 4 and all("\n" in c and c.endswith("%") for c in cells)
-    assert cells[1].split("\n") == [si_number(pivot.loc[1, "stressed"]), "-16 %"]
+    assert cells[1].split("\n") == [tick_labels(pivot.to_numpy().ravel())[1], "-16 %"]
+    assert len({c.split("\n")[0][-1].isdigit() for c in cells}) == 1  # one number format for every cell
+    table = searches.interaction_table(interactions(inter_table, INTER_AXES, "iops"))
+    assert table.iloc[0]["settings"] == "cores × stress" and table.iloc[0]["shown at 5 %"] in ("yes", "no")
     assert ax.collections[0].colorbar.ax.get_ylabel() == "IOPS (IO/s)"
     assert ax.get_ylabel() == "cores" and ax.get_xlabel() == "stress"
     assert "interaction 18.9 %" in ax.get_title() and "shown at 5 %" in ax.get_title()
-    assert any(t.get_text().startswith("source:") and "Montgomery" in t.get_text() for t in ax.texts)
+    drawn = [t.get_text() for t in ax.texts if t.get_text().startswith("source:")]
+    assert len(drawn) == 1 and drawn[0].count("\n") <= 1 and "Montgomery" in drawn[0]  # a line or two
+    assert "within-cell mean square" in " ".join(common.details(ax).split())  # the rest a click away
     plt.close("all")
 
 
@@ -424,6 +442,11 @@ def test_roofline_plot_draws_roof_times_n_efficiencies_and_seed_003(roof_table):
     roof_line = next(line for line in dev_ax.get_lines() if line.get_gid() == "roof x N")
     assert list(roof_line.get_xdata()) == [1, 2, 4, 16]  # the seed's 16 devices on the axis
     assert list(roof_line.get_ydata()) == pytest.approx(r["roof"]["value"] * np.array([1, 2, 4, 16]))
+    shown = searches.roof_table(r["devices"], "devices", "iops")
+    assert (
+        list(shown.columns[:2]) == ["devices", "aggregate IOPS (IO/s)"]
+        and shown["efficiency (% of roof × N)"].str.match(r"\d+").all()
+    )
     labels = [t.get_text() for t in dev_ax.texts if t.get_gid() == "efficiency"]
     assert labels == [f"{e:.0f} %" for e in r["devices"]["efficiency_pct"]] and labels[-1] == "75 %"
     published = next(c for c in dev_ax.collections if c.get_gid() == "published")
@@ -436,7 +459,9 @@ def test_roofline_plot_draws_roof_times_n_efficiencies_and_seed_003(roof_table):
     assert ceiling.get_ydata()[0] == pytest.approx(4 * r["roof"]["value"])
     assert "16 devices" in " ".join(t.get_text() for t in core_ax.get_legend().get_texts())
     note = " ".join(t.get_text() for t in dev_ax.texts if t.get_text().startswith("source:")).replace("\n", " ")
-    assert "seed 003: AiSIO" in note and "published_figures.csv" in note
+    assert "seed 003 (data/reference/published_figures.csv)" in note and "seed 003: AiSIO" in " ".join(
+        common.details(dev_ax).split()
+    )
     plt.close("all")
 
 

@@ -62,7 +62,7 @@ def test_line_is_the_mean_over_repeats_with_a_t_interval(table):
     assert list(xs) == [1, 4] and np.allclose(ys, means.to_numpy())
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
     assert np.allclose(sorted(set(band)), sorted(means))  # 2 runs: no interval, the band is the line
-    assert "2 run(s) per point; no interval: fewer than 3 repeats" in " ".join(fig.texts[-1].get_text().split())
+    assert "2 runs per point; no interval: fewer than 3 repeats" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
     knee = pd.read_csv(FIXTURES / "knee" / "scratch_randread_3x.csv")  # real repeats, 3 a point
     fig = explore.plot(knee.assign(run_id=range(len(knee))), x="qd", y="iops")
@@ -70,7 +70,7 @@ def test_line_is_the_mean_over_repeats_with_a_t_interval(table):
     intervals = [analysis.t_interval(g.iops) for _, g in knee.groupby("qd")]
     assert np.isclose(band.min(), max(0, min(lo for lo, _ in intervals)))  # IOPS: the interval stops at 0
     assert np.isclose(band.max(), max(hi for _, hi in intervals))
-    assert "3 run(s) per point; 95 % Student-t interval" in " ".join(fig.texts[-1].get_text().split())
+    assert "3 runs per point; 95 % Student-t interval" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
 
 
@@ -79,6 +79,15 @@ def test_categories_in_size_order_with_hue_and_facet(table):
     assert [ax.get_title() for ax in fig.axes] == ["queue depth (IOs) = 1", "queue depth (IOs) = 4"]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["4k", "64k"]  # by bytes, not text
     assert fig.axes[0].get_ylabel() == "clat mean (µs)"
+    plt.close(fig)
+    # CPU busy is a share: its bars' intervals stop at 100 % (the t interval of 99, 60, 100 reaches 143 %)
+    busy = pd.DataFrame(
+        {"scheduler": ["none"] * 3 + ["bfq"] * 3, "cpu_busy_pct": [99.0, 60, 100, 50, 52, 51], "run_id": range(6)}
+    )
+    fig = explore.plot(busy, x="scheduler", y="cpu_busy_pct", hue="scheduler")
+    assert max(max(line.get_ydata()) for line in fig.axes[0].lines) == 100
+    assert fig._suptitle.get_text() == "cpu busy (%) by scheduler"  # x and hue the same: said once
+    assert "within 0-100 %: a share" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
 
 
@@ -99,9 +108,11 @@ def test_latency_against_iops_has_one_point_per_setting(table):
     means = table[table.bs == "4k"].groupby("qd")[["iops", "clat_p99_us"]].mean()
     assert np.allclose(xs, means.iops) and np.allclose(ys, means.clat_p99_us)  # joined in QD order
     assert [t.get_text() for t in ax.texts if t.get_text() in ("1", "4")] == ["1", "4"]
-    assert "one point per setting (queue depth (IOs)), the mean of 2 run(s)" in " ".join(
-        fig.texts[-1].get_text().split()
-    )
+    assert "one point per setting (queue depth (IOs)), the mean of 2 runs" in " ".join(fig.texts[-1].get_text().split())
+    plt.close(fig)
+    single = table[(table.bs == "4k") & (table.qd == 4)]  # no setting varies: each point is one run
+    fig = explore.plot(single, x="iops", y="clat_p99_us")
+    assert "one point per run; no interval: one run per point" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
 
 
@@ -156,7 +167,7 @@ def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_
         }
     )
     fig = explore.plot(series, x="qd", y="iops")
-    assert "mean of 3 interval(s) of one run per point" in " ".join(fig.texts[-1].get_text().split())
+    assert "mean of 3 intervals of one run per point" in " ".join(fig.texts[-1].get_text().split())
     fig.canvas.draw()
     assert any(t.get_text().endswith("M") for t in fig.axes[0].get_yticklabels())  # 150M, not 1.5e8
     plt.close(fig)

@@ -1,10 +1,11 @@
 """The results history: what a notebook that ran records is kept with its provenance, read
 back whole (a damaged part left out, said), filtered by name, notebook and date; the trend
 marks the changes the intervals call significant; ``iolab history`` prints it; notebook 09
-draws it, from an empty history too."""
+on an empty history (on a small one it runs in JupyterLab: tests/test_browser.py)."""
 
 import json
 import os
+import re
 import stat
 import tempfile
 import warnings
@@ -53,6 +54,7 @@ def tiny_notebook(path: Path) -> Path:
                 'scale = 1.0  # multiplies the figure\nruns = ""  # a run folder', metadata={"tags": ["parameters"]}
             ),
             new_code_cell(
+                "%load_ext iolab\n"  # as every notebook: a headless run still adds its results once
                 "from iolab.core import results\n"
                 'results.record("peak IOPS", 1000 * scale, "IO/s", source="made up", low=900, high=1100, note="a test")\n'
                 'results.record("slowest host", "h1")\n'
@@ -114,6 +116,49 @@ def test_a_history_that_cannot_be_written_never_fails_the_run(tmp_path, monkeypa
     monkeypatch.delenv("IOLAB_HISTORY")
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
     assert history.folder() == tmp_path / "data" / "history"
+
+
+def test_a_live_kernel_adds_each_recording_cell_once_and_says_where(tmp_path, monkeypatch, capsys):
+    """In JupyterLab (a kernel with %load_ext iolab, not headless) a cell's records become one
+    part, named after the session's notebook, its changed parameters kept, marked live; a
+    failed cell, IOLAB_HISTORY=off and a headless kernel add none, and the first two say so."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    folder = tmp_path / "h"
+    monkeypatch.setenv("IOLAB_HISTORY", str(folder))
+    monkeypatch.delenv("IOLAB_HEADLESS", raising=False)
+    notebook = tiny_notebook(tmp_path / "03_live.ipynb")
+    shell = InteractiveShell.instance()
+    shell.kernel = object()  # as ipykernel's shell has one: a live kernel
+    shell.user_ns["__session__"] = str(notebook)  # what ipykernel sets from JupyterLab's JPY_SESSION_NAME
+    record = "from iolab.core import results\nresults.record('peak IOPS', 5, 'IO/s', low=4, high=6)\n"
+    try:
+        shell.run_line_magic("load_ext", "iolab")
+        shell.run_cell("scale = 2.0\n" + record + "results.record('other', 1)")
+        assert "added 2 results to the results history" in capsys.readouterr().out
+        shell.run_cell(record + "1 / 0")
+        assert "not added to the results history: this cell stopped with an error" in capsys.readouterr().out
+        monkeypatch.setenv("IOLAB_HISTORY", "off")
+        shell.run_cell(record)
+        assert "IOLAB_HISTORY='off' keeps none" in capsys.readouterr().out
+        monkeypatch.setenv("IOLAB_HISTORY", str(folder))
+        monkeypatch.setenv("IOLAB_HEADLESS", "1")  # publish.execute's kernel: it adds the notebook at its end
+        shell.run_cell(record)
+        assert "results history" not in capsys.readouterr().out
+    finally:
+        shell.run_line_magic("unload_ext", "iolab")
+        pd.reset_option("display.float_format")
+        shell.clear_instance()
+    (part,) = folder.iterdir()
+    table = history.load(folder)
+    assert list(table["name"]) == ["peak IOPS", "other"] and set(table["notebook"]) == {"03_live"}
+    assert set(table["executed"]) == {f"{history.LIVE}: {notebook}"} and set(table["parameters"]) == {'{"scale": 2.0}'}
+    shown = history.readable(table)
+    assert set(shown["notebook"]) == {"03_live (JupyterLab)"} and re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d", shown["date (UTC)"][0]
+    )
+    assert "(1 of them in JupyterLab)" in history.summary(table) and "every one with kernel" in history.summary(table)
+    assert "kernel" not in history.readable(table, fold=True)  # the same on every row: said once, in the summary
 
 
 # ---------------------------------------------------------------- writing and reading parts
@@ -407,42 +452,9 @@ def test_another_user_reads_the_history():
 NB09 = REPO / "notebooks" / "09_history.ipynb"
 
 
-def test_notebook_09_draws_a_small_history(tmp_path):
-    from iolab.report.publish import execute
-
-    folder = tmp_path / "h"
-    for i, (value, low, high, kernel) in enumerate(
-        [(100, 95, 105, "6.1"), (80, 78, 82, "6.12"), (81, None, None, "6.12")]
-    ):
-        snap = tmp_path / f"run{i}"
-        snap.mkdir()
-        (snap / "system.json").write_text(json.dumps({**SNAPSHOT, "kernel": kernel}))
-        history.append(
-            tmp_path / "01.ipynb",
-            kept(
-                result("peak IOPS", value, low=low, high=high),
-                result("p99", 50 + i, "µs", 49 + i, 51 + i),
-                folders=[snap],
-            ),
-            "01_queue_depth_knee",
-            folder,
-            T0 + timedelta(days=i),
-        )
-    listed = sorted(p.name for p in folder.iterdir())
-    out = execute(NB09, tmp_path / "09.ipynb", {"history_dir": str(folder), "over": "kernel"})
-    nb = nbformat.read(out, as_version=4)
-    outputs = [o for c in nb.cells for o in c.get("outputs", [])]
-    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in outputs)
-    assert not [o for o in outputs if o.output_type == "error"]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 2  # one figure per result
-    assert "6 results from 3 executed notebooks" in text
-    assert "peak IOPS: 100 [95, 105] → 80 [78, 82] IO/s (-20 %), worse: kernel 6.1 → 6.12" in text
-    assert "1 of 6 points have no interval recorded" in text
-    assert sorted(p.name for p in folder.iterdir()) == listed  # 09 records nothing: it adds nothing to what it reads
-
-
 def test_notebook_09_on_an_empty_history_says_how_to_fill_it(tmp_path, capsys):
-    """Its code cells in this process (the papermill run above shows they run headless)."""
+    """Its code cells in this process (tests/test_browser.py runs it on a small history in
+    JupyterLab)."""
     matplotlib.use("Agg")
     nb = nbformat.read(NB09, as_version=4)
     cells = [c.source for c in nb.cells if c.cell_type == "code"]

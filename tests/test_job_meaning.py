@@ -141,3 +141,19 @@ def test_recorded_reports_judged():
     assert little["in_flight_lat"] <= 64 * 1.25 < little["in_flight_clat"]
     assert found["rates"].passed
     assert found["cpu_accounting"].passed is False and "SQ thread the kernel placed" in found["cpu_accounting"].words
+
+
+def test_jobs_that_name_their_own_files_take_none_of_the_targets_options(tmp_path):
+    """`--name=a --filename=F ...`: the scratch target's filename and size stay out of the
+    global section when every job names its file (its size would grow a user's file to the
+    scratch file's); one job without a file keeps them."""
+    from iolab.machine.target import scratch_file
+    from iolab.measure.planned import job_options
+
+    target = scratch_file(tmp_path / "s", "1m")
+    assert {"filename", "size"} <= set(target.fio_options)
+    own = [{"name": "a", "filename": str(tmp_path / "a")}, {"name": "b", "directory": str(tmp_path)}]
+    opts = job_options({"rw": "read"}, target, [CPU], jobs=own)
+    assert "size" not in opts and "filename" not in opts and opts["cpus_allowed"] == str(CPU)
+    opts = job_options({"rw": "read"}, target, [CPU], jobs=[own[0], {"name": "c"}])
+    assert opts["size"] == target.fio_options["size"] and opts["filename"] == target.fio_options["filename"]

@@ -74,6 +74,7 @@ def test_many_devices_one_fio_each(tmp_path, loop_watch):
     t = kp.many_devices(2, "32m", {**QUICK, "direct": 1}, cpus=[0, 1], runs_dir=tmp_path)
     agg = kp.aggregate(t)
     assert len(t) == 2 and agg.iops.iloc[-1] == pytest.approx(t.iops.sum())
+    assert agg.bw_mib_s.iloc[-1] == pytest.approx(t.bw_bytes_s.sum() / 2**20)  # one unit: MiB/s, labelled so
     assert loop_watch.seen and not loop_watch.left_behind()  # its loop devices, detached and removed
 
 
@@ -85,3 +86,36 @@ def test_drop_caches_and_request_sizes(loopdev):
     drop_caches()
     after = block_stat(loopdev.device)
     assert request_sizes(before, after)["dev_read_ios"] > 0
+
+
+def test_the_tables_06_shows_read_like_a_write_up():
+    """One short cell per figure ("mean [low, high]", never broken across lines), counts never
+    below 0, whole settings, and the note in words: no CV in every cell, no raw names."""
+    import pandas as pd
+
+    from iolab.stats import compare
+
+    runs = pd.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(7)],
+            "read_ahead_kb": [0.0] * 3 + [128.0] * 3 + [512.0],
+            "iops": [128_000, 76_000, 180_000, 5_000, 5_100, 4_900, 7_000],
+            "dev_read_ios": [415, 10, 1000, 159, 150, 170, 3],
+        }
+    )
+    shown = kp.readable(compare.summarise(runs, ["read_ahead_kb"], ["iops", "dev_read_ios"]))
+    assert list(shown.columns) == [
+        "readahead (KiB)",
+        "runs",
+        "IOPS (IO/s) [95 % interval]",
+        "dev read ios (IOs) [95 % interval]",
+        "note",
+    ]
+    assert list(shown["readahead (KiB)"]) == ["0", "128", "512"]
+    count = shown["dev read ios (IOs) [95 % interval]"][0]
+    assert count.startswith("475 [0,\u00a0") and count.count(" ") == 1 and "-" not in count  # breaks only before "["
+    assert shown["note"][0].startswith("unstable: ") and "iops" not in shown["note"][0] and "CV" not in count
+    assert (
+        shown["note"][2] == "no interval: 1 run(s), 3 or more give one"
+        and shown["IOPS (IO/s) [95 % interval]"][2] == "7,000"
+    )

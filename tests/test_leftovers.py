@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,7 @@ def data(tmp_path, monkeypatch, own_ledger):
     return tmp_path / "data"
 
 
-def leave(data, pid):
+def leave(data, pid, **writer):
     """What an iolab of ``pid`` killed mid-way leaves, named as iolab names it: a scratch file's
     half (``target._write_scratch``) and a run folder being written (``store.RunFolder``) in a
     study's folder, its fio report already there."""
@@ -39,7 +40,8 @@ def leave(data, pid):
     run_id = new_run_id("qd1")
     run = data / "runs" / "search-t" / f".tmp-{run_id}"
     run.mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"schema": 2, "run_id": run_id, "status": "running", "pid": pid}))
+    meta = {"schema": 2, "run_id": run_id, "status": "running", "pid": pid, **writer}
+    (run / "run.json").write_text(json.dumps(meta))
     (run / "fio.json").write_text('{"jobs": []}')
     return half, run
 
@@ -143,3 +145,26 @@ def test_a_run_folder_a_full_disk_kept_unfinished_is_said_and_finished_later(tmp
         assert not list(own_ledger.glob("*.json"))
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_run_folders_writer_is_judged_by_its_start_host_and_boot_not_its_pid_alone(data):
+    """A live pid started at another time was reused (its run is finished as interrupted); a run
+    of an earlier boot is finished too; another host's run in a shared folder is never judged."""
+    import socket
+
+    from iolab.machine import ledger
+    from iolab.runs.leftovers import hidden_runs
+
+    me = {"pid_start": ledger.start_time(os.getpid()), "host": socket.gethostname(), "boot_id": ledger.boot_id()}
+    _, mine = leave(data, os.getpid(), **me)
+    _, reused = leave(data, os.getpid(), **{**me, "pid_start": me["pid_start"] + 1})
+    _, earlier = leave(data, os.getpid(), **{**me, "boot_id": "not-this-boot"})
+    _, elsewhere = leave(data, 1 << 21, **{**me, "host": "another-host"})
+    found = dict(hidden_runs(data / "runs"))
+    assert mine not in found and elsewhere not in found, found
+    assert "that pid is another process's now" in found[reused]
+    assert "ran before this machine restarted" in found[earlier]
+    ledger_dir = Path(os.environ["IOLAB_STATE"]) / "ledger"  # an entry another process is undoing is not listed
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    (ledger_dir / ".claimed-x.json").write_text(json.dumps({"kind": "run", "owner_pid": 1 << 21}))
+    assert not list(ledger.entries())

@@ -212,6 +212,57 @@ def test_a_lab_spec_out_of_range_is_refused(field, value, said):
         nvmelab.LabSpec(**{field: value})
 
 
+def test_topology_options_become_qemu_devices_and_only_the_labs_ports_take_aer_requests():
+    """The tier's guest (tests/nvme_tier_boot.py): its QEMU options, what the lab calls it, and
+    the console requests for AER errors the host answers (a monitor that records them)."""
+    from nvme_tier_boot import spec
+
+    lab = spec()
+    argv = nvmelab._topology(lab)
+    assert argv == [
+        "-object",
+        "memory-backend-ram,id=mem0,size=1024M",
+        "-numa",
+        "node,nodeid=0,cpus=0-0,memdev=mem0",
+        "-object",
+        "memory-backend-ram,id=mem1,size=1024M",
+        "-numa",
+        "node,nodeid=1,cpus=1-1,memdev=mem1",
+        "-device",
+        "pxb-pcie,id=pxb1,bus_nr=128,numa_node=1,bus=pcie.0",
+        "-device",
+        "pcie-root-port,id=rp2,bus=pcie.0,chassis=3,x-speed=2_5,x-width=1",
+        "-device",
+        "pcie-root-port,id=rp3,bus=pxb1,chassis=4,x-speed=16,x-width=32",
+    ]
+    assert "controller 2 behind a root port capped at 2.5 GT/s x1; controller 3 behind a root port on NUMA node 1" in (
+        nvmelab.describe(lab, "tcg")
+    )
+
+    class Recorder:
+        said = []
+
+        def hmp(self, line):
+            self.said.append(line)
+            return "OK id: rp2 root bus: 0000:00, bus: 0 devfn: 6.0\r\n"
+
+    monitor = Recorder()
+    assert nvmelab._answer_aer("IOLAB-NVMELAB-AER rp2 COMP_TIME\r", lab, monitor).startswith(
+        "lab: AER COMP_TIME on rp2 through QEMU's monitor: OK id: rp2"
+    )
+    assert nvmelab._answer_aer("IOLAB-NVMELAB-AER rp0 COMP_TIME", lab, monitor).startswith(
+        "lab: no AER injected: rp0 is none of this guest's root ports (rp2, rp3)"
+    )
+    assert nvmelab._answer_aer("IOLAB-NVMELAB-AER rp2 RCVR; quit", lab, monitor) is None  # not a request
+    assert monitor.said == ["pcie_aer_inject_error rp2 COMP_TIME"]
+    with pytest.raises(nvmelab_image.LabError, match="give speed 2.5/5/8/16"):
+        nvmelab.Slot(speed=3)
+    with pytest.raises(nvmelab_image.LabError, match="a slot on NUMA node 1 needs a vCPU on each node"):
+        nvmelab.LabSpec(cpus=1, poll_queues=1, slots=(nvmelab.Slot(node=1),))
+    with pytest.raises(nvmelab_image.LabError, match="at most one Slot"):
+        nvmelab.LabSpec(controllers=1, slots=(None, nvmelab.Slot()))
+
+
 def test_the_command_line_refuses_what_it_cannot_run(tmp_path):
     done = cli_here("nvmelab")
     assert done.returncode == 1 and "give a notebook" in done.stderr

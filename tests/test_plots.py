@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 
 from iolab.stats import compare
 from iolab.core import paths
-from iolab.plots import curves, ladders  # noqa: E402
+from iolab.plots import common, curves, ladders  # noqa: E402
 from iolab.stats.analysis import knee_with_interval  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
 
@@ -117,7 +117,8 @@ def published() -> pd.DataFrame:
 
 
 def note(ax) -> str:
-    return next(t.get_text() for t in ax.texts if t.get_text().startswith("source:")).replace("\n", " ")
+    """The figure's source in full: its line under the plot and the details beside it."""
+    return " ".join(common.details(ax).split())
 
 
 @pytest.fixture(autouse=True)
@@ -159,7 +160,7 @@ def test_unstable_ring_only_at_the_unstable_qd():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "unstable: CV > 10 % over repeats" in labels and labels.count("unstable: CV > 10 % over repeats") == 1
     assert "IOPS (mean, 95 % CI band)" in labels and any(lb.startswith("knee QD") for lb in labels)
-    assert f"QD {UNSTABLE_QD}: iops CV" in note(ax) and "the CPU frequency changed" in note(ax)
+    assert f"QD {UNSTABLE_QD}: IOPS CV".lower() in note(ax).lower() and "the CPU frequency changed" in note(ax)
 
 
 def test_one_run_per_qd_has_no_band_and_no_flag():
@@ -197,7 +198,8 @@ def test_by_setting_whiskers_hatching_and_order():
     bars = ax.patches
     assert [b.get_height() for b in bars] == pytest.approx(list(s.bw_mib_s_mean))
     assert [b.get_hatch() for b in bars] == [None, "//", None]
-    assert [t.get_text() for t in ax.texts if not t.get_text().startswith("source")] == ["100", "200 unstable", "300"]
+    labels = [" ".join(t.get_text().split()) for t in ax.texts if not t.get_text().startswith("source")]
+    assert labels == ["100", "200 unstable", "300"]
     assert "whiskers: 95 % CI of the mean over 3 repeats (Student t)" in note(ax)
     assert "bars: mean of 3 repeats per block size" in note(ax)
     reordered = curves.by_setting(t, "bs", "bw_mib_s", order=["1m", "4k", "64k"], ax=plt.subplots()[1])
@@ -229,6 +231,11 @@ def test_waterfall_gain_with_its_interval():
     assert " 112,000  +12 % [4, 20]" in texts and " 125,000  +12 % [-2, 25]" in texts
     assert " 100,000  " in texts  # the baseline has no gain
     assert texts.count("  skipped") == 3 and "over both steps' repeats" in note(ax)
+    on_figure = next(t.get_text() for t in ax.texts if t.get_gid() == "source")
+    assert on_figure.count("\n") <= 1 and "over both steps' repeats" not in on_figure  # the detail: details(ax)
+    assert common.details(ax)._repr_html_().startswith('<details style="color:#666')  # a click away
+    ax.figure.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()][:3] == ["0", "50k", "100k"]  # one style on the axis
     one = ladders.ladder_waterfall(ladder_table(runs=1), ax=plt.subplots()[1])
     assert " 112,000  +12 %" in [t.get_text() for t in one.texts]
     assert "one run per step: the gains have no interval" in note(one)
@@ -266,3 +273,25 @@ def test_a_ladder_with_nothing_measured_still_draws():
     table = ladder_table()[["step", "name", "tool"]].assign(status="skipped", reason="not NVMe")
     assert "nothing to normalise" in ladders.ladder_normalised(table, published())[1].get_title(loc="left")
     assert [t.get_text() for t in ladders.ladder_waterfall(table, ax=plt.subplots()[1]).texts].count("  skipped") == 8
+
+
+# ---------------------------------------------------------------- common
+def test_one_tick_style_per_axis_and_labels_kept_apart():
+    """ "10k" never beside "1,000" on one axis; labels that would overlap are stacked ("80,742
+    unstable55,268 unstable"), the axis grown to hold them."""
+    assert common.tick_labels([0, 2500, 5000, 7500, 10000]) == ["0", "2.5k", "5k", "7.5k", "10k"]
+    assert common.tick_labels([0, 250, 500, 750, 1000]) == ["0", "250", "500", "750", "1,000"]
+    assert common.tick_labels([10, 100, 1000, 10000, 1e5]) == ["10", "100", "1k", "10k", "100k"]
+    assert common.tick_labels([100000, 100500, 101000]) == ["100k", "100.5k", "101k"]
+    assert common.tick_labels([1000, 10000], top=5000) == ["1,000", "10,000"]  # 10,000 out of view
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.bar([0, 1], [80742, 78268])
+    labels = [
+        ax.annotate(f"{v:,} unstable", (i, v), xytext=(0, 3), textcoords="offset points", ha="center")
+        for i, v in enumerate([80742, 78268])
+    ]
+    top = ax.get_ylim()[1]
+    assert common.keep_apart(labels) == []
+    boxes = [t.get_window_extent() for t in labels]
+    assert not boxes[0].overlaps(boxes[1]) and ax.get_ylim()[1] > top
+    assert all(ax.get_window_extent().y1 + 1 >= b.y1 for b in boxes)

@@ -189,7 +189,10 @@ def test_each_planted_fault_is_found_named_and_cited(tmp_path):
     assert got[d0, "passthrough"].verdict == "ok" and got[d1, "passthrough"].verdict == "warn"
     assert got[d0, "root_port"].seen.startswith("0000:00:01.1 under root complex pci0000:00")
     assert got[d1, "link"].verdict == "ok" and got[d1, "aer"].verdict == "ok"
-    assert got[d2, "link"].verdict == "warn" and "the slot's port stops at 8 GT/s x4" in got[d2, "link"].seen
+    assert (
+        got[d2, "link"].verdict == "warn"
+        and "its port 0000:03:01.0 8 GT/s x4: the slot's port stops below" in got[d2, "link"].seen
+    )
     assert got[d2, "aer"].verdict == "fail" and "nonfatal 1 (Completion Timeout 1)" in got[d2, "aer"].seen
     shared = got["topology", "shared_port"]
     assert shared.verdict == "warn" and shared.seen.startswith("nvme1n1, nvme2n1 share root port 0000:00:03.0")
@@ -206,7 +209,9 @@ def test_a_machine_set_up_as_the_seeds_were_is_ready(tmp_path):
     not_ok = {(c.section, c.name): c.verdict for c in report.checks if c.verdict != "ok"}
     assert not_ok == {("cpu", "load"): "unknown", ("cpu", "siblings"): "unknown"}  # no second /proc/stat
     assert report.exit_code == 0 and "ready: " in text(report)
-    assert verdicts(report)["device nvme0n1", "link"].seen == "16 GT/s x4 (7.88 GB/s); the device can 16 GT/s x4"
+    assert verdicts(report)["device nvme0n1", "link"].seen == (
+        "16 GT/s x4 (7.88 GB/s); the device can 16 GT/s x4, its port 0000:00:01.1 16 GT/s x4"
+    )
 
 
 def test_load_steal_and_busy_siblings_over_the_interval(tmp_path, monkeypatch):
@@ -342,3 +347,41 @@ def test_tune_then_reset_puts_every_value_back(deadline_scheduler, own_ledger, e
         if proc.poll() is None:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+# ---------------------------------------------------------------- around every run
+def test_aer_counters_and_links_around_a_run_flag_what_moved(tmp_path):
+    """``pcie_state`` before and after a run on the planted tree (nvme2n1: endpoint 05:00.0,
+    switch ports 03:01.0 and 02:00.0, root port 00:03.0), and the plausibility flags."""
+    from iolab.machine.preflight_pci import pcie_state
+    from iolab.measure.runner import _pcie_state
+    from iolab.machine.target import Target
+    from iolab.read.plausible import pcie_path
+
+    root = machine(tmp_path)
+    before = pcie_state("nvme2n1", root=root)
+    assert list(before) == ["0000:05:00.0", "0000:03:01.0", "0000:02:00.0", "0000:00:03.0"]
+    assert before["0000:05:00.0"] == {
+        "link_speed": "16.0 GT/s PCIe",
+        "link_width": "4",
+        "aer": {"correctable": {}, "nonfatal": {}, "fatal": {}},
+    }
+    assert before["0000:00:03.0"]["aer"] is None  # no aer_dev_* files: not counted there
+    calm = pcie_path({"device": "nvme2n1", "before": before, "after": before})
+    assert [(c.name, c.passed) for c in calm] == [("pcie_aer", True), ("pcie_link", True)]
+    assert calm[1].words.startswith("links held during the run: 0000:05:00.0 16 GT/s x4, 0000:03:01.0")
+    fn = tmp_path / "sys/devices/pci0000:00/0000:00:03.0/0000:02:00.0/0000:03:01.0/0000:05:00.0"
+    put(tmp_path, str(fn.relative_to(tmp_path) / "aer_dev_correctable"), aer_text("correctable", {"Bad TLP": 3}))
+    put(tmp_path, str(fn.relative_to(tmp_path) / "current_link_speed"), "8.0 GT/s PCIe")
+    moved = pcie_path({"device": "nvme2n1", "before": before, "after": pcie_state("nvme2n1", root=root)})
+    assert [(c.name, c.passed) for c in moved] == [("pcie_aer", False), ("pcie_link", False)]
+    assert moved[0].words.startswith(
+        "AER correctable errors rose by 3 during the run on 0000:05:00.0 (Bad TLP +3): the figures may be slowed "
+        "by link retries"
+    )
+    assert moved[0].figures == {"0000:05:00.0 correctable": 3}
+    assert moved[1].words.startswith("the link of 0000:05:00.0 went from 16 GT/s x4 to 8 GT/s x4 during the run")
+    # nothing for a device without a PCI path, a file or a loop device: no file, no check
+    assert pcie_state("loop0", root=root) is None and pcie_path(None) == []
+    assert _pcie_state(Target("file", tmp_path / "f", device="nvme2n1")) is None
+    assert _pcie_state(Target("loop", Path("/dev/loop0"), device="loop0")) is None

@@ -472,3 +472,38 @@ def test_widgets_give_way_to_their_static_fallback(tmp_path):
     text = publish(tmp_path / "w.ipynb").read_text()
     assert "HBox(children" not in text and "widget-view" not in text and "widget-state" not in text
     assert 'src="data:image/png;base64,iVBORw0KGgo="' in text
+
+
+def test_the_demo_runs_the_committed_notebooks_and_says_which(tmp_path, monkeypatch):
+    """A notebook whose cells differ from HEAD's (a test cell autosaved in JupyterLab) runs as
+    committed, named in one line; saved outputs alone are no change; outside git, as on disk."""
+    import nbformat
+
+    from iolab.core import paths
+    from iolab.report.demo import committed
+
+    repo, nb = tmp_path / "repo", nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    (repo / "notebooks").mkdir(parents=True)
+    for name in ("a.ipynb", "b.ipynb"):
+        nbformat.write(nb, repo / "notebooks" / name)
+    monkeypatch.setattr(paths, "NOTEBOOKS", repo / "notebooks")
+    assert committed(["a.ipynb"], tmp_path / "copies")[1].startswith(
+        "not a git checkout: the demo runs the notebooks as they are on disk"
+    )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "notebooks"], check=True)
+    subprocess.run([*git, "-c", "filter.nbstripout.clean=", "commit", "-qm", "notebooks"], check=True)
+    edited = nbformat.read(repo / "notebooks" / "a.ipynb", as_version=4)
+    edited.cells.append(nbformat.v4.new_code_cell("assert False  # a test cell"))
+    nbformat.write(edited, repo / "notebooks" / "a.ipynb")
+    saved = nbformat.read(repo / "notebooks" / "b.ipynb", as_version=4)
+    saved.cells[0].outputs = [nbformat.v4.new_output("stream", text="1")]
+    nbformat.write(saved, repo / "notebooks" / "b.ipynb")
+    sources, said = committed(["a.ipynb", "b.ipynb"], tmp_path / "copies")
+    assert (
+        sources["a.ipynb"] == tmp_path / "copies" / "a.ipynb" and sources["b.ipynb"] == repo / "notebooks" / "b.ipynb"
+    )
+    assert (
+        "assert False" not in sources["a.ipynb"].read_text() and "committed a.ipynb" in said and "b.ipynb" not in said
+    )

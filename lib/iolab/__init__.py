@@ -12,19 +12,30 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext iolab`` (each notebook's first import cell): the kit's errors as one short
-    block (``%tb`` shows the traceback) and DataFrames as the write-ups show them. ``import
-    iolab`` alone changes nothing in pandas or IPython; ``%unload_ext iolab`` undoes this."""
+    block (``%tb`` shows the traceback), DataFrames as the write-ups show them, and in a live
+    kernel what each cell records added to the results history (``iolab.report.history.keep_live``).
+    ``import iolab`` alone changes nothing in pandas or IPython; ``%unload_ext iolab`` undoes this."""
     from .core.errors import brief_in_notebooks
     from .core.readable import live_tables
+    from .core.results import keep_live
 
     brief_in_notebooks(ipython)
     live_tables(ipython)
+    keep_live(_to_history)
+
+
+def _to_history(kept, finished: bool) -> None:
+    from .report.history import keep_live  # pyarrow: only once a cell has recorded
+
+    keep_live(kept, finished)
 
 
 def unload_ipython_extension(ipython) -> None:
     """``%unload_ext iolab``: IPython's tracebacks and pandas' display as they were."""
     from .core.errors import full_in_notebooks
     from .core.readable import plain_tables
+    from .core.results import keep_live
 
     full_in_notebooks(ipython)
     plain_tables(ipython)
+    keep_live(None)

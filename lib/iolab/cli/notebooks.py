@@ -212,7 +212,7 @@ def cmd_publish(args, _extra) -> int:
 def cmd_lab(args, extra) -> int:
     from ..report.lab import serve
 
-    serve(args.notebook_dir or paths.NOTEBOOKS, port=args.port, ip=args.ip, extra=extra)
+    serve(args.notebook_dir or paths.REPO, port=args.port, ip=args.ip, extra=extra)
     return 1  # serve returns only by raising
 
 
@@ -409,7 +409,7 @@ def add_commands(add) -> None:
     p = add(
         "lab",
         allow_abbrev=False,
-        help="JupyterLab on notebooks/ with the project's kernel (as make lab); "
+        help="JupyterLab on the project folder, notebooks/ open, with the project's kernel (as make lab); "
         "other --options pass through to JupyterLab",
     )
     p.add_argument("--port", default="8888", help="port on --ip (default 8888); a busy port is an error")
@@ -418,7 +418,11 @@ def add_commands(add) -> None:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1: reach it with ssh -L 8888:127.0.0.1:8888)",
     )
-    p.add_argument("--notebook-dir", help="folder JupyterLab opens (default notebooks/)")
+    p.add_argument(
+        "--notebook-dir",
+        help="folder JupyterLab serves (default: the project folder, README.md at its top; the file browser "
+        "opens on its notebooks/ when it has one)",
+    )
     p.set_defaults(func=cmd_lab)
     p = add(
         "reproduce",

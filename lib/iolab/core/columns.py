@@ -10,6 +10,7 @@ that double (queue depth), ``linear`` otherwise. Columns not listed are swept se
 
 from __future__ import annotations
 
+import math
 import re
 
 from dataclasses import dataclass
@@ -549,31 +550,191 @@ def interval_method(name: str) -> str:
     return "bootstrap" if PERCENTILE.search(name) or name in RATIOS else "t"
 
 
+# what a quantity can be, the one rule every interval the kit prints or plots is clipped to (``bounds``)
+NONNEGATIVE_UNITS = {  # rates, counts, sizes, times, cycles, frequencies
+    "IO/s", "B/s", "MiB/s", "B", "KiB", "IOs", "IOs/call", "µs", "ms", "s", "cycles", "cycles/IO", "CPU·s",
+    "MHz", "GHz", "requests", "threads", "samples", "ticks", "entries",
+}  # fmt: skip
+SHARES = {"fio_disk_util_pct", "other_cpu_pct", "covered_pct", "series_ios_covered_pct"}  # 0-100 %, besides
+# the registered % columns whose meaning says "share"
+NONNEGATIVE_PCT = {"usr_cpu_pct", "sys_cpu_pct", "fio_cpu_pct", "pct_of_median", "efficiency_pct", "effect_pct"}
+PERCENT_CHANGES = {"change_pct", "ratio_pct", "gain_pct", "vs_first_pct", "freq_change_pct"}  # 100 x (a/b - 1)
+NONNEGATIVE_WORDS = {"ios", "sectors", "merges", "requests", "iops", "bw", "lat", "latency", "cycles", "runs"}
+DIFFERENCE_WORDS = {"diff", "delta", "change", "gain", "departure", "disagreement", "cost", "error"}  # can be < 0
+INTERVAL_WORDS = "95 % CI"
+_UNIT_SUFFIXES = {  # an unregistered name's unit, from how it ends
+    "_mib_s": "MiB/s",
+    "_bytes_s": "B/s",
+    "_us": "µs",
+    "_ms": "ms",
+    "_s": "s",
+    "_pct": "%",
+    "_mhz": "MHz",
+    "_ghz": "GHz",
+    "_kib": "KiB",
+    "_kb": "KiB",
+    "_bytes": "B",
+}
+_STATS = {  # a summary's suffix -> what it says of the quantity before it
+    "_ci_low": f"{INTERVAL_WORDS} low",
+    "_ci_high": f"{INTERVAL_WORDS} high",
+    "_low": f"{INTERVAL_WORDS} low",
+    "_high": f"{INTERVAL_WORDS} high",
+    "_mean": "mean",
+    "_median": "median",
+    "_min": "min",
+    "_max": "max",
+}
+WORDS = {  # names whose words are not their parts
+    "bw_bytes_s": "bandwidth",
+    "bw_mib_s": "bandwidth",
+    "qd": "queue depth",
+    "iops": "IOPS",
+    "bs": "block size",
+    "read_ahead_kb": "readahead",
+    "mean_lat_us": "mean latency",
+    "cycles_per_io": "CPU cycles per IO",
+    "cpu_freq_mhz": "CPU frequency",
+    "t_s": "time since fio started",
+    "dev_util_pct": "device utilisation",
+    "dev_await_ms": "device await",
+    "dev_aqu_sz": "device queue size",
+    "p_value": "p-value",
+    "f_stat": "F statistic",
+    "littles_ok": "Little's law holds",
+    "littles_qd": "Little's law QD",
+    "p99_under_target": "p99 under target",
+    "roof_x_n": "roof × count",
+    "n": "runs",
+    "n_runs": "runs",
+    "n_a": "runs A",
+    "n_b": "runs B",
+    "n_cells": "cells",
+    "ratio_pct": "difference",
+    "low_pct": f"difference {INTERVAL_WORDS} low",
+    "high_pct": f"difference {INTERVAL_WORDS} high",
+    "effect_pct": "effect (% of the grand mean)",
+    "vs_first_pct": "vs the first level",
+    "max_departure_pct": "largest departure",
+    "unstable_why": "why unstable",
+    "low_level": "low level",
+    "high_level": "high level",
+    "reference_level": "reference level",
+    "freq_note": "frequency note",
+    "separated": "intervals apart",
+    "shown": "interaction shown",
+    "freq_source": "frequency from",
+    "mean_lat_source": "mean latency from",
+    "freq_share_pct": "share the clock explains",
+}
+_TOKENS = {"iops": "IOPS", "cpu": "CPU", "freq": "frequency", "lat": "latency", "bw": "bandwidth", "io": "IO"}
+_TOKENS |= {"ios": "IOs", "qd": "QD", "dev": "device", "avg": "mean", "x": "×"}
+
+
+def _parts(name: str) -> tuple[str, str, str]:
+    """``(quantity, summary, unit)`` of a column name: ``iops_ci_low`` -> ("iops", "95 % CI
+    low", "IO/s"); ``efficiency_low_pct`` -> ("efficiency_pct", "95 % CI low", "%");
+    ``low_iops`` -> ("iops", "at low level", "IO/s"); ``iops_cv_pct`` -> ("iops", "CV", "%")."""
+    if name.endswith("_run_median") and name[:-11] in COLUMNS:
+        return name[:-11], "run median", COLUMNS[name[:-11]].unit
+    if name in COLUMNS or name in WORDS:
+        return name, "", COLUMNS[name].unit if name in COLUMNS else _suffix_unit(name)
+    if name.endswith("_cv_pct"):
+        return name[:-7], "CV", "%"
+    for prefix in ("low_", "high_"):
+        rest = name[len(prefix) :]
+        if name.startswith(prefix) and (rest in COLUMNS or rest in WORDS):
+            return rest, f"at {prefix[:-1]} level", _unit_of(rest)
+    for suffix, words in _STATS.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], words, _unit_of(name[: -len(suffix)])
+        for end, unit in _UNIT_SUFFIXES.items():  # efficiency_low_pct: the stat before the unit
+            if name.endswith(suffix + end) and len(name) > len(suffix + end):
+                return name[: -len(suffix + end)] + end, words, unit
+    return name, "", _suffix_unit(name)
+
+
+def _suffix_unit(name: str) -> str:
+    return next((unit for end, unit in _UNIT_SUFFIXES.items() if name.endswith(end)), "")
+
+
+def _unit_of(quantity: str) -> str:
+    return COLUMNS[quantity].unit if quantity in COLUMNS else _suffix_unit(quantity)
+
+
+def _words(quantity: str) -> str:
+    if quantity in WORDS:
+        return WORDS[quantity]
+    col = COLUMNS.get(quantity)
+    unit = _unit_of(quantity)
+    ends = ("_us", "_ms", "_pct", "_s", "_mhz", "_kib", "_kb", "_ghz")
+    words = quantity.rsplit("_", 1)[0] if unit and quantity.endswith(ends) else quantity
+    words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99")
+    if col:
+        return words.replace("_", " ")
+    return " ".join(_TOKENS.get(t, t) for t in words.split("_"))
+
+
 def label(name: str) -> str:
-    """Axis label for a column: words and unit, e.g. ``clat p99 (µs)``."""
-    col = COLUMNS.get(name)
-    words = (
-        name.rsplit("_", 1)[0]
-        if col and col.unit and name.endswith(("_us", "_ms", "_pct", "_s", "_mhz", "_kib", "_kb"))
-        else name
+    """A column's label: words and unit, e.g. ``clat p99 (µs)``; for a name the registry does
+    not list, words and unit from its parts (``iops_ci_low`` -> "IOPS 95 % CI low (IO/s)",
+    ``mean_lat_us_mean`` -> "mean latency mean (µs)", ``change_pct`` -> "change (%)",
+    ``p_value`` -> "p-value"). A unit the words already end with is not repeated."""
+    quantity, summary, unit = _parts(name)
+    words = " ".join(w for w in (_words(quantity), summary) if w)
+    return f"{words} ({unit})" if unit and not words.endswith((unit, ")")) else words
+
+
+def unit(name: str) -> str:
+    """A column's unit: the registry's, or read from its name (``bw_bytes_s_mean`` -> "B/s",
+    ``duration_s`` -> "s"); "" when it has none."""
+    return _parts(name)[2]
+
+
+PROPER_NAMES = {"io_uring", "io_uring_cmd", "gfapi_async"}  # values with an underscore of their own (fio engines)
+
+
+def labelled(name: str) -> bool:
+    """Whether a table header ``name`` is a column's name that ``label`` spells in words
+    (registered, read from its parts, or any other snake_case name), rather than a setting's
+    value shown as a header (``PROPER_NAMES``: io_uring; 4k), which stays as it is."""
+    quantity, summary, unit = _parts(name)
+    known = name in COLUMNS or quantity in COLUMNS or quantity in WORDS or summary or unit
+    return bool(known or ("_" in name and name not in PROPER_NAMES))
+
+
+def bounds(name: str) -> tuple[float, float]:
+    """What a quantity can be, ``(low, high)``: the one rule every interval the kit prints or
+    plots is clipped to (``iolab.stats.compare.interval``, the explorer). Counts, rates, sizes,
+    latencies, cycles and frequencies from 0 up; shares (CPU busy, %util, coverage) 0-100 %; a
+    change 100 x (a/b - 1) of two such quantities from -100 %; any other difference or estimate
+    unbounded. A summary column (``iops_ci_low``, ``cpu_busy_pct_mean``) is bounded as its
+    quantity; a CV from 0."""
+    quantity, summary, unit = _parts(name)
+    col = COLUMNS.get(quantity)
+    if summary == "CV":
+        return 0.0, math.inf
+    if quantity in PERCENT_CHANGES or quantity in ("low_pct", "high_pct") or quantity.endswith("_change_pct"):
+        return -100.0, math.inf
+    if unit == "%":
+        if quantity in SHARES or (col is not None and "share" in col.meaning):
+            return 0.0, 100.0
+        return (0.0, math.inf) if quantity in NONNEGATIVE_PCT else (-math.inf, math.inf)
+    words = set(quantity.split("_"))
+    if col is None and words & DIFFERENCE_WORDS:
+        return -math.inf, math.inf
+    if unit in NONNEGATIVE_UNITS or (col is None and NONNEGATIVE_WORDS & words):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def clipped(low: float, high: float, name: str) -> tuple[float, float]:
+    """An interval ``(low, high)`` of ``name`` held within ``bounds(name)`` (NaN stays NaN)."""
+    floor, ceiling = bounds(name)
+    return (
+        min(max(low, floor), ceiling) if low == low else low,
+        max(min(high, ceiling), floor) if high == high else high,
     )
-    words = words.replace("_p99_9", " p99.9").replace("_p99_99", " p99.99").replace("_", " ")
-    words = {
-        "bw_bytes_s": "bandwidth",
-        "bw_mib_s": "bandwidth",
-        "qd": "queue depth",
-        "iops": "IOPS",
-        "bs": "block size",
-        "read_ahead_kb": "readahead",
-        "mean_lat_us": "mean latency",
-        "cycles_per_io": "CPU cycles per IO",
-        "cpu_freq_mhz": "CPU frequency",
-        "t_s": "time since fio started",
-        "dev_util_pct": "device utilisation",
-        "dev_await_ms": "device await",
-        "dev_aqu_sz": "device queue size",
-    }.get(name, words)
-    return f"{words} ({col.unit})" if col and col.unit else words
 
 
 SETTING_ALIASES = {  # another name of a setting -> fio's own option name, the one a comparison matches on

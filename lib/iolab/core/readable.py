@@ -2,19 +2,21 @@
 
 ``readable_number`` rounds to what a measurement supports and separates thousands;
 ``readable_bytes`` gives sizes and rates in binary units (275873792 B -> 263 MiB);
-``readable_tables`` applies both to pandas' HTML tables and puts each registered column's
-unit in its header (``iolab.core.columns.label``). ``publish`` runs it over a notebook's tables;
-in a kernel, ``live_tables`` (``%load_ext iolab`` calls it) shows every DataFrame through it,
+``readable_tables`` applies both to pandas' HTML tables (``readable_cell``: booleans as
+yes/no, NaN as "–", 32.0 as 32) and labels every column with words and its unit
+(``iolab.core.columns.label``: registered names, and summaries such as ``iops_ci_low``).
+``publish`` runs it over a notebook's tables; in a kernel, ``live_tables`` (``%load_ext iolab`` calls it) shows every DataFrame through it,
 inside a box that scrolls sideways, so a wide table is never cut at the notebook's edge.
 """
 
 from __future__ import annotations
 
+import ast
 import html as markup
 import re
 import textwrap
 
-from .columns import COLUMNS, label
+from .columns import label, labelled, unit
 
 TEXT_WIDTH = 100  # characters: a JupyterLab output at 1280 px holds about 105 of its monospace
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -69,11 +71,46 @@ def percent(x: float, signed: bool = False) -> str:
 
 
 def readable_value(v) -> str:
-    """A table cell's value for reading: numbers by ``readable_number``, "–" for none or NaN,
-    other values as their text."""
+    """A table cell's value for reading (``readable_cell`` of its text): numbers by
+    ``readable_number`` (8.0 -> 8), "–" for none or NaN, yes/no for a boolean."""
     if v is None or (isinstance(v, float) and v != v):
         return "–"
-    return readable_number(str(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    return readable_cell(str(v)) if isinstance(v, (int, float, dict)) else str(v)
+
+
+_NONE = {"NaN", "nan", "None", "<NA>", "NaT"}
+_YES_NO = {"True": "yes", "False": "no"}
+
+
+def readable_cell(text: str, whole: bool = True) -> str:
+    """A table cell's text as people read it: a number by ``readable_number``, a whole one
+    without decimals (32.0 and 8.00 -> 32 and 8; not with ``whole=False``: a column that
+    also holds 2.60 shows 3.00); True/False -> yes/no; NaN, None, <NA> -> "–"; a dict
+    {'ok': 72} -> "ok 72". Other text unchanged."""
+    s = text.strip()
+    if s in _NONE:
+        return "–"
+    if s in _YES_NO:
+        return _YES_NO[s]
+    if s.startswith("{") and s.endswith("}"):
+        try:
+            d = ast.literal_eval(s)
+        except (ValueError, SyntaxError):
+            return text
+        return ", ".join(f"{k} {readable_value(v)}" for k, v in d.items()) if isinstance(d, dict) else text
+    if whole and _fraction(s) is False:
+        return readable_number(str(int(float(s))))
+    return readable_number(text)
+
+
+def _fraction(text: str) -> bool | None:
+    """Whether a number written with a decimal point has a fraction (2.60: True; 32.0:
+    False); None for an integer as written, or text that is not a number."""
+    s = text.strip()
+    if not _NUMBER.fullmatch(s) or s.lstrip("+-").isdigit():
+        return None
+    value = float(s)
+    return not (value.is_integer() and abs(value) < 1e15)
 
 
 def wrapped(text: str, width: int = TEXT_WIDTH) -> str:
@@ -129,13 +166,29 @@ _DATAFRAME = re.compile(r"<table\b[^>]*class=\"[^\"]*\bdataframe\b[^\"]*\"[^>]*>
 _VERBATIM_COLUMN = re.compile(r"(?:^|_)(?:id|ids|year|seed|pid|index|cpu|cpus|groupid|error|port)$", re.I)
 
 
+_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a column's name, as the kit's frames spell them
+READABLE = 'data-iolab="readable"'  # marks a table made readable (readable_tables is idempotent)
+_STYLE = (  # a table fits the notebook where it can (it scrolls in its box where it cannot): a
+    # short cell stays on one line ("263 MiB/s", "2026-11-27 04:44"), longer text wraps at spaces
+    # only and never narrower than a few words ("128,341 [76,725, 179,957]": 2 lines, not 5)
+    "<style>table[data-iolab] td, table[data-iolab] th {word-break: normal; overflow-wrap: normal; "
+    "padding: 0.3em 0.35em} "
+    "table[data-iolab] .iolab-short {white-space: nowrap} table[data-iolab] .iolab-text {min-width: 8em} "
+    "table[data-iolab] .iolab-prose {min-width: 10em}</style>"
+)
+SHORT, PROSE = 24, 60  # characters: a cell up to SHORT long stays on one line; from PROSE, 10em wide at least
+
+
 def readable_tables(page: str) -> str:
-    """Every pandas table (``class="dataframe"``) in ``page`` with its cells' numbers
-    made readable (``readable_number``; ``readable_bytes`` in columns registered in B or
-    B/s; untouched in id-like columns such as ``run_id`` or ``year``) and the registered
-    columns' names as labels with units (``iolab.core.columns.label``: ``iops`` -> ``IOPS
-    (IO/s)``, the name kept as a tooltip). Idempotent: a table already made readable is
-    left as it is."""
+    """Every pandas table (``class="dataframe"``) in ``page`` with its cells made readable
+    (``readable_cell``: numbers by ``readable_number``, booleans as yes/no, NaN as "–";
+    ``readable_bytes`` in columns in B or B/s, whose header then drops the unit the cells
+    carry; untouched in id-like columns such as ``run_id`` or ``year``) and every column's
+    name as its label with unit (``iolab.core.columns.label``: ``iops`` -> "IOPS (IO/s)",
+    ``iops_ci_low`` -> "IOPS 95 % CI low (IO/s)", the name kept as a tooltip; a setting's
+    value such as io_uring left as it is). Cells stay on one line (a wide table scrolls in
+    its box), headers and long text wrap at spaces. Idempotent: a table already made
+    readable is left as it is."""
     return _DATAFRAME.sub(lambda m: _readable_table(m.group(0)), page)
 
 
@@ -155,24 +208,32 @@ def _readable_table(table: str) -> str:
                 names.setdefault(at + k, set()).add(markup.unescape(titled.group(1) if titled else text).strip())
             at += int(span.group(1)) if span else 1
     verbatim = {at for at, texts in names.items() if any(_VERBATIM_COLUMN.search(t) for t in texts)}
-    in_bytes = {
-        at: BYTE_UNITS[COLUMNS[t].unit]
-        for at, texts in names.items()
-        for t in texts
-        if t in COLUMNS and COLUMNS[t].unit in BYTE_UNITS
-    }
+    in_bytes = {at: BYTE_UNITS[unit(t)] for at, texts in names.items() for t in texts if unit(t) in BYTE_UNITS}
 
     def header(m: re.Match) -> str:
         tag, attrs, text = m.groups()
         name = markup.unescape(text).strip()
-        if tag != "th" or name not in COLUMNS:
+        if tag != "th" or "title=" in attrs or not _NAME.fullmatch(name) or not labelled(name):
             return m.group(0)
-        return f'<th{attrs} title="{markup.escape(name)}">{markup.escape(label(name))}</th>'
+        words = label(name).removesuffix(f" ({unit(name)})") if unit(name) in BYTE_UNITS else label(name)
+        return f'<th{attrs} title="{markup.escape(name)}">{markup.escape(words)}</th>'
 
     def cell(tag: str, attrs: str, text: str, at: int) -> str:
         if tag != "td" or at in verbatim:
-            return f"<{tag}{attrs}>{text}</{tag}>"
-        return f"<td{attrs}>{readable_bytes(text, in_bytes[at]) if at in in_bytes else readable_number(text)}</td>"
+            return f"<{tag}{attrs}{_width(markup.unescape(text), attrs)}>{text}</{tag}>"
+        if at in in_bytes and readable_cell(text) != "–":
+            shown = readable_bytes(text, in_bytes[at])
+        else:
+            shown = readable_cell(markup.unescape(text), whole=at not in fractional)
+        return f"<td{attrs}{_width(shown, attrs)}>{_breakable(markup.escape(shown, quote=False))}</td>"
+
+    fractional = {  # columns with a number such as 2.60: their whole numbers keep decimals too
+        len(cells) - 1 - i
+        for r in _ROW.finditer(body)
+        for cells in [_CELL.findall(r.group(2))]
+        for i, (tag, _, text) in enumerate(cells)
+        if tag == "td" and _fraction(markup.unescape(text))
+    }
 
     def row(m: re.Match) -> str:
         cells = list(_CELL.finditer(m.group(2)))
@@ -183,7 +244,35 @@ def _readable_table(table: str) -> str:
             out.append(cell(*c.groups(), len(cells) - 1 - i))
         return m.group(1) + "".join(out) + m.group(2)[end:] + m.group(3)
 
+    if READABLE not in re.match(r"<table\b[^>]*>", table).group(0):
+        head, body = (
+            (head.replace("<table", f"<table {READABLE}", 1), body)
+            if sep
+            else (head, body.replace("<table", f"<table {READABLE}", 1))
+        )
+        head = _STYLE + head if sep else head
+        body = body if sep else _STYLE + body
     return _CELL.sub(header, head) + sep + _ROW.sub(row, body)
+
+
+_LONG_WORD = re.compile(r"[^\s<>]{30,}")  # a kernel stack "a;b;c", a path: one word to a browser
+
+
+def _breakable(escaped: str) -> str:
+    """``escaped`` with a place to break (``<wbr>``) after each ";", "/", "." and "->" of a word
+    of 30 characters or more (a kernel stack, a path), which would otherwise set its column's
+    width: the text is unchanged."""
+    return _LONG_WORD.sub(lambda m: re.sub(r"(?:(?<=\w[;/.])|(?<=-&gt;))(?!$)", "<wbr>", m.group(0)), escaped)
+
+
+def _width(text: str, attrs: str) -> str:
+    """The class that keeps a cell of ``text`` readable (``_STYLE``): one line for a short one
+    that could break (at a space or a hyphen), a least width for longer text; "" for a single
+    word or number (it never breaks) and for a cell that has a class already."""
+    if "class=" in attrs or not re.search(r"\s|\w-\w", text.strip()):
+        return ""
+    n = len(text.strip())
+    return f' class="iolab-{"short" if n <= SHORT else "text" if n < PROSE else "prose"}"'
 
 
 # ---------------------------------------------------------------- in a kernel
@@ -200,6 +289,9 @@ def table_html(frame) -> str | None:
     return f'<div class="{SCROLL_BOX}" style="overflow-x: auto; max-width: 100%">{readable_tables(html)}</div>'
 
 
+# JupyterLab breaks a printed line anywhere (word-break: break-all: "5|00ms"); the write-ups'
+# template (report/templates/iolab_writeup) sets the same rule, so a line breaks at spaces
+OUTPUT_STYLE = "<style>.jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }</style>"
 _BEFORE: dict = {}  # pandas' float format before live_tables, for plain_tables
 
 
@@ -207,13 +299,18 @@ def live_tables(shell=None) -> None:
     """In a notebook (``%load_ext iolab`` calls it): DataFrames show as the write-ups show
     them (``table_html``: 12748.502994 -> 12,749, io_bytes 275873792 -> 263 MiB,
     ``clat_p99_us`` -> "clat p99 (µs)", scrolling sideways when wide), and pandas' text form
-    rounds floats the same way. ``plain_tables`` puts pandas and IPython back."""
+    rounds floats the same way. In a kernel, printed lines break at spaces (``OUTPUT_STYLE``).
+    ``plain_tables`` puts pandas and IPython back."""
     import pandas as pd
 
     _BEFORE.setdefault("float_format", pd.get_option("display.float_format"))
     pd.set_option("display.float_format", lambda v: readable_number(repr(float(v))))
     if shell is not None and hasattr(shell, "display_formatter"):
         shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+    if getattr(shell, "kernel", None) is not None:  # JupyterLab, not a terminal: its outputs' style
+        from IPython.display import display
+
+        display({"text/html": OUTPUT_STYLE}, raw=True)  # no text/plain: nothing shows but the rule
 
 
 def plain_tables(shell=None) -> None:

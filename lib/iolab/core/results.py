@@ -16,6 +16,11 @@ executed notebook's ``metadata["iolab"]`` and in ``<output stem>.results.json`` 
 
 A value is a number, a string, a bool or None; numpy scalars become int/float, NaN and
 ±inf become None (JSON has neither). A later record of the same name replaces the earlier.
+
+In a live kernel (JupyterLab; not a headless run, which sets ``IOLAB_HEADLESS=1`` and whose
+results ``publish.execute`` keeps itself) what a cell records is handed, when the cell ends
+without an error, to the sink ``keep_live`` was given (``%load_ext iolab`` gives the results
+history's, ``iolab.report.history.keep_live``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from . import paths
 from .atomic import write_atomic, write_json
@@ -33,6 +38,7 @@ from .readable import wrapped
 
 MIME = "application/vnd.iolab.core.results+json"
 FILE_ENV = "IOLAB_RESULTS_FILE"
+EXECUTED_ENV = "IOLAB_EXECUTED"  # set in the kernel of iolab.report.publish.execute
 FIELDS = ("name", "value", "unit", "source", "low", "high", "note", "detail")
 
 
@@ -191,9 +197,44 @@ def keep_with(executed: str | os.PathLike, parameters: Mapping[str, Any] | None,
     return kept
 
 
+_LIVE: dict[str, Any] = {"sink": None, "cell": [], "shell": None}
+
+
+def keep_live(sink: Callable[[dict, bool], None] | None) -> None:
+    """In a live kernel (``live_shell``), call ``sink(kept, finished)`` after each cell that
+    recorded: ``kept`` is what the cell recorded ({"results", "run_folders"}, as ``merged``),
+    ``finished`` False when the cell raised. None stops it (``%unload_ext iolab``)."""
+    _LIVE["sink"] = sink
+    shell = _LIVE["shell"]
+    if sink is None and shell is not None:
+        shell.events.unregister("post_run_cell", _cell_ended)
+        _LIVE["shell"] = None
+
+
+def live_shell():
+    """The IPython shell of a live kernel (JupyterLab, Notebook, VS Code), or None: outside
+    a kernel, in a terminal IPython, and in a headless run (``IOLAB_HEADLESS=1``: papermill
+    through ``publish.execute``, which keeps the whole notebook's results itself)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return None
+    if os.environ.get("IOLAB_HEADLESS") == "1" or os.environ.get(EXECUTED_ENV) == "1":
+        return None
+    return shell
+
+
+def _cell_ended(result) -> None:
+    bundles, _LIVE["cell"] = _LIVE["cell"], []
+    if bundles and _LIVE["sink"] is not None:
+        _LIVE["sink"](merged(bundles), getattr(result, "success", True))
+
+
 def _emit(bundle: dict, text: str) -> None:
     """Display ``bundle`` as this MIME type with ``text`` (the text alone outside IPython),
-    and add it to the file ``IOLAB_RESULTS_FILE`` names, if any."""
+    add it to the file ``IOLAB_RESULTS_FILE`` names, if any, and in a live kernel to what
+    its cell hands ``keep_live``'s sink."""
     from IPython import get_ipython  # IPython is there in a kernel; imported only when recording
     from IPython.display import display
 
@@ -202,6 +243,15 @@ def _emit(bundle: dict, text: str) -> None:
         display({MIME: bundle, "text/plain": text}, raw=True)
     else:
         print(text)
+    shell = live_shell()
+    if shell is not None and _LIVE["sink"] is None and not _LIVE.get("said"):
+        _LIVE["said"] = True
+        print("not added to the results history: %load_ext iolab adds what a live kernel records")
+    elif shell is not None and _LIVE["sink"] is not None:
+        if _LIVE["shell"] is not shell:
+            shell.events.register("post_run_cell", _cell_ended)
+            _LIVE["shell"] = shell
+        _LIVE["cell"].append(bundle)
     if os.environ.get(FILE_ENV):
         path = Path(os.environ[FILE_ENV])
         try:

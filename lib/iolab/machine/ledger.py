@@ -52,6 +52,15 @@ def start_time(pid: int) -> int | None:
     return int(text.rsplit(")", 1)[1].split()[19])
 
 
+def boot_id() -> str | None:
+    """This boot's random id (/proc/sys/kernel/random/boot_id), or None: a process recorded
+    under another boot is gone."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def alive(pid: int, started: int | None) -> bool:
     """Whether ``pid`` is the process that started at ``started`` (not gone, not reused)."""
     now = start_time(pid)
@@ -119,9 +128,10 @@ def describe(entry: dict) -> str:
 
 
 def entries() -> Iterator[tuple[Path, dict]]:
-    """(file, entry) of every readable ledger entry, in name order."""
+    """(file, entry) of every readable ledger entry, in name order; not the hidden
+    ``.claimed-*`` ones another process is undoing (``iolab.runs.repair.recover``)."""
     folder = paths.state_dir() / "ledger"
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []:
         try:
             yield path, json.loads(path.read_text())
         except (OSError, ValueError):

@@ -3,8 +3,8 @@
 Two runs pinned to the same CPU at once interfere silently: each counts the other's CPU
 time in its cycles/IO. ``cpus_locked([0])`` takes an exclusive ``flock`` on
 ``paths.lock_dir()/cpu0.lock`` — one folder for every user of the machine — and writes who
-holds it into the file, so a second measurement waits with a message naming the holder,
-and gives up with ``BusyError`` after ``wait_s`` (``$IOLAB_LOCK_WAIT_S``, default 600 s;
+holds it into the file, so a second measurement waits with one grey line naming the
+holder's program and pid, that ends "got it after N s" (``Waiting``), and gives up with ``BusyError`` after ``wait_s`` (``$IOLAB_LOCK_WAIT_S``, default 600 s;
 0 refuses at once). flock locks vanish with their process, even after SIGKILL: no stale
 lock to clean.
 
@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import getpass
 import os
+import re
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from typing import Iterator, Sequence
 
 from ..core import paths
 from ..core.errors import BusyError, printable
+from ..core.progress import duration_text, in_kernel
 
 CPU_HINT = "other CPUs (--cpus / cpu=)"  # what a busy lock's error says to choose instead
 _held: dict[str, tuple[int, int]] = {}  # lock name -> (fd, depth)
@@ -141,33 +143,34 @@ def locked(path: Path, what: str, wait_s: float | None = None, other: str = CPU_
 def _acquire(path: Path, what: str, wait_s: float, other: str = CPU_HINT) -> int:
     fd = _open(path)
     deadline = time.monotonic() + wait_s
-    told = False
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise BusyError(
-                    f"{what} is in use by {holder(path)}. Wait for it to finish, choose "
-                    f"{other}, or set IOLAB_LOCK_WAIT_S to wait longer "
-                    f"(lock file {path})"
-                ) from None
-            if not told:
-                print(
-                    printable(
-                        f"iolab: {what} is in use by {holder(path)}; waiting up to {wait_s:.0f} s (IOLAB_LOCK_WAIT_S)",
-                        keep="",
-                    ),
-                    file=sys.stderr,
-                    flush=True,
-                )
-                told = True
-            time.sleep(0.2)
-        except BaseException:
-            os.close(fd)
-            raise
+    waiting = None
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    if waiting is not None:
+                        waiting.end("gave up")
+                        waiting = None  # ended: the error below says the rest
+                    raise BusyError(
+                        f"{what} is in use by {holder(path)}. Wait for it to finish, choose "
+                        f"{other}, or set IOLAB_LOCK_WAIT_S to wait longer "
+                        f"(lock file {path})"
+                    ) from None
+                if waiting is None:
+                    waiting = Waiting(
+                        f"iolab: {what} is in use by {program(path)}; waiting up to {wait_s:.0f} s (IOLAB_LOCK_WAIT_S)"
+                    )
+                time.sleep(0.2)
+    except BaseException:
+        os.close(fd)
+        if waiting is not None:
+            waiting.end("stopped waiting")
+        raise
+    if waiting is not None:
+        waiting.end("got it")
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.pwrite(
@@ -179,6 +182,71 @@ def _acquire(path: Path, what: str, wait_s: float, other: str = CPU_HINT) -> int
             0,
         )
     return fd
+
+
+class Waiting:
+    """One grey line for one lock wait: ``text`` now, then ``end("got it")`` adds "… got it
+    after N s". In a notebook's kernel one display output updated in place (its display_id:
+    not the red block of stderr); elsewhere ``text`` and the ending as two lines on stderr
+    (a command's stdout may be its data)."""
+
+    def __init__(self, text: str):
+        self.text, self._start, self._handle = printable(text, keep=""), time.monotonic(), None
+        if in_kernel():
+            from IPython.display import display
+
+            self._handle = display(self._bundle(self.text), raw=True, display_id=True)
+        else:
+            print(self.text, file=sys.stderr, flush=True)
+
+    def end(self, how: str) -> None:
+        said = f"{how} after {duration_text(time.monotonic() - self._start)}"
+        if self._handle is not None:
+            self._handle.update(self._bundle(f"{self.text} … {said}"), raw=True)
+        else:
+            print(
+                f"{self.text.split(' is in use', 1)[0]}: {said}", file=sys.stderr, flush=True
+            )  # "iolab: CPU 0: got it after 2 s"
+
+    @staticmethod
+    def _bundle(text: str) -> dict:
+        import html
+
+        return {"text/plain": text, "text/html": f'<div style="color:#666">{html.escape(text)}</div>'}
+
+
+def program(path: Path) -> str:
+    """The holder of ``path``'s lock in short: its pid and program ("pid 4242 (iolab)", "pid
+    4242 (a Jupyter kernel)"), never its whole command line (it may be another user's); the
+    pid alone when its lock file does not name it."""
+    pid = _locker(path)
+    if pid is None:
+        return "another process"
+    try:
+        with open(path, "rb") as f:
+            first = f.read(4 * HOLDER_CHARS).decode(errors="replace").split("\n")[0]
+    except OSError:
+        first = ""
+    found = re.match(rf"pid {pid} \([^:]*: (.*)\) since ", first)
+    name = printable(_program_name(found.group(1)), keep="")[:40] if found else ""
+    return f"pid {pid} ({name})" if name else f"pid {pid}"
+
+
+def _program_name(argv: str) -> str:
+    """The program of a holder's ``sys.argv``: 'iolab' (".../bin/iolab run ...",
+    ".../iolab/cli.py ..."), 'a Jupyter kernel' (".../ipykernel_launcher.py -f ..."),
+    'python' ("-c ..."), else the first word's file name."""
+    words = argv.split()
+    if not words:
+        return ""
+    if "ipykernel" in words[0]:
+        return "a Jupyter kernel"
+    if words[0] == "-c":
+        return "python"
+    parts = Path(words[0]).parts
+    if "iolab" in parts[:-1]:
+        return "iolab"
+    return parts[-2] if parts[-1] == "__main__.py" and len(parts) > 1 else parts[-1]
 
 
 @contextlib.contextmanager

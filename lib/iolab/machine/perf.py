@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import math
 import os
@@ -90,31 +91,40 @@ def probe(as_root: bool | None = None) -> PerfCapabilities:
             f"kptr_restrict is {caps.kptr_restrict}: kernel symbols are hidden "
             "(frames show as addresses); run as root or sysctl kernel.kptr_restrict=0"
         )
-    out = subprocess.run(
-        [perf, "stat", "-x,", "-e", "cycles", "--", "true"], capture_output=True, text=True, check=False
-    )
-    caps.hardware_counters = (
-        out.returncode == 0
-        and "<not supported>" not in out.stderr
-        and "<not counted>" not in out.stderr
-        and "cycles" in out.stderr
-    )
+    caps.hardware_counters, record_error = _trial_runs(perf, root, caps.paranoid, caps.kptr_restrict)
     if not caps.hardware_counters:
         caps.problems.append(
             "no hardware counters (cycles <not supported>, typical in a VM): "
             "profiles use the software cpu-clock event and cycles/IO comes from "
             "busy CPU time x frequency only"
         )
+    caps.can_record = record_error is None
+    if not caps.can_record:
+        caps.problems.append(f"perf record failed: {record_error}")
+    return caps
+
+
+@functools.lru_cache(maxsize=8)
+def _trial_runs(perf: str, root: bool, paranoid: int | None, kptr: int | None) -> tuple[bool, str | None]:
+    """(hardware counters counted, perf record's error or None), from a trial ``perf stat`` and
+    ``perf record`` of ``true``: once a process for the same perf and the same settings (a
+    changed sysctl is tried anew), as each trial takes most of a second."""
+    out = subprocess.run(
+        [perf, "stat", "-x,", "-e", "cycles", "--", "true"], capture_output=True, text=True, check=False
+    )
+    counters = (
+        out.returncode == 0
+        and "<not supported>" not in out.stderr
+        and "<not counted>" not in out.stderr
+        and "cycles" in out.stderr
+    )
     test = subprocess.run(
         [perf, "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"],
         capture_output=True,
         text=True,
         check=False,
     )
-    caps.can_record = test.returncode == 0
-    if not caps.can_record:
-        caps.problems.append(f"perf record failed: {_whole(test.stderr)}")
-    return caps
+    return counters, None if test.returncode == 0 else _whole(test.stderr)
 
 
 @dataclass

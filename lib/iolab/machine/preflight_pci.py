@@ -268,7 +268,9 @@ def _gts(text: str | None) -> float | None:
 
 
 def _width(text: str | None) -> int | None:
-    return int(text) if text and text.strip().isdigit() else None
+    """Lanes, None for none or 255 (PCIE_LNK_WIDTH_UNKNOWN, include/linux/pci.h)."""
+    width = int(text) if text and text.strip().isdigit() else None
+    return width if width and width != 255 else None
 
 
 def link(pci: Pci | None) -> Check:
@@ -280,21 +282,20 @@ def link(pci: Pci | None) -> Check:
         return Check("", "link", "unknown", "no PCIe link in sysfs (a virtual or integrated device)")
     ep_max = _gts(read_text(ep / "max_link_speed")) or speed, _width(read_text(ep / "max_link_width")) or width
     port = pci.chain[1] if len(pci.chain) > 1 else None
-    port_max = (
-        (_gts(read_text(port / "max_link_speed")) or ep_max[0], _width(read_text(port / "max_link_width")) or ep_max[1])
-        if port
-        else ep_max
-    )
+    read = (_gts(read_text(port / "max_link_speed")), _width(read_text(port / "max_link_width"))) if port else ()
+    port_max = (read[0] or ep_max[0], read[1] or ep_max[1]) if port else ep_max
     can = min(ep_max[0], port_max[0]), min(ep_max[1], port_max[1])
     rate = link_capacity_bytes_s({"link_speed": f"{speed} GT/s", "link_width": width}) or 0.0
     best = link_capacity_bytes_s({"link_speed": f"{ep_max[0]} GT/s", "link_width": ep_max[1]}) or 0.0
     shown = f"{speed:g} GT/s x{width} ({rate / 1e9:.2f} GB/s); the device can {ep_max[0]:g} GT/s x{ep_max[1]}"
+    if port:
+        shown += f", its port {port.name} " + (f"{read[0]:g} GT/s x{read[1]}" if all(read) else "of unknown maximum")
     if speed < can[0] or width < can[1]:
         return Check(
             "",
             "link",
             "fail",
-            f"downgraded: {shown}, its port {port_max[0]:g} GT/s x{port_max[1]}",
+            f"downgraded: {shown}",
             do="check the BIOS link speed (Auto may mean Gen3) and bifurcation, reseat the card: "
             "firmware and hardware, never iolab",
         )
@@ -303,8 +304,7 @@ def link(pci: Pci | None) -> Check:
             "",
             "link",
             "warn",
-            f"{shown}; the slot's port stops at {port_max[0]:g} GT/s x{port_max[1]} "
-            f"({rate / 1e9:.2f} of {best / 1e9:.2f} GB/s)",
+            f"{shown}: the slot's port stops below the device ({rate / 1e9:.2f} of {best / 1e9:.2f} GB/s)",
             do="move it to a slot whose port runs at the device's maximum",
         )
     return Check("", "link", "ok", shown)
@@ -351,6 +351,28 @@ def aer(pci: Pci | None) -> Check:
         "; ".join(words) + " (since boot)",
         do="read dmesg for 'AER:'; reseat the card or move it to a slot nearer the root complex",
     )
+
+
+def pcie_state(device: str | None, root: str | Path = "/") -> dict[str, dict] | None:
+    """The link and AER counters of each PCI function from ``device``'s endpoint up to its
+    root port: {address: {"link_speed", "link_width", "aer": {kind: {error: count}}}} (sysfs
+    text as the kernel writes it; "aer" None where the function has no aer_dev_* files).
+    None for a device with no PCI function (loop, a file's RAM disk). A few small sysfs
+    reads: taken before and after every run (``iolab.measure.runner``)."""
+    tree = Tree(root)
+    if not device or not tree.path(f"sys/block/{device}").exists():
+        return None
+    pci = pci_of(tree, device)
+    if pci is None:
+        return None
+    return {
+        p.name: {
+            "link_speed": read_text(p / "current_link_speed"),
+            "link_width": read_text(p / "current_link_width"),
+            "aer": aer_counts(p),
+        }
+        for p in pci.chain
+    }
 
 
 def _capacity(function: Path) -> float | None:

@@ -32,17 +32,22 @@ TIO_DEFAULTS = {"r": 3}  # t/io_uring's default flags in iolab, stored with its 
 
 
 def job_options(
-    options: Mapping[str, Any], target: Target, cpus: list[int] | None, defaults: bool = True
+    options: Mapping[str, Any],
+    target: Target,
+    cpus: list[int] | None,
+    defaults: bool = True,
+    jobs: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The full option dict of a fio run: iolab's defaults < the target's < the caller's
     options; ``cpus_allowed`` from ``cpus`` unless the options set it (or ``cpumask``, its other spelling).
-    Options naming their own files (``filename``, ``directory``, ``filename_format``) take none of
-    the target's (its ``size`` would reach past a smaller device's end).
+    Options naming their own files (``filename``, ``directory``, ``filename_format``), or job
+    sections (``jobs``) that each name theirs, take none of the target's (its ``size`` would
+    reach past a smaller device's end, or grow a user's file).
     iolab's ``direct=1`` yields to fio's ``direct=0`` where O_DIRECT cannot open the job's file
     (a char device, a pipe, a file system refusing it: ``iolab.machine.directio``).
     ``defaults`` False (a fio command or job file as given, ``iolab.machine.pasted``): neither
     iolab's defaults nor the target's, only ``cpus_allowed``."""
-    own_files = any(k in options for k in ("filename", "directory", "filename_format"))  # the target's are not theirs
+    own_files = _names_files(options) or (bool(jobs) and all(map(_names_files, jobs)))  # the target's are not theirs
     mine = {**DEFAULTS, **({} if own_files else target.fio_options)}
     opts: dict[str, Any] = {**mine, **dict(options)} if defaults else dict(options)
     if (
@@ -55,6 +60,10 @@ def job_options(
     if cpus is not None and "cpus_allowed" not in options and "cpumask" not in options:
         opts["cpus_allowed"] = ",".join(str(c) for c in cpus)
     return opts
+
+
+def _names_files(options: Mapping[str, Any]) -> bool:
+    return any(k in options for k in ("filename", "directory", "filename_format"))
 
 
 def fio_key(options: Mapping[str, Any], target: Target, swept: Mapping[str, Any], jobs: Sequence[Mapping] = ()) -> str:

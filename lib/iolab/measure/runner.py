@@ -50,6 +50,19 @@ class RunResult:
     table: pd.DataFrame
 
 
+PCIE_FILE = "pcie.json"
+
+
+def _pcie_state(target: Target) -> dict | None:
+    """The device's PCI path (links, AER counters) for a block device or its passthrough node;
+    None for files, loop devices and devices without a PCI function."""
+    if target.kind not in ("block", "char"):
+        return None
+    from ..machine.preflight_pci import pcie_state
+
+    return pcie_state(target.device)
+
+
 def _record_setup(
     folder: RunFolder, target: Target, cpus: list[int] | None, params: dict, described: str | None = None
 ) -> Sampler:
@@ -168,8 +181,8 @@ def measure(
     how = MeasureOptions.of(how)
     log_ms, profile = how.log_ms, how.profile
     fio = fio_binary()
-    opts = job_options(options, target, cpus, defaults=how.as_given is None)
     jobs = [dict(j) for j in jobs or []]
+    opts = job_options(options, target, cpus, defaults=how.as_given is None, jobs=jobs)
     key = job_key({**opts, "jobs": jobs} if jobs else opts, target.describe(), swept or {})
     if log_ms is not None:  # after the key (see the docstring)
         opts.update(logrequest.log_options(log_ms, fio))
@@ -219,6 +232,7 @@ def measure(
 
         if profiler:
             profiler.start()
+        pcie_before = _pcie_state(target)
         stat_before, stat_t0 = block_stat(target.device), time.monotonic()
         ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
         try:
@@ -248,6 +262,8 @@ def measure(
                 "blockstat.json",
                 {"device": target.device, "before": stat_before, "after": stat_after, "interval_s": interval_s},
             )
+        if pcie_before is not None:  # AER counters and links of the device's PCI path (iolab.read.checks)
+            folder.write_json(PCIE_FILE, {"device": target.device, "before": pcie_before, "after": _pcie_state(target)})
         if profiler:
             stages.advance()
             profiler.collect()

@@ -19,7 +19,7 @@ from ..stats import compare
 from ..stats.analysis import Knee, KneeEstimate
 from ..core import columns
 from ..core.columns import label
-from ..core.readable import readable_number
+from ..core.readable import readable_number, si_number
 from .common import (
     CV_LIMIT,
     PALETTE,
@@ -56,7 +56,8 @@ def qd_curve(
     its point, the likely cause in the source note. One run per QD: no band, nothing flagged.
     A ``KneeEstimate`` (``analysis.knee_with_interval``) also shades its bootstrap interval
     [low, high], widened by a quarter of a doubling each side so a one-QD interval stays
-    visible, and names it in the legend: "knee QD 16 (90 % of resamples in [8, 16])"."""
+    visible, and names it in the legend: "knee QD 16 (90 % of resamples in [8, 16])"; the
+    annotation names its method ("knee: QD 16, maximum power")."""
     own = ax is None  # a figure of its own: fitted to the notebook (a caller's grid is left alone)
     ax = axes_of(ax)
     cells = _cells(df, x, ["iops"])
@@ -76,6 +77,7 @@ def qd_curve(
         ]
     lat.set_ylabel(f"{pcol} latency (µs)")
     lat.set_ylim(bottom=0)
+    thousands_axis(lat)  # the one tick format of counts and times, as the IOPS axis
     _log2_qd_axis(ax, df[x])
     ax.set_zorder(lat.get_zorder() + 1)  # IOPS, its rings and the legend over the latency lines
     ax.patch.set_visible(False)
@@ -90,12 +92,16 @@ def qd_curve(
         else (f"no knee ({knee.reason})" if knee is not None else "")
     )
     version = f" ({df['fio_version'].iloc[0]})" if "fio_version" in df else ""
+    bad = cells[cells["unstable"]] if cells.n.max() > 1 else cells.iloc[:0]
     source_note(
         ax,
-        "; ".join(
+        f"fio json+{version}; "
+        + (f"band: 95 % CI over {_repeats(cells)} repeats" if cells.n.max() > 1 else "one run per QD: no band")
+        + (f"; unstable (ringed): QD {', '.join(tick_text(v) for v in bad[x])}" if len(bad) else "")
+        + ("; no knee (why: in the details)" if knee is not None and knee.x is None else ""),
+        details="; ".join(
             t
             for t in (
-                f"fio json+{version}",
                 f"percentiles from {df['percentiles_from'].iloc[0]}" if "percentiles_from" in df else "",
                 _qd_band_note(cells),
                 _unstable_note(cells, x, "QD"),
@@ -199,7 +205,10 @@ def _knee(ax, knee: Knee | KneeEstimate | None) -> list:
     if estimate and knee.low is None:
         handles.append(vline)
     ax.annotate(
-        f"knee: QD {knee.x:g}\n{knee.y:,.0f} IOPS" + (" (median)" if estimate else ""),
+        f"knee: QD {knee.x:g}"
+        + (f", {knee.method_name}" if estimate else "")
+        + f"\n{knee.y:,.0f} IOPS"
+        + (" (median)" if estimate else ""),
         xy=(knee.x, knee.y),
         xytext=(8, -30),
         textcoords="offset points",
@@ -264,7 +273,11 @@ def cpu_busy(df: pd.DataFrame, ax=None, x: str = "qd", title: str | None = None)
     ax.axhline(100, color="0.5", linewidth=0.8)
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title(title or "CPU busy on the pinned CPUs vs queue depth")
-    source_note(ax, "/proc/stat per-CPU counters sampled every 0.5 s, first and last 10 % trimmed")
+    source_note(
+        ax,
+        "/proc/stat per-CPU counters",
+        details="sampled every 0.5 s, first and last 10 % trimmed; means over repeats",
+    )
     flag_banner(ax, df)
     return ax
 
@@ -313,11 +326,13 @@ def by_setting(
         elinewidth=1.2,
         capsize=5,
     )
+    crowded = len(pos) > 8  # bar labels this close apart collide at full precision
     for bar, p, m, top, unstable in zip(bars, pos, mean, np.fmax(mean, high), cells["unstable"]):
         if unstable:
             bar.set(hatch="//", edgecolor="0.15", gid="unstable")
+        value = "" if np.isnan(m) else si_number(m, k_from=1e3) if crowded else readable_number(repr(float(m)))
         ax.annotate(
-            ("" if np.isnan(m) else readable_number(repr(float(m)))) + (" unstable" if unstable else ""),
+            value + ("\nunstable" if unstable else ""),  # its own line: beside the number it runs into the next bar's
             (p, top),
             xytext=(0, 3),
             textcoords="offset points",
@@ -339,6 +354,11 @@ def by_setting(
         else _band_note(cells, label(x), y)
     )
     unstable = _unstable_note(cells, x, label(x)).replace("unstable: ", "hatched, unstable: ")
-    source_note(ax, "; ".join(t for t in (source, bars_note, unstable) if t))
+    hatched = cells[cells["unstable"]] if cells.n.max() > 1 else cells.iloc[:0]
+    source_note(
+        ax,
+        source + (f"; hatched, unstable: {', '.join(tick_text(v) for v in hatched[x])}" if len(hatched) else ""),
+        details="; ".join(t for t in (bars_note, unstable) if t),
+    )
     flag_banner(ax, df)
     return ax

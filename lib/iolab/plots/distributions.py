@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ..core.columns import label
 from ..core.errors import InputError
-from ..core.readable import si_number
 from ..stats.latency_dist import FROM_BINS, FROM_LIST
-from .common import CATEGORICAL, axes_of, fit_width, setting_colors, source_note, tick_text
+from .common import CATEGORICAL, axes_of, fit_width, log_count_axis, setting_colors, source_note, tick_text
 
 NINES_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)  # labelled p50 ... p99.999
 STYLES = ("-", "--", "-.", ":")  # directions / jobs sharing a colour
@@ -63,7 +62,7 @@ def plot_cdf(dist: pd.DataFrame, hue: str | None = None, *, tail: bool = False, 
             label=text,
         )
     ax.set_xscale("log")
-    _plain_log_ticks(ax, "x")
+    log_count_axis(ax, "x")
     ax.set_xlabel(f"{kind} latency (µs)")
     if tail:
         ax.set_yscale("log")
@@ -77,7 +76,8 @@ def plot_cdf(dist: pd.DataFrame, hue: str | None = None, *, tail: bool = False, 
     _legend(ax, hue, "upper right" if tail else "lower right")
     what = "tail (1 − CDF)" if tail else "CDF"
     ax.set_title(title or f"{kind} latency {what}" + (f" by {label(hue)}" if hue else ""), fontsize=11)
-    source_note(ax, _caption(dist, kind), below_pt=34)
+    note, more = _caption(dist, kind)
+    source_note(ax, note, below_pt=34, details=more)
     fit_width(ax)
     return ax
 
@@ -111,15 +111,16 @@ def plot_spectrum(spec: pd.DataFrame, hue: str | None = None, *, ax=None, title:
     ax.set_xlim(spec["percentile"].min(), spec["percentile"].max())
     ax.set_xlabel("percentile (nines axis: p90, p99, p99.9 equally spaced)")
     ax.set_yscale("log")
-    _plain_log_ticks(ax, "y")
+    log_count_axis(ax, "y")
     ax.set_ylabel(f"{kind} latency (µs)")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, hue, "upper left")
     ax.set_title(title or f"{kind} latency percentiles" + (f" by {label(hue)}" if hue else ""), fontsize=11)
-    note = _caption(spec, kind)
+    note, more = _caption(spec, kind)
     if unresolved:
-        note += "; dotted: fewer than one IO above the percentile (the slowest IO's bucket, not resolved)"
-    source_note(ax, note, below_pt=34)
+        note += "; dotted: not resolved (under one IO above)"
+        more += "; dotted: the slowest IO's bucket, so the percentile is not resolved"
+    source_note(ax, note, below_pt=34, details=more)
     fit_width(ax)
     return ax
 
@@ -178,8 +179,9 @@ def _legend(ax, hue: str | None, loc: str) -> None:
     )
 
 
-def _caption(frame: pd.DataFrame, kind: str) -> str:
-    """Where the lines come from: the bins, how many IOs and runs each pools."""
+def _caption(frame: pd.DataFrame, kind: str) -> tuple[str, str]:
+    """Where the lines come from, in short (the bins, how many IOs and runs each pools; a
+    line from fio's rounded list said so) and in detail (how the percentiles are read)."""
     per_line = frame.drop_duplicates([c for c in ("run_id", "direction", "job") if c in frame.columns])
     ios = per_line["total_ios"].astype(float)
     n = f"{ios.min():,.0f}" if ios.min() == ios.max() else f"{ios.min():,.0f}–{ios.max():,.0f}"
@@ -187,15 +189,14 @@ def _caption(frame: pd.DataFrame, kind: str) -> str:
     r = f"{runs.min()}" if runs.min() == runs.max() else f"{runs.min()}–{runs.max()}"
     jobs = per_line["jobs"] / per_line["runs"]
     pooled = f"pooled over {r} run(s)" + (f" and their jobs ({jobs.max():g} a run)" if jobs.max() > 1 else "")
-    words = []
+    short, more = [], []
     if (frame["source"] == FROM_BINS).any():
-        words.append(
-            f"fio json+ {kind} bins, {n} IOs a line, {pooled}; percentiles by fio's rule (exact to its "
-            "bucket, ≤ 0.78 % wide)"
-        )
+        short.append(f"fio json+ {kind} bins, {n} IOs a line, {pooled}")
+        more.append("percentiles by fio's rule (exact to its bucket, ≤ 0.78 % wide)")
     if (frame["source"] == FROM_LIST).any():
-        words.append(f"dashed, with fio's points marked: {FROM_LIST} (the output has no json+ bins)")
-    return "; ".join(words)
+        short.append(f"dashed: {FROM_LIST}")
+        more.append("dashed, with fio's points marked: the output has no json+ bins")
+    return "; ".join(short), "; ".join(more)
 
 
 def _to_nines(p):
@@ -204,17 +205,6 @@ def _to_nines(p):
 
 def _from_nines(n):
     return 100 * (1 - 10 ** (-np.asarray(n, float)))
-
-
-def _plain_log_ticks(ax, axis: str) -> None:
-    """A log axis labelled 10, 100, 1k, 10k (not 10², 10³), with 2 and 5 between decades
-    when the axis spans less than two decades."""
-    which = getattr(ax, f"{axis}axis")
-    lo, hi = sorted(getattr(ax, f"get_{axis}lim")())
-    few = lo > 0 and hi / lo < 100
-    which.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if few else (1.0,)))
-    which.set_major_formatter(FuncFormatter(si_number))
-    which.set_minor_formatter(NullFormatter())
 
 
 def _fraction_text(v, _pos=None) -> str:

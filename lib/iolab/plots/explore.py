@@ -7,7 +7,9 @@
 What is offered comes from the column registry (``iolab.core.columns``): metrics (measured,
 with units) on y; settings (swept or chosen: queue depth, scheduler, block size, any fio
 option a sweep varied) on x, hue and facet; ids never. Each point is the mean over repeats
-with its 95 % interval (``compare.interval``, the one the plots use: Student t, joined with a bootstrap for percentiles; stopped at 0 for a quantity that cannot be negative); queue depths and other doubling
+with its 95 % interval (``compare.interval``, the one the plots use: Student t, joined with a bootstrap
+for percentiles; held within what the quantity can be, ``columns.bounds``: from 0 for counts and
+latencies, 0-100 % for shares such as CPU busy); queue depths and other doubling
 settings get a log2 axis. The widget shows the ``plot(...)`` call for the current choice,
 so an exploration becomes a cell. Headless (papermill, ``make demo``) it shows the static
 default figure instead of widgets.
@@ -107,8 +109,8 @@ def _line(df: pd.DataFrame, x: str) -> bool:
 
 
 def _interval(values, metric: str) -> tuple[float, float]:
-    """The 95 % interval of the mean of ``values`` (``compare.interval``: clipped at 0 for a
-    metric that cannot be negative); the mean itself when there is none (one value)."""
+    """The 95 % interval of the mean of ``values`` (``compare.interval``: held within
+    ``columns.bounds(metric)``); the mean itself when there is none (one value)."""
     low, high = compare.interval(values, metric)
     return (low, high) if not np.isnan(low) else (np.mean(values), np.mean(values))
 
@@ -146,47 +148,71 @@ def plot(
     axes[0][0].set_ylabel(label(y))
     flagged = "flags" in df and (df["flags"].fillna("") != "").any()  # a banner goes between title and plot
     fig.suptitle(
-        title or f"{label(y)} by {label(x)}" + (f" and {label(hue)}" if hue else ""),
+        title or f"{label(y)} by {label(x)}" + (f" and {label(hue)}" if hue and hue != x else ""),
         fontsize=11,
         **({"y": 1.1} if flagged else {}),
     )
+    note = textwrap.fill(
+        f"source: {COLUMNS[y].source if y in COLUMNS else 'this table'}; {_points(df, x, y, hue, facet)}",
+        width=int(fig.get_figwidth() * 18),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    fig.text(0.01, 0.01, note, fontsize=7.5, color="0.35")  # wrapped to the figure: never cut at its edge
+    for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (common.si_axis); a measured x too
+        si_axis(ax, "y")
+        if x in choices(df).metrics:
+            si_axis(ax, "x")
+    fig.tight_layout(rect=(0, 0.04 * (note.count("\n") + 1), 1, 1))
+    flag_banner(axes[0][0], df)
+    return fig
+
+
+def _points(df: pd.DataFrame, x: str, y: str, hue: str | None, facet: str | None) -> str:
+    """What each point drawn is and what its interval is, counted as ``_draw`` groups the rows:
+    "mean of 3 runs per point; 95 % Student-t interval (within 0-100 %: a share)"."""
     c = choices(df)
     xs = [s for s in c.settings if s not in (hue, facet)] if x in c.metrics else [x]
-    n = df.groupby(xs + [k for k in (hue, facet) if k])[y].count() if xs else df[y].agg(["count"])
+    keys = list(dict.fromkeys((xs or [x]) + [k for k in (hue, facet) if k]))  # x may be the hue too
+    n = df.groupby(keys)[y].count()
+    n = n[n > 0]
     runs = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
+    one_run = "run_id" in df and df["run_id"].nunique() == 1 and n.max() > 1
+    what = (
+        f"{runs} interval{'s' if n.max() > 1 else ''} of one run"
+        if one_run
+        else f"{runs} run{'s' if n.max() > 1 else ''}"
+    )
+    if x in c.metrics and xs:
+        per = f"one point per setting ({', '.join(label(k) for k in xs)}), the mean of {what}"
+    elif x in c.metrics:
+        per = "one point per run" if n.max() == 1 else f"one point per value of {label(x)}, the mean of {what}"
+    else:
+        per = f"mean of {what} per point"
+    if n.max() < compare.MIN_REPEATS:
+        return f"{per}; {'no interval: one run per point' if n.max() == 1 else compare.NOT_INFORMATIVE + ' per point'}"
+    low, high = columns.bounds(y)
     interval = (
         (
             "95 % Student-t interval"
             if columns.interval_method(y) == "t"
             else "95 % interval, Student t and bootstrap joined"
         )
-        + (" (stopped at 0: the quantity cannot be negative)" if compare.nonnegative(y) else "")
+        + (
+            f" (within {low:g}-{high:g} %: a share)"
+            if high < np.inf
+            else " (stopped at 0: the quantity cannot be negative)"
+            if low == 0
+            else ""
+        )
         + (
             f"; none where a point has fewer than {compare.MIN_REPEATS} runs (it would say "
             "nothing): repeat 3 or more times"
             if n.min() < compare.MIN_REPEATS
             else ""
         )
-        if n.max() >= compare.MIN_REPEATS
-        else f"{compare.NOT_INFORMATIVE} per point"
     )
-    source = COLUMNS[y].source if y in COLUMNS else "this table"
-    one_run = "run_id" in df and df["run_id"].nunique() == 1 and n.max() > 1
-    what = f"{runs} interval(s) of one run" if one_run else f"{runs} run(s)"
-    per = (
-        f"one point per setting ({', '.join(label(k) for k in xs)}), the mean of {what}"
-        if x in c.metrics
-        else f"mean of {what} per point"
-    )
-    note = textwrap.fill(f"source: {source}; {per}; {interval}", width=int(fig.get_figwidth() * 18))
-    fig.text(0.01, 0.01, note, fontsize=7.5, color="0.35")  # wrapped to the figure: never cut at its edge
-    for ax in axes[0]:  # 1.2e8 on an axis reads as 120M (common.si_axis); a measured x too
-        si_axis(ax, "y")
-        if x in c.metrics:
-            si_axis(ax, "x")
-    fig.tight_layout(rect=(0, 0.04 * (note.count("\n") + 1), 1, 1))
-    flag_banner(axes[0][0], df)
-    return fig
+    return f"{per}; {interval}"
 
 
 def _draw(part: pd.DataFrame, x: str, y: str, hue, hue_order, ax, full: pd.DataFrame, facet: str | None = None) -> None:

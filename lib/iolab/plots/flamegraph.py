@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ..core.progress import headless
 from ..read.profile import bare, frame_category, is_diff, merge_unknown_runs
+from .common import NOTEBOOK_WIDTH_IN, fit_width
 
 CATEGORY_COLORS = {
     "idle": "#c7c7c7",
@@ -126,8 +127,10 @@ def draw(
     diff_mode, stacks, total = _prepare(stacks, merge_unknowns)
     boxes = layout(stacks, min_fraction)
     depth = max((b.depth for b in boxes), default=0) + 1
-    if ax is None:
-        _, ax = plt.subplots(figsize=(12, max(3.0, 0.22 * depth + 1)))
+    own = ax is None
+    if own:  # the notebook's width: JupyterLab shows it at its own size, labels readable
+        _, ax = plt.subplots(figsize=(NOTEBOOK_WIDTH_IN, max(3.0, 0.22 * depth + 1)))
+    chars = 17 * ax.figure.get_figwidth() * ax.get_position().width  # 6.5-pt labels across the whole width
     max_delta = max((abs(b.delta) for b in boxes), default=0.0)
     for b in boxes:
         y = depth - 1 - b.depth if icicle else b.depth
@@ -145,7 +148,7 @@ def draw(
             ax.text(
                 b.x / total + 0.002,
                 y + 0.45,
-                _cut(bare(b.name), int(b.width / total * 160)),
+                _cut(bare(b.name), int(b.width / total * chars)),
                 fontsize=6.5,
                 va="center",
                 clip_on=True,
@@ -174,6 +177,8 @@ def draw(
             fontsize=7,
             loc="upper right",
         )
+    if own:
+        fit_width(ax)
     return ax
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from ..core.columns import label
 from ..read.fiojson import PERCENTILES
 from ..read.hosttable import POOLED
-from .common import axes_of, si_axis, source_note
+from .common import axes_of, count_axis, keep_apart, log_count_axis, source_note
 
 
 def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: str | None = None):
@@ -34,13 +34,13 @@ def per_host_bars(summary: pd.DataFrame, metric: str = "iops", ax=None, title: s
     ax.set_xticklabels(rows["host"], rotation=20 if len(rows) > 4 else 0)
     ax.set_xlabel("host (fio server, as named)")
     ax.set_ylabel(label(metric))
-    si_axis(ax)
+    count_axis(ax)
     n = int(rows["repeats"].max()) if len(rows) else 0
     ax.set_title(title or f"{label(metric)} per host, all hosts running at once")
     source_note(
         ax,
-        f"fio client/server json+ reports, mean of {n} run(s) per host with 95 % t interval; "
-        "pooled: summed bins of every host (iolab.read.pool)",
+        f"fio client/server json+ reports, mean of {n} run(s) per host with 95 % t interval",
+        details="pooled: summed bins of every host (iolab.read.pool)",
     )
     return ax
 
@@ -66,6 +66,7 @@ def host_percentiles(run_rows: pd.DataFrame, kind: str = "clat", ax=None):
     ax.set_xticks(nines)
     ax.set_xticklabels([f"p{PERCENTILES[n]:g}" for n in names])
     ax.set_yscale("log")
+    log_count_axis(ax, "y")
     ax.set_xlabel("percentile")
     ax.set_ylabel(f"{kind} latency (µs)")
     ax.legend(fontsize=8)
@@ -73,8 +74,8 @@ def host_percentiles(run_rows: pd.DataFrame, kind: str = "clat", ax=None):
     ax.set_title(f"{kind} latency distribution per host and pooled")
     source_note(
         ax,
-        f"run {run}: each host's json+ percentiles; pooled: fio's percentile rule on the hosts' "
-        "summed bins (not an average of percentiles)",
+        f"run {run}: each host's json+ percentiles; pooled: from the hosts' summed bins",
+        details="pooled: fio's percentile rule on the hosts' summed bins (not an average of percentiles)",
     )
     return ax
 
@@ -88,17 +89,20 @@ def host_scaling(scale: pd.DataFrame, metric: str = "iops", ax=None):
     ax.errorbar(k, mean, yerr=np.where(np.isnan(err), 0, err), marker="o", capsize=4, label="measured (pooled)")
     if (k == 1).any():
         ax.plot(k, k * mean[k == 1][0], ls=":", color="0.4", label="linear: hosts × one host")
-    for ki, m, eff in zip(k, mean, scale["efficiency_pct"]):
+    shares = [
         ax.annotate(f"{eff:.0f} %", (ki, m), textcoords="offset points", xytext=(6, -12), fontsize=8)
+        for ki, m, eff in zip(k, mean, scale["efficiency_pct"])
+    ]
     ax.set_xticks(k)
     ax.set_xlabel("hosts running the job at once")
     ax.set_ylabel(f"aggregate {label(metric)}")
-    si_axis(ax)
+    count_axis(ax)
     ax.legend(fontsize=8)
     ax.set_title(f"Aggregate {label(metric)} against hosts (% = of linear)")
     source_note(
         ax,
-        f"pooled rows of fio client/server runs (IOPS summed over hosts), mean of "
-        f"{int(scale['repeats'].max())} runs per count with 95 % t interval",
+        f"fio client/server runs, IOPS summed over hosts; mean of {int(scale['repeats'].max())} runs "
+        "per count with 95 % t interval",
     )
+    keep_apart(shares, toward="down")
     return ax

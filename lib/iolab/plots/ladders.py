@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..core.columns import label
 from ..core.errors import InputError
-from .common import NOTEBOOK_WIDTH_IN, axes_of, source_note, thousands_axis
+from .common import NOTEBOOK_WIDTH_IN, axes_of, count_axis, fit_width, source_note
 
 
 def ladder_waterfall(ladder: pd.DataFrame, ax=None, reference: pd.DataFrame | None = None):
@@ -23,6 +23,7 @@ def ladder_waterfall(ladder: pd.DataFrame, ax=None, reference: pd.DataFrame | No
     steps are drawn as empty slots labelled 'skipped' (the reason is in the table).
     ``reference``: the published ladder (label, iops) drawn as markers when it has one row
     per step."""
+    own = ax is None
     ax = axes_of(ax)
     names = [f"{r.step}. {r.name}" for r in ladder.itertuples()]
     y = range(len(ladder))
@@ -36,7 +37,7 @@ def ladder_waterfall(ladder: pd.DataFrame, ax=None, reference: pd.DataFrame | No
         ax.scatter(reference["iops"], list(y), marker="|", s=200, color="k", label="published (seed 000)")
         ax.legend(fontsize=8, loc="lower right")
     ax.set_xlim(0, 1.45 * np.nanmax(_iops(ladder), initial=1))  # room for the labels
-    thousands_axis(ax, "x")
+    count_axis(ax, "x")
     ax.set_yticks(list(y))
     ax.set_yticklabels(names, fontsize=8)
     ax.invert_yaxis()
@@ -44,9 +45,12 @@ def ladder_waterfall(ladder: pd.DataFrame, ax=None, reference: pd.DataFrame | No
     ax.set_title("Single-core tuning ladder: IOPS per step (gain vs the previous kept step)")
     source_note(
         ax,
-        f"fio json+ / t/io_uring output per step ({_runs(ladder)}; bars: means); "
-        f"{_gain_note(ladder)}; grey: peak-only step not carried forward; orange: t/io_uring",
+        f"fio json+ / t/io_uring per step, {_runs(ladder)}, bars: means; grey: peak only, not carried "
+        "forward; orange: t/io_uring",
+        details=_gain_note(ladder),
     )
+    if own:  # its step names and labels within the notebook's width, shown at its own size
+        fit_width(ax)
     return ax
 
 
@@ -132,11 +136,13 @@ def ladder_normalised(ladder: pd.DataFrame, reference: pd.DataFrame, ax=None):
     pub_ax.figure.suptitle("Tuning ladder: published vs this machine, each normalised to its own baseline", fontsize=11)
     source_note(
         loc_ax,
-        f"published: {reference['source'].iloc[0]} (data/reference/published_figures.csv); "
-        f"this machine: {_runs(ladder)} (fio json+ / t/io_uring), bars are means; "
-        "orange: t/io_uring; grey: peak-only step not carried forward; the two ladders' "
-        "steps differ, so compare shapes, not rows",
+        f"published: {reference['source'].iloc[0]}; this machine: {_runs(ladder)}, bars: means; "
+        "the steps differ: compare shapes, not rows",
+        details="published figures from data/reference/published_figures.csv; this machine: fio json+ / "
+        "t/io_uring output per step; orange: t/io_uring; grey: peak-only step not carried forward",
     )
+    if ax is None:
+        fit_width(loc_ax)
     return pub_ax, loc_ax
 
 
@@ -188,6 +194,7 @@ def _local_bars(ax, ladder: pd.DataFrame, base) -> None:
 
 def ladder_cpu(ladder: pd.DataFrame, ax=None):
     """CPU busy (%) and cycles per IO per measured ladder step."""
+    own = ax is None
     ax = axes_of(ax)
     m = ladder[ladder.status == "measured"]
     labels = [f"{r.step}" for r in m.itertuples()]
@@ -199,6 +206,10 @@ def ladder_cpu(ladder: pd.DataFrame, ax=None):
     twin.set_ylabel("CPU busy (%)")
     twin.set_ylim(0, 105)
     src = ", ".join(sorted(m["freq_source"].dropna().unique())) if "freq_source" in m else "?"
+    nominal = "; the frequency is nominal (/proc/cpuinfo, no cpufreq)" if "proc_cpuinfo" in src else ""
+    count_axis(ax)
     ax.set_title("Cycles per IO (bars) and CPU busy (line) per step")
-    source_note(ax, f"/proc/stat busy time x frequency ({src}) / IOs")
+    source_note(ax, f"/proc/stat busy time × frequency ({src}) / IOs{nominal}")
+    if own:
+        fit_width(ax)
     return ax

@@ -3,11 +3,13 @@ cited) beside this machine's, as bars."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import seaborn as sns
 
 from ..core.columns import label
-from .common import axes_of, fit_width, si_axis, source_note
+from .common import axes_of, count_axis, fit_width, source_note
 
 
 def reference_bars(
@@ -24,8 +26,13 @@ def reference_bars(
     ax.set_xlabel(label(value))
     ax.set_ylabel("")
     ax.set_title("Published figures beside this machine")
-    si_axis(ax, "x")
-    source_note(ax, "; ".join(sorted(ref["source"].dropna().unique())))
+    count_axis(ax, "x")
+    sources = sorted(ref["source"].dropna().unique())
+    if len("; ".join(sources)) <= 110:  # two lines under the plot
+        source_note(ax, "; ".join(sources))
+    else:
+        seeds = ", ".join(sorted(set(re.findall(r"seed \d+", " ".join(sources))))) or sources[0]
+        source_note(ax, f"published: {seeds} ({len(sources)} sources)", details="; ".join(sources))
     if own:
         fit_width(ax)
     return ax

@@ -13,7 +13,18 @@ import seaborn as sns
 from ..core.columns import label
 from ..core.readable import percent, si_number
 from ..core.errors import InputError
-from .common import NOTEBOOK_WIDTH_IN, PALETTE, axes_of, si_axis, source_note, tick_text
+from ..stats.search_cells import level_text
+from .common import (
+    NOTEBOOK_WIDTH_IN,
+    PALETTE,
+    CountFormatter,
+    axes_of,
+    count_axis,
+    log_count_axis,
+    source_note,
+    tick_labels,
+    tick_text,
+)
 
 
 def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
@@ -23,12 +34,13 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
     once), whiskers their 95 % interval (the repeats' noise: per-cell variances,
     Welch–Satterthwaite t); the dotted line is the grand mean. Blue: the extreme levels'
     intervals are apart; grey: no difference the repeats can show. Panel titles give the
-    effect size (highest - lowest level mean, % of the grand mean). Axes with one level are
+    effect on the scale of the text (``effects.EFFECT_SCALE``: the change of the mean from the
+    lowest level to the highest, % of the lowest), largest first. Axes with one level are
     named in the source note. ``ax``: as many Axes as axes with two or more levels, else a
     new figure. Returns the panels (an array of Axes)."""
     metric = effects.attrs.get("metric") or next(c[:-5] for c in effects.columns if c.endswith("_mean"))
     order = (
-        effects.drop_duplicates("axis").sort_values("effect_pct", ascending=False, na_position="last")["axis"].tolist()
+        effects.drop_duplicates("axis").sort_values("change_pct", ascending=False, na_position="last")["axis"].tolist()
     )
     if not order:
         raise InputError(
@@ -65,11 +77,11 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
         p.set_xlabel(label(axis))
         verdict = "no interval" if pd.isna(apart) else "intervals apart" if apart else "no difference shown"
         p.set_title(
-            f"{axis}: {part['effect_pct'].iloc[0]:.0f} % of mean\n{verdict}",
+            f"{axis}: {percent(part['change_pct'].iloc[0], signed=True)}\n{verdict}",
             fontsize=9,
             color="0.1" if color != "0.55" else "0.4",
         )
-        si_axis(p)
+        count_axis(p)
     for p in panels[:: _ncols(panels)]:
         p.set_ylabel(label(metric))
     panels[0].figure.suptitle(
@@ -82,15 +94,21 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
         "; ".join(
             t
             for t in (
-                f"search runs ({repeats}), one point per level: the mean of its cell means",
+                f"search runs ({repeats}); titles: the change of the mean from the lowest level to the highest, "
+                "% of the lowest",
+                f"not drawn (one level): {', '.join(skipped)}" if skipped else "",
+            )
+            if t
+        ),
+        details="; ".join(
+            (
+                "one point per level: the mean of its cell means",
                 "whiskers: 95 % CI of that mean from the repeats (per-cell variances, Welch-Satterthwaite t)"
                 if "no interval" not in repeats
                 else "one run per cell: no interval",
                 "dotted: grand mean; blue: extreme levels' intervals apart, grey: not (non-overlap is a conservative "
                 "test, Schenker & Gentleman 2001)",
-                f"not drawn (one level): {', '.join(skipped)}" if skipped else "",
             )
-            if t
         ),
     )
     return panels
@@ -146,10 +164,10 @@ def _ncols(panels) -> int:
     return getattr(panels[0].figure, "_iolab_ncols", len(panels))
 
 
-def _figure_note(ax, text: str) -> None:
+def _figure_note(ax, text: str, details: str = "") -> None:
     """``source_note`` under ``ax``, wrapped to the figure's width rather than the panel's
     (small multiples: the note runs under the whole row)."""
-    source_note(ax, text, width_in=ax.figure.get_figwidth() * 0.92, below_pt=48)
+    source_note(ax, text, width_in=ax.figure.get_figwidth() * 0.92, below_pt=48, details=details)
 
 
 def interaction_heatmap(
@@ -166,10 +184,11 @@ def interaction_heatmap(
     ax = axes_of(ax)
     values = pivot.to_numpy(dtype=float)
     departure = np.asarray(pivot.attrs.get("departure_pct", np.full(values.shape, np.nan)), dtype=float)
+    shown = dict(zip(values[~np.isnan(values)], tick_labels(values[~np.isnan(values)])))  # one style for all cells
     annot = np.array(
         [
             [
-                ("" if np.isnan(v) else si_number(v) + ("" if np.isnan(d) else f"\n{percent(d, signed=True)}"))
+                ("" if np.isnan(v) else shown[v] + ("" if np.isnan(d) else f"\n{percent(d, signed=True)}"))
                 for v, d in zip(vr, dr)
             ]
             for vr, dr in zip(values, departure)
@@ -186,7 +205,7 @@ def interaction_heatmap(
         mask=np.isnan(values),
         linewidths=0.5,
         linecolor="white",
-        cbar_kws={"label": label(metric), "format": si_number},
+        cbar_kws={"label": label(metric), "format": CountFormatter()},
         annot_kws={"fontsize": 8},
         ax=ax,
     )
@@ -209,10 +228,11 @@ def interaction_heatmap(
     )
     source_note(
         ax,
-        f"search runs; cell: mean over repeats and the other settings' cells; second line: departure "
-        f"from the no-interaction model ({scale}); interaction: its root mean square; F test of the "
-        f"two-way ANOVA interaction against the within-cell mean square (Montgomery, Design and "
-        f"Analysis of Experiments, §5.3); blank: not measured",
+        "search runs; cell: mean, below it the departure from the no-interaction model (%); "
+        "two-way ANOVA (Montgomery §5.3)",
+        details=f"cell: mean over repeats and the other settings' cells; departure: {scale}; interaction: its "
+        f"root mean square; F test of the two-way ANOVA interaction against the within-cell mean square "
+        f"(Montgomery, Design and Analysis of Experiments, §5.3); blank: not measured",
     )
     return ax
 
@@ -273,7 +293,7 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
         p.margins(y=0.25)
         p.set_ylabel(label(metric))
         p.set_title("Roof only: this search has no devices or cores axis", fontsize=10)
-        si_axis(p)
+        count_axis(p)
     for p, axis in zip(panels, present):
         _roofline_panel(p, roof, axis, ref)
     if present:
@@ -287,16 +307,18 @@ def roofline(roof: dict, reference: pd.DataFrame | None = None, ax=None):
     )
     _figure_note(
         panels[0],
-        "; ".join(
-            t
-            for t in (
-                "search runs; points: mean with 95 % CI; labels: efficiency, % of roof × N"
-                if present
-                else "search runs; bar: the best cell's mean, whisker: its 95 % CI",
-                "; ".join(roof.get("notes", [])),
-                f"published: {sources} (data/reference/published_figures.csv)" if sources else "",
-            )
-            if t
+        (
+            "search runs; points: mean with 95 % CI; labels: efficiency, % of roof × N"
+            if present
+            else "search runs; bar: the best cell's mean, whisker: its 95 % CI"
+        )
+        + (
+            f"; published: {', '.join(sorted(set(ref['seed_label'])))} (data/reference/published_figures.csv)"
+            if sources
+            else ""
+        ),
+        details="; ".join(
+            t for t in ("; ".join(roof.get("notes", [])), f"published: {sources}" if sources else "") if t
         ),
     )
     return panels[: max(1, len(present))]
@@ -363,8 +385,7 @@ def _roofline_panel(p, roof: dict, axis: str, ref: pd.DataFrame | None) -> None:
     p.minorticks_off()
     p.set_xlabel(label(axis))
     p.set_ylabel(f"aggregate {label(metric)}")
-    p.yaxis.set_major_locator(plt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    p.yaxis.set_major_formatter(si_number)
+    log_count_axis(p, subs=(1.0, 2.0, 5.0))
     lo, hi = p.get_ylim()
     p.set_ylim(lo / 1.6, hi * 2.2)  # room for the labels and the legend
     p.legend(fontsize=7.5, loc="upper left", framealpha=0.85)
@@ -435,3 +456,78 @@ def _reference_counts(reference: pd.DataFrame | None, metric: str) -> pd.DataFra
         ref[axis] = pd.to_numeric(ref[axis], errors="coerce").fillna(parsed) if axis in ref else parsed
     ref["seed_label"] = ("seed " + ref["seed"].astype(str).str.zfill(3)) if "seed" in ref else "published"
     return ref
+
+
+# ---------------------------------------------------------------- the tables beside the figures
+def _unit(metric: str) -> str:
+    """' (IO/s)' of a metric's label, '' without a unit."""
+    unit = label(metric).partition(" (")[2].rstrip(")")
+    return f" ({unit})" if unit else ""
+
+
+def _interval(low: float, high: float, fmt: str = "{:,.0f}") -> str:
+    """'[8,233, 11,394]', '' without an interval."""
+    return "" if pd.isna(low) or pd.isna(high) else f"[{fmt.format(low)}, {fmt.format(high)}]"
+
+
+def interaction_table(inter: pd.DataFrame) -> pd.DataFrame:
+    """``interactions.interactions``'s table in words: the pair, the interaction strength and
+    largest departure in %, where, the F test's F and p and whether it is shown at 5 %."""
+    p_text = [("n/a" if pd.isna(p) else "< 0.001" if p < 0.001 else f"{p:.2g}") for p in inter["p_value"]]
+    return pd.DataFrame(
+        {
+            "settings": [f"{a} × {b}" for a, b in zip(inter["a"], inter["b"])],
+            "interaction (RMS departure)": [percent(v) for v in inter["interaction_pct"]],
+            "largest departure": [percent(v) for v in inter["max_departure_pct"]],
+            "at": inter["where"],
+            "F": ["n/a" if pd.isna(f) else f"{f:.2g}" for f in inter["f_stat"]],
+            "p-value": p_text,
+            "shown at 5 %": [
+                "no test (one run per cell)" if pd.isna(s) else "yes" if s else "no" for s in inter["shown"]
+            ],
+        }
+    )
+
+
+def ties_table(ties: pd.DataFrame, axes, metric: str) -> pd.DataFrame:
+    """``best_config``'s tied cells in words: the settings, the mean, and how far the best is
+    ahead (% of the tie's mean, with Dunnett's simultaneous interval in one cell)."""
+    out = pd.DataFrame({label(a): [level_text(v) for v in ties[a]] for a in axes}, index=ties.index)
+    out[f"mean {label(metric).split(' (')[0]}{_unit(metric)}"] = ties[f"{metric}_mean"].round()
+    out["the best is ahead by"] = [
+        f"{percent(r, signed=True)} {_interval(lo, hi, '{:+.0f}')}".strip()
+        for r, lo, hi in zip(ties["ratio_pct"], ties["low_pct"], ties["high_pct"])
+    ]
+    return out
+
+
+def roof_table(frame: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
+    """One roofline panel's points (``roofline(...)[axis]``) in words: the count, the
+    aggregate with its 95 % interval, roof × N and the efficiency with its interval."""
+    words = label(metric).split(" (")[0]
+    return pd.DataFrame(
+        {
+            axis: frame[axis].map(lambda v: f"{v:g}"),
+            f"aggregate {words}{_unit(metric)}": frame[f"{metric}_mean"].round(),
+            "95 % CI": [_interval(lo, hi) for lo, hi in zip(frame[f"{metric}_ci_low"], frame[f"{metric}_ci_high"])],
+            f"roof × {axis}{_unit(metric)}": frame["roof_x_n"].round(),
+            "efficiency (% of roof × N)": [
+                f"{e:.0f} {_interval(lo, hi)}".strip()
+                for e, lo, hi in zip(frame["efficiency_pct"], frame["efficiency_low_pct"], frame["efficiency_high_pct"])
+            ],
+            "runs": frame["n_runs"],
+            "other settings": frame["config"],
+        }
+    )
+
+
+def published_table(rows: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
+    """Published rows (``data/reference/published_figures.csv``) in words, without their long
+    source column (cite it once beside the table): label, metric, cores, clock."""
+    out = pd.DataFrame({"published": rows["label"]})
+    out[f"{label(metric).split(' (')[0]}{_unit(metric)}"] = rows[metric]
+    if "cores" in rows:
+        out["cores"] = rows["cores"].map(lambda v: "" if pd.isna(v) else f"{v:g}")
+    if "freq_ghz" in rows:
+        out["CPU clock (GHz)"] = rows["freq_ghz"].map(lambda v: "not given" if pd.isna(v) else f"{v:g}")
+    return out.reset_index(drop=True)

@@ -6,8 +6,9 @@ the samplers beneath on one time axis, and a latency heatmap of fio's histogram 
     timeplots.latency_heatmap(s)
 
 Like the standard figures (``iolab.plots.common``): axis labels carry units (``iolab.core.columns``),
-a source line under each figure says where every number came from, fallback sources are named (a
-frequency from /proc/cpuinfo is a nominal clock), and each function returns its Figure.
+a source line under each figure says where the numbers came from (``common.details(fig)`` in full),
+fallback sources are named (a frequency from /proc/cpuinfo is a nominal clock), and each function
+returns its Figure.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..core.columns import label
 from ..read.fiojson import percentiles_from_bins
 from ..core.errors import InputError
-from .common import NOTEBOOK_WIDTH_IN, source_note, thousands_axis
+from .common import NOTEBOOK_WIDTH_IN, count_axis, log_count_axis, source_note
 from ..read.series import Series
 from ..stats.timeline import STALL_FRACTION, Steady, heatmap
 
@@ -41,9 +41,7 @@ TIME_LABEL = "time since fio's first job started (s)"
 def _log_latency_axis(ax) -> None:
     """A log latency axis read in plain numbers: 50, 100, 200, 500, 1,000 µs."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    log_count_axis(ax, "y", subs=(1.0, 2.0, 5.0))
 
 
 def _stairs(ax, frame: pd.DataFrame, col: str, **kw):
@@ -100,7 +98,7 @@ def over_time(s: Series, steady: Steady | None = None, stalls: pd.DataFrame | No
     )
     ax_iops.set_ylabel(label("iops"))
     ax_iops.set_ylim(0, 1.3 * np.nanmax(total["iops"]))
-    thousands_axis(ax_iops)
+    count_axis(ax_iops)
 
     have_pct = s.table["clat_p99_us"].notna().any()
     for d in directions:
@@ -151,7 +149,7 @@ def over_time(s: Series, steady: Steady | None = None, stalls: pd.DataFrame | No
             pad = max(50.0, 0.1 * (hi - lo))
             ax_f.set_ylim(lo - pad, hi + pad)
             ax_f.set_ylabel(label("cpu_freq_mhz").replace("CPU frequency", "freq"))
-            thousands_axis(ax_f)
+            count_axis(ax_f)
         if has_threads:
             ax_t = panels.pop(0)
             for col in sorted(c for c in samplers.columns if c.startswith("threads_")):
@@ -177,7 +175,8 @@ def over_time(s: Series, steady: Steady | None = None, stalls: pd.DataFrame | No
     fig.suptitle(
         title or "IOPS and completion latency over time, the samplers beneath on the same axis", fontsize=11, y=0.995
     )
-    source_note(axes[-1], _source(s, steady))
+    note, more = _source(s, steady)
+    source_note(axes[-1], note, details=more)
     fig.subplots_adjust(top=0.96, bottom=0.09 + 0.5 / fig.get_figheight(), left=0.08, right=0.77)
     return fig
 
@@ -243,37 +242,46 @@ def _mark(ax, steady: Steady | None, stalls: pd.DataFrame | None, s: Series, fir
         ax.axvspan(r.t_start_s, r.t_s, color=STALL_COLOR, alpha=0.16, lw=0, label="stall" if first and i == 0 else None)
 
 
-def _source(s: Series, steady: Steady | None) -> str:
-    clock = {
-        "monotonic": "fio's log stamps and the samplers on one clock (CLOCK_MONOTONIC)",
-        "unix": "fio's log stamps (Unix time) placed on the samplers' clock",
-    }.get(s.time_base, "fio's start on the samplers' clock estimated (see the series notes)")
+def _source(s: Series, steady: Steady | None) -> tuple[str, str]:
+    """The figure's source in short (the logs, the samplers, their clock, what the logs leave
+    out, a nominal frequency) and in detail (how the lines are made, how many of fio's IOs the
+    logs hold, how the steady part was found)."""
     cov = s.coverage
     covered = (
-        f"the logs hold {cov['series_ios'].sum():,.0f} of fio's {cov['fio_ios'].sum():,.0f} IOs "
-        f"(the last {cov['uncovered_s'].max():.2f} s are not in fio's interval logs)"
+        f"the logs hold {cov['series_ios'].sum():,.0f} of fio's {cov['fio_ios'].sum():,.0f} IOs"
         if cov["fio_ios"].notna().all()
         else ""
     )
+    uncovered = cov["uncovered_s"].max() if len(cov) and cov["fio_ios"].notna().all() else 0
+    short = [
+        f"{s.fio_version or 'fio'} logs every {s.log_ms} ms"
+        + (f" (the last {uncovered:.2f} s not in fio's interval logs)" if uncovered > 0 else "")
+    ]
     sampled = ""
     if not s.samplers.empty:
         step = float(np.median(s.samplers["t_s"] - s.samplers["t_start_s"]))
-        sampled = (
-            f"/proc/stat busy, steal, iowait of the pinned CPUs and the frequency "
-            f"({s.samplers['freq_source'].iloc[0] if 'freq_source' in s.samplers else '?'}) every {step:.2f} s"
-        )
-    return "; ".join(
+        src = s.samplers["freq_source"].iloc[0] if "freq_source" in s.samplers else "?"
+        short.append(f"samplers every {step:.2f} s")
+        sampled = f"/proc/stat busy, steal, iowait of the pinned CPUs and the frequency ({src}) every {step:.2f} s"
+    short.append(
+        {
+            "monotonic": "one clock (CLOCK_MONOTONIC)",
+            "unix": "fio's Unix-time stamps placed on the samplers' clock",
+        }.get(s.time_base, "fio's start on the samplers' clock estimated")
+    )
+    if not s.samplers.empty and src == "proc_cpuinfo":
+        short[-1] += "; nominal frequency (/proc/cpuinfo, no cpufreq)"
+    details = "; ".join(
         t
         for t in (
-            f"{s.fio_version or 'fio'} interval logs every {s.log_ms} ms: IOPS log (sum over jobs), "
-            "clat p50/p99 from the histogram log's summed bins by fio's percentile rule",
+            "IOPS log (sum over jobs), clat p50/p99 from the histogram log's summed bins by fio's percentile rule",
             sampled,
-            clock,
             covered,
             steady.text if steady is not None else "",
         )
         if t
     )
+    return ", ".join(short), details
 
 
 def latency_heatmap(s: Series, direction: str | None = None, per_doubling: int = 4, title: str | None = None):
@@ -325,13 +333,14 @@ def latency_heatmap(s: Series, direction: str | None = None, per_doubling: int =
         ax.legend(loc="upper right", fontsize=7.5)
         bar = fig.colorbar(mesh, ax=ax, pad=0.01)
         bar.set_label("IOs in the interval (log scale)", fontsize=8)
+        log_count_axis(bar.ax, "y", subs=(1.0,))
     axes[-1, 0].set_xlabel(TIME_LABEL)
     fig.suptitle(title or "Completion latency heatmap from fio's histogram log", fontsize=11)
     source_note(
         axes[-1, 0],
-        f"{s.fio_version or 'fio'} clat histogram log every {s.log_ms} ms "
-        f"(log_hist_msec), fio's 1856 bins (64 per doubling) regrouped {per_doubling} per doubling, summed over "
-        f"jobs and hosts; {s.note().split('. ')[0]}",
+        f"{s.fio_version or 'fio'} clat histogram log every {s.log_ms} ms, summed over jobs and hosts",
+        details=f"log_hist_msec; fio's 1856 bins (64 per doubling) regrouped {per_doubling} per doubling; "
+        f"{s.note().split('. ')[0]}",
     )
     fig.subplots_adjust(bottom=0.1 + 0.5 / fig.get_figheight(), top=0.9, hspace=0.25)
     return fig

@@ -53,8 +53,10 @@ def plot(tr: pd.DataFrame, metric: str, ax=None, folder: str | None = None):
     ax.set_ylabel(f"{metric} ({unit})" if unit else metric)
     ax.set_title(f"{metric} over {OVER_WORDS.get(over, over)}", fontsize=11)
     if over == "recorded_utc":
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
-        ax.set_xlabel("recorded (UTC)")
+        locator = mdates.AutoDateLocator(minticks=3, maxticks=6)  # more collide across an 8-inch axis
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.set_xlabel("time recorded (UTC)")
     else:
         cats = sub.drop_duplicates("category").sort_values("category")
         ax.set_xticks(cats["category"], [str(v) for v in cats["at"]])
@@ -167,12 +169,9 @@ def _caption(sub: pd.DataFrame, folder: str | None) -> str:
     runs = len(sub.drop_duplicates(["executed", "recorded_utc"])) if "executed" in sub else len(sub)
     emulated = int(sub["emulated"].map(lambda v: isinstance(v, str) and v != "").sum()) if "emulated" in sub else 0
     text = (
-        f"the results history in {folder or 'the history'} (iolab.report.history): {len(sub)} result"
-        f"{'s' * (len(sub) != 1)} from {runs} executed notebook{'s' * (runs != 1)}"
+        f"the results history in {folder or 'the history'}: {len(sub)} result{'s' * (len(sub) != 1)} "
+        f"from {runs} executed notebook{'s' * (runs != 1)}"
     )
     if emulated:
         text += f", {emulated} of them from the NVMe lab (an emulator's numbers)"
-    return text + (
-        "; error bars: each result's recorded interval; ringed: intervals apart from the previous one "
-        "(iolab.stats.trend)"
-    )
+    return text

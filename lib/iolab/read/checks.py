@@ -50,7 +50,7 @@ import pandas as pd
 from ..core import runfiles
 from ..core.errors import RunFileError
 from .fiojson import disk_util, run_document, run_rows
-from .plausible import arithmetic_checks
+from .plausible import arithmetic_checks, pcie_path
 
 FILE = "checks.json"
 CACHE_SHARE = 0.5  # the device moved less than this share of fio's bytes: a cache answered
@@ -338,7 +338,9 @@ def run_checks(
         bus, ssd = bus_ceiling(fio, snapshot, ceiling_bytes_s), ssd_state(fio, snapshot)
     with runfiles.guard(run_dir / "params.json"):
         arithmetic = arithmetic_checks(fio, data, params)
-    return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd, *arithmetic]
+    with runfiles.guard(run_dir / "pcie.json"):
+        pcie = pcie_path(_json(run_dir / "pcie.json"))
+    return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd, *arithmetic, *pcie]
 
 
 def flags(checks: list[Check] | list[dict]) -> str:

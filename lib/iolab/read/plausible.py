@@ -23,6 +23,10 @@ Each is a ``iolab.read.checks.Check`` (``run_checks`` adds them to every run's),
   run's ``cpus``; none: every CPU was sampled). An SQ poll thread without its CPU named is
   placed by the kernel: not proven counted.
 
+Besides the report, ``pcie_path`` judges the run's ``pcie.json`` (the device's PCI path before
+and after it): ``pcie_aer``, an AER counter that rose during the run (seed 000 moved its drive
+for correctable errors in the kernel log), and ``pcie_link``, a link that retrained.
+
 Options come from fio's report (``global options`` and each job's ``job options``, as given)
 and, for the jobs a reporting group sums, from the run's ``params.json``.
 """
@@ -337,3 +341,88 @@ def arithmetic_checks(fio: pd.DataFrame, data: Mapping[str, Any], params: Mappin
     """Every check of this module for one report (``fio``: its tidy rows; ``data``: the
     report; ``params``: the run's params.json, None for a bare report)."""
     return [*littles_law(fio, data, params), *clat_le_lat(fio), *rates(fio, data), *cpu_accounting(data, params)]
+
+
+# ---------------------------------------------------------------- the PCIe path during the run
+AER_WORDS = {
+    "correctable": (
+        "correctable",
+        "the figures may be slowed by link retries (each corrected error is a packet sent again)",
+    ),
+    "nonfatal": ("non-fatal", "an uncorrectable error the kernel recovered from: the figures may hold its stalls"),
+    "fatal": ("fatal", "the link was reset: the figures are not the device's"),
+}
+
+
+def _total(counts: Mapping[str, int] | None) -> int:
+    counts = counts or {}
+    return int(counts.get("total", sum(v for k, v in counts.items() if k != "total")))
+
+
+def _link(speed: Any, width: Any) -> str:
+    """sysfs's '8.0 GT/s PCIe' and '4' as '8 GT/s x4' ('' without a link)."""
+    try:
+        gts = float(str(speed).split()[0])
+    except (ValueError, IndexError):
+        return ""
+    return f"{gts:g} GT/s x{width}"
+
+
+def pcie_path(pcie: Mapping[str, Any] | None) -> list[Any]:
+    """AER counters and links of the PCI functions from the target's device to its root port,
+    before and after the run (``pcie.json``: ``iolab.machine.preflight_pci.pcie_state`` twice):
+    ``pcie_aer`` fails when a counter rose, ``pcie_link`` when a link trained to another speed
+    or width during the run. [] for a target without a PCI path (a file, a loop device)."""
+    if not pcie or not pcie.get("before") or not pcie.get("after"):
+        return []
+    before, after = pcie["before"], pcie["after"]
+    risen, moved, counted, held = [], [], [], []
+    for addr, now in after.items():
+        was = before.get(addr) or {}
+        if now.get("aer") is not None:
+            counted.append(addr)
+            for kind, counts in now["aer"].items():
+                old = (was.get("aer") or {}).get(kind) or {}
+                rise = _total(counts) - _total(old)
+                if rise > 0:
+                    named = {k: v - old.get(k, 0) for k, v in counts.items() if k != "total" and v > old.get(k, 0)}
+                    risen.append((addr, kind, rise, named))
+        then_, now_ = (
+            _link(was.get("link_speed"), was.get("link_width")),
+            _link(now.get("link_speed"), now.get("link_width")),
+        )
+        if then_ != now_:
+            moved.append((addr, then_ or "no link", now_ or "no link"))
+        elif now_:
+            held.append(f"{addr} {now_}")
+    out = []
+    threshold = "no AER error counted on the device's PCI path during the run"
+    if risen:
+        said = "; ".join(
+            f"AER {AER_WORDS[kind][0]} errors rose by {rise} during the run on {addr}"
+            + (f" ({', '.join(f'{k} +{v}' for k, v in named.items())})" if named else "")
+            for addr, kind, rise, named in risen
+        )
+        costs = "; ".join(dict.fromkeys(AER_WORDS[kind][1] for _, kind, _, _ in risen))
+        figures = {f"{addr} {kind}": rise for addr, kind, rise, _ in risen}
+        out.append(_check("pcie_aer", False, f"{said}: {costs}", figures, threshold))
+    elif counted:
+        out.append(
+            _check("pcie_aer", True, f"no AER error counted during the run on {', '.join(counted)}", {}, threshold)
+        )
+    else:
+        out.append(
+            _check(
+                "pcie_aer", None, "no aer_dev_* counters on the device's PCI path (AER off or unsupported): not checked"
+            )
+        )
+    threshold = "every link on the path at the same speed and width after the run as before"
+    if moved:
+        said = "; ".join(f"the link of {addr} went from {a} to {b}" for addr, a, b in moved)
+        figures = {addr: f"{a} -> {b}" for addr, a, b in moved}
+        out.append(
+            _check("pcie_link", False, f"{said} during the run: the bus under the figures changed", figures, threshold)
+        )
+    elif held:
+        out.append(_check("pcie_link", True, f"links held during the run: {', '.join(held)}", {}, threshold))
+    return out

@@ -7,7 +7,11 @@ worse?" (``iolab history``, notebook 09, ``iolab.stats.trend``).
 
 ``iolab.report.publish.execute`` appends after every notebook that ran to its end (``iolab
 batch``, ``demo``, ``reproduce``, ``seeds`` and the NVMe lab all go through it); a failed
-notebook adds nothing.
+notebook adds nothing. In JupyterLab (a live kernel with ``%load_ext iolab``), each cell that
+records results and ends without an error appends them as a part of its own (``keep_live``):
+``notebook`` is the session's notebook (``LIVE`` when the kernel has none), ``executed``
+says it was a live kernel (``LIVE: <notebook path>``), ``parameters`` the parameters-cell
+values the kernel holds that differ from the cell's own. A headless run appends once, at its end.
 
 The history is a folder (``$IOLAB_HISTORY``, else ``history/`` in the data folder,
 ``iolab.core.paths.history_dir``; ``IOLAB_HISTORY=off`` or empty keeps none) of Parquet files,
@@ -95,7 +99,11 @@ SCHEMA = pa.schema(
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
-HOW_TO_FILL = "run a notebook to its end (make demo, or iolab batch MANIFEST) and its recorded results land there"
+HOW_TO_FILL = (
+    "run a notebook to its end, in JupyterLab or headless (make demo, iolab batch MANIFEST), and the results it "
+    "records land there"
+)
+LIVE = "live kernel"  # the executed column of a part a live kernel wrote (``keep_live``)
 
 
 class HistoryWarning(UserWarning):
@@ -145,7 +153,7 @@ def rows(
     code = provenance.checkout()
     common = {
         "notebook": Path(notebook or executed).stem,
-        "executed": str(Path(executed).absolute()),
+        "executed": str(executed) if str(executed).startswith(LIVE) else str(Path(executed).absolute()),
         "recorded_utc": now or datetime.now(timezone.utc),
         "parameters": json.dumps(kept.get("parameters") or {}, sort_keys=True, default=str, ensure_ascii=False),
         "run_folders": json.dumps(folders, ensure_ascii=False),
@@ -236,6 +244,89 @@ def keep(executed: str | os.PathLike, kept: Mapping[str, Any], notebook: str | o
             f"fix its permissions, or set {ENV}=FOLDER to keep the history elsewhere ({ENV}=off keeps none)",
             file=sys.stderr,
         )
+
+
+def keep_live(kept: Mapping[str, Any], finished: bool = True, shell: Any = None) -> None:
+    """What one cell of a live kernel recorded (``iolab.core.results.keep_live``) added to the
+    history as a part of its own, said in one line: where it went, or why it did not (the cell
+    failed, the history is off or cannot be written). Never an error of the cell's."""
+    count = len(kept.get("results") or [])
+    if not count:
+        return
+    what = f"{count} result{'s' * (count != 1)}"
+    if not finished:
+        print(
+            f"not added to the results history: this cell stopped with an error; run it again to its end to add its {what}"
+        )
+        return
+    try:
+        target = folder()
+    except InputError as exc:
+        print(f"not added to the results history: {exc}")
+        return
+    if target is None:
+        print(f"not added to the results history: {ENV}={os.environ.get(ENV)!r} keeps none (unset it to keep them)")
+        return
+    notebook, parameters = live_source(shell)
+    executed = f"{LIVE}: {notebook}" if notebook else LIVE
+    try:
+        append(executed, {**kept, "parameters": parameters}, Path(notebook).stem if notebook else LIVE, target)
+    except Exception as exc:  # noqa: BLE001 - the history is a by-product of the cell
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        print(
+            f"not added to the results history in {target} ({why}); free space or fix its permissions, or set {ENV}=FOLDER"
+        )
+        return
+    print(f"added {what} to the results history ({target}), marked (JupyterLab): notebook 09 draws them")
+
+
+def live_source(shell: Any = None) -> tuple[str | None, dict[str, Any]]:
+    """(the notebook a live kernel runs: its ``__session__``, else ``$JPY_SESSION_NAME``, or
+    None; the values of that notebook's parameters cell the kernel now holds that differ from
+    the cell's own, as ``publish.execute`` keeps the parameters given)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    names = getattr(shell, "user_ns", {}) if shell is not None else {}
+    notebook = names.get("__session__") or os.environ.get("JPY_SESSION_NAME") or None
+    if not isinstance(notebook, str) or not notebook.endswith(".ipynb"):
+        return None, {}
+    changed = {}
+    for name, default in parameter_defaults(Path(notebook)).items():
+        if name in names:
+            value = json.loads(json.dumps(names[name], default=str))
+            if value != default:
+                changed[name] = value
+    return notebook, changed
+
+
+def parameter_defaults(notebook: Path) -> dict[str, Any]:
+    """name -> value of each literal assignment in ``notebook``'s cell tagged ``parameters``
+    ({} when it has none or cannot be read)."""
+    import ast
+
+    try:
+        cells = json.loads(notebook.read_text()).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    for cell in cells:
+        if "parameters" in ((cell.get("metadata") or {}).get("tags") or []):
+            source = "".join(cell.get("source", ""))
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                return {}
+            out = {}
+            for node in tree.body:
+                target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+                if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
+                    try:
+                        out[target.id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        pass
+            return out
+    return {}
 
 
 # ---------------------------------------------------------------- reading
@@ -377,11 +468,30 @@ def summary(table: pd.DataFrame) -> str:
     if table.empty:
         return f"No results in {where} yet: {HOW_TO_FILL}."
     runs = executions(table)
+    live = executions(table[table["executed"].fillna("").str.startswith(LIVE)])
     first, last = (table["recorded_utc"].min(), table["recorded_utc"].max())
-    return (
-        f"{len(table):,} result{'s' * (len(table) != 1)} from {runs:,} executed notebook{'s' * (runs != 1)}, "
-        f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC, in {where}."
+    same = ", ".join(
+        value if value.startswith(column) else f"{column} {value}"
+        for column, value in same_everywhere(readable(table)).items()
     )
+    return (
+        f"{len(table):,} result{'s' * (len(table) != 1)} from {runs:,} executed notebook{'s' * (runs != 1)}"
+        + (f" ({live:,} of them in JupyterLab)" if live else "")
+        + f", {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC, in {where}"
+        + (f"; every one with {same}." if same else ".")
+    )
+
+
+FOLDED = ("kernel", "fio", "machine", "commit")  # provenance a readable(fold=True) table says once
+
+
+def same_everywhere(shown: pd.DataFrame) -> dict[str, str]:
+    """The ``FOLDED`` columns of a ``readable`` table that hold one value on every row."""
+    return {
+        c: shown[c].iloc[0]
+        for c in FOLDED
+        if c in shown and len(shown) and shown[c].nunique() == 1 and shown[c].iloc[0]
+    }
 
 
 def executions(table: pd.DataFrame) -> int:
@@ -390,10 +500,12 @@ def executions(table: pd.DataFrame) -> int:
     return len(table.drop_duplicates(["executed", "recorded_utc"]))
 
 
-def readable(table: pd.DataFrame) -> pd.DataFrame:
-    """The history as people read it: name, value with its interval, unit, date (UTC),
-    kernel, fio, machine (hostname; "emulated" for the NVMe lab's), commit (short; "+" when
-    the checkout had changes) and notebook."""
+def readable(table: pd.DataFrame, fold: bool = False) -> pd.DataFrame:
+    """The history as people read it: name, value with its interval, unit, date (UTC, kept
+    whole on one line), kernel, fio, machine (hostname; "emulated" for the NVMe lab's),
+    commit (short; "+" when the checkout had changes) and notebook ("(JupyterLab)" after the
+    name when a live kernel recorded it). ``fold``: without the ``FOLDED`` columns that hold
+    one value on every row (``summary`` names them), so the table fits the page."""
 
     def interval(row) -> str:
         text = row.value_text if _given(row.value_text) else show(None if pd.isna(row.value) else row.value)
@@ -407,19 +519,23 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
     def commit(row) -> str:
         return (row.commit if _given(row.commit) else "")[:8] + ("+" if pd.notna(row.dirty) and bool(row.dirty) else "")
 
-    return pd.DataFrame(
+    def notebook(row) -> str:
+        return row.notebook + (" (JupyterLab)" if _given(row.executed) and row.executed.startswith(LIVE) else "")
+
+    shown = pd.DataFrame(
         {
             "name": table["name"],
             "value [interval]": [interval(r) for r in table.itertuples()],
             "unit": table["unit"],
-            "date (UTC)": table["recorded_utc"].dt.strftime("%Y-%m-%d %H:%M"),
+            "date (UTC)": table["recorded_utc"].dt.strftime("%Y-%m-%d %H:%M"),  # one line: iolab.core.readable
             "kernel": table["kernel"].fillna(""),
             "fio": table["fio_version"].fillna(""),
             "machine": [machine(r) for r in table.itertuples()],
             "commit": [commit(r) for r in table.itertuples()],
-            "notebook": table["notebook"],
+            "notebook": [notebook(r) for r in table.itertuples()],
         }
     )
+    return shown.drop(columns=list(same_everywhere(shown))) if fold else shown
 
 
 def as_text(table: pd.DataFrame, width: int = 28) -> str:

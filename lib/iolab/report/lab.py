@@ -1,8 +1,10 @@
-"""JupyterLab on the notebooks, started one way for ``make lab``, ``iolab lab`` and the
-browser tests (tests/test_browser.py), so the tests see what a user sees.
+"""JupyterLab on the project folder, started one way for ``make lab``, ``iolab lab`` and the
+browser tests (tests/test_browser.py), so the tests see what a user sees: its root is the
+project (README.md one click away), its file browser opens on ``notebooks/``.
 
-    lab_argv("notebooks")       # [python, -m, jupyter, lab, --ServerApp.root_dir=notebooks, ...]
-    serve("notebooks", port=8889)   # checks the port, then becomes JupyterLab (exec)
+    lab_argv(".")           # [python, -m, jupyter, lab, --ServerApp.root_dir=., ...,
+                            #  --LabApp.default_url=/lab/tree/notebooks, ...]
+    serve(".", port=8889)   # checks the port, then becomes JupyterLab (exec)
 
 JupyterLab listens on 127.0.0.1 unless another address is asked, always wants a token (it
 makes one and prints the URL with it), and opens no browser on a machine without a display.
@@ -23,14 +25,18 @@ KERNEL_NAME = "iolab"  # the notebooks' kernelspec: this environment's Python, n
 KERNEL_DISPLAY = "Python 3 (iolab)"  # what scripts/setup.sh and iolab init name it
 
 
+OPEN_FOLDER = "notebooks"  # the folder of the root the file browser shows first
+
+
 def lab_argv(
-    notebook_dir: str | os.PathLike,
+    root: str | os.PathLike,
     port: int = 8888,
     ip: str = "127.0.0.1",
     token: str | None = None,
     open_browser: bool | None = None,
 ) -> list[str]:
-    """The argv that starts this venv's JupyterLab on ``notebook_dir``.
+    """The argv that starts this venv's JupyterLab on the folder ``root``, its file browser
+    (and the URL it prints) on ``root/notebooks`` when that folder exists.
 
     ``token=None`` lets JupyterLab make one (or take ``$JUPYTER_TOKEN``) and print the URL
     with it; a token given here is visible to every local user in ``ps``, so prefer
@@ -49,11 +55,13 @@ def lab_argv(
         "-m",
         "jupyter",
         "lab",
-        f"--ServerApp.root_dir={Path(notebook_dir)}",
+        f"--ServerApp.root_dir={Path(root)}",
         f"--ServerApp.ip={ip}",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
     ]
+    if (Path(root) / OPEN_FOLDER).is_dir():
+        argv.append(f"--LabApp.default_url=/lab/tree/{OPEN_FOLDER}")
     argv.append("--ServerApp.open_browser=True" if open_browser else "--no-browser")
     if token is not None:
         argv.append(f"--IdentityProvider.token={token}")
@@ -169,7 +177,7 @@ def quiet_lab(prefix: str | os.PathLike | None = None) -> Path:
 
 
 def serve(
-    notebook_dir: str | os.PathLike, port: str | int = 8888, ip: str = "127.0.0.1", extra: list[str] | None = None
+    root: str | os.PathLike, port: str | int = 8888, ip: str = "127.0.0.1", extra: list[str] | None = None
 ) -> None:
     """Check the port and the kernel, then replace this process with JupyterLab (Ctrl-C
     then reaches JupyterLab alone). Returns only by raising InputError."""
@@ -179,8 +187,8 @@ def serve(
         raise InputError(f"JupyterLab is not installed for {sys.executable}; run make setup")
     port = check_port(port)
     check_free(ip, port)
-    if not Path(notebook_dir).is_dir():
-        raise InputError(f"{str(notebook_dir)[:120]!r} is not a folder: give the folder of notebooks to open")
+    if not Path(root).is_dir():
+        raise InputError(f"{str(root)[:120]!r} is not a folder: give the folder JupyterLab should open")
     warning = kernel_warning()
     if warning:
         print(f"iolab lab: {warning}", file=sys.stderr)
@@ -188,9 +196,10 @@ def serve(
         quiet_lab()
     except OSError as exc:  # a read-only venv: the news toast shows, nothing worse
         print(f"iolab lab: could not turn off JupyterLab's news pop-up ({exc.strerror})", file=sys.stderr)
-    argv = lab_argv(notebook_dir, port=port, ip=ip) + list(extra or [])
+    argv = lab_argv(root, port=port, ip=ip) + list(extra or [])
+    landing = f"/lab/tree/{OPEN_FOLDER}" if (Path(root) / OPEN_FOLDER).is_dir() else "/lab"
     print(
-        f"iolab lab: JupyterLab on {notebook_dir}, http://{ip}:{port}/lab (the URL with its "
+        f"iolab lab: JupyterLab on {root}, http://{ip}:{port}{landing} (the URL with its "
         f"token follows); from a laptop: ssh -L {port}:127.0.0.1:{port} user@this-host",
         flush=True,
     )

@@ -75,12 +75,46 @@ class QemuCannotStart(LabError):
     """QEMU itself refused to start on this machine (its own error, before any guest ran)."""
 
 
+LINK_SPEEDS = {2.5: "2_5", 5: "5", 8: "8", 16: "16"}  # GT/s -> QEMU's x-speed (-device pcie-root-port,help)
+LINK_WIDTHS = (1, 2, 4, 8, 12, 16, 32)  # QEMU's x-width
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one controller sits: behind a ``pcie-root-port`` of its own (QEMU id ``rpN`` for
+    controller N) whose link QEMU caps at ``speed`` GT/s x ``width`` (x-speed, x-width), under
+    the root complex of guest NUMA node ``node`` (1: a ``pxb-pcie`` host bridge of its own on
+    the guest's second node, bus 0x80). A controller without a slot is an integrated endpoint
+    on the root bus, as QEMU puts it by default."""
+
+    speed: float = 16
+    width: int = 32
+    node: int = 0
+
+    def __post_init__(self):
+        if self.speed not in LINK_SPEEDS or self.width not in LINK_WIDTHS or self.node not in (0, 1):
+            raise LabError(
+                f"nvmelab slot {self}: give speed {'/'.join(f'{s:g}' for s in LINK_SPEEDS)} (GT/s), width "
+                f"{'/'.join(map(str, LINK_WIDTHS))} and node 0 or 1 (what QEMU's pcie-root-port and pxb-pcie take)"
+            )
+
+    def describe(self) -> str:
+        capped = (
+            f"a root port capped at {self.speed:g} GT/s x{self.width}"
+            if (self.speed, self.width) != (16, 32)
+            else "a root port"
+        )
+        return capped + (" on NUMA node 1 (pxb-pcie)" if self.node else "")
+
+
 @dataclass(frozen=True)
 class LabSpec:
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
     QEMU runs at niceness ``nice`` (the test suite's guest takes 10: the other tests come
-    first when both want a CPU)."""
+    first when both want a CPU). ``slots``: controller i's ``Slot`` (a root port, its link,
+    its NUMA node; None or absent: the root bus); a slot on node 1 gives the guest two NUMA
+    nodes, the vCPUs and memory split between them."""
 
     controllers: int = 2
     namespace_size: str = "1g"
@@ -89,6 +123,7 @@ class LabSpec:
     poll_queues: int = 2
     timeout_s: float = 900.0
     nice: int = 0
+    slots: tuple[Slot | None, ...] = ()
 
     def __post_init__(self):
         for name, low, high in (("controllers", 1, 8), ("cpus", 1, 8), ("poll_queues", 0, 64), ("nice", 0, 19)):
@@ -107,6 +142,18 @@ class LabSpec:
             raise LabError(f"nvmelab namespace_size={self.namespace_size!r}: give at least 16m")
         if not self.timeout_s > 0:
             raise LabError(f"nvmelab timeout_s={self.timeout_s!r}: give a positive number of seconds")
+        if len(self.slots) > self.controllers or not all(s is None or isinstance(s, Slot) for s in self.slots):
+            raise LabError(f"nvmelab slots: give at most one Slot (or None) per controller ({self.controllers})")
+        if self.numa_nodes > 1 and self.cpus < 2:
+            raise LabError("nvmelab: a slot on NUMA node 1 needs a vCPU on each node: give cpus=2 or more")
+
+    @property
+    def numa_nodes(self) -> int:
+        return 2 if any(s and s.node for s in self.slots) else 1
+
+    def ports(self) -> dict[str, Slot]:
+        """QEMU id of each controller's root port -> its slot (the ids ``request_aer`` names)."""
+        return {f"rp{i}": s for i, s in enumerate(self.slots) if s is not None}
 
 
 @dataclass
@@ -192,9 +239,10 @@ def _kvm_boots(vmlinux: Path, wait_s: float = 5.0) -> bool:
 
 def describe(spec: LabSpec, mode: str) -> str:
     """What ``IOLAB_NVMELAB`` says inside the guest (and every run's snapshot records)."""
+    placed = "; ".join(f"controller {port[2:]} behind {s.describe()}" for port, s in spec.ports().items())
     return (
         f"QEMU {mode.upper()} guest with {spec.controllers} emulated NVMe controller(s) of "
-        f"{spec.namespace_size}: an emulator's numbers, not a device's"
+        f"{spec.namespace_size}{f' ({placed})' if placed else ''}: an emulator's numbers, not a device's"
     )
 
 
@@ -287,6 +335,87 @@ def rw_paths() -> list[Path]:
     return shares
 
 
+# ---------------------------------------------------------------- QEMU's monitor
+AER_REQUEST = "IOLAB-NVMELAB-AER"  # a guest's console line asking the host for an AER error
+AER_LINE = re.compile(rf"{AER_REQUEST} (rp\d) ([A-Z_]{{2,24}})")
+
+
+def request_aer(port: str, error: str = "COMP_TIME") -> None:
+    """Inside the lab: ask the host to inject PCIe error ``error`` on root port ``port``
+    (``LabSpec.ports``) through QEMU's monitor (HMP ``pcie_aer_inject_error``; its names, as
+    Linux's aer-inject tool's: RCVR, BAD_TLP, REP_ROLL ... correctable; COMP_TIME,
+    UNSUP ... uncorrectable, non-fatal unless the port's severity register says fatal).
+    QEMU before 8.0 forwards no correctable error to the guest (hw/pci/pcie_aer.c sends an
+    error message up only for uncorrectable errors with SERR# set; 8.0 added the Device
+    Control branch of PCIe r6.0 figure 6-3), so on those only uncorrectable ones are counted.
+    An uncorrectable one also zeroes the low half of the port's Link Capabilities (QEMU writes
+    the 16-bit Device Status as 32 bits): its max_link_speed reads "Unknown" after, so read a
+    port's link before injecting on it.
+    The request is a console line the host reads (``_follow``): this returns at once and the
+    caller waits for the port's aer_dev_* counters to move."""
+    fd = os.open("/dev/console", os.O_WRONLY | os.O_NOCTTY)
+    try:
+        os.write(fd, f"\n{AER_REQUEST} {port} {error}\n".encode())
+    finally:
+        os.close(fd)
+
+
+class Monitor:
+    """QEMU's QMP socket, HMP commands sent through ``human-monitor-command`` (QEMU's
+    docs/interop/qmp-spec: a greeting, ``qmp_capabilities``, then one reply per command,
+    events between them skipped)."""
+
+    def __init__(self, path: Path):
+        self.path, self.sock, self.file = path, None, None
+
+    def hmp(self, line: str, timeout_s: float = 10.0) -> str:
+        import socket
+
+        if self.file is None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout_s)
+            self.sock.connect(str(self.path))
+            self.file = self.sock.makefile("rwb")
+            self.file.readline()  # {"QMP": {...}}
+            self._call({"execute": "qmp_capabilities"})
+        return self._call({"execute": "human-monitor-command", "arguments": {"command-line": line}})
+
+    def _call(self, message: dict) -> str:
+        self.file.write(json.dumps(message).encode() + b"\n")
+        self.file.flush()
+        while True:
+            line = self.file.readline()
+            if not line:
+                raise LabError("nvmelab: QEMU's monitor closed its socket")
+            reply = json.loads(line)
+            if "error" in reply:
+                raise LabError(f"nvmelab: QEMU's monitor refused {message['execute']}: {reply['error'].get('desc')}")
+            if "return" in reply:
+                return reply["return"] if isinstance(reply["return"], str) else ""
+
+    def close(self) -> None:
+        for held in (self.file, self.sock):
+            if held is not None:
+                with contextlib.suppress(OSError):
+                    held.close()
+
+
+def _answer_aer(line: str, spec: LabSpec, monitor: Monitor | None) -> str | None:
+    """The host's side of ``request_aer``: the words to show for a request line, None for
+    any other line. Only the spec's own root ports are named."""
+    m = AER_LINE.fullmatch(line.strip())
+    if not m:
+        return None
+    port, error = m.groups()
+    if monitor is None or port not in spec.ports():
+        return f"lab: no AER injected: {port} is none of this guest's root ports ({', '.join(spec.ports()) or 'none'})"
+    try:
+        said = monitor.hmp(f"pcie_aer_inject_error {port} {error}").strip()
+    except (OSError, ValueError, LabError) as exc:
+        said = f"the monitor failed: {exc}"
+    return f"lab: AER {error} on {port} through QEMU's monitor: {said or 'no answer'}"
+
+
 # ---------------------------------------------------------------- running
 def run(
     argv: Sequence[str],
@@ -314,7 +443,7 @@ def run(
         share.mkdir(parents=True, exist_ok=True)
     _remove_stale_boots()
     boot = Path(tempfile.mkdtemp(prefix=f"boot-{os.getpid()}-", dir=lab_dir()))
-    proc = entry = None
+    proc = entry = monitor = None
     started = time.monotonic()
     try:
         images = []
@@ -344,20 +473,36 @@ def run(
         initramfs = boot / "initramfs.cpio"
         initramfs.write_bytes(base_initramfs.read_bytes() + cpio_newc([("lab.conf", 0o100644, conf.encode())]))
         qemu = _qemu_argv(vmlinux, initramfs, images, shares, spec, mode)
+        if spec.ports():  # AER injection (request_aer) through QEMU's monitor
+            monitor = Monitor(_socket_path(boot))
+            qemu += ["-qmp", f"unix:{monitor.path},server=on,wait=off"]
         proc, entry = process.spawn(
             qemu, name="qemu (nvmelab)", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
         _nice_its_group(proc.pid, spec.nice)
-        result = _follow(proc, spec, mode, started, out)
+        result = _follow(proc, spec, mode, started, out, monitor)
         proc.wait()
         return result
     finally:
+        if monitor is not None:
+            monitor.close()
         if proc is not None:
             if proc.poll() is None:
                 process.stop_group(proc, grace_s=2)
             with signals.deferred():
                 entry.release()
         shutil.rmtree(boot, ignore_errors=True)
+
+
+def _socket_path(boot: Path) -> Path:
+    """The monitor's socket in the boot folder (a socket's path holds at most 107 bytes)."""
+    path = boot / "qmp.sock"
+    if len(os.fsencode(path)) > 107:
+        raise LabError(
+            f"nvmelab: the monitor's socket {path} is longer than a socket's path may be (107 bytes): "
+            "set IOLAB_DATA to a shorter folder for a lab with root ports"
+        )
+    return path
 
 
 def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str, str]:
@@ -440,19 +585,53 @@ def _qemu_argv(
     ]
     for i, share in enumerate(shares):
         argv += ["-virtfs", f"local,path={share},mount_tag=rw{i},security_model=none"]
+    argv += _topology(spec)
     for i, image in enumerate(images):
+        slot = spec.slots[i] if i < len(spec.slots) else None
         argv += [
             "-drive",
             f"file={image},if=none,id=ns{i},format=raw,cache=none,aio=threads",
             "-device",
-            f"nvme,serial=IOLABLAB{i:04d},drive=ns{i}",
+            f"nvme,serial=IOLABLAB{i:04d},drive=ns{i},bus={f'rp{i}' if slot else 'pcie.0'}",
         ]
     return argv
 
 
-def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float, out: Callable[[str], None]) -> LabResult:
-    """Read the guest's console until the command's exit line; kill the guest past the
-    timeout."""
+def _topology(spec: LabSpec) -> list[str]:
+    """QEMU's options for the guest's NUMA nodes, the pxb-pcie host bridge of node 1 and each
+    slot's root port (docs: QEMU's docs/pcie.txt and docs/devel/numa, ``-device pxb-pcie,help``)."""
+    argv = []
+    if spec.numa_nodes > 1:
+        half_cpus, half_mb = spec.cpus // 2, spec.memory_mb // 2
+        for node, (cpus, mb) in enumerate(
+            [((0, half_cpus - 1), half_mb), ((half_cpus, spec.cpus - 1), spec.memory_mb - half_mb)]
+        ):
+            argv += [
+                "-object",
+                f"memory-backend-ram,id=mem{node},size={mb}M",
+                "-numa",
+                f"node,nodeid={node},cpus={cpus[0]}-{cpus[1]},memdev=mem{node}",
+            ]
+        argv += ["-device", "pxb-pcie,id=pxb1,bus_nr=128,numa_node=1,bus=pcie.0"]
+    for port, slot in spec.ports().items():
+        argv += [
+            "-device",
+            f"pcie-root-port,id={port},bus={'pxb1' if slot.node else 'pcie.0'},chassis={int(port[2:]) + 1},"
+            f"x-speed={LINK_SPEEDS[slot.speed]},x-width={slot.width}",
+        ]
+    return argv
+
+
+def _follow(
+    proc: subprocess.Popen,
+    spec: LabSpec,
+    mode: str,
+    started: float,
+    out: Callable[[str], None],
+    monitor: Monitor | None = None,
+) -> LabResult:
+    """Read the guest's console until the command's exit line, answering its AER requests
+    (``request_aer``) through ``monitor``; kill the guest past the timeout."""
     import selectors
 
     sel = selectors.DefaultSelector()
@@ -487,7 +666,8 @@ def _follow(proc: subprocess.Popen, spec: LabSpec, mode: str, started: float, ou
                 code = int(m.group(1))
                 continue
             if code is None:
-                out(line)
+                said = _answer_aer(line, spec, monitor) if AER_REQUEST in line else None
+                out(line if said is None else said)
                 if oops is None and KERNEL_OOPS.search(line):
                     oops = line
                 elif oops is not None and culprit is None:

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from ..core import owned
 from ..core.errors import InputError, IolabError, printable
 from ..core.outputs import claim_output, write_output
-from ..core.results import collect
+from ..core.results import EXECUTED_ENV, collect
 from ..core.validate import input_file, notebook_file
 from .lab import headless_kernel
 from .notebook_html import export, html_cell, static_copy
@@ -147,6 +147,9 @@ def _kernel_logging_to(log: Path):
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             with open(log, "ab") as sink:
                 kw["stdout"] = kw["stderr"] = sink
+                # the kernel knows it runs under execute, which keeps its results itself
+                # (iolab.core.results.live_shell), whatever IOLAB_HEADLESS the user set
+                kw["env"] = {**(kw.get("env") or os.environ), EXECUTED_ENV: "1"}
                 return await super()._async_launch_kernel(kernel_cmd, **kw)
 
         async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False):

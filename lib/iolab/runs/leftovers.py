@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from pathlib import Path
 from typing import Collection, Iterator
@@ -29,6 +30,7 @@ from typing import Collection, Iterator
 from ..core import paths, runfiles
 from ..core.errors import InputError, IolabError, RunFileError, printable
 from ..core.owned import SUFFIX as OWNED_SUFFIX
+from ..machine import ledger
 
 SCRATCH_HALF = re.compile(r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,6})\.tmp")  # target._write_scratch's name
 RUN_ID = re.compile(r"[0-9]{8}T[0-9]{6}Z")  # a run folder's name begins so (store.new_run_id)
@@ -78,13 +80,32 @@ def hidden_runs(root: Path) -> Iterator[tuple[Path, str]]:
             if not entry.name.startswith(".tmp-") or not entry.is_dir(follow_symlinks=False):
                 continue
             try:
-                pid = runfiles.read_json(Path(entry.path) / "run.json", keys=("pid",))["pid"]
+                meta = runfiles.read_json(Path(entry.path) / "run.json", keys=("pid",))
             except (RunFileError, OSError):
-                pid = None
-            if isinstance(pid, int) and _gone(pid):
-                yield Path(entry.path), f"its iolab process, pid {pid}, is gone: the run never ended"
-            elif pid is None and time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
+                meta = {"pid": None}
+            why = _writer_gone(meta)
+            if why:
+                yield Path(entry.path), f"{why}: the run never ended"
+            elif meta["pid"] is None and time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
                 yield Path(entry.path), "it was left unfinished over an hour ago: the run never ended"
+
+
+def _writer_gone(meta: dict) -> str | None:
+    """Why the process that began a run (its run.json's pid, pid_start, host, boot_id) is
+    surely gone, or None when it may live: another host's run (a shared folder) is never
+    judged; a run of an earlier boot is; a pid that now names a process started at another
+    time was reused."""
+    pid, host, boot = meta.get("pid"), meta.get("host"), meta.get("boot_id")
+    if not isinstance(pid, int) or (host and host != socket.gethostname()):
+        return None
+    if boot and ledger.boot_id() not in (None, boot):
+        return f"its iolab process, pid {pid}, ran before this machine restarted"
+    if _gone(pid):
+        return f"its iolab process, pid {pid}, is gone"
+    started, now = meta.get("pid_start"), ledger.start_time(pid)
+    if isinstance(started, int) and now is not None and now != started:
+        return f"its iolab process, pid {pid}, is gone (that pid is another process's now)"
+    return None
 
 
 def _scan(folder: Path) -> list[os.DirEntry]:

@@ -15,6 +15,8 @@ A run folder (raw files are never edited after the run)::
                           perf.data, perf.folded beside it)
         blockstat.json    /sys/block/<dev>/stat before and after, and the seconds between (interval_s),
                           when the target has a device
+        pcie.json         the links and AER counters of the device's PCI path before and after
+                          (iolab.machine.preflight_pci.pcie_state), when it has one
         system.json       the machine snapshot (iolab.core.system.snapshot)
 
 This module knows its own files and the producer registry (``iolab.runs.producers``), never a
@@ -31,7 +33,7 @@ the file, what is wrong, what to do) and keeps the other runs' rows. A run is ne
 with one producer's columns silently missing; the exception is fio's interval logs, whose
 trouble is the run's ``series_note`` (``iolab.stats.timeline.run_columns``). Files no table reads
 (argv.json, job.fio, fio.stderr) are not judged, and params.json, blockstat.json,
-system.json, checks.json and series.json may be absent (runs made by hand, older layouts).
+system.json, checks.json, series.json and pcie.json may be absent (runs made by hand, older layouts).
 A folder holding a run's files but no run.json is said too (``no_run_json``).
 
 Reading many runs: ``run_record`` gives ``run_table``'s columns, dtypes and values without a
@@ -53,6 +55,7 @@ import json
 import math
 import os
 import secrets
+import socket
 import time
 import warnings
 from collections import Counter
@@ -134,7 +137,16 @@ def _stamp(run_id: str) -> dict[str, Any]:
 
 
 def _new_meta(run_id: str) -> dict[str, Any]:
-    return {**_stamp(run_id), "status": "running", "started_utc": _utc_now(), "pid": os.getpid()}
+    pid = os.getpid()  # with its start, host and boot: a left run folder's writer is judged gone safely
+    return {
+        **_stamp(run_id),
+        "status": "running",
+        "started_utc": _utc_now(),
+        "pid": pid,
+        "pid_start": ledger.start_time(pid),
+        "host": socket.gethostname(),
+        "boot_id": ledger.boot_id(),
+    }
 
 
 def _finish(tmp: Path, meta: dict[str, Any], status: str, error: str | None) -> Path:

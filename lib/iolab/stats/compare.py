@@ -48,14 +48,13 @@ import numpy as np
 import pandas as pd
 
 from .analysis import add_cycles_per_io, t_interval
-from ..core.columns import PERCENTILE, RATIOS, better, interval_method, label
-from ..core.readable import percent
+from ..core.columns import better, bounds, clipped, interval_method, label, unit
+from ..core.readable import BYTE_UNITS, percent, readable_bytes
 from ..core.errors import InputError
 
 METRICS = ("iops", "bw_bytes_s", "clat_p50_us", "clat_p99_us", "cpu_busy_pct", "cycles_per_io")
 SUMMED = {"iops", "bw_bytes_s", "bw_mib_s", "io_bytes", "total_ios", "max_iops"}  # over a run's jobs
 CPU_COST = {"cycles_per_io", "cycles_per_io_perf"}
-NONNEGATIVE = {"cpu_busy_pct", "cpu_freq_mhz", "fio_cpu_pct", "mean_lat_us", "lat_mean_us", "total_ios", "io_bytes"}
 RESAMPLES = 10_000
 FREQ_SPREAD_PCT = 2.0  # cpu_freq_mhz max-min across repeats, % of the mean: "frequency changed"
 OTHER_LOAD_POINTS = 10.0  # pinned CPUs busy beyond fio's usr+sys and interrupts, % of one CPU
@@ -122,15 +121,9 @@ def bootstrap_interval(
 
 
 def nonnegative(metric: str) -> bool:
-    """Whether ``metric`` can never be below zero: rates, counts, sizes, times, CPU busy,
-    cycles (not a difference, a gain or an estimate that subtracts)."""
-    return (
-        metric in SUMMED
-        or metric in RATIOS
-        or metric in NONNEGATIVE
-        or metric.endswith("_us")
-        or bool(PERCENTILE.search(metric))
-    )
+    """Whether ``metric`` can never be below zero (``columns.bounds``): rates, counts, sizes,
+    times, CPU busy, cycles (not a difference, a gain or an estimate that subtracts)."""
+    return bounds(metric)[0] >= 0
 
 
 MIN_REPEATS = 3
@@ -143,19 +136,18 @@ def interval(values: Sequence[float], metric: str, confidence: float = 0.95, see
 
     NaN, NaN with fewer than ``MIN_REPEATS`` (3) values: with two repeats Student's t at
     95 % is 12.7, so the interval is ±9 standard deviations of the pair and says nothing
-    ("94,725 [-162,033, 351,483]"); tables print ``NOT_INFORMATIVE`` instead. For a metric
-    that cannot be negative (``nonnegative``) the low end is clipped at 0 rather than
-    computed on the log scale: the clip leaves the reported mean and the high end as the t
-    interval has them (a log-scale interval would be centred on the geometric mean), and a
-    low end at 0 says plainly that the interval is wide, not that the rate could be negative."""
+    ("94,725 [-162,033, 351,483]"); tables print ``NOT_INFORMATIVE`` instead. The ends are
+    clipped to what the metric can be (``columns.bounds``: counts, rates and latencies from 0,
+    shares to 100 %) rather than computed on the log scale: the clip leaves the reported mean
+    and the other end as the t interval has them (a log-scale interval would be centred on
+    the geometric mean), and a low end at 0 says plainly that the interval is wide, not that
+    the rate could be negative."""
     if len(_clean(values)) < MIN_REPEATS:
         return math.nan, math.nan
     low, high = t_interval(_clean(values), confidence)
     if interval_method(metric) == "bootstrap":
         low, high = joined(bootstrap_interval(values, confidence, seed), (low, high))
-    if nonnegative(metric) and low < 0:
-        low = 0.0
-    return low, high
+    return clipped(low, high, metric)
 
 
 def welch_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -231,7 +223,7 @@ def summarise(
                 f"{m}_cv_pct": cv,
             }
             if cv > 100 * cv_threshold:
-                noisy.append(f"{m} CV {cv:.0f} %")
+                noisy.append(f"{_words(m)} CV {cv:.0f} %")
         for c in NOISE:
             if c in cell:
                 v = _clean(cell[c])
@@ -274,8 +266,9 @@ def _causes(cell: pd.DataFrame) -> str:
 
 
 def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
-    """A summary as text for a table: each metric ``mean [low, high]`` with its CV, the cell
-    columns, ``n`` and the unstable flag and reason."""
+    """A summary as text for a table: each metric ``mean [low, high]`` with its CV (sizes and
+    bandwidths in binary units: 263 MiB/s), the cell columns, ``n`` and the unstable flag and
+    reason."""
     metrics = [c[:-5] for c in summary.columns if c.endswith("_mean")]
     cells = [
         c
@@ -285,15 +278,17 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
     out = summary[cells + ["n"]].copy()
 
     def fmt(x: float) -> str:
-        return "nan" if pd.isna(x) else f"{x:,.{digits if abs(x) >= 10 else max(digits, 1)}f}"
+        return "–" if pd.isna(x) else f"{x:,.{digits if abs(x) >= 10 else max(digits, 1)}f}"
 
     for m in metrics:
-        out[label(m)] = [
-            f"{fmt(r[f'{m}_mean'])}"
+        per = BYTE_UNITS.get(unit(m))  # bytes in KiB ... GiB, the unit in the cells rather than the header
+        show = fmt if per is None else (lambda x, per=per: "–" if pd.isna(x) else readable_bytes(repr(float(x)), per))
+        out[label(m) if per is None else _words(m)] = [
+            f"{show(r[f'{m}_mean'])}"
             + (
                 f" ({NOT_INFORMATIVE})"
                 if pd.isna(r[f"{m}_ci_low"])
-                else f" [{fmt(r[f'{m}_ci_low'])}, {fmt(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %"
+                else f" [{show(r[f'{m}_ci_low'])}, {show(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %"
             )
             for _, r in summary.iterrows()
         ]
@@ -394,10 +389,13 @@ def compare_values(
     mb = vb[rng.integers(0, len(vb), (RESAMPLES, len(vb)))].mean(axis=1)
     boot = tuple(float(q) for q in np.quantile(100 * (ma / mb - 1), [(1 - confidence) / 2, (1 + confidence) / 2]))
     welch = welch_ratio_interval(va, vb, confidence)
-    low, high = c.low_pct, c.high_pct = joined(boot, welch)
+    low, high = joined(boot, welch)
     c.method = " and ".join(
         name for name, ends in (("bootstrap", boot), ("Welch t", welch)) if low == ends[0] or high == ends[1]
     )
+    if nonnegative(metric):  # a ratio of two quantities >= 0: A cannot do less than nothing (-100 %)
+        low, high = clipped(low, high, "ratio_pct")
+    c.low_pct, c.high_pct = low, high
     if low <= 0 <= high:
         c.verdict = (
             f"no difference the repeats can show: {a} vs {b} {ratio:+.1f} % ({_words(metric)}), "

@@ -3,6 +3,7 @@ and whether the repeats can show it.
 
     eff = effects.main_effects(table, spec.axes)        # level means, 95 % intervals, effect per axis
     effects.rank_effects(eff)                           # one row per axis, largest effect first
+    effects.readable_ranking(effects.rank_effects(eff)) # the same in words, for a notebook
     print(effects.describe_effects(eff))                # 'iodepth matters most: IOPS range from 41k at 1 ...'
 
 Input: a search table and its axes, read as runs and cells (``search_cells``). The method is
@@ -18,8 +19,10 @@ the fixed-effects factorial design (D. C. Montgomery, *Design and Analysis of Ex
   freedom and a Student-t quantile. A cell with a single run borrows the pooled relative
   variance of the cells that have repeats (its own CV unknown); with one run per cell there
   is no interval.
-- *Effect size* of an axis = (highest - lowest level mean) / grand mean, % (the grand mean:
-  the mean of every cell mean); two levels are *apart* when their 95 % intervals do not
+- *Effect* of an axis, the one scale of the text, the tables and the plots: the change of the
+  mean from its lowest level to its highest, in % of the lowest (``change_pct``, ``EFFECT_SCALE``);
+  ``effect_pct`` keeps the range in % of the grand mean (the mean of every cell mean) for
+  callers that want it. Two levels are *apart* when their 95 % intervals do not
   overlap — a conservative test (about p < 0.006 for equal errors; Schenker & Gentleman,
   "On judging the significance of differences by examining the overlap between confidence
   intervals", The American Statistician 55(3), 2001).
@@ -35,6 +38,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..core.columns import label
 from ..core.errors import InputError
 from ..core.readable import percent, wrapped_text
 from .search_cells import (
@@ -135,8 +139,11 @@ def main_effects(table: pd.DataFrame, axes, metric: str = "iops", confidence: fl
     return out
 
 
+EFFECT_SCALE = "the change of the mean from the lowest level to the highest, in % of the lowest"
+
+
 def rank_effects(effects: pd.DataFrame) -> pd.DataFrame:
-    """One row per axis of ``main_effects``'s table, largest ``effect_pct`` first: ``rank``,
+    """One row per axis of ``main_effects``'s table, largest effect (``change_pct``) first: ``rank``,
     ``axis``, ``effect_pct``, ``change_pct``, ``separated``, ``low_level`` and its mean
     ``low_<metric>``, ``high_level`` and ``high_<metric>``, ``levels`` (how many),
     ``complete``. ``attrs`` as ``main_effects``'s."""
@@ -175,7 +182,7 @@ def rank_effects(effects: pd.DataFrame) -> pd.DataFrame:
             "complete",
         ],
     )
-    out = out.sort_values("effect_pct", ascending=False, na_position="last", ignore_index=True)
+    out = out.sort_values("change_pct", ascending=False, na_position="last", ignore_index=True)
     out.insert(0, "rank", range(1, len(out) + 1))
     out["separated"] = out["separated"].astype("boolean")
     out.attrs = dict(effects.attrs)
@@ -218,7 +225,49 @@ def describe_effects(effects: pd.DataFrame, metric: str | None = None) -> str:
         return "no axis to read"
     conf = effects.attrs.get("confidence", 0.95)
     over = "Level means average over the other settings; " if len(effects.attrs.get("axes", [0, 0])) > 1 else ""
-    return "; ".join(parts) + (f". {over}intervals: {100 * conf:g} % ({effects.attrs.get('repeats', 'repeats')}).")
+    return "; ".join(parts) + (
+        f". Effect (the signed %): {EFFECT_SCALE}. {over}intervals: {100 * conf:g} % "
+        f"({effects.attrs.get('repeats', 'repeats')})."
+    )
+
+
+def readable_ranking(ranked: pd.DataFrame) -> pd.DataFrame:
+    """``rank_effects``'s table as a notebook shows it: one row per setting, columns in words
+    with units, the effect on the one scale (``EFFECT_SCALE``) as '+283 %', the level means
+    in the metric's unit and whether the repeats can show it in words."""
+    metric = _metric_of_ranking(ranked)
+    words, unit = metric_words(metric), label(metric).partition(" (")[2].rstrip(")")
+    mean = f"%s mean: {words}" + (f" ({unit})" if unit else "")
+    return pd.DataFrame(
+        {
+            "setting": ranked["axis"],
+            "effect: lowest to highest mean": [percent(v, signed=True) for v in ranked["change_pct"]],
+            "lowest mean: level": [level_text(v) for v in ranked["low_level"]],
+            mean % "lowest": ranked[f"low_{metric}"],
+            "highest mean: level": [level_text(v) for v in ranked["high_level"]],
+            mean % "highest": ranked[f"high_{metric}"],
+            "repeats show it": [
+                "no interval (one run per cell)"
+                if pd.isna(v)
+                else "yes: intervals apart"
+                if v
+                else "no: intervals overlap"
+                for v in ranked["separated"]
+            ],
+            "levels": ranked["levels"],
+            "grid": ["complete" if c else "incomplete: levels average over other cells" for c in ranked["complete"]],
+        }
+    )
+
+
+def _metric_of_ranking(ranked: pd.DataFrame) -> str:
+    """The metric of a ``rank_effects`` table: its ``attrs``, else its ``low_<metric>`` column."""
+    if "metric" in ranked.attrs:
+        return ranked.attrs["metric"]
+    lows = [c[4:] for c in ranked.columns if c.startswith("low_") and c != "low_level"]
+    if not lows:
+        raise InputError("not a rank_effects table (no low_<metric> column): pass effects.rank_effects(...)")
+    return lows[0]
 
 
 # ---------------------------------------------------------------- marginal means

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..core.readable import wrapped_text
-from .analysis import Knee, KneeEstimate
+from .analysis import Knee, KneeEstimate, KneeVerdict
 
 
 # ---------------------------------------------------------------- Little's law
@@ -88,25 +88,37 @@ def qd_summary(table: pd.DataFrame, x: str = "qd", latency_target_us: float | No
 @wrapped_text
 def describe_qd_study(
     summary: pd.DataFrame,
-    knee: Knee | KneeEstimate,
+    knee: Knee | KneeEstimate | KneeVerdict,
     saturation_qd: float | None,
     latency_qd: float | None,
     latency_target_us: float | None = None,
 ) -> str:
     """The reading of a queue-depth sweep in words, with its numbers. With a
     ``KneeEstimate`` (:func:`knee_with_interval`) it gives the knee's bootstrap interval and
-    whether the 95 %-of-peak rule agrees (its ``note``) instead of the rule alone."""
+    whether the 95 %-of-peak rule agrees (its ``note``) instead of the rule alone; with a
+    ``KneeVerdict`` (:func:`trusted_knee`) the trusted method's, and why that method."""
     best = summary.loc[summary["iops"].idxmax()]
     parts = [f"Peak: {best['iops']:,.0f} IOPS at QD {best['qd']:g}."]
+    verdict = knee if isinstance(knee, KneeVerdict) else None
+    knee = verdict.estimate if verdict else knee
     if isinstance(knee, KneeEstimate):
+        note = knee.note
         if knee.x is not None:
             parts.append(
-                f"Kneedle on the median IOPS of {knee.repeats_text} "
+                f"{knee.method_name[0].upper()}{knee.method_name[1:]} on the median IOPS of {knee.repeats_text} "
                 f"repeat{'s' if knee.repeats[1] > 1 else ''} per QD puts the knee at QD "
-                f"{knee.x:g} ({knee.y:,.0f} IOPS); beyond it extra queue depth buys little "
-                "IOPS and adds latency."
+                f"{knee.x:g} ({knee.y:,.0f} IOPS); "
+                + (
+                    "the best ratio of IOPS to latency: past it latency grows faster than IOPS."
+                    if knee.method_name == "maximum power"
+                    else "beyond it extra queue depth buys little IOPS and adds latency."
+                )
+                + (f" Why {knee.method_name}: {verdict.why}." if verdict else "")
             )
-        parts.append(knee.note)
+        elif verdict:
+            parts.append(f"No knee: {verdict.why}.")
+            note = note.removeprefix(f"No knee: {knee.reason}.").strip()
+        parts.append(note)
     elif knee.x is not None:
         parts.append(
             f"Kneedle puts the knee at QD {knee.x:g} ({knee.y:,.0f} IOPS); "
@@ -135,10 +147,41 @@ def describe_qd_study(
             + "); seed 001 measured 8,666 on a 3.9 GHz Threadripper core."
         )
     bad = summary[~summary["littles_ok"]] if "littles_ok" in summary else summary.iloc[:0]
-    if len(bad):
-        parts.append(
-            "Little's law is off by more than 20 % at QD "
-            + ", ".join(f"{q:g}" for q in bad["qd"])
-            + ": the queue was not kept full there."
-        )
+    for short, what in ((True, "the queue was not kept full there"), (False, "more IOs outstanding than the QD")):
+        off = bad[(bad["littles_qd"] < bad["qd"]) == short] if "littles_qd" in bad else bad if short else bad.iloc[:0]
+        if len(off):
+            parts.append(
+                "Little's law is off by more than 20 % at QD " + ", ".join(f"{q:g}" for q in off["qd"]) + f": {what}."
+            )
     return " ".join(parts)
+
+
+def readable_summary(summary: pd.DataFrame, latency_target_us: float | None = None) -> pd.DataFrame:
+    """:func:`qd_summary` as a notebook shows it: columns named in words with their units,
+    one row per queue depth, the checks in words (Little's law: the outstanding IOs IOPS ×
+    mean latency gives, "holds" or what is off; the latency target: "yes" / "no"). The
+    frequency source is one per sweep: it is said in the cycles column's name."""
+    src = summary["freq_source"].dropna().unique() if "freq_source" in summary else []
+    nominal = " (nominal clock)" if "proc_cpuinfo" in src else ""
+    names = {
+        "qd": "queue depth",
+        "iops": "IOPS mean (IO/s)",
+        "iops_median": "IOPS median (IO/s)",
+        "clat_p50_us": "clat p50 (µs)",
+        "clat_p99_us": "clat p99 (µs)",
+        "cpu_busy_pct": "CPU busy (%)",
+        "cycles_per_io": f"CPU cycles per IO{nominal}",
+    }
+    out = summary[[c for c in names if c in summary]].rename(columns=names)
+    out["queue depth"] = out["queue depth"].map(lambda q: f"{q:g}")
+    if latency_target_us is not None and "p99_under_target" in summary:
+        out[f"p99 ≤ {latency_target_us:g} µs"] = summary["p99_under_target"].map({True: "yes", False: "no"})
+    if "littles_qd" in summary:
+        out["Little's law: IOPS × mean latency"] = [
+            "no mean latency"
+            if math.isnan(est)
+            else f"{est:.1f} IOs: " + ("holds" if ok else "queue not kept full" if est < q else "more than the QD")
+            for q, est, ok in zip(summary["qd"], summary["littles_qd"], summary["littles_ok"])
+        ]
+    out["runs"] = summary["runs"]
+    return out

@@ -22,13 +22,24 @@ from ..core.validate import check_cpus, positive_ints
 LATENCY_SOURCE = {"fio": "fio lat_ns mean (measured)", "t/io_uring": "QD / IOPS (Little's law estimate)"}
 
 
-def have_tio() -> bool:
-    """Whether fio's t/io_uring is built (``make tio``)."""
+def have_tio(path: str | Path | None = None) -> bool:
+    """Whether fio's t/io_uring is built (``make tio``), or is at ``path``."""
+    return tio_missing(path) is None
+
+
+def tio_missing(path: str | Path | None = None) -> str | None:
+    """Why t/io_uring cannot run, in words with what to do (None: it can): not built (``make
+    tio``), or not at the ``path`` given. ``per_core`` then measures fio alone."""
     try:
-        binary()
+        binary(path)
     except ToolMissing:
-        return False
-    return True
+        if path:
+            return f"t/io_uring is not at {path}: give the path of a built one, or leave it out and run `make tio`"
+        return (
+            "t/io_uring not built: run `make tio` (it builds fio's t/io_uring from fio's source in seconds; "
+            "`iolab tio` then runs it alone), then run this again"
+        )
+    return None
 
 
 JOB = {"bs": "512", "runtime": "2s"}  # seed 002: 512 B random reads
@@ -52,7 +63,8 @@ def per_core(
     (``lat_mean_us``); t/io_uring's is Little's law on a full queue (QD / IOPS,
     ``lat_mean_us_littles``), labelled as the estimate it is (``mean_lat_source``). Without
     t/io_uring only fio runs. ``how``: how each run is measured (``MeasureOptions``; its
-    ``allow_destructive`` concerns the fio runs: t/io_uring only reads)."""
+    ``allow_destructive`` concerns the fio runs: t/io_uring only reads; its ``tio`` the
+    t/io_uring binary, ``tio_missing`` says why it cannot run)."""
     queue_depths = positive_ints("queue_depths", queue_depths)
     rounds = Rounds.of(rounds)
     check_cpus([cpu])
@@ -61,7 +73,7 @@ def per_core(
     runtime_s = fio_seconds(runtime)
     common = {"target": target, "cpus": [cpu], "rounds": rounds, "how": how, "progress": None}
     common["runs_dir"] = runs_dir or new_sweep_dir("per-core")
-    tio, tables = have_tio(), []
+    tio, tables = have_tio(MeasureOptions.of(how).tio), []
     for qd in queue_depths:
         batch = min(32, qd)
         fio = {
@@ -113,3 +125,39 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]
     cells["mean_lat_source"] = cells["tool"].map(source)
     return cells.sort_values(["qd", "tool"], ignore_index=True)
+
+
+def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
+    """A ``summary`` as a write-up shows it (``kernel_path.readable``: each figure "mean [low,
+    high]" in one cell, a note) with where the mean latency comes from; with ``missing``
+    (``tio_missing``), a t/io_uring row at each depth that says it did not run and why."""
+    from .kernel_path import readable as cells
+
+    out = cells(summary.drop(columns="mean_lat_source"))
+    out.insert(len(out.columns) - 1, "mean latency from", list(summary["mean_lat_source"]))
+    if missing:
+        absent = out[out["tool"] == "fio"].assign(tool="t/io_uring", runs="0")
+        absent[[c for c in out.columns if "[95 % interval]" in c]] = "–"
+        absent["mean latency from"], absent["note"] = "", f"t/io_uring {_short(missing)}"
+        out = pd.concat([out, absent]).sort_index(kind="stable").reset_index(drop=True)
+    return out
+
+
+def bars(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
+    """This machine's IOPS per tool and depth for ``plots.published.reference_bars`` (label,
+    iops); with ``missing``, an empty t/io_uring bar at each depth labelled as not built."""
+    local = pd.DataFrame(
+        {
+            "label": summary["tool"] + " QD" + summary["qd"].astype(int).astype(str) + " (this machine)",
+            "iops": summary["iops_mean"],
+        }
+    )
+    if missing:
+        labels = [f"t/io_uring QD{qd}: {_short(missing)}" for qd in sorted(summary["qd"].astype(int).unique())]
+        local = pd.concat([local, pd.DataFrame({"label": labels, "iops": float("nan")})], ignore_index=True)
+    return local
+
+
+def _short(missing: str) -> str:
+    """``tio_missing``'s reason in a few words, for a table cell or a bar's label."""
+    return "not built (make tio)" if "not built" in missing else "not at the path given"

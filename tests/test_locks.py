@@ -1,0 +1,52 @@
+"""A lock wait is one grey line naming the holder's program and pid (not its command line) that
+ends "got it after N s" (issue 42: twelve red blocks piled up in notebook 05, none ending)."""
+
+import fcntl
+import os
+import threading
+
+from iolab.machine import locks
+
+
+def _held_by_this_process(path, argv: str) -> int:
+    """``path`` flocked through a descriptor of its own, with the line a holder writes."""
+    path.write_text(f"pid {os.getpid()} (someone: {argv}) since 10:00:00\n")
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def test_a_wait_is_one_line_that_ends_when_the_lock_is_got(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "cpu5.lock"
+    fd = _held_by_this_process(path, "/home/someone/.venv/bin/iolab run --secret-token abc --cpus 5")
+    assert locks.program(path) == f"pid {os.getpid()} (iolab)"
+    threading.Timer(0.5, os.close, [fd]).start()
+    with locks.locked(path, "CPU 5", wait_s=10):
+        pass
+    said = capsys.readouterr()
+    lines = said.err.splitlines()
+    assert lines[0] == f"iolab: CPU 5 is in use by pid {os.getpid()} (iolab); waiting up to 10 s (IOLAB_LOCK_WAIT_S)"
+    assert lines[1] in ("iolab: CPU 5: got it after 0 s", "iolab: CPU 5: got it after 1 s") and len(lines) == 2
+    assert "secret-token" not in said.err and said.out == ""
+
+    shown = []  # in a kernel: one display, its line updated in place
+
+    class Handle:
+        def update(self, bundle, raw=False):
+            shown.append(bundle["text/plain"])
+
+    def display(bundle, raw=False, display_id=False):
+        assert display_id and "color:#666" in bundle["text/html"]
+        shown.append(bundle["text/plain"])
+        return Handle()
+
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(locks, "in_kernel", lambda: True)
+    fd = _held_by_this_process(path, "/opt/venv/lib/python3.11/site-packages/ipykernel_launcher.py -f /k.json")
+    threading.Timer(0.3, os.close, [fd]).start()
+    with locks.locked(path, "CPU 5", wait_s=10):
+        pass
+    assert len(shown) == 2 and shown[1].startswith(shown[0] + " … got it after ")
+    assert f"pid {os.getpid()} (a Jupyter kernel)" in shown[0] and capsys.readouterr().err == ""
