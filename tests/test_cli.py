@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,6 +58,9 @@ def test_knee(tmp_path):
     csv.write_text("qd,iops\n1,40\n2,80\n4,160\n8,200\n16,200\n")  # IOPS²/QD peaks at QD 4
     power = cli_here("knee", str(csv), "--x", "qd", "--y", "iops", "--method", " Power")
     assert power.stdout.strip() == "4" and "Kleinrock" not in power.stdout
+    auto = cli_here("knee", str(csv), "--x", "qd", "--y", "iops", "--method", "auto")  # notebook 01's one answer
+    assert re.match(r"iolab knee: (knee qd \d+ by (Kneedle|maximum power)|no knee)", auto.stderr), auto.stderr
+    assert auto.stdout.strip() in ("4", "8", "none")
 
 
 def test_run_prints_a_summary_and_stores(tmp_path):

@@ -167,9 +167,18 @@ def cmd_compare(args, _extra) -> int:
 
 
 def cmd_knee(args, _extra) -> int:
-    from ..stats.analysis import knee_with_interval  # slow to import (pandas): only for this command
+    from ..stats.analysis import knee_with_interval, trusted_knee  # slow to import (pandas): only for this command
 
     table = _read_curve(args.csv, args.x, args.y)
+    if args.method == "auto":  # notebook 01's one answer: the method this curve supports, and why
+        if args.linear:
+            raise InputError("--method auto reads the curve on log2 x: leave out --linear, or choose kneedle or power")
+        verdict = trusted_knee(
+            table[args.x], table[args.y], n_boot=args.resamples, seed=args.seed, level=args.level, name=args.x
+        )
+        print("none" if verdict.x is None else f"{verdict.x:g}")
+        print(f"iolab knee: {verdict.line(args.x)}", file=sys.stderr)
+        return 0
     est = knee_with_interval(
         table[args.x],
         table[args.y],
@@ -498,11 +507,12 @@ def add_commands(add) -> None:
     p.add_argument("--level", type=float, default=0.9, help="share of resamples the interval holds (default 0.9)")
     p.add_argument(
         "--method",
-        choices=["kneedle", "power"],
+        choices=["kneedle", "power", "auto"],
         default="kneedle",
         type=lambda s: s.strip().lower(),
         help="kneedle (default): the bend of the curve; power: the x of maximum y²/x "
-        "(throughput ÷ latency by Little's law, Kleinrock's optimal operating point)",
+        "(throughput ÷ latency by Little's law, Kleinrock's optimal operating point); auto: the one "
+        "answer notebook 01 gives (Kneedle where the curve supports it, else maximum power, and why)",
     )
     p.add_argument(
         "-v",

@@ -82,6 +82,8 @@ class Details(str):
     value, one grey line that opens to the rest on a click."""
 
     def _repr_html_(self) -> str:
+        if not self:
+            return ""
         head, _, rest = self.partition("\n")
         if not rest:
             return f'<div style="color:#666;font-size:85%">{html.escape(head)}</div>'
@@ -98,9 +100,10 @@ def details(ax_or_fig) -> Details:
     fig = getattr(ax_or_fig, "figure", ax_or_fig)
     if isinstance(ax_or_fig, (list, tuple, np.ndarray)):
         fig = np.ravel(ax_or_fig)[0].figure
-    lines = []
-    for text, more in getattr(fig, "iolab_sources", []):
-        lines.append(f"source: {text}" + (f"; {more}" if more else ""))
+    sources = getattr(fig, "iolab_sources", [])
+    if not any(more for _, more in sources):  # the figure says it all already: nothing to repeat
+        return Details("")
+    lines = [f"source: {text}" + (f"; {more}" if more else "") for text, more in sources]
     return Details("\n".join(wrapped(line, 100) for line in lines))
 
 

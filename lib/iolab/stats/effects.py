@@ -38,7 +38,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..core.columns import label
+from ..core.columns import clipped, label
 from ..core.errors import InputError
 from ..core.readable import percent, wrapped_text
 from .search_cells import (
@@ -81,7 +81,7 @@ def main_effects(table: pd.DataFrame, axes, metric: str = "iops", confidence: fl
         if len(levels) < 2:
             skipped[axis] = f"one level ({level_text(levels[0]) if levels else 'none'}): nothing to compare"
             continue
-        stats_ = [marginal_mean(cells[at_level(cells[axis], lv)], noise, confidence) for lv in levels]
+        stats_ = [marginal_mean(cells[at_level(cells[axis], lv)], noise, confidence, metric) for lv in levels]
         means = np.array([s[0] for s in stats_])
         hi, lo = int(np.nanargmax(means)), int(np.nanargmin(means))
         apart = (
@@ -281,10 +281,13 @@ def pooled_noise(cells: pd.DataFrame) -> tuple[float, int]:
     return float(((rep["n"] - 1) * rep["var"] / rep["mean"] ** 2).sum() / df), df
 
 
-def marginal_mean(c: pd.DataFrame, noise: tuple[float, int], confidence: float) -> tuple[float, float, float, int, int]:
+def marginal_mean(
+    c: pd.DataFrame, noise: tuple[float, int], confidence: float, metric: str = ""
+) -> tuple[float, float, float, int, int]:
     """Marginal mean of a level (mean of its cells' means) and its interval: variance
     sum(s_c² / n_c) / k², Welch–Satterthwaite degrees of freedom; one-run cells borrow the
-    pooled relative variance. Returns (mean, low, high, runs, cells)."""
+    pooled relative variance; held within what ``metric`` can be (``columns.clipped``: IOPS
+    never below 0). Returns (mean, low, high, runs, cells)."""
     from scipy import (
         stats,
     )  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
@@ -302,7 +305,8 @@ def marginal_mean(c: pd.DataFrame, noise: tuple[float, int], confidence: float) 
         return mean, mean, mean, runs, k
     df = total**2 / float(np.sum(v**2 / d))
     half = stats.t.ppf(0.5 + confidence / 2, df) * math.sqrt(total) / k
-    return mean, mean - half, mean + half, runs, k
+    low, high = clipped(mean - half, mean + half, metric) if metric else (mean - half, mean + half)
+    return mean, low, high, runs, k
 
 
 def _complete(cells: pd.DataFrame, names: list[str], axis: str, levels: list) -> bool:

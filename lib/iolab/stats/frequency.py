@@ -77,9 +77,9 @@ def frequency_effects(
             continue
         part = []
         for level in levels:
-            m, lo, hi, n_runs, _ = marginal_mean(cells[at_level(cells[axis], level)], noise, confidence)
+            m, lo, hi, n_runs, _ = marginal_mean(cells[at_level(cells[axis], level)], noise, confidence, metric)
             f = (
-                marginal_mean(fcells[at_level(fcells[axis], level)], fnoise, confidence)
+                marginal_mean(fcells[at_level(fcells[axis], level)], fnoise, confidence, "cpu_freq_mhz")
                 if has_freq
                 else (math.nan,) * 3
             )
