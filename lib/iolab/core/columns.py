@@ -586,6 +586,10 @@ _STATS = {  # a summary's suffix -> what it says of the quantity before it
     "_max": "max",
 }
 WORDS = {  # names whose words are not their parts
+    "ci_low": f"{INTERVAL_WORDS} low",  # an interval beside a mean of the column before it
+    "ci_high": f"{INTERVAL_WORDS} high",
+    "hosts_n": "hosts",
+    "bs_bytes": "block size",
     "bw_bytes_s": "bandwidth",
     "bw_mib_s": "bandwidth",
     "qd": "queue depth",
