@@ -97,6 +97,14 @@ def test_a_failed_notebook_keeps_what_it_recorded_beside_it(tmp_path):
     assert side["results"][0]["value"] == 5 and side["parameters"] == {"n": 5}
     meta = json.loads((tmp_path / "fails.failed.ipynb").read_text())["metadata"]["iolab"]
     assert meta["results"] == side["results"]
+    mine = tmp_path / "fails.failed.results.json"  # a user's file of that name: kept, the results beside it
+    (tmp_path / "mine").write_text("mine")
+    (tmp_path / "mine").replace(mine)  # another inode (a deleted file's could come back: core.owned)
+    with pytest.raises(IolabError, match="fails.failed.ipynb"):
+        execute(source, tmp_path / "fails.ipynb", {"n": 6})
+    assert mine.read_text() == "mine"
+    (beside,) = tmp_path.glob("fails.failed.*.results.json")
+    assert json.loads(beside.read_text())["parameters"] == {"n": 6}
 
 
 def test_values_become_json(tmp_path, monkeypatch, capsys):

@@ -86,8 +86,13 @@ def execute(
     from nbclient.exceptions import DeadKernelError  # as papermill: slow, only when running one
 
     def keep_failed(kept: Path) -> Path:
+        side = kept.with_name(f"{kept.stem}.results.json")
+        if os.path.lexists(side) and not owned.is_owned(side):  # a file iolab did not write: never replaced
+            side = kept.with_name(f"{kept.stem}.{os.getpid()}.results.json")
         with suppress(OSError, ValueError, IolabError):  # the notebook's own error is the one to report
-            keep_with(kept, parameters, kept.with_name(f"{kept.stem}.results.json"))
+            keep_with(kept, parameters, side)
+            for path in (kept, side):  # rewritten: marked again, so the next failure replaces them
+                owned.mark(path)
         return kept
 
     # papermill/nbclient log through logging's last-resort handler ("Kernel died while
