@@ -103,7 +103,7 @@ def test_the_tables_06_shows_read_like_a_write_up():
             "dev_read_ios": [415, 10, 1000, 159, 150, 170, 3],
         }
     )
-    shown = kp.readable(compare.summarise(runs, ["read_ahead_kb"], ["iops", "dev_read_ios"]))
+    shown = compare.summary_table(compare.summarise(runs, ["read_ahead_kb"], ["iops", "dev_read_ios"]))
     assert list(shown.columns) == [
         "readahead (KiB)",
         "runs",

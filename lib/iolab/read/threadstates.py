@@ -325,6 +325,22 @@ def _states_in_scope(run_dir: Path) -> tuple[dict[str, Any], list[str]]:
     return meta, [s for s, k, w in zip(cols["state"], cols["kthread"], cols["workload"]) if _in_run(k, w)]
 
 
+WORDS = {  # a ``table``'s columns as a reader says them
+    "comm": "thread",
+    "syscall": "system call",
+    "wchan": "kernel wait (wchan)",
+    "samples": "samples (thread × tick)",
+    "avg_active_threads": "threads in this state, on average",
+    "pct_of_run": "share of ticks (%)",
+}
+
+
+def readable(tab: pd.DataFrame) -> pd.DataFrame:
+    """A ``table`` for people: its columns in words (``WORDS``), no wait channel as "none"
+    (the kernel's 0), empty cells blank."""
+    return tab.rename(columns=WORDS).fillna("").replace({WORDS["wchan"]: {"0": "none"}})
+
+
 @wrapped_text
 def describe(tab: pd.DataFrame, top: int = 5) -> str:
     """The first ``top`` rows of a ``table`` in words, one line each: ``fio R [running]: 1.00

@@ -49,7 +49,7 @@ import pandas as pd
 
 from .analysis import add_cycles_per_io, t_interval
 from ..core.columns import better, bounds, clipped, interval_method, label, unit
-from ..core.readable import BYTE_UNITS, percent, readable_bytes
+from ..core.readable import BYTE_UNITS, percent, readable_bytes, readable_value
 from ..core.errors import InputError
 
 METRICS = ("iops", "bw_bytes_s", "clat_p50_us", "clat_p99_us", "cpu_busy_pct", "cycles_per_io")
@@ -298,6 +298,55 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
     out["unstable"] = summary["unstable"].map({True: "unstable", False: ""})
     out["why"] = summary["unstable_why"]
     return out
+
+
+NBSP = "\u00a0"  # a cell's interval stays on one line: a browser breaks at spaces
+
+
+def summary_table(summary: pd.DataFrame, note: str = "") -> pd.DataFrame:
+    """A ``summarise`` table as a write-up shows it (notebooks 03 and 06; ``readable`` keeps each
+    CV): the setting columns and ``runs``, then one column per metric headed with its words and unit (``columns.label``) and
+    "[95 % interval]", each cell "mean [low, high]" on one line, the ends within what the
+    quantity can be (``columns.clipped``); a last column ``note``: ``note`` when given, why a
+    row has no interval (fewer than 3 runs), and for an unstable setting which metrics vary
+    over the repeats and the likely cause the samplers saw (``unstable_why``)."""
+    metrics = [c[: -len("_mean")] for c in summary.columns if c.endswith("_mean")]
+    settings = [
+        c
+        for c in summary.columns
+        if not c.startswith(tuple(f"{m}_" for m in metrics)) and c not in ("n", "unstable", "unstable_why", *NOISE)
+    ]  # the samplers' noise means (NOISE) left out: the note names them where they matter
+    out = pd.DataFrame({label(c): summary[c].map(_setting_text) for c in settings})
+    out["runs"] = summary["n"].map(readable_value)
+    for m in metrics:
+        out[f"{label(m)} [95 % interval]"] = [_interval_cell(row, m) for _, row in summary.iterrows()]
+    out["note"] = [_row_note(row, metrics, note) for _, row in summary.iterrows()]
+    return out.reset_index(drop=True)
+
+
+def _setting_text(value: Any) -> str:
+    """A setting as written: 8, not 8.00 (a float column of whole numbers)."""
+    whole = isinstance(value, float) and value == value and value.is_integer()
+    return readable_value(int(value) if whole else value)
+
+
+def _interval_cell(row: pd.Series, metric: str) -> str:
+    """'128,341 [76,725, 179,957]', a line break allowed only before the interval (a narrow
+    column shows the mean over it); the mean alone without an interval."""
+    low, high = clipped(row[f"{metric}_ci_low"], row[f"{metric}_ci_high"], metric)
+    mean = readable_value(row[f"{metric}_mean"])
+    if pd.isna(low) or pd.isna(high):
+        return mean
+    return f"{mean} [{readable_value(low)},{NBSP}{readable_value(high)}]"
+
+
+def _row_note(row: pd.Series, metrics: Sequence[str], note: str) -> str:
+    said = [note] if note else []
+    if all(pd.isna(row[f"{m}_ci_low"]) for m in metrics):
+        said.append(f"no interval: {readable_value(row['n'])} run(s), 3 or more give one")
+    if isinstance(row.get("unstable_why"), str) and row["unstable_why"]:
+        said.append(f"unstable: {row['unstable_why']}")
+    return "; ".join(said)
 
 
 # ---------------------------------------------------------------- A vs B

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from ..stats import compare
 from ..stats.analysis import add_cycles_per_io
 from ..core.errors import ToolMissing
 from ..core.validate import fio_seconds, fio_time_text
@@ -119,8 +120,6 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (tool, qd) of a ``per_core`` table: ``n`` runs, IOPS and mean latency as
     ``<metric>_mean`` with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
     ``iolab.stats.compare.summarise``: NaN with one run) and the latency's source."""
-    from ..stats import compare
-
     cells = compare.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us"])
     source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]
     cells["mean_lat_source"] = cells["tool"].map(source)
@@ -128,12 +127,10 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
-    """A ``summary`` as a write-up shows it (``kernel_path.readable``: each figure "mean [low,
+    """A ``summary`` as a write-up shows it (``compare.summary_table``: each figure "mean [low,
     high]" in one cell, a note) with where the mean latency comes from; with ``missing``
     (``tio_missing``), a t/io_uring row at each depth that says it did not run and why."""
-    from .kernel_path import readable as cells
-
-    out = cells(summary.drop(columns="mean_lat_source"))
+    out = compare.summary_table(summary.drop(columns="mean_lat_source"))
     out.insert(len(out.columns) - 1, "mean latency from", list(summary["mean_lat_source"]))
     if missing:
         absent = out[out["tool"] == "fio"].assign(tool="t/io_uring", runs="0")
