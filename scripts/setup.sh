@@ -119,7 +119,7 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -z "$(git config --l
     git config --local filter.nbstripout.smudge cat
     git config --local diff.ipynb.textconv "\"$PWD/.venv/bin/python\" -m nbstripout -t --keep-id"
 fi
-# the notebooks' kernel, named for the project (iolab.report.lab.KERNEL_NAME): this venv's Python
+# the notebooks' kernel, named for the project (iolab.report.kernel.KERNEL_NAME): this venv's Python
 if ! grep -qs '"Python 3 (iolab)"' .venv/share/jupyter/kernels/iolab/kernel.json; then
     .venv/bin/python -m ipykernel install --sys-prefix --name iolab --display-name "Python 3 (iolab)" >/dev/null
 fi

@@ -90,7 +90,7 @@ def _worker_locks(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def _own_history(tmp_path_factory):
-    """The results history (``IOLAB_HISTORY``, iolab.report.history) in a folder of this test
+    """The results history (``IOLAB_HISTORY``, iolab.record.history) in a folder of this test
     process's own, inherited by the notebooks and commands it starts: every notebook a test
     executes appends there, never to the checkout's data/history (nor to one IOLAB_HISTORY names)."""
     before = os.environ.get("IOLAB_HISTORY")
@@ -225,7 +225,7 @@ def pytest_xdist_node_collection_finished(node, ids):
     scheduled last, reads the result. Only when the lab can run here at all."""
     if _tier_boot or TIER_TEST not in ids or not is_root:
         return
-    from iolab.report import nvmelab_image
+    from iolab.nvmelab import image as nvmelab_image
 
     if nvmelab_image.missing_tools():
         return

@@ -1,6 +1,6 @@
 """The NVMe tier in one lab boot, as a program: ``python tests/nvme_tier_boot.py RESULT.json``.
 
-Boots the lab (``iolab.report.nvmelab.run``), runs ``pytest -m nvme tests/test_nvme_tier.py``
+Boots the lab (``iolab.nvmelab.vm.run``), runs ``pytest -m nvme tests/test_nvme_tier.py``
 inside the guest at niceness 10 (its scheduler group too) and writes what happened to RESULT.json (whole, by rename):
 ``{"returncode", "said", "boot_s", "wall_s", "accel"}``, or ``{"skip": why}`` when QEMU
 cannot start here at all. ``tests/test_nvmelab.py`` calls ``tier()`` itself; under
@@ -37,7 +37,7 @@ ARGV = [
 def spec():
     """The tier's guest: two controllers on the root bus, one behind root port rp2 capped at
     2.5 GT/s x1 (the preflight's planted faults), one under a pxb-pcie on NUMA node 1."""
-    from iolab.report.nvmelab import LabSpec, Slot
+    from iolab.nvmelab.vm import LabSpec, Slot
 
     return LabSpec(
         controllers=4, namespace_size="32m", nice=10, slots=(None, None, Slot(speed=2.5, width=1), Slot(node=1))
@@ -46,7 +46,7 @@ def spec():
 
 def tier() -> dict:
     """One boot of the lab running the tier: its result as RESULT.json holds it."""
-    from iolab.report import nvmelab
+    from iolab.nvmelab import vm as nvmelab
 
     lines: list[str] = []
     try:

@@ -23,7 +23,7 @@ def tiny_notebook(path):
     nb.cells = [
         params,
         nbformat.v4.new_code_cell(
-            "import time\nfrom iolab.core import results\nif fail:\n    raise ValueError('asked to fail')\n"
+            "import time\nfrom iolab.record import results\nif fail:\n    raise ValueError('asked to fail')\n"
             "time.sleep(0.5)\nresults.record('double', 2 * x, 'units', 'the test notebook', low=2 * x - 1, high=2 * x + 1)"
         ),
     ]

@@ -1,5 +1,5 @@
 """JupyterLab in a real browser: one server started as ``make lab`` starts it
-(``iolab.report.lab.lab_argv``) on a project folder laid out as the checkout (README.md at its
+(``iolab.cli.lab.lab_argv``) on a project folder laid out as the checkout (README.md at its
 root, the notebooks in notebooks/), Debian's chromium driven by Playwright. All nine notebooks
 run with Run All at small parameters; each is then looked through screen by screen as a
 reader at 1280 px would (``read_through``), and its interactive parts (flame graph,
@@ -35,7 +35,8 @@ import nbformat
 import pytest
 
 from conftest import CPU, OTHER_CPU, REPO, LoopWatch, is_root
-from iolab.report.lab import KERNEL_DISPLAY, lab_argv, quiet_lab
+from iolab.cli.lab import lab_argv, quiet_lab
+from iolab.report.kernel import KERNEL_DISPLAY
 from iolab.machine.process import signal_group, spawn
 
 pytestmark = pytest.mark.browser
@@ -220,7 +221,7 @@ def _lab_env(token: str, home: Path) -> dict[str, str]:
     it), data and iolab's ledger under ``home`` (the loop devices its kernels make are this
     server's to account for, not another test's), JupyterLab's settings and workspaces
     fresh (a saved workspace would reopen other tabs) with the news question turned off as
-    make lab turns it off (``iolab.report.lab.quiet_lab``: its toast covers the notebook's
+    make lab turns it off (``iolab.cli.lab.quiet_lab``: its toast covers the notebook's
     lower right corner) and cells' run times recorded, and no batch-mode flags a papermill
     test may have left in this process (they would hide the widgets)."""
     quiet_lab()
@@ -882,7 +883,7 @@ def _fill_history(folder: Path, snapshots: Path) -> list[str]:
     """Notebook 09's history (its ``history_dir``): three runs of notebook 01 recording peak
     IOPS and p99, on kernels 6.1, 6.12, 6.12, the last without an interval. Its files."""
     from test_history import SNAPSHOT, T0, kept, result
-    from iolab.report import history
+    from iolab.record import history
 
     for i, (value, low, high, kernel) in enumerate(HISTORY):
         snap = snapshots / f"run{i}"

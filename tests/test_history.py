@@ -21,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from conftest import REPO, cli_here, is_root, python_of, run_as_nobody
 from iolab.core.errors import InputError
-from iolab.report import history, provenance
+from iolab.record import history, provenance
 from iolab.stats import trend
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
@@ -55,7 +55,7 @@ def tiny_notebook(path: Path) -> Path:
             ),
             new_code_cell(
                 "%load_ext iolab\n"  # as every notebook: a headless run still adds its results once
-                "from iolab.core import results\n"
+                "from iolab.record import results\n"
                 'results.record("peak IOPS", 1000 * scale, "IO/s", source="made up", low=900, high=1100, note="a test")\n'
                 'results.record("slowest host", "h1")\n'
                 'results.record_many([{"name": "IOPS at QD 1", "value": 5, "unit": "IO/s"}])\n'
@@ -131,7 +131,7 @@ def test_a_live_kernel_adds_each_recording_cell_once_and_says_where(tmp_path, mo
     shell = InteractiveShell.instance()
     shell.kernel = object()  # as ipykernel's shell has one: a live kernel
     shell.user_ns["__session__"] = str(notebook)  # what ipykernel sets from JupyterLab's JPY_SESSION_NAME
-    record = "from iolab.core import results\nresults.record('peak IOPS', 5, 'IO/s', low=4, high=6)\n"
+    record = "from iolab.record import results\nresults.record('peak IOPS', 5, 'IO/s', low=4, high=6)\n"
     try:
         shell.run_line_magic("load_ext", "iolab")
         shell.run_cell("scale = 2.0\n" + record + "results.record('other', 1)")

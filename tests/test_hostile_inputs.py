@@ -79,12 +79,12 @@ GUARDED = [
     ("iolab.measure.clients", "measure_hosts"),
     ("iolab.measure.search", "run"),
     ("iolab.report.batch", "run_batch"),
-    ("iolab.report.seeds", "run"),
+    ("iolab.seeds.manifest", "run"),
     ("iolab.report.publish", "execute"),  # a notebook executed: demo, reproduce, the lab's notebooks
     ("iolab.report.demo", "execute"),
     ("iolab.report.reproduce", "execute"),
-    ("iolab.report.lab", "quiet_lab"),  # after the port and kernel checks, before JupyterLab replaces the process
-    ("iolab.report.nvmelab", "build"),  # the guest's kernel and initramfs: the first step of a boot
+    ("iolab.cli.lab", "quiet_lab"),  # after the port and kernel checks, before JupyterLab replaces the process
+    ("iolab.nvmelab.vm", "build"),  # the guest's kernel and initramfs: the first step of a boot
     ("iolab.machine.preflight_tune", "hold"),  # preflight --tune: the machine's knobs set and held
 ]
 # a hostile value here reaching that work is a failure: it should have been refused

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import REPO
 from iolab.core.errors import InputError
-from iolab.report.lab import KERNEL_DISPLAY, check_free, check_port, kernel_warning, lab_argv
+from iolab.cli.lab import check_free, check_port, lab_argv
+from iolab.report.kernel import KERNEL_DISPLAY, kernel_warning
 
 
 def _opts(argv: list[str]) -> set[str]:
@@ -73,7 +74,7 @@ def test_the_notebooks_kernel_is_the_projects():
 
 def test_make_lab_turns_off_jupyterlabs_news_pop_up_and_keeps_other_overrides(tmp_path):
     import json
-    from iolab.report.lab import quiet_lab
+    from iolab.cli.lab import quiet_lab
 
     settings = tmp_path / "share/jupyter/lab/settings"
     settings.mkdir(parents=True)

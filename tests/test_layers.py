@@ -17,6 +17,7 @@ from conftest import REPO
 # folder -> the folders it may import besides itself, lowest first
 LAYERS = {
     "core": set(),
+    "record": {"core"},
     "read": {"core"},
     "stats": {"core", "read"},
     "machine": {"core", "read"},
@@ -24,7 +25,10 @@ LAYERS = {
     "measure": {"core", "read", "stats", "machine", "runs"},
     "studies": {"core", "read", "stats", "machine", "runs", "measure"},
     "plots": {"core", "read", "stats"},
-    "report": {"core", "read", "stats", "machine", "runs", "measure", "studies", "plots"},
+    "report": {"core", "record", "read", "stats", "machine", "runs", "measure", "studies", "plots"},
+    "compare": {"core", "record", "read", "stats", "runs", "plots", "report"},
+    "nvmelab": {"core", "record", "read", "machine", "report"},
+    "seeds": {"core", "record", "read", "stats", "machine", "runs", "measure", "studies", "plots", "report"},
 }
 TOP = {"__init__", "cli"}  # the package face and the command line (cli/, a package): may import every folder
 PACKAGE = REPO / "lib" / "iolab"

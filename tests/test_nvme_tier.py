@@ -1,5 +1,5 @@
 """The NVMe tier: the kit's NVMe paths on Linux's real nvme driver, inside the NVMe lab
-(``iolab.report.nvmelab``: QEMU's emulated NVMe controllers). Every test here runs in one guest
+(``iolab.nvmelab.vm``: QEMU's emulated NVMe controllers). Every test here runs in one guest
 boot, which ``tests/test_nvmelab.py::test_the_nvme_tier_in_one_guest_boot`` makes; outside
 the lab they are skipped. The guest (``tests/nvme_tier_boot.py``) has four controllers, two
 poll queues each, on two NUMA nodes: two on the root bus, one behind root port ``rp2`` capped at
@@ -205,8 +205,8 @@ def nonfatal(port: Path) -> int:
 
 def inject_nonfatal(port: Path) -> None:
     """One Completion Timeout on root port rp2 through QEMU's monitor; QEMU 7.2 drops
-    correctable errors before the guest sees them (iolab.report.nvmelab.request_aer)."""
-    from iolab.report.nvmelab import request_aer
+    correctable errors before the guest sees them (iolab.nvmelab.vm.request_aer)."""
+    from iolab.nvmelab.vm import request_aer
 
     before = nonfatal(port)
     request_aer("rp2", "COMP_TIME")

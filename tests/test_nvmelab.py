@@ -1,4 +1,4 @@
-"""The NVMe lab (iolab.report.nvmelab, nvmelab_image): its guest's pieces, its refusals, and the NVMe tier
+"""The NVMe lab (iolab.nvmelab.vm, nvmelab_image): its guest's pieces, its refusals, and the NVMe tier
 (tests/test_nvme_tier.py) run inside one guest boot."""
 
 import json
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cli_here, is_root, tier_result_path
-from iolab.report import nvmelab, nvmelab_image
+from iolab.nvmelab import image as nvmelab_image, vm as nvmelab
 from iolab.core.errors import InputError
 
 LAB_MISSING = nvmelab_image.missing_tools()

@@ -290,7 +290,7 @@ def test_reproduce_out(tmp_path, capsys, no_execution):
 
 
 def test_nvmelab_refuses_before_the_boot(tmp_path):
-    from iolab.report import nvmelab
+    from iolab.nvmelab import vm as nvmelab
 
     nb = tiny_notebook(tmp_path / "tiny.ipynb")
     theirs = users(tmp_path / "out" / "tiny.nvmelab.html")

@@ -62,7 +62,7 @@ def test_notebooks_are_clean_and_parameterised():
         assert all(not c.outputs and c.execution_count is None for c in code), f"{path.name} has outputs"
         params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
         assert len(params) == 1, f"{path.name} needs one cell tagged 'parameters'"
-        assert nb.metadata["kernelspec"]["name"] == "iolab"  # the project's kernel (iolab.report.lab)
+        assert nb.metadata["kernelspec"]["name"] == "iolab"  # the project's kernel (iolab.report.kernel)
 
 
 def test_gitignore_keeps_the_package():
@@ -174,7 +174,7 @@ def test_provenance_does_not_run_the_notebook_filter(tmp_path):
     filter on all of them (11 s) at every recorded run; provenance reads git without it."""
     import time
 
-    from iolab.report import provenance
+    from iolab.record import provenance
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitattributes").write_text("*.ipynb filter=nbstripout\n")

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections import Counter
 
 import pandas as pd
 import pytest
@@ -57,10 +58,12 @@ def test_profile_of_a_real_run(profiled):
     assert {"perf.data", "perf.folded", "perf_stat.csv", "perf_stat_window.json"} <= names
     assert names <= {*store.FILES, *(f for p in producers.PRODUCERS for f in p.files)}  # all declared
     # shares of the busy samples: idle time on the pinned CPU varies with the VM's load
+    # (the pinned CPU is shared with the rest of a loaded machine: a busy suite's QEMU and
+    # notebook kernels can hold most of its samples, so fio's own are judged among themselves)
     stacks = prof.without_idle(load_stacks(profiled.path))
-    fio_weight = sum(n for s, n in stacks.items() if s.startswith("fio;"))
-    assert fio_weight > 0.2 * sum(stacks.values())  # fio's job process is named (pinned at birth)
-    assert prof.share_under(stacks, "io_uring_enter") > 10  # io_uring submissions are on the CPU
+    fio = Counter({s: n for s, n in stacks.items() if s.startswith("fio;")})
+    assert sum(fio.values()) > 0.05 * sum(stacks.values())  # fio's job process is named (pinned at birth)
+    assert prof.share_under(fio, "io_uring_enter") > 10  # io_uring submissions are on fio's CPU time
     cats = prof.categories(prof.without_idle(stacks))
     assert abs(cats.pct.sum() - 100) < 1e-6 and "io_uring" in set(cats.kind)
 

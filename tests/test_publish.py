@@ -70,7 +70,7 @@ import shutil  # noqa: E402
 import nbformat  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook  # noqa: E402
 
-from iolab.report import provenance  # noqa: E402
+from iolab.record import provenance  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
 from iolab.report.notebook_html import WIDGET_VIEW  # noqa: E402
 from iolab.report.offline import network_fetches, offline  # noqa: E402

@@ -15,14 +15,14 @@ from iolab.report.publish import execute
 from test_results import notebook
 
 DETERMINISTIC = """
-from iolab.core import results
+from iolab.record import results
 results.record("square", n * n, "IO/s", source="n squared")
 results.record("half", n / 2, low=n / 2 - 0.5, high=n / 2 + 0.5, note="a made-up interval")
 results.record("name", f"n{n}")
 """
 FROM_A_FILE = """
 from pathlib import Path
-from iolab.core import results
+from iolab.record import results
 results.record("from the file", float(Path(path).read_text()), "IO/s")
 results.record("steady", 7.0)
 results.record_runs([old_run] if old_run else [])

@@ -1,4 +1,4 @@
-"""Recorded results (iolab.core.results): what a notebook records reaches the executed notebook's
+"""Recorded results (iolab.record.results): what a notebook records reaches the executed notebook's
 metadata and the side file beside it, JSON-safe, the later of one name winning."""
 
 import json
@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iolab.core import results
+from iolab.record import results
 from iolab.core.errors import InputError, IolabError
 from iolab.report.publish import execute
 
 RECORDING = """
 import numpy as np
 import pandas as pd
-from iolab.core import results
+from iolab.record import results
 results.record("square", np.int64(n) ** 2, "IO/s", source="n squared", low=np.float64(n * n - 1), high=n * n + 1.0,
                note="a made-up interval")
 results.record("nothing", float("nan"), note="NaN becomes null")
@@ -88,7 +88,7 @@ def test_a_notebook_records_its_results_in_its_metadata_and_beside_it(tmp_path):
 def test_a_failed_notebook_keeps_what_it_recorded_beside_it(tmp_path):
     source = notebook(
         tmp_path / "source.ipynb",
-        "from iolab.core import results\nresults.record('n', n)",
+        "from iolab.record import results\nresults.record('n', n)",
         "raise RuntimeError('broken')",
     )
     with pytest.raises(IolabError, match="fails.failed.ipynb"):

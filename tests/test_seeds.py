@@ -21,10 +21,10 @@ import pytest
 
 from conftest import CPU, REPO, cli_here, is_root
 from test_browser import browser  # noqa: F401 - a chromium for this module
-from iolab.report import seed_comparisons
+from iolab.seeds import comparisons as seed_comparisons
 from iolab.core.errors import InputError
 from iolab.report.reproduce import parameters, recorded, source_notebook
-from iolab.report import seeds
+from iolab.seeds import manifest as seeds
 
 PUBLISHED = pd.read_csv(REPO / "data/reference/published_figures.csv", dtype={"seed": str})
 

@@ -12,10 +12,10 @@ from conftest import CPU, QUICK, is_root
 from iolab.cli import main
 from iolab.core.errors import InputError, NotComparable
 from iolab.measure.sweep import Grid, sweep
-from iolab.report import sides
+from iolab.compare import sides
 from iolab.report.offline import network_fetches
-from iolab.report.compare_page import compare_paths, html, text
-from iolab.stats.versus import versus
+from iolab.compare.page import compare_paths, html, text
+from iolab.compare.versus import versus
 
 BASE = {**QUICK, "ioengine": "psync", "rw": "randread", "runtime": "300ms"}
 
@@ -182,7 +182,7 @@ def test_notebook_01_and_a_search_meet_on_iodepth_and_bs_cell_by_cell(named, tmp
     varies (the notebook ran 4k only), each cell's mean is that cell's run, never a mean over
     depths and block sizes; a --by that leaves bs out is refused, exit 1, not "not worse"."""
     from iolab.core.columns import setting_name
-    from iolab.report.matching import value_of
+    from iolab.compare.matching import value_of
 
     assert [setting_name(n) for n in ("qd", "blocksize", "readwrite", "jobs", "rate_iops")] == [
         "iodepth",

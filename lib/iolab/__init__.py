@@ -7,17 +7,17 @@ folders are the layers (docs/how-it-works.md and tests/test_layers.py): a shared
 ``report`` (notebooks, write-ups, batch, seeds) and ``cli`` over all of them.
 """
 
-__version__ = "0.1.0"
+from .core.version import __version__  # noqa: F401 (iolab.__version__)
 
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext iolab`` (each notebook's first import cell): the kit's errors as one short
     block (``%tb`` shows the traceback), DataFrames as the write-ups show them, and in a live
-    kernel what each cell records added to the results history (``iolab.report.history.keep_live``).
+    kernel what each cell records added to the results history (``iolab.record.history.keep_live``).
     ``import iolab`` alone changes nothing in pandas or IPython; ``%unload_ext iolab`` undoes this."""
     from .core.errors import brief_in_notebooks
     from .core.readable import live_tables
-    from .core.results import keep_live
+    from .record.results import keep_live
 
     brief_in_notebooks(ipython)
     live_tables(ipython)
@@ -25,7 +25,7 @@ def load_ipython_extension(ipython) -> None:
 
 
 def _to_history(kept, finished: bool) -> None:
-    from .report.history import keep_live  # pyarrow: only once a cell has recorded
+    from .record.history import keep_live  # pyarrow: only once a cell has recorded
 
     keep_live(kept, finished)
 
@@ -34,7 +34,7 @@ def unload_ipython_extension(ipython) -> None:
     """``%unload_ext iolab``: IPython's tracebacks and pandas' display as they were."""
     from .core.errors import full_in_notebooks
     from .core.readable import plain_tables
-    from .core.results import keep_live
+    from .record.results import keep_live
 
     full_in_notebooks(ipython)
     plain_tables(ipython)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__
+from ..core.version import __version__
 from ..core import signals
 from ..core.errors import IolabError
 from . import measuring, notebooks, preflight, reading, tio

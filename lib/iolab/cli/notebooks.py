@@ -56,7 +56,7 @@ def cmd_batch(args, _extra) -> int:
 
 def cmd_seeds(args, _extra) -> int:
     from ..core import validate
-    from ..report import seeds  # slow to import (papermill): only for this command
+    from ..seeds import manifest as seeds  # slow to import (papermill): only for this command
 
     level = "smoke" if args.smoke else "quick" if args.quick else "full"
     devices = [d.strip() for d in args.device or [] if d.strip()]
@@ -154,7 +154,7 @@ def _papermill_value(text: str):
 
 
 def cmd_nvmelab(args, _extra) -> int:
-    from ..report import nvmelab
+    from ..nvmelab import vm as nvmelab
 
     spec = nvmelab.LabSpec(
         controllers=args.controllers,
@@ -210,7 +210,7 @@ def cmd_publish(args, _extra) -> int:
 
 
 def cmd_lab(args, extra) -> int:
-    from ..report.lab import serve
+    from .lab import serve
 
     serve(args.notebook_dir or paths.REPO, port=args.port, ip=args.ip, extra=extra)
     return 1  # serve returns only by raising
@@ -228,7 +228,7 @@ def cmd_history(args, _extra) -> int:
     import warnings
 
     from ..core.errors import printable
-    from ..report import history  # pandas and pyarrow: only for this command
+    from ..record import history  # pandas and pyarrow: only for this command
 
     since = history.parse_since(args.since) if args.since is not None else None  # a bad --since before any reading
     with warnings.catch_warnings(record=True) as caught:
@@ -429,7 +429,7 @@ def add_commands(add) -> None:
         help="run an executed notebook's source again with its parameters; compare its recorded results",
         description="Re-executes the notebook EXECUTED was run from (papermill's input_path, else "
         "notebooks/<its name>) with the parameters it ran with, and prints each recorded "
-        "result (iolab.core.results): original, re-run, difference %% and whether the re-run lies "
+        "result (iolab.record.results): original, re-run, difference %% and whether the re-run lies "
         "in the original's interval [low, high] (without one: within --tolerance-pct). When "
         "a result drifted, the machine snapshot differences that may explain it (kernel, fio "
         "version, governor, frequency source, scheduler, SMT). Exit 0: all agree; 3: a result "
@@ -448,7 +448,7 @@ def add_commands(add) -> None:
     p = add(
         "history",
         help="the results every executed notebook recorded, with their provenance (the local history)",
-        description="Prints the local history of recorded results (iolab.report.history): every result a "
+        description="Prints the local history of recorded results (iolab.record.history): every result a "
         "notebook recorded when it ran to its end through papermill (iolab batch, demo, reproduce, seeds, "
         "nvmelab), with its interval, unit, date, kernel, fio version, machine, iolab commit and notebook. "
         "The history is a folder of Parquet parts: IOLAB_HISTORY, else history/ in the data folder "

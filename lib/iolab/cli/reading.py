@@ -127,7 +127,7 @@ def cmd_compare(args, _extra) -> int:
     if args.min_change < 0:
         raise InputError(f"--min-change {args.min_change:g}: give a percentage >= 0 (0 calls any difference shown)")
     from ..core.runfiles import quote
-    from ..report.compare_page import compare_paths, html, table, text
+    from ..compare.page import compare_paths, html, table, text
 
     by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()] if args.metric else None
@@ -438,9 +438,9 @@ def add_commands(add) -> None:
         help="did it get worse? B against A, cell by cell, with intervals (exit 3 when B is worse)",
         description="Compare two result sets: runs folders (a study's, or data/runs), run folders, batch "
         "outputs (batch.json), seed outputs or executed notebooks. Cells are matched on every setting that "
-        "varies on either side, by fio's names (a notebook's qd is a search's iodepth; iolab.report.matching), "
+        "varies on either side, by fio's names (a notebook's qd is a search's iodepth; iolab.compare.matching), "
         "never pooled across one; each metric gets B ÷ A - 1 with its interval (bootstrap and Welch t over the "
-        "repeats, iolab.stats.versus) and a verdict: 'B is better by 12 %% [8, 16]', 'no difference "
+        "repeats, iolab.compare.versus) and a verdict: 'B is better by 12 %% [8, 16]', 'no difference "
         "shown', or 'not comparable: the devices differ'. What differs between the two set-ups (kernel, "
         "fio, governor, scheduler, firmware, job options) is listed first. Exit 3 when a metric got "
         "worse beyond its interval and the --min-change threshold (for CI); 1 on an error, and when the "

@@ -283,7 +283,7 @@ COLUMNS: dict[str, Column] = {
         _C(
             "emulated",
             "",
-            "True for a run made in the NVMe lab (iolab.report.nvmelab): an emulator's numbers, never a device's",
+            "True for a run made in the NVMe lab (iolab.nvmelab.vm): an emulator's numbers, never a device's",
             "system.json emulated (IOLAB_NVMELAB in the lab's guest)",
             "id",
         ),

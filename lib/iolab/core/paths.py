@@ -45,7 +45,7 @@ def scratch_dir() -> Path:
 
 
 def history_dir() -> Path:
-    """The default folder of the results history (``iolab.report.history``; ``$IOLAB_HISTORY``
+    """The default folder of the results history (``iolab.record.history``; ``$IOLAB_HISTORY``
     overrides it there): ``history/`` in the data folder."""
     return data_dir() / "history"
 

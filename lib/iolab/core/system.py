@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .version import __version__
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 QUEUE_KNOBS = (
@@ -198,7 +198,7 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
         "nvme": nvme_params(),
         "nvme_device": nvme_device(device),
         "pci": pci_topology(device),
-        # set inside the NVMe lab (iolab.report.nvmelab): the run is an emulator's, never a device's
+        # set inside the NVMe lab (iolab.nvmelab.vm): the run is an emulator's, never a device's
         "emulated": os.environ.get("IOLAB_NVMELAB") or None,
         "absent": absent,
     }

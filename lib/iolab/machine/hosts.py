@@ -301,7 +301,7 @@ def snapshot_on(host: Host, device: str | None = None, cpus: list[int] | None = 
         return {"absent": f"no command reaches {host.name} (give it `via:` in a hosts file)"}
     source = Path(system.__file__).read_text()
     script = (
-        source.replace("from .. import __version__", f"__version__ = {system.__version__!r}")
+        source.replace("from .version import __version__", f"__version__ = {system.__version__!r}")
         + f"\nimport json as _json\nprint(_json.dumps(snapshot({device!r}, {cpus!r})))\n"
     )
     try:

@@ -13,6 +13,9 @@ from typing import Sequence
 WARN_RUNS = 1_000
 WARN_S = 8 * 3600.0
 ENDS = 5  # lines listed at each end of a long listing
+# seconds a fio run costs beyond its runtime and ramp_time (fio's start, the samplers, the
+# snapshot, the run folder), measured on this project's 2-core VM
+RUN_OVERHEAD_S = 0.7
 
 
 def about(seconds: float) -> str:

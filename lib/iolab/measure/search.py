@@ -77,7 +77,7 @@ from .campaign import Rounds, execute, ordered, paths_of
 from ..machine.locks import runs_folder_locked
 from .options import MeasureOptions
 from .planned import DEFAULTS, PlannedRun, job_options
-from .plans import about, cut, too_big
+from .plans import RUN_OVERHEAD_S, about, cut, too_big
 from .search_spec import SPEC_KEYS, Spec, load_spec
 from ..machine.hosts import Host
 from ..core.system import SYS_CPU, parse_cpu_list, read_text
@@ -91,9 +91,6 @@ from ..core.validate import (
 
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
 UNAVAILABLE = "unavailable.json"  # what a search with drop_unavailable left out, and why (left_out)
-# seconds a run costs beyond its runtime and ramp_time (fio's start, the samplers, the snapshot,
-# the run folder): iolab.report.seeds' figure, measured on this project's 2-core VM
-RUN_OVERHEAD_S = 0.7
 
 
 class SearchUnavailable(InputError):

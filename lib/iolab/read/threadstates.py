@@ -50,7 +50,7 @@ import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import InputError
-from ..core.results import run_folders
+from ..core.runfolders import run_folders
 from ..core.readable import wrapped_text
 
 SAMPLES_FILE, META_FILE = "samples_threads.csv", "threads.json"
@@ -182,7 +182,7 @@ def load(run_dir: str | os.PathLike) -> ThreadSamples:
 
 
 def _runs(runs: Any, runs_dir: str | os.PathLike | None) -> list[Path]:
-    """The run folders ``runs`` names (see ``iolab.core.results.run_folders``); InputError when one
+    """The run folders ``runs`` names (see ``iolab.core.runfolders.run_folders``); InputError when one
     is missing or none is named."""
     found, missing = run_folders(runs, runs_dir)
     if missing:

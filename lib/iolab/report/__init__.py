@@ -1,1 +1,1 @@
-"""report: notebooks and what they make — papermill execution, write-ups and provenance, batch, reproduce, the seeds and their pages, the demo, JupyterLab, the NVMe lab. May import every layer but the command line."""
+"""report: notebooks and what they make — papermill execution and the notebooks' kernel, write-ups, batch, reproduce, the demo, the workspace. The features built on it (compare, nvmelab, seeds) have folders of their own. May import every layer below it."""

@@ -388,11 +388,11 @@ def describe_plan(manifest: Manifest, out: str | os.PathLike | None = None, ever
 
 
 def _modelled_s(notebook: Path, todo: list[BatchRun]) -> float:
-    """Seconds ``todo`` should take by ``iolab.report.seeds.estimate_run``, each run's
+    """Seconds ``todo`` should take by ``iolab.report.contract.estimate_run``, each run's
     parameters over the notebook's own defaults (its parameters cell, through papermill)."""
     import papermill as pm
 
-    from .seeds import estimate_run  # seeds builds on batch: imported when used
+    from .contract import estimate_run
 
     defaults = {}
     for name, about_it in pm.inspect_notebook(str(notebook)).items():

@@ -91,7 +91,7 @@ def _plot(name: str, unit: str, runs: Sequence[Mapping[str, Any]], x_param: str 
     fig.text(
         0.01,
         0.01,
-        "source: each run's recorded results (iolab.core.results); whiskers: the interval it recorded",
+        "source: each run's recorded results (iolab.record.results); whiskers: the interval it recorded",
         fontsize=7,
         color="0.35",
     )

@@ -18,7 +18,7 @@ import nbformat
 from ..core import paths
 from ..core.outputs import claim_folder, claim_output, write_output
 from ..machine.locks import folder_locked
-from .provenance import _git
+from ..record.provenance import _git
 from .publish import execute, publish
 
 FLAGSHIP = {

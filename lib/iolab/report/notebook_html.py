@@ -12,7 +12,7 @@ import copy
 from pathlib import Path
 
 from ..core.readable import readable_tables
-from ..core.results import MIME as RESULTS_MIME
+from ..record.results import MIME as RESULTS_MIME
 from .offline import offline
 from .templating import render
 

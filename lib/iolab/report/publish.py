@@ -13,7 +13,7 @@ without require.js, MathJax, mermaid and the widget manager it loads from a CDN;
 else that would fetch is disabled and listed: ``iolab.report.notebook_html``,
 ``iolab.report.offline``); pandas tables with thousands separators, three significant digits
 and column names with units (``iolab.core.columns``); the parameters it ran with and the
-results it recorded (``iolab.core.results``) at the top (``iolab.report.writeup_header``); a
+results it recorded (``iolab.record.results``) at the top (``iolab.report.writeup_header``); a
 provenance appendix (``iolab.report.writeup_appendix``): iolab's git commit, tool and package
 versions, the machine, each run folder with a SHA-256 of its raw outputs, and the command
 that runs it again. This module reads and checks the executed notebook and puts the parts
@@ -33,9 +33,9 @@ from typing import Any, Mapping
 from ..core import owned
 from ..core.errors import InputError, IolabError, printable
 from ..core.outputs import claim_output, write_output
-from ..core.results import EXECUTED_ENV, collect
+from ..record.results import EXECUTED_ENV, collect
 from ..core.validate import input_file, notebook_file
-from .lab import headless_kernel
+from .kernel import headless_kernel
 from .notebook_html import export, html_cell, static_copy
 from .templating import render
 from .writeup_appendix import appendix
@@ -61,17 +61,17 @@ def execute(
     """Run a notebook with papermill. Raises IolabError naming the failing cell; the
     executed notebook (with papermill's error banner) is written first.
 
-    What the notebook recorded (``iolab.core.results``) and ``parameters`` go into the executed
+    What the notebook recorded (``iolab.record.results``) and ``parameters`` go into the executed
     notebook's ``metadata["iolab"]`` and into ``<output stem>.results.json`` beside it
     (``NAME.failed.results.json`` beside a failed one); either replaces only a file iolab wrote,
     unless ``force`` (``iolab.core.outputs``: checked before the notebook runs). The results of a
-    notebook that ran to its end are added to the results history (``iolab.report.history``; ``IOLAB_HISTORY=off``
+    notebook that ran to its end are added to the results history (``iolab.record.history``; ``IOLAB_HISTORY=off``
     keeps none)."""
     from contextlib import suppress
 
     import papermill as pm  # papermill and nbclient take a second to import: only when running one
 
-    from ..core.results import keep_with
+    from ..record.results import keep_with
 
     notebook, output = Path(notebook).resolve(), Path(output).resolve()
     results = output.with_name(f"{output.stem}.results.json")
@@ -137,7 +137,7 @@ def execute(
     os.replace(running, output)
     for path in (output, results):
         owned.mark(path)
-    from .history import keep  # pyarrow: only once a notebook has run
+    from ..record.history import keep  # pyarrow: only once a notebook has run
 
     keep(output, kept, notebook)  # never fails the run: a history it cannot write is one line on stderr
     return output
@@ -153,7 +153,7 @@ def _kernel_logging_to(log: Path):
             with open(log, "ab") as sink:
                 kw["stdout"] = kw["stderr"] = sink
                 # the kernel knows it runs under execute, which keeps its results itself
-                # (iolab.core.results.live_shell), whatever IOLAB_HEADLESS the user set
+                # (iolab.record.results.live_shell), whatever IOLAB_HEADLESS the user set
                 kw["env"] = {**(kw.get("env") or os.environ), EXECUTED_ENV: "1"}
                 return await super()._async_launch_kernel(kernel_cmd, **kw)
 

@@ -1,5 +1,5 @@
 """Reproduce an executed notebook: run its source notebook again with the parameters it ran
-with, and compare each result it recorded (``iolab.core.results``) with the new one.
+with, and compare each result it recorded (``iolab.record.results``) with the new one.
 
     report = reproduce("papermill_runs/01_queue_depth_knee.ipynb")
     print(report.text())      # the table: original, re-run, difference %, agreement
@@ -27,7 +27,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ..stats import drift
-from ..core import paths, results, system
+from ..core import paths, system
+from ..record import results
 from ..runs import producers, store
 from ..core.atomic import write_json
 from ..core.errors import InputError
@@ -138,7 +139,7 @@ def reproduce(
     original = recorded(nb)
     if not original["results"]:
         raise InputError(
-            f"{executed} recorded no results (no iolab.core.results.record output): reproduce "
+            f"{executed} recorded no results (no iolab.record.results.record output): reproduce "
             "compares recorded results; run a notebook that records them, then reproduce that"
         )
     given = Path(out_dir) if out_dir else paths.PAPERMILL_RUNS / "reproduced"
@@ -174,7 +175,7 @@ def recorded(nb: Mapping[str, Any]) -> dict[str, list]:
         return results.collect(nb)
     except (ValueError, TypeError, AttributeError, KeyError):  # outputs iolab did not write
         raise InputError(
-            "the notebook's result outputs cannot be read (not as iolab.core.results writes them); "
+            "the notebook's result outputs cannot be read (not as iolab.record.results writes them); "
             "give an executed notebook as papermill or JupyterLab saved it"
         ) from None
 

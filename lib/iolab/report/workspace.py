@@ -21,10 +21,10 @@ import shutil
 import time
 from pathlib import Path
 
-from .. import __version__
+from ..core.version import __version__
 from ..core import paths
 from ..core.errors import InputError
-from .lab import KERNEL_NAME, headless_kernel, install_kernel
+from .kernel import KERNEL_NAME, headless_kernel, install_kernel
 
 FOLDERS = ("notebooks", "data/seeds", "data/examples", "data/reference")
 

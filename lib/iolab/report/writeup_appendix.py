@@ -1,7 +1,7 @@
 """The provenance appendix at the end of a write-up (``iolab.report.publish``): the command
 that runs the notebook again, the software (iolab's git commit, tool and package versions),
 the machine its runs measured, and each run folder with a SHA-256 of its raw outputs — the
-facts from ``iolab.report.provenance``, laid out here.
+facts from ``iolab.record.provenance``, laid out here.
 
     html = appendix(nb, executed, given, run_folders)
 """
@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from markupsafe import Markup
 
 from ..core.readable import readable_number
-from . import provenance
+from ..record import provenance
 from .templating import render
 
 APPENDIX = """{% from "table.html" import table %}<div class="iolab-writeup iolab-appendix">
@@ -41,9 +41,9 @@ command can run it again.</p>
 <p class="note">The digest covers every file of a run folder (fio.json, tio.txt, perf files, params.json, \
 job.fio, argv.json, system.json, samples) except run.json (iolab's status, times and pid) and hidden files: \
 for each, sorted by relative path, <code>path NUL size NUL bytes</code>. \
-<code>iolab.report.provenance.folder_digest(folder)</code> computes it again.</p>
+<code>iolab.record.provenance.folder_digest(folder)</code> computes it again.</p>
 {%- else -%}
-<p class="note">The notebook recorded no run folders (<code>iolab.core.results.record_runs</code>), so none \
+<p class="note">The notebook recorded no run folders (<code>iolab.record.results.record_runs</code>), so none \
 is listed or hashed here.</p>
 {%- endif %}
 </div>"""

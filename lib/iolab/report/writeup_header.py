@@ -1,7 +1,7 @@
 """The top of a write-up (``iolab.report.publish``): when and how the notebook ran, the
 warnings its run folders call for (an emulated device, failed plausibility checks), the
 parameters it ran with (given or default, with the parameters cell's comment) and the
-results it recorded (``iolab.core.results``), the per-setting ones folded away.
+results it recorded (``iolab.record.results``), the per-setting ones folded away.
 
     html = header(nb, parameters_cell(executed), given, recorded)
 """
@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import __version__
+from ..core.version import __version__
 from ..core.readable import readable_value
 from ..read import checks
-from . import provenance
+from ..record import provenance
 from .templating import render
 
 HEADER = """{% from "table.html" import table %}<div class="iolab-writeup">

@@ -66,7 +66,7 @@ from typing import Any, Collection, Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from .. import __version__
+from ..core.version import __version__
 from ..machine import ledger
 from . import producers
 from ..core import runfiles

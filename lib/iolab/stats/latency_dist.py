@@ -47,7 +47,7 @@ import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import FioOutputError, InputError, IolabError
-from ..core.results import run_folders
+from ..core.runfolders import run_folders
 from ..core.validate import parse_size
 from ..read.fiojson import (
     checked_tidy,

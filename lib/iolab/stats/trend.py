@@ -1,5 +1,5 @@
 """Each recorded result over time or over versions, and the changes its intervals call
-significant: "did it get worse?" read from the results history (``iolab.report.history``).
+significant: "did it get worse?" read from the results history (``iolab.record.history``).
 
     tr = trend(history.load(), over="kernel")    # one row per point, in order, per series
     tr[tr.significant]                           # the changes
@@ -88,7 +88,7 @@ def trend(
     """The points of each series along ``over``, each compared with the last earlier point of
     its series that has an interval.
 
-    ``history``: ``iolab.report.history.load``'s table (numeric results only are drawn: a
+    ``history``: ``iolab.record.history.load``'s table (numeric results only are drawn: a
     result recorded as text has no trend). ``over``: ``recorded_utc`` or a column of it
     (``kernel``, ``fio_version``, ``commit``, ``iolab_version``, ``hostname``); ``order``:
     "version" (natural version order) or "time" (first appearance) for such a column.

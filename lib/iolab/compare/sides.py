@@ -130,7 +130,7 @@ def _part_name(folder: Path) -> str:
 
 
 def _notebook_folders(path: Path) -> list[Path]:
-    from .reproduce import recorded
+    from ..report.reproduce import recorded
 
     try:
         nb = json.loads(path.read_text())
@@ -141,7 +141,7 @@ def _notebook_folders(path: Path) -> list[Path]:
     folders = [Path(f) for f in listed or recorded(nb).get("run_folders") or [] if isinstance(f, str)]
     if not folders:
         raise InputError(
-            f"{path} recorded no run folders (iolab.core.results.record_runs): run it with an iolab "
+            f"{path} recorded no run folders (iolab.record.results.record_runs): run it with an iolab "
             "notebook to the end, or give the runs folder itself"
         )
     return folders

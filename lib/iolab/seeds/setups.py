@@ -1,5 +1,5 @@
 """The published set-up of a seed against this machine's, for ``iolab seeds``' pages
-(``iolab.report.seed_pages``): this machine as the seed's runs saw it, what differs, and
+(``iolab.seeds.pages``): this machine as the seed's runs saw it, what differs, and
 what could not run here and why.
 
     snap = local_setup(seed, out)
@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from .seed_comparisons import batch_records
-from .seeds import Seed
+from .comparisons import batch_records
+from .manifest import Seed
 
 
 def local_setup(seed: Seed, out: Path) -> dict[str, Any]:

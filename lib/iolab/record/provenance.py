@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .. import __version__
+from ..core.version import __version__
 from ..core import paths
 from ..core.system import snapshot
 
@@ -185,7 +185,7 @@ def machine_of(run_folders: Iterable[str | os.PathLike]) -> tuple[dict[str, Any]
 
 
 def emulated(run_folders: Iterable[str | os.PathLike]) -> str | None:
-    """What the NVMe lab said of itself (``iolab.report.nvmelab``) when a run among ``run_folders``
+    """What the NVMe lab said of itself (``iolab.nvmelab.vm``) when a run among ``run_folders``
     was made there, or when this process runs in the lab; else None."""
     for folder in run_folders:
         for found in sorted(Path(folder).glob("**/system.json")) if Path(folder).is_dir() else []:

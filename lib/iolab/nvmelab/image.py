@@ -1,5 +1,5 @@
 """The NVMe lab's guest image: Debian's kernel unpacked, and a busybox initramfs with the
-modules the guest needs and the init that boots it (``iolab.report.nvmelab`` boots it).
+modules the guest needs and the init that boots it (``iolab.nvmelab.vm`` boots it).
 
     vmlinux, initramfs, version = nvmelab_image.build()   # once; again when the kernel changes
 
@@ -196,7 +196,7 @@ def cpio_newc(entries: Sequence[tuple[str, int, bytes]]) -> bytes:
 
 
 INIT = r"""#!/bin/busybox sh
-# The NVMe lab's guest init (iolab.report.nvmelab): mounts, modules, the host root, the command.
+# The NVMe lab's guest init (iolab.nvmelab.vm): mounts, modules, the host root, the command.
 /bin/busybox mkdir -p /proc /sys /dev /host /tmp
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev

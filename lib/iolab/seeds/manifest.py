@@ -11,7 +11,7 @@ its test set-up as published (CPU, clock, device, kernel, fio and its flags, pol
 emulated), the ``experiments`` that reproduce it (a notebook, the section of the write-up it
 follows, its method in a paragraph, its parameters, and the ``quick`` and ``smoke`` overrides)
 and the ``figures``: how each row of ``data/reference/published_figures.csv`` for the seed is
-read from the local results (``iolab.report.seed_comparisons``).
+read from the local results (``iolab.seeds.comparisons``).
 
 Levels: ``full`` (the write-up's method at workstation scale: under an hour on one SSD),
 ``quick`` (the same steps at short runtimes: about 10 minutes on a 2-core VM) and ``smoke``
@@ -37,24 +37,18 @@ import yaml
 
 from ..core import paths
 from ..core.paths import check_name
-from .batch import BatchRun, Manifest, check_outputs as check_batch_outputs, check_parameters, run_batch
+from ..report.batch import BatchRun, Manifest, check_outputs as check_batch_outputs, check_parameters, run_batch
 from ..core.errors import InputError
 from ..core.outputs import check_folder, claim_folder, claim_output
 from ..core.validate import kind_of, mapping, yaml_mapping
 from ..measure.plans import too_big
+from ..report.contract import estimate_run, slowdown
 
 LEVELS = ("full", "quick", "smoke")
 SEED_KEYS = ("seed", "title", "author", "date", "write_up", "setup", "headline", "experiments", "figures")
 EXPERIMENT_KEYS = ("name", "notebook", "section", "method", "parameters", "quick", "smoke", "search")
 SEARCH_KEYS = ("base", "axes", "repeats", "runtime", "size", "default_targets")
 SETUP_KEYS = ("cpu", "clock_ghz", "device", "kernel", "fio", "flags", "polled", "emulated")
-# per notebook: seconds each fio run costs beyond its runtime, and the notebook's own cost
-# (kernel start, imports, plots), measured on this project's 2-core VM
-RUN_OVERHEAD_S = 0.7
-NOTEBOOK_OVERHEAD_S = 15.0
-# inside the NVMe lab's QEMU TCG guest (IOLAB_NVMELAB says so) everything takes about this many
-# times longer: notebook 01 at the quick settings, 31 s here and 220 s in the guest
-TCG_SLOWDOWN = 7.0
 
 
 def seeds_dir() -> Path:
@@ -355,56 +349,6 @@ def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
     return estimate_run(exp.notebook, params)
 
 
-def estimate_run(notebook: Path, params: Mapping[str, Any]) -> tuple[int, float]:
-    """(fio runs, seconds) a run of ``notebook`` with ``params`` should take: its runs times
-    their runtime plus ``RUN_OVERHEAD_S``, and ``NOTEBOOK_OVERHEAD_S`` for the notebook itself
-    (a notebook this does not know: one run of its ``runtime_s``). Used by ``iolab batch`` too."""
-    name = Path(notebook).name
-    rt = float(params.get("runtime_s", 2.0))
-    repeats = int(params.get("repeats", 1))
-    if name.startswith("01"):
-        runs = len(params.get("queue_depths", [])) * repeats + 1
-        seconds = runs * (rt + RUN_OVERHEAD_S)
-    elif name.startswith("02"):
-        from ..studies.ladder import default_ladder
-
-        runs = len(default_ladder()) * repeats + 1
-        seconds = runs * (rt + RUN_OVERHEAD_S)
-    elif name.startswith("03"):
-        qds = len(params.get("queue_depths", [1, 16, 128])) * repeats
-        runs = 2 * qds  # fio and t/io_uring (which runs at least 2 s)
-        seconds = qds * (rt + max(2.0, rt) + 2 * RUN_OVERHEAD_S)
-    elif name.startswith("04"):
-        runs = 2
-        seconds = 2 * (rt + 3.0)  # perf record and its report
-    elif name.startswith("05"):
-        runs, each = _search_runs(Path(params["spec"]))
-        seconds = runs * (each + RUN_OVERHEAD_S)
-    else:
-        runs, seconds = 1, rt
-    return runs, (seconds + NOTEBOOK_OVERHEAD_S) * _slowdown()
-
-
-def _slowdown() -> float:
-    """How much slower than this machine's native speed the plan runs: ``TCG_SLOWDOWN`` in
-    the NVMe lab's emulated guest, else 1."""
-    return TCG_SLOWDOWN if "TCG" in os.environ.get("IOLAB_NVMELAB", "") else 1.0
-
-
-def _search_runs(spec_path: Path) -> tuple[int, float]:
-    """(runs, seconds each) of a search spec on this machine: its legal cells once the
-    machine settings it cannot vary are left out, times its repeats."""
-    from ..measure import search, search_spec
-    from ..core.validate import warmup  # the project's spelling of a time: "300ms", "5s"
-
-    spec = search_spec.load_spec(spec_path)
-    try:
-        kept = search.runnable_cells(spec, [None])[0]  # the CPU knobs do not look at a target
-    except (AttributeError, TypeError, OSError):  # a device knob needs a target: every cell (an upper bound)
-        kept = search.cells(spec, [])[0]
-    return len(kept) * spec.repeats, float(warmup(str(spec.base.get("runtime", "1s"))) or 0)
-
-
 def describe(todo: Sequence[Planned], level: str) -> str:
     """The plan in words: each notebook run, its fio runs and estimate, and the total."""
     lines, total_runs, total_s = [], 0, 0.0
@@ -416,7 +360,7 @@ def describe(todo: Sequence[Planned], level: str) -> str:
         total_runs += p.fio_runs
         total_s += p.estimate_s
     seeds = list(dict.fromkeys(p.seed.ident for p in todo))
-    where = "in this emulated (TCG) guest" if _slowdown() > 1 else "on this machine"
+    where = "in this emulated (TCG) guest" if slowdown() > 1 else "on this machine"
     smaller = ", ".join(
         ([] if level != "full" else ["--quick (the quick settings: about 10 minutes on 2 cores)"])
         + (["--only with fewer seeds (e.g. --only 002)"] if len(seeds) > 1 else [])
@@ -451,7 +395,7 @@ def run(
     experiment is kept with its error), each seed's page written as soon as its batch
     ends, and the index page. Returns each seed's batch records. A folder or file there iolab
     did not write is refused before anything runs (``iolab.core.outputs``), unless ``force``."""
-    from . import seed_pages
+    from . import pages as seed_pages
 
     out = Path(out).resolve()
     check_outputs(todo, out, force)

@@ -5,9 +5,9 @@ embedded PNG, no script; jinja2 templates with autoescaping (``iolab.report.temp
     write_seed_page(seed, out)         # out/seed-NNN.html (the level and devices from out/plan.json)
     write_index(out)                   # out/index.html
 
-The table comes from ``iolab.report.seed_comparisons`` (one row per published figure and
+The table comes from ``iolab.seeds.comparisons`` (one row per published figure and
 metric, with the local value or why there is none), the set-ups and what could not run here
-from ``iolab.report.seed_setups``.
+from ``iolab.seeds.setups``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import pandas as pd
 from ..core.outputs import write_output
 from ..core.readable import readable_value
 from ..stats import compare
-from .batch_index import STYLE
-from .seed_comparisons import WORDS, batch_records, comparisons, finite, flag_texts, headline, published_figures
-from .seed_setups import cannot_run_here, differences, local_setup
-from .seeds import Seed, load_seed
-from .templating import render, template
+from ..report.batch_index import STYLE
+from .comparisons import WORDS, batch_records, comparisons, finite, flag_texts, headline, published_figures
+from .setups import cannot_run_here, differences, local_setup
+from .manifest import Seed, load_seed
+from ..report.templating import render, template
 
 PAGE_STYLE = (
     STYLE

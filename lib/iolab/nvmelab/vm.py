@@ -8,7 +8,7 @@ What the guest is (facts from a trial on this project's VM, ``shared/DESIGN.md``
 
 * Debian's ``linux-image-amd64`` kernel with a busybox-static initramfs that loads
   virtio-pci, 9p and nvme (``poll_queues=N``: polled completions work), built once by
-  ``iolab.report.nvmelab_image``;
+  ``iolab.nvmelab.image``;
 * the host's root shared read-only over 9p (``cache=loose``: 30x faster than without), so the
   checkout, its venv, fio, perf and nvme-cli are the host's own; the data folder and
   ``papermill_runs/`` shared read-write at the same paths, so runs land in the host's runs
@@ -48,18 +48,7 @@ from ..core.atomic import write_json
 from ..core.runfiles import quote
 from ..core.outputs import claim_output
 from ..core.validate import parse_size
-from .nvmelab_image import (
-    EXIT,
-    QEMU,
-    START,
-    LabError,
-    build,
-    cpio_newc,
-    guest_kernel,
-    lab_dir,
-    module_files,
-    module_name,
-)
+from .image import EXIT, QEMU, START, LabError, build, cpio_newc, guest_kernel, lab_dir, module_files, module_name
 
 ENV_FLAG = "IOLAB_NVMELAB"
 
@@ -326,7 +315,7 @@ def _share(path: Path) -> str:
 def rw_paths() -> list[Path]:
     """The host folders the guest writes to, at the same paths: the data folder (runs), the
     executed-notebook folder, and the results history when it is kept elsewhere."""
-    from .history import folder
+    from ..record.history import folder
 
     shares = [paths.data_dir().resolve(), paths.PAPERMILL_RUNS.resolve()]
     kept = folder()
@@ -733,7 +722,7 @@ def notebook_job(
     (``papermill_runs/``). ``lab_defaults`` fill the parameters the notebook has and the
     caller did not give. A parameter the notebook lacks, or an output that would replace a file
     iolab did not write (unless ``force``: ``iolab.core.outputs``), is refused here, before any boot."""
-    from .publish import refuse_unknown_parameters
+    from ..report.publish import refuse_unknown_parameters
 
     notebook = Path(notebook).resolve()
     if not notebook.is_file() or notebook.suffix != ".ipynb":
@@ -753,7 +742,7 @@ def notebook_job(
     return [
         sys.executable,
         "-m",
-        "iolab.report.nvmelab",
+        "iolab.nvmelab.vm",
         "notebook",
         str(notebook),
         str(output),
@@ -795,7 +784,7 @@ def run_notebook_job(
 def _keep_partial(output: Path) -> None:
     """The guest's half-executed notebook (papermill writes it to a hidden running name) as
     ``NAME.interrupted.ipynb``, when the guest crashed, hung or was stopped before renaming it."""
-    from .publish import keep_partial
+    from ..report.publish import keep_partial
 
     for running in output.parent.glob(f".{output.stem}.*.running{output.suffix}"):
         with contextlib.suppress(OSError):
@@ -804,7 +793,7 @@ def _keep_partial(output: Path) -> None:
 
 def _guest_notebook(notebook: str, output: str, parameters: str) -> int:
     """Inside the guest: execute and publish (``run_notebook``'s other half)."""
-    from .publish import execute, publish
+    from ..report.publish import execute, publish
 
     try:
         # the host checked the outputs before the boot (notebook_job), --force or not
@@ -818,7 +807,7 @@ def _guest_notebook(notebook: str, output: str, parameters: str) -> int:
     return 0
 
 
-if __name__ == "__main__":  # python -m iolab.report.nvmelab notebook NB OUT PARAMS (in the guest)
+if __name__ == "__main__":  # python -m iolab.nvmelab.vm notebook NB OUT PARAMS (in the guest)
     if len(sys.argv) == 5 and sys.argv[1] == "notebook":
         sys.exit(_guest_notebook(*sys.argv[2:]))
-    sys.exit("usage: python -m iolab.report.nvmelab notebook NOTEBOOK OUTPUT PARAMETERS_JSON (iolab nvmelab runs it)")
+    sys.exit("usage: python -m iolab.nvmelab.vm notebook NOTEBOOK OUTPUT PARAMETERS_JSON (iolab nvmelab runs it)")

@@ -1,5 +1,5 @@
 """Each published figure of a seed (``data/reference/published_figures.csv``) beside this
-machine's value: the table ``iolab seeds``' pages (``iolab.report.seed_pages``) show.
+machine's value: the table ``iolab seeds``' pages (``iolab.seeds.pages``) show.
 
     table = comparisons(seed, out)     # one row per published figure and metric
 
@@ -8,7 +8,7 @@ their ratio (local ÷ published), the plausibility flags of the runs behind it a
 there is no local value, the reason: the experiment failed or has not run yet, the step was
 skipped here (the notebook's own reason), the machine cannot vary what the figure varies
 (the search's left-out axes), or the manifest's reason. Local values come from the results
-the executed notebooks recorded (``iolab.core.results``), named in the seed manifest's
+the executed notebooks recorded (``iolab.record.results``), named in the seed manifest's
 ``figures``; a search's cells (seed 003) from its runs through ``iolab.measure.search`` and
 ``iolab.stats.compare.summarise``.
 """
@@ -25,7 +25,7 @@ import pandas as pd
 from ..core import paths
 from ..read import checks
 from ..stats import compare
-from .seeds import Seed
+from .manifest import Seed
 
 METRICS = {"iops": "IO/s", "clat_p50_us": "µs", "clat_p99_us": "µs", "mean_lat_us": "µs", "cycles_per_io": "cycles/IO"}
 WORDS = {

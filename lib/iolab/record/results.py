@@ -20,7 +20,7 @@ A value is a number, a string, a bool or None; numpy scalars become int/float, N
 In a live kernel (JupyterLab; not a headless run, which sets ``IOLAB_HEADLESS=1`` and whose
 results ``publish.execute`` keeps itself) what a cell records is handed, when the cell ends
 without an error, to the sink ``keep_live`` was given (``%load_ext iolab`` gives the results
-history's, ``iolab.report.history.keep_live``).
+history's, ``iolab.record.history.keep_live``).
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from . import paths
-from .atomic import write_atomic, write_json
-from .errors import InputError
-from .readable import wrapped
+from ..core import paths
+from ..core.atomic import write_atomic, write_json
+from ..core.errors import InputError
+from ..core.readable import wrapped
+from ..core.runfolders import run_folders
 
 MIME = "application/vnd.iolab.core.results+json"
 FILE_ENV = "IOLAB_RESULTS_FILE"
@@ -102,47 +103,6 @@ def record_runs(runs: Any, runs_dir: str | os.PathLike | None = None) -> None:
             f"(e.g. {missing[0]}): pass the folder that holds them, record_runs(table, runs_dir=FOLDER)"
         )
     _emit({"run_folders": [str(f) for f in found]}, text)
-
-
-def run_folders(runs: Any, runs_dir: str | os.PathLike | None = None) -> tuple[list[Path], list[str]]:
-    """(the absolute run folders ``runs`` names, the run ids that were not found); see
-    ``record_runs`` for what ``runs`` may be."""
-    found: list[Path] = []
-    missing: list[str] = []
-    items = [runs] if hasattr(runs, "columns") or isinstance(runs, (str, os.PathLike)) else list(runs)
-    for item in items:
-        if hasattr(item, "columns"):
-            ids = [i for i in dict.fromkeys(item["run_id"]) if isinstance(i, str)] if "run_id" in item else []
-            located = _locate(ids, Path(runs_dir) if runs_dir else paths.runs_dir())
-            found += located.values()
-            missing += [i for i in ids if i not in located]
-            continue
-        path = Path(item).absolute()
-        if (path / "run.json").exists():
-            found.append(path)
-        elif path.is_dir():
-            found += sorted(p.parent for p in path.glob("*/run.json") if not p.parent.name.startswith("."))
-        else:
-            raise InputError(
-                f"{path} is neither a run folder (with run.json) nor a folder of run folders; "
-                "give the folder a sweep wrote, or the table it returned"
-            )
-    return list(dict.fromkeys(found)), missing
-
-
-def _locate(run_ids: list[str], root: Path) -> dict[str, Path]:
-    """run id -> its folder in ``root`` or one level below (a study's folder). Folders that
-    held one run are tried first for the next: a study's runs live together."""
-    parents = [root] + (sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [])
-    out: dict[str, Path] = {}
-    for run_id in run_ids:
-        for parent in parents:
-            if (parent / run_id / "run.json").exists():
-                out[run_id] = (parent / run_id).absolute()
-                parents.remove(parent)
-                parents.insert(0, parent)
-                break
-    return out
 
 
 def describe(entry: Mapping[str, Any]) -> str:

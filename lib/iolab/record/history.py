@@ -1,5 +1,5 @@
 """The local history of recorded results: every result every executed notebook recorded
-(``iolab.core.results``), with where it came from, kept in one folder to answer "did it get
+(``iolab.record.results``), with where it came from, kept in one folder to answer "did it get
 worse?" (``iolab history``, notebook 09, ``iolab.stats.trend``).
 
     append("papermill_runs/01_queue_depth_knee.ipynb", kept)   # -> data/history/<part>.parquet
@@ -37,7 +37,7 @@ One row per recorded result (``COLUMNS``):
   ``executed`` (the executed notebook's path), ``recorded_utc`` (when it was appended, UTC),
   ``parameters`` (JSON text), ``run_folders`` (JSON list of the run folders it recorded);
 - provenance: ``commit`` and ``dirty`` (the iolab checkout's git HEAD and whether its tree had
-  changes, ``iolab.report.provenance.checkout``), ``iolab_version``, and from the first run
+  changes, ``iolab.record.provenance.checkout``), ``iolab_version``, and from the first run
   folder's ``system.json`` (``provenance.machine_of``; this machine at append time when the
   notebook recorded no run folder, said in ``machine_from``): ``kernel``, ``fio_version``,
   ``hostname``, ``cpu_model``, ``device`` (with the NVMe model and firmware when the snapshot
@@ -65,7 +65,7 @@ from ..core import paths
 from ..core.atomic import write_atomic
 from ..core.errors import InputError, printable
 from ..core.runfiles import quote
-from ..core.results import show
+from .results import show
 from . import provenance
 
 ENV = "IOLAB_HISTORY"
@@ -141,7 +141,7 @@ def rows(
     now: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """The history rows of one executed notebook: ``kept`` is what
-    ``iolab.core.results.keep_with`` returned ({"results", "run_folders", "parameters"});
+    ``iolab.record.results.keep_with`` returned ({"results", "run_folders", "parameters"});
     ``notebook`` the notebook it was run from (default: ``executed``'s name)."""
     results = [r for r in kept.get("results") or [] if isinstance(r, Mapping) and r.get("name")]
     if not results:
@@ -247,7 +247,7 @@ def keep(executed: str | os.PathLike, kept: Mapping[str, Any], notebook: str | o
 
 
 def keep_live(kept: Mapping[str, Any], finished: bool = True, shell: Any = None) -> None:
-    """What one cell of a live kernel recorded (``iolab.core.results.keep_live``) added to the
+    """What one cell of a live kernel recorded (``iolab.record.results.keep_live``) added to the
     history as a part of its own, said in one line: where it went, or why it did not (the cell
     failed, the history is off or cannot be written). Never an error of the cell's."""
     count = len(kept.get("results") or [])

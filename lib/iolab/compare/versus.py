@@ -23,7 +23,7 @@ call every difference the repeats show. A metric with no better direction (CPU b
 "higher" or "lower", never worse.
 
 ``not_comparable`` (a reason, e.g. "the devices differ: vda vs nvme0n1") turns every
-verdict into "not comparable: ..." with the figures still shown; ``iolab.report.sides``
+verdict into "not comparable: ..." with the figures still shown; ``iolab.compare.sides``
 decides it from the two sides' snapshots.
 """
 
@@ -35,7 +35,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .compare import METRICS, compare_values, nonnegative, per_run
+from ..stats.compare import METRICS, compare_values, nonnegative, per_run
 from ..core.columns import better, label
 from ..core.errors import InputError
 from ..core.readable import si_number

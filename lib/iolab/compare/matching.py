@@ -7,9 +7,9 @@ never pooled across a setting that varies inside a side.
 
 A setting of a run is a value its study swept (``params.json`` "swept", a column of the side's
 table) or, where the study did not sweep it, a constant of the study: a fio option of its runs
-(``iolab.report.sides.part_setups``), or the scheduler or CPU governor of its system snapshot; a
+(``iolab.compare.sides.part_setups``), or the scheduler or CPU governor of its system snapshot; a
 fio option that differs between runs no sweep recorded is read from each run's params.json
-(``iolab.report.sides.unswept_options``). In a side of several studies a constant that differs
+(``iolab.compare.sides.unswept_options``). In a side of several studies a constant that differs
 between them varies like a swept value.
 
 Names are fio's own (``iolab.core.columns.setting_name``: notebook 01's ``qd`` is a search's

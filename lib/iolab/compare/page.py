@@ -1,5 +1,5 @@
-"""``iolab compare A B``: two result sets read (``iolab.report.sides``), what differs between
-their set-ups, and B against A cell by cell (``iolab.stats.versus``) — as lines for a
+"""``iolab compare A B``: two result sets read (``iolab.compare.sides``), what differs between
+their set-ups, and B against A cell by cell (``iolab.compare.versus``) — as lines for a
 terminal, a CSV/JSON table for scripts, and an offline HTML page.
 
     done = compare_paths("data/runs/qd-knee-before", "data/runs/qd-knee-after")
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..core.columns import label, setting_name
-from ..stats.versus import MIN_CHANGE_PCT, Versus, number, versus
-from .batch_index import STYLE
+from .versus import MIN_CHANGE_PCT, Versus, number, versus
+from ..report.batch_index import STYLE
 from .matching import match
 from .sides import Side, differences, load_side, not_comparable, setup
-from .templating import render
+from ..report.templating import render
 
 
 @dataclass
@@ -46,7 +46,7 @@ def compare_paths(
     across_devices: bool = False,
     where: Mapping[str, Any] | None = None,
 ) -> SidesCompared:
-    """Read both sides and compare B against A, cells matched by ``iolab.report.matching``:
+    """Read both sides and compare B against A, cells matched by ``iolab.compare.matching``:
     ``by`` default, every setting that varies on either side and those both swept (fio's
     names: ``qd`` meets ``iodepth``), and the study (``part``) when both hold several;
     NotComparable rather than a mean pooled over a setting that varies. ``where``: keep the
@@ -115,7 +115,7 @@ device, machine and job options.</p>{% endif %}
 <h2>Cell by cell</h2>
 <p class='note'>Each row: the mean over a cell's runs on each side, B ÷ A - 1 with its {{ level }} % interval
 (percentile bootstrap of the ratio, each side resampled on its own, joined with the Welch t interval;
-iolab.stats.versus), and the verdict. A change is called only when its whole interval is on one side of 0 and
+iolab.compare.versus), and the verdict. A change is called only when its whole interval is on one side of 0 and
 it is at least {{ threshold }} %. Cells matched on: {{ by }}.</p>
 <table><thead><tr>{% for h in header %}<th>{{ h }}</th>{% endfor %}</tr></thead><tbody>
 {%- for r in rows %}<tr>{% for c in r.cells %}<td{% if loop.index0 != metric_at %} class='num'{% endif %}>{{ c }}</td>{% endfor %}
