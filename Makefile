@@ -60,7 +60,7 @@ test-nvme: setup-browser tio
 test-lowest: .venv-lowest/.installed
 	.venv-lowest/bin/python -m pytest -q -ra -n $(TEST_WORKERS) $(LOWEST_TESTS)
 
-LOWEST_TESTS ?= $(addprefix tests/test_,$(addsuffix .py,fio_parse runcache store corrupt_runs analysis compare versus \
+LOWEST_TESTS ?= $(addprefix tests/test_,$(addsuffix .py,fio_parse runcache store corrupt_runs analysis repeat_stats versus \
 	drift effects latency_dist series checks history results hostile_inputs explore))
 
 .venv-lowest/.installed: pyproject.toml constraints/lowest.txt | setup

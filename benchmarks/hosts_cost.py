@@ -28,11 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from iolab.machine import hosts as hostlib  # noqa: E402
-from iolab.measure.clients import measure_hosts  # noqa: E402
 from iolab.machine.fio import fio_binary, to_jobfile  # noqa: E402
-from iolab.read.fiojson import parse_output  # noqa: E402
-from iolab.measure.runner import measure  # noqa: E402
 from iolab.machine.target import scratch_file  # noqa: E402
+from iolab.measure.clients import measure_hosts  # noqa: E402
+from iolab.measure.runner import measure  # noqa: E402
+from iolab.read.fiojson import parse_output  # noqa: E402
 
 
 def raw_fio(work: Path, job: Path, hosts: list[hostlib.Host] | None) -> tuple[float, list[float]]:

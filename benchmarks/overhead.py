@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 from iolab.machine.fio import to_argv
-from iolab.read.fiojson import find_json, tidy
-from iolab.measure.runner import job_options, measure
 from iolab.machine.target import scratch_file
+from iolab.measure.runner import job_options, measure
+from iolab.read.fiojson import find_json, tidy
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from iolab.machine.perf import ProfileSpec  # noqa: E402
-from iolab.measure.runner import measure  # noqa: E402
 from iolab.machine.target import loop_device  # noqa: E402
+from iolab.measure.runner import measure  # noqa: E402
 
 GOAL = 0.97
 os.environ.setdefault("IOLAB_HEADLESS", "1")  # no progress bars between the figures

@@ -1,24 +1,19 @@
 """Analyses on known answers: kneed's own curves, published fio QD sweeps, seed figures."""
 
 import json
-import math
 
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, needs_shared
-from iolab.stats.analysis import (
-    KneeEstimate,
-    add_cycles_per_io,
-    cycles_per_io,
-    find_knee,
-    knee_with_interval,
-    summarise_repeats,
-    trusted_knee,
-)
+from iolab.core.errors import InputError
+from iolab.stats.cycles import add_cycles_per_io, cycles_per_io
+from iolab.stats.knee import find_knee
+from iolab.stats.knee_interval import KneeEstimate, knee_with_interval
+from iolab.stats.knee_verdict import trusted_knee
 from iolab.stats.operating_points import max_x_under, saturation_point
 from iolab.stats.qd_reading import describe_qd_study, littles_law, readable_summary
-from iolab.core.errors import InputError
+from support.marks import needs_shared
+from support.paths import FIXTURES, PUBLISHED
 
 
 def kneed_cases():
@@ -88,16 +83,6 @@ def test_littles_law():
     ok = littles_law(qd=32, iops=472_000, mean_latency_us=67)  # seed 000 E-core QD32
     assert not ok.flagged and ok.estimated_qd == pytest.approx(31.6, abs=0.1)
     assert littles_law(qd=64, iops=100_000, mean_latency_us=100).flagged
-
-
-def test_repeats_summary():
-    import pandas as pd
-
-    t = pd.DataFrame({"qd": [1, 1, 1, 2], "iops": [10.0, 12.0, 11.0, 20.0]})
-    s = summarise_repeats(t, ["qd"], "iops")
-    row = s[s.qd == 1].iloc[0]
-    assert row.iops_mean == 11 and row.iops_count == 3 and row.iops_ci_low < 11 < row.iops_ci_high
-    assert math.isnan(s[s.qd == 2].iloc[0].iops_std)
 
 
 # ---------------------------------------------------------------- the knee with its interval

@@ -5,38 +5,13 @@ import json
 import subprocess
 import sys
 
-import nbformat
 import pytest
-import yaml
 
-from iolab.report import batch
 from iolab.core.errors import InputError
+from iolab.report import batch
+from support.notebooks import manifest, tiny_notebook
 
 IOLAB = [sys.executable, "-m", "iolab.cli"]
-
-
-def tiny_notebook(path):
-    """A notebook with parameters x, fail and cpu that records 2x (no fio: fast)."""
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("x: int = 1  # a number\nfail: bool = False  # raise on purpose\ncpu: int = 0")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [
-        params,
-        nbformat.v4.new_code_cell(
-            "import time\nfrom iolab.record import results\nif fail:\n    raise ValueError('asked to fail')\n"
-            "time.sleep(0.5)\nresults.record('double', 2 * x, 'units', 'the test notebook', low=2 * x - 1, high=2 * x + 1)"
-        ),
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-    return path
-
-
-def manifest(tmp_path, **doc):
-    tiny_notebook(tmp_path / "tiny.ipynb")
-    path = tmp_path / "batch.yaml"
-    path.write_text(yaml.safe_dump({"notebook": "tiny.ipynb", **doc}))
-    return path
 
 
 @pytest.mark.parametrize(
@@ -122,7 +97,9 @@ def test_a_failed_run_is_kept_the_batch_goes_on_and_a_rerun_only_redoes_it(tmp_p
     index = (tmp_path / "out" / "index.html").read_text()
     assert "double (units)" in index and "6 [5, 7]" in index and "data:image/png;base64" in index
     assert 'href="one/tiny.html"' in index and "http" not in index.split("<body>")[1].split("Manifest")[0]
-    started = json.loads((tmp_path / "out" / "one" / "run.json").read_text())["started_utc"]
+    started = json.loads((tmp_path / "out" / "one" / "notebook_run.json").read_text())["started_utc"]
+    one = tmp_path / "out" / "one"
+    (one / "notebook_run.json").rename(one / "run.json")  # the name batches gave it before
 
     path.write_text(path.read_text().replace("fail: true", "fail: false"))
     again = subprocess.run(
@@ -130,7 +107,7 @@ def test_a_failed_run_is_kept_the_batch_goes_on_and_a_rerun_only_redoes_it(tmp_p
     )
     assert again.returncode == 0, again.stderr
     assert again.stderr.count(": ok in") == 1 and "bad: ok" in again.stderr  # only the changed run re-ran
-    assert json.loads((tmp_path / "out" / "one" / "run.json").read_text())["started_utc"] == started
+    assert batch.read_record(tmp_path / "out" / "one")["started_utc"] == started  # the old name read: not re-run
     doc = json.loads((tmp_path / "out" / "batch.json").read_text())
     assert [r["status"] for r in doc["runs"]] == ["ok", "ok", "ok"]
     assert [r["results"][0]["value"] for r in doc["runs"]] == [2, 4, 6]

@@ -6,14 +6,13 @@ import time
 import pytest
 import yaml
 
-from test_batch import tiny_notebook
-from test_browser import browser, shots  # noqa: F401 - the shared chromium and screenshot folder
 from iolab.report import batch
+from support.notebooks import tiny_notebook
 
 pytestmark = pytest.mark.browser
 
 
-def test_index_page_renders_with_table_plots_and_links(browser, shots, tmp_path):  # noqa: F811
+def test_index_page_renders_with_table_plots_and_links(browser, shots, tmp_path):
     tiny_notebook(tmp_path / "tiny.ipynb")
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({"notebook": "tiny.ipynb", "grid": {"x": [1, 2, 3]}}))
     records = batch.run_batch(tmp_path / "m.yaml", out=tmp_path / "out")

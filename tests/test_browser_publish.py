@@ -3,7 +3,7 @@ with no console error and no failed request, asks for nothing but itself and inl
 and its figures are drawn. The page and a full-page screenshot stay in the test's tmp_path
 (named on the terminal with ``-s``), with the load time.
 
-chromium and Playwright as in tests/test_browser.py (its ``browser`` fixture: skipped, with
+chromium and Playwright as in tests/test_browser.py (the ``browser`` fixture of tests/conftest.py: skipped, with
 the fix, when either is missing).
 """
 
@@ -14,8 +14,8 @@ import time
 import pytest
 
 from iolab.report.publish import execute, publish
-from test_browser import VIEWPORT, browser  # noqa: F401  (the fixture, used by name)
-from test_publish import TINY_PARAMETERS, write_tiny_notebook
+from support.browser import VIEWPORT
+from support.notebooks import TINY_PARAMETERS, write_tiny_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +23,7 @@ _IMAGES = "imgs => imgs.map(i => ({src: i.src.slice(0, 30), complete: i.complete
 _LOAD_MS = "() => { const n = performance.getEntriesByType('navigation')[0]; return n.loadEventEnd - n.startTime; }"
 
 
-def test_the_write_up_renders_offline(browser, tmp_path, record_property):  # noqa: F811
+def test_the_write_up_renders_offline(browser, tmp_path, record_property):
     executed = execute(write_tiny_notebook(tmp_path / "tiny.ipynb"), tmp_path / "out" / "tiny.ipynb", TINY_PARAMETERS)
     page_file = publish(executed)
 

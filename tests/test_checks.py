@@ -10,9 +10,10 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import CPU, REPO
-from iolab.read import checks
 from iolab.measure.runner import measure
+from iolab.read import checks
+from support.cpus import CPU
+from support.paths import REPO
 
 QUICK = {"ioengine": "psync", "runtime": "1s"}
 
@@ -51,7 +52,7 @@ def test_a_direct_read_of_a_loop_device_is_not_flagged(loopdev, runs):
 
 def test_other_traffic_on_the_device_is_flagged(loopdev, runs):
     def other_reader():  # once fio measures (the run may first wait for its CPU's lock)
-        from test_signals import wait_for_fio
+        from support.fio import wait_for_fio
 
         wait_for_fio(runs, timeout=60)
         time.sleep(0.2)

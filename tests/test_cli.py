@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
-    FIXTURES,
-    PUBLISHED,
-    REPO,
-    NOBODY,
-    cli_here,
-    needs_root,
-    needs_shared,
-    run_as_nobody,
-    sigint_default,
-)
+from support.cli import cli_here
+from support.marks import needs_root, needs_shared
+from support.nobody import NOBODY, run_as_nobody
+from support.paths import FIXTURES, PUBLISHED, REPO
+from support.sigint import sigint_default
 
 
 def iolab(*args, **kw):
@@ -186,7 +180,7 @@ def test_run_as_non_root_into_a_root_owned_folder():
 
 @needs_root
 def test_run_into_a_read_only_folder(tmp_path):
-    from test_validation import tmpfs
+    from support.devices import tmpfs
 
     with tmpfs(tmp_path / "ro") as ro:
         out = cli("run", "--size=16m", "--scratch-dir", tmp_path / "s", "--runs-dir", ro / "runs", "--runtime=300ms")
@@ -195,7 +189,7 @@ def test_run_into_a_read_only_folder(tmp_path):
 
 @needs_root
 def test_write_to_a_read_only_file(tmp_path):
-    from test_validation import tmpfs
+    from support.devices import tmpfs
 
     with tmpfs(tmp_path / "ro", files={"data": bytes(4 << 20)}) as ro:
         out = cli(

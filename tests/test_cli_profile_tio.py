@@ -5,10 +5,13 @@ import os
 
 import pytest
 
-from conftest import CPU, REPO, cli_here, needs_root
 from iolab.core.errors import InputError
 from iolab.machine.perf import probe
 from iolab.read.tio import flags_from_argv
+from support.cli import cli_here
+from support.cpus import CPU
+from support.marks import needs_root
+from support.paths import REPO
 
 have_tio = pytest.mark.skipif(not (REPO / "tools/t_io_uring").exists(), reason="t/io_uring not built (make tio)")
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="CPU-wide perf needs root here")

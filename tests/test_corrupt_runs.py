@@ -10,10 +10,10 @@ import shutil
 
 import pytest
 
-from conftest import CPU
-from iolab.runs import store
 from iolab.cli import main
 from iolab.core.errors import FioOutputError, RunSkipped
+from iolab.runs import runcache
+from support.cpus import CPU
 
 FIO = {"rw": "randread", "ioengine": "psync", "runtime": "300ms", "bs": "4k"}
 GARBAGE = b"\x00\xff\x1b[31mGARBAGE\x07\n"
@@ -72,8 +72,8 @@ def skipped(name: str, kind: str) -> bool:
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    from iolab.measure.runner import measure
     from iolab.machine.target import scratch_file
+    from iolab.measure.runner import measure
 
     tmp = tmp_path_factory.mktemp("corrupt")
     return measure(
@@ -202,11 +202,11 @@ def test_check_of_many_runs_checks_the_others(root, capsys):
 
 
 def test_the_notebooks_loaders_warn_by_name(root):
-    """store.load_runs (the notebooks' loader) warns with RunSkipped and keeps the other rows."""
+    """runcache.load_runs (the notebooks' loader) warns with RunSkipped and keeps the other rows."""
     put_back = _damaged(root / "r1" / "run.json", "{}")
     try:
         with pytest.warns(RunSkipped, match=r"r1: run.json has no 'run_id'"):
-            table = store.load_runs(root)
+            table = runcache.load_runs(root)
         assert set(table["run_id"]) == {"r0", "r2"}
     finally:
         put_back()

@@ -4,7 +4,7 @@ command the parser knows."""
 
 import re
 
-from conftest import REPO
+from support.paths import REPO
 
 DOCS = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "CHANGELOG.md", REPO / "benchmarks" / "README.md"]
 DOCS += sorted((REPO / "docs").glob("*.md"))

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from conftest import CPU, QUICK, needs_root
-from iolab.stats import drift
-from iolab.runs import store
-from iolab.measure.sweep import Grid, sweep
 from iolab.machine.target import scratch_file
+from iolab.measure.sweep import Grid, sweep
+from iolab.runs import runcache
+from iolab.stats import drift
+from support.cpus import CPU
+from support.fio import QUICK
+from support.marks import needs_root
 
 
 def test_a_changed_kernel_and_governor_are_named_on_the_run_that_changed(tmp_path):
@@ -34,7 +36,7 @@ def test_a_changed_kernel_and_governor_are_named_on_the_run_that_changed(tmp_pat
     snap["governor"] = {cpu: "drifty" for cpu in snap["governor"]}
     snap_path.write_text(json.dumps(snap))
 
-    flagged = drift.flag(store.load_runs(copy)).set_index("run_id")
+    flagged = drift.flag(runcache.load_runs(copy)).set_index("run_id")
     assert flagged.loc[first.name, "drift"] == ""
     said = flagged.loc[second.name, "drift"]
     assert f"kernel {was_kernel} -> 9.9.9-drifted" in said

@@ -21,18 +21,22 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 import iolab  # noqa: E402
-from conftest import FIXTURES, REPO, python_of  # noqa: E402
+from iolab import nb as front_door  # noqa: E402
+from iolab.core.errors import InputError  # noqa: E402
+from iolab.core.readable import percent  # noqa: E402
+from iolab.plots import (
+    common,  # noqa: E402
+    searches,  # noqa: E402
+)
+from iolab.plots.common import tick_labels  # noqa: E402
+from iolab.read.published import published_figures
 from iolab.stats import effects
 from iolab.stats.best_config import best_config
 from iolab.stats.frequency import describe_frequency, frequency_effects
 from iolab.stats.interactions import interaction, interactions
 from iolab.stats.roofline import describe_roofline, roofline
-from iolab.core import paths
-from iolab.core.readable import percent  # noqa: E402
-from iolab.plots import common  # noqa: E402
-from iolab.plots.common import tick_labels  # noqa: E402
-from iolab.plots import searches  # noqa: E402
-from iolab.core.errors import InputError  # noqa: E402
+from support.notebooks import python_of  # noqa: E402
+from support.paths import FIXTURES, REPO  # noqa: E402
 
 QD = {1: 1.0, 4: 3.0, 16: 5.0}  # IOPS factor per iodepth
 MQ = 0.8  # mq-deadline costs 20 %
@@ -310,15 +314,15 @@ def test_roofline_without_devices_or_cores_is_the_roof_only(roof_table):
 def test_seed_003_roofline_figures():
     """Seed 003: the best single-device run, 3 857 938 IOPS, is the roof; 61 720 159 IOPS with
     16 devices and 8 cores is 99.99 % of 16 x roof (61 727 008)."""
-    ref = pd.read_csv(paths.reference_dir() / "published_figures.csv")
-    rows = ref[(ref.seed == 3) & (ref.experiment == "search_roofline")]
+    ref = published_figures()
+    rows = ref[(ref.seed == "003") & (ref.experiment == "search_roofline")]
     assert set(rows["iops"]) >= {SEED003_ROOF, SEED003_16}
     a = rows[rows.iops == SEED003_16].iloc[0]
     assert (a.qd, a.bs_bytes, a.cores) == (128, 512, 8) and "16 devices" in a.label
     table = pd.DataFrame({"devices": [1, 16], "run_id": ["one", "sixteen"], "iops": [SEED003_ROOF, SEED003_16]})
     r = roofline(table, ["devices"])
     assert r["devices"].set_index("devices").loc[16, "efficiency_pct"] == pytest.approx(99.989, abs=0.001)
-    powersave = ref[(ref.seed == 3) & (ref.experiment == "search_governor")]
+    powersave = ref[(ref.seed == "003") & (ref.experiment == "search_governor")]
     assert len(powersave) == 3 and "64.19" in powersave.iloc[0]["source"]
 
 
@@ -437,7 +441,7 @@ def test_interaction_heatmap_annotates_means_departures_and_units(inter_table):
 
 def test_roofline_plot_draws_roof_times_n_efficiencies_and_seed_003(roof_table):
     r = roofline(roof_table, ROOF_AXES)
-    ref = pd.read_csv(paths.reference_dir() / "published_figures.csv").query("experiment == 'search_roofline'")
+    ref = published_figures().query("experiment == 'search_roofline'")
     dev_ax, core_ax = searches.roofline(r, reference=ref)
     roof_line = next(line for line in dev_ax.get_lines() if line.get_gid() == "roof x N")
     assert list(roof_line.get_xdata()) == [1, 2, 4, 16]  # the seed's 16 devices on the axis
@@ -520,6 +524,8 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     monkeypatch.setattr(iolab.measure, "search", fake, raising=False)
     monkeypatch.setitem(sys.modules, "iolab.measure.search_spec", fake_spec)
     monkeypatch.setattr(iolab.measure, "search_spec", fake_spec, raising=False)
+    monkeypatch.setattr(front_door, "search", fake)  # the notebooks' front door hands the same two on
+    monkeypatch.setattr(front_door, "load_spec", fake_spec.load_spec)
     if existing:
         (tmp_path / "search.yaml").write_text("name: synthetic\n")
     nb = nbformat.read(REPO / "notebooks" / "05_parameter_search.ipynb", as_version=4)
@@ -537,7 +543,7 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     if existing:
         assert calls == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]
     else:
-        assert calls[1:] == [("run", None, False, False)] and calls[0][0] == "load_spec"
+        assert calls[1:] == [("run", "", False, False)] and calls[0][0] == "load_spec"  # '': a new folder
         assert (REPO / calls[0][1]).resolve() == REPO / "data/examples/search_small.yaml"  # cwd or the checkout
     assert list(space["axes"]) == list(NB_AXES)
     assert effects.rank_effects(space["eff"]).iloc[0]["axis"] == "iodepth"

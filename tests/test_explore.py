@@ -10,14 +10,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from conftest import CPU, FIXTURES  # noqa: E402
-
-from iolab.stats import analysis
-from iolab.plots import explore
-from iolab.measure import sweep  # noqa: E402
 from iolab.core.columns import label  # noqa: E402
-from iolab.core.validate import fio_time  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
+from iolab.core.validate import fio_time  # noqa: E402
+from iolab.measure import sweep  # noqa: E402
+from iolab.plots import explore
+from iolab.stats import cycles, repeat_stats
+from support.cpus import CPU  # noqa: E402
+from support.paths import FIXTURES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def table(tmp_path_factory):
         rounds={"repeats": 2},
         runs_dir=tmp / "runs",
     )
-    return analysis.add_cycles_per_io(t)
+    return cycles.add_cycles_per_io(t)
 
 
 def test_offers_settings_and_metrics_not_ids(table):
@@ -67,7 +67,7 @@ def test_line_is_the_mean_over_repeats_with_a_t_interval(table):
     knee = pd.read_csv(FIXTURES / "knee" / "scratch_randread_3x.csv")  # real repeats, 3 a point
     fig = explore.plot(knee.assign(run_id=range(len(knee))), x="qd", y="iops")
     band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
-    intervals = [analysis.t_interval(g.iops) for _, g in knee.groupby("qd")]
+    intervals = [repeat_stats.t_interval(g.iops) for _, g in knee.groupby("qd")]
     assert np.isclose(band.min(), max(0, min(lo for lo, _ in intervals)))  # IOPS: the interval stops at 0
     assert np.isclose(band.max(), max(hi for _, hi in intervals))
     assert "3 runs per point; 95 % Student-t interval" in " ".join(fig.texts[-1].get_text().split())
@@ -148,9 +148,9 @@ def test_widget_redraws_and_updates_the_code(table):
 
 
 def test_t_interval():
-    low, high = analysis.t_interval([1.0, 2.0, 3.0])
+    low, high = repeat_stats.t_interval([1.0, 2.0, 3.0])
     assert math.isclose(high - 2.0, 4.302652729911275 / math.sqrt(3), rel_tol=1e-9)  # t(0.975, 2) s/sqrt(n)
-    assert math.isnan(analysis.t_interval([5.0])[0])
+    assert math.isnan(repeat_stats.t_interval([5.0])[0])
 
 
 def test_the_footnote_says_when_points_are_one_runs_intervals_and_big_axes_read_in_si():

@@ -5,8 +5,11 @@ import re
 
 import pytest
 
-from conftest import CPU, FIXTURES, cli_here, needs_root
 from iolab.read.fio_failures import Facts, causes, collapse, explain
+from support.cli import cli_here
+from support.cpus import CPU
+from support.marks import needs_root
+from support.paths import FIXTURES
 
 RECORDED = FIXTURES / "fio_failures"
 

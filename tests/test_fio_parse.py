@@ -9,10 +9,11 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, needs_shared
 from iolab.core.errors import FioOutputError
 from iolab.machine.fio import to_argv, to_jobfile
 from iolab.read.fiojson import load_document, merge_bins, parse_output, percentiles_from_bins, tidy
+from support.marks import needs_shared
+from support.paths import FIXTURES, PUBLISHED
 
 REC = FIXTURES / "fio"
 REQUIRED = [

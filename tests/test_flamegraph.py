@@ -6,10 +6,10 @@ from collections import Counter
 import matplotlib
 import pytest
 
-from conftest import FIXTURES
 from iolab.plots import flamegraph as fg
 from iolab.read import profile as prof
 from iolab.read.fold import FoldOptions, fold_file, fold_lines
+from support.paths import FIXTURES
 
 matplotlib.use("Agg")
 KNOWN = Counter(

@@ -12,9 +12,10 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, needs_shared
 from iolab.machine.perf import fold_perf_data, sample_times, script_argv, time_ranges
 from iolab.read.fold import FoldOptions, FoldParts, fold_blocks, fold_file, fold_lines, fold_text, read_folded
+from support.marks import needs_shared
+from support.paths import FIXTURES, PUBLISHED
 
 OPTS = {
     "pid": dict(pid=True),

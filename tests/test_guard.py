@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
 from iolab.core.errors import FioError, UnsafeTargetError
 from iolab.machine.jobcheck import _block_of_char, _split, guard_job, normalise, parse_jobfile, write_reasons
-from iolab.measure.runner import measure
 from iolab.machine.target import existing_path
+from iolab.measure.runner import measure
+from support.devices import mkfs_ext4, write_dos_label
+from support.fio import QUICK
+from support.marks import needs_root
 
 
 def fsck_clean(device):
@@ -254,8 +256,8 @@ def test_write_to_a_blank_device_is_allowed(loopdev, runs):
 
 def test_python_fallback_reads_like_fio(tmp_path):
     """The fallback (fio built without parse debug) resolves aliases and blanks the same way."""
-    from iolab.machine.jobcheck import _python_jobs
     from iolab.machine.fio import fio_binary
+    from iolab.machine.jobcheck import _python_jobs
 
     job = tmp_path / "j.fio"
     job.write_text("[global]\nreadwrite=randwrite\n; note\n[a]\n  rw=randread  \ntime_based\n[global]\nbs=8k\n[b]\n")

@@ -9,7 +9,7 @@ import re
 import stat
 import tempfile
 import warnings
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import matplotlib
@@ -19,28 +19,15 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from conftest import REPO, cli_here, is_root, python_of, run_as_nobody
 from iolab.core.errors import InputError
 from iolab.record import history, provenance
 from iolab.stats import trend
-
-T0 = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
-SNAPSHOT = {
-    "hostname": "bench-7",
-    "kernel": "6.1.0-test-amd64",
-    "fio_version": "fio-3.99",
-    "cpu_model": "Test CPU @ 3.0GHz",
-    "device": "nvme0n1",
-    "nvme_device": {"model": "Fast SSD 9000", "firmware_rev": "1.2.3"},
-}
-
-
-def kept(*results, folders=(), **parameters):
-    return {"results": list(results), "run_folders": list(folders), "parameters": parameters}
-
-
-def result(name, value, unit="IO/s", low=None, high=None, **more):
-    return {"name": name, "value": value, "unit": unit, "source": "made up", "low": low, "high": high, **more}
+from support.cli import cli_here
+from support.marks import is_root
+from support.nobody import run_as_nobody
+from support.notebooks import python_of
+from support.paths import REPO
+from support.results import SNAPSHOT, T0, kept, result
 
 
 # ---------------------------------------------------------------- a real notebook, through publish.execute
@@ -375,7 +362,7 @@ def filled(tmp_path):
         kept(result("peak IOPS", 198000, low=190000, high=200000), result("IOPS at QD 1", 9, detail=True)),
         "01_x",
         folder,
-        datetime.now(timezone.utc),
+        datetime.now(UTC),
     )
     return folder
 

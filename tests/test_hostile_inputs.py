@@ -19,9 +19,8 @@ import signal
 
 import pytest
 
-from conftest import cli_here
-
 from iolab.cli import build_parser
+from support.cli import cli_here
 
 NOWHERE = "/nonexistent-iolab"
 HOSTILE = {
@@ -79,7 +78,7 @@ GUARDED = [
     ("iolab.measure.clients", "measure_hosts"),
     ("iolab.measure.search", "run"),
     ("iolab.report.batch", "run_batch"),
-    ("iolab.seeds.manifest", "run"),
+    ("iolab.seeds.runner", "run"),
     ("iolab.report.publish", "execute"),  # a notebook executed: demo, reproduce, the lab's notebooks
     ("iolab.report.demo", "execute"),
     ("iolab.report.reproduce", "execute"),

@@ -10,13 +10,16 @@ import time
 
 import pytest
 
-from conftest import REPO, is_root
-from iolab.machine import hosts as hostlib, ledger
+from iolab.core.errors import HostError, InputError, UnsafeTargetError
+from iolab.machine import hosts as hostlib
+from iolab.machine import ledger
+from iolab.machine.fio import fio_version
 from iolab.measure.clients import measure_hosts
 from iolab.measure.planned import PlannedRun
-from iolab.core.errors import HostError, InputError, UnsafeTargetError
-from iolab.machine.fio import fio_version
 from iolab.read.pool import pool_outputs
+from support.hosts import left_by
+from support.marks import is_root
+from support.paths import REPO
 
 JOB = {"ioengine": "psync", "runtime": "300ms"}
 
@@ -49,16 +52,6 @@ def namespaces():
         )
 
     return "\n".join(line for line in listed if not live_iolab(line))
-
-
-def left_by(*pids: int) -> set[str]:
-    """The network namespaces ``hosts.local_servers`` made for the processes ``pids`` (it names
-    them iolab-<pid>-<n>) that are still there: what they left behind. Other tests' namespaces
-    are not counted: one may stand for a while on purpose (a SIGKILLed owner's, until the
-    repair removes it)."""
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
-    prefixes = tuple(f"iolab-{pid % 100000}-" for pid in pids)
-    return {line.split()[0] for line in listed if line.strip() and line.split()[0].startswith(prefixes)}
 
 
 @pytest.fixture
@@ -183,7 +176,7 @@ def test_a_host_killed_mid_run_is_marked_failed_and_the_other_kept(loopback_serv
     victim = loopback_servers.servers[0]
 
     def kill_soon():  # once the run is under way (it may first wait for its CPU's lock)
-        from test_signals import wait_for_fio
+        from support.fio import wait_for_fio
 
         wait_for_fio(runs, timeout=60)
         time.sleep(1.0)
@@ -213,12 +206,12 @@ def test_writes_to_a_block_device_on_hosts_iolab_cannot_see_are_refused(loopdev,
 @pytest.mark.skipif(not is_root or not hostlib.netns_allowed(), reason="network namespaces need root and ip")
 def test_sigkill_leaves_nothing_the_next_command_does_not_remove(tmp_path, own_ledger):
     code = (
-        "import os, signal, sys; sys.path.insert(0, %r)\n"
+        f"import os, signal, sys; sys.path.insert(0, {str(REPO / 'lib')!r})\n"
         "from iolab.machine import hosts\n"
         "s = hosts.start_local_servers(1)\n"
         "print(s.servers[0].proc.pid, s.namespaces[0][0], flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
-    ) % str(REPO / "lib")
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     pid, ns = out.split()
     assert ns in namespaces()

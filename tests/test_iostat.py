@@ -7,11 +7,13 @@ import math
 
 import pytest
 
-from conftest import CPU, FIXTURES, QUICK
 from iolab.core.columns import COLUMNS, better, interval_method
 from iolab.core.system import BLOCK_STAT_FIELDS, iostat
 from iolab.read import checks, fiojson
 from iolab.runs import producers
+from support.cpus import CPU
+from support.fio import QUICK
+from support.paths import FIXTURES
 
 NEW = {
     "dev_util_pct": ("%", "", "t"),

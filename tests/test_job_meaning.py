@@ -9,13 +9,15 @@ import shutil
 
 import pytest
 
-from conftest import CPU, FIXTURES, OTHER_CPU, QUICK
 from iolab.cli import main
 from iolab.core.errors import InputError, TargetError
 from iolab.measure.runner import measure
 from iolab.read import checks
 from iolab.read.fiojson import load_document, tidy
 from iolab.read.plausible import arithmetic_checks
+from support.cpus import CPU, OTHER_CPU
+from support.fio import QUICK
+from support.paths import FIXTURES
 
 ARITHMETIC = ("littles_law", "clat_le_lat", "rates", "cpu_accounting")
 REC = FIXTURES / "fio"

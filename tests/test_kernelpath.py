@@ -6,18 +6,20 @@ import time
 
 import pytest
 
-from conftest import QUICK, needs_root, sigint_raises
-from iolab.studies import kernel_path as kp
 from iolab.core.errors import RunInterrupted
-from iolab.machine.knobs import drop_caches
 from iolab.core.system import block_stat, queue_knobs, request_sizes
+from iolab.machine.knobs import drop_caches
+from iolab.studies import kernel_path as kp
+from support.fio import QUICK
+from support.marks import needs_root
+from support.sigint import sigint_raises
 
 
 @needs_root
 def test_interrupted_sweep_restores_the_knob(loopdev, tmp_path):
     """Ctrl-C in the middle of a scheduler sweep: the run is stopped and marked, and the
     scheduler is back to what it was."""
-    from test_signals import fio_running
+    from support.fio import fio_running
 
     before = queue_knobs(loopdev.device)
 
@@ -93,7 +95,7 @@ def test_the_tables_06_shows_read_like_a_write_up():
     below 0, whole settings, and the note in words: no CV in every cell, no raw names."""
     import pandas as pd
 
-    from iolab.stats import compare
+    from iolab.stats import repeat_stats
 
     runs = pd.DataFrame(
         {
@@ -103,7 +105,7 @@ def test_the_tables_06_shows_read_like_a_write_up():
             "dev_read_ios": [415, 10, 1000, 159, 150, 170, 3],
         }
     )
-    shown = compare.summary_table(compare.summarise(runs, ["read_ahead_kb"], ["iops", "dev_read_ios"]))
+    shown = repeat_stats.summary_table(repeat_stats.summarise(runs, ["read_ahead_kb"], ["iops", "dev_read_ios"]))
     assert list(shown.columns) == [
         "readahead (KiB)",
         "runs",
@@ -116,6 +118,5 @@ def test_the_tables_06_shows_read_like_a_write_up():
     assert count.startswith("475 [0,\u00a0") and count.count(" ") == 1 and "-" not in count  # breaks only before "["
     assert shown["note"][0].startswith("unstable: ") and "iops" not in shown["note"][0] and "CV" not in count
     assert (
-        shown["note"][2] == "no interval: 1 run(s), 3 or more give one"
-        and shown["IOPS (IO/s) [95 % interval]"][2] == "7,000"
+        shown["note"][2] == "no interval: fewer than 3 repeats" and shown["IOPS (IO/s) [95 % interval]"][2] == "7,000"
     )

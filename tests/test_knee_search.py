@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES
-from iolab.stats import knee_search as ks
-from iolab.stats.analysis import knee_with_interval, power_knee
 from iolab.core.errors import InputError
+from iolab.stats import knee_planner as ks
+from iolab.stats.knee import power_knee
+from iolab.stats.knee_interval import knee_with_interval
 from iolab.studies.qd import knee_search
+from support.paths import FIXTURES
 
 GRID = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
 

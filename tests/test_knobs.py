@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, needs_root, sigint_default
-from iolab.machine import knobs
-from iolab.runs import repair
 from iolab.core.errors import InputError, IolabError, KnobError, KnobUnavailable, NvmeError
 from iolab.core.system import snapshot
-from test_signals import PY
+from iolab.machine import knobs
+from iolab.runs import repair
+from support.fake_tools import failing_nvme
+from support.marks import needs_root
+from support.paths import PY, REPO
+from support.sigint import sigint_default
 
 
 def queue_file(dev, name) -> Path:
@@ -109,15 +111,6 @@ def test_status_says_why_not():
     table = knobs.status(None)
     assert list(table.knob) == list(knobs.KNOBS)
     assert table.set_index("knob").why_not["scheduler"].startswith("the machine (no target given) has no block queue")
-
-
-def failing_nvme(tmp_path, monkeypatch) -> None:
-    """An ``nvme`` first on PATH that fails as nvme-cli does (status on stderr, exit 2)."""
-    fake = tmp_path / "bin" / "nvme"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\necho 'NVMe status: Invalid Field in Command(0x2)' >&2\nexit 2\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
 
 
 def test_an_nvme_cli_failure_is_an_iolab_error(tmp_path, monkeypatch):

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from conftest import REPO
-from iolab.core.errors import InputError
 from iolab.cli.lab import check_free, check_port, lab_argv
+from iolab.core.errors import InputError
 from iolab.report.kernel import KERNEL_DISPLAY, kernel_warning
+from support.paths import REPO
 
 
 def _opts(argv: list[str]) -> set[str]:
@@ -74,6 +74,7 @@ def test_the_notebooks_kernel_is_the_projects():
 
 def test_make_lab_turns_off_jupyterlabs_news_pop_up_and_keeps_other_overrides(tmp_path):
     import json
+
     from iolab.cli.lab import quiet_lab
 
     settings = tmp_path / "share/jupyter/lab/settings"

@@ -2,9 +2,10 @@
 
 import pytest
 
-from conftest import CPU, needs_root
 from iolab.core.errors import InputError
 from iolab.studies import ladder as lad
+from support.cpus import CPU
+from support.marks import needs_root
 
 
 @needs_root
@@ -39,7 +40,7 @@ def test_short_ladder(loopdev, tmp_path):
 def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, monkeypatch):
     """nvme-cli exiting non-zero used to escape as CalledProcessError and abort the ladder."""
     from iolab.machine.target import Target
-    from test_knobs import failing_nvme
+    from support.fake_tools import failing_nvme
 
     failing_nvme(tmp_path, monkeypatch)
     as_nvme = Target(scratch.kind, scratch.path, scratch.size_bytes, device="nvme0n1")

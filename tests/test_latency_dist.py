@@ -12,7 +12,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from conftest import CPU, FIXTURES, PUBLISHED, needs_shared  # noqa: E402
 from iolab.core.errors import FioOutputError, InputError  # noqa: E402
 from iolab.core.validate import fio_time  # noqa: E402
 from iolab.measure import sweep  # noqa: E402
@@ -20,6 +19,9 @@ from iolab.plots import distributions, explore  # noqa: E402
 from iolab.read import pool  # noqa: E402
 from iolab.read.fiojson import merge_bins, percentiles_from_bins  # noqa: E402
 from iolab.stats import latency_dist as ld  # noqa: E402
+from support.cpus import CPU  # noqa: E402
+from support.marks import needs_shared  # noqa: E402
+from support.paths import FIXTURES, PUBLISHED  # noqa: E402
 
 FIO = FIXTURES / "fio"
 OTHER_VERSIONS = PUBLISHED / "fio-published"
@@ -62,13 +64,14 @@ def test_at_fios_listed_percentiles_the_spectrum_and_the_cdf_are_fios_numbers(st
         first = dist[dist.count_le >= p / 100 * dist.total_ios].iloc[0]
         assert first.latency_us == us, p
     assert (spec.source == ld.FROM_BINS).all() and (spec.kind == "clat").all()
-    check = ld.agreement(table, runs_dir=runs)  # every run, every listed percentile
+    assert list(table.run_folder.unique()) == [str(runs / i) for i in table.run_id.unique()]  # where each row's run is
+    check = ld.agreement(table)  # every run, every listed percentile
     assert check.equal.all() and len(check) == len(table) * len(listed)
 
 
 def test_the_cdf_is_monotone_ends_at_one_and_counts_every_io(study):
     table, runs = study
-    dist = ld.cdf(table, by="qd", runs_dir=runs)
+    dist = ld.cdf(table, by="qd")
     assert list(dist.columns[:4]) == ["qd", "direction", "job", "latency_us"]
     for qd, curve in dist.groupby("qd"):
         assert curve.latency_us.is_monotonic_increasing and curve.latency_us.is_unique
@@ -80,7 +83,7 @@ def test_the_cdf_is_monotone_ends_at_one_and_counts_every_io(study):
     pd.testing.assert_frame_equal(
         from_folders.drop(columns="run_id"), dist.drop(columns="run_id"), check_dtype=False, check_like=True
     )
-    spec = ld.spectrum(table, by="qd", runs_dir=runs)
+    spec = ld.spectrum(table, by="qd")
     for _, curve in spec.groupby("qd"):
         assert curve.latency_us.is_monotonic_increasing and curve.percentile.iloc[-1] == 99.999
         assert np.allclose(curve.ios_above, curve.total_ios * (1 - curve.percentile / 100))
@@ -149,24 +152,24 @@ def test_mistakes_say_what_to_do(study, tmp_path):
     with pytest.raises(InputError, match="no column 'run_id'"):
         ld.cdf(table.drop(columns="run_id"))
     with pytest.raises(InputError, match="no column 'queue_depth'.*'qd'"):
-        ld.cdf(table, by="queue_depth", runs_dir=runs)
-    with pytest.raises(InputError, match="is not under .*pass runs_dir="):
-        ld.cdf(table, runs_dir=tmp_path)
+        ld.cdf(table, by="queue_depth")
+    with pytest.raises(InputError, match="no run_folder that holds them .*give their run folders"):
+        ld.cdf(table.assign(run_folder=str(tmp_path)))  # folders moved away, ids not in the runs folder
     with pytest.raises(InputError, match="kind='xlat': choose 'clat'"):
-        ld.cdf(table, kind="xlat", runs_dir=runs)
+        ld.cdf(table, kind="xlat")
     with pytest.raises(InputError, match="lat_percentiles=1"):
-        ld.spectrum(table, kind="lat", runs_dir=runs)  # iolab's runs bin clat only
+        ld.spectrum(table, kind="lat")  # iolab's runs bin clat only
     with pytest.raises(InputError, match="no setting 'bs'.*'qd'"):
         ld.cdf(runs, by="bs")
     with pytest.raises(InputError, match="above 0 and below 100"):
-        ld.spectrum(table, runs_dir=runs, percentiles=[50, 100])
+        ld.spectrum(table, percentiles=[50, 100])
     with pytest.raises(InputError, match="jobs='together'"):
-        ld.cdf(table, runs_dir=runs, jobs="together")
+        ld.cdf(table, jobs="together")
 
 
 def test_the_figures_say_what_they_show(study):
     table, runs = study
-    dist = ld.cdf(table, by="qd", runs_dir=runs)
+    dist = ld.cdf(table, by="qd")
     ax = distributions.plot_cdf(dist)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
     assert ax.get_xlabel() == "clat latency (µs)" and ax.get_ylabel() == "fraction of IOs ≤ latency"
@@ -182,7 +185,7 @@ def test_the_figures_say_what_they_show(study):
     assert ax.get_yscale() == "log" and "1 − CDF" in ax.get_ylabel()
     assert all((line.get_ydata() > 0).all() for line in ax.lines)  # the last bucket (0 slower) is left out
     plt.close(ax.figure)
-    ax = distributions.plot_spectrum(ld.spectrum(table, by="qd", runs_dir=runs))
+    ax = distributions.plot_spectrum(ld.spectrum(table, by="qd"))
     ax.figure.canvas.draw()
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks == ["p50", "p90", "p99", "p99.9", "p99.99", "p99.999"]
@@ -204,11 +207,11 @@ def test_a_figure_from_fios_list_says_so():
 
 def test_the_explorer_draws_the_cells_distributions(study):
     table, runs = study
-    w = explore._Widget({"table": table}, runs_dir=str(runs))
+    w = explore._Widget({"table": table})
     assert [v for _, v in w.view.options] == ["means", "cdf", "tail", "spectrum"]
     w.hue.value, w.view.value = "qd", "tail"
     assert w.x.disabled and w.y.disabled
-    assert f"dist = latency_dist.cdf(table, by=['qd'], runs_dir='{runs}')" in w.code.value
+    assert "dist = latency_dist.cdf(table, by=['qd'])" in w.code.value
     assert w.code.value.endswith("distributions.plot_cdf(dist, hue='qd', tail=True)")
     scope = {"table": table}
     exec(w.code.value, scope)  # noqa: S102 - the copied code draws the same figure
@@ -218,6 +221,6 @@ def test_the_explorer_draws_the_cells_distributions(study):
     assert "latency_dist.spectrum(" in w.code.value
     w.view.value = "means"
     assert not w.x.disabled and w.code.value.startswith("from iolab.plots import explore")
-    fig = explore.distribution(table, "spectrum", hue="qd", runs_dir=runs)
+    fig = explore.distribution(table, "spectrum", hue="qd")
     assert fig.axes[0].get_title() == "clat latency percentiles by queue depth (IOs)"
     plt.close(fig)

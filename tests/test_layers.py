@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import REPO
+from support.paths import REPO
 
 # folder -> the folders it may import besides itself, lowest first
 LAYERS = {
@@ -30,7 +30,11 @@ LAYERS = {
     "nvmelab": {"core", "record", "read", "machine", "report"},
     "seeds": {"core", "record", "read", "stats", "machine", "runs", "measure", "studies", "plots", "report"},
 }
-TOP = {"__init__", "cli"}  # the package face and the command line (cli/, a package): may import every folder
+TOP = {
+    "__init__",
+    "cli",
+    "nb",
+}  # the package face, the command line (cli/, a package) and the notebooks' front door: may import every folder
 PACKAGE = REPO / "lib" / "iolab"
 
 
@@ -117,3 +121,85 @@ def test_the_readme_draws_the_same_layers():
     for folder, names in listed.items():
         there = sorted(p.stem for p in (PACKAGE / folder).glob("*.py") if p.stem != "__init__")
         assert sorted(names) == there, f"docs/how-it-works.md lists {folder}/ as {sorted(names)}; it holds {there}"
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in tests/support/: no test module, nor conftest or support,
+    imports a test module or conftest (at any depth in it)."""
+    wrong = []
+    for path in sorted([*(REPO / "tests").glob("*.py"), *(REPO / "tests" / "support").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            tops = [n.split(".")[0] for n in names]
+            found = [n for n in tops if n == "conftest" or n.startswith("test_")]
+            wrong += [f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in found]
+    assert not wrong, "test modules imported (move what they share to tests/support/):\n" + "\n".join(wrong)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each module of lib/iolab (dotted) -> the modules of lib/iolab it imports, at any depth in
+    it (function-level imports too: an import made late to break a circle is still one)."""
+    names = {}
+    for path in modules():
+        dotted = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        names[dotted.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    found.add(f"{module}.{alias.name}" if f"{module}.{alias.name}" in names else module)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        graph[name] = {m for m in found if m in names and m != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected parts of more than one module
+    (Tarjan 1972), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                out.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the finder finds one
+    found = circles(module_imports())
+    assert not found, "modules that import each other (move what they share down a layer):\n" + "\n".join(
+        " <-> ".join(c) for c in found
+    )

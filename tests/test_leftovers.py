@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_here, needs_root
 from iolab.runs.store import new_run_id
+from support.cli import cli_here
+from support.marks import needs_root
 
 
 @pytest.fixture

@@ -14,13 +14,14 @@ import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from conftest import REPO, cli_here
-from iolab.machine import hosts, locks
-from iolab.read import hosttable
 from iolab.core import paths, validate
-from iolab.measure import search, search_spec, sweep
-from iolab.runs import store
 from iolab.core.errors import InputError, printable
+from iolab.machine import hosts, locks
+from iolab.measure import search, search_spec, sweep
+from iolab.read import hosttable
+from iolab.runs import store
+from support.cli import cli_here
+from support.paths import REPO
 
 # every hostile name; "../../../victim" from <data>/runs/search-<name> lands at tmp_path/victim
 EVIL = ["..", ".", "../../x", "../../../victim", "a/b", "a\0b", "x" * 300, "", "-rf", "\x1b[2Jname"]

@@ -3,10 +3,15 @@ tests/test_seeds.py, through the seeds' smoke runs (the same sizes, once); all n
 JupyterLab (tests/test_browser.py), the write-ups of 06, 07 and 08 made from what JupyterLab
 saved."""
 
+import ast
+import re
+
+import nbformat
 import pytest
 
-from conftest import REPO
+from iolab.report import contract
 from iolab.report.publish import execute
+from support.paths import REPO
 
 
 def test_unknown_parameter_is_refused(tmp_path):
@@ -14,3 +19,44 @@ def test_unknown_parameter_is_refused(tmp_path):
 
     with pytest.raises(IolabError, match="no parameter.*queue_depth"):
         execute(REPO / "notebooks/01_queue_depth_knee.ipynb", tmp_path / "x.ipynb", {"queue_depth": [1]})
+
+
+def test_each_notebook_is_declared_once_and_agrees_with_its_parameters_cell():
+    """iolab.report.contract: every notebook has a declaration; its smoke and demo settings are
+    parameters of the notebook; every name a notebook records is one of its declared results."""
+    assert sorted(contract.NOTEBOOKS) == sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
+    for nb in contract.NOTEBOOKS.values():
+        defaults = nb.defaults()
+        assert defaults and set(nb.smoke) <= set(defaults), nb.file
+        assert not nb.demo or set(nb.demo(0.4)) <= set(defaults), nb.file
+        keys = [r.key for r in nb.results]
+        assert len(keys) == len(set(keys)), nb.file
+        for name in _recorded_names(nb.path):  # literal names, and f-strings with any text for each field
+            assert any(re.fullmatch(name, r.name) for r in nb.results), f"{nb.file} records {name!r}, not declared"
+    assert contract.declared("01_queue_depth_knee.ipynb").key_of("IOPS at QD 32") == "iops_at_qd"
+    assert contract.parameters_of(REPO / "notebooks/01_queue_depth_knee.ipynb")["queue_depths"][:2] == [1, 2]
+
+
+def _recorded_names(path):
+    """The names ``results.record`` and ``record_many`` get in a notebook's code, as regular
+    expressions (a field of an f-string: any text)."""
+    code = "\n".join(
+        line
+        for c in nbformat.read(path, as_version=4).cells
+        if c.cell_type == "code"
+        for line in c.source.splitlines()
+        if not line.lstrip().startswith("%")
+    )
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record":
+            found += node.args[:1]
+        if isinstance(node, ast.Dict):
+            found += [v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "name"]
+    return [_pattern(n) for n in found if isinstance(n, (ast.Constant, ast.JoinedStr))]
+
+
+def _pattern(node):
+    if isinstance(node, ast.Constant):
+        return re.escape(node.value)
+    return "".join(re.escape(v.value) if isinstance(v, ast.Constant) else ".+" for v in node.values)

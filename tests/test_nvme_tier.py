@@ -1,7 +1,7 @@
 """The NVMe tier: the kit's NVMe paths on Linux's real nvme driver, inside the NVMe lab
 (``iolab.nvmelab.vm``: QEMU's emulated NVMe controllers). Every test here runs in one guest
 boot, which ``tests/test_nvmelab.py::test_the_nvme_tier_in_one_guest_boot`` makes; outside
-the lab they are skipped. The guest (``tests/nvme_tier_boot.py``) has four controllers, two
+the lab they are skipped. The guest (``tests/support/nvme_tier.py``) has four controllers, two
 poll queues each, on two NUMA nodes: two on the root bus, one behind root port ``rp2`` capped at
 2.5 GT/s x1 (the preflight's planted faults: no poll queues, AER errors), one under a pxb-pcie
 host bridge on node 1. The kernel numbers them as it probes them, so the planted ones are found
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from iolab.read import checks
-from iolab.machine import knobs
 from iolab.core import system
 from iolab.core.errors import UnsafeTargetError
+from iolab.machine import knobs
+from iolab.machine.target import Target, existing_path
 from iolab.measure.runner import measure
+from iolab.read import checks
 from iolab.studies import kernel_path, ladder, per_core, precondition
 from iolab.studies.per_core import LATENCY_SOURCE, have_tio
-from iolab.machine.target import Target, existing_path
 
 IN_LAB = bool(os.environ.get("IOLAB_NVMELAB")) and Path("/dev/nvme1n1").exists()
 pytestmark = [
@@ -169,7 +169,7 @@ def test_the_seed_000_polled_and_passthrough_commands_run_as_printed(tmp_path, c
     import re
 
     from iolab.cli import main
-    from test_pasted import adapted, seed_commands
+    from support.seed_commands import adapted, seed_commands
 
     cpu = max(os.sched_getaffinity(0))
     lines = [(where, c) for where, c in seed_commands() if "--hipri" in c or "io_uring_cmd" in c]
@@ -187,7 +187,7 @@ SLOW, FAR = "IOLABLAB0002", "IOLABLAB0003"  # behind rp2 (2.5 GT/s x1); under th
 
 def controller(serial: str) -> Path:
     found = [c for c in Path("/sys/class/nvme").iterdir() if (c / "serial").read_text().strip() == serial]
-    assert len(found) == 1, f"no controller with serial {serial}: was the tier booted by tests/nvme_tier_boot.py?"
+    assert len(found) == 1, f"no controller with serial {serial}: was the tier booted by tests/support/nvme_tier.py?"
     return found[0]
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import CPU, QUICK
 from iolab.cli import build_parser, main
 from iolab.core import owned, paths
 from iolab.core.errors import BusyError, OutputExists
 from iolab.core.outputs import FOLDER_MARK, claim_folder, claim_output, folder_is_owned, write_output
-from test_batch import manifest, tiny_notebook
+from support.cpus import CPU
+from support.fio import QUICK
+from support.notebooks import manifest, tiny_notebook
 
 PRECIOUS = "a user's data, never to be replaced\n"
 

@@ -1,6 +1,7 @@
 """The repository's own rules: environment.yml matches pyproject.toml, notebooks are
 committed without outputs and with a papermill parameters cell, lib/ is not git-ignored."""
 
+import ast
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ import tomllib
 import nbformat
 import yaml
 
-from conftest import REPO
+from support.paths import REPO
 
 
 def _name(req: str) -> str:
@@ -65,6 +66,31 @@ def test_notebooks_are_clean_and_parameterised():
         assert nb.metadata["kernelspec"]["name"] == "iolab"  # the project's kernel (iolab.report.kernel)
 
 
+NARRATED = {"studies", "read", "stats", "plots"}  # what a notebook narrates; the rest through the front door
+
+
+def test_each_notebook_imports_the_front_door_and_what_it_narrates():
+    """Issue 43's bar: a notebook imports iolab.nb (targets, how to measure, the record, published
+    figures) and the studies, readings and plots it narrates, at most four of these; never
+    core/, runs/ or the other layers behind the front door."""
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        assert "%load_ext iolab" in "\n".join(code), path.name
+        source = "\n".join(line for src in code for line in src.splitlines() if not line.lstrip().startswith("%"))
+        reached = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "iolab":
+                parts = node.module.split(".")
+                reached |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                reached |= {a.name.split(".")[1] for a in node.names if a.name.startswith("iolab.")}
+        assert "nb" in reached, f"{path.name} does not import the front door (iolab.nb)"
+        assert reached <= {"nb"} | NARRATED, (
+            f"{path.name} reaches past the front door into {reached - NARRATED - {'nb'}}"
+        )
+        assert len(reached) <= 4, f"{path.name} imports {sorted(reached)}"
+
+
 def test_gitignore_keeps_the_package():
     out = subprocess.run(["git", "check-ignore", "-q", "lib/iolab/machine/fio.py"], cwd=REPO)
     assert out.returncode == 1  # not ignored
@@ -115,7 +141,7 @@ def test_every_cli_command_has_help():
 
 STUDY_CALL = re.compile(
     r"\b(studies\.(?!\w*summary\b)[\w.]+|lad\.run_ladder|kp\.(?:direct_vs_buffered|knob_sweep|block_sizes|many_devices)"
-    r"|runner\.measure|search\.run)\("
+    r"|(?<!\.)measure|search\.run)\("
 )
 
 

@@ -12,27 +12,14 @@ import shlex
 
 import pytest
 
-from conftest import CPU, FIXTURES
 from iolab.cli import main
 from iolab.machine.directio import why_not_direct
+from support.cpus import CPU
+from support.paths import FIXTURES
+from support.seed_commands import adapted, seed_commands
 
-SEEDS = FIXTURES / "seed_commands.txt"
 # what iolab may add to a pasted job: none of these changes what fio measures (docs/command-line.md)
 MAY_ADD = {"cpus_allowed", "output-format", "output", "readonly"}
-
-
-def seed_commands() -> list[tuple[str, str]]:
-    """(SEED:LINE, command) of every fio command line the seed write-ups print."""
-    rows = [line.split(": ", 1) for line in SEEDS.read_text().splitlines() if line and not line.startswith("#")]
-    return [(where, command) for where, command in rows]
-
-
-def adapted(command: str, cpu: int, block: str, char: str, runtime: str = "300ms") -> list[str]:
-    """A seed's command with only its runtime, CPUs and devices changed for this machine."""
-    text = re.sub(r"--runtime=\d+", f"--runtime={runtime}", command)
-    text = re.sub(r"taskset -c \S+", f"taskset -c {cpu}", text)
-    text = re.sub(r"--cpus_allowed=\S+", f"--cpus_allowed={cpu}", text)
-    return shlex.split(text.replace("/dev/nvme0n1", block).replace("/dev/ng0n1", char))
 
 
 def one_line(err: str) -> str:

@@ -9,25 +9,28 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from conftest import CPU, FIXTURES, QUICK
-from iolab.runs import producers, store
-from iolab.read import profile as prof
-from iolab.stats.analysis import add_cycles_per_io
 from iolab.core.errors import PerfError
-from iolab.read.fold import FoldOptions, fold_lines
 from iolab.machine.perf import (
     STAT_TIDY_V1,
-    ProfileSpec,
     Profiler,
+    ProfileSpec,
     fold_perf_data,
     parse_stat,
     probe,
     script_argv,
     stat_columns,
 )
-from iolab.measure.runner import measure
-from iolab.runs.store import load_runs, load_stacks
 from iolab.machine.target import scratch_file
+from iolab.measure.runner import measure
+from iolab.read import profile as prof
+from iolab.read.fold import FoldOptions, fold_lines
+from iolab.runs import producers, store
+from iolab.runs.runcache import load_runs
+from iolab.runs.store import load_stacks
+from iolab.stats.cycles import add_cycles_per_io
+from support.cpus import CPU
+from support.fio import QUICK
+from support.paths import FIXTURES
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="CPU-wide perf needs root here")
 
@@ -158,6 +161,7 @@ def test_a_profile_with_no_busy_sample_reads_as_empty_tables_not_errors():
     """The NVMe lab's TCG guest gave notebook 04 a profile that was 100 % idle (the guest's
     cpu-clock saw only its halt loop): its tables are empty, with their columns."""
     from collections import Counter
+
     from iolab.read import profile as prof
 
     idle = Counter({"swapper;secondary_startup_64_no_verify_[k];native_safe_halt_[k]": 50})

@@ -8,11 +8,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from iolab.stats import compare
-from iolab.core import paths
-from iolab.plots import common, curves, ladders  # noqa: E402
-from iolab.stats.analysis import knee_with_interval  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
+from iolab.plots import common, curves, ladders  # noqa: E402
+from iolab.read.published import published_figures
+from iolab.stats import repeat_stats
+from iolab.stats.knee_interval import knee_with_interval  # noqa: E402
 
 QDS = [1, 2, 4, 8, 16, 32, 64]
 UNSTABLE_QD = 16
@@ -113,7 +113,7 @@ def ladder_table(runs: int = 3) -> pd.DataFrame:
 
 
 def published() -> pd.DataFrame:
-    return pd.read_csv(paths.reference_dir() / "published_figures.csv").query("experiment == 'ladder'")
+    return published_figures().query("experiment == 'ladder'")
 
 
 def note(ax) -> str:
@@ -131,7 +131,7 @@ def close_figures():
 def test_qd_band_is_the_ci_of_the_mean_from_summarise():
     t = qd_table()
     ax = curves.qd_curve(t, knee_with_interval(t.qd, t.iops))
-    s = compare.summarise(t, by=["qd"], metrics=["iops"])
+    s = repeat_stats.summarise(t, by=["qd"], metrics=["iops"])
     band = next(c for c in ax.collections if c.get_gid() == "iops band")
     vertices = {tuple(np.round(v, 6)) for v in band.get_paths()[0].vertices}
     for r in s.itertuples():
@@ -145,7 +145,7 @@ def test_latency_bands_on_the_twin_axis():
     t = qd_table()
     ax = curves.qd_curve(t)
     lat = next(a for a in ax.figure.axes if a is not ax)
-    s = compare.summarise(t, by=["qd"], metrics=["clat_p99_us"])
+    s = repeat_stats.summarise(t, by=["qd"], metrics=["clat_p99_us"])
     band = next(c for c in lat.collections if c.get_gid() == "clat_p99_us band")
     ys = band.get_paths()[0].vertices[:, 1]
     assert min(ys) == pytest.approx(s.clat_p99_us_ci_low.min())
@@ -192,7 +192,7 @@ def ci(s: pd.DataFrame, m: str) -> list[float]:
 def test_by_setting_whiskers_hatching_and_order():
     t = setting_table()
     ax = curves.by_setting(t, "bs", "bw_mib_s", order=["4k", "64k", "1m"])
-    s = compare.summarise(t, by=["bs"], metrics=["bw_mib_s"]).set_index("bs").loc[["4k", "64k", "1m"]]
+    s = repeat_stats.summarise(t, by=["bs"], metrics=["bw_mib_s"]).set_index("bs").loc[["4k", "64k", "1m"]]
     assert [tk.get_text() for tk in ax.get_xticklabels()] == ["4k", "64k", "1m"]
     assert whiskers(ax) == pytest.approx(ci(s, "bw_mib_s"))
     bars = ax.patches
@@ -210,7 +210,7 @@ def test_by_setting_on_a_ratio_takes_the_joined_interval():
     t = setting_table("read_ahead_kb", (2048, 0, 128), "dev_read_req_kib", unstable=None)
     ax = curves.by_setting(t, "read_ahead_kb", "dev_read_req_kib")
     assert [tk.get_text() for tk in ax.get_xticklabels()] == ["0", "128", "2048"]  # numbers sorted
-    s = compare.summarise(t, by=["read_ahead_kb"], metrics=["dev_read_req_kib"]).sort_values("read_ahead_kb")
+    s = repeat_stats.summarise(t, by=["read_ahead_kb"], metrics=["dev_read_req_kib"]).sort_values("read_ahead_kb")
     assert whiskers(ax) == pytest.approx(ci(s, "dev_read_req_kib"))
     assert "bootstrap joined with Student t" in note(ax) and not any(b.get_hatch() for b in ax.patches)
     assert "no readahead (KiB) unstable" in note(ax)
@@ -261,7 +261,7 @@ def test_normalised_ladder_each_on_its_own_baseline():
 def test_normalised_ladder_baseline_is_the_first_measured_step():
     table = ladder_table()
     table.loc[0, ["status", "reason", "iops"]] = ["failed", "fio: exit 1", np.nan]
-    _, loc_ax = ladders.ladder_normalised(table, pd.read_csv(paths.reference_dir() / "published_figures.csv"))
+    _, loc_ax = ladders.ladder_normalised(table, published_figures())
     widths = [b.get_width() for b in loc_ax.patches]
     assert np.isnan(widths[0]) and widths[3] == 1.0 and widths[5] == pytest.approx(130 / 112)
     assert "baseline: step 3" in loc_ax.get_title(loc="left")

@@ -11,10 +11,11 @@ import shutil
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, needs_shared
 from iolab.core.errors import FioOutputError, InputError
 from iolab.read.fiojson import latency_bins
 from iolab.read.pool import pool_outputs, pool_runs
+from support.marks import needs_shared
+from support.paths import FIXTURES, PUBLISHED
 
 REC = FIXTURES / "fio"
 PS = {"50": 50, "90": 90, "95": 95, "99": 99, "99_9": 99.9, "99_99": 99.99}
@@ -201,8 +202,8 @@ def test_what_cannot_be_pooled_is_refused():
 
 
 def iolab(*args):
-    """``iolab ARGS`` in this process (conftest.cli_here)."""
-    from conftest import cli_here
+    """``iolab ARGS`` in this process (support.cli.cli_here)."""
+    from support.cli import cli_here
 
     return cli_here(*args)
 

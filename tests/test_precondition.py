@@ -2,9 +2,10 @@
 
 import pytest
 
-from conftest import mkfs_ext4, needs_root
 from iolab.core.errors import InputError, UnsafeTargetError
 from iolab.studies.precondition import precondition, steady_state
+from support.devices import mkfs_ext4
+from support.marks import needs_root
 
 
 def test_steady_state_rule():

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CPU, REPO
 from iolab.cli import main
 from iolab.core.errors import InputError
 from iolab.machine import preflight as pf
 from iolab.machine.preflight import preflight, text
+from support.cpus import CPU
+from support.paths import REPO
 
 HEALTHY = {
     "governor": "performance",
@@ -354,8 +355,8 @@ def test_aer_counters_and_links_around_a_run_flag_what_moved(tmp_path):
     """``pcie_state`` before and after a run on the planted tree (nvme2n1: endpoint 05:00.0,
     switch ports 03:01.0 and 02:00.0, root port 00:03.0), and the plausibility flags."""
     from iolab.machine.preflight_pci import pcie_state
-    from iolab.measure.runner import _pcie_state
     from iolab.machine.target import Target
+    from iolab.measure.runner import _pcie_state
     from iolab.read.plausible import pcie_path
 
     root = machine(tmp_path)

@@ -8,11 +8,13 @@ import shutil
 
 import pytest
 
-from conftest import CPU, FIXTURES, QUICK, REPO
-from iolab.runs import producers, store
 from iolab.core.columns import COLUMNS
-from iolab.measure.runner import measure
 from iolab.machine.target import scratch_file
+from iolab.measure.runner import measure
+from iolab.runs import producers, runcache, store
+from support.cpus import CPU
+from support.fio import QUICK
+from support.paths import FIXTURES, REPO
 
 PRODUCER_MODULES = {"fio", "fiojson", "tio", "sampling", "system", "perf", "fold"}
 BY_NAME = {p.name: p for p in producers.PRODUCERS}
@@ -38,7 +40,7 @@ def test_every_column_of_a_real_fio_run_is_described(fio_run):
     assert {"fio", "samplers", "system snapshot"} <= {p.name for p in ran}
     for producer in ran:
         assert not _undescribed(producer, fio_run), f"{producer.name}: add these to iolab.core.columns"
-    table = store.load_runs(fio_run.parent)
+    table = runcache.load_runs(fio_run.parent)
     assert len(table) == 1 and set(table.columns) <= set(COLUMNS)
 
 

@@ -4,6 +4,7 @@ nothing, never a bar (issue 42: finished bars stayed, and a reopened notebook mi
 import pytest
 
 from iolab.core import progress
+from iolab.core.readable import readable_seconds
 
 
 class Handle:
@@ -55,7 +56,8 @@ def test_a_finished_bar_becomes_one_line_and_a_stopped_one_goes(kernel, monkeypa
     ticking = progress.Ticking("fio x", 60)
     ticking.close()
     assert kernel[4][0].startswith("fio x:   0%|") and kernel[4][-1] == ""
-    assert progress.duration_text(41) == "41 s" and progress.duration_text(210) == "3.5 min"
+    said = [readable_seconds(s) for s in (41, 210, 2 * 3600, 1.5 * 86400, 3 * 86400)]  # one wording of a wall time
+    assert said == ["41 s", "4 min", "2 h", "36 h", "3 days"]
 
 
 def test_headless_shows_nothing_and_a_terminal_rewrites_one_line(kernel, monkeypatch, capsys):

@@ -3,18 +3,18 @@
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import REPO, sigint_default
 from iolab.core import owned
 from iolab.core.errors import IolabError
 from iolab.core.outputs import claim_folder
 from iolab.report.publish import execute
+from support.notebooks import TINY_PARAMETERS, write_tiny_notebook
+from support.paths import PY, REPO
+from support.sigint import sigint_default
 
-PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 NB = REPO / "notebooks" / "01_queue_depth_knee.ipynb"
 
 
@@ -68,55 +68,14 @@ import shlex  # noqa: E402
 import shutil  # noqa: E402
 
 import nbformat  # noqa: E402
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook  # noqa: E402
+from nbformat.v4 import new_code_cell, new_notebook  # noqa: E402
 
-from iolab.record import provenance  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
+from iolab.core.readable import readable_number, readable_tables  # noqa: E402
+from iolab.record import provenance  # noqa: E402
 from iolab.report.notebook_html import WIDGET_VIEW  # noqa: E402
 from iolab.report.offline import network_fetches, offline  # noqa: E402
 from iolab.report.publish import publish, to_html  # noqa: E402
-from iolab.core.readable import readable_number, readable_tables  # noqa: E402
-
-RESULTS_MIME = "application/vnd.iolab.core.results+json"
-TINY_PARAMETERS = {"label": "tiny run", "depths": [1, 4, 16]}
-
-
-def write_tiny_notebook(path):
-    """A notebook without fio: a parameters cell, a DataFrame with numbers to make readable,
-    a matplotlib figure, an iolab results output, a link in the text."""
-    nb = new_notebook(
-        cells=[
-            new_markdown_cell(
-                "# A tiny study\n\nMade-up numbers that check the write-up; "
-                "[a paper](https://example.org/paper) stays a link."
-            ),
-            new_code_cell(
-                'label = "tiny"  # what this run is called\nscale = 1.0  # multiplies every number\n'
-                "depths = [1, 2]  # queue depths",
-                metadata={"tags": ["parameters"]},
-            ),
-            new_code_cell(
-                "import pandas as pd\n"
-                'pd.DataFrame({"qd": depths, "iops": [22441.558442 * scale, 1234.56, 0.982029],\n'
-                '              "clat_p99_us": [64.256, 2.596134, 1500.0], "year": [2011, 2020, 2024],\n'
-                '              "what": ["a", "b", "c"]})'
-            ),
-            new_code_cell(
-                "import matplotlib.pyplot as plt\n"
-                "fig, ax = plt.subplots(figsize=(4, 3))\nax.plot(depths, [1, 2, 3])\nax.set_title(label)\n"
-                "plt.show()"
-            ),
-            new_code_cell(
-                "from IPython.display import display\n"
-                f"display({{{RESULTS_MIME!r}: {{'results': [{{'name': 'peak IOPS', 'value': 22441.558442, "
-                "'unit': 'IO/s', 'source': 'made up', 'low': 21000, 'high': 23500.5, 'note': 'a test'}]}, "
-                "'text/plain': 'RESULT-OUTPUT-MARKER'}, raw=True)"
-            ),
-        ],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-    )
-    nbformat.write(nb, path)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -310,7 +269,7 @@ def test_publish_refuses_what_it_cannot_write_up(tiny, tmp_path):
 def test_iolab_publish_command(tiny, tmp_path):
     """The write-up in this process (nbconvert imported once per worker); the one-line
     refusal from a new process."""
-    from conftest import cli_here
+    from support.cli import cli_here
 
     env = {**os.environ, "IOLAB_STATE": str(tmp_path / "state")}
     ok = cli_here("publish", tiny[0], "-o", tmp_path / "w.html")

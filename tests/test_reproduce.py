@@ -7,12 +7,12 @@ import shutil
 import nbformat
 import pytest
 
-from conftest import FIXTURES
-from iolab.report import reproduce as rep
 from iolab.cli import main
 from iolab.core.errors import InputError
+from iolab.report import reproduce as rep
 from iolab.report.publish import execute
-from test_results import notebook
+from support.notebooks import notebook
+from support.paths import FIXTURES
 
 DETERMINISTIC = """
 from iolab.record import results

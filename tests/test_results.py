@@ -11,9 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iolab.record import results
 from iolab.core.errors import InputError, IolabError
+from iolab.core.runfolders import runs_under
+from iolab.record import results
 from iolab.report.publish import execute
+from support.notebooks import notebook
 
 RECORDING = """
 import numpy as np
@@ -23,20 +25,9 @@ results.record("square", np.int64(n) ** 2, "IO/s", source="n squared", low=np.fl
                note="a made-up interval")
 results.record("nothing", float("nan"), note="NaN becomes null")
 results.record("square", np.int64(n) ** 2 + 1, "IO/s", source="recorded again")
-results.record_runs(pd.DataFrame({"run_id": ["r1", "r1", None]}), runs_dir=runs_dir)
+results.record_runs(pd.DataFrame({"run_id": ["r1", "r1", None], "run_folder": [runs_dir + "/r1"] * 2 + [None]}))
 results.record_runs([runs_dir + "/r2"])
 """
-
-
-def notebook(path, *code, parameters="n = 1\nruns_dir = ''"):
-    """A notebook with a parameters cell and the cells ``code``, written to ``path``."""
-    cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]})]
-    cells += [nbformat.v4.new_code_cell(c) for c in code]
-    nb = nbformat.v4.new_notebook(
-        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    )
-    nbformat.write(nb, path)
-    return path
 
 
 def run_folders(root, *names):
@@ -130,9 +121,10 @@ def test_values_become_json(tmp_path, monkeypatch, capsys):
         results.record_runs([tmp_path / "nothing-here"])
 
 
-def test_run_ids_not_found_are_said(tmp_path, capsys):
-    results.record_runs(pd.DataFrame({"run_id": ["gone"]}), runs_dir=tmp_path)
-    assert "1 run id(s) not found" in capsys.readouterr().out
+def test_run_ids_not_found_are_said(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("IOLAB_DATA", str(tmp_path))
+    results.record_runs(pd.DataFrame({"run_id": ["gone"]}))
+    assert "1 run(s) of the table (e.g. gone) have no run_folder" in capsys.readouterr().out
 
 
 def test_run_ids_are_found_in_a_study_folder(tmp_path, monkeypatch):
@@ -141,6 +133,13 @@ def test_run_ids_are_found_in_a_study_folder(tmp_path, monkeypatch):
     found, missing = results.run_folders(pd.DataFrame({"run_id": ["r2", "r1", "r3"]}))
     assert found == [tmp_path / "runs" / "qd-knee-1" / "r2", tmp_path / "runs" / "qd-knee-1" / "r1"]
     assert missing == ["r3"]
+    elsewhere = run_folders(tmp_path / "elsewhere", "r1")  # the table's run_folder first; a moved one by run_id
+    moved = str(tmp_path / "moved" / "r2")
+    table = pd.DataFrame({"run_id": ["r2", "r1"], "run_folder": [moved, str(elsewhere / "r1")]})
+    assert results.run_folders(table) == ([tmp_path / "runs" / "qd-knee-1" / "r2", elsewhere / "r1"], [])
+    study = tmp_path / "runs" / "qd-knee-1"  # the one rule for a path: a run, runs in it, runs one level below
+    assert runs_under(tmp_path / "runs") == runs_under(study) == [study / "r1", study / "r2"]
+    assert runs_under(study / "r1") == [study / "r1"] and runs_under(tmp_path / "nowhere") == []
 
 
 def test_collect_reads_a_notebook_node():
@@ -156,6 +155,7 @@ def test_the_kits_errors_show_as_one_block_in_a_notebook_and_tb_shows_the_traceb
     """In IPython (a notebook's kernel), an IolabError is its name and message, not a screen of
     frames; %tb still shows where it was raised; other errors keep their traceback."""
     from IPython.core.interactiveshell import InteractiveShell
+
     from iolab.core import errors
 
     shell = InteractiveShell()
@@ -182,6 +182,7 @@ def test_live_tables_in_a_notebook_read_like_the_write_ups():
     12,748.502994 live and 12,749 published, raw bytes (275873792.0) as 263 MiB, units in
     the headers, inside a box that scrolls sideways; pandas' text form rounds too."""
     from IPython.core.interactiveshell import InteractiveShell
+
     from iolab.core.readable import SCROLL_BOX, live_tables
 
     shell = InteractiveShell()
@@ -207,6 +208,7 @@ def test_import_changes_nothing_and_the_extension_comes_and_goes():
     kernel would import it); `%load_ext iolab` brings the brief errors and readable tables,
     `%unload_ext iolab` takes them away again."""
     from IPython.core.interactiveshell import InteractiveShell
+
     from iolab.core import errors
 
     fresh = subprocess.run(

@@ -1,5 +1,5 @@
 """The cached table of a folder of runs (iolab.runs.runcache) and `iolab table`: equal to a fresh
-store.load_runs, re-deriving only what changed, never failing on its cache."""
+runcache.load_runs, re-deriving only what changed, never failing on its cache."""
 
 import json
 import os
@@ -20,8 +20,8 @@ FIO = {"rw": "randread", "ioengine": "psync", "runtime": "300ms"}
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory):
     """Two real 1-second fio runs (qd 1 and 2), copied by the tests to make more."""
-    from iolab.measure.runner import measure
     from iolab.machine.target import scratch_file
+    from iolab.measure.runner import measure
 
     tmp = tmp_path_factory.mktemp("real")
     target = scratch_file(tmp / "scratch", "16m")
@@ -85,7 +85,7 @@ def derived(monkeypatch):
 def fresh(root, status="ok"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return store.load_runs(root, status)
+        return runcache.load_runs(root, status)
 
 
 def cached(root, status="ok", **kw):
@@ -99,15 +99,20 @@ STATUSES = ("ok", None, "failed", "interrupted")
 
 def plain(root, status="ok"):
     """The table as load_runs built it before it read runs without pandas: pd.concat of
-    store.run_table of each run with that status that can be read."""
-    frames = []
+    store.run_table of each run with that status that can be read, then each row's run folder."""
+    frames, folders = [], []
     for path in sorted(root.glob("*/run.json")):
         try:
             if not status or store.read_run(path.parent)["status"] == status:
                 frames.append(store.run_table(path.parent))
+                folders += [str(path.parent.absolute())] * len(frames[-1])
         except (OSError, ValueError, IolabError):
             continue
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True)
+    table["run_folder"] = pd.Series(folders, dtype=table["run_id"].dtype)  # the loader's last column
+    return table
 
 
 @pytest.mark.parametrize("pool", [False, True])
@@ -238,7 +243,7 @@ def test_skipped_runs_are_warned_about_as_load_runs_does(folder):
                 runcache.load_cached(folder, status)
             with warnings.catch_warnings(record=True) as theirs:
                 warnings.simplefilter("always")
-                store.load_runs(folder, status)
+                runcache.load_runs(folder, status)
             assert [str(w.message) for w in ours] == [str(w.message) for w in theirs], status
     assert "r05 holds no report" in str(theirs[0].message)
 
@@ -326,8 +331,8 @@ def test_write_parquet_keeps_mixed_columns_as_text(tmp_path):
 
 # ---------------------------------------------------------------- iolab table
 def iolab(*args):
-    """``iolab ARGS`` in this process (conftest.cli_here): pandas and pyarrow imported once."""
-    from conftest import cli_here
+    """``iolab ARGS`` in this process (support.cli.cli_here): pandas and pyarrow imported once."""
+    from support.cli import cli_here
 
     return cli_here(*args)
 

@@ -8,11 +8,13 @@ import time
 
 import pytest
 
-from conftest import CPU, QUICK
 from iolab.core.errors import FioError, RunInterrupted, TargetError, ToolMissing
-from iolab.measure.runner import measure
-from iolab.runs.store import load_runs, read_run
 from iolab.machine.target import resolve
+from iolab.measure.runner import measure
+from iolab.runs.runcache import load_runs
+from iolab.runs.store import read_run
+from support.cpus import CPU
+from support.fio import QUICK
 
 
 def test_measure_stores_everything(scratch, runs):
@@ -106,6 +108,7 @@ def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
     """Notebook 08's 60 s run showed no progress: a run of LONG_RUN_S or more gets a bar of
     its seconds, ticked from a thread, removed when the run ends (none for a short run)."""
     import time
+
     from iolab.core import progress
     from iolab.measure.runner import _seconds
 
@@ -131,7 +134,7 @@ def test_a_loop_that_fails_takes_its_bar_away(monkeypatch):
     monkeypatch.setattr(progress, "_watched", lambda: True)  # a notebook, or a terminal
     failing = progress.bar(range(4), "runs")
     with pytest.raises(RuntimeError):
-        for i in failing:
+        for _i in failing:
             raise RuntimeError("fio failed")
     assert failing.leave is False
     done = progress.bar(range(2), "runs")

@@ -9,9 +9,8 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import CPU, QUICK
-from iolab.measure.runner import measure
 from iolab.machine.sampling import Sampler, read_freq_mhz, read_proc_stat
+from iolab.measure.runner import measure
 from iolab.read.samples import (
     OTHER_FLAG_PCT,
     STAT_FIELDS,
@@ -23,6 +22,8 @@ from iolab.read.samples import (
     summarise,
     trim,
 )
+from support.cpus import CPU
+from support.fio import QUICK
 
 
 def test_sampler_sees_the_pinned_cpu_busy(scratch, runs):

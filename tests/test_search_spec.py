@@ -8,9 +8,9 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO
 from iolab.core.errors import InputError
 from iolab.measure import search_spec
+from support.paths import REPO
 
 BASE = {"rw": "randread", "bs": "4k", "ioengine": "psync", "runtime": "300ms"}
 SPEC = {"target": "scratch", "size": "16m", "axes": {"iodepth": [1]}}

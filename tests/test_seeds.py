@@ -19,14 +19,17 @@ import nbformat
 import pandas as pd
 import pytest
 
-from conftest import CPU, REPO, cli_here, is_root
-from test_browser import browser  # noqa: F401 - a chromium for this module
-from iolab.seeds import comparisons as seed_comparisons
 from iolab.core.errors import InputError
+from iolab.read.published import published_figures
 from iolab.report.reproduce import parameters, recorded, source_notebook
+from iolab.seeds import comparisons as seed_comparisons
 from iolab.seeds import manifest as seeds
+from support.cli import cli_here
+from support.cpus import CPU
+from support.marks import is_root
+from support.paths import REPO
 
-PUBLISHED = pd.read_csv(REPO / "data/reference/published_figures.csv", dtype={"seed": str})
+PUBLISHED = published_figures()  # seed ids as text: "000"
 
 
 # ---------------------------------------------------------------- manifests and plans
@@ -59,6 +62,16 @@ def test_a_bad_manifest_says_what_to_fix(tmp_path):
         seeds.load_seeds(folder=tmp_path)
     (tmp_path / "seed-002.yaml").write_text(good.replace("from: per-core", "from: per-cor"))
     with pytest.raises(InputError, match="come from 'per-cor', which is not one of its experiments"):
+        seeds.load_seeds(folder=tmp_path)
+    (tmp_path / "seed-002.yaml").write_text(good.replace('seed: "002"', "seed: 002"))  # YAML's 2: the id is lost
+    with pytest.raises(InputError, match=r"seed-002.yaml: seed is a number \(2\), not the seed's number as text"):
+        seeds.load_seeds(folder=tmp_path)
+    # figures name the notebook's results by key (iolab.report.contract), not by the name it records
+    (tmp_path / "seed-002.yaml").write_text(good.replace("iops: iops_at_qd", 'iops: "IOPS at QD {qd} (t/io_uring)"'))
+    with pytest.raises(InputError, match=r"per_core', iops: 03_io_uring_per_core.ipynb records no result 'IOPS at QD"):
+        seeds.load_seeds(folder=tmp_path)
+    (tmp_path / "seed-002.yaml").write_text(good.replace("03_io_uring_per_core.ipynb", "09_none.ipynb"))
+    with pytest.raises(InputError, match=r"experiments\[0\]\.notebook: no notebook 09_none.ipynb in "):
         seeds.load_seeds(folder=tmp_path)
 
 
@@ -174,7 +187,7 @@ def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_
         "--out",
         str(out),
     ]
-    first = out / "seed-000" / "qd-knee" / "run.json"
+    first = out / "seed-000" / "qd-knee" / "notebook_run.json"
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -188,7 +201,7 @@ def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM and "stopped by SIGTERM" in err, err[-2000:]
-    assert not (out / "seed-000" / "ladder" / "run.json").exists()
+    assert not (out / "seed-000" / "ladder" / "notebook_run.json").exists()
     kept = first.read_text()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,12 +10,14 @@ import matplotlib
 import numpy as np
 import pytest
 
-from conftest import CPU, FIXTURES, QUICK
-from iolab.read import fiojson, fiologs, series
-from iolab.machine import logrequest
-from iolab.stats import timeline
-from iolab.stats.analysis import steady_state
 from iolab.core.errors import FioOutputError, InputError
+from iolab.machine import logrequest
+from iolab.read import fiojson, fiologs, series
+from iolab.stats import timeline
+from iolab.stats.steady_state import steady_state
+from support.cpus import CPU
+from support.fio import QUICK
+from support.paths import FIXTURES
 
 matplotlib.use("Agg")
 REC = FIXTURES / "series"
@@ -49,7 +51,7 @@ def test_a_three_second_run_at_500_ms_accounts_for_fio_s_ios(scratch, runs):
     doc = json.loads((run.path / "fio.json").read_text())
     runtime_s = max(j[d]["runtime"] for j in doc["jobs"] for d in ("read", "write")) / 1000
     assert sorted(s.table["job_number"].unique()) == [1, 2]  # numjobs=2: logs per job, though group_reporting
-    for (job, direction), rows in s.table.groupby(["job_number", "direction"]):
+    for (_job, _direction), rows in s.table.groupby(["job_number", "direction"]):
         # one row per full interval fio logged: 1..n with no gap, n = 5 or 6 in 3 s (fio leaves out the last)
         assert list(rows["interval"]) == list(range(1, len(rows) + 1)) and len(rows) in (5, 6)
         assert np.allclose(rows["t_s"], rows["interval"] * 0.5)

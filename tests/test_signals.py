@@ -10,17 +10,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import CPU, REPO, needs_root, run_as_nobody, sigint_default
 from iolab.core.signals import FORCE_EXIT_AFTER_S
-
-PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+from support.cpus import CPU
+from support.fio import fio_running, wait_for_fio
+from support.marks import needs_root
+from support.nobody import run_as_nobody
+from support.paths import PY, REPO
+from support.sigint import sigint_default
 
 RUN = """
 import sys
@@ -61,29 +63,6 @@ def start(script, tmp_path):
         text=True,
         env=env_for(tmp_path),
     )
-
-
-def fio_running(proc_pid_or_folder) -> list[int]:
-    """fio processes whose cwd is under a folder."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "fio" and os.readlink(f"/proc/{pid}/cwd").startswith(
-                str(proc_pid_or_folder)
-            ):
-                out.append(int(pid))
-        except OSError:
-            continue
-    return out
-
-
-def wait_for_fio(folder, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if fio_running(folder):
-            return
-        time.sleep(0.05)
-    raise AssertionError("fio never started")
 
 
 def runs_of(tmp_path):
@@ -381,8 +360,8 @@ def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_led
     """A Ctrl-C that arrives between starting a process and recording it is held back
     (signals.deferred) and raised as that block ends, before the caller has the process: the
     process is stopped there, not left to run while a Jupyter kernel lives on."""
-    from conftest import sigint_raises
     from iolab.machine import ledger, process
+    from support.sigint import sigint_raises
 
     started = []
     real = ledger.record

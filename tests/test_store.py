@@ -6,11 +6,14 @@ import subprocess
 import pandas as pd
 import pytest
 
-from conftest import QUICK, needs_root
 from iolab.core.atomic import write_atomic
 from iolab.core.errors import DiskFullError, FioOutputError, SchemaError
+from iolab.core.runfolders import runs_in
 from iolab.measure.runner import measure
-from iolab.runs.store import SCHEMA_VERSION, find_runs, load_runs, read_run, run_folder, run_table, schema_of
+from iolab.runs.runcache import load_runs
+from iolab.runs.store import SCHEMA_VERSION, read_run, run_folder, run_table, schema_of
+from support.fio import QUICK
+from support.marks import needs_root
 
 
 def test_load_many_runs_into_one_table(scratch, runs):
@@ -91,8 +94,8 @@ def test_disk_full_keeps_what_was_written(tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
-def test_find_runs_takes_what_the_glob_took(tmp_path):
-    """find_runs lists root once (a glob of root/*/run.json cost ten times as much with 100,000
+def test_runs_in_takes_what_the_glob_took(tmp_path):
+    """runs_in lists root once (a glob of root/*/run.json cost ten times as much with 100,000
     runs) and finds what the glob found: by name, hidden and .tmp- folders left out, links to
     run folders in, a folder named run.json counted, files and empty folders not."""
     for name in ("b", "a", ".tmp-x", ".hidden", "B", "é", "empty", "c"):
@@ -104,8 +107,9 @@ def test_find_runs_takes_what_the_glob_took(tmp_path):
     (tmp_path / "link").symlink_to(tmp_path / "a")
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     glob = sorted(p for p in tmp_path.glob("*/run.json") if not p.parent.name.startswith("."))
-    assert find_runs(tmp_path) == glob and [p.parent.name for p in glob] == ["B", "a", "b", "c", "link", "é"]
-    assert find_runs(tmp_path / "nowhere") == [] and find_runs(tmp_path / "file") == []
+    assert runs_in(tmp_path) == [p.parent for p in glob]
+    assert [p.parent.name for p in glob] == ["B", "a", "b", "c", "link", "é"]
+    assert runs_in(tmp_path / "nowhere") == [] and runs_in(tmp_path / "file") == []
 
 
 def test_every_pandas_text_dtype_gets_a_tag_or_none_never_an_error():

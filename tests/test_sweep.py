@@ -10,16 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CPU, QUICK, REPO, needs_root
-from iolab.measure import runner
 from iolab import studies
 from iolab.core.errors import InputError, KnobUnavailable
-from iolab.studies import kernel_path as kp
-from iolab.studies import ladder as lad
 from iolab.machine import knobs
+from iolab.measure import runner
 from iolab.measure.options import MeasureOptions
 from iolab.measure.sweep import Grid, sweep
-from test_signals import PY
+from iolab.studies import kernel_path as kp
+from iolab.studies import ladder as lad
+from support.cpus import CPU
+from support.fio import QUICK
+from support.marks import needs_root
+from support.paths import PY, REPO
 
 SWEEP = """
 import sys

@@ -5,12 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUICK, mkfs_ext4, needs_root, write_dos_label
 from iolab.core.errors import TargetError, UnsafeTargetError
-from iolab.machine.jobcheck import guard_write
-from iolab.measure.runner import measure
-from iolab.machine.target import existing_path, holds_data, loop_backing, loop_device, scratch_file
 from iolab.core.validate import parse_size
+from iolab.machine.jobcheck import guard_write
+from iolab.machine.target import existing_path, holds_data, loop_backing, loop_device, scratch_file
+from iolab.measure.runner import measure
+from support.devices import mkfs_ext4, write_dos_label
+from support.fio import QUICK
+from support.marks import needs_root
 
 
 def test_parse_size_reads_sizes_as_fio_does_and_nothing_else():

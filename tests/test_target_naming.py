@@ -9,10 +9,12 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import CPU, REPO, needs_root
-from iolab.machine import target as targets
 from iolab.core.errors import TargetError
+from iolab.machine import target as targets
 from iolab.measure.runner import measure
+from support.cpus import CPU
+from support.marks import needs_root
+from support.paths import REPO
 
 
 @pytest.mark.parametrize(

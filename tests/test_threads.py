@@ -13,18 +13,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import CPU, needs_root
 from iolab import cli
-from iolab.machine import knobs, thread_entries, threads
-from iolab.runs import store
-from iolab.read import threadstates
 from iolab.core import runfiles
 from iolab.core.columns import COLUMNS
 from iolab.core.errors import InputError
-from iolab.measure.runner import measure
+from iolab.machine import knobs, thread_entries, threads
 from iolab.machine.thread_entries import PF_KTHREAD, syscall_label
 from iolab.machine.threads import ThreadSampler, check_states
+from iolab.measure.runner import measure
+from iolab.read import threadstates
 from iolab.read.threadstates import normalise_comm, parse_stack, parse_stat, top_frames
+from iolab.runs import store
+from support.cpus import CPU
+from support.marks import needs_root
 
 # -------------------------------------------------------------- a recorded /proc
 FIO_STACK = """[<0>] folio_wait_bit_common+0x13d/0x350

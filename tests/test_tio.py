@@ -5,10 +5,12 @@ import sys
 
 import pytest
 
-from conftest import CPU, FIXTURES, REPO, needs_root
 from iolab.core.errors import TioError
 from iolab.measure.runner import measure_tio
 from iolab.read.tio import failure, looks_like_tio, parse_tio, parse_tio_text, summarise_tio
+from support.cpus import CPU
+from support.marks import needs_root
+from support.paths import FIXTURES, REPO
 
 TIO = FIXTURES / "tio"
 have_tio = pytest.mark.skipif(not (REPO / "tools/t_io_uring").exists(), reason="t/io_uring not built (make tio)")

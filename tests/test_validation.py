@@ -6,38 +6,27 @@ import os
 import re
 import subprocess
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from conftest import CPU, FIXTURES, PUBLISHED, QUICK, REPO, mkfs_ext4, needs_root, run_as_nobody
 from iolab.core import validate
-from iolab.stats.analysis import find_knee
 from iolab.core.errors import FioError, FioOutputError, InputError
 from iolab.core.validate import fio_time
 from iolab.machine.fio import raise_for_failure
-from iolab.read.fiojson import find_json, parse_output, run_warnings
-from iolab.measure.runner import measure
-from iolab.runs.store import read_run
-from iolab.studies import qd_sweep
-from iolab.measure.sweep import Grid, sweep
 from iolab.machine.target import resolve
-
-
-@contextmanager
-def tmpfs(path: Path, *, size: str = "16m", files: dict[str, bytes] | None = None, ro: bool = True):
-    """A tmpfs at ``path`` holding ``files``, remounted read-only when ``ro``; always unmounted."""
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
-    try:
-        for name, data in (files or {}).items():
-            (path / name).write_bytes(data)
-        if ro:
-            subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True)
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
+from iolab.measure.runner import measure
+from iolab.measure.sweep import Grid, sweep
+from iolab.read.fiojson import find_json, parse_output, run_warnings
+from iolab.runs.store import read_run
+from iolab.stats.knee import find_knee
+from iolab.studies import qd_sweep
+from support.cpus import CPU
+from support.devices import mkfs_ext4, tmpfs
+from support.fio import QUICK
+from support.marks import needs_root
+from support.nobody import run_as_nobody
+from support.paths import FIXTURES, PUBLISHED, REPO
 
 
 # ---------------------------------------------------------------- runtime: seconds -> fio time

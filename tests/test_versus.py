@@ -8,14 +8,16 @@ import re
 
 import pytest
 
-from conftest import CPU, QUICK, is_root
 from iolab.cli import main
-from iolab.core.errors import InputError, NotComparable
-from iolab.measure.sweep import Grid, sweep
 from iolab.compare import sides
-from iolab.report.offline import network_fetches
 from iolab.compare.page import compare_paths, html, text
 from iolab.compare.versus import versus
+from iolab.core.errors import InputError, NotComparable
+from iolab.measure.sweep import Grid, sweep
+from iolab.report.offline import network_fetches
+from support.cpus import CPU
+from support.fio import QUICK
+from support.marks import is_root
 
 BASE = {**QUICK, "ioengine": "psync", "rw": "randread", "runtime": "300ms"}
 
@@ -181,8 +183,8 @@ def test_notebook_01_and_a_search_meet_on_iodepth_and_bs_cell_by_cell(named, tmp
     """Notebook 01's qd is a search's iodepth: cells are matched on it and on the bs the search
     varies (the notebook ran 4k only), each cell's mean is that cell's run, never a mean over
     depths and block sizes; a --by that leaves bs out is refused, exit 1, not "not worse"."""
-    from iolab.core.columns import setting_name
     from iolab.compare.matching import value_of
+    from iolab.core.columns import setting_name
 
     assert [setting_name(n) for n in ("qd", "blocksize", "readwrite", "jobs", "rate_iops")] == [
         "iodepth",

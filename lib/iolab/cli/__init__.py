@@ -31,9 +31,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.version import __version__
 from ..core import signals
 from ..core.errors import IolabError
+from ..core.version import __version__
 from . import measuring, notebooks, preflight, reading, tio
 from .messages import Parser, one_line, os_error
 
@@ -51,7 +51,7 @@ class _Skipped:
     def set_defaults(self, **kw) -> None:
         pass
 
-    def add_mutually_exclusive_group(self, **kw) -> "_Skipped":
+    def add_mutually_exclusive_group(self, **kw) -> _Skipped:
         return self
 
 

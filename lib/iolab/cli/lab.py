@@ -22,7 +22,6 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..report.kernel import kernel_warning
 
-
 OPEN_FOLDER = "notebooks"  # the folder of the root the file browser shows first
 
 

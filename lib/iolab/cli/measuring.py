@@ -13,9 +13,10 @@ from pathlib import Path
 from ..core import paths
 from ..core.errors import InputError, IolabError
 from ..core.paths import TARGET_HELP
-from .reading import print_threads
+from ..core.runfiles import SAMPLES_THREADS_CSV
 from . import profiling
 from .argtypes import finite, whole
+from .reading import print_threads
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
@@ -132,9 +133,9 @@ def cmd_run(args, extra) -> int:
         from ..machine.logrequest import log_options  # fio's client writes each host's logs, fio_iops.N.log.HOST
 
         options.update(log_options(args.log_ms))  # stamps from each job's start: the hosts' clocks are not ours
-    from ..stats.analysis import add_cycles_per_io  # slow to import (pandas): once the input is known good
     from ..measure.options import MeasureOptions
     from ..measure.runner import measure
+    from ..stats.cycles import add_cycles_per_io  # slow to import (pandas): once the input is known good
 
     hosts = None
     if args.hosts or args.hosts_file:
@@ -180,7 +181,7 @@ def cmd_run(args, extra) -> int:
     print(f"stored: {result.path}")
     if args.log_ms is not None:
         print(f"over time (fio's interval logs): iolab series {result.path}")
-    if args.threads and (result.path / "samples_threads.csv").exists():
+    if args.threads and (result.path / SAMPLES_THREADS_CSV).exists():
         print(f"\nwhere the threads were (iolab threads {result.path}):")
         print_threads(result.path, "comm,state,syscall,wchan", top=10)
     if args.profile:
@@ -188,8 +189,9 @@ def cmd_run(args, extra) -> int:
     flagged = table["flags"].iloc[0] if "flags" in table and len(table) else ""
     if flagged:
         print(f"iolab run: failed plausibility checks (iolab check {result.path}): {flagged}", file=sys.stderr)
-    stored = result.path / "run.json"  # fio's warnings and iolab's notes (fio processes sharing CPUs)
-    said = json.loads(stored.read_text()).get("fio_warnings") if stored.exists() else None
+    from ..read.run import RunFolder
+
+    said = RunFolder(result.path).meta().get("fio_warnings")  # fio's and iolab's (fio processes sharing CPUs)
     warnings = " | ".join(said) if said else table["fio_warnings"].iloc[0] if "fio_warnings" in table else ""
     if warnings:
         print(f"iolab run: fio warnings (kept in run.json and the fio_warnings column): {warnings}", file=sys.stderr)
@@ -246,9 +248,8 @@ def cmd_search(args, _extra) -> int:
 
 
 def cmd_sysinfo(args, _extra) -> int:
-    from ..core.system import snapshot
     from ..core.runfiles import quote
-    import json
+    from ..core.system import snapshot
 
     name = (args.device or "").strip().removeprefix("/dev/")
     if args.device is not None and (not name or "/" in name or not Path("/sys/class/block", name).exists()):

@@ -14,7 +14,7 @@ from ..core.errors import printable
 
 LONG_WORD = 160  # characters without a space: a quoted input that long is shown as its ends
 LONGEST = 2000  # characters of a whole message: past them, a list it quotes is cut
-_LONG = re.compile(r"\S{%d,}" % (LONG_WORD + 1))
+_LONG = re.compile(rf"\S{{{LONG_WORD + 1},}}")
 
 
 def one_line(text: str) -> str:

@@ -15,8 +15,8 @@ from pathlib import Path
 from ..core import paths
 from ..core.errors import InputError, printable
 from ..core.outputs import FORCE_HELP, check_folder, claim_folder
-from .messages import one_line
 from .argtypes import finite, whole
+from .messages import one_line
 
 
 def cmd_batch(args, _extra) -> int:
@@ -57,6 +57,7 @@ def cmd_batch(args, _extra) -> int:
 def cmd_seeds(args, _extra) -> int:
     from ..core import validate
     from ..seeds import manifest as seeds  # slow to import (papermill): only for this command
+    from ..seeds import runner
 
     level = "smoke" if args.smoke else "quick" if args.quick else "full"
     devices = [d.strip() for d in args.device or [] if d.strip()]
@@ -87,7 +88,7 @@ def cmd_seeds(args, _extra) -> int:
         opt_in_device_changes=args.opt_in_device_changes,
         force=args.force,
     )
-    seeds.check_outputs(todo, out, args.force)  # said before the plan: nothing runs
+    runner.check_outputs(todo, out, args.force)  # said before the plan: nothing runs
     print(seeds.describe(todo, level), file=sys.stderr if not args.dry_run else sys.stdout)
     if args.dry_run:
         return 0
@@ -99,7 +100,7 @@ def cmd_seeds(args, _extra) -> int:
             file=sys.stderr,
         )
 
-    records = seeds.run(todo, out, level, devices=devices, on_done=said, force=args.force)
+    records = runner.run(todo, out, level, devices=devices, on_done=said, force=args.force)
     failed = [f"{ident}/{r['name']}" for ident, recs in records.items() for r in recs if r["status"] != "ok"]
     print(
         f"{sum(len(r) for r in records.values()) - len(failed)} of {len(todo)} experiments ok; "
@@ -127,7 +128,6 @@ def cmd_init(args, _extra) -> int:
 
 def cmd_demo(args, _extra) -> int:
     from ..core.validate import fio_time  # slow to import (pandas): only for this command
-
     from ..report.demo import DEFAULT_RUNTIME_S, run_demo
 
     runtime_s = DEFAULT_RUNTIME_S if args.runtime is None else args.runtime

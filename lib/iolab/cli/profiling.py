@@ -1,11 +1,10 @@
 """``iolab run --profile``: perf record around the run on its CPUs (``iolab.machine.perf``, as
 notebook 04 does), then the offline flame graph beside the folded stacks in the run folder
 (``iolab.plots.flamegraph.svg``) and the reading under the table (``iolab.read.profile``: top
-functions, kinds of work; cycles per IO both ways, ``iolab.stats.analysis.add_cycles_per_io``)."""
+functions, kinds of work; cycles per IO both ways, ``iolab.stats.cycles.add_cycles_per_io``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 FLAME_GRAPH = "flamegraph.svg"  # in a profiled run folder, beside perf.folded: opens offline in a browser
@@ -47,12 +46,14 @@ def report(run_dir: Path, table) -> None:
     """Write the flame graph into the profiled run folder ``run_dir`` and print the reading of
     its stacks; ``table``: the run's rows with ``add_cycles_per_io``'s columns."""
     from ..core.atomic import write_atomic
+    from ..core.runfiles import PERF_FOLDED
     from ..plots import flamegraph
     from ..read import profile
+    from ..read.run import RunFolder
     from ..runs.store import load_stacks
 
     stacks = load_stacks(run_dir)
-    cpus = json.loads((run_dir / "params.json").read_text()).get("cpus")
+    cpus = RunFolder(run_dir).params().get("cpus")
     where = f"CPU{'s' if cpus and len(cpus) > 1 else ''} {','.join(map(str, cpus))}" if cpus else "every CPU"
     hardware = "perf_cycles" in table and table["perf_cycles"].notna().any()
     event = "cycles" if hardware else "cpu-clock (no hardware counters)"
@@ -60,7 +61,7 @@ def report(run_dir: Path, table) -> None:
     svg = run_dir / FLAME_GRAPH
     write_atomic(svg, flamegraph.svg(stacks, title=title))
     busy = profile.without_idle(stacks)
-    print(f"\nprofile: perf record on {where}, {event}; folded stacks {run_dir / 'perf.folded'}")
+    print(f"\nprofile: perf record on {where}, {event}; folded stacks {run_dir / PERF_FOLDED}")
     print(f"flame graph (opens offline in a browser): {svg}")
     print(profile.describe(stacks, WATCH))
     if busy:
@@ -82,7 +83,7 @@ def cycles_lines(table) -> list[str]:
             f"cycles per IO ({name}): {busy:,.0f} from busy CPU time x frequency ({getattr(row, 'freq_source', '?')})"
         )
         if perf == perf:  # not NaN
-            line += f"; {perf:,.0f} from perf stat cycles ({getattr(row, 'cycles_per_io_disagreement_pct'):+.0f} %)"
+            line += f"; {perf:,.0f} from perf stat cycles ({row.cycles_per_io_disagreement_pct:+.0f} %)"
         else:
             line += "; none from perf stat: no hardware counters here (cycles not supported)"
         out.append(line)

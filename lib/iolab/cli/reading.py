@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ..core.errors import InputError, IolabError, printable
 from ..core.outputs import FORCE_HELP
-from .messages import one_line
+from ..core.runfiles import FIO_JSON, PERF_DATA, PERF_FOLDED, RUN_JSON, TIO_TXT
 from .argtypes import finite, whole
+from .messages import one_line
 
 
 def cmd_parse(args, _extra) -> int:
@@ -26,7 +27,7 @@ def cmd_parse(args, _extra) -> int:
     if args.files_are and not args.pool:
         raise InputError("--files-are says how --pool treats several files; add --pool")
     texts = [
-        validate.input_file(f, "fio JSON file", inside=("fio.json", "tio.txt")).read_text(errors="replace")
+        validate.input_file(f, "fio JSON file", inside=(FIO_JSON, TIO_TXT)).read_text(errors="replace")
         for f in args.file
     ]
     from ..read.fiojson import parse_output  # slow to import (pandas): once the files are known to be there
@@ -73,6 +74,7 @@ def cmd_table(args, _extra) -> int:
         raise InputError(f"--output {out}: there is no folder {out.parent}; create it or choose another --output")
     if out is not None:
         claim_output(out, force=args.force, flag="--output")  # before the runs are read
+    from ..core.runfolders import RUN_FOLDER, runs_under
     from ..runs.runcache import (
         load_cached,
         statuses,
@@ -82,13 +84,13 @@ def cmd_table(args, _extra) -> int:
     status = None if args.status == "all" else args.status
     with warnings.catch_warnings(record=True) as skipped:  # unreadable runs: one line each, not a traceback
         warnings.simplefilter("always")
-        table = load_cached(root, status=status, cache=not args.no_cache)
+        table = load_cached(root, status=status, cache=not args.no_cache).drop(columns=RUN_FOLDER, errors="ignore")
     for warning in skipped:
         print(f"iolab table: {warning.message}", file=sys.stderr)
     if table.empty:
         counts = statuses(root)
         if not counts:
-            deeper = sorted({p.parent.parent for p in root.glob("*/*/run.json")})
+            deeper = sorted({run.parent for run in runs_under(root)})
             raise InputError(
                 f"{root} holds no run folders (<run>/run.json); give the folder that holds "
                 + (f"them, e.g. {deeper[0]}" if deeper else "them, e.g. data/runs or a study's runs folder")
@@ -126,8 +128,8 @@ def cmd_compare(args, _extra) -> int:
         raise InputError(f"--confidence {args.confidence:g}: give a level between 0.5 and 1, e.g. 0.95")
     if args.min_change < 0:
         raise InputError(f"--min-change {args.min_change:g}: give a percentage >= 0 (0 calls any difference shown)")
-    from ..core.runfiles import quote
     from ..compare.page import compare_paths, html, table, text
+    from ..core.runfiles import quote
 
     by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()] if args.metric else None
@@ -167,7 +169,8 @@ def cmd_compare(args, _extra) -> int:
 
 
 def cmd_knee(args, _extra) -> int:
-    from ..stats.analysis import knee_with_interval, trusted_knee  # slow to import (pandas): only for this command
+    from ..stats.knee_interval import knee_with_interval
+    from ..stats.knee_verdict import trusted_knee  # slow to import (pandas): only for this command
 
     table = _read_curve(args.csv, args.x, args.y)
     if args.method == "auto":  # notebook 01's one answer: the method this curve supports, and why
@@ -251,7 +254,7 @@ def cmd_fold(args, _extra) -> int:
     if not path.is_file() or not os.access(path, os.R_OK):  # validate.input_file says why: its import is slow
         from ..core import validate
 
-        validate.input_file(args.input, "perf script text or perf.data file", inside=("perf.data", "perf.folded"))
+        validate.input_file(args.input, "perf script text or perf.data file", inside=(PERF_DATA, PERF_FOLDED))
     with open(path, "rb") as f:
         is_perf_data = f.read(8) == b"PERFILE2"
     if is_perf_data:
@@ -344,18 +347,18 @@ def cmd_series(args, _extra) -> int:
 
 
 def cmd_check(args, _extra) -> int:
-    from ..read import checks
     from ..core import validate
     from ..core.validate import parse_size
+    from ..read import checks
 
     runs = []
     for given in args.run_dir:
         path = validate.input_file(given, "run folder") if not Path(given).is_dir() else Path(given)
         runs += (
             [path]
-            if (path / "run.json").exists()
+            if (path / RUN_JSON).exists()
             else [  # every run below, sweeps' folders too
-                r.parent for r in sorted(path.rglob("run.json")) if not any(p.startswith(".tmp-") for p in r.parts)
+                r.parent for r in sorted(path.rglob(RUN_JSON)) if not any(p.startswith(".tmp-") for p in r.parts)
             ]
         )
     if not runs:
@@ -363,7 +366,7 @@ def cmd_check(args, _extra) -> int:
     ceiling = parse_size(args.ceiling) if args.ceiling else None
     failed = unreadable = 0
     for run in runs:
-        if not (run / "fio.json").exists():
+        if not (run / FIO_JSON).exists():
             print(printable(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check"))
             continue
         try:

@@ -50,7 +50,7 @@ def cmd_tio(args, extra) -> int:
         validate.writable_dir(scratch_dir, "scratch folder", "--scratch-dir DIR")
     from ..measure.options import MeasureOptions
     from ..measure.runner import measure_tio
-    from ..stats.analysis import add_cycles_per_io  # slow to import (pandas): once the input is known good
+    from ..stats.cycles import add_cycles_per_io  # slow to import (pandas): once the input is known good
 
     how = MeasureOptions(tio=args.tio, timeout_s=args.timeout)
     with open_target(files[0], args.target_size, scratch_dir) as target:

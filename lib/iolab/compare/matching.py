@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -152,9 +153,11 @@ def settings(side: Side, options: set[str] = frozenset()) -> pd.DataFrame:
             p: value_of(s, constants.get(p, {}).get(s, default if p in constants else None)) for p in set(parts)
         }
         given = parts.map(per_part).astype(object)
-        mine = ids[ids.map(lambda r: s in per_run.get(r, ()))]
+        mine = ids[ids.map(lambda r, s=s: s in per_run.get(r, ()))]
         if len(mine):
-            read = mine.map(lambda r: value_of(s, default if per_run[r][s] is None else per_run[r][s]))
+            read = mine.map(
+                lambda r, s=s, default=default: value_of(s, default if per_run[r][s] is None else per_run[r][s])
+            )
             given = given.where(~given.index.isin(mine.index), read)
         for col in columns.get(s, []):
             swept = table[col][table[col].notna()]

@@ -12,15 +12,15 @@ from __future__ import annotations
 import datetime
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..core.columns import label, setting_name
-from .versus import MIN_CHANGE_PCT, Versus, number, versus
-from ..report.batch_index import STYLE
+from ..report.templating import page
 from .matching import match
 from .sides import Side, differences, load_side, not_comparable, setup
-from ..report.templating import render
+from .versus import MIN_CHANGE_PCT, Versus, number, versus
 
 
 @dataclass
@@ -100,10 +100,7 @@ def table(done: SidesCompared):
     return done.versus.cells.assign(a=str(done.a.path), b=str(done.b.path))
 
 
-PAGE = """{% from "table.html" import table %}<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>
-<title>iolab compare: {{ a_name }} vs {{ b_name }}</title><style>{{ style | safe }}
-.better{color:#1a7f37;font-weight:600} .worse{color:#c62828;font-weight:600} td.same{color:#555}
-.banner{background:#fff4e5;border-left:4px solid #e8a33d;padding:.6em 1em;margin:1em 0}</style></head><body>
+PAGE = """{% extends layout %}{% from "table.html" import table %}{% block body -%}
 <h1>B against A</h1>
 <p>A = <code>{{ a }}</code><br>B = <code>{{ b }}</code></p>
 {% if not_comparable %}<div class='banner'>Not comparable: {{ not_comparable }}. The figures are shown;
@@ -123,8 +120,7 @@ it is at least {{ threshold }} %. Cells matched on: {{ by }}.</p>
 {% for side, cells in only %}<p class='note'>Only in {{ side }} (not compared): {{ cells }}</p>{% endfor %}
 <p class='note'>Made by <code>iolab compare</code> on {{ when }} from the runs' fio json+ outputs, samplers and
 system snapshots.</p>
-</body></html>
-"""
+{%- endblock %}"""
 CSS = {"better": "better", "worse": "worse", "": "same", "not comparable": "same"}
 
 
@@ -149,13 +145,11 @@ def html(done: SidesCompared) -> str:
         for r in v.cells.itertuples()
     ]
     only = v.one_sided()
-    return render(
+    return page(
         PAGE,
-        style=STYLE,
+        f"iolab compare: {done.a.path.name} vs {done.b.path.name}",
         a=str(done.a),
         b=str(done.b),
-        a_name=done.a.path.name,
-        b_name=done.b.path.name,
         not_comparable=v.not_comparable,
         worse=len(v.worse),
         summary=text(done)[-1],
@@ -167,5 +161,5 @@ def html(done: SidesCompared) -> str:
         metric_at=len(v.by),
         rows=rows,
         only=only,
-        when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        when=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )

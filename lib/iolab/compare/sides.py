@@ -9,7 +9,7 @@ A side is one of
 * an executed notebook (``.ipynb``: its ``metadata["iolab"]`` or result outputs,
   ``iolab.report.reproduce.recorded``).
 
-All become the run folders behind them and their tidy table (``iolab.runs.store``; a folder
+All become the run folders behind them and their tidy table (``iolab.runs.runcache``; a folder
 of run folders through its parquet cache). A side made of several studies (a batch of
 several notebooks, ``data/runs`` with several studies) gets a ``part`` column naming the
 study each run belongs to — the batch run's name, or the study folder's name without its
@@ -37,8 +37,12 @@ from typing import Any
 import pandas as pd
 
 from ..core.columns import setting_name
-from ..core.errors import InputError
-from ..runs import runcache, store
+from ..core.errors import InputError, RunFileError
+from ..core.runfiles import PARAMS_JSON, RUN_JSON
+from ..core.runfolders import is_run, runs_in, runs_under
+from ..core.system import MACHINE_FACTS, machine_facts
+from ..read.run import RunFolder
+from ..runs import runcache
 
 STAMP = re.compile(r"-\d{8}T\d{6}Z$")
 NOT_OPTIONS = {"filename", "directory", "cpus_allowed", "numa_cpu_nodes", "name"}
@@ -73,13 +77,13 @@ def load_side(path: str | os.PathLike) -> Side:
         if path.suffix != ".ipynb":
             raise InputError(f"{path} is a file but not a notebook: {WHAT}")
         return _side(path, "executed notebook", {path.stem: _notebook_folders(path)})
-    if (path / "run.json").is_file() and not (path / "batch.json").exists() and (path / "params.json").exists():
+    if (path / RUN_JSON).is_file() and not (path / "batch.json").exists() and (path / PARAMS_JSON).exists():
         return _side(path, "run folder", {_part_name(path.parent): [path]})
     if (path / "batch.json").is_file():
         return _side(path, "batch output", _batch_parts(path / "batch.json", ""))
-    if store.find_runs(path):
+    if runs_in(path):
         return _side(path, "runs folder", {_part_name(path): []})
-    studies = sorted(p.parent for p in path.glob("*/*/run.json") if (p.parent / "params.json").exists())
+    studies = [run for run in runs_under(path) if (run / PARAMS_JSON).exists()]  # a folder of studies
     if studies:
         parts: dict[str, list[Path]] = {}
         for folder in studies:
@@ -99,10 +103,10 @@ def _side(path: Path, kind: str, parts: dict[str, list[Path]]) -> Side:
     for name, part_folders in parts.items():
         if kind == "runs folder":
             table = runcache.load_cached(path)
-            part_folders = [p.parent for p in store.find_runs(path)]
+            part_folders = runs_in(path)
             parts[name] = part_folders
         else:
-            present = [f for f in part_folders if (f / "run.json").is_file()]
+            present = [f for f in part_folders if is_run(f)]
             gone = [f for f in part_folders if f not in present]
             if gone:
                 warnings.warn(
@@ -110,7 +114,7 @@ def _side(path: Path, kind: str, parts: dict[str, list[Path]]) -> Side:
                     f"(first: {gone[0]}); compared without them",
                     stacklevel=3,
                 )
-            table = store.load_runs(present) if present else pd.DataFrame()
+            table = runcache.load_runs(present) if present else pd.DataFrame()
         folders += part_folders
         if len(table):
             frames.append(table.assign(part=name))
@@ -165,7 +169,7 @@ def _swept(folders: list[Path]) -> list[str]:
     """The swept settings of the runs (``params.json`` "swept"), first seen first."""
     keys: dict[str, None] = {}
     for folder in _sampled(folders):
-        keys.update(dict.fromkeys(_json(folder / "params.json").get("swept") or {}))
+        keys.update(dict.fromkeys(_read(folder, RunFolder.params).get("swept") or {}))
     return [k for k in keys if k != "repeat"]
 
 
@@ -174,12 +178,12 @@ def _sampled(folders: list[Path]) -> list[Path]:
     return list(dict.fromkeys(folders[i] for i in (0, len(folders) // 2, -1))) if folders else []
 
 
-def _json(path: Path) -> dict[str, Any]:
+def _read(folder: Path, part) -> dict[str, Any]:
+    """``part`` of a run folder (``RunFolder.params``, ``RunFolder.snapshot``); {} when it cannot be read."""
     try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return part(RunFolder(folder))
+    except (OSError, RunFileError):
         return {}
-    return value if isinstance(value, dict) else {}
 
 
 # ---------------------------------------------------------------- the sides' setups
@@ -200,7 +204,7 @@ def option_names(side: Side) -> set[str]:
         setting_name(k)
         for folders in side.parts.values()
         for f in _sampled(folders)
-        for k in _json(f / "params.json").get("fio_options") or {}
+        for k in _read(f, RunFolder.params).get("fio_options") or {}
         if k not in NOT_OPTIONS
     }
 
@@ -213,7 +217,7 @@ def unswept_options(side: Side) -> dict[str, dict[str, Any]]:
     option a run did not give. {} when every part's runs agree."""
     out: dict[str, dict[str, Any]] = {}
     for folders in side.parts.values():
-        params = [_json(f / "params.json") for f in folders]
+        params = [_read(f, RunFolder.params) for f in folders]
         options = [p.get("fio_options") or {} for p in params]
         swept = {setting_name(k) for p in params for k in p.get("swept") or {}}
         keys = {k for o in options for k in o if k not in NOT_OPTIONS and setting_name(k) not in swept}
@@ -239,8 +243,8 @@ def _part_setup(folders: list[Path]) -> list[dict[str, Any]]:
     what the study swept: it varies between the sampled runs, or it is a swept setting, maybe
     under another name (a ``qd`` axis sets ``iodepth``: ``iolab.core.columns.SETTING_ALIASES``).
     Options are keyed by fio's own names."""
-    snaps = [_snapshot_of(_json(f / "system.json")) for f in folders]
-    params = [_json(f / "params.json") for f in folders]
+    snaps = [_snapshot_of(_read(f, RunFolder.snapshot)) for f in folders]
+    params = [_read(f, RunFolder.params) for f in folders]
     options = [p.get("fio_options") or {} for p in params]
     swept = [{k: str(v) for k, v in (p.get("swept") or {}).items() if k != "repeat"} for p in params]
     named = {setting_name(k) for s in swept for k in s}
@@ -250,24 +254,11 @@ def _part_setup(folders: list[Path]) -> list[dict[str, Any]]:
 
 
 def _snapshot_of(snap: dict[str, Any]) -> dict[str, Any]:
-    device = snap.get("nvme_device") or {}
-    cpus = snap.get("cpus_in_use") or []
-    governors = sorted({g for c, g in (snap.get("governor") or {}).items() if g and (not cpus or int(c) in cpus)})
-    return {
-        "kernel": snap.get("kernel"),
-        "fio": snap.get("fio_version"),
-        "iolab": snap.get("iolab_version"),
-        "machine": snap.get("hostname"),
-        "cpu": snap.get("cpu_model"),
-        "device": snap.get("device"),
-        "device model": device.get("model"),
-        "firmware": device.get("firmware_rev"),
-        "governor": "/".join(governors) or None,
-        "scheduler": (snap.get("queue") or {}).get("scheduler_active"),
-        "smt": snap.get("smt"),
-        "turbo": snap.get("turbo"),
-        "lab": "NVMe lab (emulated)" if snap.get("emulated") else "not emulated",
-    }
+    """The machine facts of a run's snapshot (``iolab.core.system.MACHINE_FACTS``) under the
+    words the set-up table shows; the lab's in words."""
+    facts = machine_facts(snap)
+    facts["emulated"] = "NVMe lab (emulated)" if facts["emulated"] else "not emulated"
+    return {f.words: facts[f.name] for f in MACHINE_FACTS if f.name in facts}
 
 
 def differences(a: dict[str, str], b: dict[str, str]) -> list[tuple[str, str, str]]:

@@ -4,12 +4,12 @@
     v.cells        # one row per cell and metric: mean_a, mean_b, change_pct (B ÷ A - 1), low/high, verdict
     v.worse        # the rows where B is worse beyond its interval (``iolab compare`` exits 3)
 
-A and B are tidy tables of runs (``iolab.runs.store.load_runs``), typically one study made
+A and B are tidy tables of runs (``iolab.runs.runcache.load_runs``), typically one study made
 before and after a kernel, firmware or setting change. Cells are the values of the ``by``
 columns (the swept settings, ``repeat`` left out: repeats are what the interval is made
 of); a cell on one side only is listed, not compared. Each run is one repeat (its jobs'
-IOPS summed, ``iolab.stats.compare.per_run``), and each metric of a matched cell gets the
-statistics of ``iolab.stats.compare.compare_values``: B ÷ A - 1 in %, its percentile
+IOPS summed, ``iolab.stats.repeat_stats.per_run``), and each metric of a matched cell gets the
+statistics of ``iolab.stats.repeat_stats.compare_values``: B ÷ A - 1 in %, its percentile
 bootstrap interval (each side resampled on its own, seeded) joined with the Welch t
 interval of the ratio — the Welch end is what keeps two equal settings with 3 repeats a
 side from being called different about 1 time in 5.
@@ -30,15 +30,16 @@ decides it from the two sides' snapshots.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..stats.compare import METRICS, compare_values, nonnegative, per_run
-from ..core.columns import better, label
+from ..core.columns import better, label, nonnegative
 from ..core.errors import InputError
 from ..core.readable import si_number
+from ..stats.repeat_stats import METRICS, compare_values, per_run
 
 MIN_CHANGE_PCT = 2.0
 NOT_SETTINGS = {"repeat", "run_id"}
@@ -96,7 +97,7 @@ def versus(
     not_comparable: str = "",
 ) -> Versus:
     """Compare table ``b`` against table ``a`` cell by cell (see the module docstring).
-    ``metrics`` default: those of ``iolab.stats.compare.METRICS`` with values on both sides."""
+    ``metrics`` default: those of ``iolab.stats.repeat_stats.METRICS`` with values on both sides."""
     by = [c.strip() for c in ([by] if isinstance(by, str) else by) if c.strip()]
     for side, table in (("A", a), ("B", b)):
         missing = [c for c in by if c not in table]

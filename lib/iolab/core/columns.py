@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-
 from dataclasses import dataclass
 
 
@@ -24,6 +23,9 @@ class Column:
     source: str
     role: str = "metric"  # metric | setting | id
     scale: str = "linear"  # linear | log2
+    better: str = ""  # higher | lower | "" (no better direction): which way a metric improves
+    summed: bool = False  # a run's jobs add up (IOPS, bytes): summed over them, not averaged
+    skewed: bool = False  # a percentile, or a ratio of two sums: skewed over repeats (a bootstrap interval)
 
 
 _C = Column
@@ -73,18 +75,25 @@ COLUMNS: dict[str, Column] = {
         _C("host_error", "", "fio's words for a host that failed mid-run", "hosts.json / fio client output", "id"),
         _C("hosts_n", "", "number of hosts running the job at once", "iolab.studies.many_hosts", "setting"),
         _C("direction", "", "read, write, trim, mixed; 'none' for a job that did no I/O", "fio JSON", "setting"),
-        _C("iops", "IO/s", "I/O operations per second", "fio JSON iops"),
-        _C("bw_bytes_s", "B/s", "bandwidth", "fio bw_bytes, or bw KiB/s x 1024 before fio 3.2"),
-        _C("bw_mib_s", "MiB/s", "bandwidth", "fio bw_bytes / 2**20"),
-        _C("io_bytes", "B", "bytes transferred", "fio io_bytes (KiB x 1024 in fio 2.x)"),
-        _C("total_ios", "IOs", "I/Os completed", "fio JSON total_ios"),
+        _C("iops", "IO/s", "I/O operations per second", "fio JSON iops", better="higher", summed=True),
+        _C(
+            "bw_bytes_s",
+            "B/s",
+            "bandwidth",
+            "fio bw_bytes, or bw KiB/s x 1024 before fio 3.2",
+            better="higher",
+            summed=True,
+        ),
+        _C("bw_mib_s", "MiB/s", "bandwidth", "fio bw_bytes / 2**20", better="higher", summed=True),
+        _C("io_bytes", "B", "bytes transferred", "fio io_bytes (KiB x 1024 in fio 2.x)", summed=True),
+        _C("total_ios", "IOs", "I/Os completed", "fio JSON total_ios", summed=True),
         _C("runtime_ms", "ms", "time the direction was active", "fio JSON runtime"),
-        _C("slat_mean_us", "µs", "mean submission latency", "fio slat_ns / 1000"),
-        _C("clat_mean_us", "µs", "mean completion latency", "fio clat_ns / 1000"),
-        _C("clat_min_us", "µs", "minimum completion latency", "fio clat_ns"),
-        _C("clat_max_us", "µs", "maximum completion latency", "fio clat_ns"),
-        _C("clat_stddev_us", "µs", "standard deviation of completion latency", "fio clat_ns"),
-        _C("lat_mean_us", "µs", "mean total latency (submission + completion)", "fio lat_ns / 1000"),
+        _C("slat_mean_us", "µs", "mean submission latency", "fio slat_ns / 1000", better="lower"),
+        _C("clat_mean_us", "µs", "mean completion latency", "fio clat_ns / 1000", better="lower"),
+        _C("clat_min_us", "µs", "minimum completion latency", "fio clat_ns", better="lower"),
+        _C("clat_max_us", "µs", "maximum completion latency", "fio clat_ns", better="lower"),
+        _C("clat_stddev_us", "µs", "standard deviation of completion latency", "fio clat_ns", better="lower"),
+        _C("lat_mean_us", "µs", "mean total latency (submission + completion)", "fio lat_ns / 1000", better="lower"),
         _C("usr_cpu_pct", "%", "fio process user CPU (rusage) relative to one CPU", "fio usr_cpu"),
         _C("sys_cpu_pct", "%", "fio process system CPU (rusage) relative to one CPU", "fio sys_cpu"),
         _C("ctx", "", "context switches of the fio job", "fio ctx", "id"),
@@ -165,11 +174,25 @@ COLUMNS: dict[str, Column] = {
             "scaling_cur_freq or /proc/cpuinfo",
         ),
         _C("freq_source", "", "where cpu_freq_mhz came from", "iolab", "id"),
-        _C("cycles_per_io", "cycles/IO", "busy CPU seconds x frequency / IOs", "iolab analysis"),
+        _C(
+            "cycles_per_io",
+            "cycles/IO",
+            "busy CPU seconds x frequency / IOs",
+            "iolab analysis",
+            better="lower",
+            skewed=True,
+        ),
         _C("littles_qd", "IOs", "IOPS x mean latency (Little's law estimate of outstanding IOs)", "iolab analysis"),
         _C("perf_cycles", "cycles", "CPU cycles on the pinned CPUs over the perf window", "perf stat -e cycles -a -C"),
         _C("perf_window_s", "s", "how long perf stat counted", "iolab: perf_stat_window.json (time.monotonic)"),
-        _C("cycles_per_io_perf", "cycles/IO", "perf stat cycles / (IOPS x window)", "perf stat"),
+        _C(
+            "cycles_per_io_perf",
+            "cycles/IO",
+            "perf stat cycles / (IOPS x window)",
+            "perf stat",
+            better="lower",
+            skewed=True,
+        ),
         _C("cycles_per_io_disagreement_pct", "%", "perf-based vs busy-time-based cycles/IO", "iolab analysis"),
         _C("self_pct", "%", "share of samples whose leaf is this frame", "folded stacks"),
         _C("inclusive_pct", "%", "share of samples with this frame anywhere on the stack", "folded stacks"),
@@ -184,20 +207,25 @@ COLUMNS: dict[str, Column] = {
             "KiB",
             "mean read request size the device saw",
             "/sys/block/<dev>/stat sectors x 512 / IOs",
+            skewed=True,
         ),
-        _C("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat"),
+        _C("dev_write_req_kib", "KiB", "mean write request size the device saw", "/sys/block/<dev>/stat", skewed=True),
         _C(
             "lat_mean_us_littles",
             "µs",
             "mean latency implied by a full queue: QD x threads / IOPS",
             "Little's law (estimate)",
+            skewed=True,
         ),
-        _C("max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring"),
+        _C(
+            "max_iops", "IO/s", "highest per-second IOPS t/io_uring printed", "t/io_uring", better="higher", summed=True
+        ),
         _C(
             "ios_per_submit_call",
             "IOs/call",
             "mean IOs submitted per io_uring_enter call (steady seconds)",
             "t/io_uring IOS/call",
+            skewed=True,
         ),
         _C("submitters", "threads", "submitter threads t/io_uring ran", "t/io_uring header", "setting"),
         _C("polled", "", "1: t/io_uring polled for completions (-p 1), 0: interrupts", "t/io_uring header", "setting"),
@@ -207,6 +235,7 @@ COLUMNS: dict[str, Column] = {
             "µs",
             "mean latency: fio's measured, or t/io_uring's Little's-law estimate",
             "see mean_lat_source",
+            better="lower",
         ),
         _C("mean_lat_source", "", "where mean_lat_us came from", "iolab", "id"),
         _C("window_s", "s", "length of the trimmed /proc/stat sampling window", "iolab sampler"),
@@ -222,9 +251,30 @@ COLUMNS: dict[str, Column] = {
         # blockstat.json's interval_s: it spans fio's start-up and exit too, so %util and aqu-sz
         # read lower than fio's own; they are NaN for runs recorded before interval_s was
         _C("dev_util_pct", "%", "%util: share of the run with a request in flight", _STAT + "Δio_ticks/interval_s"),
-        _C("dev_await_ms", "ms", "await: mean time a request took, queued and served", _STAT + "Δticks/Δios"),
-        _C("dev_r_await_ms", "ms", "r_await: mean time a read took, queued and served", _STAT + "read Δticks/Δios"),
-        _C("dev_w_await_ms", "ms", "w_await: mean time a write took, queued and served", _STAT + "write Δticks/Δios"),
+        _C(
+            "dev_await_ms",
+            "ms",
+            "await: mean time a request took, queued and served",
+            _STAT + "Δticks/Δios",
+            better="lower",
+            skewed=True,
+        ),
+        _C(
+            "dev_r_await_ms",
+            "ms",
+            "r_await: mean time a read took, queued and served",
+            _STAT + "read Δticks/Δios",
+            better="lower",
+            skewed=True,
+        ),
+        _C(
+            "dev_w_await_ms",
+            "ms",
+            "w_await: mean time a write took, queued and served",
+            _STAT + "write Δticks/Δios",
+            better="lower",
+            skewed=True,
+        ),
         _C("dev_aqu_sz", "requests", "aqu-sz: mean requests in flight", _STAT + "Δtime_in_queue/interval_s"),
         # fio's own disk_util for the run's device (iolab.read.fiojson.disk_util; NaN when fio wrote none)
         _C("fio_disk_util_pct", "%", "fio's %util of the device over its sampling window", "fio JSON disk_util util"),
@@ -241,6 +291,13 @@ COLUMNS: dict[str, Column] = {
         _C("cpus_sampled", "", "the CPUs /proc/stat was sampled on", "iolab", "id"),
         _C("fio_warnings", "", "warnings fio printed on stderr", "fio", "id"),
         _C("run_id", "", "the run folder's name", "iolab", "id"),
+        _C(
+            "run_folder",
+            "",
+            "the run folder, an absolute path: where readers find the row's run",
+            "iolab.runs.runcache",
+            "id",
+        ),
         _C("status", "", "ok, failed or interrupted", "iolab", "id"),
         _C("repeat", "", "repeat index of a swept cell (0-based): what intervals are taken over", "iolab params", "id"),
         _C("tool", "", "what drove the I/O: fio or t/io_uring", "iolab params", "setting"),
@@ -503,51 +560,45 @@ for _p in ("50", "90", "95", "99", "99_9", "99_99"):
             "µs",
             f"{_p.replace('_', '.')}th percentile of {_kind}",
             "json+ bins (as fio computes them) or fio's reported percentile",
+            better="lower",
+            skewed=True,
         )
 
 
-HIGHER_IS_BETTER = {"iops", "bw_bytes_s", "bw_mib_s", "max_iops"}  # throughput
-LOWER_IS_BETTER = {  # CPU cost per IO, the device's await; latencies too (``better``)
-    "cycles_per_io",
-    "cycles_per_io_perf",
-    "dev_await_ms",
-    "dev_r_await_ms",
-    "dev_w_await_ms",
-}
+PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")  # clat_p99_us, lat_p99_9_us
 
 
 def better(name: str) -> str:
-    """Which way a metric improves, the one rule every comparison, search and plot uses:
-    ``"higher"`` (throughput), ``"lower"`` (latency: a µs column of slat, clat or lat, mean or
-    percentile; CPU cycles per IO; the device's await in ms), ``""`` (no better direction: CPU
-    busy, frequency, counts, the device's %util and queue size)."""
-    if name in HIGHER_IS_BETTER:
-        return "higher"
-    if name in LOWER_IS_BETTER or (name.endswith("_us") and "lat" in name):
-        return "lower"
-    return ""
+    """Which way a metric improves, the one rule every comparison, search and plot uses: the
+    column's ``better`` — ``"higher"`` (throughput), ``"lower"`` (latency, CPU cycles per IO,
+    the device's await), ``""`` (no better direction: CPU busy, frequency, counts, the device's
+    %util and queue size); a name not registered that is a latency in µs (``*lat*_us``) is
+    ``"lower"``."""
+    col = COLUMNS.get(name)
+    if col is not None:
+        return col.better
+    return "lower" if name.endswith("_us") and "lat" in name else ""
 
 
-RATIOS = {  # per-IO or per-request figures: a ratio of two sums, skewed over repeats
-    "cycles_per_io",
-    "cycles_per_io_perf",
-    "dev_read_req_kib",
-    "dev_write_req_kib",
-    "dev_await_ms",
-    "dev_r_await_ms",
-    "dev_w_await_ms",
-    "ios_per_submit_call",
-    "lat_mean_us_littles",
-}
-PERCENTILE = re.compile(r"_p\d+(_\d+)?_us$")  # clat_p99_us, lat_p99_9_us
+HIGHER_IS_BETTER = frozenset(name for name, col in COLUMNS.items() if col.better == "higher")  # throughput
+
+
+def summed(name: str) -> bool:
+    """Whether a run's jobs add up in ``name`` (the column's ``summed``: IOPS, bandwidth,
+    bytes, IOs), so a run's figure is their sum rather than their mean."""
+    col = COLUMNS.get(name)
+    return col is not None and col.summed
 
 
 def interval_method(name: str) -> str:
     """How the 95 % interval of a metric's mean over repeats is taken, the one rule every
-    table, plot and the explorer use (``iolab.stats.compare.interval``): ``"bootstrap"`` for
-    percentiles and ratios (a skewed tail: the bootstrap joined with Student t), ``"t"``
-    (Student t) for the rest, means of additive figures."""
-    return "bootstrap" if PERCENTILE.search(name) or name in RATIOS else "t"
+    table, plot and the explorer use (``iolab.stats.repeat_stats.interval``): ``"bootstrap"``
+    for a ``skewed`` column — percentiles and ratios of two sums (a skewed tail: the bootstrap
+    joined with Student t) —, ``"t"`` (Student t) for the rest, means of additive figures. A
+    name not registered is skewed when it is a percentile (``clat_p99_9_us``)."""
+    col = COLUMNS.get(name)
+    skewed = col.skewed if col is not None else bool(PERCENTILE.search(name))
+    return "bootstrap" if skewed else "t"
 
 
 # what a quantity can be, the one rule every interval the kit prints or plots is clipped to (``bounds``)
@@ -709,7 +760,7 @@ def labelled(name: str) -> bool:
 
 def bounds(name: str) -> tuple[float, float]:
     """What a quantity can be, ``(low, high)``: the one rule every interval the kit prints or
-    plots is clipped to (``iolab.stats.compare.interval``, the explorer). Counts, rates, sizes,
+    plots is clipped to (``iolab.stats.repeat_stats.interval``, the explorer). Counts, rates, sizes,
     latencies, cycles and frequencies from 0 up; shares (CPU busy, %util, coverage) 0-100 %; a
     change 100 x (a/b - 1) of two such quantities from -100 %; any other difference or estimate
     unbounded. A summary column (``iops_ci_low``, ``cpu_busy_pct_mean``) is bounded as its
@@ -739,6 +790,12 @@ def clipped(low: float, high: float, name: str) -> tuple[float, float]:
         min(max(low, floor), ceiling) if low == low else low,
         max(min(high, ceiling), floor) if high == high else high,
     )
+
+
+def nonnegative(name: str) -> bool:
+    """Whether ``name`` can never be below zero (``bounds``): rates, counts, sizes, times, CPU
+    busy, cycles (not a difference, a gain or an estimate that subtracts)."""
+    return bounds(name)[0] >= 0
 
 
 SETTING_ALIASES = {  # another name of a setting -> fio's own option name, the one a comparison matches on

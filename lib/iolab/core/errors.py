@@ -18,7 +18,8 @@ class ToolMissing(IolabError):
     """A command-line tool iolab needs is not installed."""
 
     def __init__(self, tool: str, package: str | None = None, how: str | None = None):
-        from .distro import install_line, package as package_of
+        from .distro import install_line
+        from .distro import package as package_of
 
         self.tool, self.package = tool, package or package_of(tool)
         how = how or f"install it with: {install_line([self.package])} (as root), or `make setup` in the iolab checkout"
@@ -157,7 +158,7 @@ class RunFileError(IolabError):
 
 
 class RunSkipped(UserWarning):
-    """A run folder left out of a table (``iolab.runs.store.load_runs``, ``iolab.runs.runcache``): the
+    """A run folder left out of a table (``iolab.runs.runcache.load_runs``): the
     message names the run, the file and what is wrong with it."""
 
 

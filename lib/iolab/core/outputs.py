@@ -23,8 +23,8 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from . import owned, paths
 from .atomic import write_atomic, write_json

@@ -86,7 +86,7 @@ class Lines:
             self._closed = True
             self._say("done" if not self.total or self.n >= self.total else "stopped")
 
-    def __enter__(self) -> "Lines":
+    def __enter__(self) -> Lines:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -156,12 +156,14 @@ class Shown(Lines):
     def close(self) -> None:
         import time
 
+        from .readable import readable_seconds
+
         if self._closed:
             return
         self._closed = True
         if self._shown is None:
             return  # never drawn: ended within its delay, or disabled
-        took = duration_text(time.monotonic() - self._start)
+        took = readable_seconds(time.monotonic() - self._start)
         if not self.leave:
             self._put("")
         elif not self.total or self.n >= self.total:
@@ -171,6 +173,7 @@ class Shown(Lines):
 
     def _draw(self) -> None:
         import time
+
         from tqdm.std import tqdm
 
         if self.disable or self._closed:
@@ -225,13 +228,6 @@ def _count(n: float, unit: str) -> str:
     return f"{n:,g} {unit}{'s' if plural else ''}"
 
 
-def duration_text(seconds: float) -> str:
-    """A wait as a reader takes it in: '41 s', '3.5 min', '1.2 h'."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
-
-
 def _columns() -> int:
     import shutil
 
@@ -263,7 +259,7 @@ class Stages:
             self._bar.leave = False
         self._bar.close()
 
-    def __enter__(self) -> "Stages":
+    def __enter__(self) -> Stages:
         return self
 
     def __exit__(self, kind, *exc) -> None:
@@ -326,7 +322,7 @@ class Ticking:
             self._thread.join(timeout=2)
         self._bar.close()
 
-    def __enter__(self) -> "Ticking":
+    def __enter__(self) -> Ticking:
         return self
 
     def __exit__(self, *exc) -> None:

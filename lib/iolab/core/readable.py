@@ -1,7 +1,8 @@
 """Numbers and tables as people read them: the same in a write-up and in a live notebook.
 
 ``readable_number`` rounds to what a measurement supports and separates thousands;
-``readable_bytes`` gives sizes and rates in binary units (275873792 B -> 263 MiB);
+``readable_bytes`` gives sizes and rates in binary units (275873792 B -> 263 MiB),
+``readable_seconds`` a wall time (210 s -> 4 min);
 ``readable_tables`` applies both to pandas' HTML tables (``readable_cell``: booleans as
 yes/no, NaN as "–", 32.0 as 32) and labels every column with words and its unit
 (``iolab.core.columns.label``: registered names, and summaries such as ``iops_ci_low``).
@@ -68,6 +69,18 @@ def percent(x: float, signed: bool = False) -> str:
         return "n/a"
     sign = "+" if signed else ""
     return f"{x:{sign}.0f} %" if abs(x) >= 10 else f"{x:{sign}.1f} %"
+
+
+def readable_seconds(seconds: float) -> str:
+    """A wall time as people say it, an estimate or a wait: ``45 s`` below two minutes,
+    ``12 min`` below two hours, ``3.4 h`` below two days, then ``2.5 days``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f}".removesuffix(".0") + " h"
+    return f"{seconds / 86400:,.1f}".removesuffix(".0") + " days"
 
 
 def readable_value(v) -> str:
@@ -201,7 +214,7 @@ def _readable_table(table: str) -> str:
     names: dict[int, set[str]] = {}
     for row in _ROW.finditer(head):
         at = 0
-        for tag, attrs, text in reversed(_CELL.findall(row.group(2))):
+        for _tag, attrs, text in reversed(_CELL.findall(row.group(2))):
             span = re.search(r"colspan=\"(\d+)\"", attrs)
             titled = re.search(r'title="([^"]*)"', attrs)  # a header made readable before: its name
             for k in range(int(span.group(1)) if span else 1):

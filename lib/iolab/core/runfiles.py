@@ -1,4 +1,8 @@
-"""Reading one file of a run folder, defensively: its content, or one RunFileError saying which.
+"""A run folder's file names, and reading one of its files, defensively: its content, or one
+RunFileError saying which.
+
+The names below are the only place a run folder's file names are spelled; the modules that
+write and read them (the runner, the producers' readers, ``iolab.runs.store``) import them.
 
 Every reader of a run folder's files (``iolab.runs.store``, the producers' readers in
 ``iolab.runs.producers``, ``iolab.read.checks``, ``iolab.read.series``, ``iolab.read.threadstates``) reads them
@@ -15,9 +19,10 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .errors import RunFileError, printable
 
@@ -25,6 +30,26 @@ try:  # a JSON reader several times faster than the standard library's (a depend
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover
     _fast_loads = None
+
+# ---------------------------------------------------------------- the run folder's files
+RUN_JSON = "run.json"  # schema, iolab version, status, times, target, error (iolab.runs.store)
+PARAMS_JSON = "params.json"  # every swept value and the full fio option dict (or t/io_uring flags)
+ARGV_JSON = "argv.json"  # the exact command line
+FIO_JSON = "fio.json"  # fio's raw json+ output, byte for byte
+FIO_STDERR = "fio.stderr"  # what fio printed on stderr
+JOB_FIO = "job.fio"  # the job file fio ran
+TIO_TXT = "tio.txt"  # t/io_uring's output, instead of fio's files
+SYSTEM_JSON = "system.json"  # the machine snapshot (iolab.core.system.snapshot)
+BLOCKSTAT_JSON = "blockstat.json"  # /sys/block/<dev>/stat before and after
+PCIE_JSON = "pcie.json"  # the device's PCI links and AER counters before and after
+CHECKS_JSON = "checks.json"  # the plausibility checks (iolab.read.checks)
+SERIES_JSON = "series.json"  # fio's interval logs were asked for (iolab.read.series)
+HOSTS_JSON, HOSTS_LIST, HOSTS_DIR = "hosts.json", "hosts.list", "hosts"  # a run on fio servers
+SAMPLES_STAT_CSV, SAMPLES_FREQ_CSV = "samples_stat.csv", "samples_freq.csv"  # the samplers
+SAMPLES_THREADS_CSV, THREADS_JSON = "samples_threads.csv", "threads.json"  # the thread sampler
+PERF_DATA, PERF_FOLDED = "perf.data", "perf.folded"  # perf record
+PERF_STAT_CSV, PERF_STAT_WINDOW_JSON = "perf_stat.csv", "perf_stat_window.json"  # perf stat
+PERF_STAT_TIDY_V1 = "perf_stat_tidy.csv"  # perf stat's table in schema 1 (still read)
 
 _KINDS = {
     dict: "a JSON object",
@@ -36,7 +61,7 @@ _KINDS = {
     type(None): "null",
 }
 CONTENT_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError)  # what ``guard`` names
-TODO = {"checks.json": "delete it: `iolab check RUN` derives the checks again from the run's other files"}
+TODO = {CHECKS_JSON: "delete it: `iolab check RUN` derives the checks again from the run's other files"}
 
 
 def _error(path: str | Path, what: str) -> RunFileError:

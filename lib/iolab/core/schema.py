@@ -1,5 +1,6 @@
-"""Files a user writes (batch manifests, hosts files, search specs) checked by pydantic
-models, and what pydantic finds said the project's way: the one rule for those messages.
+"""Files a user writes (batch manifests, hosts files, search specs, seed manifests) and
+settings given in Python or on the command line (the NVMe lab's) checked by pydantic models,
+and what pydantic finds said the project's way: the one rule for those messages.
 
 A model declares each key's type, what it expects (``Field(description=...)``, a phrase
 that reads on from "not": "a mapping of parameter -> value") and an example
@@ -11,6 +12,9 @@ InputError naming the file, the key, what was given, what is expected and an exa
     batch.yaml: defaults is a list ([1, 2]), not a mapping of parameter -> value; write it as defaults: {runtime_s: 1}
     hosts.yaml: host h1 is a number (5), not a host entry {via: command prefix}; write it as h1: {via: ssh h1}
     spec.yaml: unknown key 'axis' (did you mean 'axes'?); the keys are name, description, ...
+
+Settings given as keyword arguments rather than a file (``LabSpec(cpus=2)``) are a
+``Settings`` model: checked when made, the same messages with ``WHERE`` in front.
 
 A rule no type can say (a name that becomes a folder, a value from a set, two keys that
 must agree) is a validator's, decorated with ``refusal``: it raises InputError with a
@@ -28,16 +32,29 @@ import math
 import re
 import types
 import typing
-from typing import Annotated, Any, Callable, Mapping, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field, RootModel, Strict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, Strict, ValidationError
 from pydantic.fields import FieldInfo
 
 from .errors import InputError, printable
 
 M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["validated", "refusal", "message", "key_path", "given", "whole", "Text", "Word", "Table", "Words"]
+__all__ = [
+    "validated",
+    "Settings",
+    "refusal",
+    "message",
+    "key_path",
+    "given",
+    "whole",
+    "Text",
+    "Word",
+    "Table",
+    "Words",
+]
 
 
 # ---------------------------------------------------------------- checking a document
@@ -71,6 +88,24 @@ def validated(model: type[M], doc: Any, where: str, context: Mapping[str, Any] |
         raise InputError(message(model, exc, where)) from None
     except InputError as exc:  # a validator's own sentence
         raise InputError(f"{where}: {exc}") from None
+
+
+class Settings(BaseModel):
+    """Settings given in Python or on the command line, checked when made as a file is by
+    ``validated``: ``Model(key=value)`` raises InputError in the project's words with
+    ``WHERE`` in front (``nvmelab settings: cpus is 99, not a whole number from 1 to 8``).
+    Unknown keys are refused; once made, settings do not change (frozen)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    WHERE: ClassVar[str] = "the settings"
+
+    def __init__(self, **settings: Any) -> None:
+        try:
+            super().__init__(**settings)
+        except ValidationError as exc:
+            raise InputError(message(type(self), exc, self.WHERE)) from None
+        except InputError as exc:  # a validator's own sentence
+            raise InputError(f"{self.WHERE}: {exc}") from None
 
 
 def message(model: type[BaseModel], error: ValidationError, where: str) -> str:

@@ -17,7 +17,7 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .version import __version__
 
@@ -232,25 +232,73 @@ BLOCK_STAT_FIELDS = (
 )
 
 
-def snapshot_columns(snap: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot's columns, what ``iolab.stats.drift`` compares between runs: the kernel, the
-    cpufreq governor of the pinned CPUs (of every online CPU when none were pinned; NaN
-    without cpufreq; "a/b" when they differ), the target's active I/O scheduler (NaN without
-    a block device), the SMT state, what was written to the target before
-    (``iolab.machine.target.Target.state``; NaN in older runs) and whether the run was made in the
-    NVMe lab (``emulated``: an emulator's numbers)."""
+class Fact(NamedTuple):
+    """A fact of the machine that matters when two sets of figures are compared."""
+
+    name: str  # its one name: system.json's key, the run table's column, a seed's set-up key
+    words: str  # how a page says it (iolab compare's set-up table)
+    column: str = ""  # where the run table's column comes from ("": not a column of every run)
+
+
+# The machine facts that matter when figures are compared — a run with its study's first
+# (iolab.stats.drift), a re-run with the original (iolab reproduce), side A with side B (iolab
+# compare), this machine with a seed's published set-up (iolab seeds) — in the order pages list them.
+MACHINE_FACTS = (
+    Fact("kernel", "kernel", "system.json"),
+    Fact("fio_version", "fio", "fio JSON"),
+    Fact("iolab_version", "iolab"),
+    Fact("hostname", "machine"),
+    Fact("cpu_model", "cpu"),
+    Fact("device", "device"),
+    Fact("device_model", "device model"),
+    Fact("firmware", "firmware"),
+    Fact("governor", "governor", "system.json"),
+    Fact("freq_source", "frequency source", "samplers"),
+    Fact("scheduler_active", "scheduler", "system.json"),
+    Fact("smt", "smt", "system.json"),
+    Fact("turbo", "turbo"),
+    Fact("target_state", "target state", "system.json"),
+    Fact("emulated", "lab", "system.json"),
+)
+RUN_FACTS = tuple(f.name for f in MACHINE_FACTS if f.column)  # every run's row: compared between runs
+
+
+def machine_facts(snap: dict[str, Any]) -> dict[str, Any]:
+    """The ``MACHINE_FACTS`` a snapshot (``system.json``) holds, by name, None when absent: the
+    cpufreq governor of the pinned CPUs (of every online CPU when none were pinned; "a/b" when
+    they differ), the target's active I/O scheduler, its NVMe model and firmware, what was
+    written to the target before (``iolab.machine.target.Target.state``), what the NVMe lab
+    said of itself (``emulated``). Not ``freq_source``: the samplers say it, per run."""
     governors = snap.get("governor") or {}
     cpus = snap.get("cpus_in_use") or snap.get("cpus_online") or []
     mine = sorted({g for cpu, g in governors.items() if g and (not cpus or int(cpu) in cpus)})
-    nan = float("nan")
+    nvme = snap.get("nvme_device") or {}
     return {
-        "kernel": snap.get("kernel") or nan,
-        "governor": "/".join(mine) if mine else nan,
-        "scheduler_active": (snap.get("queue") or {}).get("scheduler_active") or nan,
-        "smt": snap.get("smt") or nan,
-        "target_state": snap.get("target_state") or nan,
-        "emulated": bool(snap.get("emulated")),
+        "kernel": snap.get("kernel"),
+        "fio_version": snap.get("fio_version"),
+        "iolab_version": snap.get("iolab_version"),
+        "hostname": snap.get("hostname"),
+        "cpu_model": snap.get("cpu_model"),
+        "device": snap.get("device"),
+        "device_model": nvme.get("model"),
+        "firmware": nvme.get("firmware_rev"),
+        "governor": "/".join(mine) or None,
+        "scheduler_active": (snap.get("queue") or {}).get("scheduler_active"),
+        "smt": snap.get("smt"),
+        "turbo": snap.get("turbo"),
+        "target_state": snap.get("target_state"),
+        "emulated": snap.get("emulated"),
     }
+
+
+def snapshot_columns(snap: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's columns in every run's row (the ``MACHINE_FACTS`` from ``system.json``):
+    the kernel, the governor (NaN without cpufreq), the active I/O scheduler (NaN without a
+    block device), the SMT state, the target's state (NaN in older runs) and whether the run
+    was made in the NVMe lab (``emulated``: an emulator's numbers)."""
+    facts = machine_facts(snap)
+    columns = {f.name: facts[f.name] or float("nan") for f in MACHINE_FACTS if f.column == "system.json"}
+    return columns | {"emulated": bool(facts["emulated"])}
 
 
 def block_stat(device: str | None) -> dict[str, int] | None:

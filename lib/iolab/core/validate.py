@@ -18,8 +18,9 @@ import errno
 import math
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .errors import InputError
 from .system import SYS_CPU, parse_cpu_list, read_text

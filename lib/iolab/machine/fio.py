@@ -15,14 +15,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.atomic import write_atomic
 from ..core.errors import FioError, FioOutputError, ToolMissing
-from ..read.fiojson import FioDocument, job_errors, load_document, said_lines, tidy
+from ..core.runfiles import FIO_STDERR, JOB_FIO
 from ..read.fio_failures import explain
+from ..read.fiojson import FioDocument, job_errors, load_document, said_lines, tidy
 from .process import run_pinned
 
 
@@ -169,7 +171,7 @@ def run_fio(
     )
 
 
-STDERR = "fio.stderr"  # in a run folder: fio's stderr, whole
+STDERR = FIO_STDERR  # in a run folder: fio's stderr, whole
 
 
 def _job_text(jobfile: Path) -> str:
@@ -195,7 +197,7 @@ def _output_errors(path: Path) -> list[str]:
         return []
 
 
-def read_output(path: str | os.PathLike, stderr: str = "", jobfile: str | os.PathLike = "job.fio") -> FioDocument:
+def read_output(path: str | os.PathLike, stderr: str = "", jobfile: str | os.PathLike = JOB_FIO) -> FioDocument:
     """The report of a fio run that exited 0; FioError with fio's words when it wrote none
     (fio exits 0 after refusing some options, e.g. a size smaller than one block)."""
     try:
@@ -209,7 +211,7 @@ def read_output(path: str | os.PathLike, stderr: str = "", jobfile: str | os.Pat
         ) from None
 
 
-def raise_for_failure(doc: FioDocument, stderr: str = "", jobfile: str | os.PathLike = "job.fio") -> None:
+def raise_for_failure(doc: FioDocument, stderr: str = "", jobfile: str | os.PathLike = JOB_FIO) -> None:
     """FioError when a run that exited 0 failed: a job reports an error (errno, translated),
     or no job did any I/O — fio aborted, e.g. "appears mounted, and 'allow_mounted_write'
     isn't set. Aborting." with an empty job row. fio's own words are in the message."""

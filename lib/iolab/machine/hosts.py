@@ -35,21 +35,22 @@ import shlex
 import socket
 import subprocess
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Sequence
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, RootModel, Strict, model_validator
 
-from . import ledger
 from ..core import system
 from ..core.errors import HostError, InputError
-from ..core.runfiles import quote
 from ..core.paths import safe_name
+from ..core.runfiles import quote
 from ..core.schema import refusal, validated
-from .process import spawn, stop_group
 from ..core.validate import yaml_mapping
+from . import ledger
+from .process import spawn, stop_group
 
 DEFAULT_PORT = 8765  # fio's FIO_NET_PORT (server.h)
 CONNECT_TIMEOUT_S = 3.0
@@ -200,7 +201,7 @@ class HostsFile(RootModel[dict[HostName, HostEntry]]):
 
     @model_validator(mode="after")
     @refusal
-    def _each_server_once(self) -> "HostsFile":
+    def _each_server_once(self) -> HostsFile:
         seen: dict[Host, str] = {}
         for name in self.root:
             host = parse_host(name)
@@ -259,7 +260,7 @@ def connect_problem(host: Host, timeout_s: float = CONNECT_TIMEOUT_S) -> str:
             f"refused the connection on port {host.port}: no fio server listens there; start one "
             f"(fio --server={host.fio_line}) or let iolab start it (a `via:` prefix in a hosts file, and --start-servers)"
         )
-    except socket.timeout:
+    except TimeoutError:
         return f"did not answer within {timeout_s:g} s on port {host.port}: check the address and any firewall"
     except OSError as exc:
         return f"cannot be reached ({exc.strerror or exc}): check the address"
@@ -383,7 +384,7 @@ class LocalServers:
                 entry.release()
             self.namespaces.clear()
 
-    def __enter__(self) -> "LocalServers":
+    def __enter__(self) -> LocalServers:
         return self
 
     def __exit__(self, *exc) -> None:

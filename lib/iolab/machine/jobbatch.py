@@ -33,7 +33,7 @@ import re
 import subprocess
 import tempfile
 from collections import deque
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..core.errors import FioError, IolabError
 from .fio import fio_binary

@@ -30,12 +30,13 @@ import re
 import stat
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from . import owned
 from ..core.errors import FioError, IolabError, TargetError, UnsafeTargetError
+from . import owned
 from .fio import _fmt, fio_binary, to_jobfile
 from .target import Target, block_size_bytes, holds_data, loop_backing
 
@@ -219,7 +220,7 @@ def jobs_as_written(jobfile: str | os.PathLike, fio: str | None = None) -> list[
     return _python_jobs(Path(jobfile), fio or fio_binary())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cmdhelp(fio: str, what: str) -> tuple[set[str], dict[str, str]]:
     """(canonical names, alias -> name) from ``fio --cmdhelp=WHAT``."""
     out = subprocess.run([fio, f"--cmdhelp={what}"], capture_output=True, text=True, check=False).stdout
@@ -596,7 +597,7 @@ def _needs_bytes(options: Mapping[str, str | None]) -> int:
         return 0
 
 
-def mark_created(check: "JobCheck") -> None:
+def mark_created(check: JobCheck) -> None:
     """After a run: the files fio laid out itself (missing when the job was judged, regular
     files now) are iolab's (``iolab.machine.owned``), so the next run of the job may write them again."""
     for f in check.files:

@@ -17,7 +17,8 @@ Unpinned runs (``cpus`` None) lock and sample every CPU: nothing to refuse.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..core.errors import InputError
 from ..read.plausible import fio_cpus, sq_thread

@@ -39,14 +39,15 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from . import ledger
 from ..core import signals
 from ..core.errors import InputError, IolabError, KnobError, KnobUnavailable, NvmeError, ToolMissing
 from ..core.system import SYS_CPU, parse_cpu_list, read_text, selected, turbo_file
+from . import ledger
 
 if TYPE_CHECKING:
     import pandas as pd

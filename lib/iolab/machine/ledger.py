@@ -33,8 +33,9 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..core import paths
 from ..core.atomic import write_atomic

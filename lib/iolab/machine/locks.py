@@ -22,12 +22,13 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ..core import paths
 from ..core.errors import BusyError, printable
-from ..core.progress import duration_text, in_kernel
+from ..core.progress import in_kernel
+from ..core.readable import readable_seconds
 
 CPU_HINT = "other CPUs (--cpus / cpu=)"  # what a busy lock's error says to choose instead
 _held: dict[str, tuple[int, int]] = {}  # lock name -> (fd, depth)
@@ -200,7 +201,7 @@ class Waiting:
             print(self.text, file=sys.stderr, flush=True)
 
     def end(self, how: str) -> None:
-        said = f"{how} after {duration_text(time.monotonic() - self._start)}"
+        said = f"{how} after {readable_seconds(time.monotonic() - self._start)}"
         if self._handle is not None:
             self._handle.update(self._bundle(f"{self.text} … {said}"), raw=True)
         else:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import functools
 import math
 import os
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
+from typing import Any
 
 from ..core.atomic import write_json
 from ..core.errors import InputError
@@ -30,7 +29,7 @@ def check_log_ms(log_ms: Any) -> int:
     return int(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def monotonic_epoch_supported(fio: str) -> bool:
     """Whether this fio can stamp its logs with CLOCK_MONOTONIC (log_alternate_epoch and
     log_alternate_epoch_clock_id, fio >= 3.31); asks fio itself (``--cmdhelp``)."""

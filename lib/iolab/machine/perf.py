@@ -39,10 +39,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core import runfiles
 from ..core.errors import InputError, PerfError, ToolMissing
-from ..read.fold import FoldOptions, Folded, FoldParts, read_folded
-from .process import spawn
+from ..core.runfiles import PERF_DATA, PERF_FOLDED, PERF_STAT_CSV, PERF_STAT_TIDY_V1, PERF_STAT_WINDOW_JSON
 from ..core.system import read_text
+from ..read.fold import Folded, FoldOptions, FoldParts, read_folded
+from .process import spawn
 
 TYPE_CHECKING = False  # pandas is imported where used: `iolab fold perf.data` imports this module
 if TYPE_CHECKING:
@@ -50,9 +52,9 @@ if TYPE_CHECKING:
 
 STAT_EVENTS_HW = ("cycles", "instructions", "task-clock", "context-switches", "cpu-clock")
 SCRIPT_FIELDS = "comm,pid,tid,time,period,event,ip,sym,dso"  # time: the folder reads the period after it
-RECORD_FILES = ("perf.data", "perf.folded")  # in a run folder: perf record
-STAT_FILES = ("perf_stat.csv", "perf_stat_window.json")  # in a run folder: perf stat
-STAT_TIDY_V1 = "perf_stat_tidy.csv"  # schema 1: parse_stat of perf_stat.csv plus a 'window_s' event row
+RECORD_FILES = (PERF_DATA, PERF_FOLDED)  # in a run folder: perf record
+STAT_FILES = (PERF_STAT_CSV, PERF_STAT_WINDOW_JSON)  # in a run folder: perf stat
+STAT_TIDY_V1 = PERF_STAT_TIDY_V1  # schema 1: parse_stat of perf_stat.csv plus a 'window_s' event row
 
 
 @dataclass
@@ -468,7 +470,7 @@ def stat_window_s(run_dir: str | Path) -> float:
 
     window, old = Path(run_dir) / STAT_FILES[1], Path(run_dir) / STAT_TIDY_V1
     if window.exists():
-        return float(json.loads(window.read_text())["window_s"])
+        return float(runfiles.read_json(window, keys=("window_s",))["window_s"])
     if old.exists():
         return float(pd.read_csv(old).set_index("event")["value"].get("window_s", math.nan))
     return math.nan

@@ -14,7 +14,8 @@ test points it at a tree written from the kernel's ABI documentation.
 
 The seeds (``shared/seeds/000_*.txt``: one E-core and a ScaleFlux CSD5310; ``001_*.txt``: ten
 Samsung SSDs on a Threadripper; ``003_*.txt``: AiSIO's search over governor, turbo, SMT and
-stress) are cited in ``SOURCES``; checks no seed measured cite the kernel's documentation.
+stress) are cited in ``SOURCES`` (``iolab.machine.preflight_check``, with ``Check`` and
+``Tree``); checks no seed measured cite the kernel's documentation.
 What iolab can set is changed and put back by ``iolab.machine.preflight_tune``.
 """
 
@@ -23,73 +24,20 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..core.errors import InputError
-from ..core.system import parse_cpu_list, read_text, tool_version
+from ..core.system import read_text, tool_version
 from ..core.validate import _fmt_cpus as _ranges  # [0, 1, 2, 5] -> '0-2,5'
+from .preflight_check import VERDICTS, Check, Tree
+from .preflight_pci import device_checks, disk_name, topology_checks
 
-VERDICTS = ("ok", "warn", "fail", "unknown")
 BUSY_WARN_PCT = 5.0  # other work on a CPU under test (or its sibling) above this share: warn
 BUSY_FAIL_PCT = 50.0
 STEAL_WARN_PCT = 1.0  # the hypervisor took this share of a CPU under test
 DEEP_IDLE_US = 20  # an enabled idle state whose exit latency exceeds this delays a wake-up
-
-SOURCES = {
-    "governor": "seed 003: the powersave governor cost 64 % of the IOPS on average; "
-    "seed 000 switched to performance before anything else",
-    "turbo": "seed 003: turbo off (2.6 GHz instead of 3.3) cost 4.4 % of the IOPS",
-    "smt": "seed 003: SMT off cost about as much as turbo off (the clock stayed at 2.6 GHz)",
-    "siblings": "seed 003: stress-ng on the thread siblings of the measured CPUs: 41.1M instead of 61.7M IOPS",
-    "load": "seed 003: other work on the measured cores cost a third of the IOPS; "
-    "steal is time the hypervisor gave elsewhere (iolab.stats.compare flags it)",
-    "idle": "Documentation/admin-guide/pm/cpuidle.rst: a wake-up from a deep state adds its exit latency "
-    "to an interrupt-driven completion (no seed measured it)",
-    "mitigations": "Documentation/admin-guide/hw-vuln/: every system call and interrupt pays them; "
-    "compare only with runs under the same mitigations (no seed measured it)",
-    "poll": "seed 000: nvme.poll_queues=24 set at boot before anything else; polled completions "
-    "1.70M against 1.09M IOPS interrupt-driven on one core",
-    "passthrough": "seed 000: io_uring_cmd on /dev/ng0n1 took one core from 546k to 766k IOPS",
-    "scheduler": "seed 001: with an I/O scheduler, 525k instead of 1150k IOPS at the same CPU use",
-    "readahead": "seed 001: buffered random reads went from ~3200 to 4000+ MiB/s with readahead off "
-    "(direct I/O does not read ahead)",
-    "nr_requests": "seed 000: iodepths of 128 to 380 on one core; requests beyond nr_requests wait "
-    "in the block layer (Documentation/ABI/stable/sysfs-block)",
-    "write_cache": "Documentation/ABI/stable/sysfs-block queue/write_cache: 'write back' acknowledges "
-    "writes from a volatile cache",
-    "numa": "seed 003 saw no NUMA effect on its machine; a device on another node than the CPUs "
-    "moves every completion across the interconnect",
-    "irqs": "seed 000: completions that interrupt the measured CPU cost a third of its IOPS "
-    "(1.09M interrupt-driven against 1.70M polled)",
-    "link": "seed 001: a link left at Gen3 by the BIOS gave half of the throughput "
-    "(PCIe 3.0 x4: ~3500 MB/s of the drive's 7000)",
-    "aer": "seed 000: occasional correctable PCIe errors in the kernel log; the drive was moved to the "
-    "slot nearest the root complex before measuring",
-    "root_port": "seed 001: two quad-SSD cards under one root complex capped 10 SSDs at 50 GiB/s of 68",
-    "fio": "seed 000's ladder needs io_uring and io_uring_cmd (fio 3.31 and later)",
-    "perf": "seed 001 profiled with perf; cycles/IO needs hardware counters (iolab.machine.perf)",
-}
-
-
-@dataclass
-class Check:
-    """One check: its ``verdict``, the value ``seen`` (or why unknown), what it ``costs``
-    when wrong (from ``SOURCES``), what to ``do``, and — when iolab can set it — the knob and
-    value ``--tune`` sets (``tune``: knob name, value, device or None)."""
-
-    section: str
-    name: str
-    verdict: str
-    seen: str
-    costs: str = ""
-    do: str = ""
-    tune: tuple[str, str, str | None] | None = None
-
-    def __post_init__(self) -> None:
-        assert self.verdict in VERDICTS, self.verdict
-        self.costs = self.costs or SOURCES.get(self.name, "")
 
 
 @dataclass
@@ -119,37 +67,6 @@ class Report:
             "counts": {v: sum(c.verdict == v for c in self.checks) for v in VERDICTS},
             "checks": [asdict(c) for c in self.checks],
         }
-
-
-class Tree:
-    """The machine's /sys and /proc under ``root`` (``/``, or a recorded tree)."""
-
-    def __init__(self, root: str | os.PathLike = "/"):
-        self.root = Path(root)
-
-    def path(self, rel: str) -> Path:
-        return self.root / rel.lstrip("/")
-
-    def text(self, rel: str) -> str | None:
-        return read_text(self.path(rel))
-
-    def cpu(self, rel: str) -> str | None:
-        return self.text(f"sys/devices/system/cpu/{rel}")
-
-    def online(self) -> list[int]:
-        return parse_cpu_list(self.cpu("online") or "0")
-
-    def siblings(self, cpu: int) -> list[int]:
-        """Thread siblings of ``cpu`` (itself included; topology/thread_siblings_list)."""
-        text = self.cpu(f"cpu{cpu}/topology/thread_siblings_list")
-        return parse_cpu_list(text) if text else [cpu]
-
-    def nodes(self) -> dict[int, list[int]]:
-        """NUMA node -> its CPUs (sys/devices/system/node/nodeN/cpulist); empty without NUMA."""
-        out = {}
-        for d in sorted(self.path("sys/devices/system/node").glob("node[0-9]*")):
-            out[int(d.name[4:])] = parse_cpu_list(read_text(d / "cpulist") or "")
-        return out
 
 
 # ---------------------------------------------------------------- CPU
@@ -359,8 +276,6 @@ def preflight(
     (all online CPUs when None: the checks that need the CPUs under test say unknown).
     ``interval_s``: seconds of /proc/stat and /proc/interrupts between two readings.
     InputError for a device or CPU this machine does not have."""
-    from .preflight_pci import device_checks, disk_name, topology_checks
-
     tree = Tree(root)
     devices = [devices] if isinstance(devices, str) else devices
     online = tree.online()

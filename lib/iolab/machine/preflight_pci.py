@@ -1,7 +1,7 @@
 """The preflight's device checks: a block device's queue, its NVMe poll queues and
 passthrough node, and below it the PCI function: its NUMA node, where its IRQs go, the
 link it trained at, its AER counters and the root port and root complex it sits under
-(``iolab.machine.preflight`` puts them together; every file read under its ``Tree``).
+(``iolab.machine.preflight`` puts them together; every file read under a ``Tree``).
 
     device_checks(Tree("/"), "nvme0n1", cpus=[2], given=True)   # -> [Check, ...], section 'device nvme0n1'
     topology_checks(Tree("/"), ["nvme0n1", "nvme1n1"])         # shared root ports and root complexes
@@ -16,14 +16,15 @@ aer_dev_nonfatal, aer_dev_fatal; Documentation/core-api/irq/irq-affinity.rst:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ..core.errors import InputError, printable
 from ..core.system import parse_cpu_list, read_text, selected
+from ..core.validate import _fmt_cpus as _ranges  # [0, 1, 2, 5] -> '0-2,5'
 from ..read.checks import link_capacity_bytes_s
-from .preflight import SOURCES, Check, Tree, _ranges
+from .preflight_check import SOURCES, Check, Tree
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 HOST_BRIDGE = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")

@@ -21,15 +21,16 @@ import json
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from . import knobs, ledger
 from ..core import paths, signals
 from ..core.atomic import write_atomic
 from ..core.errors import InputError, KnobError
 from ..core.system import read_text, selected
-from .preflight import Check, Report
+from . import knobs, ledger
+from .preflight import Report
+from .preflight_check import Check
 from .target import Target
 
 HOLD_FILE = "preflight-tune.json"

@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import ledger
 from ..core import signals
 from ..core.errors import RunInterrupted, ToolMissing
+from . import ledger
 
 
 @dataclass

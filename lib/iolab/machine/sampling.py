@@ -99,7 +99,7 @@ class Sampler:
         while not self._stop.wait(self.interval_s):
             self._sample()
 
-    def start(self) -> "Sampler":
+    def start(self) -> Sampler:
         self.t0 = time.monotonic()
         self._sample()
         self._thread = threading.Thread(target=self._loop, name="iolab-sampler", daemon=True)
@@ -110,21 +110,21 @@ class Sampler:
     def started(self) -> bool:
         return self._thread is not None
 
-    def stop(self) -> "Samples":
+    def stop(self) -> Samples:
         self._stop.set()
         if self._thread:
             self._thread.join()
         self._sample()  # closing sample, so the window covers the whole run
         return self.samples()
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         if not self._stop.is_set():
             self.stop()
 
-    def samples(self) -> "Samples":
+    def samples(self) -> Samples:
         freq = pd.DataFrame(self._freq, columns=["t_s", "cpu", "freq_mhz", "freq_source"])
         stat = pd.DataFrame(self._stat, columns=["t_s", "cpu", *STAT_FIELDS, *HOST_FIELDS])
         return Samples(freq, stat)

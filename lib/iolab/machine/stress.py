@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from ..core.errors import IolabError, ToolMissing
 from .process import spawn, stop_group

@@ -37,17 +37,19 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from . import ledger, owned
 from ..core import signals
 from ..core.errors import DiskFullError, TargetError, ToolMissing
-from ..core.paths import TARGET_HELP, scratch_dir as default_scratch  # noqa: F401 (TARGET_HELP: named here too)
+from ..core.paths import TARGET_HELP  # noqa: F401 (TARGET_HELP: named here too)
+from ..core.paths import scratch_dir as default_scratch
 from ..core.progress import bar
 from ..core.readable import readable_bytes
 from ..core.validate import list_param, parse_size
+from . import ledger, owned
 
 NOT_PRECONDITIONED = (
     "not preconditioned: as found (an SSD's figures depend on what was written "

@@ -51,7 +51,7 @@ import os
 import resource
 import threading
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -434,7 +434,7 @@ class ThreadSampler:
             self.cpu_s = time.thread_time() - cpu0
             self._close()
 
-    def start(self, workload_pid: int | None = None) -> "ThreadSampler":
+    def start(self, workload_pid: int | None = None) -> ThreadSampler:
         """Sampling starts; ``workload_pid``: the tool that drives the I/O (it and the
         processes below it are the run's own threads, ``iolab.read.threadstates.in_scope``)."""
         if workload_pid is not None:
@@ -455,7 +455,7 @@ class ThreadSampler:
             self._thread.join()
         return self.samples()
 
-    def __enter__(self) -> "ThreadSampler":
+    def __enter__(self) -> ThreadSampler:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -29,24 +29,28 @@ The engines — ``runner.measure`` (fio), ``runner.measure_tio`` (t/io_uring) an
 from __future__ import annotations
 
 import contextlib
-import json
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import InputError, RunFileError
 from ..core.progress import bar
+from ..core.runfiles import PARAMS_JSON
+from ..core.runfolders import runs_in
 from ..core.validate import fio_time, positive_ints, writable_dir
 from ..core.validate import warmup as read_warmup
 from ..machine import knobs
 from ..machine.locks import runs_folder_locked
 from ..machine.stress import stressed
-from ..runs.store import find_runs, load_runs, stored_job_key
-from ..stats import compare
-from ..stats.analysis import t_interval
+from ..read.run import RunFolder
+from ..runs.runcache import load_runs
+from ..runs.store import stored_job_key
+from ..stats import repeat_stats
+from ..stats.repeat_stats import t_interval
 from . import clients, runner
 from .options import MeasureOptions
 from .planned import PlannedRun, tio_key
@@ -69,7 +73,7 @@ class StopRule:
         """Why a cell with these finished runs needs no more ("" when it does)."""
         if len(runs) < self.min_repeats:
             return ""
-        table = compare.per_run(load_runs(list(runs)))
+        table = repeat_stats.per_run(load_runs(list(runs)))
         if self.metric not in table:
             raise InputError(
                 f"stop.metric {self.metric!r} is not a column of the runs; choose one of "
@@ -161,13 +165,12 @@ def finished_runs(runs_dir: str | Path) -> dict[str, Path]:
     """Finished ("ok") runs under ``runs_dir`` by key; a failed or interrupted run is not
     finished (it runs again), nor is a folder whose files cannot be read."""
     done: dict[str, Path] = {}
-    for run_json in find_runs(Path(runs_dir)):
-        params = run_json.parent / "params.json"
+    for folder in runs_in(runs_dir):
+        run = RunFolder(folder)
         try:
-            if json.loads(run_json.read_text()).get("status") != "ok":
-                continue
-            done.setdefault(stored_key(json.loads(params.read_text())), run_json.parent)
-        except (OSError, ValueError, AttributeError):
+            if run.status() == "ok" and run.present(PARAMS_JSON):
+                done.setdefault(stored_key(run.params()), folder)
+        except (OSError, RunFileError, ValueError, AttributeError):
             continue
     return done
 

@@ -19,21 +19,23 @@ are kept. The run fails only when no host reported.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..core.errors import FioError, UnsafeTargetError
+from ..core.runfiles import ARGV_JSON, FIO_JSON, FIO_STDERR, HOSTS_DIR, JOB_FIO, PARAMS_JSON, SYSTEM_JSON
+from ..core.validate import check_measure
 from ..machine.fio import fio_argv, fio_binary, fio_version, read_output, to_jobfile
-from ..read.fiojson import run_warnings
 from ..machine.hosts import Host, check_hosts, is_this_machine, snapshot_on
-from ..read.hosttable import HOST_LIST, HOSTS_FILE
 from ..machine.jobcheck import guard_job_text, mark_created
 from ..machine.process import run_pinned
+from ..read.fiojson import run_warnings
+from ..read.hosttable import HOST_LIST, HOSTS_FILE
+from ..runs.store import run_folder, run_table
 from .options import MeasureOptions
 from .planned import PlannedRun, job_options
 from .runner import RunResult, held_for
-from ..runs.store import run_folder, run_table
-from ..core.validate import check_measure
 
 
 def _refuse_blind_writes(check, hosts: Sequence[Host], allow_destructive: bool) -> None:
@@ -97,11 +99,11 @@ def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapsho
     check = guard_job_text(jobtext, allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
     _refuse_blind_writes(check, hosts, allow_destructive)
     with run_folder(runs_dir, label) as folder:
-        folder.write_text("job.fio", jobtext)
+        folder.write_text(JOB_FIO, jobtext)
         folder.write_text(HOST_LIST, "".join(f"{h.fio_line}\n" for h in hosts))
         described = check.describe_target(target)
         folder.write_json(
-            "params.json",
+            PARAMS_JSON,
             {
                 "swept": dict(swept or {}),
                 "fio_options": opts,
@@ -129,14 +131,14 @@ def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapsho
         folder.write_json(HOSTS_FILE, {"hosts": records})
         if snapshots:
             for h in hosts:
-                (folder.path / "hosts" / h.folder).mkdir(parents=True, exist_ok=True)
+                (folder.path / HOSTS_DIR / h.folder).mkdir(parents=True, exist_ok=True)
                 folder.write_json(
-                    f"hosts/{h.folder}/system.json",
+                    f"{HOSTS_DIR}/{h.folder}/{SYSTEM_JSON}",
                     {**snapshot_on(h, target.device, cpus), "target_state": target.state},
                 )
-        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio)
+        argv = fio_argv(Path(JOB_FIO), Path(FIO_JSON), fio)
         argv[-1:-1] = [f"--client={HOST_LIST}"]
-        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "hosts": [h.name for h in hosts]})
+        folder.write_json(ARGV_JSON, {"argv": argv, "cwd": "<this run folder>", "hosts": [h.name for h in hosts]})
         start = time.monotonic()
         done = run_pinned(
             argv,
@@ -146,12 +148,12 @@ def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapsho
             kept="the hosts' reports, if any, are kept in fio.json",
         )
         mark_created(check)
-        folder.write_text("fio.stderr", done.stderr)
+        folder.write_text(FIO_STDERR, done.stderr)
         folder.meta["wall_s"] = time.monotonic() - start
-        report = folder.file("fio.json")
+        report = folder.file(FIO_JSON)
         said = "\n".join([done.stdout, done.stderr, report.read_text(errors="replace") if report.exists() else ""])
         try:
-            doc = read_output(report, done.stderr, folder.final / "job.fio")
+            doc = read_output(report, done.stderr, folder.final / JOB_FIO)
         except Exception:
             failed = _failures(hosts, {}, said, done.returncode)
             _record_hosts(folder, records, failed)

@@ -13,8 +13,9 @@ resumed sweep reuses its runs made with other measuring options (``iolab.runs.st
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.errors import InputError
 from ..machine.perf import ProfileSpec

@@ -10,8 +10,9 @@ and its one resume key (``key``): a finished run under the same key is not run a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..machine.directio import why_not_direct
 from ..machine.target import Target

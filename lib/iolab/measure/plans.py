@@ -1,6 +1,7 @@
 """A plan in words, the same for ``iolab search``, ``iolab batch`` and ``iolab seeds``: its
-size and wall time first (counted before anything is listed or checked), a warning above a
-size people rarely mean, then a listing cut to its ends when it is long.
+size and wall time first (counted before anything is listed or checked; the time in words by
+``iolab.core.readable.readable_seconds``), a warning above a size people rarely mean, then a
+listing cut to its ends when it is long.
 
 The warning's thresholds: a plan of more than ``WARN_RUNS`` runs, or more than ``WARN_S``
 seconds of wall time (a working day; a search spec with one axis too many is 10x that).
@@ -8,7 +9,9 @@ seconds of wall time (a working day; a search spec with one axis too many is 10x
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+
+from ..core.readable import readable_seconds
 
 WARN_RUNS = 1_000
 WARN_S = 8 * 3600.0
@@ -18,30 +21,19 @@ ENDS = 5  # lines listed at each end of a long listing
 RUN_OVERHEAD_S = 0.7
 
 
-def about(seconds: float) -> str:
-    """A wall time as people say it: ``45 s``, ``12 min``, ``3.4 h``, ``2.5 days``."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f}".removesuffix(".0") + " h"
-    return f"{seconds / 86400:,.1f}".removesuffix(".0") + " days"
-
-
 def too_big(runs: int, seconds: float, what: str, smaller: str) -> str:
     """The warning above a plan of ``runs`` runs and ``seconds`` of wall time (``what``: what
     a run is, e.g. "fio runs") when either is past its threshold, with ``smaller``: how to
     make it smaller; "" for a plan of the usual size."""
     over = [
         f"more than {WARN_RUNS:,} {what}" if runs > WARN_RUNS else "",
-        f"more than {about(WARN_S)} of wall time" if seconds > WARN_S else "",
+        f"more than {readable_seconds(WARN_S)} of wall time" if seconds > WARN_S else "",
     ]
     over = [o for o in over if o]
     if not over:
         return ""
     return (
-        f"WARNING: this plan is {runs:,} {what}, about {about(seconds)} ({' and '.join(over)}). "
+        f"WARNING: this plan is {runs:,} {what}, about {readable_seconds(seconds)} ({' and '.join(over)}). "
         f"Is that what you meant? To make it smaller: {smaller}."
     )
 
@@ -56,4 +48,4 @@ def cut(lines: Sequence[str], every: bool = False, what: str = "lines", how_all:
     return [*lines[:ENDS], f"  … {hidden:,} {what} more{tail} …", *lines[-ENDS:]]
 
 
-__all__ = ["about", "too_big", "cut", "WARN_RUNS", "WARN_S"]
+__all__ = ["too_big", "cut", "WARN_RUNS", "WARN_S"]

@@ -14,32 +14,44 @@ import contextlib
 import functools
 import os
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..read import checks
-from ..machine import logrequest
-from ..runs import repair
 from ..core import signals
 from ..core.errors import IolabError, TargetError, TioError
+from ..core.progress import Stages, Ticking
+from ..core.runfiles import (
+    ARGV_JSON,
+    BLOCKSTAT_JSON,
+    FIO_JSON,
+    FIO_STDERR,
+    JOB_FIO,
+    PARAMS_JSON,
+    PCIE_JSON,
+    SYSTEM_JSON,
+    TIO_TXT,
+)
+from ..core.system import block_stat, snapshot
+from ..core.validate import check_cpus, check_measure
+from ..machine import logrequest
 from ..machine.fio import _fmt, fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
-from ..read.fiojson import run_warnings
 from ..machine.jobcheck import guard_job_text, mark_created
 from ..machine.jobcpus import check_job_cpus, pin_sq_threads
 from ..machine.locks import cpus_locked
 from ..machine.perf import Profiler
 from ..machine.process import run_pinned
-from ..core.progress import Stages, Ticking
 from ..machine.sampling import Sampler
-from ..runs.store import RunFolder, job_key, run_folder, run_table
-from ..core.system import block_stat, snapshot
 from ..machine.target import Target
 from ..machine.threads import ThreadSampler
+from ..read import checks
+from ..read.fiojson import run_warnings
 from ..read.tio import failure, tio_argv
-from ..core.validate import check_cpus, check_measure
+from ..runs import repair
+from ..runs.store import RunFolder, job_key, run_folder, run_table
 from .options import MeasureOptions
 from .planned import TIO_DEFAULTS, job_options
 
@@ -50,7 +62,7 @@ class RunResult:
     table: pd.DataFrame
 
 
-PCIE_FILE = "pcie.json"
+PCIE_FILE = PCIE_JSON
 
 
 def _pcie_state(target: Target) -> dict | None:
@@ -69,8 +81,8 @@ def _record_setup(
     """What every run folder records before the tool starts; the sampler for its CPUs.
     ``described``: the target as the tool really used it, when options overrode it."""
     described = described or target.describe()
-    folder.write_json("params.json", {**params, "cpus": cpus, "target": described})
-    folder.write_json("system.json", {**snapshot(target.device, cpus), "target_state": target.state})
+    folder.write_json(PARAMS_JSON, {**params, "cpus": cpus, "target": described})
+    folder.write_json(SYSTEM_JSON, {**snapshot(target.device, cpus), "target_state": target.state})
     folder.meta["target"] = described
     return Sampler(cpus if cpus is not None else list(range(os.cpu_count() or 1)))
 
@@ -197,7 +209,7 @@ def measure(
         ThreadSampler(cpus, how.threads_interval_s, how.threads_states) if how.threads else None
     )  # InputError first
     with run_folder(runs_dir, label) as folder:
-        folder.write_text("job.fio", jobtext)
+        folder.write_text(JOB_FIO, jobtext)
         sampler = _record_setup(
             folder,
             target,
@@ -213,7 +225,7 @@ def measure(
                     options,
                     jobs,
                     sections,
-                    fio_argv(Path("job.fio"), Path("fio.json"), fio, readonly=check.fio_readonly),
+                    fio_argv(Path(JOB_FIO), Path(FIO_JSON), fio, readonly=check.fio_readonly),
                 ),
             },
             check.describe_target(target),
@@ -227,8 +239,8 @@ def measure(
                 [f"fio {opts.get('runtime', '')} under perf record", "perf script, folding stacks"],
             )
         wrap = profiler.wrap() if profiler else []
-        argv = fio_argv(Path("job.fio"), Path("fio.json"), fio, wrap, readonly=check.fio_readonly)
-        folder.write_json("argv.json", {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
+        argv = fio_argv(Path(JOB_FIO), Path(FIO_JSON), fio, wrap, readonly=check.fio_readonly)
+        folder.write_json(ARGV_JSON, {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
 
         if profiler:
             profiler.start()
@@ -238,8 +250,8 @@ def measure(
         try:
             run = run_fio(
                 argv,
-                Path("job.fio"),
-                Path("fio.json"),
+                Path(JOB_FIO),
+                Path(FIO_JSON),
                 cwd=folder.path,
                 timeout_s=how.timeout_s,
                 on_start=lambda pid: (sampler.start(), states and states.start(pid), ticking.start()),
@@ -259,7 +271,7 @@ def measure(
             stat_after = block_stat(target.device)
             interval_s = time.monotonic() - stat_t0  # what %util and aqu-sz divide by (iolab.core.system.iostat)
             folder.write_json(
-                "blockstat.json",
+                BLOCKSTAT_JSON,
                 {"device": target.device, "before": stat_before, "after": stat_after, "interval_s": interval_s},
             )
         if pcie_before is not None:  # AER counters and links of the device's PCI path (iolab.read.checks)
@@ -272,10 +284,10 @@ def measure(
             logrequest.record(
                 folder.path, log_ms=log_ms, options=opts, jobs=logrequest.job_names(sections), sampler_t0=sampler.t0
             )
-        folder.write_text("fio.stderr", run.stderr)
+        folder.write_text(FIO_STDERR, run.stderr)
         folder.meta["wall_s"] = run.wall_s
-        jobfile = folder.final / "job.fio"  # where it is once the folder is finished
-        doc = read_output(folder.file("fio.json"), run.stderr, jobfile)  # FioError: fio wrote no report
+        jobfile = folder.final / JOB_FIO  # where it is once the folder is finished
+        doc = read_output(folder.file(FIO_JSON), run.stderr, jobfile)  # FioError: fio wrote no report
         folder.meta["fio_warnings"] = run_warnings(doc, run.stderr) + cpu_notes  # fio's notes, never dropped
         raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)
         folder.write_json(checks.FILE, {"checks": [c.as_dict() for c in checks.run_checks(folder.path)]})
@@ -302,7 +314,7 @@ def measure_tio(
     argv = tio_argv(target.path, flags, how.tio)
     with run_folder(runs_dir, label) as folder:
         sampler = _record_setup(folder, target, cpus, {"swept": dict(swept or {}), "tio_flags": flags})
-        folder.write_json("argv.json", {"argv": argv, "cpu_affinity": cpus})
+        folder.write_json(ARGV_JSON, {"argv": argv, "cpu_affinity": cpus})
         try:
             done = run_pinned(
                 argv,
@@ -315,7 +327,7 @@ def measure_tio(
         finally:
             if sampler.started:
                 folder.write_samples(sampler.stop())
-        folder.write_text("tio.txt", done.stdout)
+        folder.write_text(TIO_TXT, done.stdout)
         reason = failure(done.stdout)
         if reason or done.returncode != 0:
             raise TioError(

@@ -51,43 +51,43 @@ import itertools
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import yaml
 
-from ..stats import compare, drift
-from ..machine import knobs
-from ..runs import repair
-from ..stats.analysis import add_cycles_per_io
 from ..core.atomic import write_atomic, write_json
 from ..core.errors import InputError, IolabError, OutputExists
-from ..core.progress import bar
-from ..machine.fio import fio_binary, to_jobfile
-from ..machine.hosts import hosts_from
-from ..machine.jobbatch import guard_job_texts
 from ..core.paths import check_name
 from ..core.paths import runs_dir as default_runs_dir
-from ..runs.runcache import load_cached
-from ..runs.store import load_runs
-from ..machine.stress import stress_argv
-from .campaign import Rounds, execute, ordered, paths_of
-from ..machine.locks import runs_folder_locked
-from .options import MeasureOptions
-from .planned import DEFAULTS, PlannedRun, job_options
-from .plans import RUN_OVERHEAD_S, about, cut, too_big
-from .search_spec import SPEC_KEYS, Spec, load_spec
-from ..machine.hosts import Host
+from ..core.progress import bar
+from ..core.readable import readable_seconds
 from ..core.system import SYS_CPU, parse_cpu_list, read_text
-from ..machine.target import Target, open_target
 from ..core.validate import (
     check_cpus,
     check_fio_options,
     fio_seconds,
     writable_dir,
 )
+from ..machine import knobs
+from ..machine.fio import fio_binary, to_jobfile
+from ..machine.hosts import Host, hosts_from
+from ..machine.jobbatch import guard_job_texts
+from ..machine.locks import runs_folder_locked
+from ..machine.stress import stress_argv
+from ..machine.target import Target, open_target
+from ..runs import repair
+from ..runs.runcache import load_cached, load_runs
+from ..stats import drift, repeat_stats
+from ..stats.cycles import add_cycles_per_io
+from .campaign import Rounds, execute, ordered, paths_of
+from .options import MeasureOptions
+from .planned import DEFAULTS, PlannedRun, job_options
+from .plans import RUN_OVERHEAD_S, cut, too_big
+from .search_spec import SPEC_KEYS, Spec, load_spec
 
 MACHINE_AXES = ("cores", "devices", "stress", "siblings")
 UNAVAILABLE = "unavailable.json"  # what a search with drop_unavailable left out, and why (left_out)
@@ -486,12 +486,12 @@ def load_table(runs_dir: str | os.PathLike) -> pd.DataFrame:
 def summary(table: pd.DataFrame, spec: Spec, metric: str = "iops") -> str:
     """A few lines for the terminal: runs, and the best and worst cells with their intervals."""
     axes = [a for a in spec.axes if a in table]
-    cells_ = compare.summarise(table, axes, metrics=[metric]).sort_values(f"{metric}_mean", ascending=False)
+    cells_ = repeat_stats.summarise(table, axes, metrics=[metric]).sort_values(f"{metric}_mean", ascending=False)
 
     def line(row) -> str:
         where = ", ".join(f"{a}={row[a]}" for a in axes)
         ci = (
-            compare.NOT_INFORMATIVE
+            repeat_stats.NO_INTERVAL
             if pd.isna(row[f"{metric}_ci_low"])
             else f"[{row[f'{metric}_ci_low']:,.0f}, {row[f'{metric}_ci_high']:,.0f}]"
         )
@@ -552,7 +552,7 @@ def _size_words(spec: Spec, n_cells: int, n_runs: int, seconds: float, left_out:
     how = f"{runtime} each + ~{RUN_OVERHEAD_S:g} s per run" + (", a warm-up run first" if warm else "")
     line = (
         f"search {spec.name}: {n_cells:,} cells x {spec.repeats} repeats = {n_runs:,} runs, "
-        f"{'at most ' if spec.stop else ''}about {about(seconds)} of wall time ({how}; "
+        f"{'at most ' if spec.stop else ''}about {readable_seconds(seconds)} of wall time ({how}; "
         f"{spec.order} order, seed {spec.seed})" + (f"; {left_out}" if left_out else "")
     )
     widest = sorted(spec.axes.items(), key=lambda a: -len(a[1]))[:3]
@@ -582,7 +582,7 @@ def describe_check(checked: Checked, every: bool = False) -> str:
     ranked = sorted(reasons.items(), key=lambda r: (-len(r[1]), r[1][0]))
     lines = [
         f"cells: {len(checked.cells) - len(refused):,} legal, {len(refused):,} illegal: {len(checked.runs):,} runs, "
-        f"about {about(seconds)}"
+        f"about {readable_seconds(seconds)}"
         + ("; iolab's option checks, fio's parse or the write guard refuse the illegal ones:" if refused else "")
     ]
     for n, (why, which) in enumerate(ranked, 1):

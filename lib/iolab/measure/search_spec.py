@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Mapping, Sequence
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -28,7 +29,6 @@ from ..core.validate import cpu_list, kind_of, positive_ints, warmup, warmup_tex
 from ..machine import knobs
 from ..machine.hosts import hosts_from
 from .campaign import with_ramp
-
 
 STRESS = ("idle", "stressed")
 SIBLINGS = ("not used", "used")
@@ -172,7 +172,7 @@ class SearchSpec(BaseModel):
     # ------------------------------------------------ keys that must agree
     @model_validator(mode="after")
     @refusal
-    def _agree(self, info: ValidationInfo) -> "SearchSpec":
+    def _agree(self, info: ValidationInfo) -> SearchSpec:
         if isinstance(self.warmup, float):  # a time: fio's ramp_time on every run (and in the spec's hash)
             self.base = _ramp(self.base, self.warmup)
         if "devices" in self.axes and max(self.axes["devices"]) > len(self.target):

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -42,7 +43,7 @@ from ..core.validate import warmup_text as validate_warmup_text
 from ..machine import knobs
 from ..machine.target import Target
 from ..runs import repair
-from ..runs.store import load_runs
+from ..runs.runcache import load_runs
 from ..stats import drift
 from .campaign import Rounds, execute, ordered, paths_of, with_ramp
 from .options import MeasureOptions

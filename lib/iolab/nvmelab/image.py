@@ -25,8 +25,8 @@ import lzma
 import re
 import shutil
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..core import distro, paths
 from ..core.atomic import write_atomic, write_json

@@ -39,14 +39,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Annotated, ClassVar
+
+from pydantic import AfterValidator, Field, model_validator
 
 from ..core import owned, paths
 from ..core.atomic import write_json
-from ..core.runfiles import quote
+from ..core.errors import InputError
 from ..core.outputs import claim_output
+from ..core.runfiles import quote
+from ..core.schema import Settings, Word, refusal, whole
 from ..core.validate import parse_size
 from .image import EXIT, QEMU, START, LabError, build, cpio_newc, guest_kernel, lab_dir, module_files, module_name
 
@@ -68,24 +73,44 @@ LINK_SPEEDS = {2.5: "2_5", 5: "5", 8: "8", 16: "16"}  # GT/s -> QEMU's x-speed (
 LINK_WIDTHS = (1, 2, 4, 8, 12, 16, 32)  # QEMU's x-width
 
 
-@dataclass(frozen=True)
-class Slot:
+def _speed(speed: float) -> float:
+    if speed not in LINK_SPEEDS:
+        raise ValueError(
+            f"{speed:g} GT/s is not a link speed QEMU's pcie-root-port takes: give "
+            + ", ".join(f"{s:g}" for s in LINK_SPEEDS)
+        )
+    return speed
+
+
+def _width(width: int) -> int:
+    if width not in LINK_WIDTHS:
+        raise ValueError(
+            f"x{width} is not a link width QEMU's pcie-root-port takes: give {', '.join(map(str, LINK_WIDTHS))}"
+        )
+    return width
+
+
+def _size(size: str) -> str:
+    if parse_size(size, "namespace_size") < 16 << 20:
+        raise ValueError(f"{size!r} is too small: give at least 16m")
+    return size
+
+
+class Slot(Settings):
     """Where one controller sits: behind a ``pcie-root-port`` of its own (QEMU id ``rpN`` for
     controller N) whose link QEMU caps at ``speed`` GT/s x ``width`` (x-speed, x-width), under
     the root complex of guest NUMA node ``node`` (1: a ``pxb-pcie`` host bridge of its own on
     the guest's second node, bus 0x80). A controller without a slot is an integrated endpoint
     on the root bus, as QEMU puts it by default."""
 
-    speed: float = 16
-    width: int = 32
-    node: int = 0
-
-    def __post_init__(self):
-        if self.speed not in LINK_SPEEDS or self.width not in LINK_WIDTHS or self.node not in (0, 1):
-            raise LabError(
-                f"nvmelab slot {self}: give speed {'/'.join(f'{s:g}' for s in LINK_SPEEDS)} (GT/s), width "
-                f"{'/'.join(map(str, LINK_WIDTHS))} and node 0 or 1 (what QEMU's pcie-root-port and pxb-pcie take)"
-            )
+    WHERE: ClassVar[str] = "nvmelab slot"
+    speed: Annotated[float, AfterValidator(_speed)] = Field(
+        16, description="a link speed in GT/s: 2.5, 5, 8 or 16 (QEMU's x-speed)"
+    )
+    width: Annotated[whole(), AfterValidator(_width)] = Field(
+        32, description="a link width: 1, 2, 4, 8, 12, 16 or 32 lanes (QEMU's x-width)"
+    )
+    node: whole(0, 1) = Field(0, description="a guest NUMA node: 0 or 1")
 
     def describe(self) -> str:
         capped = (
@@ -96,45 +121,40 @@ class Slot:
         return capped + (" on NUMA node 1 (pxb-pcie)" if self.node else "")
 
 
-@dataclass(frozen=True)
-class LabSpec:
+class LabSpec(Settings):
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
     QEMU runs at niceness ``nice`` (the test suite's guest takes 10: the other tests come
     first when both want a CPU). ``slots``: controller i's ``Slot`` (a root port, its link,
     its NUMA node; None or absent: the root bus); a slot on node 1 gives the guest two NUMA
-    nodes, the vCPUs and memory split between them."""
+    nodes, the vCPUs and memory split between them. Checked when made (``Settings``):
+    InputError naming the setting and what it takes."""
 
-    controllers: int = 2
-    namespace_size: str = "1g"
-    cpus: int = 2
-    memory_mb: int = 2048
-    poll_queues: int = 2
-    timeout_s: float = 900.0
-    nice: int = 0
-    slots: tuple[Slot | None, ...] = ()
+    WHERE: ClassVar[str] = "nvmelab settings"
+    controllers: whole(1, 8) = Field(2, description="a whole number from 1 to 8 (emulated NVMe controllers)")
+    namespace_size: Annotated[Word, AfterValidator(_size)] = Field(
+        "1g", description="a size fio reads, at least 16m (each controller's namespace)"
+    )
+    cpus: whole(1, 8) = Field(2, description="a whole number from 1 to 8 (the guest's vCPUs)")
+    memory_mb: whole(512) = Field(2048, description="a whole number of MiB, at least 512 (the guest's memory)")
+    poll_queues: whole(0, 64) = Field(2, description="a whole number from 0 to 64 (poll queues per controller)")
+    timeout_s: float = Field(900.0, gt=0, description="a positive number of seconds (the guest is killed after it)")
+    nice: whole(0, 19) = Field(0, description="a whole number from 0 to 19 (QEMU's niceness)")
+    slots: tuple[Slot | None, ...] = Field((), description="a Slot (or None) per controller")
 
-    def __post_init__(self):
-        for name, low, high in (("controllers", 1, 8), ("cpus", 1, 8), ("poll_queues", 0, 64), ("nice", 0, 19)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or not low <= value <= high:
-                raise LabError(f"nvmelab {name}={value!r}: give a whole number from {low} to {high}")
+    @model_validator(mode="after")
+    @refusal
+    def _agree(self) -> LabSpec:
         if self.poll_queues > self.cpus:  # the nvme module refuses it ("insmod: Invalid argument")
-            raise LabError(
-                f"nvmelab poll_queues={self.poll_queues} is more than the guest's {self.cpus} vCPU(s), "
+            raise InputError(
+                f"poll_queues={self.poll_queues} is more than the guest's {self.cpus} vCPU(s), "
                 "which Linux's nvme driver refuses: give as many vCPUs, or fewer poll queues"
             )
-        if not isinstance(self.memory_mb, int) or self.memory_mb < 512:
-            raise LabError(f"nvmelab memory_mb={self.memory_mb!r}: give at least 512 (MiB)")
-        size = parse_size(self.namespace_size)
-        if size < 16 << 20:
-            raise LabError(f"nvmelab namespace_size={self.namespace_size!r}: give at least 16m")
-        if not self.timeout_s > 0:
-            raise LabError(f"nvmelab timeout_s={self.timeout_s!r}: give a positive number of seconds")
-        if len(self.slots) > self.controllers or not all(s is None or isinstance(s, Slot) for s in self.slots):
-            raise LabError(f"nvmelab slots: give at most one Slot (or None) per controller ({self.controllers})")
+        if len(self.slots) > self.controllers:
+            raise InputError(f"slots: give at most one Slot (or None) per controller ({self.controllers})")
         if self.numa_nodes > 1 and self.cpus < 2:
-            raise LabError("nvmelab: a slot on NUMA node 1 needs a vCPU on each node: give cpus=2 or more")
+            raise InputError("a slot on NUMA node 1 needs a vCPU on each node: give cpus=2 or more")
+        return self
 
     @property
     def numa_nodes(self) -> int:
@@ -143,6 +163,9 @@ class LabSpec:
     def ports(self) -> dict[str, Slot]:
         """QEMU id of each controller's root port -> its slot (the ids ``request_aer`` names)."""
         return {f"rp{i}": s for i, s in enumerate(self.slots) if s is not None}
+
+
+DEFAULT_SPEC = LabSpec()  # the lab as it boots when nothing is asked (frozen: one is enough)
 
 
 @dataclass
@@ -408,7 +431,7 @@ def _answer_aer(line: str, spec: LabSpec, monitor: Monitor | None) -> str | None
 # ---------------------------------------------------------------- running
 def run(
     argv: Sequence[str],
-    spec: LabSpec = LabSpec(),
+    spec: LabSpec = DEFAULT_SPEC,
     *,
     cwd: str | os.PathLike | None = None,
     env: dict[str, str] | None = None,
@@ -417,8 +440,8 @@ def run(
     """Boot the lab, run ``argv`` in it (in ``cwd``, the checkout by default) and power off.
     The command's console output goes to ``out`` line by line (stdout by default). The
     result's returncode is the command's own; LabError when the guest never reached it."""
-    from ..machine import process
     from ..core import signals
+    from ..machine import process
 
     argv = [str(a) for a in argv]
     if not argv:
@@ -712,7 +735,7 @@ def notebook_output(notebook: str | os.PathLike, out_dir: str | os.PathLike | No
 def notebook_job(
     notebook: str | os.PathLike,
     parameters: dict | None = None,
-    spec: LabSpec = LabSpec(),
+    spec: LabSpec = DEFAULT_SPEC,
     *,
     out_dir: str | os.PathLike | None = None,
     force: bool = False,
@@ -753,7 +776,7 @@ def notebook_job(
 def run_notebook(
     notebook: str | os.PathLike,
     parameters: dict | None = None,
-    spec: LabSpec = LabSpec(),
+    spec: LabSpec = DEFAULT_SPEC,
     *,
     out_dir: str | os.PathLike | None = None,
     out: Callable[[str], None] | None = None,
@@ -765,7 +788,7 @@ def run_notebook(
 
 
 def run_notebook_job(
-    argv: list[str], output: Path, spec: LabSpec = LabSpec(), *, out: Callable[[str], None] | None = None
+    argv: list[str], output: Path, spec: LabSpec = DEFAULT_SPEC, *, out: Callable[[str], None] | None = None
 ) -> LabResult:
     """Run a ``notebook_job`` in the lab; a half-run notebook is kept (``_keep_partial``)."""
     result = None

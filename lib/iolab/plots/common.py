@@ -16,12 +16,12 @@ import math
 import textwrap
 
 import matplotlib.pyplot as plt
-from matplotlib.text import Annotation
-from matplotlib.ticker import Formatter
-from matplotlib.transforms import Bbox, ScaledTranslation
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.text import Annotation
+from matplotlib.ticker import Formatter
+from matplotlib.transforms import Bbox, ScaledTranslation
 
 from ..core.readable import wrapped
 

@@ -2,7 +2,7 @@
 (seed 000), the pinned CPUs' busy share and cycles per IO, any measured column by any setting.
 
 Points and bars are means over repeats (a repeat is one run, its jobs' IOPS summed), bands and
-whiskers their 95 % confidence interval (``iolab.stats.compare``); a cell whose value varies by
+whiskers their 95 % confidence interval (``iolab.stats.repeat_stats``); a cell whose value varies by
 more than ``CV_LIMIT`` (coefficient of variation) over its repeats is marked unstable, its likely
 cause in the source note.
 """
@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import textwrap
 
-from matplotlib.lines import Line2D
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
-from ..stats import compare
-from ..stats.analysis import Knee, KneeEstimate
 from ..core import columns
 from ..core.columns import label
 from ..core.readable import readable_number, si_number
+from ..stats import repeat_stats
+from ..stats.knee import Knee
+from ..stats.knee_interval import KneeEstimate
 from .common import (
     CV_LIMIT,
     PALETTE,
@@ -49,12 +50,12 @@ def qd_curve(
     """IOPS (left axis) and clat p50/p99 (right axis, lat when fio gave no clat) vs queue
     depth, knee marked.
 
-    Each line is the mean over repeats (``compare.summarise``: a repeat is one run, its jobs'
+    Each line is the mean over repeats (``repeat_stats.summarise``: a repeat is one run, its jobs'
     IOPS summed); the band is the 95 % confidence interval of that mean (Student t for IOPS,
     bootstrap joined with t for the percentiles). A QD whose IOPS vary by more than 10 %
     (coefficient of variation) over its repeats is unstable, as pyperf warns: a red ring on
     its point, the likely cause in the source note. One run per QD: no band, nothing flagged.
-    A ``KneeEstimate`` (``analysis.knee_with_interval``) also shades its bootstrap interval
+    A ``KneeEstimate`` (``knee_interval.knee_with_interval``) also shades its bootstrap interval
     [low, high], widened by a quarter of a doubling each side so a one-QD interval stays
     visible, and names it in the legend: "knee QD 16 (90 % of resamples in [8, 16])"; the
     annotation names its method ("knee: QD 16, maximum power")."""
@@ -123,10 +124,10 @@ def _qd_band_note(cells: pd.DataFrame) -> str:
 
 
 def _cells(df: pd.DataFrame, x: str, metrics: list[str], order=None) -> pd.DataFrame:
-    """``compare.summarise`` of ``metrics`` per value of ``x`` (``<m>_mean``, ``<m>_ci_low``,
+    """``repeat_stats.summarise`` of ``metrics`` per value of ``x`` (``<m>_mean``, ``<m>_ci_low``,
     ``<m>_ci_high``: the 95 % interval of the mean over repeats; ``<m>_cv_pct``; ``n``;
     ``unstable`` at CV > ``CV_LIMIT``), in ``order`` (else numbers sorted, else as they appear)."""
-    cells = compare.summarise(df, by=[x], metrics=metrics, cv_threshold=CV_LIMIT)
+    cells = repeat_stats.summarise(df, by=[x], metrics=metrics, cv_threshold=CV_LIMIT)
     if order is not None:
         present = set(cells[x])
         return cells.set_index(x).loc[[v for v in order if v in present]].reset_index()
@@ -239,7 +240,7 @@ def _band_note(cells: pd.DataFrame, what: str, metric: str) -> str:
 
 
 def _unstable_note(cells: pd.DataFrame, x: str, what: str) -> str:
-    """Which cells are unstable and why (``compare.summarise``'s ``unstable_why``)."""
+    """Which cells are unstable and why (``repeat_stats.summarise``'s ``unstable_why``)."""
     if cells.n.max() < 2:
         return ""
     bad = cells[cells["unstable"]]
@@ -307,7 +308,7 @@ def by_setting(
     order=None,
 ):
     """Any measured column against any swept setting: bars of the mean over repeats, whiskers
-    the 95 % CI of that mean (``compare.summarise``: Student t, or bootstrap joined with t for
+    the 95 % CI of that mean (``repeat_stats.summarise``: Student t, or bootstrap joined with t for
     percentiles and ratios such as ``dev_read_req_kib`` and ``cycles_per_io``). Bars of cells
     whose ``y`` varies by more than 10 % (CV) over repeats are hatched and labelled
     'unstable'. ``order``: the x values in order (else numbers sorted, else as they appear)."""

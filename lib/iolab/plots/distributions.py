@@ -39,7 +39,7 @@ def plot_cdf(dist: pd.DataFrame, hue: str | None = None, *, tail: bool = False, 
     hue = _hue(dist, hue)
     kind = _one(dist, "kind")
     lowest = 1.0
-    for key, part, color, style, text in _series(dist, hue):
+    for _key, part, color, style, text in _series(dist, hue):
         x = part["latency_us"].to_numpy(float)
         y = part["fraction_le"].to_numpy(float)
         listed = (part["source"] == FROM_LIST).any()
@@ -92,7 +92,7 @@ def plot_spectrum(spec: pd.DataFrame, hue: str | None = None, *, ax=None, title:
     kind = _one(spec, "kind")
     ax.set_xscale("function", functions=(_to_nines, _from_nines))
     unresolved = False
-    for key, part, color, style, text in _series(spec, hue):
+    for _key, part, color, style, text in _series(spec, hue):
         part = part.sort_values("percentile")
         x, y = part["percentile"].to_numpy(float), part["latency_us"].to_numpy(float)
         if (part["source"] == FROM_LIST).any():

@@ -7,7 +7,7 @@
 What is offered comes from the column registry (``iolab.core.columns``): metrics (measured,
 with units) on y; settings (swept or chosen: queue depth, scheduler, block size, any fio
 option a sweep varied) on x, hue and facet; ids never. Each point is the mean over repeats
-with its 95 % interval (``compare.interval``, the one the plots use: Student t, joined with a bootstrap
+with its 95 % interval (``repeat_stats.interval``, the one the plots use: Student t, joined with a bootstrap
 for percentiles; held within what the quantity can be, ``columns.bounds``: from 0 for counts and
 latencies, 0-100 % for shares such as CPU busy); queue depths and other doubling
 settings get a log2 axis. The widget shows the ``plot(...)`` call for the current choice,
@@ -24,8 +24,8 @@ the CDF, its tail (1 - CDF, log) or the percentile spectrum (p1 ... p99.999), on
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -33,14 +33,14 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import display
 
-from ..stats import compare, latency_dist
 from ..core import columns
 from ..core.columns import COLUMNS, label
 from ..core.errors import InputError, IolabError
-from . import distributions
-from .common import NOTEBOOK_WIDTH_IN, flag_banner, setting_colors, si_axis
 from ..core.progress import headless
 from ..core.validate import parse_size
+from ..stats import latency_dist, repeat_stats
+from . import distributions
+from .common import NOTEBOOK_WIDTH_IN, flag_banner, setting_colors, si_axis
 
 MAX_CATEGORIES = 30  # an unregistered column with more distinct values is not a setting
 NONE = "(none)"  # the hue / facet choice that means no split
@@ -109,9 +109,9 @@ def _line(df: pd.DataFrame, x: str) -> bool:
 
 
 def _interval(values, metric: str) -> tuple[float, float]:
-    """The 95 % interval of the mean of ``values`` (``compare.interval``: held within
+    """The 95 % interval of the mean of ``values`` (``repeat_stats.interval``: held within
     ``columns.bounds(metric)``); the mean itself when there is none (one value)."""
-    low, high = compare.interval(values, metric)
+    low, high = repeat_stats.interval(values, metric)
     return (low, high) if not np.isnan(low) else (np.mean(values), np.mean(values))
 
 
@@ -124,7 +124,7 @@ def plot(
     log_y: bool = False,
     title: str | None = None,
 ):
-    """One figure of ``y`` against ``x`` (mean over repeats, 95 % ``compare.interval``), one
+    """One figure of ``y`` against ``x`` (mean over repeats, 95 % ``repeat_stats.interval``), one
     colour per ``hue`` value, one panel per ``facet`` value. Returns the Figure."""
     for name in (x, y, hue, facet):
         if name is not None and name not in df.columns:
@@ -189,8 +189,8 @@ def _points(df: pd.DataFrame, x: str, y: str, hue: str | None, facet: str | None
         per = "one point per run" if n.max() == 1 else f"one point per value of {label(x)}, the mean of {what}"
     else:
         per = f"mean of {what} per point"
-    if n.max() < compare.MIN_REPEATS:
-        return f"{per}; {'no interval: one run per point' if n.max() == 1 else compare.NOT_INFORMATIVE + ' per point'}"
+    if n.max() < repeat_stats.MIN_REPEATS:
+        return f"{per}; {'no interval: one run per point' if n.max() == 1 else repeat_stats.NO_INTERVAL + ' per point'}"
     low, high = columns.bounds(y)
     interval = (
         (
@@ -206,9 +206,9 @@ def _points(df: pd.DataFrame, x: str, y: str, hue: str | None, facet: str | None
             else ""
         )
         + (
-            f"; none where a point has fewer than {compare.MIN_REPEATS} runs (it would say "
+            f"; none where a point has fewer than {repeat_stats.MIN_REPEATS} runs (it would say "
             "nothing): repeat 3 or more times"
-            if n.min() < compare.MIN_REPEATS
+            if n.min() < repeat_stats.MIN_REPEATS
             else ""
         )
     )
@@ -343,21 +343,20 @@ def distribution(
     view: str = "cdf",
     hue: str | None = None,
     facet: str | None = None,
-    runs_dir: str | None = None,
     kind: str = "clat",
 ):
-    """The latency distribution of the cells of ``df`` (a table with ``run_id``; its run
-    folders under ``runs_dir``) from fio's json+ bins: ``view`` "cdf", "tail" (1 - CDF on a
+    """The latency distribution of the cells of ``df`` (a table of runs; its run folders
+    found by ``iolab.core.runfolders``) from fio's json+ bins: ``view`` "cdf", "tail" (1 - CDF on a
     log axis) or "spectrum"; one colour per ``hue`` value, a line style per ``facet`` value,
     the runs of a cell pooled (``iolab.stats.latency_dist``). Returns the Figure."""
     if view not in VIEWS or view == "means":
         raise InputError(f"view={view!r}: choose 'cdf', 'tail' or 'spectrum' ('means' is plot())")
-    return _draw_distribution(_distribution_frame(df, view, hue, facet, runs_dir, kind), view, hue)
+    return _draw_distribution(_distribution_frame(df, view, hue, facet, kind), view, hue)
 
 
-def _distribution_frame(df: pd.DataFrame, view: str, hue, facet, runs_dir, kind: str = "clat") -> pd.DataFrame:
+def _distribution_frame(df: pd.DataFrame, view: str, hue, facet, kind: str = "clat") -> pd.DataFrame:
     make = latency_dist.spectrum if view == "spectrum" else latency_dist.cdf
-    return make(df, [k for k in (hue, facet) if k], kind=kind, runs_dir=runs_dir)
+    return make(df, [k for k in (hue, facet) if k], kind=kind)
 
 
 def _draw_distribution(frame: pd.DataFrame, view: str, hue):
@@ -366,27 +365,22 @@ def _draw_distribution(frame: pd.DataFrame, view: str, hue):
     return distributions.plot_cdf(frame, hue=hue, tail=view == "tail").figure
 
 
-def distribution_code(
-    view: str, hue: str | None = None, facet: str | None = None, runs_dir: str | None = None, table: str = "table"
-) -> str:
+def distribution_code(view: str, hue: str | None = None, facet: str | None = None, table: str = "table") -> str:
     """The cell that draws the explorer's current distribution view."""
     by = [k for k in (hue, facet) if k]
-    where = f", runs_dir={str(runs_dir)!r}" if runs_dir else ""
     make, draw = ("spectrum", "plot_spectrum") if view == "spectrum" else ("cdf", "plot_cdf")
     tail = ", tail=True" if view == "tail" else ""
     return (
         "from iolab.stats import latency_dist\nfrom iolab.plots import distributions\n"
-        f"dist = latency_dist.{make}({table}, by={by!r}{where})\n"
+        f"dist = latency_dist.{make}({table}, by={by!r})\n"
         f"distributions.{draw}(dist, hue={hue!r}{tail})"
     )
 
 
-def explorer(
-    tables: pd.DataFrame | Mapping[str, pd.DataFrame], interactive: bool = True, runs_dir: str | None = None
-) -> None:
+def explorer(tables: pd.DataFrame | Mapping[str, pd.DataFrame], interactive: bool = True) -> None:
     """Widgets to put any setting on x, hue and facet and any metric on y (JupyterLab), or
-    to draw the latency distribution of the cells (the view dropdown; tables with ``run_id``,
-    their run folders under ``runs_dir``, default the runs folder and one level below).
+    to draw the latency distribution of the cells (the view dropdown; tables of runs, their
+    run folders found by ``iolab.core.runfolders``).
 
     ``tables``: one table, or several by the names of their notebook variables (the copied
     code then runs as it is). Headless or with ``interactive=False`` the default figure of
@@ -404,18 +398,17 @@ def explorer(
         display(fig)
         plt.close(fig)
         return
-    display(_Widget(tables, runs_dir).box)
+    display(_Widget(tables).box)
 
 
 class _Widget:
     """The explorer's widgets; hooks for tests: box class ``iolab-explorer``, dropdowns
     described table/view/x/y/hue/facet, code text class ``iolab-explorer-code``."""
 
-    def __init__(self, tables: Mapping[str, pd.DataFrame], runs_dir: str | None = None):
+    def __init__(self, tables: Mapping[str, pd.DataFrame]):
         import ipywidgets as w  # widgets only in JupyterLab: plot() and batch runs never load them
 
         self.tables = tables
-        self.runs_dir = runs_dir
         names = list(tables)
         # wide enough for "clat p99 (µs) [clat_p99_us] (measured)": the default width clipped it
         wide = dict(layout=w.Layout(width="46%", min_width="18em"), style={"description_width": "3.5em"})
@@ -484,7 +477,7 @@ class _Widget:
         if view == "means":
             self.code.value = code(**args, table=name)
         else:
-            split = dict(hue=args["hue"], facet=args["facet"], runs_dir=self.runs_dir)
+            split = dict(hue=args["hue"], facet=args["facet"])
             self.code.value = distribution_code(view, **split, table=name)
         with self.out:
             self.out.clear_output(wait=True)
@@ -496,10 +489,10 @@ class _Widget:
             display(fig)
             plt.close(fig)
 
-    def _distribution(self, df: pd.DataFrame, view: str, hue, facet, runs_dir):
+    def _distribution(self, df: pd.DataFrame, view: str, hue, facet):
         """``distribution``'s figure; the frame read once per table and split (the CDF's
         serves the tail), so a redraw does not read the runs' fio.json files again."""
         key = (self.table.value, view == "spectrum", hue, facet)
         if key not in self._frames:
-            self._frames[key] = _distribution_frame(df, view, hue, facet, runs_dir)
+            self._frames[key] = _distribution_frame(df, view, hue, facet)
         return _draw_distribution(self._frames[key], view, hue)

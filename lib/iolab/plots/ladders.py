@@ -213,3 +213,41 @@ def ladder_cpu(ladder: pd.DataFrame, ax=None):
     if own:
         fit_width(ax)
     return ax
+
+
+def climb_frontier(frontier: pd.DataFrame, latency: str = "clat_p99_us", ax=None, rule: str = ""):
+    """The IOPS-latency frontier of each step of a climb (``iolab.studies.climb``'s
+    ``frontier``): mean IOPS against mean ``latency`` (p99 or p50, log scale) over the depths
+    the step's search measured, one line per step in depth order, each depth's QD beside its
+    point and the step's operating point ringed ("in polling mode the latency impact shows up
+    well before IOPS saturate": the line turns up before it turns right). ``rule``: how the
+    operating points were chosen, for the caption."""
+    if frontier.empty:
+        raise InputError("the climb measured no step: nothing to draw (see its steps table for why)")
+    own = ax is None
+    ax = axes_of(ax)
+    colors = plt.get_cmap("tab10")
+    for k, (step, rows) in enumerate(frontier.sort_values(["step", "qd"]).groupby("step", sort=True)):
+        rows = rows.dropna(subset=[latency])
+        if rows.empty:
+            continue
+        color = colors(k % 10)
+        ax.plot(rows["iops"], rows[latency], "o-", color=color, ms=3, lw=1.2, label=f"{step}. {rows['name'].iloc[0]}")
+        for r in rows.itertuples():
+            ax.annotate(f"{r.qd}", (r.iops, getattr(r, latency)), fontsize=6, color=color,
+                        xytext=(6, 4), textcoords="offset points")  # fmt: skip
+        chosen = rows[rows["chosen"]]
+        ax.scatter(chosen["iops"], chosen[latency], s=120, facecolors="none", edgecolors=color, linewidths=1.6)
+    ax.set_yscale("log")
+    count_axis(ax, "x")
+    ax.set_xlabel(label("iops"))
+    ax.set_ylabel(label(latency))
+    ax.set_title("IOPS against latency per step: each step's operating point ringed (numbers: queue depth)")
+    ax.legend(fontsize=7, loc="best", framealpha=0.85)
+    source_note(
+        ax,
+        "fio json+ per run; points: means over each depth's runs" + (f"; operating point: {rule}" if rule else ""),
+    )
+    if own:
+        fit_width(ax)
+    return ax

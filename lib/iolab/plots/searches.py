@@ -11,8 +11,8 @@ import pandas as pd
 import seaborn as sns
 
 from ..core.columns import label
-from ..core.readable import percent, si_number
 from ..core.errors import InputError
+from ..core.readable import percent, si_number
 from ..stats.search_cells import level_text
 from .common import (
     NOTEBOOK_WIDTH_IN,

@@ -19,11 +19,11 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 
 from ..core.columns import label
-from ..read.fiojson import percentiles_from_bins
 from ..core.errors import InputError
-from .common import NOTEBOOK_WIDTH_IN, count_axis, log_count_axis, source_note
+from ..read.fiojson import percentiles_from_bins
 from ..read.series import Series
 from ..stats.timeline import STALL_FRACTION, Steady, heatmap
+from .common import NOTEBOOK_WIDTH_IN, count_axis, log_count_axis, source_note
 
 LEGEND_IN = 1.4  # inches the legends right of the axes add to the saved (tight) figure
 

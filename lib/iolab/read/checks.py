@@ -40,19 +40,30 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import RunFileError
+from ..core.runfiles import (
+    BLOCKSTAT_JSON,
+    CHECKS_JSON,
+    FIO_JSON,
+    PARAMS_JSON,
+    PCIE_JSON,
+    PERF_DATA,
+    PERF_STAT_CSV,
+    SAMPLES_THREADS_CSV,
+    SYSTEM_JSON,
+)
 from .fiojson import disk_util, run_document, run_rows
-from .plausible import arithmetic_checks, pcie_path
+from .plausible import Check, arithmetic_checks, pcie_path
 
-FILE = "checks.json"
+FILE = CHECKS_JSON
 CACHE_SHARE = 0.5  # the device moved less than this share of fio's bytes: a cache answered
 OTHER_SHARE = 1.5  # more than this multiple: other traffic (or readahead)
 MIN_BYTES = 4 << 20  # differences below 4 MiB are not judged (journal writes, metadata)
@@ -60,21 +71,6 @@ CLOCK_RESOLUTION_US = 0.001
 DISK_TAIL_S = 0.5  # fio's disk_util may miss this much of the run's end (2 of its 250 ms samples)
 DISK_SLACK_IOS = 16  # fio reads inside iolab's window: more than this above iolab's count cannot be
 ROTATIONAL_EXEMPT = re.compile(r"^(loop|ram|zram|nullb|dm-)")  # not an SSD whatever rotational says
-
-
-@dataclass
-class Check:
-    """One check of one run (and direction): ``passed`` None when it could not be made."""
-
-    name: str
-    passed: bool | None
-    words: str
-    figures: dict[str, Any] = field(default_factory=dict)
-    threshold: str = ""
-    direction: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _json(path: Path) -> dict[str, Any] | None:
@@ -311,13 +307,13 @@ def run_checks(
     """Every check of one run folder, derived from its files (module docstring)."""
     run_dir = Path(run_dir)
     fio = run_rows(run_dir)
-    with runfiles.guard(run_dir / "params.json"):  # a file of the right type, the wrong content: named
-        params = _json(run_dir / "params.json")
+    with runfiles.guard(run_dir / PARAMS_JSON):  # a file of the right type, the wrong content: named
+        params = _json(run_dir / PARAMS_JSON)
         options = (params or {}).get("fio_options", {})
     direct = None if options.get("direct") is None else str(options["direct"]) not in ("0", "false", "False")
-    snapshot = _json(run_dir / "system.json")
-    with runfiles.guard(run_dir / "blockstat.json"):
-        blockstat = _json(run_dir / "blockstat.json")
+    snapshot = _json(run_dir / SYSTEM_JSON)
+    with runfiles.guard(run_dir / BLOCKSTAT_JSON):
+        blockstat = _json(run_dir / BLOCKSTAT_JSON)
     if options.get("ioengine") == "io_uring_cmd":
         # NVMe passthrough commands bypass the block layer's accounting: /sys/block/<dev>/stat
         # stays still however much fio reads (seen in the NVMe lab: "0 MiB for fio's 22 MiB")
@@ -329,17 +325,17 @@ def run_checks(
             )
         ]
     else:
-        with runfiles.guard(run_dir / "blockstat.json"):
+        with runfiles.guard(run_dir / BLOCKSTAT_JSON):
             device = device_vs_fio(fio, blockstat, direct)
-    data = run_document(run_dir / "fio.json").data
-    with runfiles.guard(run_dir / "blockstat.json"):
+    data = run_document(run_dir / FIO_JSON).data
+    with runfiles.guard(run_dir / BLOCKSTAT_JSON):
         disk = fio_disk_util(fio, disk_util(data), blockstat)
-    with runfiles.guard(run_dir / "system.json"):
+    with runfiles.guard(run_dir / SYSTEM_JSON):
         bus, ssd = bus_ceiling(fio, snapshot, ceiling_bytes_s), ssd_state(fio, snapshot)
-    with runfiles.guard(run_dir / "params.json"):
+    with runfiles.guard(run_dir / PARAMS_JSON):
         arithmetic = arithmetic_checks(fio, data, params)
-    with runfiles.guard(run_dir / "pcie.json"):
-        pcie = pcie_path(_json(run_dir / "pcie.json"))
+    with runfiles.guard(run_dir / PCIE_JSON):
+        pcie = pcie_path(_json(run_dir / PCIE_JSON))
     return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd, *arithmetic, *pcie]
 
 
@@ -374,9 +370,9 @@ def instruments(run_dir: str | Path) -> str:
     found = [
         name
         for name, file in (
-            ("perf record", "perf.data"),
-            ("perf stat", "perf_stat.csv"),
-            ("thread sampler", "samples_threads.csv"),
+            ("perf record", PERF_DATA),
+            ("perf stat", PERF_STAT_CSV),
+            ("thread sampler", SAMPLES_THREADS_CSV),
         )
         if (names is None or file in names) and (run_dir / file).exists()
     ]

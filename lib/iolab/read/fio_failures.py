@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from ..core.system import read_text
 

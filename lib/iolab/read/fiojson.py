@@ -29,25 +29,28 @@ import operator
 import os
 import re
 from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from itertools import accumulate
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import FioOutputError, RunFileError
+from ..core.runfiles import FIO_JSON, FIO_STDERR, JOB_FIO
 
 try:  # a JSON reader several times faster than the standard library's (a dependency; optional here)
-    from orjson import loads as _loads, JSONDecodeError as _FastDecodeError
+    from orjson import JSONDecodeError as _FastDecodeError
+    from orjson import loads as _loads
 except ImportError:  # pragma: no cover
     _loads, _FastDecodeError = json.loads, json.JSONDecodeError
 
 DIRECTIONS = ("read", "write", "trim", "mixed")
 PERCENTILES = {"50": 50.0, "90": 90.0, "95": 95.0, "99": 99.0, "99_9": 99.9, "99_99": 99.99}
-FILES = ("fio.json", "fio.stderr", "job.fio")  # in a run folder (written by iolab.measure.runner.measure)
+FILES = (FIO_JSON, FIO_STDERR, JOB_FIO)  # in a run folder (written by iolab.measure.runner.measure)
 
 
 # ---------------------------------------------------------------- locating the JSON
@@ -124,7 +127,7 @@ def load_document(path: str | os.PathLike) -> FioDocument:
     except FileNotFoundError:
         raise FioOutputError(f"{path}: no such file; check the path") from None
     except IsADirectoryError:
-        inside = Path(path) / "fio.json"
+        inside = Path(path) / FIO_JSON
         raise FioOutputError(
             f"{path} is a folder, not fio output; give a file" + (f", e.g. {inside}" if inside.exists() else "")
         ) from None

@@ -8,7 +8,6 @@ the result checks out against the IOPS log (``iolab.read.series`` decides)."""
 
 from __future__ import annotations
 
-
 import functools
 import io
 import os
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import FioOutputError
+from ..core.runfolders import is_run
 from . import fiojson
 
 PREFIX = "fio"  # log file prefix inside the run folder: fio_iops.1.log, ...
@@ -65,7 +65,7 @@ def hist_layout(nbins: int) -> tuple[int, int]:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bin_values_ns(nbins: int) -> np.ndarray:
     """The latency (ns) each of ``nbins`` histogram-log columns stands for; a coarse column
     (log_hist_coarseness) is fio's bins [g*2**c, (g+1)*2**c) summed, valued at its middle bin.
@@ -107,7 +107,7 @@ def find_logs(run_dir: str | os.PathLike, prefix: str = PREFIX) -> list[LogFile]
     if here:
         return here
     return [
-        f for d in sorted(run_dir.iterdir()) if d.is_dir() and not (d / "run.json").exists() for f in logs_in(d, d.name)
+        f for d in sorted(run_dir.iterdir()) if d.is_dir() and not is_run(d) for f in logs_in(d, d.name)
     ]  # a sub-folder with run.json is a run of its own, not a host
 
 

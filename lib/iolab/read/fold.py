@@ -42,7 +42,8 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing is not imported at run time: `iolab fold` must start fast
 if TYPE_CHECKING:
-    from typing import BinaryIO, Iterable, TextIO
+    from collections.abc import Iterable
+    from typing import BinaryIO, TextIO
 
 _HEADER = re.compile(r"^(\S.+?)\s+(\d+)/*(\d+)*\s+")
 _EVENT = re.compile(r":\s*(\d+)*\s+(\S+):\s*$")

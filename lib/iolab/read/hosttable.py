@@ -22,37 +22,39 @@ percentiles. A host's snapshot columns (kernel, governor, scheduler) sit on its 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..core import runfiles
 from ..core.errors import IolabError
-from .fiojson import load_document, run_rows as fio_rows
 from ..core.paths import safe_name
-from .pool import ALL_CLIENTS, pool_outputs
+from ..core.runfiles import FIO_JSON, HOSTS_DIR, HOSTS_JSON, HOSTS_LIST, SYSTEM_JSON
 from ..core.system import snapshot_columns
+from .fiojson import load_document
+from .fiojson import run_rows as fio_rows
+from .pool import ALL_CLIENTS, pool_outputs
 
-HOSTS_FILE, HOST_LIST = "hosts.json", "hosts.list"
-FILES = (HOSTS_FILE, HOST_LIST, "hosts")  # beside fio's own files (iolab.read.fiojson.FILES)
+HOSTS_FILE, HOST_LIST = HOSTS_JSON, HOSTS_LIST
+FILES = (HOSTS_FILE, HOST_LIST, HOSTS_DIR)  # beside fio's own files (iolab.read.fiojson.FILES)
 POOLED = "pooled"
 
 
 def host_snapshot(run_dir: str | Path, folder: str) -> dict[str, Any]:
     """A host's system snapshot in a run folder ({} when none was taken). ``folder`` comes
     from the folder's hosts.json: read as ``safe_name`` makes it, never outside ``hosts/``."""
-    path = Path(run_dir) / "hosts" / safe_name(folder, fill="_", fallback="host", per_char=True) / "system.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    path = Path(run_dir) / HOSTS_DIR / safe_name(folder, fill="_", fallback="host", per_char=True) / SYSTEM_JSON
+    return runfiles.read_json(path, optional=True) or {}
 
 
 def run_rows(run_dir: str | Path) -> pd.DataFrame:
     """The rows of a client/server run folder (module docstring)."""
     run_dir = Path(run_dir)
-    hosts = json.loads((run_dir / HOSTS_FILE).read_text())["hosts"]
+    hosts = runfiles.read_json(run_dir / HOSTS_FILE, keys=("hosts",))["hosts"]
     by_address = {(h["address"], int(h["port"])): h for h in hosts}
-    stats = load_document(run_dir / "fio.json").data.get("client_stats", [])
+    stats = load_document(run_dir / FIO_JSON).data.get("client_stats", [])
     frame = fio_rows(run_dir)
     frame = frame[frame["job"] != ALL_CLIENTS].copy()
     entries = [stats[i] for i in frame["job_index"]]
@@ -88,7 +90,7 @@ def run_rows(run_dir: str | Path) -> pd.DataFrame:
 def _pooled(run_dir: Path, ok: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """The pooled rows of the hosts that reported (``iolab.read.pool``, concurrent, summed)."""
     try:
-        pooled = pool_outputs([run_dir / "fio.json"], files="concurrent")
+        pooled = pool_outputs([run_dir / FIO_JSON], files="concurrent")
     except IolabError as exc:  # a job error on some host: its bins cannot be trusted in a sum
         return pd.DataFrame(
             [{"host": POOLED, "direction": "none", "host_status": "failed", "host_error": f"not pooled: {exc}"}]

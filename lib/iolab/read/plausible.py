@@ -1,7 +1,7 @@
 """Checks that catch arithmetic: figures of one fio report that cannot all be true together.
 
-Each is a ``iolab.read.checks.Check`` (``run_checks`` adds them to every run's), judged per
-(job, direction) row of the report:
+Each is a ``Check`` (defined here, the record of every run check: ``iolab.read.checks``
+adds these to the run's others), judged per (job, direction) row of the report:
 
 * ``littles_law`` — IOs in flight, IOPS x mean latency (Little's law, L = λW; ``lat``, the
   time from fio's issue to completion, and ``clat``), against the IOs the job may hold:
@@ -34,7 +34,9 @@ and, for the jobs a reporting group sums, from the run's ``params.json``.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -51,10 +53,19 @@ ALL_CLIENTS = "All clients"  # fio's client/server sum over the hosts, beside ea
 RATE_SLACK = 0.02  # fio's rates from its own counts agree to 2 % (rounding of runtime, ms)
 
 
-def _check(*args, **kw):
-    from .checks import Check  # checks imports this module
+@dataclass
+class Check:
+    """One check of one run (and direction): ``passed`` None when it could not be made."""
 
-    return Check(*args, **kw)
+    name: str
+    passed: bool | None
+    words: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    threshold: str = ""
+    direction: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _on(value: Any) -> bool:
@@ -173,7 +184,7 @@ def littles_law(fio: pd.DataFrame, data: Mapping[str, Any], params: Mapping[str,
                 f"job {job}: {said} IOs in flight, more than its depth {depth} allows: the IOPS or the "
                 f"mean {worst} is wrong (fio's own arithmetic does not hold)"
             )
-            out.append(_check("littles_law", False, words, figures, threshold, _dir(rows)))
+            out.append(Check("littles_law", False, words, figures, threshold, _dir(rows)))
             continue
         full = _saturated(_report_jobs(data)[index] if index < len(_report_jobs(data)) else {}, depth)
         if full and known[kind] < depth * LITTLE_UNDER:
@@ -181,10 +192,10 @@ def littles_law(fio: pd.DataFrame, data: Mapping[str, Any], params: Mapping[str,
                 f"job {job}: fio's iodepth_level says its queue of {depth} stayed full, yet IOPS x mean {kind} "
                 f"= {known[kind]:,.2f} IOs in flight: the IOPS or the latency is wrong"
             )
-            out.append(_check("littles_law", False, words, figures, threshold, _dir(rows)))
+            out.append(Check("littles_law", False, words, figures, threshold, _dir(rows)))
             continue
         words = f"job {job}: {said} IOs in flight, depth {depth}"
-        out.append(_check("littles_law", True, words, figures, threshold, _dir(rows)))
+        out.append(Check("littles_law", True, words, figures, threshold, _dir(rows)))
     return out
 
 
@@ -226,10 +237,10 @@ def clat_le_lat(fio: pd.DataFrame) -> list[Any]:
                 "wrong here (fio 3.33 io_uring with sqthread_poll does this): trust neither clat nor Little's law "
                 "from clat"
             )
-            out.append(_check("clat_le_lat", False, words, figures, threshold, row["direction"]))
+            out.append(Check("clat_le_lat", False, words, figures, threshold, row["direction"]))
         else:
             out.append(
-                _check("clat_le_lat", True, f"job {row['job']}: clat <= lat", figures, threshold, row["direction"])
+                Check("clat_le_lat", True, f"job {row['job']}: clat <= lat", figures, threshold, row["direction"])
             )
     return out
 
@@ -275,10 +286,10 @@ def rates(fio: pd.DataFrame, data: Mapping[str, Any]) -> list[Any]:
                 f"job {row['job']}: {said} ({row['total_ios']:,} IOs, {row['io_bytes']:,} bytes in "
                 f"{seconds:,.3f} s): the report's figures disagree with each other (edited, or not fio's)"
             )
-            out.append(_check("rates", False, words, figures, threshold, row["direction"]))
+            out.append(Check("rates", False, words, figures, threshold, row["direction"]))
         else:
             words = f"job {row['job']}: IOPS and bandwidth agree with {row['total_ios']:,} IOs in {seconds:,.3f} s"
-            out.append(_check("rates", True, words, figures, threshold, row["direction"]))
+            out.append(Check("rates", True, words, figures, threshold, row["direction"]))
     return out
 
 
@@ -289,7 +300,7 @@ def _close(have: float, want: float) -> bool:
 def cpu_accounting(data: Mapping[str, Any], params: Mapping[str, Any] | None) -> list[Any]:
     """Every CPU fio's jobs and SQ poll threads may use, against the CPUs sampled."""
     if not params or "cpus" not in params:
-        return [_check("cpu_accounting", None, "no params.json with the run's CPUs: not checked")]
+        return [Check("cpu_accounting", None, "no params.json with the run's CPUs: not checked")]
     sampled = params.get("cpus")
     used: set[int] = set()
     unplaced: list[str] = []
@@ -310,7 +321,7 @@ def cpu_accounting(data: Mapping[str, Any], params: Mapping[str, Any] | None) ->
     figures = {"sampled_cpus": sampled, "fio_cpus": sorted(used), "sq_threads_unplaced": unplaced}
     threshold = "every CPU fio's jobs and SQ poll threads may use is sampled"
     if sampled is None:
-        return [_check("cpu_accounting", True, "unpinned run: every CPU was locked and sampled", figures, threshold)]
+        return [Check("cpu_accounting", True, "unpinned run: every CPU was locked and sampled", figures, threshold)]
     missed = sorted(used - set(sampled))
     if missed or unplaced:
         why = [f"fio used CPU(s) {_cpus(missed)}, which iolab did not sample"] if missed else []
@@ -323,14 +334,14 @@ def cpu_accounting(data: Mapping[str, Any], params: Mapping[str, Any] | None) ->
             f"{'; '.join(why)}: the CPU figures (cpu_busy_pct, cycles_per_io) cover CPU(s) {_cpus(sampled)} "
             "only, not all of fio's work"
         )
-        return [_check("cpu_accounting", False, words, figures, threshold)]
+        return [Check("cpu_accounting", False, words, figures, threshold)]
     shared = (
         f"; {processes} fio processes and SQ poll threads shared {len(set(sampled))} CPU(s)"
         if processes > len(set(sampled))
         else ""
     )
     words = f"fio's CPU(s) {_cpus(used)} all sampled{shared}"
-    return [_check("cpu_accounting", True, words, figures, threshold)]
+    return [Check("cpu_accounting", True, words, figures, threshold)]
 
 
 def _cpus(cpus: Iterable[int]) -> str:
@@ -405,14 +416,14 @@ def pcie_path(pcie: Mapping[str, Any] | None) -> list[Any]:
         )
         costs = "; ".join(dict.fromkeys(AER_WORDS[kind][1] for _, kind, _, _ in risen))
         figures = {f"{addr} {kind}": rise for addr, kind, rise, _ in risen}
-        out.append(_check("pcie_aer", False, f"{said}: {costs}", figures, threshold))
+        out.append(Check("pcie_aer", False, f"{said}: {costs}", figures, threshold))
     elif counted:
         out.append(
-            _check("pcie_aer", True, f"no AER error counted during the run on {', '.join(counted)}", {}, threshold)
+            Check("pcie_aer", True, f"no AER error counted during the run on {', '.join(counted)}", {}, threshold)
         )
     else:
         out.append(
-            _check(
+            Check(
                 "pcie_aer", None, "no aer_dev_* counters on the device's PCI path (AER off or unsupported): not checked"
             )
         )
@@ -421,8 +432,8 @@ def pcie_path(pcie: Mapping[str, Any] | None) -> list[Any]:
         said = "; ".join(f"the link of {addr} went from {a} to {b}" for addr, a, b in moved)
         figures = {addr: f"{a} -> {b}" for addr, a, b in moved}
         out.append(
-            _check("pcie_link", False, f"{said} during the run: the bus under the figures changed", figures, threshold)
+            Check("pcie_link", False, f"{said} during the run: the bus under the figures changed", figures, threshold)
         )
     elif held:
-        out.append(_check("pcie_link", True, f"links held during the run: {', '.join(held)}", {}, threshold))
+        out.append(Check("pcie_link", True, f"links held during the run: {', '.join(held)}", {}, threshold))
     return out

@@ -17,7 +17,6 @@ Run folders sampled before the ``host_`` columns existed give NaN for the host f
 
 from __future__ import annotations
 
-
 import os
 import re
 from dataclasses import dataclass
@@ -26,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..read import fiojson
 from ..core import runfiles
 from ..core.errors import IolabError
-
+from ..core.runfiles import SAMPLES_FREQ_CSV, SAMPLES_STAT_CSV, SAMPLES_THREADS_CSV, THREADS_JSON
+from ..read import fiojson
 
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -40,7 +39,7 @@ BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 USER_HZ = os.sysconf("SC_CLK_TCK")
 
 
-FREQ_FILE, STAT_FILE = "samples_freq.csv", "samples_stat.csv"
+FREQ_FILE, STAT_FILE = SAMPLES_FREQ_CSV, SAMPLES_STAT_CSV
 
 
 FILES = (STAT_FILE, FREQ_FILE)  # in a run folder; the first one there means the samplers ran
@@ -52,7 +51,7 @@ HOST_FIELDS = tuple(f"host_{f}" for f in STAT_FIELDS)  # the machine-wide ``cpu`
 STEAL_FLAG_PCT = 5.0  # hypervisor steal above this share of the pinned CPUs' (or machine's) time
 
 
-THREADS_FILE = "samples_threads.csv"  # the thread-state sampler's series, when it ran
+THREADS_FILE = SAMPLES_THREADS_CSV  # the thread-state sampler's series, when it ran
 OTHER_FLAG_PCT = 10.0  # pinned CPUs' process time beyond fio's own usr+sys, % of their time
 
 
@@ -69,7 +68,7 @@ class Samples:
         return {FREQ_FILE: self.freq.to_csv(index=False), STAT_FILE: self.stat.to_csv(index=False)}
 
     @classmethod
-    def read(cls, run_dir: str | os.PathLike) -> "Samples":
+    def read(cls, run_dir: str | os.PathLike) -> Samples:
         """The series a run folder keeps (``files``); RunFileError (``iolab.core.runfiles``) naming
         a file that is missing, empty, cut mid-line or without the columns written here."""
         return cls(read_freq(run_dir), read_stat(run_dir))
@@ -364,8 +363,8 @@ def _threads(run_dir: Path, starts: np.ndarray, ends: np.ndarray) -> pd.DataFram
     if not path.exists() or not len(starts):
         return pd.DataFrame()
     frame = runfiles.read_csv(path, usecols=["t_s", "state"], numeric=("t_s",))
-    meta = runfiles.read_json(run_dir / "threads.json", optional=True) or {}
-    with runfiles.guard(run_dir / "threads.json"):
+    meta = runfiles.read_json(run_dir / THREADS_JSON, optional=True) or {}
+    with runfiles.guard(run_dir / THREADS_JSON):
         interval_s = float(meta.get("interval_s") or 0)
     tick_s = interval_s or (float(np.median(np.diff(np.unique(frame["t_s"])))) if frame["t_s"].nunique() > 1 else 0.0)
     if not tick_s:

@@ -37,7 +37,7 @@ second one before it: undone when the result checks out against the IOPS log, el
 of the same run on the same axis.
 
 Reading it: ``find_steady`` (fio's own steadystate result when the job asked for it, else
-SNIA's rule — ``analysis.steady_state`` — over a sliding window of intervals), the warm-up
+SNIA's rule — ``steady_state.steady_state`` — over a sliding window of intervals), the warm-up
 before it, ``find_stalls`` (intervals far below the median, with what the samplers saw then)
 and ``summary`` (fio's whole-run figures beside those of the logs and of the steady part).
 """
@@ -47,16 +47,19 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from . import fiojson
 from ..core import runfiles
 from ..core.errors import FioOutputError, InputError, RunFileError
+from ..core.runfiles import SERIES_JSON
+from ..core.runfolders import is_run, runs_in
+from . import fiojson
 from .fiologs import (
     DIRECTIONS,
     PERCENTILES,
@@ -71,7 +74,7 @@ from .fiologs import (
 )
 from .samples import aligned_samplers
 
-META = "series.json"  # written by the runner when logs were asked for
+META = SERIES_JSON  # written by the runner when logs were asked for
 FILES = (META,)  # in a run folder (iolab.runs.producers): the first one there means logs were asked for
 RERUN = "re-run it with logs: `iolab run --log-ms 500 ...`, or log_ms=500 in measure(), a study or a notebook"
 
@@ -185,8 +188,8 @@ def read_series(run_dir: str | os.PathLike, with_samplers: bool = True) -> Serie
     prefix = meta.get("prefix") or _prefix_from_report(doc)
     logs = find_logs(run_dir, prefix)
     if not logs:
-        runs = [d.name for d in sorted(run_dir.iterdir()) if (d / "run.json").exists()]
-        if runs and not (run_dir / "run.json").exists():
+        runs = [d.name for d in runs_in(run_dir)]
+        if runs and not is_run(run_dir):
             raise InputError(f"{run_dir} is a folder of runs ({len(runs)}, e.g. {runs[0]}): give one run folder")
         what = (
             "it asked for them (series.json) but fio wrote none: did fio stop before its first interval?"

@@ -42,18 +42,20 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import InputError
-from ..core.runfolders import run_folders
 from ..core.readable import wrapped_text
+from ..core.runfiles import RUN_JSON, SAMPLES_THREADS_CSV, THREADS_JSON
+from ..core.runfolders import not_found, run_folders
 
-SAMPLES_FILE, META_FILE = "samples_threads.csv", "threads.json"
+SAMPLES_FILE, META_FILE = SAMPLES_THREADS_CSV, THREADS_JSON
 FILES = (SAMPLES_FILE, META_FILE)  # in a run folder; the first one there means the sampler ran
 SAMPLE_COLUMNS = ("t_s", "tick", "pid", "tid", "workload", "comm", "state", "kthread", "syscall", "wchan", "kstack")
 NUMERIC = ("t_s", "tick", "pid", "tid", "workload", "kthread")
@@ -181,20 +183,17 @@ def load(run_dir: str | os.PathLike) -> ThreadSamples:
     return ThreadSamples(frame, _read_meta(meta))
 
 
-def _runs(runs: Any, runs_dir: str | os.PathLike | None) -> list[Path]:
+def _runs(runs: Any) -> list[Path]:
     """The run folders ``runs`` names (see ``iolab.core.runfolders.run_folders``); InputError when one
     is missing or none is named."""
-    found, missing = run_folders(runs, runs_dir)
+    found, missing = run_folders(runs)
     if missing:
-        raise InputError(
-            f"run {missing[0]} is not under {runs_dir or 'the runs folder'}: pass runs_dir=, the "
-            "folder that holds the run folders"
-        )
+        raise InputError(not_found(missing))
     if not found:
         shown = repr(os.fspath(runs)) if isinstance(runs, os.PathLike) else repr(runs)
         raise InputError(
-            f"{shown} names no run folder (a folder with run.json); give a run folder, a list "
-            "of them, or a table with run_id and its runs_dir"
+            f"{shown} names no run folder (a folder with {RUN_JSON}); give a run folder, a list "
+            "of them, or the table a study returned"
         )
     return found
 
@@ -218,18 +217,16 @@ def table(
     frames: int = DEFAULT_FRAMES,
     normalise: bool = True,
     scope: str = "run",
-    runs_dir: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """psn's table of one or more runs: one row per distinct ``by`` (a subset of ``KEYS``),
     the active states (R, D) first, most samples first, then the run's own threads asleep
     (S), with ``samples``, ``avg_active_threads`` (samples ÷ ticks, over all
     the runs' ticks) and ``pct_of_run`` (% of ticks with at least one such thread).
-    ``runs``: a run folder, a list of them, or a table with ``run_id`` (found in
-    ``runs_dir``). ``kstack`` is the innermost ``frames`` frames (``top_frames``); comm is
+    ``runs``: a run folder, a list of them, or a table of runs (``iolab.core.runfolders``). ``kstack`` is the innermost ``frames`` frames (``top_frames``); comm is
     ``normalise_comm``-ed unless ``normalise`` is False; ``scope``: see ``in_scope``."""
     by = _keys(by)
     frames_in, ticks = [], 0
-    for i, path in enumerate(_runs(runs, runs_dir)):
+    for i, path in enumerate(_runs(runs)):
         got = load(path)
         ticks += got.ticks
         frames_in.append(in_scope(got, scope).assign(run=i))
@@ -276,14 +273,13 @@ def compare(
     *,
     frames: int = DEFAULT_FRAMES,
     scope: str = "run",
-    runs_dir: str | os.PathLike | None = None,
     metric: str = "avg_active_threads",
 ) -> pd.DataFrame:
     """Side by side: ``table`` of each group of runs (``{"direct": runs, "buffered": runs}``),
     one row per ``by`` key, one ``metric`` column per group (0 where a group never saw that
     key), sorted by the largest value, the active states (R, D) first."""
     tables = {
-        label: table(runs, by, frames=frames, scope=scope, runs_dir=runs_dir).set_index(_keys(by))[metric]
+        label: table(runs, by, frames=frames, scope=scope).set_index(_keys(by))[metric]
         for label, runs in groups.items()
     }
     wide = pd.concat(tables, axis=1).fillna(0.0).reset_index()
@@ -383,7 +379,7 @@ def _undersampled(name: str, got: ThreadSamples) -> list[str]:
 
 
 @wrapped_text
-def notes(runs: Any, scope: str = "run", runs_dir: str | os.PathLike | None = None) -> str:
+def notes(runs: Any, scope: str = "run") -> str:
     """What the tables of these runs do not show, in words (``''`` when nothing): a sampler
     that stopped early, the entries that could not be read (counted, labelled
     ``[unreadable: ...]``), and the other processes' active threads that ``scope="run"``
@@ -391,7 +387,7 @@ def notes(runs: Any, scope: str = "run", runs_dir: str | os.PathLike | None = No
     total: dict[str, dict[str, int]] = {}
     ticks = other = 0
     said = []
-    for path in _runs(runs, runs_dir):
+    for path in _runs(runs):
         got = load(path)
         ticks += got.ticks
         if got.meta.get("error"):

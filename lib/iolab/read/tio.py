@@ -24,12 +24,13 @@ import pandas as pd
 
 from ..core.errors import InputError, TioError, ToolMissing, printable
 from ..core.paths import REPO
+from ..core.runfiles import TIO_TXT
 
 SUFFIX = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
 BW_UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 _IOPS = re.compile(r"^IOPS=([\d.]+)([KMG]?), (?:BW=([\d.]+)([KMGT]?i?B)/s, )?IOS/call=(\d+)/(\d+)")
 _MAX = re.compile(r"^Maximum IOPS=([\d.]+)([KMG]?)")
-FILES = ("tio.txt",)  # in a run folder (written by iolab.measure.runner.measure_tio)
+FILES = (TIO_TXT,)  # in a run folder (written by iolab.measure.runner.measure_tio)
 
 
 def looks_like_tio(text: str) -> bool:

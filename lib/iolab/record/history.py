@@ -53,9 +53,10 @@ import re
 import secrets
 import sys
 import warnings
-from datetime import datetime, timezone
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -65,8 +66,8 @@ from ..core import paths
 from ..core.atomic import write_atomic
 from ..core.errors import InputError, printable
 from ..core.runfiles import quote
-from .results import show
 from . import provenance
+from .results import show
 
 ENV = "IOLAB_HISTORY"
 OFF = ("", "off")  # IOLAB_HISTORY values that keep no history
@@ -154,7 +155,7 @@ def rows(
     common = {
         "notebook": Path(notebook or executed).stem,
         "executed": str(executed) if str(executed).startswith(LIVE) else str(Path(executed).absolute()),
-        "recorded_utc": now or datetime.now(timezone.utc),
+        "recorded_utc": now or datetime.now(UTC),
         "parameters": json.dumps(kept.get("parameters") or {}, sort_keys=True, default=str, ensure_ascii=False),
         "run_folders": json.dumps(folders, ensure_ascii=False),
         "commit": code.get("commit"),
@@ -445,7 +446,7 @@ def parse_since(since: Any, now: datetime | None = None) -> pd.Timestamp:
                 f"since {shown} is further back than {MAX_AGE.days:,} days (100 years), which no "
                 "recorded result is; give a smaller age (--since 30d) or leave --since out for every result"
             )
-        return pd.Timestamp(now or datetime.now(timezone.utc)).tz_convert("UTC") - pd.Timedelta(float(m.group(1)), unit)
+        return pd.Timestamp(now or datetime.now(UTC)).tz_convert("UTC") - pd.Timedelta(float(m.group(1)), unit)
     stamp = None
     if re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?\s*", text):
         try:

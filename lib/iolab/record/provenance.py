@@ -19,13 +19,16 @@ import os
 import platform
 import shlex
 import subprocess
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from ..core.version import __version__
-from ..core import paths
+from ..core import paths, runfiles
+from ..core.errors import RunFileError
+from ..core.runfiles import RUN_JSON, SYSTEM_JSON
 from ..core.system import snapshot
+from ..core.version import __version__
 
 #: The Python packages whose versions can change a number or a picture (pyproject's
 #: dependencies that compute, draw, run or export notebooks).
@@ -51,7 +54,7 @@ PACKAGES = (
 #: start/finish times, pid, wall time), rewritten when `iolab cleanup` marks a run, not a
 #: measurement. Names starting with "." (locks, caches such as .iolab-table.parquet,
 #: temporary files of atomic writes) are left out too.
-NOT_DIGESTED = ("run.json",)
+NOT_DIGESTED = (RUN_JSON,)
 
 
 def checkout(where: str | os.PathLike = paths.PACKAGE) -> dict[str, Any]:
@@ -176,10 +179,10 @@ def machine_of(run_folders: Iterable[str | os.PathLike]) -> tuple[dict[str, Any]
     folder that has one, searched below each folder), and where it came from; this
     machine now when no run folder has one."""
     for folder in run_folders:
-        for found in sorted(Path(folder).glob("**/system.json")) if Path(folder).is_dir() else []:
+        for found in sorted(Path(folder).glob(f"**/{SYSTEM_JSON}")) if Path(folder).is_dir() else []:
             try:
-                return json.loads(found.read_text()), f"stored with the run in {found}"
-            except (OSError, ValueError):
+                return runfiles.read_json(found), f"stored with the run in {found}"
+            except (OSError, RunFileError):
                 continue
     return snapshot(), "this machine when the write-up was made (no run folder holds a system.json)"
 
@@ -188,10 +191,10 @@ def emulated(run_folders: Iterable[str | os.PathLike]) -> str | None:
     """What the NVMe lab said of itself (``iolab.nvmelab.vm``) when a run among ``run_folders``
     was made there, or when this process runs in the lab; else None."""
     for folder in run_folders:
-        for found in sorted(Path(folder).glob("**/system.json")) if Path(folder).is_dir() else []:
+        for found in sorted(Path(folder).glob(f"**/{SYSTEM_JSON}")) if Path(folder).is_dir() else []:
             try:
-                said = json.loads(found.read_text()).get("emulated")
-            except (OSError, ValueError, AttributeError):
+                said = runfiles.read_json(found).get("emulated")
+            except (OSError, RunFileError):
                 continue
             if said:
                 return str(said)

@@ -28,14 +28,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
-from ..core import paths
 from ..core.atomic import write_atomic, write_json
 from ..core.errors import InputError
 from ..core.readable import wrapped
-from ..core.runfolders import run_folders
+from ..core.runfolders import not_found, run_folders
 
 MIME = "application/vnd.iolab.core.results+json"
 FILE_ENV = "IOLAB_RESULTS_FILE"
@@ -88,20 +88,16 @@ def record_many(entries: Iterable[Mapping[str, Any]], what: str = "") -> None:
         _emit({"results": bundle}, f"recorded {len(bundle)} results" + (f": {what}" if what else ""))
 
 
-def record_runs(runs: Any, runs_dir: str | os.PathLike | None = None) -> None:
+def record_runs(runs: Any) -> None:
     """Record the run folders behind this notebook's results (absolute paths). ``runs``:
-    a table with a ``run_id`` column (its runs are looked up in ``runs_dir``, default
-    ``iolab.core.paths.runs_dir()``, and the folders one level below it), a run folder, a folder
-    of run folders, or a list of any of these."""
-    found, missing = run_folders(runs, runs_dir)
+    a table of runs (its run folders found by ``iolab.core.runfolders``), a run folder, a
+    folder of run folders, or a list of any of these."""
+    found, missing = run_folders(runs)
     text = f"recorded: {len(found)} run folder{'s' * (len(found) != 1)}"
     if found:
         text += f" ({', '.join(sorted({str(f.parent) for f in found}))})"
     if missing:
-        text += (
-            f"; {len(missing)} run id(s) not found under {runs_dir or paths.runs_dir()} "
-            f"(e.g. {missing[0]}): pass the folder that holds them, record_runs(table, runs_dir=FOLDER)"
-        )
+        text += f"; {not_found(missing)}"
     _emit({"run_folders": [str(f) for f in found]}, text)
 
 

@@ -16,7 +16,8 @@ The manifest's keys and types are checked by ``ManifestFile`` (pydantic, message
 ``iolab.core.schema``: the file, the key, what was given and what to write).
 
 Each run gets ``OUT/<name>/`` with the executed notebook, its write-up (HTML) and
-``run.json`` (status ok/failed, parameters, duration, the error of a failed run, the
+``notebook_run.json`` (``RECORD``, read by ``read_record``; ``run.json`` in batches written
+before, still read, so such a batch resumes) (status ok/failed, parameters, duration, the error of a failed run, the
 results it recorded, the run folders it made). Parameter names are checked against the
 notebook before anything runs (papermill's inspection). A failed notebook is kept with
 papermill's error banner and the batch goes on. Running the same batch again re-runs only
@@ -31,7 +32,6 @@ anyway.
 
 from __future__ import annotations
 
-import ast
 import collections
 import concurrent.futures as cf
 import contextlib
@@ -41,20 +41,26 @@ import itertools
 import json
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Mapping
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..core.errors import InputError, IolabError
 from ..core.outputs import check_folder, claim_folder, claim_output, write_json_output, write_output
 from ..core.paths import inside, safe_name
+from ..core.readable import readable_seconds
+from ..core.runfiles import RUN_JSON
 from ..core.schema import Table, Text, Word, refusal, validated, whole
 from ..core.validate import cpu_list, notebook_file, positive_ints, yaml_mapping
 from ..machine.locks import folder_locked
 from ..machine.process import die_with_parent
-from ..measure.plans import about, cut, too_big
+from ..measure.plans import cut, too_big
+
+RECORD = "notebook_run.json"  # a batch run's record in its folder: not a fio run's run.json
+_OLD_RECORD = RUN_JSON  # the record's name in batches written before; still read
 
 
 # ---------------------------------------------------------------- the manifest
@@ -118,7 +124,7 @@ class ManifestFile(BaseModel):
 
     @model_validator(mode="after")
     @refusal
-    def _some_runs_each_named_once(self) -> "ManifestFile":
+    def _some_runs_each_named_once(self) -> ManifestFile:
         names = collections.Counter(name for name, _ in self.named())
         if not names:
             raise InputError(
@@ -238,7 +244,7 @@ def _run_outputs(run: BatchRun, run_dir: Path) -> list[Path]:
     """The files a run writes into its folder: executed notebook, write-up, results, record."""
     executed = run_dir / run.notebook.name
     results = executed.with_name(f"{executed.stem}.results.json")
-    return [executed, executed.with_suffix(".html"), results, run_dir / "run.json"]
+    return [executed, executed.with_suffix(".html"), results, run_dir / RECORD]
 
 
 def check_outputs(out: Path, runs: list[BatchRun], force: bool = False) -> None:
@@ -282,7 +288,7 @@ def execute_one(run: BatchRun, run_dir: Path, force: bool = False) -> dict[str, 
             record["html"] = str(_export(Path(record["output"]), force))
         except (IolabError, OSError, ValueError) as exc:  # the run stands; its write-up could not be made
             record["error"] = (record["error"] + "; " if record["error"] else "") + f"no write-up: {exc}"
-    write_json_output(run_dir / "run.json", record, force=force)
+    write_json_output(run_dir / RECORD, record, force=force)
     return record
 
 
@@ -301,11 +307,17 @@ def _recorded(executed: Path) -> dict[str, Any]:
     return {"results": meta.get("results", []), "run_folders": meta.get("run_folders", [])}
 
 
-def _previous(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
-        return None
+def read_record(run_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """The record of the batch run in ``run_dir`` (``RECORD``, or the name batches gave it
+    before); None when there is none that reads as a JSON object."""
+    for name in (RECORD, _OLD_RECORD):
+        try:
+            record = json.loads((Path(run_dir) / name).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            return record
+    return None
 
 
 def run_batch(
@@ -331,7 +343,7 @@ def run_batch(
     with folder_locked(out):
         todo = []
         for run in manifest.runs:
-            prev = _previous(inside(out, run.name))
+            prev = read_record(inside(out, run.name))
             if prev and prev.get("status") == "ok" and prev.get("key") == run.key:
                 records[run.name] = prev
             else:
@@ -358,7 +370,7 @@ def describe_plan(manifest: Manifest, out: str | os.PathLike | None = None, ever
     that is more than people usually mean (``iolab.measure.plans``), then the runs to do,
     the first and last few unless ``every``."""
     folder = out_of(manifest, out)
-    previous = {run.name: _previous(inside(folder, run.name)) for run in manifest.runs}
+    previous = {run.name: read_record(inside(folder, run.name)) for run in manifest.runs}
     done = {
         r.name for r in manifest.runs if (p := previous[r.name]) and p.get("status") == "ok" and p.get("key") == r.key
     }
@@ -369,7 +381,7 @@ def describe_plan(manifest: Manifest, out: str | os.PathLike | None = None, ever
         how = f"the median of the {len(took)} run(s) already made here, {took[len(took) // 2]:g} s"
     else:
         seconds, how = _modelled_s(manifest.notebook, todo), "iolab seeds' model of each notebook's runs"
-    estimate = f"about {about(seconds)} one at a time ({how})"
+    estimate = f"about {readable_seconds(seconds)} one at a time ({how})"
     header = (
         f"batch {manifest.path.name}: {len(manifest.runs):,} notebook runs of {manifest.notebook.name}, "
         f"{len(done):,} already done in {folder}, {len(todo):,} to run; {estimate}"
@@ -389,15 +401,10 @@ def describe_plan(manifest: Manifest, out: str | os.PathLike | None = None, ever
 
 def _modelled_s(notebook: Path, todo: list[BatchRun]) -> float:
     """Seconds ``todo`` should take by ``iolab.report.contract.estimate_run``, each run's
-    parameters over the notebook's own defaults (its parameters cell, through papermill)."""
-    import papermill as pm
+    parameters over the notebook's own defaults (its parameters cell)."""
+    from .contract import estimate_run, parameters_of
 
-    from .contract import estimate_run
-
-    defaults = {}
-    for name, about_it in pm.inspect_notebook(str(notebook)).items():
-        with contextlib.suppress(ValueError, SyntaxError, TypeError):
-            defaults[name] = ast.literal_eval(str(about_it.get("default")))
+    defaults = parameters_of(notebook)
     total = 0.0
     for run in todo:
         with contextlib.suppress(IolabError, LookupError, ValueError, TypeError, OSError):

@@ -1,6 +1,7 @@
 """``make demo`` / ``iolab demo``: run the flagship notebooks headless with short settings
-against the default scratch-file target, and write each one's offline write-up
-(``iolab.report.publish.publish``: HTML without code cells, parameters, provenance).
+(each one's ``demo`` in ``iolab.report.contract``) against the default scratch-file target,
+and write each one's offline write-up (``iolab.report.publish.publish``: HTML without code
+cells, parameters, provenance).
 
 In a git checkout the demo runs the committed notebooks: one whose cells differ from HEAD's
 (edited, or autosaved with a test cell, in JupyterLab) is run as ``git show HEAD:notebooks/NAME``
@@ -19,30 +20,10 @@ from ..core import paths
 from ..core.outputs import claim_folder, claim_output, write_output
 from ..machine.locks import folder_locked
 from ..record.provenance import _git
+from .contract import NOTEBOOKS
 from .publish import execute, publish
 
-FLAGSHIP = {
-    # 3 repeats (the knee's interval resamples them) x 8 depths; up to QD 128, where a scratch
-    # file on a VM disk flattens (to 64 it may not: "no knee, sweep deeper"). The whole demo at
-    # the default 0.4 s per run (fio itself adds about 0.3 s to each): about 50 s on a 2-vCPU VM
-    # after set-up; keep it under a minute.
-    "01_queue_depth_knee.ipynb": lambda rt: {
-        "runtime_s": rt,
-        "queue_depths": [1, 2, 4, 8, 16, 32, 64, 128],
-        "repeats": 3,
-        "size": "256m",
-    },
-    "04_flame_graph.ipynb": lambda rt: {
-        "runtime_s": round(max(3 * rt, 1.2), 3),
-        "size": "256m",
-    },  # ~1,200 samples a side at 999 Hz
-    # one run over time: 20 intervals, enough for SNIA's 5-interval window to be judged
-    "08_over_time.ipynb": lambda rt: {
-        "runtime_s": round(10 * rt, 3),
-        "log_ms": max(100, round(500 * rt)),
-        "size": "256m",
-    },
-}
+FLAGSHIP = {nb.file: nb.demo for nb in NOTEBOOKS.values() if nb.demo}  # each one's settings: the contract's
 DEFAULT_RUNTIME_S = 0.4
 
 

@@ -27,14 +27,15 @@ import logging
 import os
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core import owned
 from ..core.errors import InputError, IolabError, printable
 from ..core.outputs import claim_output, write_output
-from ..record.results import EXECUTED_ENV, collect
 from ..core.validate import input_file, notebook_file
+from ..record.results import EXECUTED_ENV, collect
 from .kernel import headless_kernel
 from .notebook_html import export, html_cell, static_copy
 from .templating import render

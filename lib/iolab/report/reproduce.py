@@ -20,22 +20,25 @@ import math
 import os
 import tempfile
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..stats import drift
 from ..core import paths, system
-from ..record import results
-from ..runs import producers, store
 from ..core.atomic import write_json
 from ..core.errors import InputError
 from ..core.outputs import claim_folder, claim_output
-from .publish import execute
-from ..machine.sampling import read_freq_mhz
+from ..core.runfiles import RUN_JSON, SYSTEM_JSON
 from ..core.validate import input_file, notebook_file
+from ..machine.sampling import read_freq_mhz
+from ..read.run import RunFolder
+from ..record import results
+from ..runs import producers, runcache
+from ..stats import drift
+from .publish import execute
 
 
 @dataclass
@@ -260,10 +263,10 @@ def machine_differences(original: Sequence[str], rerun: Sequence[str]) -> tuple[
 def _first_run(folders: Sequence[str]) -> tuple[Path, dict[str, Any]] | None:
     """The earliest run folder (run ids start with their UTC time) that still reads, and its
     drift-key columns."""
-    for folder in sorted((Path(f) for f in folders if (Path(f) / "run.json").exists()), key=lambda p: p.name):
+    for folder in sorted((Path(f) for f in folders if (Path(f) / RUN_JSON).exists()), key=lambda p: p.name):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an unreadable run is skipped: the next one is tried
-            table = store.load_runs([folder], status=None)
+            table = runcache.load_runs([folder], status=None)
         if not table.empty:
             row = table.iloc[0]
             return folder, {k: row[k] for k in drift.DRIFT_KEYS if k in row}
@@ -274,12 +277,12 @@ def _now(folder: Path) -> dict[str, Any]:
     """The drift keys of the machine now, read for the device and CPUs of the run in
     ``folder`` (the scheduler only if that device is still there; no target state: that
     belongs to a run)."""
-    old = json.loads((folder / "system.json").read_text()) if (folder / "system.json").exists() else {}
+    old = RunFolder(folder).snapshot()
     device = old.get("device") if old.get("device") and Path("/sys/block", old["device"]).exists() else None
     cpus = old.get("cpus_in_use") or [0]
     snap = system.snapshot(device, cpus)
     with tempfile.TemporaryDirectory() as tmp:  # the snapshot read as a run's system.json is read
-        write_json(Path(tmp) / "system.json", snap)
+        write_json(Path(tmp) / SYSTEM_JSON, snap)
         now = producers.system_columns(tmp)
     now.pop("target_state", None)
     if device is None:

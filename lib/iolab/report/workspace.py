@@ -21,9 +21,9 @@ import shutil
 import time
 from pathlib import Path
 
-from ..core.version import __version__
 from ..core import paths
 from ..core.errors import InputError
+from ..core.version import __version__
 from .kernel import KERNEL_NAME, headless_kernel, install_kernel
 
 FOLDERS = ("notebooks", "data/seeds", "data/examples", "data/reference")

@@ -8,8 +8,9 @@ facts from ``iolab.record.provenance``, laid out here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from markupsafe import Markup
 

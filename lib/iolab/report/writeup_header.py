@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from ..core.version import __version__
 from ..core.readable import readable_value
+from ..core.version import __version__
 from ..read import checks
 from ..record import provenance
 from .templating import render

@@ -24,12 +24,13 @@ import os
 import re
 import socket
 import time
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Collection, Iterator
 
 from ..core import paths, runfiles
 from ..core.errors import InputError, IolabError, RunFileError, printable
 from ..core.owned import SUFFIX as OWNED_SUFFIX
+from ..core.runfiles import RUN_JSON
 from ..machine import ledger
 
 SCRATCH_HALF = re.compile(r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,6})\.tmp")  # target._write_scratch's name
@@ -60,7 +61,7 @@ def scratch_halves(folder: Path) -> Iterator[tuple[Path, int]]:
                 yield Path(entry.path), int(found["pid"])
 
 
-def run_folders(root: Path) -> Iterator[Path]:
+def run_homes(root: Path) -> Iterator[Path]:
     """Every folder under ``root`` that may hold run folders: ``root``, its study folders
     (children not named like a run) and their ``warmup`` folders."""
     yield root
@@ -75,12 +76,12 @@ def run_folders(root: Path) -> Iterator[Path]:
 
 def hidden_runs(root: Path) -> Iterator[tuple[Path, str]]:
     """(folder, why) of each ``.tmp-`` run folder under ``root`` whose process is gone."""
-    for folder in run_folders(root):
+    for folder in run_homes(root):
         for entry in _scan(folder):
             if not entry.name.startswith(".tmp-") or not entry.is_dir(follow_symlinks=False):
                 continue
             try:
-                meta = runfiles.read_json(Path(entry.path) / "run.json", keys=("pid",))
+                meta = runfiles.read_json(Path(entry.path) / RUN_JSON, keys=("pid",))
             except (RunFileError, OSError):
                 meta = {"pid": None}
             why = _writer_gone(meta)

@@ -31,18 +31,20 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Collection
+from typing import Any
 
 import pandas as pd
 
-from ..read import checks, fiojson, hosttable, samples, series, threadstates, tio
-from ..machine import perf
-from ..stats import timeline
 from ..core import runfiles
 from ..core.errors import FioOutputError
+from ..core.runfiles import BLOCKSTAT_JSON, FIO_JSON, SYSTEM_JSON
 from ..core.system import iostat, request_sizes, snapshot_columns
+from ..machine import perf
+from ..read import checks, fiojson, hosttable, samples, series, threadstates, tio
+from ..stats import timeline
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Producer:
 
     name: str
     files: tuple[str, ...]
-    read: Callable[[Path], "pd.DataFrame | dict[str, Any]"]
+    read: Callable[[Path], pd.DataFrame | dict[str, Any]]
     rows: bool = False  # True: ``read`` gives the table's rows, else per-run columns
     # the rows as ``read`` gives them, without a DataFrame: (rows as dicts, the frame's column
     # order before the other keys, columns set on every row after them); None: use ``read``
@@ -86,7 +88,7 @@ def block_columns(run_dir: str | Path) -> dict[str, float]:
     (``iolab.core.system.iostat``: %util and aqu-sz are NaN for runs recorded before
     blockstat.json held ``interval_s``), and beside them fio's own disk_util for the same
     device (``fio_disk_columns``)."""
-    counters = runfiles.read_json(os.path.join(run_dir, "blockstat.json"), keys=("before", "after"))
+    counters = runfiles.read_json(os.path.join(run_dir, BLOCKSTAT_JSON), keys=("before", "after"))
     before, after = counters["before"], counters["after"]
     return {
         **request_sizes(before, after),
@@ -105,7 +107,7 @@ def fio_disk_columns(run_dir: str | Path, device: str | None) -> dict[str, float
     runtime of fio's jobs (an estimate: fio does not report the window it sampled the disk
     over, which starts before its jobs do). NaN when fio wrote no disk_util (a file without
     a block device, t/io_uring, ``--disk_util=0``)."""
-    report = os.path.join(run_dir, "fio.json")
+    report = os.path.join(run_dir, FIO_JSON)
     data = fiojson.run_document(report).data if os.path.exists(report) else {}
     disks = fiojson.disk_util(data)
     disk = disks.get(device) or next(iter(disks.values()), None)
@@ -145,7 +147,7 @@ def system_columns(run_dir: str | Path) -> dict[str, Any]:
     """What ``iolab.stats.drift`` compares between the runs of a study, from ``system.json``
     (``iolab.core.system.snapshot_columns``). fio's version and the frequency source are
     columns of the fio and sampler producers."""
-    return snapshot_columns(runfiles.read_json(os.path.join(run_dir, "system.json")))
+    return snapshot_columns(runfiles.read_json(os.path.join(run_dir, SYSTEM_JSON)))
 
 
 def no_columns(run_dir: str | Path) -> dict[str, Any]:
@@ -159,11 +161,11 @@ PRODUCERS: tuple[Producer, ...] = (
     Producer("fio", fiojson.FILES, fiojson.run_rows, rows=True, records=fio_records),
     Producer("samplers", samples.FILES, samples.run_columns),
     Producer("perf stat", perf.STAT_FILES, perf.stat_columns),
-    Producer("block counters", ("blockstat.json",), block_columns),
+    Producer("block counters", (BLOCKSTAT_JSON,), block_columns),
     Producer("perf record", perf.RECORD_FILES, no_columns),  # read by stacks()
     Producer("thread states", threadstates.FILES, threadstates.run_columns),  # iolab.machine.threads
     Producer("interval logs", series.FILES, timeline.run_columns),  # fio's logs with log_ms: iolab.read.series
-    Producer("system snapshot", ("system.json",), system_columns),
+    Producer("system snapshot", (SYSTEM_JSON,), system_columns),
     Producer("plausibility checks", (checks.FILE,), checks.flag_columns),
 )
 
@@ -175,7 +177,7 @@ def rows(run_dir: str | Path) -> pd.DataFrame:
 
 def row_records(
     run_dir: str | Path, names: Collection[str] | None = None
-) -> "pd.DataFrame | tuple[list[dict[str, Any]], list[str], dict[str, Any]]":
+) -> pd.DataFrame | tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
     """``rows`` as its producer's ``records`` give them (rows as dicts, column order, columns
     after them), or the DataFrame of ``rows`` for a producer without ``records``.
     ``names``: the run folder's file names, when the caller has listed it."""

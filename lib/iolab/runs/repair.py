@@ -28,14 +28,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from ..machine import ledger
 from ..core.errors import IolabError
+from ..core.system import read_text, selected
+from ..machine import ledger
 from ..machine.knobs import nvme_get_feature, nvme_set_feature
 from ..machine.process import signal_group
-from ..core.system import read_text, selected
 from ..machine.target import loop_backing
 from .leftovers import fix_leftovers
 

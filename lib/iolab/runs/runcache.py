@@ -1,14 +1,15 @@
 """The tidy table of many runs, built without a DataFrame per run, and cached in a folder of
 runs so it loads in seconds.
 
-    table = load_cached("data/runs")                # as iolab.runs.store.load_runs("data/runs")
+    table = load_cached("data/runs")                # as load_runs("data/runs"), from the cache
     table = load_cached(study_runs, status=None)    # failed and interrupted runs too
-    table = table_of(run_folders, status="ok")      # any run folders, no cache (store.load_runs)
+    table = load_runs(run_folders)                  # any run folders (or a folder of them), no cache
 
 The result is what concatenating ``iolab.runs.store.run_table`` of each run gives (pd.concat),
 equal to it in rows, column order and dtypes: one row per run and direction, the swept values
-of params.json as columns, ``repeat`` and ``status``. Run folders are found as
-``iolab.runs.store.find_runs`` finds them (``root/*/run.json``; sub-folders such as
+of params.json as columns, ``repeat`` and ``status``, then each row's run folder (``run_folder``,
+an absolute path, not cached: a folder of runs may move). Run folders are found as
+``iolab.core.runfolders.runs_in`` finds them (``root/*/run.json``; sub-folders such as
 ``root/warmup/<run>`` are not runs of root).
 
 How: each run is read as ``iolab.runs.store.run_record`` (its columns and their dtypes, plain
@@ -55,21 +56,24 @@ import threading
 import time
 import warnings
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core import owned, progress
+from ..core import owned, progress, runfiles
+from ..core.errors import IolabError, RunSkipped
+from ..core.runfiles import RUN_JSON
+from ..core.runfolders import RUN_FOLDER, is_run, runs_in
 from ..machine.process import die_with_parent
 from . import store
-from ..core.errors import IolabError, RunSkipped
 
 CACHE_NAME = ".iolab-table.parquet"
 CACHE_VERSION = 3  # 2: the stamp covers every file of the run folder, not run.json and params.json alone; 3: emulated
@@ -114,18 +118,18 @@ class _Part:
 
 
 def load_cached(root: str | os.PathLike, status: str | None = "ok", cache: bool = True) -> pd.DataFrame:
-    """The tidy table of the runs under ``root`` (``iolab.runs.store.load_runs``), re-deriving only
+    """The tidy table of the runs under ``root`` (``load_runs``), re-deriving only
     the runs that are new or changed since the cache in ``root`` was written.
 
     ``status`` keeps the runs with that status (``None``: all, failed and interrupted too).
     ``cache=False`` reads and writes no cache. Unreadable runs are skipped with a warning, as
     ``load_runs`` does; an empty DataFrame when no run matches."""
     root = Path(root)
-    if (root / "run.json").exists():  # no cache for a single run folder
-        return store.load_runs(root, status)
+    if (root / RUN_JSON).exists():  # no cache for a single run folder
+        return load_runs(root, status)
     for line in store.no_run_json(root):
         warnings.warn(line, RunSkipped, stacklevel=2)
-    folders = [p.parent for p in store.find_runs(root)]
+    folders = runs_in(root)
     if not cache:
         return _table([(f.name, f, None) for f in folders], status, lazy=True)
     old = _read_cache(root)
@@ -153,36 +157,56 @@ def load_cached(root: str | os.PathLike, status: str | None = "ok", cache: bool 
         now = build.cache()
         if folders:  # a folder without runs gets no cache file
             _write_cache(root, now)
-    pieces, owner = _pieces([f.name for f in folders], now, build, status)
+    pieces, owner, names = _pieces([f.name for f in folders], now, build, status)
     del old, now, build, kept, todo  # the arrow rows go before the frame is joined: memory for one copy less
-    return _joined(pieces, owner)
+    return _with_folders(_joined(pieces, owner), [str((root / name).absolute()) for name in names], owner)
 
 
 def table_of(paths: Iterable[str | os.PathLike], status: str | None = "ok") -> pd.DataFrame:
-    """The tidy table of any run folders (``iolab.runs.store.load_runs`` of a list), derived
+    """The tidy table of any run folders (``load_runs`` of a list), derived
     as ``load_cached`` derives them, without a cache: runs whose status is not ``status`` are
     not read further than their run.json. Unreadable runs are skipped with a warning each."""
     return _table([(str(i), Path(p), None) for i, p in enumerate(paths)], status, lazy=True)
+
+
+def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
+    """Any set of run folders (or a folder holding them) -> one tidy DataFrame, each row's
+    run folder in its ``run_folder`` column.
+
+    Unreadable runs are skipped with a ``RunSkipped`` warning each (``store.skip_message``:
+    the run, the file and what is wrong); the other runs' rows are kept. ``status=None``
+    keeps failed runs too. The table is ``pd.concat`` of each run's ``store.run_table``,
+    built without a frame per run (``table_of``: many runs across the CPUs)."""
+    if isinstance(paths, (str, os.PathLike)):
+        p = Path(paths)
+        if is_run(p):
+            paths = [p]
+        else:
+            for line in store.no_run_json(p):
+                warnings.warn(line, RunSkipped, stacklevel=2)
+            paths = runs_in(p)
+    return table_of(paths, status)
 
 
 def _table(todo: list[tuple[str, Path, Any]], status: str | None, lazy: bool) -> pd.DataFrame:
     build = _Build(None, {})
     for part in _derive_all(todo, status, lazy):
         build.add(part)
-    pieces, owner = _pieces([name for name, _, _ in todo], build.cache(), build, status)
+    pieces, owner, names = _pieces([name for name, _, _ in todo], build.cache(), build, status)
     del build
-    return _joined(pieces, owner)
+    folder_of = {name: str(folder.absolute()) for name, folder, _ in todo}
+    return _with_folders(_joined(pieces, owner), [folder_of[name] for name in names], owner)
 
 
 def statuses(root: str | os.PathLike) -> Counter:
     """How many run folders under ``root`` (or ``root`` itself, a run folder) have each status
     (``unreadable`` for a run.json that cannot be read), from their run.json files alone."""
     counts: Counter = Counter()
-    single = Path(root) / "run.json"
-    for path in [single] if single.exists() else store.find_runs(root):
+    single = Path(root) / RUN_JSON
+    for path in [single] if single.exists() else [run / RUN_JSON for run in runs_in(root)]:
         try:
-            meta = json.loads(path.read_text())
-        except (OSError, ValueError):
+            meta = runfiles.read_json(path)
+        except (OSError, IolabError):
             meta = None
         status = meta.get("status") if isinstance(meta, dict) else None
         counts[status if isinstance(status, str) else "unreadable"] += 1
@@ -547,12 +571,13 @@ def _decode(table: pa.Table, sig: Sig, rows: np.ndarray | tuple[int, int]) -> pd
     return frame
 
 
-def _pieces(names: list[str], cache: _Cache, build: _Build, status: str | None) -> tuple[list, np.ndarray]:
+def _pieces(names: list[str], cache: _Cache, build: _Build, status: str | None) -> tuple[list, np.ndarray, list[str]]:
     """The rows of the runs with ``status``, as one DataFrame per block (runs of one sig; a
-    loose run's own frame) in order of first appearance in ``names`` (``find_runs`` order),
-    and the position of each row's run among the runs kept. A run that cannot be read is
-    warned about here, in order, as load_runs does."""
+    loose run's own frame) in order of first appearance in ``names`` (``runs_in`` order),
+    the position of each row's run among the runs kept, and the names of the runs kept. A
+    run that cannot be read is warned about here, in order, as load_runs does."""
     groups: dict[Any, list[tuple[int, _Run]]] = {}
+    kept: list[str] = []
     position = 0
     for name in names:
         run = cache.runs.get(name)
@@ -566,6 +591,7 @@ def _pieces(names: list[str], cache: _Cache, build: _Build, status: str | None) 
             continue
         key = ("loose", run.name) if run.name in build.loose else run.sig
         groups.setdefault(key, []).append((position, run))
+        kept.append(name)
         position += 1
     pieces, owners = [], []
     for key, group in groups.items():
@@ -577,7 +603,16 @@ def _pieces(names: list[str], cache: _Cache, build: _Build, status: str | None) 
         else:
             pieces.append(build.loose[key[1]])
         owners.append(np.repeat([position for position, _ in group], [r.rows for _, r in group]))
-    return pieces, np.concatenate(owners) if owners else np.zeros(0, dtype=int)
+    return pieces, np.concatenate(owners) if owners else np.zeros(0, dtype=int), kept
+
+
+def _with_folders(table: pd.DataFrame, folders: list[str], owner: np.ndarray) -> pd.DataFrame:
+    """``table`` (``_joined``: rows in their runs' order) with each row's run folder, an
+    absolute path, as its last column (``RUN_FOLDER``): readers find a table's runs by it."""
+    if len(table):
+        table[RUN_FOLDER] = np.asarray(folders, dtype=object)[np.sort(owner, kind="stable")]
+        table[RUN_FOLDER] = table[RUN_FOLDER].astype(table["run_id"].dtype)
+    return table
 
 
 def _joined(pieces: list[pd.DataFrame], owner: np.ndarray) -> pd.DataFrame:

@@ -19,8 +19,9 @@ A run folder (raw files are never edited after the run)::
                           (iolab.machine.preflight_pci.pcie_state), when it has one
         system.json       the machine snapshot (iolab.core.system.snapshot)
 
-This module knows its own files and the producer registry (``iolab.runs.producers``), never a
-producer: the table of a run is the rows of the tool that drove the I/O, every other
+The file names are spelled in ``iolab.core.runfiles``; ``iolab.read.run.RunFolder`` reads one
+run's files by what they hold. This module knows its own files and the producer registry
+(``iolab.runs.producers``), never a producer: the table of a run is the rows of the tool that drove the I/O, every other
 producer's columns, and the swept values of params.json.
 
 The folder is built under ``.tmp-<id>`` and renamed into place, so a reader never sees a
@@ -28,7 +29,7 @@ half-written run; a failed or interrupted run is still renamed, with ``status`` 
 
 Reading is defensive (``iolab.core.runfiles``): a file of a run folder that is missing, empty, cut
 short, not JSON or CSV, or of another type than written is a ``RunFileError`` naming it;
-``load_runs`` leaves that run out with one ``RunSkipped`` warning (``skip_message``: the run,
+the loader (``iolab.runs.runcache.load_runs``) leaves that run out with one ``RunSkipped`` warning (``skip_message``: the run,
 the file, what is wrong, what to do) and keeps the other runs' rows. A run is never given
 with one producer's columns silently missing; the exception is fio's interval logs, whose
 trouble is the run's ``series_note`` (``iolab.stats.timeline.run_columns``). Files no table reads
@@ -37,7 +38,7 @@ system.json, checks.json, series.json and pcie.json may be absent (runs made by 
 A folder holding a run's files but no run.json is said too (``no_run_json``).
 
 Reading many runs: ``run_record`` gives ``run_table``'s columns, dtypes and values without a
-DataFrame (``iolab.runs.runcache`` joins many into one table; ``load_runs`` is that table), and
+DataFrame (``iolab.runs.runcache`` joins many into one table: its ``load_runs``), and
 ``listing`` a run folder's stamp and file names, asking the disk for its files at once.
 
 Format history (``schema`` in run.json; the whole layout above has one version):
@@ -57,25 +58,27 @@ import os
 import secrets
 import socket
 import time
-import warnings
 from collections import Counter
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Collection, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..core import runfiles
+from ..core.atomic import write_atomic, write_json
+from ..core.errors import RunFileError, RunInterrupted, SchemaError
+from ..core.runfiles import ARGV_JSON, PARAMS_JSON, RUN_JSON
+from ..core.runfolders import is_run
 from ..core.version import __version__
 from ..machine import ledger
 from . import producers
-from ..core import runfiles
-from ..core.atomic import write_atomic, write_json
-from ..core.errors import RunFileError, RunInterrupted, RunSkipped, SchemaError
 
 SCHEMA_VERSION = 2
 SCHEMAS_READ = (1, 2)
-FILES = ("run.json", "params.json", "argv.json")  # the folder's own; the rest are producers'
+FILES = (RUN_JSON, PARAMS_JSON, ARGV_JSON)  # the folder's own; the rest are producers'
 _PREFETCH_BYTES = 1 << 20  # files of a run folder read ahead up to this size (not perf.data)
 
 
@@ -100,7 +103,7 @@ class RunFolder:
         )
         self.path.mkdir()
         self.meta: dict[str, Any] = _new_meta(self.run_id)
-        self.write_json("run.json", self.meta)  # status "running" until finish()
+        self.write_json(RUN_JSON, self.meta)  # status "running" until finish()
 
     @property
     def final(self) -> Path:
@@ -152,7 +155,7 @@ def _new_meta(run_id: str) -> dict[str, Any]:
 def _finish(tmp: Path, meta: dict[str, Any], status: str, error: str | None) -> Path:
     """Write the final run.json into ``tmp`` and rename it to ``<run_id>``."""
     meta.update(status=status, error=error, finished_utc=_utc_now())
-    write_json(tmp / "run.json", meta)
+    write_json(tmp / RUN_JSON, meta)
     final = tmp.with_name(meta["run_id"])
     os.replace(tmp, final)
     return final
@@ -165,7 +168,7 @@ def finish_abandoned(tmp: Path, why: str) -> str:
     if not tmp.is_dir():
         return f"run folder {tmp} was already finished"
     try:
-        meta = runfiles.read_json(tmp / "run.json", keys=("run_id",))
+        meta = runfiles.read_json(tmp / RUN_JSON, keys=("run_id",))
     except (RunFileError, OSError):  # missing or damaged: a fresh stamp, the rest of the folder kept
         meta = _stamp(tmp.name.removeprefix(".tmp-"))
     final = _finish(tmp, meta, "interrupted", why)
@@ -221,7 +224,7 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     is missing, empty, cut short, not a JSON object, or without ``run_id`` and ``status``
     (strings)."""
     path = Path(path)
-    file = os.path.join(path, "run.json")  # a str: a path joined costs more than the rest of this
+    file = os.path.join(path, RUN_JSON)  # a str: a path joined costs more than the rest of this
     meta = runfiles.read_json(file)
     version = schema_of(meta)
     if version in SCHEMAS_READ:
@@ -400,11 +403,11 @@ def _put(cols: Columns, key: str, value: Any, n: int) -> bool:
 def swept_values(path: str | os.PathLike) -> dict[str, Any]:
     """The swept values of a run folder (``swept`` of params.json; {} without params.json,
     as runs made by hand have). RunFileError for a params.json that cannot be read."""
-    params = runfiles.read_json(os.path.join(path, "params.json"), optional=True) or {}
+    params = runfiles.read_json(os.path.join(path, PARAMS_JSON), optional=True) or {}
     swept = params.get("swept") or {}
     if not isinstance(swept, dict):
         raise RunFileError(
-            Path(path) / "params.json",
+            Path(path) / PARAMS_JSON,
             f"has 'swept' {runfiles.quote(json.dumps(swept), 20)}, not a JSON object of the swept values",
         )
     return swept
@@ -425,10 +428,10 @@ def skip_message(path: str | os.PathLike, exc: BaseException) -> str:
 def no_run_json(root: str | os.PathLike) -> list[str]:
     """One line for each folder in ``root`` that holds files of a run (``layout``) but no
     run.json: not read as a run, and said so rather than left out silently."""
-    names = set(layout()) - {"run.json"}
+    names = set(layout()) - {RUN_JSON}
     out = []
     for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
-        if folder.name.startswith(".") or not folder.is_dir() or (folder / "run.json").exists():
+        if folder.name.startswith(".") or not folder.is_dir() or is_run(folder):
             continue
         try:
             held = sorted(p.name for p in folder.iterdir() if p.name in names)
@@ -436,9 +439,7 @@ def no_run_json(root: str | os.PathLike) -> list[str]:
             continue
         if held:
             shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
-            out.append(
-                skip_message(folder, RunFileError(folder / "run.json", f"is missing (the folder holds {shown})"))
-            )
+            out.append(skip_message(folder, RunFileError(folder / RUN_JSON, f"is missing (the folder holds {shown})")))
     return out
 
 
@@ -455,7 +456,7 @@ def listing(folder: Path, prefetch: bool = False) -> tuple[str | None, frozenset
     ctime_ns and inode, sorted; None when run.json is gone. ``prefetch``: ask for its files
     too (``_prefetch``)."""
     entries = _files(folder, "")
-    if entries is None or not any(name == "run.json" for name, *_ in entries):
+    if entries is None or not any(name == RUN_JSON for name, *_ in entries):
         return None, frozenset()
     if prefetch:
         _prefetch(folder, entries)
@@ -504,39 +505,6 @@ def _files(folder: Path, prefix: str) -> list | None:
     except OSError:
         return None
     return out
-
-
-def find_runs(root: str | os.PathLike) -> list[Path]:
-    """The run.json of each finished run folder in ``root`` (``root/*/run.json``, by folder
-    name; temporary ``.tmp-*`` and other hidden folders are skipped). One listing of
-    ``root`` and a lookup per folder: a glob costs ten times as much with 100,000 runs."""
-    root = Path(root)
-    try:
-        with os.scandir(root) as it:
-            names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
-    except OSError:  # missing, not a folder, not readable: no runs, as a glob finds none
-        return []
-    return [root / name / "run.json" for name in names if os.path.exists(os.path.join(root, name, "run.json"))]
-
-
-def load_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
-    """Any set of run folders (or a folder holding them) -> one tidy DataFrame.
-
-    Unreadable runs are skipped with a ``RunSkipped`` warning each (``skip_message``: the
-    run, the file and what is wrong); the other runs' rows are kept. ``status=None`` keeps
-    failed runs too. The table is ``pd.concat`` of each run's ``run_table``, built without a
-    frame per run (``iolab.runs.runcache.table_of``: many runs across the CPUs)."""
-    from .runcache import table_of  # the table of many runs is built there, above this module
-
-    if isinstance(paths, (str, os.PathLike)):
-        p = Path(paths)
-        if (p / "run.json").exists():
-            paths = [p]
-        else:
-            for line in no_run_json(p):
-                warnings.warn(line, RunSkipped, stacklevel=2)
-            paths = [r.parent for r in find_runs(p)]
-    return table_of(paths, status)
 
 
 def load_stacks(path: str | os.PathLike) -> Counter:

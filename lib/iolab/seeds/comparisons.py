@@ -8,49 +8,54 @@ their ratio (local ÷ published), the plausibility flags of the runs behind it a
 there is no local value, the reason: the experiment failed or has not run yet, the step was
 skipped here (the notebook's own reason), the machine cannot vary what the figure varies
 (the search's left-out axes), or the manifest's reason. Local values come from the results
-the executed notebooks recorded (``iolab.record.results``), named in the seed manifest's
-``figures``; a search's cells (seed 003) from its runs through ``iolab.measure.search`` and
-``iolab.stats.compare.summarise``.
+the executed notebooks recorded (``iolab.record.results``), named by their keys
+(``iolab.report.contract``) in the seed manifest's ``figures``; a search's cells (seed 003)
+from its runs through ``iolab.measure.search`` and ``iolab.stats.repeat_stats.summarise``.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
-from ..core import paths
+from ..core.columns import unit
 from ..read import checks
-from ..stats import compare
+from ..read.published import published_figures as read_published
+from ..report.batch import read_record
+from ..report.contract import Notebook, declared
+from ..stats import repeat_stats
 from .manifest import Seed
 
-METRICS = {"iops": "IO/s", "clat_p50_us": "µs", "clat_p99_us": "µs", "mean_lat_us": "µs", "cycles_per_io": "cycles/IO"}
+METRICS = ("iops", "clat_p50_us", "clat_p99_us", "mean_lat_us", "cycles_per_io")  # units: iolab.core.columns
 WORDS = {
     "iops": "IOPS",
     "clat_p50_us": "clat p50",
     "clat_p99_us": "clat p99",
     "mean_lat_us": "mean latency",
     "cycles_per_io": "cycles per IO",
+    "qd": "queue depth",
 }
+OPERATING_POINT = (
+    "qd"  # a figure's queue depth is compared only where the manifest names a local one (a searched depth)
+)
 
 
 def published_figures(ident: str) -> pd.DataFrame:
     """The rows of ``published_figures.csv`` for seed ``ident``."""
-    table = pd.read_csv(paths.reference_dir() / "published_figures.csv", dtype={"seed": str})
-    return table[table["seed"] == ident].reset_index(drop=True)
+    return read_published(seed=ident).reset_index(drop=True)
 
 
 def batch_records(seed: Seed, out: Path) -> dict[str, dict[str, Any]]:
-    """Each experiment's batch record (``run.json``) in ``out/seed-NNN/``, by name."""
+    """Each experiment's batch record (``iolab.report.batch.read_record``) in ``out/seed-NNN/``, by name."""
     found = {}
     for exp in seed.experiments:
-        try:
-            found[exp.name] = json.loads((Path(out) / seed.slug / exp.name / "run.json").read_text())
-        except (OSError, ValueError):
-            continue
+        record = read_record(Path(out) / seed.slug / exp.name)
+        if record is not None:
+            found[exp.name] = record
     return found
 
 
@@ -61,15 +66,20 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
     out = Path(out)
     records = batch_records(seed, out)
     published = published_figures(seed.ident)
+    notebooks = {e.name: e.notebook for e in seed.experiments}
     rows, flagged = [], {}
     for fig in seed.figures:
         rec = records.get(fig["from"])
+        declaration = declared(notebooks[fig["from"]])
         for _, prow in published[published["experiment"] == fig["experiment"]].iterrows():
             spec = (fig.get("labels") or {}).get(prow["label"]) or {}
             extra = spec.get("published") or {}
-            for metric in [m for m in METRICS if m in prow and pd.notna(prow[m])] + [m for m in extra if m in METRICS]:
+            metrics = [m for m in METRICS if m in prow and pd.notna(prow[m])] + [m for m in extra if m in METRICS]
+            if OPERATING_POINT in (fig.get("results") or {}) and pd.notna(prow.get(OPERATING_POINT)):
+                metrics.append(OPERATING_POINT)  # the author's depth beside the one searched here
+            for metric in metrics:
                 value = prow[metric] if metric in prow and pd.notna(prow[metric]) else extra[metric]
-                local, low, high, how = _local(fig, spec, prow, metric, rec)
+                local, low, high, how = _local(fig, spec, prow, metric, rec, declaration)
                 ratio = local / value if finite(local) and value else None
                 flags = flagged.setdefault(
                     fig["from"], checks.folder_flags(rec.get("run_folders") or []) if rec else []
@@ -80,7 +90,7 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
                         "experiment": fig["experiment"],
                         "label": prow["label"],
                         "metric": metric,
-                        "unit": METRICS[metric],
+                        "unit": unit(metric),
                         "published": float(value),
                         "local": local,
                         "low": low,
@@ -129,9 +139,17 @@ def finite(x: Any) -> bool:
 
 
 def _local(
-    fig: Mapping[str, Any], spec: Mapping[str, Any], prow: pd.Series, metric: str, rec: Mapping[str, Any] | None
+    fig: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    prow: pd.Series,
+    metric: str,
+    rec: Mapping[str, Any] | None,
+    declaration: Notebook,
 ) -> tuple[Any, Any, Any, str]:
-    """(value, low, high, how) of one published figure here."""
+    """(value, low, high, how) of one published figure here: the manifest's ``results`` name
+    a result of the experiment's notebook by its key (``iolab.report.contract``); its name's
+    fields ("IOPS at QD {qd} ({tool})") come from the published row, the label's entry and
+    the figure's ``fields``."""
     if spec.get("reason"):
         return None, None, None, str(spec["reason"])
     if rec is None:
@@ -141,7 +159,7 @@ def _local(
         return None, None, None, f"experiment {fig['from']} failed: {first[:300]}"
     names = {**(fig.get("results") or {}), **(spec.get("result") or {})}
     if metric in names:
-        return _from_results(names[metric], prow, spec, rec)
+        return _from_results(declaration.result(names[metric]).name, prow, {**(fig.get("fields") or {}), **spec}, rec)
     cells = fig.get("cell") or {}
     if metric in cells:
         return _from_search(cells[metric], spec.get("where") or {}, rec)
@@ -190,7 +208,7 @@ def _from_search(column: str, where: Mapping[str, Any], rec: Mapping[str, Any]):
             why = left.get(axis, {}).get("why") if value in map(str, left.get(axis, {}).get("values", [])) else None
             return None, None, None, f"{axis} {value}: " + (f"not varied here: {why}" if why else "no such cell here")
     axes = [a for a in (*wanted, "devices", "cores") if a in table]
-    cells = compare.summarise(
+    cells = repeat_stats.summarise(
         table.assign(**{a: table[a].astype(str) for a in wanted}), list(dict.fromkeys(axes)), metrics=[column]
     )
     for axis, value in wanted.items():

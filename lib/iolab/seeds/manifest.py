@@ -4,14 +4,16 @@ plan of notebook runs each needs, and the runner behind ``iolab seeds``.
     seeds = load_seeds(only=["000", "002"])
     todo = plan(seeds, out="papermill_runs/seeds", level="quick")   # devices=[...], cpus=[...]
     print(describe(todo))          # every notebook run, its fio runs and the time it should take
-    run(todo, out)                 # one iolab batch per seed, then seed-NNN.html and index.html
+    runner.run(todo, out, "quick")  # iolab.seeds.runner: one iolab batch per seed, then the pages
 
 A manifest names the write-up (title, author, date, the file in the project's ``shared/seeds``),
 its test set-up as published (CPU, clock, device, kernel, fio and its flags, polled,
 emulated), the ``experiments`` that reproduce it (a notebook, the section of the write-up it
-follows, its method in a paragraph, its parameters, and the ``quick`` and ``smoke`` overrides)
+follows, its method in a paragraph, its parameters, and the ``quick`` and ``smoke`` overrides;
+the smoke level starts from the notebook's own smoke settings, ``iolab.report.contract``)
 and the ``figures``: how each row of ``data/reference/published_figures.csv`` for the seed is
-read from the local results (``iolab.seeds.comparisons``).
+read from the local results, each named by its key in the notebook's declaration
+(``iolab.report.contract``; ``iolab.seeds.comparisons``).
 
 Levels: ``full`` (the write-up's method at workstation scale: under an hour on one SSD),
 ``quick`` (the same steps at short runtimes: about 10 minutes on a 2-core VM) and ``smoke``
@@ -26,33 +28,164 @@ block device); with devices, the single-device experiments use the first and the
 
 from __future__ import annotations
 
+import datetime
 import hashlib
-import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Annotated, Any
 
 import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from ..core import paths
-from ..core.paths import check_name
-from ..report.batch import BatchRun, Manifest, check_outputs as check_batch_outputs, check_parameters, run_batch
 from ..core.errors import InputError
-from ..core.outputs import check_folder, claim_folder, claim_output
-from ..core.validate import kind_of, mapping, yaml_mapping
+from ..core.outputs import claim_folder
+from ..core.paths import check_name
+from ..core.readable import readable_seconds
+from ..core.schema import Table, Text, Word, Words, refusal, validated, whole
+from ..core.validate import mapping, yaml_mapping
 from ..measure.plans import too_big
-from ..report.contract import estimate_run, slowdown
+from ..report.batch import BatchRun, check_parameters
+from ..report.contract import declared, estimate_run, parameters_of, slowdown
 
 LEVELS = ("full", "quick", "smoke")
-SEED_KEYS = ("seed", "title", "author", "date", "write_up", "setup", "headline", "experiments", "figures")
-EXPERIMENT_KEYS = ("name", "notebook", "section", "method", "parameters", "quick", "smoke", "search")
-SEARCH_KEYS = ("base", "axes", "repeats", "runtime", "size", "default_targets")
-SETUP_KEYS = ("cpu", "clock_ghz", "device", "kernel", "fio", "flags", "polled", "emulated")
 
 
 def seeds_dir() -> Path:
     return paths.REPO / "data" / "seeds"
+
+
+# ---------------------------------------------------------------- the manifest as written
+def _notebook(name: str) -> Path:
+    """A notebook of the project's ``notebooks/`` folder, by its file name."""
+    notebook = paths.REPO / "notebooks" / Path(name).name
+    if not notebook.is_file():
+        raise ValueError(f"no notebook {notebook.name} in {notebook.parent}")
+    return notebook
+
+
+def _date(value: Any) -> Any:
+    """YAML reads ``date: 2026-05-05`` as a date: the text it was written as."""
+    return value.isoformat() if isinstance(value, datetime.date) else value
+
+
+class SetupEntry(BaseModel):
+    """The test set-up as published (``setup:``), its machine facts named as this machine's are
+    (``iolab.core.system.MACHINE_FACTS``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    cpu_model: Word | None = Field(
+        None, description="the CPU, as the write-up names it", examples=["Intel Core i9-13900KS"]
+    )
+    clock_ghz: float | None = Field(None, description="a clock in GHz", examples=["3.2"])
+    device: Word | None = Field(
+        None, description="the device, as the write-up names it", examples=["ScaleFlux CSD5310"]
+    )
+    kernel: Word | None = Field(None, description="the kernel and its boot options", examples=["7.0.3-arch1-1"])
+    fio_version: Word | None = Field(None, description="fio's version, or the tool used", examples=["fio-3.41"])
+    flags: Word | None = Field(None, description="the fio flags of the write-up", examples=['"--rw=randread --bs=4k"'])
+    polled: bool | None = Field(None, description="true or false (polled completions)", examples=["true"])
+    emulated: bool | None = Field(None, description="true or false (an emulated device)", examples=["false"])
+
+
+class SearchEntry(BaseModel):
+    """An experiment's search (``search:``): notebook 05's spec, made for this machine by ``plan``."""
+
+    model_config = ConfigDict(extra="forbid")
+    base: Table = Field(
+        default_factory=dict, description="a mapping of fio option -> value", examples=["{rw: randread, bs: 4k}"]
+    )
+    axes: Table = Field(
+        default_factory=dict,
+        description="a mapping of axis -> list of values (cores and devices: numbers, half or all)",
+        examples=["{cores: [1, half, all]}"],
+    )
+    repeats: whole(1) | None = Field(None, description="a whole number from 1 (runs of each cell)", examples=["2"])
+    runtime: Word | None = Field(None, description="a time fio reads", examples=["1s"])
+    size: Word | None = Field(None, description="a size fio reads", examples=["1g"])
+    default_targets: Words | None = Field(
+        None, description="the targets without --device, a list", examples=["[loop:128m, loop:128m]"]
+    )
+
+
+class ExperimentEntry(BaseModel):
+    """One experiment listed under ``experiments:``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        title="an experiment {name, notebook, section, method, parameters, quick, smoke}",
+        json_schema_extra={"examples": ["{name: qd-knee, notebook: 01_queue_depth_knee.ipynb}"]},
+    )
+    name: Word = Field(description="an experiment name (its folder in the seed's folder)", examples=["qd-knee"])
+    notebook: Annotated[Text, AfterValidator(_notebook)] = Field(
+        description="a notebook of the project's notebooks/ folder", examples=["01_queue_depth_knee.ipynb"]
+    )
+    section: Word = Field("", description="the section of the write-up it follows", examples=["the tuning ladder"])
+    method: Text = Field("", description="its method in a paragraph", examples=["One fio job pinned to one CPU ..."])
+    parameters: Table = Field(
+        default_factory=dict, description="a mapping of the notebook's parameter -> value", examples=["{runtime_s: 5}"]
+    )
+    quick: Table = Field(
+        default_factory=dict, description="a mapping of parameter -> value at --quick", examples=["{runtime_s: 1}"]
+    )
+    smoke: Table = Field(
+        default_factory=dict, description="a mapping of parameter -> value at smoke", examples=["{runtime_s: 0.3}"]
+    )
+    search: SearchEntry | None = None
+
+    @field_validator("name")
+    @classmethod
+    @refusal
+    def _folder_name(cls, name: str) -> str:
+        return check_name(name, "experiment name", "name: under experiments")
+
+
+class SeedFile(BaseModel):
+    """A seed manifest as written (module docstring): its keys and their types."""
+
+    model_config = ConfigDict(extra="forbid")
+    seed: Text = Field(pattern=r"^\d+$", description="the seed's number as text, in quotes", examples=['"000"'])
+    title: Word = Field("", description="the write-up's title", examples=["Maxing Random Read IOPS ..."])
+    author: Word = Field("", description="who published it", examples=["ScaleFlux engineering blog"])
+    date: Annotated[Word, BeforeValidator(_date)] = Field("", description="a date", examples=["2026-05-05"])
+    write_up: Word = Field("", description="its file in the project's shared/seeds", examples=["000_3479.txt"])
+    headline: Word = Field(
+        "", description="the label of the published figure the index shows", examples=["8 t/io_uring"]
+    )
+    setup: SetupEntry = Field(
+        default_factory=SetupEntry,
+        description="a mapping of the published set-up (cpu_model, clock_ghz, device, kernel, fio_version, ...)",
+        examples=["{cpu_model: ..., device: ...}"],
+    )
+    experiments: Annotated[list[ExperimentEntry], BeforeValidator(lambda v: [] if v is None else v)] = Field(
+        default_factory=list,
+        description="a list of experiments, each {name, notebook, ...}",
+        examples=["[{name: qd-knee, notebook: 01_queue_depth_knee.ipynb}]"],
+    )
+    figures: Annotated[list[Table], BeforeValidator(lambda v: [] if v is None else v)] = Field(
+        default_factory=list,
+        description="a list of figures, each {experiment, from, ...}",
+        examples=["[{experiment: qd_knee, from: qd-knee, results: {...}}]"],
+    )
+
+    @model_validator(mode="after")
+    @refusal
+    def _figures_from_experiments(self) -> SeedFile:
+        if not self.experiments:
+            raise InputError("the manifest has no experiments: list the notebooks that reproduce the seed")
+        names = [e.name for e in self.experiments]
+        for f in self.figures:
+            if f.get("from") not in names:
+                raise InputError(
+                    f"figures for {f.get('experiment')!r} come from {f.get('from')!r}, "
+                    f"which is not one of its experiments ({', '.join(names)})"
+                )
+        return self
+
+
+SEED_KEYS = tuple(SeedFile.model_fields)
 
 
 @dataclass
@@ -97,85 +230,61 @@ class Planned:
 
 
 def load_seed(path: str | os.PathLike) -> Seed:
-    """One seed manifest, checked: InputError saying what to fix, before anything runs."""
+    """One seed manifest, checked (``SeedFile``: keys, types, names, notebooks; then the results
+    its figures read against the notebooks' declarations): InputError saying what to fix,
+    before anything runs."""
     path = Path(path)
     doc = yaml_mapping(path, "seed manifest (YAML: seed, title, setup, experiments, figures)", SEED_KEYS)
-    unknown = sorted(set(doc) - set(SEED_KEYS))
-    if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)} in {path.name}; the keys are {', '.join(SEED_KEYS)}")
-    ident = str(doc.get("seed") or "").strip()
-    if not ident.isdigit():
-        raise InputError(f'{path.name}: seed must be the seed\'s number as text (seed: "000"), not {doc.get("seed")!r}')
-    setup = mapping(doc.get("setup"), f"setup in {path.name}", "setup: {cpu: ..., device: ...}")
-    experiments = [_experiment(e, i, path) for i, e in enumerate(_list(doc.get("experiments"), "experiments", path))]
-    if not experiments:
-        raise InputError(f"{path.name} has no experiments: list the notebooks that reproduce the seed")
-    names = [e.name for e in experiments]
-    figures = [
-        mapping(f, f"figures[{i}] in {path.name}", "- {experiment: qd_knee, from: qd-knee, results: {...}}")
-        for i, f in enumerate(_list(doc.get("figures"), "figures", path))
-    ]
-    for f in figures:
-        if f.get("from") not in names:
-            raise InputError(
-                f"{path.name}: figures for {f.get('experiment')!r} come from {f.get('from')!r}, "
-                f"which is not one of its experiments ({', '.join(names)})"
-            )
-    return Seed(
-        ident,
-        str(doc.get("title", "")),
-        str(doc.get("author", "")),
-        str(doc.get("date", "")),
-        str(doc.get("write_up", "")),
-        dict(setup),
-        experiments,
-        figures,
-        path,
-        str(doc.get("headline") or ""),
-    )
-
-
-def _list(value: Any, what: str, path: Path) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(f"{what} in {path.name} is a {kind_of(value)}, not a list")
-    return value
-
-
-def _experiment(doc: Any, i: int, path: Path) -> Experiment:
-    doc = mapping(doc, f"experiments[{i}] in {path.name}", "- {name: qd-knee, notebook: 01_queue_depth_knee.ipynb}")
-    unknown = sorted(set(doc) - set(EXPERIMENT_KEYS))
-    if unknown:
-        raise InputError(
-            f"experiments[{i}] in {path.name}: unknown key(s) {', '.join(unknown)}; "
-            f"the keys are {', '.join(EXPERIMENT_KEYS)}"
+    checked = validated(SeedFile, doc, path.name)
+    experiments = [
+        Experiment(
+            e.name,
+            e.notebook,
+            e.section,
+            e.method.strip(),
+            e.parameters,
+            {"quick": e.quick, "smoke": e.smoke},
+            e.search.model_dump(exclude_none=True) if e.search else None,
         )
-    if not doc.get("name") or not doc.get("notebook"):
-        raise InputError(f"experiments[{i}] in {path.name} needs a name and a notebook")
-    notebook = paths.REPO / "notebooks" / Path(str(doc["notebook"])).name
-    if not notebook.is_file():
-        raise InputError(f"experiments[{i}] in {path.name}: no notebook {notebook.name} in {notebook.parent}")
-    search = None
-    if doc.get("search") is not None:
-        search = dict(mapping(doc["search"], f"search of {doc['name']} in {path.name}", "search: {axes: {...}}"))
-        unknown = sorted(set(search) - set(SEARCH_KEYS))
-        if unknown:
-            raise InputError(f"search of {doc['name']} in {path.name}: unknown key(s) {', '.join(unknown)}")
-    levels = {
-        lv: dict(mapping(doc.get(lv), f"{lv} of {doc['name']} in {path.name}", f"{lv}: {{runtime_s: 1}}"))
-        for lv in ("quick", "smoke")
-    }
-    name = check_name(str(doc["name"]).strip(), f"experiments[{i}] name in {path.name}", "a name such as qd-knee")
-    return Experiment(
-        name,
-        notebook,
-        str(doc.get("section", "")),
-        str(doc.get("method", "")).strip(),
-        dict(mapping(doc.get("parameters"), f"parameters of {doc['name']}", "parameters: {runtime_s: 5}")),
-        levels,
-        search,
+        for e in checked.experiments
+    ]
+    names = [e.name for e in experiments]
+    for f in checked.figures:
+        _check_keys(f, experiments[names.index(f["from"])], path)
+    return Seed(
+        checked.seed,
+        checked.title,
+        checked.author,
+        checked.date,
+        checked.write_up,
+        checked.setup.model_dump(exclude_none=True),
+        experiments,
+        checked.figures,
+        path,
+        checked.headline,
     )
+
+
+def _check_keys(figure: Mapping[str, Any], exp: Experiment, path: Path) -> None:
+    """Every result ``figure`` reads is a key its experiment's notebook declares
+    (``iolab.report.contract``): InputError naming the keys there are."""
+    declaration = declared(exp.notebook)
+    labels = mapping(figure.get("labels"), f"labels of {figure.get('experiment')} in {path.name}", "labels: {...}")
+    where = f"labels of {figure.get('experiment')} in {path.name}"
+    named = [
+        figure.get("results"),
+        *(mapping(spec, where, "{label: {step: ...}}").get("result") for spec in labels.values()),
+    ]
+    for results in named:
+        for metric, key in mapping(
+            results, f"results of {figure.get('experiment')} in {path.name}", "{iops: peak_iops}"
+        ).items():
+            try:
+                declaration.result(str(key))
+            except KeyError as exc:
+                raise InputError(
+                    f"{path.name}: figures for {figure.get('experiment')!r}, {metric}: {exc.args[0]}"
+                ) from None
 
 
 def load_seeds(only: Sequence[str] | str | None = None, folder: str | os.PathLike | None = None) -> list[Seed]:
@@ -223,9 +332,10 @@ def plan(
     todo = []
     for seed in seeds:
         for exp in seed.experiments:
-            params = {**exp.parameters, **((exp.levels.get(level) or {}) if level != "full" else {})}
+            base = declared(exp.notebook).smoke if level == "smoke" else {}  # the notebook's own smoke settings
+            params = {**exp.parameters, **base, **((exp.levels.get(level) or {}) if level != "full" else {})}
             notes: list[str] = []
-            known = _parameters_of(exp.notebook)
+            known = set(parameters_of(exp.notebook))
             if exp.search is not None:
                 folder = claim_folder(out / seed.slug, force=force, flag="seed folder")
                 params = _search_parameters(exp, params, folder, devices, pool, allow_destructive, notes)
@@ -248,12 +358,6 @@ def plan(
             fio_runs, seconds = _estimate(exp, params)
             todo.append(Planned(seed, exp, run, fio_runs, seconds, notes))
     return todo
-
-
-def _parameters_of(notebook: Path) -> set[str]:
-    import papermill as pm  # slow to import: only when planning
-
-    return set(pm.inspect_notebook(str(notebook)))
 
 
 def _pollable(device: str | None) -> tuple[bool, str]:
@@ -355,7 +459,8 @@ def describe(todo: Sequence[Planned], level: str) -> str:
     for p in todo:
         lines.append(
             f"  seed {p.seed.ident} {p.experiment.name:<16} {p.experiment.notebook.name:<34} "
-            f"{p.fio_runs:>4} fio runs  ~{_minutes(p.estimate_s)}" + (f"  ({'; '.join(p.notes)})" if p.notes else "")
+            f"{p.fio_runs:>4} fio runs  ~{readable_seconds(p.estimate_s)}"
+            + (f"  ({'; '.join(p.notes)})" if p.notes else "")
         )
         total_runs += p.fio_runs
         total_s += p.estimate_s
@@ -370,85 +475,11 @@ def describe(todo: Sequence[Planned], level: str) -> str:
     return "\n".join(
         [
             f"iolab seeds ({level}): {len(seeds)} seed(s) ({', '.join(seeds)}), {len(todo)} notebook runs, "
-            f"{total_runs} fio runs, at most about {_minutes(total_s)} {where} (estimate from the plan: "
+            f"{total_runs} fio runs, at most about {readable_seconds(total_s)} {where} (estimate from the plan: "
             "steps a target cannot do are skipped)",
             *([warning] if warning else []),
             *lines,
         ]
-    )
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
-# ---------------------------------------------------------------- running
-def run(
-    todo: Sequence[Planned],
-    out: str | os.PathLike,
-    level: str,
-    devices: Sequence[str] = (),
-    on_done=None,
-    force: bool = False,
-) -> dict[str, list[dict[str, Any]]]:
-    """Run the plan: one batch per seed into ``out/seed-NNN`` (resumable; a failed
-    experiment is kept with its error), each seed's page written as soon as its batch
-    ends, and the index page. Returns each seed's batch records. A folder or file there iolab
-    did not write is refused before anything runs (``iolab.core.outputs``), unless ``force``."""
-    from . import pages as seed_pages
-
-    out = Path(out).resolve()
-    check_outputs(todo, out, force)
-    claim_folder(out, force=force)
-    by_seed: dict[str, list[Planned]] = {}
-    for p in todo:
-        by_seed.setdefault(p.seed.ident, []).append(p)
-    records: dict[str, list[dict[str, Any]]] = {}
-    _write_plan(out, todo, level, devices, force)
-    for ident, planned in by_seed.items():
-        seed = planned[0].seed
-        manifest = Manifest(planned[0].run.notebook, [p.run for p in planned], out / seed.slug, 1, seed.path)
-        records[ident] = run_batch(manifest, out / seed.slug, 1, on_done=on_done, force=force)
-        seed_pages.write_seed_page(seed, out, force)
-        seed_pages.write_index(out, force)
-    return records
-
-
-def check_outputs(todo: Sequence[Planned], out: Path, force: bool = False) -> None:
-    """Refuse, before anything runs, a plan that would write into a folder or over a file iolab
-    did not write (``iolab.core.outputs``): ``out``, its pages and plan.json, each seed's batch.
-    Nothing is written."""
-    check_folder(out, force=force)
-    for name in ["plan.json", "index.html"] + [f"{p.seed.slug}.html" for p in todo]:
-        claim_output(out / name, force=force)
-    for slug in dict.fromkeys(p.seed.slug for p in todo):
-        check_batch_outputs(out / slug, [p.run for p in todo if p.seed.slug == slug], force)
-
-
-def _write_plan(out: Path, todo: Sequence[Planned], level: str, devices: Sequence[str], force: bool = False) -> None:
-    """``out/plan.json``: what this command runs, read by the pages (which seeds, which level)."""
-    from ..core.outputs import write_json_output
-
-    old = {}
-    try:
-        old = json.loads((out / "plan.json").read_text())
-    except (OSError, ValueError):
-        pass
-    seeds = {
-        **old.get("seeds", {}),
-        **{
-            p.seed.ident: {"manifest": str(p.seed.path), "level": level, "devices": [str(d) for d in devices]}
-            for p in todo
-        },
-    }
-    write_json_output(
-        out / "plan.json",
-        {
-            "seeds": dict(sorted(seeds.items())),
-            "notes": {f"{p.seed.ident}/{p.experiment.name}": p.notes for p in todo}
-            | {k: v for k, v in old.get("notes", {}).items() if k.split("/")[0] not in {p.seed.ident for p in todo}},
-        },
-        force=force,
     )
 
 
@@ -465,6 +496,5 @@ __all__ = [
     "load_seeds",
     "plan",
     "describe",
-    "run",
     "default_out",
 ]

@@ -1,6 +1,6 @@
 """The pages of ``iolab seeds``: each published figure of a seed beside the local one, and an
-index of the seeds side by side. One offline file each: inline style, the figure an
-embedded PNG, no script; jinja2 templates with autoescaping (``iolab.report.templating``).
+index of the seeds side by side. One offline file each in the pages' style, jinja2 templates
+with autoescaping (``iolab.report.templating``); the figure ``iolab.plots.pages``', embedded.
 
     write_seed_page(seed, out)         # out/seed-NNN.html (the level and devices from out/plan.json)
     write_index(out)                   # out/index.html
@@ -12,37 +12,23 @@ from ``iolab.seeds.setups``.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import os
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
 from ..core.outputs import write_output
 from ..core.readable import readable_value
-from ..stats import compare
-from ..report.batch_index import STYLE
+from ..report.templating import page
+from ..stats import repeat_stats
 from .comparisons import WORDS, batch_records, comparisons, finite, flag_texts, headline, published_figures
-from .setups import cannot_run_here, differences, local_setup
 from .manifest import Seed, load_seed
-from ..report.templating import render, template
+from .setups import cannot_run_here, differences, local_setup
 
-PAGE_STYLE = (
-    STYLE
-    + """
-.banner{background:#fff4e5;border-left:4px solid #e8a33d;padding:.6em 1em;margin:1em 0}
-td.why{color:#555;font-size:.85em;max-width:30em} .ratio{font-weight:600}
-"""
-)
-LAYOUT = """<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{{ title }}</title>
-<style>{{ style | safe }}</style></head><body>
-{% block body %}{% endblock %}
-</body></html>
-"""
 SEED_PAGE = """{% extends layout %}{% block body -%}
 <h1>Seed {{ seed.ident }}: {{ seed.title }}</h1>
 <p class='note'>{{ seed.author }}, {{ seed.date }}; the write-up: <code>shared/seeds/{{ seed.write_up }}</code>. \
@@ -114,63 +100,14 @@ INDEX_COLUMNS = (
 )
 
 
-def page(body: str, title: str, **values) -> str:
-    """The template ``body`` (it extends ``LAYOUT``) as a whole page titled ``title``."""
-    return render(body, layout=template(LAYOUT), title=title, style=PAGE_STYLE, **values)
-
-
 def plot(table: pd.DataFrame, seed: Seed) -> str | None:
-    """Local ÷ published for every figure with a local value (log scale, whiskers: the
-    local interval ÷ the published value), as a data: URI."""
-    import matplotlib
+    """Local ÷ published for every figure with a local value (``iolab.plots.pages``), as a
+    data: URI; None when no figure has one."""
+    from ..plots.pages import data_uri, local_over_published  # matplotlib: only when a page is written
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = table[table["ratio"].notna()]
-    if rows.empty:
-        return None
-    fig, ax = plt.subplots(figsize=(11, 0.3 * len(rows) + 1.8))
-    ys = range(len(rows))
-    ratios = rows["ratio"].astype(float).to_numpy()
-    ax.barh(list(ys), ratios, color=["#4c72b0" if m == "iops" else "#dd8452" for m in rows["metric"]])
-    for y, (_, r) in zip(ys, rows.iterrows()):
-        if finite(r["low"]) and finite(r["high"]) and r["published"]:
-            lo, hi = r["low"] / r["published"], r["high"] / r["published"]
-            if lo > 0:
-                ax.errorbar(
-                    r["ratio"],
-                    y,
-                    xerr=[[max(r["ratio"] - lo, 0)], [max(hi - r["ratio"], 0)]],
-                    color="k",
-                    capsize=3,
-                    linewidth=1,
-                )
-        ax.annotate(f"{r['ratio']:.3g}×", (r["ratio"], y), textcoords="offset points", xytext=(4, -3), fontsize=7)
-    ax.axvline(1, color="0.3", linewidth=1, linestyle="--")
-    ax.set_xscale("log")
-    ax.set_yticks(list(ys))
-    ax.set_yticklabels([textwrap.shorten(f"{WORDS[r.metric]}: {r.label}", 60) for r in rows.itertuples()], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("local ÷ published (×, log scale; 1 = the same)")
-    ax.set_title(
-        f"Seed {seed.ident}: this machine ÷ the write-up\nblue: IOPS (higher is faster); orange: latency "
-        "and cycles per IO (higher is slower)",
-        fontsize=10,
-    )
-    fig.text(
-        0.01,
-        0.005,
-        "sources: data/reference/published_figures.csv (published); this machine's executed notebooks' "
-        "recorded results (local); whiskers: the local interval",
-        fontsize=6.5,
-        color="0.35",
-    )
-    fig.subplots_adjust(left=0.34, right=0.96, top=1 - 0.75 / fig.get_figheight(), bottom=0.75 / fig.get_figheight())
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    labels = [textwrap.shorten(f"{WORDS[r.metric]}: {r.label}", 60) for r in table.itertuples()]
+    fig = local_over_published(table, labels, seed.ident)
+    return data_uri(fig) if fig is not None else None
 
 
 def shown(v: Any, unit: str) -> str:
@@ -185,7 +122,7 @@ def interval(r: Mapping[str, Any]) -> str:
     return (
         f"[{readable_value(r['low'])}, {readable_value(r['high'])}]"
         if finite(r.get("low")) and finite(r.get("high"))
-        else compare.NOT_INFORMATIVE
+        else repeat_stats.NO_INTERVAL
     )
 
 

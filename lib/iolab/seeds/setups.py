@@ -9,12 +9,14 @@ what could not run here and why.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
+from ..core.errors import RunFileError
+from ..read.run import RunFolder
 from .comparisons import batch_records
 from .manifest import Seed
 
@@ -28,10 +30,11 @@ def local_setup(seed: Seed, out: Path) -> dict[str, Any]:
     snap = None
     for f in folders:
         try:
-            snap = json.loads((f / "system.json").read_text())
-            break
-        except (OSError, ValueError):
+            snap = RunFolder(f).snapshot() or None
+        except (OSError, RunFileError):
             continue
+        if snap:
+            break
     snap = snap or system.snapshot()
     polled = any(_polled(f) for f in folders)
     return {**snap, "polled": polled, "targets": _targets(folders)}
@@ -42,10 +45,11 @@ def _targets(folders: Sequence[Path]) -> list[str]:
     devices, block devices (from each run folder's ``params.json`` and ``system.json``)."""
     found: dict[str, None] = {}
     for f in folders:
+        run = RunFolder(f)
         try:
-            target = str(json.loads((f / "params.json").read_text()).get("target") or "")
-            device = json.loads((f / "system.json").read_text()).get("device")
-        except (OSError, ValueError, AttributeError):
+            target = str(run.params().get("target") or "")
+            device = run.snapshot().get("device")
+        except (OSError, RunFileError):
             continue
         kind = target.split()[0] if target else ""
         if kind == "scratch":
@@ -58,13 +62,14 @@ def _targets(folders: Sequence[Path]) -> list[str]:
 
 
 def _polled(folder: Path) -> bool:
+    run = RunFolder(folder)
     try:
-        job = (folder / "job.fio").read_text()
-    except OSError:
+        job = run.job()
+    except (OSError, RunFileError):
         job = ""
     try:
-        argv = " ".join(json.loads((folder / "argv.json").read_text()))
-    except (OSError, ValueError, TypeError):
+        argv = " ".join(run.argv())
+    except (OSError, RunFileError):
         argv = ""
     return "hipri=1" in job.replace(" ", "") or " -p 1" in argv or " -p1" in argv
 
@@ -99,10 +104,10 @@ def differences(seed: Seed, snap: Mapping[str, Any]) -> str:
         f"emulated: {emulated}" if emulated else "not emulated",
     ]
     there = [
-        f"{pub.get('cpu')}" + (f" at {pub['clock_ghz']} GHz" if pub.get("clock_ghz") else ""),
+        f"{pub.get('cpu_model')}" + (f" at {pub['clock_ghz']} GHz" if pub.get("clock_ghz") else ""),
         str(pub.get("device")),
         f"kernel {pub.get('kernel')}",
-        str(pub.get("fio")),
+        str(pub.get("fio_version")),
         "polled" if pub.get("polled") else "interrupts",
         "emulated" if pub.get("emulated") else "real hardware",
     ]

@@ -8,7 +8,7 @@ cell is the one with the best mean (higher or lower: ``columns.better``); *tied*
 is every cell that Dunnett's many-to-one test cannot tell from it at ``confidence``
 (C. W. Dunnett, "A multiple comparison procedure for comparing several treatments with a
 control", JASA 50:1096, 1955), the family-wise error held over every cell at once. Each
-cell's interval is ``compare.interval`` over its runs. The best of many cells is biased up
+cell's interval is ``repeat_stats.interval`` over its runs. The best of many cells is biased up
 by its own noise (the winner's curse): its interval is the cell's own, not widened for the
 choice.
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import compare
 from ..core.columns import better
+from . import repeat_stats
 from .search_cells import config_text, ok_runs, search_axes
 
 
@@ -30,7 +30,7 @@ def best_config(
 
     Returns ``(best, ties)``. ``best``: the axes' values, ``config`` (in words),
     ``<metric>_mean`` and its interval ``<metric>_ci_low`` / ``_ci_high``
-    (``compare.interval``: Student t, or the bootstrap joined with t for percentiles and
+    (``repeat_stats.interval``: Student t, or the bootstrap joined with t for percentiles and
     ratios; none below 3 repeats), ``n`` (runs) and ``note``.
 
     ``ties``: the other cells that Dunnett's test cannot tell from the best at
@@ -44,7 +44,7 @@ def best_config(
     of the best "tied"). Each tie has its mean, interval, ``n``, ``ratio_pct`` = 100 ×
     (mean best / mean other - 1) with ``low_pct`` / ``high_pct`` from Dunnett's
     simultaneous interval of the difference, ``p`` and the ``verdict``; best-first. Cells
-    with fewer than 3 runs (``compare.MIN_REPEATS``) cannot be judged: they are left out
+    with fewer than 3 runs (``repeat_stats.MIN_REPEATS``) cannot be judged: they are left out
     of ``ties`` and counted in ``ties.attrs["unjudged"]``."""
     if higher_is_better is None:  # the metric's own direction (columns.better); no direction: higher
         higher_is_better = better(metric) != "lower"
@@ -55,7 +55,7 @@ def best_config(
     cells = []
     for key, g in runs.groupby("_config", sort=False):
         v = groups[key]
-        low, high = compare.interval(v, metric, confidence)
+        low, high = repeat_stats.interval(v, metric, confidence)
         cells.append(
             {
                 **g.iloc[0][names].to_dict(),
@@ -70,7 +70,9 @@ def best_config(
     best_i = cells[f"{metric}_mean"].idxmax() if higher_is_better else cells[f"{metric}_mean"].idxmin()
     best = cells.loc[best_i].copy()
     others = cells.drop(index=best_i)
-    judged = others[others["n"] >= compare.MIN_REPEATS] if best["n"] >= compare.MIN_REPEATS else others.iloc[:0]
+    judged = (
+        others[others["n"] >= repeat_stats.MIN_REPEATS] if best["n"] >= repeat_stats.MIN_REPEATS else others.iloc[:0]
+    )
     ties = [
         {**other.to_dict(), **tie}
         for (_, other), tie in zip(
@@ -96,13 +98,15 @@ def best_config(
     )
     unjudged = len(others) - len(judged)
     ties.attrs = {"metric": metric, "confidence": confidence, "unjudged": unjudged, "method": "Dunnett"}
-    if best["n"] < compare.MIN_REPEATS:
+    if best["n"] < repeat_stats.MIN_REPEATS:
         best["note"] = (
-            f"{int(best['n'])} run(s) of the best cell: {compare.NOT_INFORMATIVE}, ties cannot be "
-            f"judged; repeat the search (repeats >= {compare.MIN_REPEATS})"
+            f"{int(best['n'])} run(s) of the best cell: {repeat_stats.NO_INTERVAL}, ties cannot be "
+            f"judged; repeat the search (repeats >= {repeat_stats.MIN_REPEATS})"
         )
     elif unjudged:
-        best["note"] = f"{unjudged} cell(s) with fewer than {compare.MIN_REPEATS} runs could not be judged against it"
+        best["note"] = (
+            f"{unjudged} cell(s) with fewer than {repeat_stats.MIN_REPEATS} runs could not be judged against it"
+        )
     else:
         best["note"] = (
             f"{len(ties)} other cell(s) tied with it (Dunnett's test against the best over "

@@ -6,7 +6,7 @@ Every run's system snapshot (``system.json``, read into per-run id columns by
 naming what changed on each run — "scheduler_active none -> mq-deadline; kernel 6.1.0 ->
 6.12.0" — or "" when it matches:
 
-    table = drift.flag(store.load_runs("data/runs/qd-knee-..."))
+    table = drift.flag(runcache.load_runs("data/runs/qd-knee-..."))
     table[table.drift != ""]
 
 A key the study varies on purpose is not drift: when the table has the swept column that
@@ -19,11 +19,14 @@ a table loaded by hand from a sweep over those knobs.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
-DRIFT_KEYS = ("kernel", "fio_version", "governor", "freq_source", "scheduler_active", "smt", "target_state")
+from ..core.system import RUN_FACTS
+
+DRIFT_KEYS = RUN_FACTS  # the machine facts of every run's row (iolab.core.system.MACHINE_FACTS)
 SWEPT_AS: dict[str, tuple[str, ...]] = {  # snapshot column -> swept columns that set it
     "scheduler_active": ("scheduler",),
     "governor": ("governor",),

@@ -19,7 +19,7 @@ average and read the sampled ``scaling_cur_freq`` as the reason.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

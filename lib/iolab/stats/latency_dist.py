@@ -18,8 +18,7 @@ interpolated. The bucket value is the middle of a bucket at most 1/2^7 ≈ 0.78 
 (1/64 of its power of two), which is the resolution of every latency here.
 
 Inputs (``runs``): a run folder, a folder of run folders, fio output files, a list of
-those, or a table with ``run_id`` (its run folders are found under ``runs_dir``, default
-``iolab.core.paths.runs_dir()`` and the folders one level below it). The IOs of every run
+those, or a table of runs (its run folders found by ``iolab.core.runfolders``). The IOs of every run
 and job that share the values of ``by`` (columns of the table, or a run folder's swept
 values from params.json; ``run_id`` works too) are pooled by summing their bins: exact,
 never an average of percentiles. Directions (read, write, ...) are always kept apart;
@@ -37,17 +36,19 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import FioOutputError, InputError, IolabError
-from ..core.runfolders import run_folders
+from ..core.runfiles import PARAMS_JSON
+from ..core.runfolders import not_found, of_table, run_folders
 from ..core.validate import parse_size
 from ..read.fiojson import (
     checked_tidy,
@@ -114,7 +115,6 @@ def cdf(
     by: str | Sequence[str] = (),
     *,
     kind: str = "clat",
-    runs_dir: str | os.PathLike | None = None,
     jobs: str = "pooled",
 ) -> pd.DataFrame:
     """The latency CDF of ``runs``: one row per json+ bucket that holds IOs, per group of
@@ -127,7 +127,7 @@ def cdf(
     ``runs`` (fio reports pooled), ``jobs`` (job entries pooled), ``run_id`` (the runs, comma
     separated), ``kind``, ``source`` (``FROM_BINS``, or ``FROM_LIST`` with NaN counts)."""
     rows = []
-    for keys, group in _groups(runs, by, kind, runs_dir, jobs):
+    for keys, group in _groups(runs, by, kind, jobs):
         ident = _identity(keys, group, kind)
         bins, listed = _pooled(group, kind)
         if bins is not None:
@@ -153,7 +153,6 @@ def spectrum(
     by: str | Sequence[str] = (),
     *,
     kind: str = "clat",
-    runs_dir: str | os.PathLike | None = None,
     jobs: str = "pooled",
     percentiles: Iterable[float] = SPECTRUM,
 ) -> pd.DataFrame:
@@ -170,7 +169,7 @@ def spectrum(
     if not wanted or not all(0 < p < 100 for p in wanted):
         raise InputError(f"percentiles {wanted}: give percentiles above 0 and below 100, e.g. [50, 99, 99.9]")
     rows = []
-    for keys, group in _groups(runs, by, kind, runs_dir, jobs):
+    for keys, group in _groups(runs, by, kind, jobs):
         ident = _identity(keys, group, kind)
         bins, listed = _pooled(group, kind)
         values = percentiles_from_bins(bins, wanted) if bins is not None else listed
@@ -187,13 +186,13 @@ def spectrum(
     return _frame(rows, by, ["percentile", "nines", "latency_us", "ios_above"])
 
 
-def agreement(runs: Any, *, kind: str = "clat", runs_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+def agreement(runs: Any, *, kind: str = "clat") -> pd.DataFrame:
     """fio's own listed percentiles beside the same percentiles from its json+ bins, for
     every (run, job, direction) that has both: ``run_id``, ``job``, ``direction``,
     ``percentile`` (%), ``fio_us``, ``bins_us``, ``equal``. The check that the CDF and the
     spectrum read fio's histogram as fio does (``equal`` all True)."""
     rows = []
-    for part in _all_parts(_outputs(runs, [], runs_dir), kind):
+    for part in _all_parts(_outputs(runs, []), kind):
         if part.bins is None or not part.listed:
             continue
         ours = percentiles_from_bins(part.bins, part.listed)
@@ -219,10 +218,10 @@ def _by(by: str | Sequence[str]) -> list[str]:
     return [b for b in names if b]
 
 
-def _outputs(runs: Any, by: list[str], runs_dir: str | os.PathLike | None) -> list[_Output]:
+def _outputs(runs: Any, by: list[str]) -> list[_Output]:
     """The fio reports ``runs`` names, each with its ``by`` values."""
     if isinstance(runs, pd.DataFrame):
-        return _table_outputs(runs, by, runs_dir)
+        return _table_outputs(runs, by)
     items = [runs] if isinstance(runs, (str, os.PathLike)) else list(runs)
     if not items:
         raise InputError("no runs given: give a run folder, a list of them, fio output files or a table with run_id")
@@ -236,13 +235,13 @@ def _outputs(runs: Any, by: list[str], runs_dir: str | os.PathLike | None) -> li
         if not folders:
             raise InputError(f"{path} holds no run folder (a folder with run.json); give run folders or fio.json files")
         for folder in folders:
-            swept = runfiles.read_json(folder / "params.json", optional=True) or {}
+            swept = runfiles.read_json(folder / PARAMS_JSON, optional=True) or {}
             values = {**(swept.get("swept") or {}), "run_id": folder.name}
             out.append(_Output(folder.name, report_of(folder), _settings(values, by, folder)))
     return out
 
 
-def _table_outputs(table: pd.DataFrame, by: list[str], runs_dir: str | os.PathLike | None) -> list[_Output]:
+def _table_outputs(table: pd.DataFrame, by: list[str]) -> list[_Output]:
     missing = [c for c in ["run_id", *by] if c not in table.columns]
     if missing:
         raise InputError(
@@ -257,13 +256,9 @@ def _table_outputs(table: pd.DataFrame, by: list[str], runs_dir: str | os.PathLi
     rows = did_io.dropna(subset=["run_id"]).drop_duplicates("run_id")
     if rows.empty:
         raise InputError("the table names no run that did I/O (no row with a run_id and a direction)")
-    found, missing_ids = run_folders(rows, runs_dir)
-    if missing_ids:
-        raise InputError(
-            f"run {missing_ids[0]} is not under {runs_dir or 'the runs folder'}: pass runs_dir=, the folder "
-            "that holds the run folders (the one the study wrote)"
-        )
-    where = {p.name: p for p in found}
+    where = of_table(rows)
+    if missing_ids := [i for i in rows["run_id"] if i not in where]:
+        raise InputError(not_found(missing_ids))
     return [_Output(r["run_id"], report_of(where[r["run_id"]]), {b: r[b] for b in by}) for r in rows.to_dict("records")]
 
 
@@ -323,15 +318,13 @@ def _listed_of(dirdata: Mapping[str, Any], kind: str) -> dict[float, float] | No
 
 
 # ---------------------------------------------------------------- grouping and pooling
-def _groups(
-    runs: Any, by: str | Sequence[str], kind: str, runs_dir: str | os.PathLike | None, jobs: str
-) -> list[tuple[tuple, list[_Part]]]:
+def _groups(runs: Any, by: str | Sequence[str], kind: str, jobs: str) -> list[tuple[tuple, list[_Part]]]:
     """[(the group's by values + direction (+ job), its parts)], in the settings' order."""
     if jobs not in JOBS:
         raise InputError(f"jobs={jobs!r}: choose 'pooled' (a run's jobs summed) or 'apart' (each job its own curve)")
     names = _by(by)
     groups: dict[tuple, list[_Part]] = {}
-    for part in _all_parts(_outputs(runs, names, runs_dir), kind):
+    for part in _all_parts(_outputs(runs, names), kind):
         key = tuple(part.output.settings[b] for b in names) + (part.direction,)
         groups.setdefault(key + ((part.job,) if jobs == "apart" else ()), []).append(part)
     if not groups:

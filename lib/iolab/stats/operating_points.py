@@ -5,13 +5,13 @@ largest x whose latency stays under a target (the deepest queue a latency budget
     saturation_point(table.qd, table.iops)               # QD 16: the first within 5 % of the peak
     max_x_under(table.qd, table.clat_p99_us, 200)        # QD 8: the deepest with p99 <= 200 µs
 
-Both average repeated x first. ``analysis.knee_with_interval`` takes the 95 %-of-peak rule
+Both average repeated x first. ``knee_interval.knee_with_interval`` takes the 95 %-of-peak rule
 as the cross-check of its knee.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

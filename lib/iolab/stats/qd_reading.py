@@ -6,7 +6,7 @@ cycles per IO, Little's-law check) and the reading in words, with the knee.
 
 Little's law (J. D. C. Little, "A proof for the queuing formula: L = λW", Operations
 Research 9(3), 1961) checks that the queue was kept full: outstanding IOs = IOPS × mean
-latency should match the iodepth. The knee is ``analysis.knee_with_interval``'s, the
+latency should match the iodepth. The knee is ``knee_interval.knee_with_interval``'s, the
 rule-based points ``operating_points``'.
 """
 
@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..core.readable import wrapped_text
-from .analysis import Knee, KneeEstimate, KneeVerdict
+from .knee import Knee
+from .knee_interval import KneeEstimate
+from .knee_verdict import KneeVerdict
 
 
 # ---------------------------------------------------------------- Little's law
@@ -131,7 +133,7 @@ def describe_qd_study(
     if latency_target_us is not None:
         parts.append(
             f"The largest QD with p99 ≤ {latency_target_us:g} µs is "
-            f"{'QD %g' % latency_qd if latency_qd is not None else 'none (every QD exceeds it)'}."
+            f"{f'QD {latency_qd:g}' if latency_qd is not None else 'none (every QD exceeds it)'}."
         )
     if "cpu_busy_pct" in summary and summary["cpu_busy_pct"].notna().any():
         top = summary.loc[summary["iops"].idxmax()]

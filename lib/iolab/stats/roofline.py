@@ -9,7 +9,7 @@ Input: a search table and its axes, read as runs and cells (``search_cells``). T
 is seed 003's (AiSIO, "CPU-initiated I/O: Optimal Parameter Search"): the roof is the best
 single-device cell (3 857 938 IOPS there); N devices can at most do N × roof, and the
 efficiency is the aggregate over N × roof, % (seed 003: 61 720 159 IOPS with 16 devices
-and 8 cores, 99.99 % of 16 × roof). Each cell's interval is ``compare.interval`` over its
+and 8 cores, 99.99 % of 16 × roof). Each cell's interval is ``repeat_stats.interval`` over its
 runs. The roof is a maximum over cells, biased up by their noise (the winner's curse): its
 interval is the cell's own, not widened for the choice.
 """
@@ -21,10 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from . import compare
 from ..core.columns import HIGHER_IS_BETTER, better
 from ..core.errors import InputError
 from ..core.readable import wrapped_text
+from . import repeat_stats
 from .search_cells import at_level, config_text, metric_words, ok_runs, search_axes, short_value
 
 
@@ -37,7 +37,7 @@ def roofline(
 
     ``roof``: the best cell with ``devices`` == 1 (every cell if the table has no
     ``devices`` axis: then it is the best configuration, said in ``notes``) — ``value``
-    with its interval (``compare.interval`` over the cell's runs), ``n_runs``, ``config``.
+    with its interval (``repeat_stats.interval`` over the cell's runs), ``n_runs``, ``config``.
     ``devices`` / ``cores``: one row per count N with the aggregate ``<metric>_mean`` and
     its interval, ``roof_x_n`` and ``efficiency_pct`` = aggregate / roof_x_n × 100 (with
     ``efficiency_low_pct`` / ``_high_pct`` from the aggregate's interval; the roof's own
@@ -153,7 +153,7 @@ def describe_roofline(result: dict[str, Any]) -> str:
         + (
             f"; {100 * result.get('confidence', 0.95):g} % CI {short_value(roof['ci_low'], m)}-{short_value(roof['ci_high'], m)}"
             if not math.isnan(roof["ci_low"])
-            else f"; {compare.NOT_INFORMATIVE}"
+            else f"; {repeat_stats.NO_INTERVAL}"
         )
         + ")"
     ]
@@ -202,11 +202,11 @@ def _roof_row(cell: pd.Series, metric: str, per: float) -> dict[str, Any]:
 
 
 def _cell_summary(runs: pd.DataFrame, names: list[str], metric: str, confidence: float) -> pd.DataFrame:
-    """Every cell's mean of ``metric``, its interval (``compare.interval``) and ``n``."""
+    """Every cell's mean of ``metric``, its interval (``repeat_stats.interval``) and ``n``."""
     rows = []
     for key, g in runs.groupby(names, sort=False, dropna=False):
         v = g[metric].to_numpy(dtype=float)
-        low, high = compare.interval(v, metric, confidence)
+        low, high = repeat_stats.interval(v, metric, confidence)
         rows.append(
             {
                 **dict(zip(names, key if isinstance(key, tuple) else (key,))),

@@ -3,7 +3,7 @@
 
 Input: a search table (``iolab.measure.search.load_table``: one row per run and direction, one
 column per axis) or any tidy table with ``run_id`` and the axes as columns. Rows whose
-``status`` is not ``ok`` are left out, then ``compare.per_run`` makes one row per run
+``status`` is not ``ok`` are left out, then ``repeat_stats.per_run`` makes one row per run
 (IOPS and bandwidth summed over the run's jobs and directions, the rest averaged). A
 *cell* is one combination of every axis's level; its runs are its repeats. ``axes`` is a
 list of column names, or ``spec.axes`` (a dict axis -> levels: the levels keep the spec's
@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from typing import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import compare
 from ..core.columns import COLUMNS, label
 from ..core.errors import InputError
 from ..core.readable import si_number
+from . import repeat_stats
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
 
@@ -47,7 +46,7 @@ def search_axes(axes) -> tuple[list[str], dict[str, list]]:
 
 
 def ok_runs(table: pd.DataFrame, names: list[str], metric: str) -> pd.DataFrame:
-    """One row per run (``compare.per_run``) of the runs whose status is ok, with a value."""
+    """One row per run (``repeat_stats.per_run``) of the runs whose status is ok, with a value."""
     missing = [a for a in names if a not in table]
     if missing:
         raise InputError(
@@ -59,7 +58,7 @@ def ok_runs(table: pd.DataFrame, names: list[str], metric: str) -> pd.DataFrame:
         raise InputError(
             "no run with status 'ok' in the table: nothing to read; see the runs' status column and their fio stderr"
         )
-    runs = compare.per_run(ok, names)
+    runs = repeat_stats.per_run(ok, names)
     if metric not in runs:
         raise InputError(
             f"no metric {metric!r} in the table: choose from {', '.join(runs.select_dtypes('number').columns)}"

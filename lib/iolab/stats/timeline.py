@@ -1,28 +1,27 @@
 """Reading a run's time series (``iolab.read.series.Series``): steady state, the warm-up before it, stalls, a summary beside fio's whole-run figures, a latency heatmap, and the run's series columns.
 
 ``find_steady``: fio's own steadystate result when the job asked for it, else SNIA's rule
-(``analysis.steady_state``) over a sliding window of intervals; ``find_stalls``: intervals far
+(``steady_state.steady_state``) over a sliding window of intervals; ``find_stalls``: intervals far
 below the median, with what the samplers saw then; ``summary``: fio's whole-run figures beside
 those of the logs and of the steady part."""
 
 from __future__ import annotations
 
-
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..read import fiojson
-from .analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 from ..core.errors import FioOutputError, InputError
 from ..core.readable import wrapped_text
+from ..read import fiojson
 from ..read.fiologs import DIRECTIONS, PERCENTILES, bin_edges_ns
 from ..read.series import Series, fio_report, read_meta, read_series
-
+from .steady_state import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 
 STALL_FRACTION = 0.5  # an interval below this share of the run's median IOPS is a stall
 
@@ -49,7 +48,7 @@ def find_steady(
 ) -> Steady:
     """fio's own steadystate result when the job asked for one (``ss=``; fio ends the job when
     it holds, so the steady part is its last ``ss_dur``); else SNIA's rule
-    (``analysis.steady_state``) on the total IOPS of each ``window`` consecutive intervals,
+    (``steady_state.steady_state``) on the total IOPS of each ``window`` consecutive intervals,
     the first window that holds starting the steady part."""
     if series.steadystate:
         ss = series.steadystate

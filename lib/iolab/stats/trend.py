@@ -14,7 +14,7 @@ order they first appeared (``order="time"``), each value's runs by time.
 
 Each point is compared with the one before it in its series. The change is *significant*
 when the two points' intervals [low, high] do not overlap. That is conservative against
-``iolab.stats.compare``'s test on the repeats (its bootstrap of the ratio of the means joined
+``iolab.stats.repeat_stats``'s test on the repeats (its bootstrap of the ratio of the means joined
 with the Welch interval): two 95 % intervals that do not overlap mean a difference at well
 beyond 95 %, while intervals that overlap a little can still hide one ``compare`` would find.
 The history uses the overlap rule because it keeps each result's interval, not the repeats
@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd

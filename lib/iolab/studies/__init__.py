@@ -5,7 +5,7 @@ measurement options (``allow_destructive``, ``profile``, ``timeout_s``, ...) tha
 to ``iolab.measure.runner.measure``.
 
     qd_sweep            (qd.py)           seed 000: IOPS, latency and cycles/IO vs queue depth on one CPU
-    knee_search         (qd.py)           the same knee with about half the runs (iolab.stats.knee_search)
+    knee_search         (qd.py)           the same knee with about half the runs (iolab.stats.knee_planner)
     per_core            (per_core.py)     seed 002: one core at QD1/16/128, t/io_uring and fio side by side
     per_core_summary    (per_core.py)     its means over the repeats, with intervals
     ladder.run_ladder   (ladder.py)       seed 000: the single-core tuning ladder, one change per step

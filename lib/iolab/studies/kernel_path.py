@@ -16,22 +16,23 @@ The sweeps run their repeats in shuffled rounds after one discarded warm-up run
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..machine import knobs
-from ..measure import runner
-from ..stats.analysis import add_cycles_per_io
 from ..core.errors import InputError
-from ..runs.store import load_runs
+from ..core.validate import parse_size
+from ..machine import knobs
+from ..machine.target import Target, loop_device
+from ..measure import runner
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, sweep
-from ..machine.target import Target, loop_device
-from ..core.validate import parse_size
+from ..runs.runcache import load_runs
+from ..stats.cycles import add_cycles_per_io
 
 MODES = {1: "direct", 0: "buffered"}
 ROUNDS = {"order": "random", "warmup": "run"}

@@ -7,7 +7,7 @@ previous one and is measured; steps the target cannot do are skipped with the ex
 
 With ``repeats`` > 1 each step runs that many times, in rounds (every step once per
 round, later rounds shuffled) after a discarded warm-up run; its figures are means over
-the repeats, and its gain has an interval and a verdict (``iolab.stats.compare``).
+the repeats, and its gain has an interval and a verdict (``iolab.stats.repeat_stats``).
 
 A step is data: a name, fio option changes (carried forward to later steps unless
 ``peak_only``), the capabilities it needs, and optionally a tool (``"tio"`` for fio's
@@ -21,23 +21,24 @@ from __future__ import annotations
 import os
 import platform
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
-from ..stats import compare
-from ..machine import knobs
-from ..stats.analysis import add_cycles_per_io
 from ..core.errors import IolabError
 from ..core.progress import bar
-from .per_core import have_tio
 from ..core.validate import fio_seconds, fio_time_text
+from ..machine import knobs
+from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, sweep, warmup_for
-from ..machine.target import Target
+from ..stats import repeat_stats
+from ..stats.cycles import add_cycles_per_io
+from .per_core import have_tio
 
 
 @dataclass
@@ -50,13 +51,15 @@ class Step:
     tio_flags: dict[str, Any] = field(default_factory=dict)
     knobs: dict[str, Any] = field(default_factory=dict)  # iolab.machine.knobs values for this step only
     note: str = ""
+    author_qd: int | None = None  # the queue depth seed 000's author ran this step at (studies.climb shows it)
 
 
 def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
-    """Seed 000's ladder (E-core, 472k -> 2.81M IOPS on a Gen5 NVMe SSD)."""
+    """Seed 000's ladder (E-core, 472k -> 2.81M IOPS on a Gen5 NVMe SSD), each step with the
+    queue depth its author ran it at (``author_qd``: he moved it to each step's knee)."""
     return [
-        Step("baseline io_uring", {"ioengine": "io_uring", "direct": 1, "iodepth": qd}),
-        Step("polled completions (hipri)", {"hipri": 1}, ["poll"]),
+        Step("baseline io_uring", {"ioengine": "io_uring", "direct": 1, "iodepth": qd}, author_qd=32),
+        Step("polled completions (hipri)", {"hipri": 1}, ["poll"], author_qd=32),
         # direct=0: the ngXnY char device refuses O_DIRECT (fio: "destination does not support
         # O_DIRECT"), and passthrough never goes through the page cache anyway
         Step(
@@ -64,24 +67,32 @@ def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
             {"ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0},
             ["nvme_ng"],
             note="filename becomes the /dev/ngXnY char device; direct=0 (no page cache on it)",
+            author_qd=48,
         ),
-        Step("fixedbufs + registerfiles + norandommap", {"fixedbufs": 1, "registerfiles": 1, "norandommap": 1}),
-        Step("gtod_reduce (peak only: no latency)", {"gtod_reduce": 1}, peak_only=True),
+        Step(
+            "fixedbufs + registerfiles + norandommap",
+            {"fixedbufs": 1, "registerfiles": 1, "norandommap": 1},
+            author_qd=64,  # the text says 64; its command line shows 192
+        ),
+        Step("gtod_reduce (peak only: no latency)", {"gtod_reduce": 1}, peak_only=True, author_qd=64),
         Step(
             "batching: submit 32, complete 8",
             {"iodepth": batch_qd, "iodepth_batch_submit": 32, "iodepth_batch_complete": 8},
+            author_qd=128,
         ),
         Step(
             "interrupt coalescing (NVMe feature 0x08 = 0x320)",
             {"hipri": 0},
             ["opt_in"],
             knobs={"nvme_coalescing": 0x320},
+            author_qd=96,
         ),
         Step(
             "t/io_uring",
             tool="tio",
             requires=["tio"],
             tio_flags={"d": batch_qd, "s": 32, "c": 8, "b": 4096, "B": 1, "F": 1},
+            author_qd=512,
         ),
     ]
 
@@ -139,7 +150,7 @@ def run_ladder(
 
     Each step runs ``rounds.repeats`` times (``runs``: how many did); its figures are means over
     them, and ``gain_low_pct``/``gain_high_pct``/``gain_verdict`` are the gain's 95 %
-    interval and its reading (``iolab.stats.compare.compare``; no interval with one run each).
+    interval and its reading (``iolab.stats.repeat_stats.compare``; no interval with one run each).
 
     Step order and first touch can make a "gain" by themselves, so the repeats run in
     rounds: the first round walks the ladder in order (which steps run, and what each
@@ -196,7 +207,7 @@ def run_ladder(
                 rows[i]["reason"] = f"round {rnd + 1} failed: {str(exc).splitlines()[0]}"
     step_runs = {}
     for i, (step, _, _) in measured.items():
-        step_runs[i] = compare.per_run(tables[i]).assign(step=f"step {i}")
+        step_runs[i] = repeat_stats.per_run(tables[i]).assign(step=f"step {i}")
         rows[i] |= {
             "status": "measured",
             "reason": rows[i].get("reason", ""),
@@ -232,9 +243,7 @@ def _run_step(
 ) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
 
-    tgt = target
-    if opts.get("ioengine") == "io_uring_cmd":  # this step's, or carried forward from the passthrough step
-        tgt = Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
+    tgt = step_target(target, opts)
     common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "progress": None, "how": how}
     tags, label = {"step": i, "step_name": step.name}, f"step{i}"
     axes = {name: [value] for name, value in step.knobs.items()}
@@ -248,6 +257,14 @@ def _run_step(
         return add_cycles_per_io(sweep(Grid(axes, flags, {}, tags, "t/io_uring", label), **common))
     common["rounds"] = Rounds(repeats, warmup=warmup)
     return add_cycles_per_io(sweep(Grid(axes, opts, {}, tags, "fio", label), **common))
+
+
+def step_target(target: Target, opts: Mapping[str, Any]) -> Target:
+    """The target a step's options run on: the NVMe generic char device (/dev/ngXnY) once the
+    passthrough engine is in them (this step's, or carried forward), else ``target``."""
+    if opts.get("ioengine") == "io_uring_cmd":
+        return Target("char", Path(f"/dev/{target.device.replace('nvme', 'ng', 1)}"), None, device=target.device)
+    return target
 
 
 def polled_passthrough_hazard() -> str | None:
@@ -304,7 +321,7 @@ def step_results(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _summary(runs: pd.DataFrame) -> dict[str, Any]:
-    """A step's figures from its runs (``compare.per_run``: IOPS summed over jobs): means
+    """A step's figures from its runs (``repeat_stats.per_run``: IOPS summed over jobs): means
     over the repeats, and for IOPS and the p50/p99 latencies their 95 % t interval
     (``<column>_ci_low``/``_ci_high``; NaN with one run)."""
     out = {
@@ -323,11 +340,11 @@ def _summary(runs: pd.DataFrame) -> dict[str, Any]:
     }
     for c in ("iops", "clat_p50_us", "clat_p99_us"):
         if c in runs:
-            out[f"{c}_ci_low"], out[f"{c}_ci_high"] = compare.interval(runs[c], c)
+            out[f"{c}_ci_low"], out[f"{c}_ci_high"] = repeat_stats.interval(runs[c], c)
     return out
 
 
-def _gains(table: pd.DataFrame, step_runs: dict[int, pd.DataFrame]) -> list[compare.Comparison | None]:
+def _gains(table: pd.DataFrame, step_runs: dict[int, pd.DataFrame]) -> list[repeat_stats.Comparison | None]:
     """Each measured step's IOPS against the last measured carried-forward step, over their
     repeats (None: nothing to compare with)."""
     prev, gains = None, []
@@ -336,7 +353,7 @@ def _gains(table: pd.DataFrame, step_runs: dict[int, pd.DataFrame]) -> list[comp
             gains.append(None)
             continue
         gains.append(
-            compare.compare(
+            repeat_stats.compare(
                 pd.concat([step_runs[r.step], step_runs[prev]]),
                 by="step",
                 a=f"step {r.step}",

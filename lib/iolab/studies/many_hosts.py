@@ -10,23 +10,25 @@ summed, percentiles from summed bins), with ``hosts_n`` and ``repeat`` columns.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..stats import compare
+from ..core.errors import InputError
+from ..core.runfolders import not_found, run_folders
+from ..core.validate import positive_ints
 from ..machine.hosts import Host
-from ..read.hosttable import POOLED, host_snapshot
-from ..runs.store import load_runs
-from ..measure.sweep import new_sweep_dir
+from ..machine.target import Target
 from ..measure.campaign import Rounds, execute, ordered, paths_of, with_ramp
 from ..measure.options import MeasureOptions
 from ..measure.planned import PlannedRun
-from ..core.errors import InputError
-from ..machine.target import Target
-from ..core.validate import positive_ints
+from ..measure.sweep import new_sweep_dir
+from ..read.hosttable import POOLED, host_snapshot
+from ..read.run import RunFolder
+from ..runs.runcache import load_runs
+from ..stats import repeat_stats
 
 SNAPSHOT_KEYS = ("kernel", "cpu_model", "governor", "smt", "turbo", "fio_version", "queue", "cpus_online")
 
@@ -91,7 +93,7 @@ def per_host(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     runs = table[(table["hosts_n"] == table["hosts_n"].max()) & (table["direction"] != "none")]
     rows = []
     for host, g in runs.groupby("host", sort=False):
-        lo, hi = compare.interval(g[metric], metric)
+        lo, hi = repeat_stats.interval(g[metric], metric)
         rows.append({"host": host, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi, "repeats": len(g)})
     out = pd.DataFrame(rows)
     failed = table[(table["hosts_n"] == table["hosts_n"].max()) & (table.get("host_status") == "failed")]
@@ -99,10 +101,10 @@ def per_host(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     return out
 
 
-def slowest_host(table: pd.DataFrame, runs_dir: str | Path, metric: str = "iops") -> dict[str, Any]:
+def slowest_host(table: pd.DataFrame, metric: str = "iops") -> dict[str, Any]:
     """The host with the lowest mean ``metric`` on the most hosts, whether that is sure (its
     95 % interval lies below every other host's) and how its system differs from the
-    others' in the last such run under ``runs_dir`` (``differences``), in words (``text``)."""
+    others' in the last such run of the table (``differences``), in words (``text``)."""
     hosts = per_host(table, metric)
     hosts = hosts[hosts["host"] != POOLED]
     if len(hosts) < 2:
@@ -115,8 +117,11 @@ def slowest_host(table: pd.DataFrame, runs_dir: str | Path, metric: str = "iops"
     slow = hosts.loc[hosts[f"{metric}_mean"].idxmin()]
     others = hosts[hosts["host"] != slow["host"]]
     sure = bool((slow["ci_high"] < others["ci_low"]).all())
-    last = table[table["hosts_n"] == table["hosts_n"].max()]["run_id"].iloc[-1]
-    diffs = snapshot_differences(Path(runs_dir) / last)
+    last = table[table["hosts_n"] == table["hosts_n"].max()].iloc[[-1]]
+    folders, missing = run_folders(last)
+    if missing:
+        raise InputError(not_found(missing))
+    diffs = snapshot_differences(folders[0])
     mine = diffs[slow["host"]].to_dict() if slow["host"] in diffs else {}
     fastest = hosts[f"{metric}_mean"].max()
     gap = 100 * (1 - slow[f"{metric}_mean"] / fastest)
@@ -138,7 +143,7 @@ def snapshot_differences(run_dir: str | Path) -> pd.DataFrame:
     """The snapshot entries (``SNAPSHOT_KEYS``, flattened) whose values differ between the
     hosts of a client/server run folder: one row per entry, one column per host."""
     run_dir = Path(run_dir)
-    hosts = json.loads((run_dir / "hosts.json").read_text())["hosts"]
+    hosts = RunFolder(run_dir).hosts()
     flat = {
         h["name"]: _flatten({k: v for k, v in host_snapshot(run_dir, h["folder"]).items() if k in SNAPSHOT_KEYS})
         for h in hosts
@@ -168,7 +173,7 @@ def scaling(table: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     agg = pd.concat([single, rows[(rows["hosts_n"] > 1) & (rows["host"] == POOLED)]])
     out = []
     for k, g in agg.groupby("hosts_n"):
-        lo, hi = compare.interval(g[metric], metric)
+        lo, hi = repeat_stats.interval(g[metric], metric)
         out.append({"hosts_n": k, f"{metric}_mean": g[metric].mean(), "ci_low": lo, "ci_high": hi, "repeats": len(g)})
     frame = pd.DataFrame(out)
     one = frame.loc[frame["hosts_n"] == 1, f"{metric}_mean"]

@@ -4,21 +4,21 @@ t/io_uring and fio itself, side by side."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..stats import compare
-from ..stats.analysis import add_cycles_per_io
 from ..core.errors import ToolMissing
-from ..core.validate import fio_seconds, fio_time_text
+from ..core.validate import check_cpus, fio_seconds, fio_time_text, positive_ints
+from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, new_sweep_dir, sweep
-from ..machine.target import Target
 from ..read.tio import binary
-from ..core.validate import check_cpus, positive_ints
+from ..stats import repeat_stats
+from ..stats.cycles import add_cycles_per_io
 
 LATENCY_SOURCE = {"fio": "fio lat_ns mean (measured)", "t/io_uring": "QD / IOPS (Little's law estimate)"}
 
@@ -119,18 +119,18 @@ def per_core(
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (tool, qd) of a ``per_core`` table: ``n`` runs, IOPS and mean latency as
     ``<metric>_mean`` with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
-    ``iolab.stats.compare.summarise``: NaN with one run) and the latency's source."""
-    cells = compare.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us"])
+    ``iolab.stats.repeat_stats.summarise``: NaN with one run) and the latency's source."""
+    cells = repeat_stats.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us"])
     source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]
     cells["mean_lat_source"] = cells["tool"].map(source)
     return cells.sort_values(["qd", "tool"], ignore_index=True)
 
 
 def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
-    """A ``summary`` as a write-up shows it (``compare.summary_table``: each figure "mean [low,
+    """A ``summary`` as a write-up shows it (``repeat_stats.summary_table``: each figure "mean [low,
     high]" in one cell, a note) with where the mean latency comes from; with ``missing``
     (``tio_missing``), a t/io_uring row at each depth that says it did not run and why."""
-    out = compare.summary_table(summary.drop(columns="mean_lat_source"))
+    out = repeat_stats.summary_table(summary.drop(columns="mean_lat_source"))
     out.insert(len(out.columns) - 1, "mean latency from", list(summary["mean_lat_source"]))
     if missing:
         absent = out[out["tool"] == "fio"].assign(tool="t/io_uring", runs="0")

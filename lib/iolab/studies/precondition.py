@@ -18,21 +18,22 @@ refused on a device that holds data unless ``allow_destructive=True``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
-from ..stats.analysis import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 from ..core.errors import InputError
-from ..core.validate import fio_time, fio_time_text
 from ..core.progress import bar
+from ..core.validate import fio_time, fio_time_text
+from ..machine.target import Target
 from ..measure.options import MeasureOptions
 from ..measure.runner import measure
 from ..runs.store import run_table
-from ..machine.target import Target
+from ..stats.steady_state import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 
-# SNIA's rule (the window, its range and slope limits) lives in iolab.stats.analysis, shared with
+# SNIA's rule (the window, its range and slope limits) lives in iolab.stats.steady_state, shared with
 # iolab.read.series (steady state within one run)
 WINDOW, RANGE_PCT, SLOPE_PCT = SNIA_WINDOW, SNIA_RANGE_PCT, SNIA_SLOPE_PCT
 FOREVER = fio_time(7 * 24 * 3600)  # a fill ends when the device is written, not by time

@@ -5,20 +5,21 @@ grid (``qd_sweep``), or only where the knee is (``knee_search``, about half the 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..stats import compare
-from ..stats.analysis import add_cycles_per_io
-from ..stats.knee_search import SearchResult, final_estimate, next_depths
 from ..core.progress import bar
+from ..core.validate import positive_ints
+from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
-from ..machine.target import Target
-from ..core.validate import positive_ints
+from ..stats import repeat_stats
+from ..stats.cycles import add_cycles_per_io
+from ..stats.knee_planner import SearchResult, final_estimate, next_depths
 
 
 def qd_sweep(
@@ -62,13 +63,13 @@ def knee_search(
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> SearchResult:
     """The knee of ``qd_sweep(queue_depths, repeats)`` with at most ``share`` of its runs:
-    the adaptive search of ``iolab.stats.knee_search``, one run at a time, each a stored run like
+    the adaptive search of ``iolab.stats.knee_planner``, one run at a time, each a stored run like
     the sweep's (a re-run into the same ``runs_dir`` replays the same search from them).
     ``rounds``: ``repeats`` (default 3) the grid would have, the warm-up (default "run") and
     the ``seed`` of the search and of its bootstrap (1,000 resamples); ``how``: how each run is
     measured. Each round's runs go through the one campaign loop (``iolab.measure.sweep``).
 
-    The knee is Kleinrock's power knee (``analysis.knee_with_interval``, method "power":
+    The knee is Kleinrock's power knee (``knee_interval.knee_with_interval``, method "power":
     maximum throughput ÷ latency), not Kneedle's bend: that is too shaky to be searched for
     on a noisy host — on this project's VM, two full grids of the same loop-device sweep
     named the same Kneedle knee (within one doubling) in fewer than half the cases, and the
@@ -96,7 +97,7 @@ def knee_search(
                     progress=None,
                 )
                 new = table[table["repeat"] == len(have)]
-                have.append(float(compare.per_run(new)["iops"].sum()))
+                have.append(float(repeat_stats.per_run(new)["iops"].sum()))
                 frames.append(new)
                 progress.update(1)
         steps.append(step)

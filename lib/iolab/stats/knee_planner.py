@@ -4,7 +4,7 @@ log2 grid that finds the knee of the full grid × repeats with about half the ru
 The full study runs every power-of-two depth ``repeats`` times. Most of those runs are far
 from the knee, where one run says all there is to say. The search spends runs where the
 answer depends on them (the idea of sequential experimental design; the knee is Kneedle's,
-``iolab.stats.analysis.knee_with_interval``):
+``iolab.stats.knee_interval.knee_with_interval``):
 
 1. **coarse** — every other depth of the grid, once each (and the deepest for Kneedle,
    whose line from first to last point must be the full grid's);
@@ -24,11 +24,12 @@ I/O: tested on recorded and synthetic curves); ``iolab.studies.qd.knee_search`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from .analysis import KneeEstimate, knee_with_interval
 from ..core.errors import InputError
+from .knee_interval import KneeEstimate, knee_with_interval
 
 BOOT_PLANNING = 200  # resamples per planning step (the final estimate uses the caller's)
 

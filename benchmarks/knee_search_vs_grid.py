@@ -7,7 +7,7 @@ doubling of QD in >= 90 % of trials.
 It also prints how often two consecutive trials' full grids agree with each other: the
 best agreement any search could hope for with that knee method on this host.
 
-    .venv/bin/python benchmarks/knee_search.py [--trials 10] [--runtime 1] [--repeats 3]
+    .venv/bin/python benchmarks/knee_search_vs_grid.py [--trials 10] [--runtime 1] [--repeats 3]
         [--targets loop,scratch] [--method power] [--keep]
 """
 
@@ -23,11 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from iolab.stats.analysis import knee_with_interval
 from iolab.core.validate import fio_time
+from iolab.machine.target import open_target
+from iolab.stats.knee_interval import knee_with_interval
 from iolab.studies import qd as qd_study
 from iolab.studies.qd import knee_search, qd_sweep
-from iolab.machine.target import open_target
 
 QDS = [1, 2, 4, 8, 16, 32, 64, 128]
 

@@ -1,4 +1,4 @@
-"""Intervals over repeats and A-vs-B verdicts (iolab.stats.compare), checked by hand on real fio
+"""Intervals over repeats and A-vs-B verdicts (iolab.stats.repeat_stats), checked by hand on real fio
 runs: three 0.5 s psync runs capped at 300 IOPS (fio's rate_iops) and three capped at 500, on a
 tmpfs-backed loop device. Capped and off the disk, the two sides stay apart beside other tests'
 load (on a scratch file one run in three was once slowed tenfold by the VM's disk, and a 3-run
@@ -12,13 +12,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from conftest import CPU, FIXTURES, is_root
-from iolab.stats import compare as cmp
 from iolab.core.columns import bounds, interval_method
 from iolab.core.errors import InputError
-from iolab.studies import ladder as lad
-from iolab.measure.sweep import Grid, sweep
 from iolab.machine.target import loop_device
+from iolab.measure.sweep import Grid, sweep
+from iolab.stats import repeat_stats as rs
+from iolab.studies import ladder as lad
+from support.cpus import CPU
+from support.marks import is_root
+from support.paths import FIXTURES
 
 JOB = {
     "rw": "randread",
@@ -48,7 +50,7 @@ def capped(tmp_path_factory):
 
 
 def test_t_interval_of_the_mean_iops_by_hand(capped):
-    s = cmp.summarise(capped, ["rate_iops"])
+    s = rs.summarise(capped, ["rate_iops"])
     for depth in (300, 500):
         v = capped.loc[capped.rate_iops == depth, "iops"].to_numpy()  # one job, one direction: a row is a run
         half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
@@ -65,27 +67,27 @@ def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(cap
     more than the 2.5 % each tail leaves out: the 95 % bootstrap interval is [min, max]. The
     t interval (half-width 4.30 s / sqrt 3 = 2.48 s) always holds the range of three values
     (at most 1.15 s from their mean), so joined, a summary's percentile interval is the t one."""
-    s = cmp.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"])
-    runs_of = cmp.per_run(capped, ["rate_iops"])  # cycles_per_io is computed per run
+    s = rs.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"])
+    runs_of = rs.per_run(capped, ["rate_iops"])  # cycles_per_io is computed per run
     for depth in (300, 500):
         row, runs = s[s.rate_iops == depth].iloc[0], runs_of[runs_of.rate_iops == depth]
         for m in ("clat_p99_us", "cycles_per_io"):
             v = runs[m].to_numpy()
             assert interval_method(m) == "bootstrap"
-            assert cmp.bootstrap_interval(v) == pytest.approx((v.min(), v.max()))
+            assert rs.bootstrap_interval(v) == pytest.approx((v.min(), v.max()))
             half = stats.t.ppf(0.975, 2) * v.std(ddof=1) / math.sqrt(3)
-            low = max(v.mean() - half, 0)  # a latency or cycles: the interval stops at 0 (compare.nonnegative)
+            low = max(v.mean() - half, 0)  # a latency or cycles: the interval stops at 0 (columns.nonnegative)
             assert (row[f"{m}_ci_low"], row[f"{m}_ci_high"]) == pytest.approx((low, v.mean() + half))
-    pd.testing.assert_frame_equal(s, cmp.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"]))
+    pd.testing.assert_frame_equal(s, rs.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"]))
     v = [1.0, 2.0, 3.0, 4.0, 10.0]
-    assert cmp.bootstrap_interval(v, seed=7) == cmp.bootstrap_interval(v, seed=7) != cmp.bootstrap_interval(v, seed=8)
+    assert rs.bootstrap_interval(v, seed=7) == rs.bootstrap_interval(v, seed=7) != rs.bootstrap_interval(v, seed=8)
     skewed = np.random.default_rng(3).lognormal(0, 1.5, 40)  # a long right tail: the bootstrap reaches further
-    (t_low, t_high), (b_low, b_high) = cmp.interval(skewed, "iops"), cmp.bootstrap_interval(skewed)
-    assert t_low < b_low and t_high < b_high and cmp.interval(skewed, "clat_p99_us") == (t_low, b_high)
+    (t_low, t_high), (b_low, b_high) = rs.interval(skewed, "iops"), rs.bootstrap_interval(skewed)
+    assert t_low < b_low and t_high < b_high and rs.interval(skewed, "clat_p99_us") == (t_low, b_high)
 
 
 def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
-    c = cmp.compare(capped, by="rate_iops", a=500, b=300, metric="iops")
+    c = rs.compare(capped, by="rate_iops", a=500, b=300, metric="iops")
     a, b = (capped.loc[capped.rate_iops == d, "iops"].to_numpy() for d in (500, 300))
     assert (c.n_a, c.n_b) == (3, 3) and c.ratio_pct == pytest.approx(100 * (a.mean() / b.mean() - 1))
     assert 0 < c.low_pct < c.ratio_pct < c.high_pct and c.better == 500
@@ -102,8 +104,8 @@ def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
     assert min(q[0.015], welch[0]) - 1e-9 <= c.low_pct <= min(q[0.035], welch[0]) + 1e-9  # joined: lower low
     assert max(q[0.965], welch[1]) - 1e-9 <= c.high_pct <= max(q[0.985], welch[1]) + 1e-9  # higher high
     assert c.method in ("Welch t", "bootstrap", "bootstrap and Welch t")
-    assert cmp.compare(capped, "rate_iops", 500, 300, "iops") == c  # seeded: the same interval again
-    back = cmp.compare(capped, "rate_iops", 300, 500, "iops")
+    assert rs.compare(capped, "rate_iops", 500, 300, "iops") == c  # seeded: the same interval again
+    back = rs.compare(capped, "rate_iops", 300, 500, "iops")
     assert back.verdict.startswith("300 is") and "slower than 500" in back.verdict and back.better == 500
 
 
@@ -113,7 +115,7 @@ def test_equal_settings_are_rarely_called_different():
     rng, wrong = np.random.default_rng(11), 0
     for k in range(200):
         t = pd.DataFrame({"s": ["a"] * 3 + ["b"] * 3, "iops": rng.normal(100, 5, 6)})
-        c = cmp.compare(t, "s", "a", "b", "iops", seed=k)
+        c = rs.compare(t, "s", "a", "b", "iops", seed=k)
         wrong += not c.low_pct <= 0 <= c.high_pct
     assert wrong / 200 < 0.10
 
@@ -131,25 +133,25 @@ def test_lower_is_better_words():
             "clat_p50_us": [40.0, 41, 39, 120, 118, 122],
         }
     )
-    cycles = cmp.compare(qd, "iodepth", 8, 1, "cycles_per_io")
+    cycles = rs.compare(qd, "iodepth", 8, 1, "cycles_per_io")
     assert cycles.ratio_pct < 0 and "8 uses" in cycles.verdict and "less CPU per IO than 1" in cycles.verdict
-    lat = cmp.compare(qd, "iodepth", 1, 8, "clat_p50_us")
+    lat = rs.compare(qd, "iodepth", 1, 8, "clat_p50_us")
     assert lat.verdict.startswith("1 is faster: clat p50") and "lower than 8" in lat.verdict and lat.better == 1
 
 
 def test_one_run_each_has_no_interval(capped):
     once = capped[capped.repeat == 0]
-    c = cmp.compare(once, "rate_iops", 500, 300, "iops")
+    c = rs.compare(once, "rate_iops", 500, 300, "iops")
     assert (c.n_a, c.n_b) == (1, 1) and math.isnan(c.low_pct) and math.isnan(c.high_pct) and c.better is None
-    assert c.verdict.startswith("one run each: no interval; repeat the study (repeats >= 3) to know")
+    assert c.verdict.startswith("one run each: no interval: fewer than 3 repeats; as measured")
     assert "as measured, 500 is" in c.verdict
-    s = cmp.summarise(once, ["rate_iops"])
+    s = rs.summarise(once, ["rate_iops"])
     assert (s.n == 1).all() and s.iops_ci_low.isna().all() and not s.unstable.any()
 
 
 def test_no_difference_the_repeats_can_show():
     t = pd.DataFrame({"scheduler": ["none"] * 3 + ["mq-deadline"] * 3, "iops": [100.0, 110, 90, 105, 95, 100]})
-    c = cmp.compare(t, "scheduler", "none", "mq-deadline", "iops")
+    c = rs.compare(t, "scheduler", "none", "mq-deadline", "iops")
     assert c.low_pct < 0 < c.high_pct and c.better is None
     assert c.verdict.startswith("no difference the repeats can show: none vs mq-deadline +0.0 % (IOPS), 95 % CI [")
 
@@ -182,7 +184,7 @@ def test_unstable_cells_and_their_likely_causes():
             _cell("device", [100.0, 130, 80]),
         ]
     )
-    s = cmp.summarise(t, ["mode"], ["iops"], cv_threshold=0.10).set_index("mode")
+    s = rs.summarise(t, ["mode"], ["iops"], cv_threshold=0.10).set_index("mode")
     assert not s.unstable["steady"] and s.unstable_why["steady"] == ""
     assert s.unstable[["freq", "load", "device"]].all()
     cv = 100 * np.std([100, 130, 80], ddof=1) / np.mean([100, 130, 80])
@@ -192,8 +194,8 @@ def test_unstable_cells_and_their_likely_causes():
     )
     assert "other load on the pinned CPU (up to 40 % of a CPU" in s.unstable_why["load"]
     assert s.unstable_why["device"].endswith("likely: the device's or host's own variance")
-    assert not cmp.summarise(t, ["mode"], ["iops"], cv_threshold=0.30).unstable.any()
-    assert "unstable" in set(cmp.readable(cmp.summarise(t, ["mode"], ["iops"])).unstable)
+    assert not rs.summarise(t, ["mode"], ["iops"], cv_threshold=0.30).unstable.any()
+    assert "unstable" in set(rs.readable(rs.summarise(t, ["mode"], ["iops"])).unstable)
 
 
 def test_a_run_is_its_jobs_summed():
@@ -211,7 +213,7 @@ def test_a_run_is_its_jobs_summed():
             "sys_cpu_pct": [15.0, 15, 15, 30],
         }
     )
-    r = cmp.per_run(t, ["capped"]).set_index("run_id")
+    r = rs.per_run(t, ["capped"]).set_index("run_id")
     assert r.iops.to_dict() == {"r0": 400, "r1": 400}
     assert r.cycles_per_io["r0"] == pytest.approx(0.4 * 2 * 1e9 / 400)  # busy x CPUs x f / IOPS
     assert r.fio_cpu_pct.to_dict() == {"r0": 40, "r1": 40} and r.other_load_pct["r0"] == pytest.approx(40)
@@ -219,9 +221,9 @@ def test_a_run_is_its_jobs_summed():
 
 def test_refusals(capped):
     with pytest.raises(InputError, match="no run with rate_iops=4"):
-        cmp.compare(capped, "rate_iops", 4, 300)
+        rs.compare(capped, "rate_iops", 4, 300)
     with pytest.raises(InputError, match="no metric 'iops_typo'"):
-        cmp.summarise(capped, ["rate_iops"], ["iops_typo"])
+        rs.summarise(capped, ["rate_iops"], ["iops_typo"])
 
 
 def test_ladder_repeats_give_each_gain_an_interval(tmp_path):
@@ -263,7 +265,7 @@ def test_the_cells_noise_is_carried_and_named():
         )
 
     t = pd.concat([noisy("steal", 8.0, 2.0), noisy("other", 1.0, 30.0), noisy("quiet", 1.0, 2.0)])
-    s = cmp.summarise(t, ["mode"], ["iops"]).set_index("mode")
+    s = rs.summarise(t, ["mode"], ["iops"]).set_index("mode")
     assert s.loc["steal", "cpu_steal_pct"] == pytest.approx(8) and s.loc["other", "other_cpu_pct"] == pytest.approx(30)
     assert s.loc["quiet", "host_steal_pct"] == pytest.approx(0.5) and s.loc["quiet", "cpu_iowait_pct"] == 1
     assert "hypervisor steal (mean 8 % of the pinned CPUs' time)" in s.unstable_why["steal"]
@@ -271,47 +273,43 @@ def test_the_cells_noise_is_carried_and_named():
     assert "other load on the pinned CPUs (mean 30 % of their time beyond fio's own usr+sys" in s.unstable_why["other"]
     assert "steal" not in s.unstable_why["other"]
     assert s.unstable_why["quiet"].endswith("the device's or host's own variance")
-    shown = cmp.readable(cmp.summarise(t, ["mode"], ["iops"]))
+    shown = rs.readable(rs.summarise(t, ["mode"], ["iops"]))
     assert list(shown.columns[:2]) == ["mode", "n"] and "cpu steal (%)" in shown
-    assert cmp.STEAL_PCT == __import__("iolab.read.samples").read.samples.STEAL_FLAG_PCT
+    assert rs.STEAL_PCT == __import__("iolab.read.samples").read.samples.STEAL_FLAG_PCT
 
 
 def test_an_interval_of_a_quantity_that_cannot_be_negative_stops_at_zero():
     """Repeats far apart: the t interval of IOPS reached -59,086 (notebook 05's roof);
     IOPS, latencies and cycles stop at 0, a gain in % does not."""
-    from iolab.stats import analysis, compare
-
-    low, high = compare.interval([60_000, 330_000, 45_000], "iops")
+    low, high = rs.interval([60_000, 330_000, 45_000], "iops")
     assert low == 0 and high > 330_000
-    assert compare.interval([5.0, 900.0, 7.0], "clat_p99_us")[0] == 0
-    assert compare.interval([-10.0, 40.0, 5.0], "gain_pct")[0] < 0  # a difference may be negative
-    assert compare.interval([99.0, 60.0, 100.0], "cpu_busy_pct")[1] == 100  # a share: never above 100 %
-    assert compare.interval([415.0, 50.0, 780.0], "dev_read_ios")[0] == 0  # notebook 06 gave [-169, 1,000]
-    assert compare.compare_values([0.1, 5, 0.1], [10, 10.1, 9.9], "iops").low_pct == -100  # Welch t: -153 %
+    assert rs.interval([5.0, 900.0, 7.0], "clat_p99_us")[0] == 0
+    assert rs.interval([-10.0, 40.0, 5.0], "gain_pct")[0] < 0  # a difference may be negative
+    assert rs.interval([99.0, 60.0, 100.0], "cpu_busy_pct")[1] == 100  # a share: never above 100 %
+    assert rs.interval([415.0, 50.0, 780.0], "dev_read_ios")[0] == 0  # notebook 06 gave [-169, 1,000]
+    assert rs.compare_values([0.1, 5, 0.1], [10, 10.1, 9.9], "iops").low_pct == -100  # Welch t: -153 %
     assert bounds("cpu_busy_pct_ci_high") == (0, 100) and bounds("mean_lat_us_ci_low") == (0, math.inf)
     assert bounds("change_pct") == (-100, math.inf) and bounds("other_load_pct") == (-math.inf, math.inf)
     table = pd.DataFrame({"qd": [1, 1, 1], "iops": [60_000, 330_000, 45_000]})
-    assert analysis.summarise_repeats(table, ["qd"], "iops")["iops_ci_low"].iloc[0] == 0
+    assert rs.summarise(table, ["qd"], ["iops"])["iops_ci_low"].iloc[0] == 0
 
 
 def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
     """Real repeats (tests/fixtures/knee/: QD sweeps, 3 runs each, and a 5-trial grid): no
     interval of IOPS or p99 reaches below 0; from two of the runs there is no interval at
     all, and the tables say why instead of printing a ±9-standard-deviation one."""
-    from iolab.stats import compare
-
     knee = FIXTURES / "knee"
     for name in ("loop_randread_3x.csv", "scratch_randread_3x.csv", "grid_randread_5x3.csv"):
         runs = pd.read_csv(knee / name).rename(columns={"rep": "repeat"})
         by = [c for c in ("target", "trial", "qd") if c in runs]
-        summary = compare.summarise(runs.assign(run_id=range(len(runs))), by, metrics=["iops", "clat_p99_us"])
+        summary = rs.summarise(runs.assign(run_id=range(len(runs))), by, metrics=["iops", "clat_p99_us"])
         for m in ("iops", "clat_p99_us"):
             assert (summary[f"{m}_ci_low"] >= 0).all() and summary[f"{m}_ci_low"].notna().all(), (name, m)
-        two = compare.summarise(
+        two = rs.summarise(
             runs[runs["repeat"] < 2].assign(run_id=range((runs["repeat"] < 2).sum())), by, metrics=["iops"]
         )
         assert two["iops_ci_low"].isna().all() and (two["n"] == 2).all()
-        assert compare.readable(two)["IOPS (IO/s)"].str.endswith(f"({compare.NOT_INFORMATIVE})").all()
+        assert rs.readable(two)["IOPS (IO/s)"].str.endswith(f"({rs.NO_INTERVAL})").all()
 
 
 def test_one_rule_says_which_way_a_metric_improves():

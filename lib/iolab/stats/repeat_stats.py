@@ -1,4 +1,5 @@
-"""Intervals over repeats, and "is A really better than B?".
+"""The statistics of repeats: intervals of a cell's mean, the cells of a table with their
+coefficient of variation and unstable flags, and "is A really better than B?".
 
     s = summarise(table, by=["scheduler"])          # one row per cell: mean, interval, n, CV, unstable
     c = compare(table, by="scheduler", a="none", b="mq-deadline", metric="iops")
@@ -6,12 +7,12 @@
 
 A repeat is one run (``run_id``): its jobs' and directions' IOPS and bandwidth are summed,
 the other columns averaged, and cycles per IO recomputed from the sums
-(``analysis.add_cycles_per_io``); jobs that did no I/O are left out (``per_run``).
+(``cycles.add_cycles_per_io``); jobs that did no I/O are left out (``per_run``).
 
 Intervals over the repeats of a cell:
 
 - means of IOPS, bandwidth, CPU busy and the other additive figures: Student-t
-  (``analysis.t_interval``);
+  (``t_interval``);
 - percentile columns (``clat_p99_us``, ...) and ratios (``cycles_per_io``, request sizes):
   a percentile bootstrap of the mean over repeats, seeded, so the same table gives the
   same interval — joined with the t interval (the lower of the two lows, the higher of
@@ -41,26 +42,26 @@ bandwidth and latency, less / more CPU for cycles per IO. The Welch floor matter
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .analysis import add_cycles_per_io, t_interval
-from ..core.columns import better, bounds, clipped, interval_method, label, unit
-from ..core.readable import BYTE_UNITS, percent, readable_bytes, readable_value
+from ..core.columns import better, clipped, interval_method, label, nonnegative, summed, unit
 from ..core.errors import InputError
+from ..core.readable import BYTE_UNITS, percent, readable_bytes, readable_value
+from .cycles import add_cycles_per_io
 
 METRICS = ("iops", "bw_bytes_s", "clat_p50_us", "clat_p99_us", "cpu_busy_pct", "cycles_per_io")
-SUMMED = {"iops", "bw_bytes_s", "bw_mib_s", "io_bytes", "total_ios", "max_iops"}  # over a run's jobs
-CPU_COST = {"cycles_per_io", "cycles_per_io_perf"}
 RESAMPLES = 10_000
 FREQ_SPREAD_PCT = 2.0  # cpu_freq_mhz max-min across repeats, % of the mean: "frequency changed"
 OTHER_LOAD_POINTS = 10.0  # pinned CPUs busy beyond fio's usr+sys and interrupts, % of one CPU
 STEAL_PCT = 5.0  # mean hypervisor steal in a cell, % (iolab.read.samples.STEAL_FLAG_PCT)
 NOISE = ("cpu_steal_pct", "host_steal_pct", "cpu_iowait_pct", "other_cpu_pct")  # cell means
-NO_INTERVAL = "no interval; repeat the study (repeats >= 3) to know"
+MIN_REPEATS = 3  # values of a mean that give it an interval (``interval``)
+NO_INTERVAL = f"no interval: fewer than {MIN_REPEATS} repeats"  # the one wording, in tables and sentences
 
 
 # ---------------------------------------------------------------- repeats
@@ -83,7 +84,7 @@ def per_run(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
         io = io.assign(run_id=[f"row{i}" for i in io.index])
     keys = by + ["run_id"]
     numeric = [c for c in io.select_dtypes("number").columns if c not in keys]
-    agg = {c: ("sum" if c in SUMMED else "mean") for c in numeric}
+    agg = {c: ("sum" if summed(c) else "mean") for c in numeric}
     agg |= {c: "first" for c in io.columns if c not in keys and c not in agg}
     runs = io.groupby(keys, sort=False, dropna=False).agg(agg).reset_index()
     if {"cpu_busy_pct", "cpus_sampled", "cpu_freq_mhz", "iops"} <= set(runs):
@@ -106,6 +107,21 @@ def per_run(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     return runs
 
 
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t confidence interval of the mean of ``values`` (repeats of one setting):
+    (low, high); NaN for fewer than two values. Used for every "mean and interval" figure."""
+    from scipy import (
+        stats,
+    )  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
+
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < 2:
+        return math.nan, math.nan
+    half = stats.t.ppf(0.5 + confidence / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return float(v.mean() - half), float(v.mean() + half)
+
+
 def bootstrap_interval(
     values: Sequence[float], confidence: float = 0.95, seed: int = 0, resamples: int = RESAMPLES
 ) -> tuple[float, float]:
@@ -120,23 +136,13 @@ def bootstrap_interval(
     return float(low), float(high)
 
 
-def nonnegative(metric: str) -> bool:
-    """Whether ``metric`` can never be below zero (``columns.bounds``): rates, counts, sizes,
-    times, CPU busy, cycles (not a difference, a gain or an estimate that subtracts)."""
-    return bounds(metric)[0] >= 0
-
-
-MIN_REPEATS = 3
-NOT_INFORMATIVE = f"no interval: fewer than {MIN_REPEATS} repeats"
-
-
 def interval(values: Sequence[float], metric: str, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """The interval of the mean of a metric's repeats, by ``columns.interval_method(metric)``: Student-t, or
     for a bootstrap metric the bootstrap and t intervals joined (``joined``).
 
     NaN, NaN with fewer than ``MIN_REPEATS`` (3) values: with two repeats Student's t at
     95 % is 12.7, so the interval is ±9 standard deviations of the pair and says nothing
-    ("94,725 [-162,033, 351,483]"); tables print ``NOT_INFORMATIVE`` instead. The ends are
+    ("94,725 [-162,033, 351,483]"); tables print ``NO_INTERVAL`` instead. The ends are
     clipped to what the metric can be (``columns.bounds``: counts, rates and latencies from 0,
     shares to 100 %) rather than computed on the log scale: the clip leaves the reported mean
     and the other end as the t interval has them (a log-scale interval would be centred on
@@ -286,7 +292,7 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
         out[label(m) if per is None else _words(m)] = [
             f"{show(r[f'{m}_mean'])}"
             + (
-                f" ({NOT_INFORMATIVE})"
+                f" ({NO_INTERVAL})"
                 if pd.isna(r[f"{m}_ci_low"])
                 else f" [{show(r[f'{m}_ci_low'])}, {show(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %"
             )
@@ -343,7 +349,7 @@ def _interval_cell(row: pd.Series, metric: str) -> str:
 def _row_note(row: pd.Series, metrics: Sequence[str], note: str) -> str:
     said = [note] if note else []
     if all(pd.isna(row[f"{m}_ci_low"]) for m in metrics):
-        said.append(f"no interval: {readable_value(row['n'])} run(s), 3 or more give one")
+        said.append(NO_INTERVAL)
     if isinstance(row.get("unstable_why"), str) and row["unstable_why"]:
         said.append(f"unstable: {row['unstable_why']}")
     return "; ".join(said)
@@ -465,7 +471,7 @@ def _says(c: Comparison, ratio: float, low: float, high: float) -> str:
     m = c.metric
     if better(m) == "higher":
         what = f"is {percent(size)} {'faster' if up else 'slower'} than {c.b} ({_words(m)})"
-    elif m in CPU_COST:
+    elif unit(m) == "cycles/IO":  # a CPU cost per IO
         what = f"uses {percent(size)} {'more' if up else 'less'} CPU per IO than {c.b} ({_words(m)})"
     elif better(m) == "lower":
         what = (

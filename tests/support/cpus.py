@@ -1,0 +1,8 @@
+"""The CPU this test process measures on: pytest-xdist's workers (make test runs one per CPU
+and one more) take them in turn, so pinned runs of different CPUs never queue on one lock."""
+
+import os
+
+_ALLOWED = sorted(os.sched_getaffinity(0))
+CPU = _ALLOWED[int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % len(_ALLOWED)]
+OTHER_CPU = next((c for c in _ALLOWED if c != CPU), CPU)  # for what must stay off the measured CPU
