@@ -90,7 +90,7 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
                         "experiment": fig["experiment"],
                         "label": prow["label"],
                         "metric": metric,
-                        "unit": unit(metric),
+                        "unit": "" if metric == OPERATING_POINT else unit(metric),  # "QD 32", not "32 IOs"
                         "published": float(value),
                         "local": local,
                         "low": low,

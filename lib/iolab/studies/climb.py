@@ -119,7 +119,7 @@ def climb(
                 qd = int(step.tio_flags.get("d", 128))
                 runs = {qd: repeat_stats.per_run(table)}
                 point = None
-                row["reason"] = f"t/io_uring at its own -d {qd} (its depth is not searched)"
+                row["reason"] = f"t/io_uring at its own -d {qd}, not searched"
             else:
                 step_rule = rule
                 if step.peak_only and rule.kind == "p99":  # gtod_reduce: fio measures no latency
