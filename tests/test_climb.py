@@ -56,6 +56,20 @@ def test_replayed_search_finds_the_grids_point_in_three_repeats_of_runs(rule):
     assert agree / trials >= 0.8, f"{agree}/{trials} trials agree"
 
 
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ({"rule": "fastest"}, "operating point rule 'fastest'"),
+        ({"queue_depths": [1, 8]}, "needs at least 3 depths"),
+        ({"queue_depths": [1, 4, "x"]}, "queue_depths"),
+        ({"budget": -1}, "budget"),
+    ],
+)
+def test_a_wrong_climb_is_refused_before_anything_runs(bad, words):
+    with pytest.raises(InputError, match=words):
+        cl.climb(lad.default_ladder(), None, runs_dir="/nonexistent", **bad)  # no target touched
+
+
 def test_batch_sizes_follow_the_depth_as_the_author_scaled_them():
     opts = {"iodepth": 128, "iodepth_batch_submit": 32, "iodepth_batch_complete": 8, "bs": "4k"}
     assert cl.at_depth(opts, 32) == {"iodepth": 32, "iodepth_batch_submit": 8, "iodepth_batch_complete": 2, "bs": "4k"}
@@ -98,4 +112,10 @@ def test_a_short_climb_on_a_loop_device(loopdev, tmp_path):
     assert len(cl.beside_author(author)) == 2 and "64 for the author" in cl.beside_author(author)[0]
     ax = climb_frontier(res.frontier, rule=res.rule.words())
     assert len(ax.get_lines()) == 2 and "operating point" in ax.get_title()
+    assert res.frontier.attrs["emulated"] is False and "emulator" not in shown.note.str.cat()
+    plt.close(ax.figure)
+    res.steps.attrs["emulated"] = res.frontier.attrs["emulated"] = True  # as a run in the NVMe lab says
+    assert cl.readable(res.steps).note[0].endswith("an emulator's numbers, not a device's")
+    ax = climb_frontier(res.frontier)
+    assert any("emulator's numbers" in t.get_text() for t in ax.figure.texts + ax.texts)
     plt.close(ax.figure)

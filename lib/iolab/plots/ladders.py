@@ -246,7 +246,13 @@ def climb_frontier(frontier: pd.DataFrame, latency: str = "clat_p99_us", ax=None
     ax.legend(fontsize=7, loc="best", framealpha=0.85)
     source_note(
         ax,
-        "fio json+ per run; points: means over each depth's runs" + (f"; operating point: {rule}" if rule else ""),
+        "fio json+ per run; points: means over each depth's runs"
+        + (f"; operating point: {rule}" if rule else "")
+        + (
+            "; emulated (iolab's NVMe lab): an emulator's numbers, not a device's"
+            if frontier.attrs.get("emulated")
+            else ""
+        ),
     )
     if own:
         fit_width(ax)

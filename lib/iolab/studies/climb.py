@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.errors import IolabError
+from ..core.errors import InputError, IolabError
 from ..core.progress import bar
 from ..core.readable import readable_seconds
 from ..core.validate import fio_seconds, fio_time_text, positive_ints
@@ -45,6 +45,7 @@ from ..stats.operating_search import Rule, next_depths, point_with_interval
 from .ladder import Step, _run_step, capabilities, plan, step_target
 
 DEFAULT_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+EMULATED = "emulated (iolab's NVMe lab): an emulator's numbers, not a device's"
 BATCH_OPTIONS = ("iodepth_batch_submit", "iodepth_batch_complete")
 
 
@@ -95,9 +96,11 @@ def climb(
     starts from (4 KiB random reads, ``runtime`` 2 s by default); one discarded warm-up run
     starts the climb."""
     rule = Rule.parse(rule)
-    queue_depths = positive_ints("queue_depths", queue_depths)
+    queue_depths = sorted(set(positive_ints("queue_depths", queue_depths)))
+    if len(queue_depths) < 3:
+        raise InputError(f"queue_depths={queue_depths}: a step's search needs at least 3 depths, e.g. [1, 4, 16, 64]")
     [repeats] = positive_ints("repeats", [repeats])
-    budget = budget or 3 * repeats
+    [budget] = positive_ints("budget", [budget or 3 * repeats])
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
     current["runtime"] = fio_time_text(current["runtime"])
     runtime_s = fio_seconds(current["runtime"])
@@ -160,7 +163,10 @@ def climb(
     table = add_cycles_per_io(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
     fixed = sum(repeats for _, why in plan(list(steps), capabilities(target, opt_in)) if not why)
     made = int(table["run_id"].nunique()) if "run_id" in table else 0
-    return Climb(steps_table, pd.DataFrame(frontier), table, rule, made, fixed)
+    frontier = pd.DataFrame(frontier)
+    emulated = bool("emulated" in table and table["emulated"].fillna(False).astype(bool).any())
+    steps_table.attrs["emulated"] = frontier.attrs["emulated"] = emulated  # said in the table and the figure
+    return Climb(steps_table, frontier, table, rule, made, fixed)
 
 
 def climb_plan(steps: Sequence[Step], target: Target, *, repeats: int = 3, budget: int | None = None,
@@ -277,7 +283,14 @@ def readable(steps: pd.DataFrame) -> pd.DataFrame:
                 "p99 latency (µs) [95 % interval]": _cell(r, "clat_p99_us") if measured else "–",
                 "gain over the last kept step": _gain_cell(r) if measured else "–",
                 "runs": "–" if pd.isna(r.get("runs")) else f"{int(r['runs'])}",
-                "note": r.get("reason") or ("" if measured else r.get("status", "")),
+                "note": "; ".join(
+                    t
+                    for t in (
+                        r.get("reason") or ("" if measured else r.get("status", "")),
+                        EMULATED if measured and steps.attrs.get("emulated") else "",
+                    )
+                    if t
+                ),
             }
         )
     return pd.DataFrame(rows)
@@ -308,8 +321,8 @@ def beside_author(steps: pd.DataFrame) -> list[str]:
 
 def _depth_cell(r: Mapping[str, Any]) -> str:
     low, high = r.get("qd_low"), r.get("qd_high")
-    if low is None or pd.isna(low) or pd.isna(high):
-        return f"{int(r['qd'])}"
+    if low is None or pd.isna(low) or pd.isna(high) or low == high == r["qd"]:
+        return f"{int(r['qd'])}"  # no interval, or every resample chose this depth
     return f"{int(r['qd'])} [{low:g}, {high:g}]"
 
 
