@@ -42,7 +42,7 @@ from ..measure.sweep import Grid, sweep, warmup_for
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
 from ..stats.operating_search import Rule, next_depths, point_with_interval
-from .ladder import Step, _run_step, capabilities, plan, step_target
+from .ladder import Step, capabilities, plan, run_step, step_target, with_gains
 
 DEFAULT_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 EMULATED = "emulated (iolab's NVMe lab): an emulator's numbers, not a device's"
@@ -115,7 +115,7 @@ def climb(
         opts = {**current, **step.fio}
         try:
             if step.tool == "tio":
-                table = _run_step(
+                table = run_step(
                     step, i, opts, current, target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir,
                     repeats=repeats, warmup=warmup_for("run", first=first), how=how,
                 )  # fmt: skip
@@ -156,7 +156,7 @@ def climb(
         measured[i] = at.assign(step=f"step {i}")
         if row["carried_forward"]:
             current = opts
-    steps_table = _with_gains(pd.DataFrame(rows), measured)
+    steps_table = with_gains(pd.DataFrame(rows), measured)  # each step at its own operating point
     for column in ("qd", "runs", "runs_at_qd", "author_qd"):
         if column in steps_table:
             steps_table[column] = steps_table[column].astype("Int64")
@@ -237,34 +237,6 @@ def _frontier_row(i: int, name: str, qd: int, runs: pd.DataFrame, chosen: bool) 
         "clat_p99_us": runs["clat_p99_us"].mean() if "clat_p99_us" in runs else float("nan"),
         "chosen": bool(chosen),
     }
-
-
-def _with_gains(table: pd.DataFrame, measured: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    """Each measured step's IOPS against the last measured carried-forward step, each at its
-    own operating point, with the interval and verdict of ``repeat_stats.compare``."""
-    prev, gains = None, []
-    for r in table.to_dict("records"):
-        if r.get("status") != "measured":
-            gains.append(None)
-            continue
-        gains.append(
-            repeat_stats.compare(
-                pd.concat([measured[r["step"]], measured[prev]]),
-                by="step",
-                a=f"step {r['step']}",
-                b=f"step {prev}",
-                metric="iops",
-            )
-            if prev is not None
-            else None
-        )
-        if r.get("carried_forward") or prev is None:
-            prev = r["step"]
-    table["gain_pct"] = [g.ratio_pct if g else float("nan") for g in gains]
-    table["gain_low_pct"] = [g.low_pct if g else float("nan") for g in gains]
-    table["gain_high_pct"] = [g.high_pct if g else float("nan") for g in gains]
-    table["gain_verdict"] = [g.verdict if g else "" for g in gains]
-    return table
 
 
 def readable(steps: pd.DataFrame) -> pd.DataFrame:

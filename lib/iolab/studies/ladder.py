@@ -175,7 +175,7 @@ def run_ladder(
             continue
         opts = {**current, **step.fio}
         try:
-            tables[i] = _run_step(
+            tables[i] = run_step(
                 step,
                 i,
                 opts,
@@ -200,7 +200,7 @@ def run_ladder(
         for i in ids:
             step, opts, built_on = measured[i]
             try:
-                tables[i] = _run_step(
+                tables[i] = run_step(
                     step, i, opts, built_on, repeats=rnd + 1, warmup=warmup_for(warm, first=False), **kw
                 )
             except IolabError as exc:  # the runs it has stay; the row says what failed
@@ -219,6 +219,13 @@ def run_ladder(
     table = pd.DataFrame(rows)
     if "runs" in table:
         table["runs"] = table["runs"].astype("Int64")  # skipped steps: <NA>, not 2.0
+    return with_gains(table, step_runs)
+
+
+def with_gains(table: pd.DataFrame, step_runs: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """``table`` (a row per step) with each measured step's IOPS gain over the last measured
+    carried-forward step: ``gain_pct``, its 95 % interval ``gain_low_pct``/``gain_high_pct``
+    and ``gain_verdict`` (``step_runs``: step -> its runs, their ``step`` column "step N")."""
     gains = _gains(table, step_runs)
     table["gain_pct"] = [g.ratio_pct if g else float("nan") for g in gains]
     table["gain_low_pct"] = [g.low_pct if g else float("nan") for g in gains]
@@ -227,7 +234,7 @@ def run_ladder(
     return table
 
 
-def _run_step(
+def run_step(
     step: Step,
     i: int,
     opts: dict,
