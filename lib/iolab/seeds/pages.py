@@ -21,12 +21,12 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.columns import better
 from ..core.outputs import write_output
 from ..core.readable import readable_value
 from ..report.templating import page
 from ..stats import repeat_stats
 from .comparisons import (
-    OPERATING_POINT,
     WORDS,
     batch_records,
     comparisons,
@@ -114,7 +114,7 @@ def plot(table: pd.DataFrame, seed: Seed) -> str | None:
     data: URI; None when no figure has one."""
     from ..plots.pages import data_uri, local_over_published  # matplotlib: only when a page is written
 
-    table = table[table["metric"] != OPERATING_POINT]  # a depth is a setting, not a speed: the table shows it
+    table = table[table["metric"].map(better).astype(bool)]  # speeds only: a depth (no better way) stays in the table
     labels = [textwrap.shorten(f"{WORDS[r.metric]}: {r.label}", 60) for r in table.itertuples()]
     fig = local_over_published(table, labels, seed.ident)
     return data_uri(fig) if fig is not None else None

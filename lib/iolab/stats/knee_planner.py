@@ -98,10 +98,10 @@ def next_depths(
     method = str(method).strip().lower()
     if len(grid) < 3:
         raise InputError(f"a knee search needs at least 3 queue depths, got {len(grid)}")
-    used = sum(len(v) for v in samples.values())
-    left = budget - used
-    if left <= 0:
-        return Step([], "done", f"budget of {budget} runs spent")
+    first = opening(samples, grid, budget, method)
+    if first:
+        return first
+    left = budget - sum(len(v) for v in samples.values())
 
     def have(x: float) -> int:
         return len(samples.get(x, ()))
@@ -109,9 +109,6 @@ def next_depths(
     def take(stage: str, depths: list[float], why: str) -> Step:
         return Step(depths[:left], stage, why)
 
-    missing = [x for x in coarse_depths(grid, method) if not have(x)]
-    if missing:
-        return take("coarse", missing, "every other depth and the deepest, once each")
     est = _estimate(samples, BOOT_PLANNING, seed, method)
     if est.x is None:  # no bend among the coarse points: look at the depths between them
         gaps = [x for x in grid if not have(x)]
@@ -145,6 +142,20 @@ def next_depths(
         f"knee at QD {est.x:g}, "
         + (f"interval [{est.low:g}, {est.high:g}] within its neighbours" if est.low is not None else "no interval"),
     )
+
+
+def opening(samples: Mapping[float, Sequence], grid: Sequence[float], budget: int, method: str) -> Step | None:
+    """The first stages of every search on the grid: stop when ``budget`` runs are spent, else
+    the coarse depths not run yet (every other depth, and the deepest for Kneedle), once each;
+    None once both are past (the caller's own stages follow)."""
+    left = budget - sum(len(v) for v in samples.values())
+    if left <= 0:
+        return Step([], "done", f"budget of {budget} runs spent")
+    missing = [x for x in coarse_depths(grid, method) if not samples.get(x)]
+    if missing:
+        why = "every other depth and the deepest, once each" if method == "kneedle" else "every other depth, once each"
+        return Step(missing[:left], "coarse", why)
+    return None
 
 
 def final_estimate(

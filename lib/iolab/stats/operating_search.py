@@ -31,7 +31,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from . import knee_planner
-from .knee_planner import Step, coarse_depths, neighbours
+from .knee_planner import Step, neighbours, opening
 from .operating_points import max_x_under
 
 Samples = Mapping[float, Sequence[tuple[float, float]]]
@@ -154,9 +154,10 @@ def next_depths(
         )
     if len(grid) < 3:
         raise InputError(f"an operating-point search needs at least 3 queue depths, got {len(grid)}")
+    first = opening(samples, grid, budget, "power")  # the knee planner's first stages
+    if first:
+        return first
     left = budget - sum(len(v) for v in samples.values())
-    if left <= 0:
-        return Step([], "done", f"budget of {budget} runs spent")
 
     def have(x: float) -> int:
         return len(samples.get(x, ()))
@@ -164,9 +165,6 @@ def next_depths(
     def take(stage: str, depths: list[float], why: str) -> Step:
         return Step(depths[:left], stage, why)
 
-    missing = [x for x in coarse_depths(grid, "power") if not have(x)]
-    if missing:
-        return take("coarse", missing, "every other depth, once each")
     x = choose(rule, samples)
     if x is None:
         gaps = [g for g in grid if not have(g)]

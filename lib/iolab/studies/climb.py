@@ -106,7 +106,8 @@ def climb(
     runtime_s = fio_seconds(current["runtime"])
     rows, frontier, frames, measured = [], [], [], {}
     first = True
-    for i, (step, reason) in enumerate(bar(plan(list(steps), capabilities(target, opt_in)), "climb", unit="step")):
+    planned = plan(list(steps), capabilities(target, opt_in))  # the target probed once
+    for i, (step, reason) in enumerate(bar(planned, "climb", unit="step")):
         row: dict[str, Any] = {"step": i, "name": step.name, "tool": step.tool, "author_qd": step.author_qd}
         rows.append(row)
         if reason:
@@ -161,7 +162,7 @@ def climb(
         if column in steps_table:
             steps_table[column] = steps_table[column].astype("Int64")
     table = add_cycles_per_io(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
-    fixed = sum(repeats for _, why in plan(list(steps), capabilities(target, opt_in)) if not why)
+    fixed = repeats * sum(not why for _, why in planned)  # the fixed-depth ladder's runs of the same steps
     made = int(table["run_id"].nunique()) if "run_id" in table else 0
     frontier = pd.DataFrame(frontier)
     emulated = bool("emulated" in table and table["emulated"].fillna(False).astype(bool).any())
