@@ -210,6 +210,28 @@ def test_ctrl_c_at_any_moment_leaves_no_fio(tmp_path):
         proc.wait(timeout=30)
 
 
+@pytest.mark.parametrize("which", ["cpu", "threads"])
+def test_ctrl_c_inside_a_samplers_start_leaves_it_stoppable(monkeypatch, which):
+    """The window the timed Ctrl-Cs above can hit by chance: a signal inside the sampler's
+    thread start. Its stop() still returns the samples taken, without a second traceback."""
+    import threading
+
+    from iolab.machine.sampling import Sampler
+    from iolab.machine.threads import ThreadSampler
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
+    sampler = Sampler([0], interval_s=0.05) if which == "cpu" else ThreadSampler(interval_s=0.05)
+    with pytest.raises(KeyboardInterrupt):
+        sampler.start()
+    assert sampler.started
+    samples = sampler.stop()
+    if which == "cpu":
+        assert len(samples.stat) >= 2  # the opening and the closing sample
+
+
 def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch, private_locks):
     """Two measurements pinned to one CPU never overlap unknowingly: the second is refused
     (IOLAB_LOCK_WAIT_S=0) with the holder named, or waits for it."""

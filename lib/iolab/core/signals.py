@@ -143,3 +143,15 @@ def deferred() -> Iterator[None]:
                 handler(signum, None)
             else:
                 os.kill(os.getpid(), signum)
+
+
+def join_started(thread: threading.Thread | None) -> None:
+    """Join ``thread`` if it began; a Ctrl-C can land between ``Thread()`` and ``start()``
+    (or inside ``start()``), and the thread that never ran has nothing to join. Its loop
+    must watch a stop flag set before this call, so a late start ends at once."""
+    if thread is None:
+        return
+    try:
+        thread.join()
+    except RuntimeError:
+        pass  # "cannot join thread before it is started"

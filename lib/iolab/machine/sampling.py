@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..core.signals import join_started
 from ..core.system import SYS_CPU, cpuinfo_mhz
 from ..read.samples import HOST_FIELDS, STAT_FIELDS, Samples
 
@@ -112,8 +113,7 @@ class Sampler:
 
     def stop(self) -> Samples:
         self._stop.set()
-        if self._thread:
-            self._thread.join()
+        join_started(self._thread)
         self._sample()  # closing sample, so the window covers the whole run
         return self.samples()
 

@@ -56,6 +56,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from ..core.errors import InputError
+from ..core.signals import join_started
 from ..read.threadstates import SAMPLE_COLUMNS, ThreadSamples, parse_stack, parse_stat
 from .thread_entries import PF_KTHREAD, read_once, reread, syscall_label, syscall_names, unreadable_reason
 
@@ -451,8 +452,7 @@ class ThreadSampler:
 
     def stop(self) -> ThreadSamples:
         self._stop.set()
-        if self._thread:
-            self._thread.join()
+        join_started(self._thread)
         return self.samples()
 
     def __enter__(self) -> ThreadSampler:
