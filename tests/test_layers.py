@@ -203,3 +203,50 @@ def test_no_import_circle():
     assert not found, "modules that import each other (move what they share down a layer):\n" + "\n".join(
         " <-> ".join(c) for c in found
     )
+
+
+def notebook_imports(source: str) -> set[str]:
+    """The iolab modules a notebook's code imports: ``from iolab.x import y`` is ``iolab.x.y``
+    when y is a module, else ``iolab.x`` (a package imported counts once)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "iolab"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "iolab":
+            for a in node.names:
+                where = PACKAGE.joinpath(*node.module.split(".")[1:], a.name)
+                is_module = where.with_suffix(".py").exists() or (where / "__init__.py").exists()
+                found.add(f"{node.module}.{a.name}" if is_module else node.module)
+    return found
+
+
+def test_notebooks_come_in_through_the_front_door():
+    """Each notebook imports at most four iolab modules (the front door ``iolab.nb`` and the
+    studies, readings and plots it narrates), none of core/ or runs/ (the front door holds
+    what they need), and names ``runs_dir`` on at most one line beyond its parameters cell
+    (the studies make their own folder when given none)."""
+    import nbformat
+
+    too_many, too_deep, runs_dir_lines = {}, {}, {}
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        cells = [c for c in nbformat.read(path, 4).cells if c.cell_type == "code"]
+        code = "\n".join(
+            "\n".join(ln for ln in c.source.splitlines() if not ln.lstrip().startswith(("%", "!"))) for c in cells
+        )
+        found = notebook_imports(code)
+        if len(found) > 4:
+            too_many[path.name] = sorted(found)
+        if deep := sorted(m for m in found if m.split(".")[1:2] in (["core"], ["runs"])):
+            too_deep[path.name] = deep
+        lines = [
+            ln
+            for c in cells
+            if "parameters" not in c.metadata.get("tags", [])
+            for ln in c.source.splitlines()
+            if re.search(r"\bruns_dir\b", ln)
+        ]
+        if len(lines) > 1:
+            runs_dir_lines[path.name] = lines
+    assert not too_many, f"more than four iolab modules: {too_many}"
+    assert not too_deep, f"notebooks reaching into core/ or runs/: {too_deep}"
+    assert not runs_dir_lines, f"runs_dir beyond the parameters cell on more than one line: {runs_dir_lines}"

@@ -9,6 +9,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -298,23 +299,26 @@ def test_late_and_skipped_ticks_are_counted_never_dropped_silently(tmp_path):
     assert "ticks late" in threadstates.notes(run)
 
 
-def test_a_run_thread_on_cpu_far_more_than_its_r_samples_say_is_said(tmp_path):
+def test_a_run_thread_on_cpu_far_more_than_its_r_samples_say_is_said(tmp_path, monkeypatch):
     """On this project's VM the sampler's ticks fell while fio's job waited: R in 18 % of the
     samples while its schedstat said 72 % on a CPU. Recorded here: one thread always S while
-    its schedstat grows at 80 % of the time, one always R at 90 %."""
+    its schedstat grows at 80 % of the time, one always R at 90 %, on the sampler's own clock
+    (a loaded machine must not stretch the time between a file's write and its tick)."""
     p = tmp_path / "proc"
     _thread(p, 90, 90, "fio", "S", ppid=80)
     waits = _thread(p, 100, 100, "fio", "S", wchan="io_cqring_wait", ppid=90)
     runs = _thread(p, 100, 101, "fio", "R", syscall="running\n", ppid=90)
+    now = [100.0]
+    monkeypatch.setattr(threads, "time", SimpleNamespace(monotonic=lambda: now[0], thread_time=time.thread_time))
     sampler = ThreadSampler(proc=p, exclude_pids=[])
     sampler.workload_pid, sampler._members = 90, {"90"}
-    sampler.t0 = start = time.monotonic()
-    for _ in range(12):
-        elapsed = time.monotonic() - start
+    sampler.t0 = start = now[0]
+    for i in range(12):
+        now[0] = start + 0.01 * i
+        elapsed = now[0] - start
         (waits / "schedstat").write_text(f"{int(0.8 * elapsed * 1e9)} 0 0\n")
         (runs / "schedstat").write_text(f"{int(0.9 * elapsed * 1e9)} 0 0\n")
         sampler.tick()
-        time.sleep(0.005)
     got = sampler.samples()
     assert set(got.meta["workload_on_cpu"]) == {"100", "101"}  # fio's parent: no schedstat file, skipped
     assert got.meta["workload_on_cpu"]["100"]["last_tick"] == 11 and got.meta["unreadable"] == {}

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .runfiles import SYSTEM_JSON
 from .version import __version__
 
 SYS_CPU = Path("/sys/devices/system/cpu")
@@ -244,7 +245,7 @@ class Fact(NamedTuple):
 # (iolab.stats.drift), a re-run with the original (iolab reproduce), side A with side B (iolab
 # compare), this machine with a seed's published set-up (iolab seeds) — in the order pages list them.
 MACHINE_FACTS = (
-    Fact("kernel", "kernel", "system.json"),
+    Fact("kernel", "kernel", SYSTEM_JSON),
     Fact("fio_version", "fio", "fio JSON"),
     Fact("iolab_version", "iolab"),
     Fact("hostname", "machine"),
@@ -252,13 +253,13 @@ MACHINE_FACTS = (
     Fact("device", "device"),
     Fact("device_model", "device model"),
     Fact("firmware", "firmware"),
-    Fact("governor", "governor", "system.json"),
+    Fact("governor", "governor", SYSTEM_JSON),
     Fact("freq_source", "frequency source", "samplers"),
-    Fact("scheduler_active", "scheduler", "system.json"),
-    Fact("smt", "smt", "system.json"),
+    Fact("scheduler_active", "scheduler", SYSTEM_JSON),
+    Fact("smt", "smt", SYSTEM_JSON),
     Fact("turbo", "turbo"),
-    Fact("target_state", "target state", "system.json"),
-    Fact("emulated", "lab", "system.json"),
+    Fact("target_state", "target state", SYSTEM_JSON),
+    Fact("emulated", "lab", SYSTEM_JSON),
 )
 RUN_FACTS = tuple(f.name for f in MACHINE_FACTS if f.column)  # every run's row: compared between runs
 
@@ -297,7 +298,7 @@ def snapshot_columns(snap: dict[str, Any]) -> dict[str, Any]:
     block device), the SMT state, the target's state (NaN in older runs) and whether the run
     was made in the NVMe lab (``emulated``: an emulator's numbers)."""
     facts = machine_facts(snap)
-    columns = {f.name: facts[f.name] or float("nan") for f in MACHINE_FACTS if f.column == "system.json"}
+    columns = {f.name: facts[f.name] or float("nan") for f in MACHINE_FACTS if f.column == SYSTEM_JSON}
     return columns | {"emulated": bool(facts["emulated"])}
 
 

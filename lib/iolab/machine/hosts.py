@@ -39,6 +39,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, RootModel, Strict, model_validator
@@ -295,16 +296,24 @@ def check_hosts(hosts: Sequence[Host], fio_version: str) -> dict[str, str]:
     return versions
 
 
+def standalone(module: ModuleType) -> str:
+    """``module``'s source as a script for a host without iolab: each ``from .x import a, b``
+    line becomes ``a = <its value>`` (constants only: a module shipped this way imports
+    nothing else of iolab's)."""
+
+    def values(match: re.Match) -> str:
+        names = [n.strip() for n in match.group(1).split(",")]
+        return "\n".join(f"{n} = {getattr(module, n)!r}" for n in names)
+
+    return re.sub(r"^from \.\w+ import ([\w, ]+)$", values, Path(module.__file__).read_text(), flags=re.M)
+
+
 def snapshot_on(host: Host, device: str | None = None, cpus: list[int] | None = None) -> dict[str, Any]:
     """``iolab.core.system.snapshot`` taken on ``host``: its own code sent to ``python3 -`` there
     (the host needs python3, not iolab); {"absent": why} when it cannot be taken."""
     if not host.reachable_for_commands:
         return {"absent": f"no command reaches {host.name} (give it `via:` in a hosts file)"}
-    source = Path(system.__file__).read_text()
-    script = (
-        source.replace("from .version import __version__", f"__version__ = {system.__version__!r}")
-        + f"\nimport json as _json\nprint(_json.dumps(snapshot({device!r}, {cpus!r})))\n"
-    )
+    script = standalone(system) + f"\nimport json as _json\nprint(_json.dumps(snapshot({device!r}, {cpus!r})))\n"
     try:
         return json.loads(run_on(host, ["python3", "-"], stdin=script, timeout_s=60))
     except (HostError, ValueError) as exc:

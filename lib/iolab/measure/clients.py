@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import FioError, UnsafeTargetError
+from ..core.paths import runs_dir as default_runs_dir
 from ..core.runfiles import ARGV_JSON, FIO_JSON, FIO_STDERR, HOSTS_DIR, JOB_FIO, PARAMS_JSON, SYSTEM_JSON
 from ..core.validate import check_measure
 from ..machine.fio import fio_argv, fio_binary, fio_version, read_output, to_jobfile
@@ -69,7 +70,7 @@ def _failures(hosts: Sequence[Host], doc_data: Mapping[str, Any], said: str, ret
 def measure_hosts(
     run: PlannedRun,
     *,
-    runs_dir: str | Path = "data/runs",
+    runs_dir: str | Path | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
     snapshots: bool = True,
 ) -> RunResult:
@@ -81,7 +82,7 @@ def measure_hosts(
     snapshot (a few tenths of a second per host). Raises HostError (a host not ready) or
     UnsafeTargetError before any run folder exists; FioError when no host reported."""
     with held_for(run.target, run.cpus):
-        return _measure_hosts(run, Path(runs_dir), MeasureOptions.of(how), snapshots)
+        return _measure_hosts(run, Path(runs_dir or default_runs_dir()), MeasureOptions.of(how), snapshots)
 
 
 def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapshots: bool) -> RunResult:

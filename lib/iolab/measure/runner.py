@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..core import signals
 from ..core.errors import IolabError, TargetError, TioError
+from ..core.paths import runs_dir as default_runs_dir
 from ..core.progress import Stages, Ticking
 from ..core.runfiles import (
     ARGV_JSON,
@@ -168,7 +169,7 @@ def measure(
     target: Target,
     *,
     cpus: list[int] | None = None,
-    runs_dir: str | Path = "data/runs",
+    runs_dir: str | Path | None = None,
     swept: Mapping[str, Any] | None = None,
     label: str = "",
     jobs: Sequence[Mapping[str, Any]] | None = None,
@@ -188,7 +189,9 @@ def measure(
     refused (InputError, ``iolab.machine.jobcpus``).
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
     folder exists; once fio has started, FioError (fio's message and exit code),
-    RunInterrupted and PerfError leave the run folder, marked failed or interrupted."""
+    RunInterrupted and PerfError leave the run folder, marked failed or interrupted.
+    ``runs_dir``: data/runs (``IOLAB_RUNS``) by default."""
+    runs_dir = runs_dir or default_runs_dir()
     check_measure(options, runs_dir=runs_dir)  # its CPUs were checked before their lock
     how = MeasureOptions.of(how)
     log_ms, profile = how.log_ms, how.profile
@@ -300,7 +303,7 @@ def measure_tio(
     target: Target,
     *,
     cpus: list[int] | None = None,
-    runs_dir: str | Path = "data/runs",
+    runs_dir: str | Path | None = None,
     swept: Mapping[str, Any] | None = None,
     label: str = "tio",
     how: MeasureOptions | Mapping[str, Any] | None = None,
@@ -310,6 +313,7 @@ def measure_tio(
     ``how.timeout_s`` (None: 120 s). Raises TioError when its output says it failed (it
     exits 0 when polled IO is unsupported)."""
     how = MeasureOptions.of(how)
+    runs_dir = runs_dir or default_runs_dir()
     flags = {**TIO_DEFAULTS, **dict(flags)}
     argv = tio_argv(target.path, flags, how.tio)
     with run_folder(runs_dir, label) as folder:

@@ -136,7 +136,7 @@ def sweep(
     target: Target,
     cpus: list[int] | None = None,
     rounds: Rounds | Mapping[str, Any] | None = None,
-    runs_dir: str | Path = "data/runs/sweep",
+    runs_dir: str | Path | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
     progress: str | None = "fio runs",
 ) -> pd.DataFrame:
@@ -151,7 +151,8 @@ def sweep(
     stop rule (``iolab.measure.campaign.Rounds``; "run" measures the first run's job once more
     before it, into ``runs_dir/warmup``, only when something is left to run); ``how``: how
     each run is measured (``MeasureOptions``: allow_destructive, profile, timeout_s, log_ms,
-    threads, tio, drop_caches, ...); ``progress`` names the bar (None: no bar).
+    threads, tio, drop_caches, ...); ``progress`` names the bar (None: no bar); ``runs_dir``: a
+    new ``sweep-<time>`` folder under data/runs by default.
 
     What killed iolab processes left is repaired first (``iolab.runs.repair``), before a knob is
     read or set: a knob a dead process left changed would otherwise be kept as the value to
@@ -159,7 +160,7 @@ def sweep(
     repair.recover_and_report()
     grid, rounds = Grid.of(grid), Rounds.of(rounds)
     runs = plan(grid, target=target, cpus=cpus, rounds=rounds)
-    done = execute(runs, runs_dir, rounds=rounds, how=how, progress=progress)
+    done = execute(runs, runs_dir or new_sweep_dir("sweep"), rounds=rounds, how=how, progress=progress)
     swept = {name for r in runs for name in r.swept} - {"repeat"}
     grid_order = sorted(runs, key=lambda r: (r.cell, r.repeat))
     return drift.flag(load_runs(paths_of(grid_order, done)), swept=swept)

@@ -2,7 +2,8 @@
 one checks all its settings before the first run, resumes into the same ``runs_dir``,
 returns only its own runs, changes knobs only through ``iolab.machine.knobs`` and takes the
 measurement options (``allow_destructive``, ``profile``, ``timeout_s``, ...) that it gives
-to ``iolab.measure.runner.measure``.
+to ``iolab.measure.runner.measure``; given no ``runs_dir`` each makes a new folder of its own
+under data/runs. Every module here is an attribute of the package (``studies.climb``).
 
     qd_sweep            (qd.py)           seed 000: IOPS, latency and cycles/IO vs queue depth on one CPU
     knee_search         (qd.py)           the same knee with about half the runs (iolab.stats.knee_planner)
@@ -12,6 +13,7 @@ to ``iolab.measure.runner.measure``.
     kernel_path.*       (kernel_path.py)  seed 001: direct vs buffered, readahead, schedulers, block
                                           sizes, one fio per device
     precondition        (precondition.py) SNIA PTS steady state before measuring a real SSD
+    search.search_study (search.py)       seed 003: a parameter search read back, or its spec run
     many_hosts.*        (many_hosts.py)   one job on many hosts (fio client/server): per host, pooled, scaling
 """
 
@@ -31,3 +33,7 @@ __all__ = [
     "precondition",
     "qd_sweep",
 ]
+
+from ..core.submodules import on_demand
+
+__getattr__, __dir__ = on_demand(__name__, __path__)

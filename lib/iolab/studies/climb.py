@@ -38,7 +38,7 @@ from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.plans import RUN_OVERHEAD_S
-from ..measure.sweep import Grid, sweep, warmup_for
+from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
 from ..stats.operating_search import Rule, next_depths, point_with_interval
@@ -85,7 +85,7 @@ def climb(
     repeats: int = 3,
     budget: int | None = None,
     seed: int = 0,
-    runs_dir: str | Path,
+    runs_dir: str | Path | None = None,
     opt_in: bool = False,
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> Climb:
@@ -94,7 +94,7 @@ def climb(
     step; ``budget``: the most runs one step's search may make (``3 x repeats`` by default:
     the climb costs at most three times the fixed ladder); ``base``: fio options every step
     starts from (4 KiB random reads, ``runtime`` 2 s by default); one discarded warm-up run
-    starts the climb."""
+    starts the climb. ``runs_dir``: a new ``climb-<time>`` folder under data/runs by default."""
     rule = Rule.parse(rule)
     queue_depths = sorted(set(positive_ints("queue_depths", queue_depths)))
     if len(queue_depths) < 3:
@@ -104,6 +104,7 @@ def climb(
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
     current["runtime"] = fio_time_text(current["runtime"])
     runtime_s = fio_seconds(current["runtime"])
+    runs_dir = runs_dir or new_sweep_dir("climb")
     rows, frontier, frames, measured = [], [], [], {}
     first = True
     planned = plan(list(steps), capabilities(target, opt_in))  # the target probed once

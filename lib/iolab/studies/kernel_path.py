@@ -2,7 +2,8 @@
 buffered, readahead, I/O schedulers, large blocks, many devices.
 
 Each one but ``many_devices`` is a generic sweep (``iolab.measure.sweep``): settings checked before
-the first run, resume into the same ``runs_dir``, only its own runs returned. Knobs are set
+the first run, resume into the same ``runs_dir`` (a new folder under data/runs named for
+the study when none is given), only its own runs returned. Knobs are set
 through ``iolab.machine.knobs`` (old value recorded, put back on success, error, Ctrl-C and
 SIGTERM); the page cache is dropped (``knobs.drop_caches``) before each buffered run.
 Each function returns the tidy table of its runs with the changed setting as a column, and
@@ -30,7 +31,7 @@ from ..machine.target import Target, loop_device
 from ..measure import runner
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
-from ..measure.sweep import Grid, sweep
+from ..measure.sweep import Grid, new_sweep_dir, sweep
 from ..runs.runcache import load_runs
 from ..stats.cycles import add_cycles_per_io
 
@@ -43,7 +44,7 @@ def direct_vs_buffered(
     job: dict[str, Any],
     *,
     cpu: int = 0,
-    runs_dir: Path,
+    runs_dir: str | Path | None = None,
     rounds: Rounds | Mapping[str, Any] | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
@@ -54,7 +55,7 @@ def direct_vs_buffered(
         target=target,
         cpus=[cpu],
         rounds=Rounds.of(rounds, **ROUNDS),
-        runs_dir=runs_dir,
+        runs_dir=runs_dir or new_sweep_dir("direct-buffered"),
         how=MeasureOptions.of(how, drop_caches=True),
         progress="direct vs buffered",
     )
@@ -69,7 +70,7 @@ def knob_sweep(
     job: dict[str, Any],
     *,
     cpu: int = 0,
-    runs_dir: Path,
+    runs_dir: str | Path | None = None,
     rounds: Rounds | Mapping[str, Any] | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
@@ -84,7 +85,7 @@ def knob_sweep(
             target=target,
             cpus=[cpu],
             rounds=Rounds.of(rounds, **ROUNDS),
-            runs_dir=runs_dir,
+            runs_dir=runs_dir or new_sweep_dir(knob),
             how=how,
             progress=knob,
         )
@@ -102,7 +103,7 @@ def block_sizes(
     job: dict[str, Any],
     *,
     cpu: int = 0,
-    runs_dir: Path,
+    runs_dir: str | Path | None = None,
     rounds: Rounds | Mapping[str, Any] | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
@@ -114,7 +115,7 @@ def block_sizes(
             target=target,
             cpus=[cpu],
             rounds=Rounds.of(rounds, **ROUNDS),
-            runs_dir=runs_dir,
+            runs_dir=runs_dir or new_sweep_dir("block-size"),
             how=how,
             progress="block sizes",
         )
@@ -130,7 +131,7 @@ def many_devices(
     job: dict[str, Any],
     *,
     cpus: Sequence[int],
-    runs_dir: Path,
+    runs_dir: str | Path | None = None,
     targets: Sequence[Target] | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
@@ -147,7 +148,7 @@ def many_devices(
                     job,
                     d,
                     cpus=[cpus[i % len(cpus)]],
-                    runs_dir=runs_dir,
+                    runs_dir=runs_dir or new_sweep_dir("many-devices"),
                     swept={"device": d.device or str(d.path), "devices": len(devs)},
                     label=f"dev{i}",
                     how=how,

@@ -35,7 +35,7 @@ from ..machine import knobs
 from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
-from ..measure.sweep import Grid, sweep, warmup_for
+from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
 from .per_core import have_tio
@@ -136,7 +136,7 @@ def run_ladder(
     *,
     cpu: int = 0,
     base: dict[str, Any] | None = None,
-    runs_dir: str | Path,
+    runs_dir: str | Path | None = None,
     opt_in: bool = False,
     rounds: Rounds | Mapping[str, Any] | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
@@ -157,7 +157,8 @@ def run_ladder(
     carries forward, is settled there), each later round runs every measured step once
     more — in ladder order (``order="interleaved"``) or shuffled by ``random.Random(seed)``
     (``"random"``, the default); ``"grid"`` runs each step's repeats back to back. The
-    ladder starts with one discarded warm-up run (``warmup``, see ``iolab.measure.sweep.sweep``)."""
+    ladder starts with one discarded warm-up run (``warmup``, see ``iolab.measure.sweep.sweep``).
+    ``runs_dir``: a new ``ladder-<time>`` folder under data/runs by default."""
     rounds = Rounds.of(rounds, order="random", warmup="run")  # InputError before anything runs
     repeats, order, seed, warm = rounds.repeats, rounds.order, rounds.seed, rounds.warmup_kind()
     current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
@@ -166,7 +167,7 @@ def run_ladder(
     rows: list[dict[str, Any]] = []
     measured: dict[int, tuple[Step, dict, dict]] = {}  # step -> (step, its options, what it built on)
     tables: dict[int, pd.DataFrame] = {}
-    kw = dict(target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir, how=how)
+    kw = dict(target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir or new_sweep_dir("ladder"), how=how)
     for i, (step, reason) in enumerate(bar(plan(steps, capabilities(target, opt_in)), "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         rows.append(row)

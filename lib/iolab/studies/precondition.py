@@ -30,6 +30,7 @@ from ..core.validate import fio_time, fio_time_text
 from ..machine.target import Target
 from ..measure.options import MeasureOptions
 from ..measure.runner import measure
+from ..measure.sweep import new_sweep_dir
 from ..runs.store import run_table
 from ..stats.steady_state import SNIA_RANGE_PCT, SNIA_SLOPE_PCT, SNIA_WINDOW, steady_state
 
@@ -45,7 +46,7 @@ ROUND_JOB = {"rw": "randwrite", "bs": "4k", "iodepth": 32, "runtime": "60s"}  # 
 def precondition(
     target: Target,
     *,
-    runs_dir: str | Path,
+    runs_dir: str | Path | None = None,
     cpu: int = 0,
     job: Mapping[str, Any] | None = None,
     max_rounds: int = 25,
@@ -56,7 +57,8 @@ def precondition(
     """SNIA's preconditioning of ``target`` (module docstring): ``fill_passes`` sequential
     128 KiB writes of the whole target (0: skip), then rounds of ``job`` (fio options over
     ``ROUND_JOB``: 4 KiB random writes at QD 32 for 60 s; ``runtime`` may be seconds) until
-    ``steady_state`` holds or ``max_rounds`` ran. Every run is stored in ``runs_dir``;
+    ``steady_state`` holds or ``max_rounds`` ran. Every run is stored in ``runs_dir`` (a new
+    ``precondition-<time>`` folder under data/runs by default);
     ``how``: how each is measured (``MeasureOptions``). Returns one row per round (``round``,
     ``iops``, ``steady``) and sets ``target.state`` to what was reached."""
     job = {**ROUND_JOB, **(job or {})}
@@ -66,7 +68,7 @@ def precondition(
         raise InputError(
             f"max_rounds={max_rounds} is fewer than the window of {window} rounds: steady state could never be judged"
         )
-    common = dict(cpus=[cpu], runs_dir=runs_dir, how=how)
+    common = dict(cpus=[cpu], runs_dir=runs_dir or new_sweep_dir("precondition"), how=how)
     if fill_passes:
         measure(
             {

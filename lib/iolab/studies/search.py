@@ -1,0 +1,73 @@
+"""A parameter search as a notebook reads it (seed 003): a runs folder that holds a search is
+read back and nothing runs; otherwise the spec runs (``iolab.measure.search.run``: into its
+own folder, resuming what a crash or Ctrl-C left).
+
+    found = search_study("data/examples/search_small.yaml")
+    found.table, found.axes        # the tidy table; the axes this machine really varied
+    print(found.words())           # search 'bs-qd': 24 runs {'ok': 24}; axes: bs, iodepth
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.paths import REPO
+from ..measure import search
+from ..measure.options import MeasureOptions
+from ..measure.search_spec import Spec, load_spec
+
+
+@dataclass(frozen=True)
+class SearchStudy:
+    """A search's spec, its table, the spec's axes the table holds and this machine varied
+    (``axes``, in the spec's order, with their levels), the others (``missing``), its runs
+    folder, and whether anything ran (``ran``: False when a finished search was read back)."""
+
+    spec: Spec
+    table: pd.DataFrame
+    axes: dict[str, list[Any]]
+    missing: list[str]
+    runs_dir: Path
+    ran: bool
+
+    def words(self) -> str:
+        """One line: the search, its runs by status, the axes read and those not varied here."""
+        t = self.table
+        status = t.drop_duplicates("run_id")["status"].value_counts().to_dict() if "status" in t else {}
+        runs = t["run_id"].nunique() if "run_id" in t else 0
+        line = f"search {self.spec.name!r}: {runs} runs {status}; axes: {', '.join(self.axes) or 'none'}"
+        return line + (f"; not varied here: {', '.join(self.missing)}" if self.missing else "")
+
+
+def search_study(
+    spec: str | os.PathLike,
+    runs_dir: str | os.PathLike | None = None,
+    *,
+    resume: bool = False,
+    drop_unavailable: bool = False,
+    how: MeasureOptions | Mapping[str, Any] | None = None,
+) -> SearchStudy:
+    """Read back ``runs_dir`` when it holds a search (its ``search.yaml``) and ``resume`` is
+    False: nothing runs. Otherwise run ``spec`` (a path; a relative one not found here is read
+    from the repository) into ``runs_dir`` (None: ``search-<name>`` under data/runs), its
+    finished runs kept (``iolab.measure.search.run``; ``drop_unavailable`` and ``how`` as
+    there)."""
+    saved = Path(runs_dir) / "search.yaml" if runs_dir else None
+    if saved is not None and saved.exists() and not resume:
+        spec_obj, folder, ran = load_spec(saved), Path(runs_dir), False
+        table = search.load_table(folder)
+    else:
+        path = Path(spec)
+        spec_obj = load_spec(path if path.is_absolute() or path.exists() else REPO / path)
+        folder, ran = Path(runs_dir or search.default_folder(spec_obj)), True
+        table = search.run(spec_obj, runs_dir=folder, drop_unavailable=drop_unavailable, how=how)
+    really_varied = search.varied(spec_obj.axes, search.left_out(folder))
+    axes = {a: levels for a, levels in spec_obj.axes.items() if a in table and a in really_varied}
+    missing = [a for a in spec_obj.axes if a not in axes]
+    return SearchStudy(spec_obj, table, axes, missing, folder, ran)
