@@ -305,7 +305,7 @@ def _bad_spec_is_one_block(s: Session) -> None:
     s.page.keyboard.press("Escape")
     s.page.keyboard.press("b")  # a new code cell below
     s.page.keyboard.press("Enter")  # edit it
-    s.page.keyboard.type('search.run(load_spec("bad_search.yaml"), "bad-runs")')
+    s.page.keyboard.type('studies.search.search_study("bad_search.yaml", "bad-runs")')
     s.page.keyboard.press("Shift+Enter")
     shown = cells.nth(cells.count() - 2).locator(".jp-OutputArea-output")  # Shift+Enter added one more below
     try:

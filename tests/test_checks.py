@@ -52,11 +52,14 @@ def test_a_direct_read_of_a_loop_device_is_not_flagged(loopdev, runs):
 
 def test_other_traffic_on_the_device_is_flagged(loopdev, runs):
     def other_reader():  # once fio measures (the run may first wait for its CPU's lock)
-        from support.fio import wait_for_fio
+        from support.fio import fio_running, wait_for_fio
 
-        wait_for_fio(runs, timeout=60)
-        time.sleep(0.2)
-        subprocess.run(["dd", f"if={loopdev.path}", "of=/dev/null", "bs=1M", "iflag=direct"], capture_output=True)
+        wait_for_fio(runs, timeout=120)
+        while fio_running(runs):  # 16 MiB again and again until fio ends: one late dd may miss the run
+            subprocess.run(
+                ["dd", f"if={loopdev.path}", "of=/dev/null", "bs=1M", "count=16", "iflag=direct"], capture_output=True
+            )
+            time.sleep(0.05)
 
     t = threading.Thread(target=other_reader)
     t.start()

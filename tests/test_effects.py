@@ -8,7 +8,6 @@ iolab.measure.search."""
 import itertools
 import math
 import re
-import sys
 import types
 
 import matplotlib
@@ -20,8 +19,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-import iolab  # noqa: E402
-from iolab import nb as front_door  # noqa: E402
 from iolab.core.errors import InputError  # noqa: E402
 from iolab.core.readable import percent  # noqa: E402
 from iolab.plots import (
@@ -492,7 +489,7 @@ def nb_value(c):
 
 @pytest.mark.parametrize("existing", [False, True])
 def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypatch, tmp_path):
-    """Every code cell of notebook 05 runs, in order, with iolab.measure.search (and its spec reader) replaced by a stand-in
+    """Every code cell of notebook 05 runs, in order, with the search its study runs (and its spec reader) replaced by a stand-in
     that returns a synthetic search table (the real one runs fio): once running the spec,
     once reading an existing runs folder (it keeps the spec as search.yaml)."""
 
@@ -505,27 +502,24 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     table = grid(NB_AXES, nb_value, extra=extra)
     calls = []
     from iolab.measure import search as real_search
+    from iolab.studies import search as study
 
-    fake = types.ModuleType("iolab.measure.search")
-    fake_spec = types.ModuleType("iolab.measure.search_spec")
-    fake_spec.load_spec = lambda path: (
-        calls.append(("load_spec", str(path))) or types.SimpleNamespace(name="synthetic", axes=dict(NB_AXES), path=path)
-    )
+    fake = types.SimpleNamespace()
+
+    def load_spec(path):
+        calls.append(("load_spec", str(path)))
+        return types.SimpleNamespace(name="synthetic", axes=dict(NB_AXES), path=path, target=["scratch"], cpus=[0])
 
     def run(spec, runs_dir=None, *, drop_unavailable=False, how=None):
         calls.append(("run", runs_dir, drop_unavailable, how.allow_destructive))
         return table.copy()
 
     fake.run = run
-    fake.load_table = lambda runs_dir: calls.append(("load_table", runs_dir)) or table.copy()
+    fake.load_table = lambda runs_dir: calls.append(("load_table", str(runs_dir))) or table.copy()
     fake.varied, fake.left_out = real_search.varied, lambda runs_dir: []  # nothing this machine could not vary
     fake.default_folder = lambda spec: tmp_path / "default-search-folder"
-    monkeypatch.setitem(sys.modules, "iolab.measure.search", fake)
-    monkeypatch.setattr(iolab.measure, "search", fake, raising=False)
-    monkeypatch.setitem(sys.modules, "iolab.measure.search_spec", fake_spec)
-    monkeypatch.setattr(iolab.measure, "search_spec", fake_spec, raising=False)
-    monkeypatch.setattr(front_door, "search", fake)  # the notebooks' front door hands the same two on
-    monkeypatch.setattr(front_door, "load_spec", fake_spec.load_spec)
+    monkeypatch.setattr(study, "search", fake)  # what the notebook's study reads and runs through
+    monkeypatch.setattr(study, "load_spec", load_spec)
     if existing:
         (tmp_path / "search.yaml").write_text("name: synthetic\n")
     nb = nbformat.read(REPO / "notebooks" / "05_parameter_search.ipynb", as_version=4)
@@ -540,11 +534,13 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     for cell in code[1:]:
         exec(compile(python_of(cell.source), f"05 cell {cell.id}", "exec"), space)
         plt.close("all")
+    assert (
+        REPO / calls[0][1]
+    ).resolve() == REPO / "data/examples/search_small.yaml"  # the preflight's: cwd or the checkout
     if existing:
-        assert calls == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]
-    else:
-        assert calls[1:] == [("run", "", False, False)] and calls[0][0] == "load_spec"  # '': a new folder
-        assert (REPO / calls[0][1]).resolve() == REPO / "data/examples/search_small.yaml"  # cwd or the checkout
+        assert calls[1:] == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]
+    else:  # '': the spec's own folder
+        assert calls[1:] == [calls[0], ("run", tmp_path / "default-search-folder", False, False)]
     assert list(space["axes"]) == list(NB_AXES)
     assert effects.rank_effects(space["eff"]).iloc[0]["axis"] == "iodepth"
     assert space["best"]["config"] == "iodepth=16, governor=performance, devices=2, cores=2"

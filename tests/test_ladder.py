@@ -30,7 +30,7 @@ def test_short_ladder(loopdev, tmp_path):
     t = lad.run_ladder(steps, loopdev, cpu=CPU, base={"runtime": "500ms"}, runs_dir=tmp_path)
     assert list(t.status) == ["measured", "skipped", "measured", "measured", "measured"]
     assert "io_poll is 0" in t.reason[1]
-    assert t.iops[0] > 1e4 and pytest.approx(t.gain_pct[2]) == 100 * (t.iops[2] / t.iops[0] - 1)
+    assert t.iops[0] > 1e3 and pytest.approx(t.gain_pct[2]) == 100 * (t.iops[2] / t.iops[0] - 1)
     # gtod_reduce is peak-only: no latency there, and batching is compared with fixedbufs
     assert t.clat_p99_us.isna()[3] and t.clat_p99_us[4] > 0
     assert pytest.approx(t.gain_pct[4]) == 100 * (t.iops[4] / t.iops[2] - 1)

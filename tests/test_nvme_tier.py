@@ -253,6 +253,11 @@ def test_preflight_names_each_fault_the_lab_planted(capsys):
     assert got[f, "numa"]["verdict"] == "warn"
     assert got[f, "numa"]["seen"] == "device on node 1 (CPUs 1); CPU 0 under test on another node"
     assert got[s, "aer"]["verdict"] == got[f, "aer"]["verdict"] == got[f, "poll"]["verdict"] == "ok"
+    from iolab.machine.topology import topology  # notebook 06's view of the same tree
+
+    placed = topology(devices).set_index("device")
+    assert (placed.loc[devices[0], "root_port"], placed.loc[devices[0], "link"]) == (port.name, "2.5 GT/s x1")
+    assert (placed.loc[devices[1], "root_complex"], placed.loc[devices[1], "numa_node"]) == ("pci0000:80", 1)
     inject_nonfatal(port)  # after the links were read (request_aer: QEMU zeroes the port's link capability)
     code, got = preflight()
     assert got[s, "aer"]["verdict"] == "fail"

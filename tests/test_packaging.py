@@ -140,8 +140,8 @@ def test_every_cli_command_has_help():
 
 
 STUDY_CALL = re.compile(
-    r"\b(studies\.(?!\w*summary\b)[\w.]+|lad\.run_ladder|kp\.(?:direct_vs_buffered|knob_sweep|block_sizes|many_devices)"
-    r"|(?<!\.)measure|search\.run)\("
+    r"\b(studies\.(?!\w*summary\b)(?!search\.preflight_of\b)[\w.]+|lad\.run_ladder|kp\.(?:direct_vs_buffered|knob_sweep|block_sizes|many_devices)"
+    r"|(?<!\.)measure|search\.run)\(|\bpartial\(measure,"  # 04: both profiled runs through one partial
 )
 
 
@@ -154,15 +154,18 @@ def test_every_notebook_forwards_allow_destructive_and_names_targets_one_way():
         code = [c.source for c in nb.cells if c.cell_type == "code"]
         params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         assert "allow_destructive: bool = False" in params.source, path.name
-        if "search.run(" not in "\n".join(code):  # a search spec names its own targets (iolab.measure.search)
+        if "search_study(" not in "\n".join(code):  # a search spec names its own targets (iolab.measure.search)
             assert "targets.use(target, size)" in "\n".join(code), path.name
         calls = [line for src in code for line in src.splitlines() if STUDY_CALL.search(line)]
         assert calls, path.name
         assert "MeasureOptions(allow_destructive=allow_destructive" in "\n".join(code), path.name
+        shared = any("common = dict(" in ln and "how=how" in ln for src in code for ln in src.splitlines())
         for line in calls:  # the measuring options built from the parameter, or the calls' own (08: one run)
-            assert "how=how" in line or "how=MeasureOptions(allow_destructive=allow_destructive" in "\n".join(code), (
-                f"{path.name}: {line}"
-            )
+            assert (
+                "how=how" in line
+                or ("**common" in line and shared)  # 01: either study with the same keywords
+                or "how=MeasureOptions(allow_destructive=allow_destructive" in "\n".join(code)
+            ), f"{path.name}: {line}"
         assert not any("__enter__" in src or "__exit__" in src for src in code), path.name
 
 

@@ -168,6 +168,12 @@ def test_each_planted_fault_is_found_named_and_cited(tmp_path):
     report = preflight(["nvme0n1", "/dev/nvme1n1", "nvme2n1"], [0], root=root, interval_s=0, tools=False)
     got = verdicts(report)
     cpu, d0, d1, d2 = "cpu", "device nvme0n1", "device nvme1n1", "device nvme2n1"
+    shown = pf.Verdicts(report)  # the top of a notebook: one line, then what is not ok, failures first
+    assert shown.headline().startswith("preflight of CPU 0, nvme0n1, nvme1n1, nvme2n1: not as recommended — ")
+    assert "`iolab preflight --cpus 0 --device nvme0n1 --device nvme1n1 --device nvme2n1` for every check" in str(shown)
+    order = list(shown.table()["verdict"])
+    assert order == sorted(order, key=pf.ORDER.__getitem__) and "ok" not in order
+    assert "<code>iolab preflight --cpus 0" in shown._repr_html_() and "..." not in shown._repr_html_()
     assert got[cpu, "governor"].verdict == "fail" and got[cpu, "governor"].tune == ("governor", "performance", None)
     assert "64 %" in got[cpu, "governor"].costs and "seed 003" in got[cpu, "governor"].costs
     put(root, "sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", "intel_pstate")  # its powersave follows the load
@@ -203,6 +209,30 @@ def test_each_planted_fault_is_found_named_and_cited(tmp_path):
     shown = text(report)
     assert "\ndevice nvme0n1\n==============\n" in shown and "fail    link         downgraded" in shown
     assert json.loads(pf.as_json(report))["counts"]["fail"] == 6  # governor, 3 x poll, link, AER non-fatal
+
+
+def test_the_topology_view_names_the_shared_port_as_the_ceiling(tmp_path):
+    """Notebook 06's table and picture of the same tree: nvme1 and nvme2 share root port
+    00:03.0, whose 7.88 GB/s link is half their own two; a loop device has no PCI function."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from iolab.machine.topology import readable, topology
+    from iolab.plots.topology import draw
+
+    placed = topology(["nvme0n1", "nvme1n1", "/dev/nvme2n1", "loop9"], root=machine(tmp_path))
+    got = placed.set_index("device")
+    assert got.loc["nvme1n1", "root_port"] == got.loc["nvme2n1", "root_port"] == "0000:00:03.0"
+    assert list(got["devices_on_port"]) == [1, 2, 2, 0]
+    assert got.loc["nvme1n1", "port_over_links"] == pytest.approx(0.5) and got.loc["nvme0n1", "port_over_links"] == 1
+    assert got.loc["nvme0n1", "link"] == "16 GT/s x4"
+    assert got.loc["nvme0n1", "link_gb_s"] == pytest.approx(7.877, abs=1e-3)
+    shown = readable(placed)
+    assert "nan" not in shown.to_string().lower() and shown.loc[3, "note"] == "no such block device here"
+    ax = draw(placed)
+    words = [t.get_text() for t in ax.texts]
+    assert any("7.88 GB/s for 2 devices, 0.50× their links" in w for w in words)
+    assert any(w.startswith("nvme2n1: 16 GT/s x4 (7.88 GB/s), node 0") for w in words)
 
 
 def test_a_machine_set_up_as_the_seeds_were_is_ready(tmp_path):

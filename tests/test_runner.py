@@ -14,7 +14,7 @@ from iolab.measure.runner import measure
 from iolab.runs.runcache import load_runs
 from iolab.runs.store import read_run
 from support.cpus import CPU
-from support.fio import QUICK
+from support.fio import QUICK, wait_for_fio
 
 
 def test_measure_stores_everything(scratch, runs):
@@ -84,13 +84,9 @@ def test_killed_run_is_kept_and_marked(scratch, runs):
     """fio killed with SIGKILL: RunInterrupted, the folder kept as 'interrupted', and no
     fio process of ours left behind."""
 
-    def kill_fio():
-        for _ in range(100):
-            time.sleep(0.1)
-            pids = _fio_pids_under(runs)
-            if pids:
-                os.kill(min(pids), signal.SIGKILL)
-                return
+    def kill_fio():  # as soon as fio runs, however long a loaded machine takes to start it
+        wait_for_fio(runs, timeout=120)
+        os.kill(min(_fio_pids_under(runs)), signal.SIGKILL)
 
     killer = threading.Thread(target=kill_fio)
     killer.start()
@@ -100,7 +96,9 @@ def test_killed_run_is_kept_and_marked(scratch, runs):
     run = next(runs.iterdir())
     assert read_run(run)["status"] == "interrupted"
     assert load_runs(runs).empty  # interrupted runs are not mixed into results
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10  # well inside the 20 s a fio left behind would still run
+    while _fio_pids_under(runs) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _fio_pids_under(runs) == []
 
 
@@ -117,7 +115,9 @@ def test_a_long_run_ticks_a_bar_of_its_seconds_that_goes_away(monkeypatch):
     monkeypatch.setattr(progress, "_watched", lambda: True)  # a notebook, or a terminal
     with progress.Ticking("fio x", 12) as ticking:
         ticking.start()
-        time.sleep(1.3)
+        deadline = time.monotonic() + 10  # its first tick is due after 1 s; a loaded machine may wake it late
+        while ticking._bar.n < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert ticking._bar.n >= 1 and not ticking._bar.leave
     assert not ticking._thread.is_alive()
     assert progress.Ticking("fio y", 3)._bar.disable  # short: no bar

@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 import yaml
 
 from iolab.core.errors import BusyError, FioError, InputError
-from iolab.machine import knobs
+from iolab.machine import knobs, locks
 from iolab.measure import plans, search, search_spec
 from support.cli import cli_here
 from support.marks import needs_root
@@ -306,9 +305,17 @@ def test_two_searches_into_one_runs_folder_never_double_a_cell(tmp_path, monkeyp
             search.run(spec, runs, announce=None, progress=False)
         assert not list(runs.glob("*/run.json")) and not (runs / "search.yaml").exists()
         monkeypatch.setenv("IOLAB_LOCK_WAIT_S", "30")
-        threading.Timer(0.3, lambda: holder.communicate("done\n")).start()
+
+        class LetGo(locks.Waiting):  # the holder lets go once the wait is said, not after a fixed time
+            def __init__(self, text):
+                super().__init__(text)
+                if "runs folder" in text and not holder.stdin.closed:
+                    holder.stdin.write("done\n")
+                    holder.stdin.close()
+
+        monkeypatch.setattr(locks, "Waiting", LetGo)
         table = search.run(spec, runs, announce=None, progress=False)
-        assert busy in capsys.readouterr().err and holder.returncode == 0
+        assert busy in capsys.readouterr().err and holder.wait(timeout=10) == 0
         assert table.run_id.nunique() == 1
     finally:
         holder.kill()

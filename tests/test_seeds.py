@@ -70,6 +70,9 @@ def test_a_bad_manifest_says_what_to_fix(tmp_path):
     (tmp_path / "seed-002.yaml").write_text(good.replace("iops: iops_at_qd", 'iops: "IOPS at QD {qd} (t/io_uring)"'))
     with pytest.raises(InputError, match=r"per_core', iops: 03_io_uring_per_core.ipynb records no result 'IOPS at QD"):
         seeds.load_seeds(folder=tmp_path)
+    (tmp_path / "seed-002.yaml").write_text(good.replace("    poll: ", "    polling: "))  # preflight's names only
+    with pytest.raises(InputError, match=r"setup: checks: polling is no check of iolab preflight: use governor, "):
+        seeds.load_seeds(folder=tmp_path)
     (tmp_path / "seed-002.yaml").write_text(good.replace("03_io_uring_per_core.ipynb", "09_none.ipynb"))
     with pytest.raises(InputError, match=r"experiments\[0\]\.notebook: no notebook 09_none.ipynb in "):
         seeds.load_seeds(folder=tmp_path)
@@ -132,7 +135,8 @@ def _outputs(notebook) -> str:
 
 def _check_pages(browser, out, idents):  # noqa: F811
     """Every page offline in Chromium: no console error, no failed fetch, every picture
-    drawn, every published figure of the seed a row with a local value or a reason."""
+    drawn, every published figure of the seed a row with a local value or a reason, each
+    check the write-up names beside this machine's verdict."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
     errors, failed = [], []
     try:
@@ -157,6 +161,10 @@ def _check_pages(browser, out, idents):  # noqa: F811
             assert widths and all(w > 0 for w in widths), widths
             text = page.locator("body").inner_text()
             assert "No --device" in text and "Smoke settings" in text and "What differs" in text
+            for check, words in (seed.setup.get("checks") or {}).items():  # the write-up's set-up, check by check
+                row = page.locator(f"tr[data-check='{check}']")
+                assert row.count() == 1 and words in row.inner_text(), check
+                assert row.locator("td").nth(2).inner_text() in ("ok", "warn", "fail", "unknown", "not checked")
             assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     finally:
         context.close()

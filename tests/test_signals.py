@@ -18,7 +18,7 @@ import pytest
 
 from iolab.core.signals import FORCE_EXIT_AFTER_S
 from support.cpus import CPU
-from support.fio import fio_running, wait_for_fio
+from support.fio import fio_running, wait_for_fio, wait_for_fio_job
 from support.marks import needs_root
 from support.nobody import run_as_nobody
 from support.paths import PY, REPO
@@ -80,8 +80,7 @@ def gone(folder, timeout=15):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_stops_fio_and_marks_the_run(tmp_path, sig):
     proc = start(RUN, tmp_path)
-    wait_for_fio(tmp_path)
-    time.sleep(1)  # fio is measuring (a signal during its start-up leaves no report to keep)
+    wait_for_fio_job(tmp_path, timeout=120)  # fio is measuring (a signal during its start-up leaves no report to keep)
     proc.send_signal(sig)
     proc.communicate(timeout=30)
     assert gone(tmp_path), "fio outlived iolab"
@@ -98,7 +97,7 @@ def test_sigkill_leaves_nothing_that_cleanup_cannot_repair(tmp_path):
     """SIGKILL: fio dies with its parent (PR_SET_PDEATHSIG); the hidden run folder is
     finished as interrupted by the next iolab process, which says what it did."""
     proc = start(RUN, tmp_path)
-    wait_for_fio(tmp_path)
+    wait_for_fio(tmp_path, timeout=120)  # a loaded machine may take long to start it
     proc.kill()
     proc.communicate(timeout=10)
     assert gone(tmp_path), "fio outlived a SIGKILLed iolab"
@@ -135,7 +134,7 @@ def test_loop_device_and_knob_come_back(tmp_path, sig):
     device, backing = proc.stdout.readline().split()
     ra = Path(f"/sys/block/{Path(device).name}/queue/read_ahead_kb")
     assert ra.read_text().strip() == "0"
-    wait_for_fio(tmp_path)
+    wait_for_fio(tmp_path, timeout=120)
     proc.send_signal(sig)
     proc.communicate(timeout=30)
     assert proc.returncode == -sig  # the signal still ends the process as its sender asked
@@ -232,10 +231,11 @@ def test_ctrl_c_inside_a_samplers_start_leaves_it_stoppable(monkeypatch, which):
         assert len(samples.stat) >= 2  # the opening and the closing sample
 
 
-def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch, private_locks):
+def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch, private_locks, monkeypatch):
     """Two measurements pinned to one CPU never overlap unknowingly: the second is refused
     (IOLAB_LOCK_WAIT_S=0) with the holder named, or waits for it."""
     from iolab.core.errors import BusyError
+    from iolab.machine import locks
     from iolab.machine.locks import cpus_locked
 
     env = {**env_for(tmp_path), "IOLAB_LOCK_WAIT_S": "0"}
@@ -272,9 +272,10 @@ def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch,
             [
                 PY,
                 "-c",
-                "import time\nfrom iolab.machine.locks import cpus_locked\n"
-                "with cpus_locked([1]):\n    print('held', flush=True); time.sleep(1.5)",
+                "import sys\nfrom iolab.machine.locks import cpus_locked\n"
+                "with cpus_locked([1]):\n    print('held', flush=True); sys.stdin.readline()",
             ],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             env=env_for(tmp_path),
@@ -283,10 +284,22 @@ def test_second_measurement_on_a_busy_cpu_waits_or_is_refused(tmp_path, scratch,
         with pytest.raises(BusyError, match="CPU 1 is in use"):
             with cpus_locked([0, 1]):
                 pass
+        waits = []
+
+        class LetGo(locks.Waiting):  # the holder lets go once the wait is said, not after a fixed time
+            def __init__(self, text):
+                super().__init__(text)
+                waits.append(text)
+                waiter.stdin.write("done\n")
+                waiter.stdin.flush()
+
+        monkeypatch.setattr(locks, "Waiting", LetGo)
         with cpus_locked([0, 1], wait_s=20):  # waits for the holder to finish
-            assert waiter.poll() is not None
+            assert waiter.wait(timeout=10) == 0
+        assert len(waits) == 1 and "CPU 1 is in use" in waits[0]
     finally:
         del os.environ["IOLAB_LOCK_WAIT_S"]
+        waiter.stdin.close()
         waiter.wait()
 
 

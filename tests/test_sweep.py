@@ -59,13 +59,14 @@ def start_sweep(tmp_path):
 def test_a_sweep_killed_mid_way_resumes_with_only_the_missing_cells(tmp_path):
     runs = tmp_path / "runs"
     proc = start_sweep(tmp_path)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # its first run may wait for its CPU's lock, on a loaded machine
     while not finished(runs) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     proc.kill()  # SIGKILL: no finally, no handler; the ledger has what it held
     proc.wait()
     first = finished(runs)
-    assert len(first) == 1, proc.stderr.read()
+    # killed mid-way: one cell done, or two when a loaded machine held this test back a while
+    assert 1 <= len(first) <= 2, proc.stderr.read()
 
     again = start_sweep(tmp_path)
     out, err = again.communicate(timeout=120)
@@ -73,7 +74,7 @@ def test_a_sweep_killed_mid_way_resumes_with_only_the_missing_cells(tmp_path):
     ok = finished(runs)
     assert len(ok) == 3 and all(ok[name] == started for name, started in first.items())  # not re-run
     new = set(ok) - set(first)
-    assert len(new) == 2  # only the two missing cells ran
+    assert len(new) == 3 - len(first)  # only the missing cells ran
     table_ids = out.split()
     assert sorted(table_ids) == sorted(ok)  # exactly its own cells, each once
     swept = [json.loads((runs / r / "params.json").read_text())["swept"]["iodepth"] for r in table_ids]

@@ -49,9 +49,12 @@ def test_a_halved_rate_is_called_worse_and_the_cli_exits_3(studies, capsys):
     assert done.versus.by == ["bs"]
     assert ("fio rate_iops", "2000", "1000") in done.differences
     iops = done.versus.cells.set_index("metric").loc["iops"]
-    # halved, give or take what a loaded machine keeps a 0.3 s run from catching up on
-    assert iops.call == "worse" and -58 < iops.change_pct < -42, iops.verdict
-    assert iops.low_pct <= iops.change_pct <= iops.high_pct < -35  # rate-limited repeats can be equal: a point
+    # halved: each side at most its cap; a loaded machine may keep a 0.3 s run below it, so the
+    # change is the measured means' and only roughly a half
+    assert iops.mean_a <= 1.05 * 2000 and iops.mean_b <= 1.05 * 1000, iops
+    assert iops.change_pct == pytest.approx(100 * (iops.mean_b / iops.mean_a - 1), abs=0.01)
+    assert iops.call == "worse" and iops.change_pct < -25, iops.verdict
+    assert iops.low_pct <= iops.change_pct <= iops.high_pct < -20  # rate-limited repeats can be equal: a point
     worse = round(-iops.change_pct)
     assert iops.verdict.startswith(f"B is worse by {worse} % [")
     lines = text(done)

@@ -18,7 +18,9 @@ readers of notebook parameters papermill passes as text (``positive_ints``, ``li
 ``dict_param``). Reading back: ``load_runs``, ``load_stacks``, ``threadstates`` (the thread
 states sampled beside a run). The record: ``results`` (``iolab.record.results``) and
 ``history`` (``iolab.record.history``, loaded when first named: it needs pyarrow). The
-machine: ``snapshot``, ``queue_knobs``. Words and numbers: ``wrapped``, ``columns`` (every
+machine: ``snapshot``, ``queue_knobs``, ``preflight`` (``preflight.verdicts(tgt, [cpu])``: is it set
+up for the study? the top of every measuring notebook), ``topology`` (where devices sit: root
+ports, links, NUMA nodes). Words and numbers: ``wrapped``, ``columns`` (every
 column's unit and which way is better), ``details`` (a figure's sources under it),
 ``explorer`` (any setting against any metric, the code for it). The seeds' published
 figures: ``published_figures``, and ``reference_bars`` (them beside this machine's). Where things are: ``REPO``, ``runs_home``
@@ -36,7 +38,7 @@ from .core.paths import runs_dir as runs_home
 from .core.readable import wrapped
 from .core.system import queue_knobs, snapshot
 from .core.validate import dict_param, fio_time, list_param, positive_ints
-from .machine import hosts, perf
+from .machine import hosts, perf, preflight, topology
 from .machine import target as targets
 from .machine.fio import fio_version
 from .measure import search
@@ -77,6 +79,7 @@ __all__ = [
     "measure",
     "new_sweep_dir",
     "perf",
+    "preflight",
     "positive_ints",
     "published_figures",
     "queue_knobs",
@@ -87,5 +90,6 @@ __all__ = [
     "snapshot",
     "targets",
     "threadstates",
+    "topology",
     "wrapped",
 ]

@@ -23,16 +23,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
 from ..core.system import read_text, tool_version
 from ..core.validate import _fmt_cpus as _ranges  # [0, 1, 2, 5] -> '0-2,5'
 from .preflight_check import VERDICTS, Check, Tree
 from .preflight_pci import device_checks, disk_name, topology_checks
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BUSY_WARN_PCT = 5.0  # other work on a CPU under test (or its sibling) above this share: warn
 BUSY_FAIL_PCT = 50.0
@@ -319,3 +323,100 @@ def text(report: Report) -> str:
 
 def as_json(report: Report) -> str:
     return json.dumps(report.as_dict(), indent=1)
+
+
+# ---------------------------------------------------------------- at the top of a study
+ORDER = {"fail": 0, "warn": 1, "unknown": 2, "ok": 3}
+
+
+def of_target(target: Any, cpus: Sequence[int], interval_s: float = 0.3) -> Report:
+    """The preflight of a study: the disk under ``target`` (an ``iolab.machine.target.Target``:
+    its block device, or the disk holding its scratch file) measured from ``cpus``."""
+    device = getattr(target, "device", None)
+    try:
+        return preflight([device] if device else [], cpus, interval_s=interval_s)
+    except InputError:  # a device preflight cannot place (a character device): the CPU and tools
+        return preflight([], cpus, interval_s=interval_s)
+
+
+def command(report: Report) -> str:
+    """The ``iolab preflight`` command that repeats ``report`` from a shell."""
+    devices = "".join(f" --device {d}" for d in report.devices)
+    return f"iolab preflight --cpus {_ranges(report.cpus)}{devices}"
+
+
+def headline(report: Report) -> str:
+    """One line for the top of a notebook or a page: ready or not, the checks by verdict
+    (the names of those not ok), and the command that shows every check."""
+    named = []
+    for verdict in ("fail", "warn", "unknown", "ok"):
+        names = [c.name for c in report.checks if c.verdict == verdict]
+        if names:
+            named.append(f"{len(names)} {verdict}" + (f" ({', '.join(names)})" if verdict != "ok" else ""))
+    where = f"CPU {_ranges(report.cpus)}" + (f", {', '.join(report.devices)}" if report.devices else "")
+    state = "ready" if report.ready else "not as recommended"
+    tunable = sum(1 for c in report.checks if c.tune and c.verdict in ("warn", "fail"))
+    tune = f"; `{command(report)} --tune` sets {tunable} of them" if tunable else ""
+    return f"preflight of {where}: {state} — {', '.join(named)}; `{command(report)}` for every check{tune}"
+
+
+def readable(report: Report, everything: bool = False) -> pd.DataFrame:
+    """The checks as a notebook or page shows them, failures first: check, verdict, what was
+    seen, what it costs when wrong (the seed that measured it) and what to do. Without
+    ``everything`` only those not ok."""
+    import pandas as pd
+
+    rows = [
+        {
+            "check": c.name if c.section in ("cpu", "tools") else f"{c.name} ({c.section})",
+            "verdict": c.verdict,
+            "seen": c.seen,
+            "costs when wrong": c.costs or "—",
+            "what to do": c.do or ("—" if c.verdict in ("ok", "unknown") else "see what it costs"),
+        }
+        for c in sorted(report.checks, key=lambda c: ORDER[c.verdict])
+        if everything or c.verdict != "ok"
+    ]
+    columns = ["check", "verdict", "seen", "costs when wrong", "what to do"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+@dataclass
+class Verdicts:
+    """A study's preflight as the top of its notebook shows it: ``headline`` (one line), then
+    the checks that are not ok (``readable``); the whole ``report`` kept."""
+
+    report: Report
+
+    def headline(self) -> str:
+        return headline(self.report)
+
+    def table(self) -> pd.DataFrame:
+        return readable(self.report)
+
+    def __str__(self) -> str:
+        rows = self.table()
+        return self.headline() + ("" if rows.empty else "\n" + rows.to_string(index=False, max_colwidth=None))
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(str(self))
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        import pandas as pd
+
+        from ..core.readable import table_html
+
+        rows = self.table()
+        head = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(self.headline()))  # the commands as code
+        head = f'<p class="iolab-preflight">{head}</p>'
+        with pd.option_context("display.max_colwidth", None):  # every verdict's words whole
+            return head + ("" if rows.empty else table_html(rows) or "")
+
+
+def verdicts(target: Any, cpus: Sequence[int] | None, interval_s: float = 0.3) -> Verdicts:
+    """``of_target`` for the top of a notebook (``cpus`` None: every online CPU)."""
+    if cpus is None:
+        return Verdicts(preflight([], None, interval_s=interval_s))
+    return Verdicts(of_target(target, cpus, interval_s))

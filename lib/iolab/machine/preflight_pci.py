@@ -263,12 +263,13 @@ def _irqbalance(tree: Tree) -> str:
     return ""
 
 
-def _gts(text: str | None) -> float | None:
+def link_gts(text: str | None) -> float | None:
+    """A link speed as sysfs writes it ("16.0 GT/s PCIe"), in GT/s; None for none."""
     m = re.match(r"\s*([\d.]+)\s*GT/s", text or "")
     return float(m.group(1)) if m else None
 
 
-def _width(text: str | None) -> int | None:
+def link_lanes(text: str | None) -> int | None:
     """Lanes, None for none or 255 (PCIE_LNK_WIDTH_UNKNOWN, include/linux/pci.h)."""
     width = int(text) if text and text.strip().isdigit() else None
     return width if width and width != 255 else None
@@ -277,13 +278,15 @@ def _width(text: str | None) -> int | None:
 def link(pci: Pci | None) -> Check:
     """The endpoint's link against what it and its port can do: 'downgraded' below both."""
     ep = pci.endpoint if pci else None
-    speed = _gts(read_text(ep / "current_link_speed")) if ep else None
-    width = _width(read_text(ep / "current_link_width")) if ep else None
+    speed = link_gts(read_text(ep / "current_link_speed")) if ep else None
+    width = link_lanes(read_text(ep / "current_link_width")) if ep else None
     if not speed or not width:
         return Check("", "link", "unknown", "no PCIe link in sysfs (a virtual or integrated device)")
-    ep_max = _gts(read_text(ep / "max_link_speed")) or speed, _width(read_text(ep / "max_link_width")) or width
+    ep_max = link_gts(read_text(ep / "max_link_speed")) or speed, link_lanes(read_text(ep / "max_link_width")) or width
     port = pci.chain[1] if len(pci.chain) > 1 else None
-    read = (_gts(read_text(port / "max_link_speed")), _width(read_text(port / "max_link_width"))) if port else ()
+    read = (
+        (link_gts(read_text(port / "max_link_speed")), link_lanes(read_text(port / "max_link_width"))) if port else ()
+    )
     port_max = (read[0] or ep_max[0], read[1] or ep_max[1]) if port else ep_max
     can = min(ep_max[0], port_max[0]), min(ep_max[1], port_max[1])
     rate = link_capacity_bytes_s({"link_speed": f"{speed} GT/s", "link_width": width}) or 0.0
@@ -376,7 +379,7 @@ def pcie_state(device: str | None, root: str | Path = "/") -> dict[str, dict] | 
     }
 
 
-def _capacity(function: Path) -> float | None:
+def link_rate(function: Path) -> float | None:
     """The data rate of the link a PCI function trained at, bytes/s (iolab.read.checks)."""
     return link_capacity_bytes_s(
         {
@@ -404,8 +407,8 @@ def topology_checks(tree: Tree, names: Sequence[str]) -> list[Check]:
         if len(devs) < 2:
             continue
         port_path = next(p for p in pcis.values() if p and p.root_port == port).chain[-1]
-        cap = _capacity(port_path)
-        alone = sum(_capacity(pcis[d].endpoint) or 0.0 for d in devs)
+        cap = link_rate(port_path)
+        alone = sum(link_rate(pcis[d].endpoint) or 0.0 for d in devs)
         ceiling = (
             f"its link {cap / 1e9:.2f} GB/s for all, {alone / 1e9:.2f} GB/s their own links"
             if cap

@@ -46,6 +46,7 @@ from ..core.paths import check_name
 from ..core.readable import readable_seconds
 from ..core.schema import Table, Text, Word, Words, refusal, validated, whole
 from ..core.validate import mapping, yaml_mapping
+from ..machine.preflight_check import CHECK_NAMES
 from ..measure.plans import too_big
 from ..report.batch import BatchRun, check_parameters
 from ..report.contract import declared, estimate_run, parameters_of, slowdown
@@ -88,6 +89,22 @@ class SetupEntry(BaseModel):
     flags: Word | None = Field(None, description="the fio flags of the write-up", examples=['"--rw=randread --bs=4k"'])
     polled: bool | None = Field(None, description="true or false (polled completions)", examples=["true"])
     emulated: bool | None = Field(None, description="true or false (an emulated device)", examples=["false"])
+    checks: dict[str, Word] | None = Field(
+        None,
+        description="the write-up's set-up, check by check, under iolab preflight's check names",
+        examples=["{governor: performance, poll: nvme.poll_queues=24 at boot}"],
+    )
+
+    @field_validator("checks")
+    @classmethod
+    @refusal
+    def _preflight_names(cls, checks: dict[str, str] | None) -> dict[str, str] | None:
+        unknown = sorted(set(checks or {}) - set(CHECK_NAMES))
+        if unknown:
+            raise InputError(
+                f"setup: checks: {', '.join(unknown)} is no check of iolab preflight: use {', '.join(CHECK_NAMES)}"
+            )
+        return checks
 
 
 class SearchEntry(BaseModel):

@@ -36,7 +36,7 @@ from .comparisons import (
     published_figures,
 )
 from .manifest import Seed, load_seed
-from .setups import cannot_run_here, differences, local_setup
+from .setups import cannot_run_here, check_by_check, differences, local_setup
 
 SEED_PAGE = """{% extends layout %}{% block body -%}
 <h1>Seed {{ seed.ident }}: {{ seed.title }}</h1>
@@ -47,6 +47,13 @@ Reproduced by <code>iolab seeds --only {{ seed.ident }}</code> (manifest <code>d
 <p><b>{{ have }} of {{ rows | length }}</b> published figures have a local value here; each of the others says why.</p>
 <h2>What differs between the two set-ups</h2>
 <p>{{ differences }}</p>
+{% if checks %}<table><thead><tr><th>check (iolab preflight)</th><th>the write-up's set-up</th><th>verdict here</th>\
+<th>seen here</th></tr></thead><tbody>
+{%- for c in checks %}<tr data-check='{{ c.check }}'><td>{{ c.check }}</td><td>{{ c.theirs }}</td>\
+<td class='{{ c.verdict }}'>{{ c.verdict }}</td><td>{{ c.here }}</td></tr>{% endfor %}</tbody></table>
+<p class='note'>Here: <code>iolab preflight</code> when this page was written, for the CPUs and device of the seed's \
+runs; the checks the write-up names, then those not ok here. It changes nothing: <code>iolab preflight --tune</code> \
+sets what iolab can set.</p>{% endif %}
 <h2>Published against local</h2>
 <table><thead><tr>{% for c in COLUMNS %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {%- for r in rows %}<tr data-figure='1' data-local='{{ r.local_flag }}'><td>{{ r.label }}</td><td>{{ r.metric }}</td>
@@ -209,6 +216,7 @@ def seed_page(seed: Seed, out: Path) -> str:
         banners=banners(seed, out, snap),
         have=int(table["local"].notna().sum()) if len(table) else 0,
         differences=differences(seed, snap),
+        checks=check_by_check(seed, snap),
         COLUMNS=SEED_COLUMNS,
         rows=rows,
         flags=flags,

@@ -4,6 +4,7 @@ what could not run here and why.
 
     snap = local_setup(seed, out)
     differences(seed, snap)              # "Published: ...; Here: ..."
+    check_by_check(seed, snap)           # the write-up's set-up against this one, iolab preflight's checks
     cannot_run_here(comparisons(seed, out), snap)
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.errors import RunFileError
+from ..machine import preflight
 from ..read.run import RunFolder
 from .comparisons import batch_records
 from .manifest import Seed
@@ -133,3 +135,45 @@ def cannot_run_here(table: pd.DataFrame, snap: Mapping[str, Any]) -> list[str]:
             "`iolab nvmelab` runs these notebooks in a QEMU guest with emulated NVMe (an emulator's numbers)"
         )
     return lines
+
+
+def check_by_check(seed: Seed, snap: Mapping[str, Any], report: preflight.Report | None = None) -> list[dict[str, str]]:
+    """The write-up's set-up against this machine's, check by check (``iolab preflight``'s
+    names): each check the write-up names (``setup: checks:`` of its manifest) with the
+    verdict here, then each check not ok here that it does not name. ``report``: this
+    machine's preflight (None: taken now, for the CPUs and device the seed's runs used)."""
+    if report is None:
+        report = preflight.of_target(_DeviceOnly(snap.get("device")), snap.get("cpus_in_use") or [0])
+    theirs = seed.setup.get("checks") or {}
+    device = snap.get("device")
+    gone = (
+        f"not checked: {device}, the runs' device, is not here now"
+        if device and device not in report.devices
+        else "not checked: no device of this kind here"
+    )
+    here: dict[str, list[preflight.Check]] = {}
+    for c in report.checks:
+        here.setdefault(c.name, []).append(c)
+    rows = []
+    for name in [*theirs, *(n for n, cs in here.items() if n not in theirs and _worst(cs) in ("fail", "warn"))]:
+        found = here.get(name, [])
+        rows.append(
+            {
+                "check": name,
+                "theirs": theirs.get(name, "not said in the write-up"),
+                "verdict": _worst(found) if found else "not checked",
+                "here": "; ".join(c.seen for c in found) or gone,
+            }
+        )
+    return rows
+
+
+def _worst(checks: Sequence[preflight.Check]) -> str:
+    return min((c.verdict for c in checks), key=preflight.ORDER.__getitem__, default="ok")
+
+
+class _DeviceOnly:
+    """What ``preflight.of_target`` reads of a target: its device."""
+
+    def __init__(self, device: str | None):
+        self.device = device

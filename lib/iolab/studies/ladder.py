@@ -36,6 +36,7 @@ from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
+from ..read.published import published_figures
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
 from .per_core import have_tio
@@ -54,12 +55,26 @@ class Step:
     author_qd: int | None = None  # the queue depth seed 000's author ran this step at (studies.climb shows it)
 
 
+def author_depths() -> dict[str, int]:
+    """The queue depth of each step seed 000 published, by its label there
+    (data/reference/published_figures.csv, experiment ``ladder``)."""
+    ref = published_figures(experiment="ladder", seed="000")
+    return {r.label: int(r.qd) for r in ref.itertuples() if pd.notna(r.qd)}
+
+
 def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
     """Seed 000's ladder (E-core, 472k -> 2.81M IOPS on a Gen5 NVMe SSD), each step with the
-    queue depth its author ran it at (``author_qd``: he moved it to each step's knee)."""
+    queue depth its author ran it at (``author_qd``, from the published figures: he moved it to
+    each step's knee). His step 4 added fixed buffers, registered files, norandommap and
+    gtod_reduce at once: its depth is that of the gtod_reduce step here."""
+    at = author_depths().get
     return [
-        Step("baseline io_uring", {"ioengine": "io_uring", "direct": 1, "iodepth": qd}, author_qd=32),
-        Step("polled completions (hipri)", {"hipri": 1}, ["poll"], author_qd=32),
+        Step(
+            "baseline io_uring",
+            {"ioengine": "io_uring", "direct": 1, "iodepth": qd},
+            author_qd=at("1 baseline io_uring"),
+        ),
+        Step("polled completions (hipri)", {"hipri": 1}, ["poll"], author_qd=at("2 + hipri (polled)")),
         # direct=0: the ngXnY char device refuses O_DIRECT (fio: "destination does not support
         # O_DIRECT"), and passthrough never goes through the page cache anyway
         Step(
@@ -67,32 +82,36 @@ def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
             {"ioengine": "io_uring_cmd", "cmd_type": "nvme", "direct": 0},
             ["nvme_ng"],
             note="filename becomes the /dev/ngXnY char device; direct=0 (no page cache on it)",
-            author_qd=48,
+            author_qd=at("3 + io_uring_cmd passthrough"),
         ),
         Step(
             "fixedbufs + registerfiles + norandommap",
             {"fixedbufs": 1, "registerfiles": 1, "norandommap": 1},
-            author_qd=64,  # the text says 64; its command line shows 192
         ),
-        Step("gtod_reduce (peak only: no latency)", {"gtod_reduce": 1}, peak_only=True, author_qd=64),
+        Step(
+            "gtod_reduce (peak only: no latency)",
+            {"gtod_reduce": 1},
+            peak_only=True,
+            author_qd=at("4 + fixedbufs/registerfiles/norandommap/gtod_reduce"),
+        ),
         Step(
             "batching: submit 32, complete 8",
             {"iodepth": batch_qd, "iodepth_batch_submit": 32, "iodepth_batch_complete": 8},
-            author_qd=128,
+            author_qd=at("5 + batch submit 32 / complete 8"),
         ),
         Step(
             "interrupt coalescing (NVMe feature 0x08 = 0x320)",
             {"hipri": 0},
             ["opt_in"],
             knobs={"nvme_coalescing": 0x320},
-            author_qd=96,
+            author_qd=at("6 interrupts + NVMe coalescing 0x320"),
         ),
         Step(
             "t/io_uring",
             tool="tio",
             requires=["tio"],
             tio_flags={"d": batch_qd, "s": 32, "c": 8, "b": 4096, "B": 1, "F": 1},
-            author_qd=512,
+            author_qd=at("8 t/io_uring"),
         ),
     ]
 

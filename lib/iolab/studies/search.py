@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.paths import REPO
+from ..machine import preflight
 from ..measure import search
 from ..measure.options import MeasureOptions
 from ..measure.search_spec import Spec, load_spec
@@ -63,11 +64,24 @@ def search_study(
         spec_obj, folder, ran = load_spec(saved), Path(runs_dir), False
         table = search.load_table(folder)
     else:
-        path = Path(spec)
-        spec_obj = load_spec(path if path.is_absolute() or path.exists() else REPO / path)
+        spec_obj = spec_of(spec)
         folder, ran = Path(runs_dir or search.default_folder(spec_obj)), True
         table = search.run(spec_obj, runs_dir=folder, drop_unavailable=drop_unavailable, how=how)
     really_varied = search.varied(spec_obj.axes, search.left_out(folder))
     axes = {a: levels for a, levels in spec_obj.axes.items() if a in table and a in really_varied}
     missing = [a for a in spec_obj.axes if a not in axes]
     return SearchStudy(spec_obj, table, axes, missing, folder, ran)
+
+
+def spec_of(spec: str | os.PathLike) -> Spec:
+    """The spec at ``spec``; a relative path not found here is read from the repository."""
+    path = Path(spec)
+    return load_spec(path if path.is_absolute() or path.exists() else REPO / path)
+
+
+def preflight_of(spec: str | os.PathLike, interval_s: float = 0.3) -> preflight.Verdicts:
+    """The preflight of a search: its CPUs and the block devices it names (a scratch file's
+    or a loop device's disk is made when the search runs: not checked here)."""
+    found = spec_of(spec)
+    devices = [str(t) for t in found.target if str(t).startswith("/dev/")]
+    return preflight.Verdicts(preflight.preflight(devices, found.cpus, interval_s=interval_s))
