@@ -275,12 +275,13 @@ def test_an_aer_error_during_a_run_flags_it(tmp_path, monkeypatch):
     port = endpoint.parent
     readings = []
 
-    def then_an_error(target):
-        readings.append(pcie_state(target.device))
+    def then_an_error(devices):
+        readings.append(pcie_state(devices[0]))
         if len(readings) == 1:
             inject_nonfatal(port)
         return readings[-1]
 
+    reads_all = runner._pcie_state
     monkeypatch.setattr(runner, "_pcie_state", then_an_error)
     result = measure({**QUICK, "iodepth": 4}, existing_path(f"/dev/{slow.name}n1"), cpus=[0], runs_dir=tmp_path / "r")
     recorded = json.loads((result.path / runner.PCIE_FILE).read_text())
@@ -288,3 +289,11 @@ def test_an_aer_error_during_a_run_flags_it(tmp_path, monkeypatch):
     flagged = checks.flags(checks.stored_checks(result.path))
     assert flagged.startswith(f"pcie_aer: AER non-fatal errors rose by 1 during the run on {port.name} (CmpltTO +1)")
     assert result.table["flags"].str.contains("pcie_aer").all()
+    # a job on two devices: both PCI paths before and after (the far one under the pxb-pcie on node 1)
+    monkeypatch.setattr(runner, "_pcie_state", reads_all)
+    far = controller(FAR)
+    both = [{"filename": f"/dev/{c.name}n1"} for c in (slow, far)]
+    two = measure(QUICK, existing_path(f"/dev/{slow.name}n1"), cpus=[0], runs_dir=tmp_path / "r", jobs=both)
+    recorded = json.loads((two.path / runner.PCIE_FILE).read_text())
+    assert recorded["devices"] == [f"{slow.name}n1", f"{far.name}n1"]
+    assert {endpoint.name, Path(os.path.realpath(far / "device")).name} <= set(recorded["before"])

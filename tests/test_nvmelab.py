@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -262,6 +263,15 @@ def test_topology_options_become_qemu_devices_and_only_the_labs_ports_take_aer_r
         nvmelab.LabSpec(cpus=1, poll_queues=1, slots=(nvmelab.Slot(node=1),))
     with pytest.raises(InputError, match="at most one Slot"):
         nvmelab.LabSpec(controllers=1, slots=(None, nvmelab.Slot()))
+    # the same topology from the command line (iolab nvmelab --slot): the tier's four controllers
+    assert nvmelab.slots_from(["2:speed=2.5,width=1", "3:node=1"], 4) == lab.slots
+    for bad, said in (
+        ("5:node=1", "controller 5 is not one of the 4 controllers"),
+        ("1:sped=2", "unknown key 'sped' (did you mean 'speed'?)"),
+        ("node=1", "write INDEX:key=value"),
+    ):
+        with pytest.raises(InputError, match=re.escape(said)):
+            nvmelab.slots_from([bad], 4)
 
 
 def test_the_command_line_refuses_what_it_cannot_run(tmp_path, monkeypatch):
@@ -280,6 +290,8 @@ def test_the_command_line_refuses_what_it_cannot_run(tmp_path, monkeypatch):
         raise AssertionError("the guest was booted")
 
     monkeypatch.setattr(nvmelab, "build", no_boot)
+    done = cli_here("nvmelab", "--slot", "1:speed=2.5", "--slot", "1:node=1", "--", "true")
+    assert done.returncode == 1 and "--slot '1:node=1': controller 1 is given twice" in done.stderr
     done = cli_here("nvmelab", str(REPO / "notebooks/02_single_core_tuning_ladder.ipynb"), "-p", "runtime", "1")
     assert done.returncode == 1 and "has no parameter(s) runtime" in done.stderr and "runtime_s" in done.stderr
     assert not booted

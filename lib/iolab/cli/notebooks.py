@@ -163,6 +163,7 @@ def cmd_nvmelab(args, _extra) -> int:
         memory_mb=args.memory_mb,
         poll_queues=args.poll_queues,
         timeout_s=args.timeout,
+        slots=nvmelab.slots_from(args.slot, args.controllers),
     )
     what = args.what
     if not what:
@@ -182,9 +183,10 @@ def cmd_nvmelab(args, _extra) -> int:
         except nvmelab.CommandNotFound as exc:  # a shell's status for it, 127, not 1
             print(f"iolab nvmelab: {one_line(str(exc).removeprefix('nvmelab: '))}", file=sys.stderr)
             return exc.returncode
+    placed = "".join(f"; controller {i} behind {slot.describe()}" for i, slot in enumerate(spec.slots) if slot)
     print(
         f"iolab nvmelab: booting a QEMU {nvmelab.accel().upper()} guest with {spec.controllers} emulated NVMe "
-        f"controller(s) of {spec.namespace_size}: its numbers are an emulator's, never a device's",
+        f"controller(s) of {spec.namespace_size}{placed}: its numbers are an emulator's, never a device's",
         file=sys.stderr,
         flush=True,
     )
@@ -389,6 +391,15 @@ def add_commands(add) -> None:
     )
     p.add_argument(
         "--timeout", type=finite(0.001), default=900, help="seconds before a hung guest is killed (default 900)"
+    )
+    p.add_argument(
+        "--slot",
+        action="append",
+        default=[],
+        metavar="INDEX:KEY=VALUE,...",
+        help="put controller INDEX behind a PCIe root port of its own: speed (GT/s: 2.5, 5, 8, 16), width "
+        "(lanes), node (guest NUMA node 0 or 1, a pxb-pcie host bridge), e.g. --slot 1:speed=2.5,width=1 "
+        "--slot 2:node=1 (iolab preflight in the guest names what each changes)",
     )
     p.add_argument("--force", action="store_true", help=FORCE_HELP + " (papermill_runs/NAME.nvmelab.ipynb, .html)")
     p.set_defaults(func=cmd_nvmelab)

@@ -66,14 +66,21 @@ class RunResult:
 PCIE_FILE = PCIE_JSON
 
 
-def _pcie_state(target: Target) -> dict | None:
-    """The device's PCI path (links, AER counters) for a block device or its passthrough node;
-    None for files, loop devices and devices without a PCI function."""
-    if target.kind not in ("block", "char"):
-        return None
+def _opened_devices(check: Any) -> list[str]:
+    """The block devices fio opens as devices (a passthrough node's namespace too), by kernel
+    name, each once: every device of a multi-device job, not only the target's."""
+    return list(dict.fromkeys(Path(f.device).name for f in check.files if f.device and f.kind in ("block", "char")))
+
+
+def _pcie_state(devices: Sequence[str]) -> dict | None:
+    """The PCI paths (links, AER counters) of ``devices``, merged by PCI address (a port two
+    devices share is read once); None when none has a PCI function (files, loop devices)."""
     from ..machine.preflight_pci import pcie_state
 
-    return pcie_state(target.device)
+    merged: dict = {}
+    for device in devices:
+        merged |= pcie_state(device) or {}
+    return merged or None
 
 
 def _record_setup(
@@ -247,7 +254,8 @@ def measure(
 
         if profiler:
             profiler.start()
-        pcie_before = _pcie_state(target)
+        devices = _opened_devices(check)
+        pcie_before = _pcie_state(devices)
         stat_before, stat_t0 = block_stat(target.device), time.monotonic()
         ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
         try:
@@ -278,7 +286,7 @@ def measure(
                 {"device": target.device, "before": stat_before, "after": stat_after, "interval_s": interval_s},
             )
         if pcie_before is not None:  # AER counters and links of the device's PCI path (iolab.read.checks)
-            folder.write_json(PCIE_FILE, {"device": target.device, "before": pcie_before, "after": _pcie_state(target)})
+            folder.write_json(PCIE_FILE, {"devices": devices, "before": pcie_before, "after": _pcie_state(devices)})
         if profiler:
             stages.advance()
             profiler.collect()

@@ -121,6 +121,35 @@ class Slot(Settings):
         return capped + (" on NUMA node 1 (pxb-pcie)" if self.node else "")
 
 
+def slots_from(texts: Sequence[str], controllers: int) -> tuple[Slot | None, ...]:
+    """``iolab nvmelab --slot`` values, ``INDEX:key=value,...`` (``1:speed=2.5,width=1``,
+    ``2:node=1``; the keys of ``Slot``), as ``LabSpec.slots`` for ``controllers``
+    controllers: None where no slot was given. InputError for a malformed one, an index
+    given twice or past the controllers."""
+    slots: list[Slot | None] = [None] * controllers
+    given: set[int] = set()
+    for text in texts:
+        index, sep, rest = str(text).partition(":")
+        if not sep or not index.strip().isdigit():
+            raise InputError(
+                f"--slot {text!r}: write INDEX:key=value,... (e.g. 1:speed=2.5,width=1 or 2:node=1), "
+                "INDEX a controller from 0"
+            )
+        i = int(index)
+        if i >= controllers or i in given:
+            why = "given twice" if i in given else f"not one of the {controllers} controllers (0-{controllers - 1})"
+            raise InputError(f"--slot {text!r}: controller {i} is {why}")
+        pairs = [part.partition("=") for part in rest.split(",") if part.strip()]
+        if any(not eq for _, eq, _ in pairs):
+            raise InputError(f"--slot {text!r}: each setting is key=value (speed, width, node)")
+        try:
+            slots[i] = Slot(**{k.strip(): v.strip() for k, _, v in pairs})
+        except InputError as exc:
+            raise InputError(f"--slot {text!r}: {str(exc).removeprefix(Slot.WHERE + ': ')}") from None
+        given.add(i)
+    return tuple(slots)
+
+
 class LabSpec(Settings):
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
