@@ -534,12 +534,10 @@ def test_notebook_05_analysis_cells_run_on_a_synthetic_search(existing, monkeypa
     for cell in code[1:]:
         exec(compile(python_of(cell.source), f"05 cell {cell.id}", "exec"), space)
         plt.close("all")
-    assert (
-        REPO / calls[0][1]
-    ).resolve() == REPO / "data/examples/search_small.yaml"  # the preflight's: cwd or the checkout
-    if existing:
-        assert calls[1:] == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]
-    else:  # '': the spec's own folder
+    if existing:  # read back: no preflight, nothing runs
+        assert calls == [("load_spec", str(tmp_path / "search.yaml")), ("load_table", str(tmp_path))]
+    else:  # the preflight's spec, then the study's; '': the spec's own folder
+        assert (REPO / calls[0][1]).resolve() == REPO / "data/examples/search_small.yaml"  # cwd or the checkout
         assert calls[1:] == [calls[0], ("run", tmp_path / "default-search-folder", False, False)]
     assert list(space["axes"]) == list(NB_AXES)
     assert effects.rank_effects(space["eff"]).iloc[0]["axis"] == "iodepth"

@@ -269,6 +269,7 @@ def test_topology_options_become_qemu_devices_and_only_the_labs_ports_take_aer_r
         ("5:node=1", "controller 5 is not one of the 4 controllers"),
         ("1:sped=2", "unknown key 'sped' (did you mean 'speed'?)"),
         ("node=1", "write INDEX:key=value"),
+        ("1:speed=2.5,speed=16", "speed given twice"),
     ):
         with pytest.raises(InputError, match=re.escape(said)):
             nvmelab.slots_from([bad], 4)

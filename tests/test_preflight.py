@@ -26,6 +26,7 @@ import pytest
 from iolab.cli import main
 from iolab.core.errors import InputError
 from iolab.machine import preflight as pf
+from iolab.machine import preflight_check as pf_check
 from iolab.machine.preflight import preflight, text
 from support.cpus import CPU
 from support.paths import REPO
@@ -171,6 +172,14 @@ def test_each_planted_fault_is_found_named_and_cited(tmp_path):
     shown = pf.Verdicts(report)  # the top of a notebook: one line, then what is not ok, failures first
     assert shown.headline().startswith("preflight of CPU 0, nvme0n1, nvme1n1, nvme2n1: not as recommended — ")
     assert "`iolab preflight --cpus 0 --device nvme0n1 --device nvme1n1 --device nvme2n1` for every check" in str(shown)
+    assert {c.name for c in report.checks} <= set(pf_check.CHECK_NAMES)  # the names seed manifests may use
+    gone = pf.of_study(["nvme0n1", "/dev/ng1n1", "nvme9n9"], [0, 12], root=root, interval_s=0)
+    assert gone.devices == ["nvme0n1", "nvme1n1"] and gone.cpus == [0]  # ng1n1: its namespace
+    assert [(c.name, c.verdict) for c in gone.checks if c.name in ("cpus", "device")] == [
+        ("cpus", "unknown"),
+        ("device", "unknown"),
+    ]
+    assert "CPU 12 of the study is not online here" in str(pf.Verdicts(gone))
     order = list(shown.table()["verdict"])
     assert order == sorted(order, key=pf.ORDER.__getitem__) and "ok" not in order
     assert "<code>iolab preflight --cpus 0" in shown._repr_html_() and "..." not in shown._repr_html_()
@@ -213,14 +222,15 @@ def test_each_planted_fault_is_found_named_and_cited(tmp_path):
 
 def test_the_topology_view_names_the_shared_port_as_the_ceiling(tmp_path):
     """Notebook 06's table and picture of the same tree: nvme1 and nvme2 share root port
-    00:03.0, whose 7.88 GB/s link is half their own two; a loop device has no PCI function."""
+    00:03.0, whose 7.88 GB/s link is half their own two; a device the tree lacks is a row
+    that says so; a disk named twice is one row."""
     import matplotlib
 
     matplotlib.use("Agg")
     from iolab.machine.topology import readable, topology
     from iolab.plots.topology import draw
 
-    placed = topology(["nvme0n1", "nvme1n1", "/dev/nvme2n1", "loop9"], root=machine(tmp_path))
+    placed = topology(["nvme0n1", "nvme1n1", "/dev/nvme2n1", "/dev/ng2n1", "loop9"], root=machine(tmp_path))
     got = placed.set_index("device")
     assert got.loc["nvme1n1", "root_port"] == got.loc["nvme2n1", "root_port"] == "0000:00:03.0"
     assert list(got["devices_on_port"]) == [1, 2, 2, 0]

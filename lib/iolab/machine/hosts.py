@@ -305,7 +305,10 @@ def standalone(module: ModuleType) -> str:
         names = [n.strip() for n in match.group(1).split(",")]
         return "\n".join(f"{n} = {getattr(module, n)!r}" for n in names)
 
-    return re.sub(r"^from \.\w+ import ([\w, ]+)$", values, Path(module.__file__).read_text(), flags=re.M)
+    script = re.sub(r"^from \.\w+ import ([\w, ]+)$", values, Path(module.__file__).read_text(), flags=re.M)
+    if left := re.findall(r"^\s*from \.[\w.]* import .*$", script, flags=re.M):  # a form the rule above misses
+        raise AssertionError(f"{module.__name__} cannot run alone: {left[0]!r} is left (one line, names only)")
+    return script
 
 
 def snapshot_on(host: Host, device: str | None = None, cpus: list[int] | None = None) -> dict[str, Any]:

@@ -329,20 +329,38 @@ def as_json(report: Report) -> str:
 ORDER = {"fail": 0, "warn": 1, "unknown": 2, "ok": 3}
 
 
-def of_target(target: Any, cpus: Sequence[int], interval_s: float = 0.3) -> Report:
-    """The preflight of a study: the disk under ``target`` (an ``iolab.machine.target.Target``:
-    its block device, or the disk holding its scratch file) measured from ``cpus``."""
-    device = getattr(target, "device", None)
-    try:
-        return preflight([device] if device else [], cpus, interval_s=interval_s)
-    except InputError:  # a device preflight cannot place (a character device): the CPU and tools
-        return preflight([], cpus, interval_s=interval_s)
+def of_study(devices: Iterable[Any], cpus: Sequence[int] | None, interval_s: float = 0.3, root: str = "/") -> Report:
+    """The preflight of a study: ``devices`` (Targets: the disk under each, its block device or
+    the disk holding its file; or device names and paths; a passthrough node ngXnY is its
+    namespace) measured from ``cpus`` (those online here; None or none online: every CPU).
+    What cannot be checked is a check of its own, ``unknown`` with why, never left out."""
+    tree = Tree(root)
+    names, missing = [], []
+    for d in devices:
+        name = getattr(d, "device", d)
+        if not name:  # a file on a file system without a disk (tmpfs): no device to check
+            continue
+        try:
+            names.append(disk_name(tree, str(name)))
+        except InputError:
+            missing.append(str(name))
+    online = tree.online()
+    offline = sorted(set(cpus or []) - set(online))
+    chosen = sorted(set(cpus or []) & set(online)) or None
+    report = preflight(names, chosen, root=root, interval_s=interval_s)
+    if offline:
+        said = f"CPU {_ranges(offline)} of the study is not online here: not checked"
+        report.checks.insert(0, Check("cpu", "cpus", "unknown", said))
+    for m in missing:
+        said = f"{m}: no block device of that name here (gone, or not a disk): not checked"
+        report.checks.append(Check(f"device {m}", "device", "unknown", said))
+    return report
 
 
 def command(report: Report) -> str:
     """The ``iolab preflight`` command that repeats ``report`` from a shell."""
-    devices = "".join(f" --device {d}" for d in report.devices)
-    return f"iolab preflight --cpus {_ranges(report.cpus)}{devices}"
+    cpus = f" --cpus {_ranges(report.cpus)}" if report.cpus_given else ""
+    return "iolab preflight" + cpus + "".join(f" --device {d}" for d in report.devices)
 
 
 def headline(report: Report) -> str:
@@ -353,7 +371,9 @@ def headline(report: Report) -> str:
         names = [c.name for c in report.checks if c.verdict == verdict]
         if names:
             named.append(f"{len(names)} {verdict}" + (f" ({', '.join(names)})" if verdict != "ok" else ""))
-    where = f"CPU {_ranges(report.cpus)}" + (f", {', '.join(report.devices)}" if report.devices else "")
+    where = (f"CPU {_ranges(report.cpus)}" if report.cpus_given else "every CPU") + "".join(
+        f", {d}" for d in report.devices
+    )
     state = "ready" if report.ready else "not as recommended"
     tunable = sum(1 for c in report.checks if c.tune and c.verdict in ("warn", "fail"))
     tune = f"; `{command(report)} --tune` sets {tunable} of them" if tunable else ""
@@ -415,8 +435,7 @@ class Verdicts:
             return head + ("" if rows.empty else table_html(rows) or "")
 
 
-def verdicts(target: Any, cpus: Sequence[int] | None, interval_s: float = 0.3) -> Verdicts:
-    """``of_target`` for the top of a notebook (``cpus`` None: every online CPU)."""
-    if cpus is None:
-        return Verdicts(preflight([], None, interval_s=interval_s))
-    return Verdicts(of_target(target, cpus, interval_s))
+def verdicts(target: Any, cpus: Sequence[int] | None, also: Iterable[Any] = (), interval_s: float = 0.3) -> Verdicts:
+    """``of_study`` of ``target`` and the devices ``also`` (a multi-device study's), for the top
+    of a notebook (``cpus`` None: every online CPU)."""
+    return Verdicts(of_study([target, *also], cpus, interval_s))

@@ -50,7 +50,7 @@ SOURCES = {
     "perf": "seed 001 profiled with perf; cycles/IO needs hardware counters (iolab.machine.perf)",
 }
 
-CHECK_NAMES = (*SOURCES, "io_uring", "shared_port", "shared_complex")  # every check preflight makes, by name
+CHECK_NAMES = (*SOURCES, "io_uring", "shared_port", "shared_complex", "cpus", "device")  # every check, by name
 
 
 @dataclass

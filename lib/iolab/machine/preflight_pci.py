@@ -34,8 +34,11 @@ AER_FILES = {"correctable": "aer_dev_correctable", "nonfatal": "aer_dev_nonfatal
 
 def disk_name(tree: Tree, device: str) -> str:
     """The kernel name under /sys/block of ``device`` ('/dev/nvme0n1', 'nvme0n1'; a
-    partition gives its disk). InputError when there is none."""
+    partition gives its disk, a passthrough node /dev/ngXnY its namespace). InputError when
+    there is none."""
     name = str(device).strip().removeprefix("/dev/")
+    if m := re.fullmatch(r"ng(\d+)n(\d+)", name):  # NVMe's passthrough node: its namespace's checks
+        name = f"nvme{m.group(1)}n{m.group(2)}"
     if name and "/" not in name and tree.path(f"sys/block/{name}").exists():
         return name
     part = tree.path(f"sys/class/block/{name}")

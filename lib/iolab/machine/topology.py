@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -37,21 +38,34 @@ COLUMNS = {
 }
 
 
-def topology(devices: Sequence[str], root: str | os.PathLike = "/") -> pd.DataFrame:
-    """One row per device (kernel names or /dev paths; a device /sys does not know is a row
-    that says so): ``pci_function`` ("" for a virtual device: loop, zram), ``root_port``
+def topology(devices: Sequence[Any], root: str | os.PathLike = "/") -> pd.DataFrame:
+    """One row per device (kernel names, /dev paths or Targets, each disk once; a passthrough
+    node is its namespace; a device /sys does not know is a row that says so): ``pci_function`` ("" for a virtual device: loop, zram), ``root_port``
     ("" on the root bus), ``root_complex``, ``numa_node`` (-1: the firmware named none),
     ``link`` ("16 GT/s x4"), ``link_gb_s``, ``devices_on_port`` (this study's devices under the
     same root port), ``port_gb_s`` (that port's link) and ``port_over_links`` (the port's
     link ÷ the sum of their links: below 1, the port is the ceiling)."""
     tree = Tree(root)
-    rows = []
-    for device in devices:
+    rows, seen = [], set()
+    for given in devices:
+        device = getattr(given, "device", given)  # a Target: the disk under it
+        if not device:
+            rows.append(
+                {
+                    "device": str(getattr(given, "path", given)),
+                    "pci_function": "",
+                    "note": "a file on a file system without a disk (tmpfs)",
+                }
+            )
+            continue
         try:
             name = disk_name(tree, device)
         except InputError:
             rows.append({"device": str(device), "pci_function": "", "note": "no such block device here"})
             continue
+        if name in seen:  # a partition and its disk, or a path and its name: one device
+            continue
+        seen.add(name)
         pci = pci_of(tree, name)
         if pci is None:
             rows.append({"device": name, "pci_function": "", "note": "a virtual device: loop, zram, ..."})

@@ -142,6 +142,9 @@ def slots_from(texts: Sequence[str], controllers: int) -> tuple[Slot | None, ...
         pairs = [part.partition("=") for part in rest.split(",") if part.strip()]
         if any(not eq for _, eq, _ in pairs):
             raise InputError(f"--slot {text!r}: each setting is key=value (speed, width, node)")
+        keys = [k.strip() for k, _, _ in pairs]
+        if twice := sorted({k for k in keys if keys.count(k) > 1}):
+            raise InputError(f"--slot {text!r}: {', '.join(twice)} given twice: give each once")
         try:
             slots[i] = Slot(**{k.strip(): v.strip() for k, _, v in pairs})
         except InputError as exc:

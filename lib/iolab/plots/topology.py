@@ -72,7 +72,7 @@ def draw(table: pd.DataFrame, ax=None):
             ys = under["device"].map(y_of)
             py = ys.mean()
             first = under.iloc[0]
-            shared = len(under) > 1
+            shared = bool(port) and len(under) > 1  # devices on the root bus share no port
             short = shared and pd.notna(first["port_over_links"]) and first["port_over_links"] < 1
             words = port or "on the root bus"
             if shared:

@@ -23,8 +23,8 @@ adds these to the run's others), judged per (job, direction) row of the report:
   run's ``cpus``; none: every CPU was sampled). An SQ poll thread without its CPU named is
   placed by the kernel: not proven counted.
 
-Besides the report, ``pcie_path`` judges the run's ``pcie.json`` (the device's PCI path before
-and after it): ``pcie_aer``, an AER counter that rose during the run (seed 000 moved its drive
+Besides the report, ``pcie_path`` judges the run's ``pcie.json`` (the PCI paths of the devices
+it opened, before and after it): ``pcie_aer``, an AER counter that rose during the run (seed 000 moved its drive
 for correctable errors in the kernel log), and ``pcie_link``, a link that retrained.
 
 Options come from fio's report (``global options`` and each job's ``job options``, as given)
@@ -380,8 +380,8 @@ def _link(speed: Any, width: Any) -> str:
 
 
 def pcie_path(pcie: Mapping[str, Any] | None) -> list[Any]:
-    """AER counters and links of the PCI functions from the target's device to its root port,
-    before and after the run (``pcie.json``: ``iolab.machine.preflight_pci.pcie_state`` twice):
+    """AER counters and links of the PCI functions from each device the run opened to its root
+    port, before and after the run (``pcie.json``: ``iolab.machine.preflight_pci.pcie_state`` twice):
     ``pcie_aer`` fails when a counter rose, ``pcie_link`` when a link trained to another speed
     or width during the run. [] for a target without a PCI path (a file, a loop device)."""
     if not pcie or not pcie.get("before") or not pcie.get("after"):

@@ -15,8 +15,8 @@ A run folder (raw files are never edited after the run)::
                           perf.data, perf.folded beside it)
         blockstat.json    /sys/block/<dev>/stat before and after, and the seconds between (interval_s),
                           when the target has a device
-        pcie.json         the links and AER counters of the device's PCI path before and after
-                          (iolab.machine.preflight_pci.pcie_state), when it has one
+        pcie.json         the links and AER counters of the PCI paths of the devices fio opens, before
+                          and after (iolab.machine.preflight_pci.pcie_state), when they have one
         system.json       the machine snapshot (iolab.core.system.snapshot)
 
 The file names are spelled in ``iolab.core.runfiles``; ``iolab.read.run.RunFolder`` reads one

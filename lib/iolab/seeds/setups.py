@@ -142,15 +142,10 @@ def check_by_check(seed: Seed, snap: Mapping[str, Any], report: preflight.Report
     names): each check the write-up names (``setup: checks:`` of its manifest) with the
     verdict here, then each check not ok here that it does not name. ``report``: this
     machine's preflight (None: taken now, for the CPUs and device the seed's runs used)."""
-    if report is None:
-        report = preflight.of_target(_DeviceOnly(snap.get("device")), snap.get("cpus_in_use") or [0])
-    theirs = seed.setup.get("checks") or {}
     device = snap.get("device")
-    gone = (
-        f"not checked: {device}, the runs' device, is not here now"
-        if device and device not in report.devices
-        else "not checked: no device of this kind here"
-    )
+    if report is None:
+        report = preflight.of_study([device], snap.get("cpus_in_use"))
+    theirs = seed.setup.get("checks") or {}
     here: dict[str, list[preflight.Check]] = {}
     for c in report.checks:
         here.setdefault(c.name, []).append(c)
@@ -162,18 +157,20 @@ def check_by_check(seed: Seed, snap: Mapping[str, Any], report: preflight.Report
                 "check": name,
                 "theirs": theirs.get(name, "not said in the write-up"),
                 "verdict": _worst(found) if found else "not checked",
-                "here": "; ".join(c.seen for c in found) or gone,
+                "here": "; ".join(c.seen for c in found) or _unchecked(name, device, report),
             }
         )
     return rows
 
 
+def _unchecked(name: str, device: str | None, report: preflight.Report) -> str:
+    """Why this machine's preflight has no ``name`` check."""
+    if name in ("shared_port", "shared_complex"):
+        return f"not checked: it needs two devices or more, and the runs used {len(report.devices) or 'none'}"
+    if device and not report.devices:
+        return f"not checked: {device}, the runs' device, is not here now"
+    return f"not checked: {', '.join(report.devices) or 'the runs’ file'} has nothing of the kind (not NVMe, no PCIe)"
+
+
 def _worst(checks: Sequence[preflight.Check]) -> str:
     return min((c.verdict for c in checks), key=preflight.ORDER.__getitem__, default="ok")
-
-
-class _DeviceOnly:
-    """What ``preflight.of_target`` reads of a target: its device."""
-
-    def __init__(self, device: str | None):
-        self.device = device

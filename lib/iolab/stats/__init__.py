@@ -3,3 +3,4 @@
 from ..core.submodules import on_demand
 
 __getattr__, __dir__ = on_demand(__name__, __path__)
+del on_demand

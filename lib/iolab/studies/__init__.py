@@ -3,7 +3,8 @@ one checks all its settings before the first run, resumes into the same ``runs_d
 returns only its own runs, changes knobs only through ``iolab.machine.knobs`` and takes the
 measurement options (``allow_destructive``, ``profile``, ``timeout_s``, ...) that it gives
 to ``iolab.measure.runner.measure``; given no ``runs_dir`` each makes a new folder of its own
-under data/runs. Every module here is an attribute of the package (``studies.climb``).
+under data/runs. Its modules are the package's attributes (``studies.climb``), but for
+``per_core`` and ``precondition``, which name the study functions above.
 
     qd_sweep            (qd.py)           seed 000: IOPS, latency and cycles/IO vs queue depth on one CPU
     knee_search         (qd.py)           the same knee with about half the runs (iolab.stats.knee_planner)
@@ -37,3 +38,4 @@ __all__ = [
 from ..core.submodules import on_demand
 
 __getattr__, __dir__ = on_demand(__name__, __path__)
+del on_demand

@@ -139,6 +139,7 @@ def many_devices(
     fio stopped scaling). Without ``targets``, ``n`` tmpfs-backed loop devices are made and
     detached afterwards. Device i runs on ``cpus[i % len(cpus)]``. Runs at the same time,
     so not a sweep: no resume; the table holds these runs only."""
+    runs_dir = runs_dir or new_sweep_dir("many-devices")  # once: every device's run in one folder
     with contextlib.ExitStack() as stack:
         devs = list(targets) if targets else [stack.enter_context(loop_device(size)) for _ in range(n)]
         with ThreadPoolExecutor(max_workers=len(devs)) as pool:
@@ -148,7 +149,7 @@ def many_devices(
                     job,
                     d,
                     cpus=[cpus[i % len(cpus)]],
-                    runs_dir=runs_dir or new_sweep_dir("many-devices"),
+                    runs_dir=runs_dir,
                     swept={"device": d.device or str(d.path), "devices": len(devs)},
                     label=f"dev{i}",
                     how=how,

@@ -79,9 +79,14 @@ def spec_of(spec: str | os.PathLike) -> Spec:
     return load_spec(path if path.is_absolute() or path.exists() else REPO / path)
 
 
-def preflight_of(spec: str | os.PathLike, interval_s: float = 0.3) -> preflight.Verdicts:
-    """The preflight of a search: its CPUs and the block devices it names (a scratch file's
-    or a loop device's disk is made when the search runs: not checked here)."""
+def preflight_of(
+    spec: str | os.PathLike, runs_dir: str | os.PathLike | None = None, *, resume: bool = False, interval_s: float = 0.3
+) -> preflight.Verdicts | str:
+    """The preflight of the search ``search_study`` will run: its spec's CPUs and the block
+    devices it names (a scratch file's or a loop device's disk is made when it runs). A runs
+    folder read back runs nothing: then a line that says so."""
+    if runs_dir and (Path(runs_dir) / "search.yaml").exists() and not resume:
+        return f"{runs_dir} holds a search: it is read back and nothing runs, so there is no preflight to take"
     found = spec_of(spec)
     devices = [str(t) for t in found.target if str(t).startswith("/dev/")]
-    return preflight.Verdicts(preflight.preflight(devices, found.cpus, interval_s=interval_s))
+    return preflight.Verdicts(preflight.of_study(devices, found.cpus, interval_s))
