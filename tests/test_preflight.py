@@ -394,9 +394,10 @@ def test_tune_then_reset_puts_every_value_back(deadline_scheduler, own_ledger, e
 def test_aer_counters_and_links_around_a_run_flag_what_moved(tmp_path):
     """``pcie_state`` before and after a run on the planted tree (nvme2n1: endpoint 05:00.0,
     switch ports 03:01.0 and 02:00.0, root port 00:03.0), and the plausibility flags."""
+    from types import SimpleNamespace
+
     from iolab.machine.preflight_pci import pcie_state
-    from iolab.machine.target import Target
-    from iolab.measure.runner import _pcie_state
+    from iolab.measure.runner import _opened_devices, _pcie_state
     from iolab.read.plausible import pcie_path
 
     root = machine(tmp_path)
@@ -424,5 +425,13 @@ def test_aer_counters_and_links_around_a_run_flag_what_moved(tmp_path):
     assert moved[1].words.startswith("the link of 0000:05:00.0 went from 16 GT/s x4 to 8 GT/s x4 during the run")
     # nothing for a device without a PCI path, a file or a loop device: no file, no check
     assert pcie_state("loop0", root=root) is None and pcie_path(None) == []
-    assert _pcie_state(Target("file", tmp_path / "f", device="nvme2n1")) is None
-    assert _pcie_state(Target("loop", Path("/dev/loop0"), device="loop0")) is None
+    assert _pcie_state([]) is None and _pcie_state(["loop0"]) is None
+    opened = SimpleNamespace(
+        files=[
+            SimpleNamespace(kind="file", device="/dev/nvme2n1"),  # a file on the disk: not the disk's run
+            SimpleNamespace(kind="char", device="/dev/nvme1n1"),  # /dev/ng1n1: its namespace
+            SimpleNamespace(kind="block", device="/dev/nvme2n1"),
+            SimpleNamespace(kind="block", device="/dev/nvme2n1"),
+        ]
+    )
+    assert _opened_devices(opened) == ["nvme1n1", "nvme2n1"]

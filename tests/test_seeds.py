@@ -71,7 +71,10 @@ def test_a_bad_manifest_says_what_to_fix(tmp_path):
     with pytest.raises(InputError, match=r"per_core', iops: 03_io_uring_per_core.ipynb records no result 'IOPS at QD"):
         seeds.load_seeds(folder=tmp_path)
     (tmp_path / "seed-002.yaml").write_text(good.replace("    poll: ", "    polling: "))  # preflight's names only
-    with pytest.raises(InputError, match=r"setup: checks: polling is no check of iolab preflight: use governor, "):
+    with pytest.raises(
+        InputError,
+        match=r"setup: checks: polling is no check of iolab preflight \(did you mean .poll.\?\): use governor, ",
+    ):
         seeds.load_seeds(folder=tmp_path)
     (tmp_path / "seed-002.yaml").write_text(good.replace("03_io_uring_per_core.ipynb", "09_none.ipynb"))
     with pytest.raises(InputError, match=r"experiments\[0\]\.notebook: no notebook 09_none.ipynb in "):

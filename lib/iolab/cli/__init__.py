@@ -120,15 +120,17 @@ def main(argv: list[str] | None = None) -> int:
         ctrl_c = type(exc.__cause__) is KeyboardInterrupt  # a run stopped by Ctrl-C (RunInterrupted)
         return 130 if ctrl_c else 1
     except signals.Terminated as exc:
-        print(
-            f"iolab {args.command}: {exc}; what was running was stopped and its run marked interrupted", file=sys.stderr
-        )
+        print(f"iolab {args.command}: {exc}; {_after_a_stop(args.command)}", file=sys.stderr)
         return 128 + exc.signum
     except KeyboardInterrupt:
         if args.debug:
             __import__("traceback").print_exc()
-        print(
-            f"iolab {args.command}: interrupted (Ctrl-C); a run that had started is kept, marked interrupted",
-            file=sys.stderr,
-        )
+        print(f"iolab {args.command}: interrupted (Ctrl-C); {_after_a_stop(args.command)}", file=sys.stderr)
         return 130
+
+
+def _after_a_stop(command: str) -> str:
+    """What a stopped command leaves: preflight makes no run, and what --tune set is put back."""
+    if command in ("preflight", "reset"):
+        return "no run was made; a setting --tune had changed is put back"
+    return "what was running was stopped; a run that had started is kept, marked interrupted"

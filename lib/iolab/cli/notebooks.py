@@ -161,7 +161,7 @@ def cmd_nvmelab(args, _extra) -> int:
         namespace_size=args.namespace_size,
         cpus=args.vcpus,
         memory_mb=args.memory_mb,
-        poll_queues=args.poll_queues,
+        poll_queues=min(2, args.vcpus) if args.poll_queues is None else args.poll_queues,
         timeout_s=args.timeout,
         slots=nvmelab.slots_from(args.slot, args.controllers),
     )
@@ -387,7 +387,10 @@ def add_commands(add) -> None:
     p.add_argument("--vcpus", type=whole(1, 8), default=2, help="guest CPUs (default 2)")
     p.add_argument("--memory-mb", type=whole(512, 1 << 20), default=2048, help="guest memory in MiB (default 2048)")
     p.add_argument(
-        "--poll-queues", type=whole(0, 64), default=2, help="nvme.poll_queues: queues for polled IO (default 2)"
+        "--poll-queues",
+        type=whole(0, 64),
+        default=None,
+        help="nvme.poll_queues: queues for polled IO (default 2, or 1 with one vCPU)",
     )
     p.add_argument(
         "--timeout", type=finite(0.001), default=900, help="seconds before a hung guest is killed (default 900)"
@@ -397,9 +400,10 @@ def add_commands(add) -> None:
         action="append",
         default=[],
         metavar="INDEX:KEY=VALUE,...",
-        help="put controller INDEX behind a PCIe root port of its own: speed (GT/s: 2.5, 5, 8, 16), width "
-        "(lanes), node (guest NUMA node 0 or 1, a pxb-pcie host bridge), e.g. --slot 1:speed=2.5,width=1 "
-        "--slot 2:node=1 (iolab preflight in the guest names what each changes)",
+        help="put controller INDEX behind a PCIe root port of its own: the port's link speed (GT/s: 2.5, 5, 8, "
+        "16) and width (lanes), node (guest NUMA node 0 or 1, a pxb-pcie host bridge), e.g. --slot "
+        "1:speed=2.5,width=1 --slot 2:node=1; QEMU's NVMe endpoint itself trains at 2.5 GT/s x1, so a port "
+        "shows its cap in sysfs, not a slower device (iolab preflight in the guest names what each changes)",
     )
     p.add_argument("--force", action="store_true", help=FORCE_HELP + " (papermill_runs/NAME.nvmelab.ipynb, .html)")
     p.set_defaults(func=cmd_nvmelab)

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
-from ..core.system import read_text, tool_version
+from ..core.system import parse_cpu_list, read_text, tool_version
 from ..core.validate import _fmt_cpus as _ranges  # [0, 1, 2, 5] -> '0-2,5'
 from .preflight_check import VERDICTS, Check, Tree
 from .preflight_pci import device_checks, disk_name, topology_checks
@@ -335,6 +335,10 @@ def of_study(devices: Iterable[Any], cpus: Sequence[int] | None, interval_s: flo
     namespace) measured from ``cpus`` (those online here; None or none online: every CPU).
     What cannot be checked is a check of its own, ``unknown`` with why, never left out."""
     tree = Tree(root)
+    if isinstance(cpus, (str, int)):  # "0-3" or 2, as --cpus takes them
+        cpus = parse_cpu_list(str(cpus))
+    if isinstance(devices, (str, os.PathLike)) or hasattr(devices, "device"):
+        devices = [devices]
     names, missing = [], []
     for d in devices:
         name = getattr(d, "device", d)

@@ -46,6 +46,8 @@ def topology(devices: Sequence[Any], root: str | os.PathLike = "/") -> pd.DataFr
     same root port), ``port_gb_s`` (that port's link) and ``port_over_links`` (the port's
     link ÷ the sum of their links: below 1, the port is the ceiling)."""
     tree = Tree(root)
+    if isinstance(devices, (str, os.PathLike)) or hasattr(devices, "device"):  # one device
+        devices = [devices]
     rows, seen = [], set()
     for given in devices:
         device = getattr(given, "device", given)  # a Target: the disk under it

@@ -180,12 +180,12 @@ class LabSpec(Settings):
         if self.poll_queues > self.cpus:  # the nvme module refuses it ("insmod: Invalid argument")
             raise InputError(
                 f"poll_queues={self.poll_queues} is more than the guest's {self.cpus} vCPU(s), "
-                "which Linux's nvme driver refuses: give as many vCPUs, or fewer poll queues"
+                "which Linux's nvme driver refuses: give as many vCPUs (--vcpus), or fewer poll queues (--poll-queues)"
             )
         if len(self.slots) > self.controllers:
             raise InputError(f"slots: give at most one Slot (or None) per controller ({self.controllers})")
         if self.numa_nodes > 1 and self.cpus < 2:
-            raise InputError("a slot on NUMA node 1 needs a vCPU on each node: give cpus=2 or more")
+            raise InputError("a slot on NUMA node 1 needs a vCPU on each node: give cpus=2 or more (--vcpus 2)")
         return self
 
     @property

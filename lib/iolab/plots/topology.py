@@ -87,8 +87,19 @@ def draw(table: pd.DataFrame, ax=None):
                 leaf = _box(ax, 0.6, dev_y, f"{d['device']}: {link}, node {node if node is not None else '—'}", color)
                 links.append((mid, leaf))
     if len(apart):
-        listed = ", ".join(f"{d} ({n})" if n else d for d, n in zip(apart["device"], apart["note"].fillna("")))
-        ax.text(0.0, rows - 1, f"no PCI function: {listed}", fontsize=8, color=GREY, va="center")
+        absent = apart["note"].fillna("") == "no such block device here"
+        lines = [
+            f"{words}: "
+            + ", ".join(
+                f"{d} ({n})" if n and not missing else d for d, n in zip(part["device"], part["note"].fillna(""))
+            )
+            for words, part, missing in (
+                ("no PCI function", apart[~absent], False),
+                ("not found here", apart[absent], True),
+            )
+            if len(part)
+        ]
+        ax.text(0.0, rows - 1, "; ".join(lines), fontsize=8, color=GREY, va="center")
     _join(ax, links)
     ax.set_title("Where the devices sit: root complexes, root ports, links and NUMA nodes", fontsize=10)
     source_note(ax, "/sys/bus/pci (the tree lspci -tv draws); link rates after line coding", below_pt=4)

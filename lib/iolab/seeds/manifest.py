@@ -29,6 +29,7 @@ block device); with devices, the single-device experiments use the first and the
 from __future__ import annotations
 
 import datetime
+import difflib
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
@@ -101,8 +102,10 @@ class SetupEntry(BaseModel):
     def _preflight_names(cls, checks: dict[str, str] | None) -> dict[str, str] | None:
         unknown = sorted(set(checks or {}) - set(CHECK_NAMES))
         if unknown:
+            near = difflib.get_close_matches(unknown[0], CHECK_NAMES, n=1)
+            mean = f" (did you mean {near[0]!r}?)" if near else ""
             raise InputError(
-                f"setup: checks: {', '.join(unknown)} is no check of iolab preflight: use {', '.join(CHECK_NAMES)}"
+                f"setup: checks: {', '.join(unknown)} is no check of iolab preflight{mean}: use {', '.join(CHECK_NAMES)}"
             )
         return checks
 
