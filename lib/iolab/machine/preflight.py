@@ -8,7 +8,7 @@ what to do — pyperf's ``system show`` for storage.
 
 Verdicts: ``ok``, ``warn`` (may distort the numbers), ``fail`` (will, or a study step cannot
 run), ``unknown`` (cannot be read here; ``seen`` says why). Sections: ``cpu`` (here),
-``device DEV`` and ``topology`` (``iolab.machine.preflight_pci``), ``tools`` (the live machine's
+``device DEV`` (``iolab.machine.preflight_pci``), ``topology`` (``iolab.machine.topology``), ``tools`` (the live machine's
 fio and perf, whatever ``root`` is). Every file is read under ``root`` (``/`` by default), so a
 test points it at a tree written from the kernel's ABI documentation.
 
@@ -33,7 +33,8 @@ from ..core.errors import InputError
 from ..core.system import parse_cpu_list, read_text, tool_version
 from ..core.validate import _fmt_cpus as _ranges  # [0, 1, 2, 5] -> '0-2,5'
 from .preflight_check import VERDICTS, Check, Tree
-from .preflight_pci import device_checks, disk_name, topology_checks
+from .preflight_pci import device_checks, disk_name
+from .topology import topology_checks
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -4,7 +4,6 @@ link it trained at, its AER counters and the root port and root complex it sits 
 (``iolab.machine.preflight`` puts them together; every file read under a ``Tree``).
 
     device_checks(Tree("/"), "nvme0n1", cpus=[2], given=True)   # -> [Check, ...], section 'device nvme0n1'
-    topology_checks(Tree("/"), ["nvme0n1", "nvme1n1"])         # shared root ports and root complexes
 
 Files (Documentation/ABI/stable/sysfs-block; Documentation/ABI/testing/sysfs-bus-pci:
 current_link_speed, current_link_width, max_link_speed, max_link_width, numa_node,
@@ -24,7 +23,7 @@ from ..core.errors import InputError, printable
 from ..core.system import parse_cpu_list, read_text, selected
 from ..core.validate import _fmt_cpus as _ranges  # [0, 1, 2, 5] -> '0-2,5'
 from ..read.checks import link_capacity_bytes_s
-from .preflight_check import SOURCES, Check, Tree
+from .preflight_check import Check, Tree
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 HOST_BRIDGE = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
@@ -390,55 +389,3 @@ def link_rate(function: Path) -> float | None:
             "link_width": read_text(function / "current_link_width"),
         }
     )
-
-
-def topology_checks(tree: Tree, names: Sequence[str]) -> list[Check]:
-    """Devices that share a root port (one link for all) or a root complex (seed 001's
-    bottleneck); only with two devices or more."""
-    if len(names) < 2:
-        return []
-    pcis = {n: pci_of(tree, n) for n in names}
-    out = [Check("topology", "shared_port", "unknown", f"{n}: no PCI function") for n, p in pcis.items() if p is None]
-    by_port: dict[str, list[str]] = {}
-    by_complex: dict[str, list[str]] = {}
-    for n, p in pcis.items():
-        if p is not None:
-            by_complex.setdefault(p.complex, []).append(n)
-            if p.root_port:
-                by_port.setdefault(p.root_port, []).append(n)
-    for port, devs in by_port.items():
-        if len(devs) < 2:
-            continue
-        port_path = next(p for p in pcis.values() if p and p.root_port == port).chain[-1]
-        cap = link_rate(port_path)
-        alone = sum(link_rate(pcis[d].endpoint) or 0.0 for d in devs)
-        ceiling = (
-            f"its link {cap / 1e9:.2f} GB/s for all, {alone / 1e9:.2f} GB/s their own links"
-            if cap
-            else "its link unknown"
-        )
-        out.append(
-            Check(
-                "topology",
-                "shared_port",
-                "warn" if not cap or cap < alone else "ok",
-                f"{', '.join(devs)} share root port {port}: {ceiling}",
-                costs=SOURCES["root_port"],
-                do="put them under different root ports, or count the port as the ceiling",
-            )
-        )
-    for cplx, devs in by_complex.items():
-        if len(devs) >= 2:
-            out.append(
-                Check(
-                    "topology",
-                    "shared_complex",
-                    "warn",
-                    f"{', '.join(devs)} share root complex {cplx} (lspci -tv draws it)",
-                    costs=SOURCES["root_port"],
-                    do="measure each alone and all together; move cards to other root complexes if the sum falls short",
-                )
-            )
-    if len(out) == 0:
-        out.append(Check("topology", "shared_port", "ok", "every device under its own root port and root complex"))
-    return out

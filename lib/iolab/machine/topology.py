@@ -5,6 +5,7 @@ links — the seed's "two quad-SSD cards under one root complex capped 10 SSDs a
 
     table = topology(["nvme0n1", "nvme1n1"])      # one row per device, from /sys
     readable(table)                               # the same in words, for a notebook
+    topology_checks(Tree("/"), ["nvme0n1", "nvme1n1"])   # preflight's verdicts on it
 
 Link rates are PCIe's data rates after line coding (``iolab.read.checks.link_capacity_bytes_s``:
 GT/s x lanes x 128/130 from Gen3 on, 8/10 before, / 8), in GB/s (10^9 bytes/s). Every file is read
@@ -21,7 +22,7 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.system import read_text
-from .preflight_check import Tree
+from .preflight_check import SOURCES, Check, Tree
 from .preflight_pci import disk_name, link_gts, link_lanes, link_rate, pci_of
 
 COLUMNS = {
@@ -110,4 +111,47 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
     ]
     if table["note"].fillna("").any():
         out["note"] = table["note"].fillna("").replace("", "—")
+    return out
+
+
+def topology_checks(tree: Tree, names: Sequence[str]) -> list[Check]:
+    """Preflight's verdicts on ``topology``: devices that share a root port (one link for
+    all: its link against the sum of theirs) or a root complex (seed 001's bottleneck); only
+    with two devices or more (``names``: kernel names ``disk_name`` found)."""
+    if len(names) < 2:
+        return []
+    table = topology(names, root=tree.root)
+    bare = table["pci_function"].fillna("") == ""
+    out = [Check("topology", "shared_port", "unknown", f"{n}: no PCI function") for n in table.loc[bare, "device"]]
+    placed = table[~bare]
+    for port, devs in placed[placed["root_port"] != ""].groupby("root_port", sort=False):
+        if len(devs) < 2:
+            continue
+        cap, alone = devs["port_gb_s"].iloc[0], devs["link_gb_s"].fillna(0.0).sum()
+        known = bool(cap > 0)  # NaN: the port's link is not in sysfs
+        ceiling = f"its link {cap:.2f} GB/s for all, {alone:.2f} GB/s their own links" if known else "its link unknown"
+        out.append(
+            Check(
+                "topology",
+                "shared_port",
+                "warn" if not known or cap < alone else "ok",
+                f"{', '.join(devs['device'])} share root port {port}: {ceiling}",
+                costs=SOURCES["root_port"],
+                do="put them under different root ports, or count the port as the ceiling",
+            )
+        )
+    for cplx, devs in placed.groupby("root_complex", sort=False):
+        if len(devs) >= 2:
+            out.append(
+                Check(
+                    "topology",
+                    "shared_complex",
+                    "warn",
+                    f"{', '.join(devs['device'])} share root complex {cplx} (lspci -tv draws it)",
+                    costs=SOURCES["root_port"],
+                    do="measure each alone and all together; move cards to other root complexes if the sum falls short",
+                )
+            )
+    if len(out) == 0:
+        out.append(Check("topology", "shared_port", "ok", "every device under its own root port and root complex"))
     return out

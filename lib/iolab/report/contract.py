@@ -133,10 +133,10 @@ def _search_cost(params: Mapping[str, Any]) -> tuple[int, float]:
     """(runs, seconds) of notebook 05's search spec on this machine: its legal cells once the
     machine settings it cannot vary are left out, times its repeats; each run as ``iolab
     search --dry-run`` counts it (``iolab.measure.search.run_seconds``)."""
-    from ..measure import search, search_spec
+    from ..measure import search
+    from ..studies.search import spec_of  # the path as notebook 05 reads it: here, else the checkout
 
-    spec_path = Path(params["spec"])
-    spec = search_spec.load_spec(spec_path if spec_path.is_absolute() or spec_path.exists() else paths.REPO / spec_path)
+    spec = spec_of(params["spec"])
     try:
         kept = search.runnable_cells(spec, [None])[0]  # the CPU knobs do not look at a target
     except (AttributeError, TypeError, OSError):  # a device knob needs a target: every cell (an upper bound)

@@ -43,6 +43,26 @@ class Step:
     why: str
 
 
+@dataclass(frozen=True)
+class Budget:
+    """A search's runs so far (``samples``: the runs at each depth) against the ``runs`` it may
+    make: how many are ``left``, how many a depth ``have``s, a stage that ``take``s at most
+    what is left."""
+
+    samples: Mapping[float, Sequence]
+    runs: int
+
+    @property
+    def left(self) -> int:
+        return self.runs - sum(len(v) for v in self.samples.values())
+
+    def have(self, x: float) -> int:
+        return len(self.samples.get(x, ()))
+
+    def take(self, stage: str, depths: Sequence[float], why: str) -> Step:
+        return Step(list(depths)[: self.left], stage, why)
+
+
 @dataclass
 class SearchResult:
     """What ``iolab.studies.qd.knee_search`` found: the knee estimate on every run made,
@@ -101,41 +121,38 @@ def next_depths(
     first = opening(samples, grid, budget, method)
     if first:
         return first
-    left = budget - sum(len(v) for v in samples.values())
-
-    def have(x: float) -> int:
-        return len(samples.get(x, ()))
-
-    def take(stage: str, depths: list[float], why: str) -> Step:
-        return Step(depths[:left], stage, why)
-
+    spent = Budget(samples, budget)
     est = _estimate(samples, BOOT_PLANNING, seed, method)
     if est.x is None:  # no bend among the coarse points: look at the depths between them
-        gaps = [x for x in grid if not have(x)]
+        gaps = [x for x in grid if not spent.have(x)]
         return (
-            take("refine", gaps, "no knee among the depths run so far: the rest of the grid")
+            spent.take("refine", gaps, "no knee among the depths run so far: the rest of the grid")
             if gaps
             else Step([], "done", "every depth run: no knee")
         )
     near = neighbours(grid, est.x)
-    gaps = [x for x in near if not have(x)]
+    gaps = [x for x in near if not spent.have(x)]
     if gaps:
-        return take("refine", gaps, f"the grid's neighbours of the knee at QD {est.x:g}")
-    short = [x for x in near if have(x) < (confirm if x == est.x else confirm - 1)]
+        return spent.take("refine", gaps, f"the grid's neighbours of the knee at QD {est.x:g}")
+    short = [x for x in near if spent.have(x) < (confirm if x == est.x else confirm - 1)]
     if short:
-        return take("confirm", short, f"{confirm} runs at the knee (QD {est.x:g}), {confirm - 1} at its neighbours")
+        return spent.take(
+            "confirm", short, f"{confirm} runs at the knee (QD {est.x:g}), {confirm - 1} at its neighbours"
+        )
     rivals = [(d, x) for x, d in zip(est.knee.x_used, est.knee.difference) if x not in near]
-    if rivals and have(max(rivals)[1]) < confirm - 1:
+    if rivals and spent.have(max(rivals)[1]) < confirm - 1:
         runner_up = max(rivals)[1]
-        return take(
+        return spent.take(
             "challenge",
             [runner_up],
             f"QD {runner_up:g}, the best depth away from the knee, run "
             "again: one lucky run there would hide a second bend",
         )
     if est.low is not None and (est.low < near[0] or est.high > near[-1]):
-        wide = sorted((x for x in grid if est.low <= x <= est.high and have(x)), key=have)
-        return take("narrow", wide, f"the knee's interval [{est.low:g}, {est.high:g}] spans more than its neighbours")
+        wide = sorted((x for x in grid if est.low <= x <= est.high and spent.have(x)), key=spent.have)
+        return spent.take(
+            "narrow", wide, f"the knee's interval [{est.low:g}, {est.high:g}] spans more than its neighbours"
+        )
     return Step(
         [],
         "done",
@@ -148,13 +165,13 @@ def opening(samples: Mapping[float, Sequence], grid: Sequence[float], budget: in
     """The first stages of every search on the grid: stop when ``budget`` runs are spent, else
     the coarse depths not run yet (every other depth, and the deepest for Kneedle), once each;
     None once both are past (the caller's own stages follow)."""
-    left = budget - sum(len(v) for v in samples.values())
-    if left <= 0:
+    spent = Budget(samples, budget)
+    if spent.left <= 0:
         return Step([], "done", f"budget of {budget} runs spent")
-    missing = [x for x in coarse_depths(grid, method) if not samples.get(x)]
+    missing = [x for x in coarse_depths(grid, method) if not spent.have(x)]
     if missing:
         why = "every other depth and the deepest, once each" if method == "kneedle" else "every other depth, once each"
-        return Step(missing[:left], "coarse", why)
+        return spent.take("coarse", missing, why)
     return None
 
 

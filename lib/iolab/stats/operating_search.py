@@ -31,7 +31,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from . import knee_planner
-from .knee_planner import Step, neighbours, opening
+from .knee_planner import Budget, Step, neighbours, opening
 from .operating_points import max_x_under
 
 Samples = Mapping[float, Sequence[tuple[float, float]]]
@@ -157,33 +157,26 @@ def next_depths(
     first = opening(samples, grid, budget, "power")  # the knee planner's first stages
     if first:
         return first
-    left = budget - sum(len(v) for v in samples.values())
-
-    def have(x: float) -> int:
-        return len(samples.get(x, ()))
-
-    def take(stage: str, depths: list[float], why: str) -> Step:
-        return Step(depths[:left], stage, why)
-
+    spent = Budget(samples, budget)
     x = choose(rule, samples)
     if x is None:
-        gaps = [g for g in grid if not have(g)]
+        gaps = [g for g in grid if not spent.have(g)]
         return (
-            take("refine", gaps, "no depth qualifies yet: the rest of the grid")
+            spent.take("refine", gaps, "no depth qualifies yet: the rest of the grid")
             if gaps
             else Step([], "done", f"every depth run: none is {rule.words()}")
         )
     near = neighbours(grid, x)
-    gaps = [g for g in near if not have(g)]
+    gaps = [g for g in near if not spent.have(g)]
     if gaps:
-        return take("refine", gaps, f"the grid's neighbours of QD {x:g}")
-    short = [g for g in near if have(g) < (confirm if g == x else confirm - 1)]
+        return spent.take("refine", gaps, f"the grid's neighbours of QD {x:g}")
+    short = [g for g in near if spent.have(g) < (confirm if g == x else confirm - 1)]
     if short:
-        return take("confirm", short, f"{confirm} runs at QD {x:g}, {confirm - 1} at its neighbours")
+        return spent.take("confirm", short, f"{confirm} runs at QD {x:g}, {confirm - 1} at its neighbours")
     point = point_with_interval(rule, samples, n_boot=200, seed=seed)
     if point.low is not None and (point.low < near[0] or point.high > near[-1]):
-        wide = sorted((g for g in grid if point.low <= g <= point.high and have(g)), key=have)
-        return take(
+        wide = sorted((g for g in grid if point.low <= g <= point.high and spent.have(g)), key=spent.have)
+        return spent.take(
             "narrow", wide, f"the interval [{point.low:g}, {point.high:g}] spans more than QD {x:g}'s neighbours"
         )
     return Step([], "done", f"{rule.words()} at QD {x:g}")

@@ -33,7 +33,7 @@ import pandas as pd
 from ..core.errors import InputError, IolabError
 from ..core.progress import bar
 from ..core.readable import readable_seconds
-from ..core.validate import fio_seconds, fio_time_text, positive_ints
+from ..core.validate import positive_ints
 from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
@@ -42,7 +42,7 @@ from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
 from ..stats.operating_search import Rule, next_depths, point_with_interval
-from .ladder import Step, capabilities, plan, run_step, step_target, with_gains
+from .ladder import Step, base_options, capabilities, plan, run_step, step_target, with_gains
 
 DEFAULT_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 EMULATED = "emulated (iolab's NVMe lab): an emulator's numbers, not a device's"
@@ -101,9 +101,7 @@ def climb(
         raise InputError(f"queue_depths={queue_depths}: a step's search needs at least 3 depths, e.g. [1, 4, 16, 64]")
     [repeats] = positive_ints("repeats", [repeats])
     [budget] = positive_ints("budget", [budget or 3 * repeats])
-    current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
-    current["runtime"] = fio_time_text(current["runtime"])
-    runtime_s = fio_seconds(current["runtime"])
+    current, runtime_s = base_options(base)
     runs_dir = runs_dir or new_sweep_dir("climb")
     rows, frontier, frames, measured = [], [], [], {}
     first = True

@@ -149,6 +149,14 @@ def plan(steps: list[Step], caps: dict[str, str | None]) -> list[tuple[Step, str
     return out
 
 
+def base_options(base: Mapping[str, Any] | None) -> tuple[dict[str, Any], float]:
+    """The fio options every step starts from (4 KiB random reads for 2 s, ``base`` on top) and
+    their runtime in seconds; InputError for a runtime fio would not take."""
+    current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
+    current["runtime"] = fio_time_text(current["runtime"])
+    return current, fio_seconds(current["runtime"])
+
+
 def run_ladder(
     steps: list[Step],
     target: Target,
@@ -180,9 +188,7 @@ def run_ladder(
     ``runs_dir``: a new ``ladder-<time>`` folder under data/runs by default."""
     rounds = Rounds.of(rounds, order="random", warmup="run")  # InputError before anything runs
     repeats, order, seed, warm = rounds.repeats, rounds.order, rounds.seed, rounds.warmup_kind()
-    current: dict[str, Any] = {"rw": "randread", "bs": "4k", "runtime": "2s", **(base or {})}
-    current["runtime"] = fio_time_text(current["runtime"])
-    runtime_s = fio_seconds(current["runtime"])
+    current, runtime_s = base_options(base)
     rows: list[dict[str, Any]] = []
     measured: dict[int, tuple[Step, dict, dict]] = {}  # step -> (step, its options, what it built on)
     tables: dict[int, pd.DataFrame] = {}
