@@ -67,8 +67,8 @@ def test_line_is_the_mean_over_repeats_with_a_t_interval(table):
     knee = pd.read_csv(FIXTURES / "knee" / "scratch_randread_3x.csv")  # real repeats, 3 a point
     fig = explore.plot(knee.assign(run_id=range(len(knee))), x="qd", y="iops")
     band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
-    intervals = [repeat_stats.t_interval(g.iops) for _, g in knee.groupby("qd")]
-    assert np.isclose(band.min(), max(0, min(lo for lo, _ in intervals)))  # IOPS: the interval stops at 0
+    intervals = [np.exp(repeat_stats.t_interval(np.log(g.iops))) for _, g in knee.groupby("qd")]
+    assert np.isclose(band.min(), min(lo for lo, _ in intervals)) and band.min() > 0  # IOPS: on the log scale
     assert np.isclose(band.max(), max(hi for _, hi in intervals))
     assert "3 runs per point; 95 % Student-t interval" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)

@@ -53,11 +53,11 @@ def test_t_interval_of_the_mean_iops_by_hand(capped):
     s = rs.summarise(capped, ["rate_iops"])
     for depth in (300, 500):
         v = capped.loc[capped.rate_iops == depth, "iops"].to_numpy()  # one job, one direction: a row is a run
-        half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+        logs = np.log(v)  # IOPS cannot be negative: the interval is taken on the log scale
+        half = stats.t.ppf(0.975, len(v) - 1) * logs.std(ddof=1) / math.sqrt(len(v))
         row = s[s.rate_iops == depth].iloc[0]
         assert row.n == 3 and row.iops_mean == pytest.approx(v.mean())
-        low = max(v.mean() - half, 0)  # IOPS cannot be negative: the interval stops at 0 (noisy runs reach it)
-        assert (row.iops_ci_low, row.iops_ci_high) == pytest.approx((low, v.mean() + half))
+        assert (row.iops_ci_low, row.iops_ci_high) == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]))
         assert row.iops_cv_pct == pytest.approx(100 * v.std(ddof=1) / v.mean())
     assert interval_method("iops") == interval_method("cpu_busy_pct") == "t"
 
@@ -65,8 +65,9 @@ def test_t_interval_of_the_mean_iops_by_hand(capped):
 def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(capped):
     """Resampling three values, each extreme comes back three times with chance 1/27 = 3.7 %,
     more than the 2.5 % each tail leaves out: the 95 % bootstrap interval is [min, max]. The
-    t interval (half-width 4.30 s / sqrt 3 = 2.48 s) always holds the range of three values
-    (at most 1.15 s from their mean), so joined, a summary's percentile interval is the t one."""
+    t interval (half-width 4.30 s / sqrt 3 = 2.48 s, here of the logs) holds the range of three
+    values (at most 1.15 s from their mean) but for a skew, so joined, a summary's percentile
+    interval is the t one, widened to their range where the log scale pulled it in."""
     s = rs.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"])
     runs_of = rs.per_run(capped, ["rate_iops"])  # cycles_per_io is computed per run
     for depth in (300, 500):
@@ -75,15 +76,21 @@ def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(cap
             v = runs[m].to_numpy()
             assert interval_method(m) == "bootstrap"
             assert rs.bootstrap_interval(v) == pytest.approx((v.min(), v.max()))
-            half = stats.t.ppf(0.975, 2) * v.std(ddof=1) / math.sqrt(3)
-            low = max(v.mean() - half, 0)  # a latency or cycles: the interval stops at 0 (columns.nonnegative)
-            assert (row[f"{m}_ci_low"], row[f"{m}_ci_high"]) == pytest.approx((low, v.mean() + half))
+            logs = np.log(v)  # a latency or cycles: Student t on the log scale, joined with the bootstrap
+            half = stats.t.ppf(0.975, 2) * logs.std(ddof=1) / math.sqrt(3)
+            low, high = np.exp([logs.mean() - half, logs.mean() + half])
+            low, high = min(low, v.min()), max(high, v.max())
+            if high <= rs.MAX_SPAN * low:
+                assert (row[f"{m}_ci_low"], row[f"{m}_ci_high"]) == pytest.approx((low, high))
+            else:  # the repeats cannot bound it: no interval, and the tables say so
+                assert math.isnan(row[f"{m}_ci_low"]) and math.isnan(row[f"{m}_ci_high"]), (m, v)
     pd.testing.assert_frame_equal(s, rs.summarise(capped, ["rate_iops"], ["clat_p99_us", "cycles_per_io"]))
     v = [1.0, 2.0, 3.0, 4.0, 10.0]
     assert rs.bootstrap_interval(v, seed=7) == rs.bootstrap_interval(v, seed=7) != rs.bootstrap_interval(v, seed=8)
-    skewed = np.random.default_rng(3).lognormal(0, 1.5, 40)  # a long right tail: the bootstrap reaches further
+    skewed = np.random.default_rng(3).lognormal(0, 1.0, 40)  # a long right tail: the bootstrap reaches further
     (t_low, t_high), (b_low, b_high) = rs.interval(skewed, "iops"), rs.bootstrap_interval(skewed)
     assert t_low < b_low and t_high < b_high and rs.interval(skewed, "clat_p99_us") == (t_low, b_high)
+    assert 0 < t_low  # on the log scale, around the geometric mean
 
 
 def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
@@ -95,8 +102,8 @@ def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
     # Welch by hand: relative variances of the two means add; Welch-Satterthwaite df
     ua, ub = a.var(ddof=1) / (3 * a.mean() ** 2), b.var(ddof=1) / (3 * b.mean() ** 2)
     df = (ua + ub) ** 2 / (ua**2 / 2 + ub**2 / 2)
-    r, half = a.mean() / b.mean(), stats.t.ppf(0.975, df) * a.mean() / b.mean() * math.sqrt(ua + ub)
-    welch = (100 * (r - half - 1), 100 * (r + half - 1))
+    r, half = a.mean() / b.mean(), stats.t.ppf(0.975, df) * math.sqrt(ua + ub)  # on log(ratio)
+    welch = (100 * (r * math.exp(-half) - 1), 100 * (r * math.exp(half) - 1))
     # the bootstrap by enumeration: every resample of each side (27 x 27, equally likely)
     means = [np.mean(x) for x in itertools.product(a, repeat=3)], [np.mean(x) for x in itertools.product(b, repeat=3)]
     exact = np.sort([100 * (x / y - 1) for x in means[0] for y in means[1]])
@@ -278,20 +285,32 @@ def test_the_cells_noise_is_carried_and_named():
     assert rs.STEAL_PCT == __import__("iolab.read.samples").read.samples.STEAL_FLAG_PCT
 
 
-def test_an_interval_of_a_quantity_that_cannot_be_negative_stops_at_zero():
-    """Repeats far apart: the t interval of IOPS reached -59,086 (notebook 05's roof);
-    IOPS, latencies and cycles stop at 0, a gain in % does not."""
-    low, high = rs.interval([60_000, 330_000, 45_000], "iops")
-    assert low == 0 and high > 330_000
-    assert rs.interval([5.0, 900.0, 7.0], "clat_p99_us")[0] == 0
-    assert rs.interval([-10.0, 40.0, 5.0], "gain_pct")[0] < 0  # a difference may be negative
+def test_an_interval_of_a_positive_quantity_lives_on_the_log_scale_or_says_it_cannot_bound():
+    """Repeats far apart: the t interval of IOPS reached -59,086 (notebook 05's roof), and
+    clipped, "25.6 [0, 65.6] µs" said nothing. IOPS, latencies and cycles are bounded on the
+    log scale (both ends positive) or not at all ("too noisy to bound"); a gain in % may be
+    negative but never -100 %; a share stays within 100 %."""
+    assert rs.interval([60_000, 330_000, 45_000], "iops") == (nan_pair := rs.interval([1.0], "iops"))
+    assert all(math.isnan(x) for x in nan_pair)
+    assert all(math.isnan(x) for x in rs.interval([12.8, 25.6, 38.4], "clat_mean_us"))  # CV 50 %
+    low, high = rs.interval([100.0, 110.0, 95.0], "iops")
+    assert 0 < low < 95 and 110 < high < 10 * low
+    assert all(math.isnan(x) for x in rs.interval([5.0, 900.0, 7.0], "clat_p99_us"))
+    low, high = rs.interval([-10.0, 40.0, 5.0], "gain_pct")
+    assert -100 < low < -10 and high > 40  # a difference may be negative, not below -100 %
     assert rs.interval([99.0, 60.0, 100.0], "cpu_busy_pct")[1] == 100  # a share: never above 100 %
-    assert rs.interval([415.0, 50.0, 780.0], "dev_read_ios")[0] == 0  # notebook 06 gave [-169, 1,000]
-    assert rs.compare_values([0.1, 5, 0.1], [10, 10.1, 9.9], "iops").low_pct == -100  # Welch t: -153 %
+    assert all(math.isnan(x) for x in rs.interval([415.0, 50.0, 780.0], "dev_read_ios"))  # 06 gave [-169, 1,000]
+    assert rs.interval([0.0, 0.0, 0.0], "dev_read_ios") == (0, 0)  # what was measured
+    noisy = rs.compare_values([0.1, 5, 0.1], [10, 10.1, 9.9], "iops")  # Welch t reached -153 %
+    assert math.isnan(noisy.low_pct) and noisy.verdict.startswith("too noisy to tell")
+    assert rs.compare_values([11, 12, 11.5], [10, 10.1, 9.9], "iops").low_pct > 0
     assert bounds("cpu_busy_pct_ci_high") == (0, 100) and bounds("mean_lat_us_ci_low") == (0, math.inf)
     assert bounds("change_pct") == (-100, math.inf) and bounds("other_load_pct") == (-math.inf, math.inf)
     table = pd.DataFrame({"qd": [1, 1, 1], "iops": [60_000, 330_000, 45_000]})
-    assert rs.summarise(table, ["qd"], ["iops"])["iops_ci_low"].iloc[0] == 0
+    summary = rs.summarise(table, ["qd"], ["iops"])
+    assert summary["iops_ci_low"].isna().all()
+    assert rs.readable(summary)["IOPS (IO/s)"].iloc[0].endswith("(too noisy to bound (CV 111 %))")
+    assert "too noisy to bound: CV 111 %" in rs.summary_table(summary).iloc[0, 2]
 
 
 def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
@@ -304,7 +323,12 @@ def test_recorded_repeats_give_no_interval_below_zero_and_none_from_two_runs():
         by = [c for c in ("target", "trial", "qd") if c in runs]
         summary = rs.summarise(runs.assign(run_id=range(len(runs))), by, metrics=["iops", "clat_p99_us"])
         for m in ("iops", "clat_p99_us"):
-            assert (summary[f"{m}_ci_low"] >= 0).all() and summary[f"{m}_ci_low"].notna().all(), (name, m)
+            low = summary[f"{m}_ci_low"]
+            assert (low[low.notna()] > 0).all() and low.notna().mean() > 0.8, (name, m)
+            shown = rs.readable(summary[low.isna()])  # the few the repeats cannot bound say so
+            assert shown.filter(like="(").apply(lambda c: c.str.contains("too noisy to bound")).any(axis=None) or (
+                low.notna().all()
+            )
         two = rs.summarise(
             runs[runs["repeat"] < 2].assign(run_id=range((runs["repeat"] < 2).sum())), by, metrics=["iops"]
         )

@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.columns import better, label, nonnegative
+from ..core.columns import better, label
 from ..core.errors import InputError
 from ..core.readable import si_number
 from ..stats.repeat_stats import METRICS, compare_values, per_run
@@ -140,9 +140,7 @@ def versus(
 
 
 def _row(va, vb, metric: str, confidence: float, seed: int, min_change_pct: float, not_comparable: str) -> dict:
-    c = compare_values(vb, va, metric, "B", "A", confidence, seed)
-    if nonnegative(metric) and c.low_pct < -100:  # B cannot do less than nothing
-        c.low_pct = -100.0
+    c = compare_values(vb, va, metric, "B", "A", confidence, seed)  # no interval when the repeats cannot bound it
     call = _call(c.ratio_pct, c.low_pct, c.high_pct, metric, min_change_pct)
     return {
         "metric": metric,
@@ -173,6 +171,8 @@ def _verdict(c, call: str, min_change_pct: float) -> str:
     magnitudes flipped when the better way is down (latency 12 % lower: better by 12 %)."""
     ci = f"[{c.low_pct:+.1f}, {c.high_pct:+.1f}]" if not math.isnan(c.low_pct) else "(no interval)"
     if math.isnan(c.low_pct):
+        if min(c.n_a, c.n_b) >= 2:  # compare_values: the repeats spread too far to bound it
+            return f"no difference shown: too noisy to bound; as measured {c.ratio_pct:+.1f} %"
         return f"no difference shown: fewer than 2 runs a side; as measured {c.ratio_pct:+.1f} %"
     if not call:
         below = (

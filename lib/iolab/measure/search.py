@@ -491,7 +491,7 @@ def summary(table: pd.DataFrame, spec: Spec, metric: str = "iops") -> str:
     def line(row) -> str:
         where = ", ".join(f"{a}={row[a]}" for a in axes)
         ci = (
-            repeat_stats.NO_INTERVAL
+            repeat_stats.no_interval_words(row["n"], row[f"{metric}_cv_pct"])
             if pd.isna(row[f"{metric}_ci_low"])
             else f"[{row[f'{metric}_ci_low']:,.0f}, {row[f'{metric}_ci_high']:,.0f}]"
         )

@@ -201,7 +201,8 @@ def _points(df: pd.DataFrame, x: str, y: str, hue: str | None, facet: str | None
         + (
             f" (within {low:g}-{high:g} %: a share)"
             if high < np.inf
-            else " (stopped at 0: the quantity cannot be negative)"
+            else " on the log scale (the quantity cannot be negative); none where the repeats spread too far "
+            f"to bound it (over {repeat_stats.MAX_SPAN:g}x)"
             if low == 0
             else ""
         )

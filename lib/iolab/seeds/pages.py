@@ -139,7 +139,7 @@ def interval(r: Mapping[str, Any]) -> str:
     return (
         f"[{readable_value(r['low'])}, {readable_value(r['high'])}]"
         if finite(r.get("low")) and finite(r.get("high"))
-        else repeat_stats.NO_INTERVAL
+        else repeat_stats.no_interval_words(r.get("n"), r.get("cv_pct"))
     )
 
 

@@ -38,9 +38,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..core.columns import clipped, label
+from ..core.columns import bounds, clipped, label
 from ..core.errors import InputError
 from ..core.readable import percent, wrapped_text
+from .repeat_stats import bounded
 from .search_cells import (
     at_level,
     cell_means,
@@ -286,8 +287,9 @@ def marginal_mean(
 ) -> tuple[float, float, float, int, int]:
     """Marginal mean of a level (mean of its cells' means) and its interval: variance
     sum(s_c² / n_c) / k², Welch–Satterthwaite degrees of freedom; one-run cells borrow the
-    pooled relative variance; held within what ``metric`` can be (``columns.clipped``: IOPS
-    never below 0). Returns (mean, low, high, runs, cells)."""
+    pooled relative variance; a quantity that cannot be negative (IOPS) on the log scale, with no
+    interval when that spans more than ``repeat_stats.MAX_SPAN`` times (``repeat_stats.bounded``),
+    a share held within 0-100 % (``columns.clipped``). Returns (mean, low, high, runs, cells)."""
     from scipy import (
         stats,
     )  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
@@ -305,7 +307,13 @@ def marginal_mean(
         return mean, mean, mean, runs, k
     df = total**2 / float(np.sum(v**2 / d))
     half = stats.t.ppf(0.5 + confidence / 2, df) * math.sqrt(total) / k
-    low, high = clipped(mean - half, mean + half, metric) if metric else (mean - half, mean + half)
+    floor, ceiling = bounds(metric) if metric else (-math.inf, math.inf)
+    if floor == 0 and ceiling == math.inf and mean > 0:  # on the log scale (delta method): both ends positive
+        low, high = mean * math.exp(-half / mean), mean * math.exp(half / mean)
+        if not bounded(low, high, metric):
+            return mean, math.nan, math.nan, runs, k  # the repeats cannot bound it (too noisy)
+    else:
+        low, high = clipped(mean - half, mean + half, metric) if metric else (mean - half, mean + half)
     return mean, low, high, runs, k
 
 

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.columns import better, clipped, interval_method, label, nonnegative, summed, unit
+from ..core.columns import better, bounds, clipped, interval_method, label, nonnegative, summed, unit
 from ..core.errors import InputError
 from ..core.readable import BYTE_UNITS, percent, readable_bytes, readable_value
 from .cycles import add_cycles_per_io
@@ -138,28 +138,73 @@ def bootstrap_interval(
 
 def interval(values: Sequence[float], metric: str, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """The interval of the mean of a metric's repeats, by ``columns.interval_method(metric)``: Student-t, or
-    for a bootstrap metric the bootstrap and t intervals joined (``joined``).
+    for a bootstrap metric the bootstrap and t intervals joined (``joined``), computed where the
+    quantity lives (``columns.bounds``):
+
+    - a quantity that cannot be negative (IOPS, bandwidth, latency, cycles per IO, counts): on
+      the log scale (Student t of the logs, back through exp), so both ends are positive;
+    - a change 100 x (a/b - 1) (from -100 %): on the log of the ratio a/b, never -100 %;
+    - a share (0-100 %): Student t held within 0 and 100 %; anything else: Student t as it is.
 
     NaN, NaN with fewer than ``MIN_REPEATS`` (3) values: with two repeats Student's t at
     95 % is 12.7, so the interval is ±9 standard deviations of the pair and says nothing
-    ("94,725 [-162,033, 351,483]"); tables print ``NO_INTERVAL`` instead. The ends are
-    clipped to what the metric can be (``columns.bounds``: counts, rates and latencies from 0,
-    shares to 100 %) rather than computed on the log scale: the clip leaves the reported mean
-    and the other end as the t interval has them (a log-scale interval would be centred on
-    the geometric mean), and a low end at 0 says plainly that the interval is wide, not that
-    the rate could be negative."""
-    if len(_clean(values)) < MIN_REPEATS:
+    ("94,725 [-162,033, 351,483]"); tables print ``NO_INTERVAL`` instead. NaN, NaN too when the
+    repeats cannot bound the value (``bounded``: a positive quantity's interval spanning more
+    than ``MAX_SPAN`` times, or reaching 0); tables print ``no_interval_words`` ("too noisy to
+    bound (CV 63 %)") and a recorded result carries no interval."""
+    v = _clean(values)
+    if len(v) < MIN_REPEATS:
         return math.nan, math.nan
-    low, high = t_interval(_clean(values), confidence)
+    floor, ceiling = bounds(metric)
+    if floor == 0 and ceiling == math.inf and (v > 0).all():
+        low, high = (float(np.exp(x)) for x in t_interval(np.log(v), confidence))
+    elif floor == -100 and ceiling == math.inf and (v > -100).all():
+        low, high = (float(100 * np.expm1(x)) for x in t_interval(np.log1p(v / 100), confidence))
+    else:
+        low, high = t_interval(v, confidence)
     if interval_method(metric) == "bootstrap":
-        low, high = joined(bootstrap_interval(values, confidence, seed), (low, high))
-    return clipped(low, high, metric)
+        low, high = joined(bootstrap_interval(v, confidence, seed), (low, high))
+    low, high = clipped(low, high, metric) if ceiling < math.inf else (low, high)
+    return (low, high) if bounded(low, high, metric, v) else (math.nan, math.nan)
+
+
+MAX_SPAN = 10.0  # a positive quantity's interval wider than 10x (high / low) does not bound it
+
+
+def bounded(low: float, high: float, metric: str, values: Sequence[float] = ()) -> bool:
+    """Whether ``(low, high)`` bounds ``metric`` in a way worth printing: for a quantity that
+    cannot be negative, a low end above 0 (unless every repeat was 0) and a high end at most
+    ``MAX_SPAN`` times it; for a change from -100 %, a low end above -100 % and (as ratios) the
+    same span; anything else, two finite ends."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return False
+    floor, ceiling = bounds(metric)
+    if ceiling < math.inf or floor == -math.inf:
+        return True  # a share, or a quantity with no floor
+    if floor == 0:
+        if len(values) and not np.any(_clean(values)):
+            return True  # every repeat 0: [0, 0] is what was measured
+        return low > 0 and high <= MAX_SPAN * low
+    ratio_low, ratio_high = 1 + low / 100, 1 + high / 100  # a change: its ratio
+    return ratio_low > 0 and ratio_high <= MAX_SPAN * ratio_low
+
+
+def no_interval_words(n: float | None = None, cv: float | None = None) -> str:
+    """Why a mean is shown without an interval: ``NO_INTERVAL`` with fewer than ``MIN_REPEATS``
+    runs, "too noisy to bound (CV 63 %)" when there were enough but they spread too far
+    (``bounded``), "no interval" when neither is known."""
+    if n is not None and n == n and n < MIN_REPEATS:
+        return NO_INTERVAL
+    if cv is not None and cv == cv:
+        return f"too noisy to bound (CV {cv:.0f} %)"
+    return "too noisy to bound" if n is not None and n == n else "no interval"
 
 
 def welch_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Interval of 100 x (mean a / mean b - 1) by the delta method: the ratio's relative
-    variance is the sum of the two means' (s² / (n m²)), with Welch-Satterthwaite degrees
-    of freedom. NaN with fewer than two values on a side."""
+    """Interval of 100 x (mean a / mean b - 1) by the delta method on the log of the ratio: its
+    variance is the sum of the two means' relative variances (s² / (n m²)), with
+    Welch-Satterthwaite degrees of freedom, so the low end stays above -100 %. NaN with fewer
+    than two values on a side."""
     from scipy import (
         stats,
     )  # here, not at the top: scipy.stats adds 0.5 s to every import of iolab (15 s in the NVMe lab)
@@ -169,11 +214,11 @@ def welch_ratio_interval(a: Sequence[float], b: Sequence[float], confidence: flo
         return math.nan, math.nan
     ratio = a.mean() / b.mean()
     ua, ub = a.var(ddof=1) / (len(a) * a.mean() ** 2), b.var(ddof=1) / (len(b) * b.mean() ** 2)
-    if ua + ub == 0:
+    if ua + ub == 0 or ratio <= 0:
         return 100 * (ratio - 1), 100 * (ratio - 1)
     df = (ua + ub) ** 2 / (ua**2 / (len(a) - 1) + ub**2 / (len(b) - 1))
-    half = stats.t.ppf(0.5 + confidence / 2, df) * ratio * math.sqrt(ua + ub)
-    return 100 * (ratio - half - 1), 100 * (ratio + half - 1)
+    half = stats.t.ppf(0.5 + confidence / 2, df) * math.sqrt(ua + ub)  # on log(ratio): never below -100 %
+    return 100 * (ratio * math.exp(-half) - 1), 100 * (ratio * math.exp(half) - 1)
 
 
 def joined(x: tuple[float, float], y: tuple[float, float]) -> tuple[float, float]:
@@ -292,7 +337,7 @@ def readable(summary: pd.DataFrame, digits: int = 0) -> pd.DataFrame:
         out[label(m) if per is None else _words(m)] = [
             f"{show(r[f'{m}_mean'])}"
             + (
-                f" ({NO_INTERVAL})"
+                f" ({no_interval_words(r['n'], r[f'{m}_cv_pct'])})"
                 if pd.isna(r[f"{m}_ci_low"])
                 else f" [{show(r[f'{m}_ci_low'])}, {show(r[f'{m}_ci_high'])}] CV {r[f'{m}_cv_pct']:.1f} %"
             )
@@ -342,7 +387,8 @@ def _interval_cell(row: pd.Series, metric: str) -> str:
     low, high = clipped(row[f"{metric}_ci_low"], row[f"{metric}_ci_high"], metric)
     mean = readable_value(row[f"{metric}_mean"])
     if pd.isna(low) or pd.isna(high):
-        return mean
+        cv = row.get(f"{metric}_cv_pct")
+        return mean if row.get("n", 0) < MIN_REPEATS or pd.isna(cv) else f"{mean} (too noisy to bound: CV {cv:.0f} %)"
     return f"{mean} [{readable_value(low)},{NBSP}{readable_value(high)}]"
 
 
@@ -448,8 +494,12 @@ def compare_values(
     c.method = " and ".join(
         name for name, ends in (("bootstrap", boot), ("Welch t", welch)) if low == ends[0] or high == ends[1]
     )
-    if nonnegative(metric):  # a ratio of two quantities >= 0: A cannot do less than nothing (-100 %)
-        low, high = clipped(low, high, "ratio_pct")
+    if nonnegative(metric) and not bounded(low, high, "ratio_pct"):  # A cannot do less than nothing (-100 %)
+        c.verdict = (
+            f"too noisy to tell: {a} vs {b} {ratio:+.1f} % ({_words(metric)}) as measured, but the repeats "
+            f"(n = {len(va)} and {len(vb)}, CV {cv_pct(va):.0f} % and {cv_pct(vb):.0f} %) cannot bound the difference"
+        )
+        return c
     c.low_pct, c.high_pct = low, high
     if low <= 0 <= high:
         c.verdict = (

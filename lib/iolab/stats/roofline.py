@@ -153,7 +153,7 @@ def describe_roofline(result: dict[str, Any]) -> str:
         + (
             f"; {100 * result.get('confidence', 0.95):g} % CI {short_value(roof['ci_low'], m)}-{short_value(roof['ci_high'], m)}"
             if not math.isnan(roof["ci_low"])
-            else f"; {repeat_stats.NO_INTERVAL}"
+            else f"; {repeat_stats.no_interval_words(roof.get('n_runs'))}"
         )
         + ")"
     ]
