@@ -16,6 +16,7 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -311,6 +312,18 @@ def block_stat(device: str | None) -> dict[str, int] | None:
     return dict(zip(BLOCK_STAT_FIELDS, map(int, text.split())))
 
 
+def block_stats(devices: Sequence[str | None]) -> dict[str, dict[str, int]]:
+    """``block_stat`` of each device that has counters, by name, each once."""
+    read = {d: block_stat(d) for d in dict.fromkeys(d for d in devices if d)}
+    return {d: v for d, v in read.items() if v is not None}
+
+
+def summed_block_stats(stats: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """The counters of several devices added field by field: what a job over all of them
+    moved (a multi-device job's IOs, merges, sectors and ticks)."""
+    return {f: sum(int(s.get(f, 0)) for s in stats.values()) for f in BLOCK_STAT_FIELDS}
+
+
 def request_sizes(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
     """What the device saw between two ``block_stat`` readings: IOs, merges and the mean
     request size in KiB, per direction."""
@@ -324,7 +337,9 @@ def request_sizes(before: dict[str, int], after: dict[str, int]) -> dict[str, fl
     return out
 
 
-def iostat(before: dict[str, int], after: dict[str, int], interval_s: float | None) -> dict[str, float]:
+def iostat(
+    before: dict[str, int], after: dict[str, int], interval_s: float | None, devices: int = 1
+) -> dict[str, float]:
     """``iostat -x``'s device figures between two ``block_stat`` readings, by sysstat's
     iostat.c and the kernel's Documentation/admin-guide/iostats.rst (reads and writes; the
     discard and flush counters are not recorded):
@@ -340,7 +355,9 @@ def iostat(before: dict[str, int], after: dict[str, int], interval_s: float | No
     ``interval_s``, written by ``iolab.measure.runner``). It spans fio's start-up (process start,
     file layout) and exit as well as its runtime, so %util and aqu-sz read lower than fio's own
     disk_util over a short run. Runs recorded before the interval was (no ``interval_s``, None
-    here) get NaN for those two: an interval is never guessed; the awaits need none."""
+    here) get NaN for those two: an interval is never guessed; the awaits need none.
+    ``devices``: how many devices ``before`` and ``after`` add up (``summed_block_stats``):
+    %util is then their mean."""
     d = {k: after[k] - before[k] for k in BLOCK_STAT_FIELDS if k in before and k in after}
     nan = float("nan")
 
@@ -351,7 +368,9 @@ def iostat(before: dict[str, int], after: dict[str, int], interval_s: float | No
     ticks = {rw: d.get(f"{rw}_ticks_ms", 0) for rw in ("read", "write")}
     ms = interval_s * 1000.0 if interval_s else None
     return {
-        "dev_util_pct": min(100.0, 100.0 * d["io_ticks_ms"] / ms) if ms and "io_ticks_ms" in d else nan,
+        "dev_util_pct": min(100.0, 100.0 * d["io_ticks_ms"] / ms / max(1, devices))
+        if ms and "io_ticks_ms" in d
+        else nan,
         "dev_r_await_ms": per_io(ticks["read"], ios["read"]),
         "dev_w_await_ms": per_io(ticks["write"], ios["write"]),
         "dev_await_ms": per_io(ticks["read"] + ticks["write"], ios["read"] + ios["write"]),

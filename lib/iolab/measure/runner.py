@@ -36,7 +36,7 @@ from ..core.runfiles import (
     SYSTEM_JSON,
     TIO_TXT,
 )
-from ..core.system import block_stat, snapshot
+from ..core.system import block_stats, snapshot, summed_block_stats
 from ..core.validate import check_cpus, check_measure
 from ..machine import logrequest
 from ..machine.fio import _fmt, fio_argv, fio_binary, raise_for_failure, read_output, run_fio, to_jobfile
@@ -81,6 +81,20 @@ def _pcie_state(devices: Sequence[str]) -> dict | None:
     for device in devices:
         merged |= pcie_state(device) or {}
     return merged or None
+
+
+def _blockstat(before: dict[str, dict], after: dict[str, dict], interval_s: float) -> dict:
+    """blockstat.json: the counters of every device counted, before and after (``devices``), and
+    their sums (``before``, ``after``; ``device`` names them all, ``, ``-joined), so a job over
+    several devices is judged on all it moved (``iolab.read.checks``)."""
+    names = [d for d in before if d in after]
+    return {
+        "device": ", ".join(names),
+        "before": summed_block_stats({d: before[d] for d in names}),
+        "after": summed_block_stats({d: after[d] for d in names}),
+        "interval_s": interval_s,
+        "devices": {d: {"before": before[d], "after": after[d]} for d in names},
+    }
 
 
 def _record_setup(
@@ -256,7 +270,7 @@ def measure(
             profiler.start()
         devices = _opened_devices(check)
         pcie_before = _pcie_state(devices)
-        stat_before, stat_t0 = block_stat(target.device), time.monotonic()
+        stat_before, stat_t0 = block_stats(devices or [target.device]), time.monotonic()  # every device fio opens
         ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
         try:
             run = run_fio(
@@ -278,13 +292,10 @@ def measure(
                 folder.write_samples(sampler.stop())
             if thread_samples is not None:
                 folder.write_samples(thread_samples)
-        if stat_before is not None:
-            stat_after = block_stat(target.device)
+        stat_after = block_stats(stat_before)
+        if stat_after:  # the devices counted before and still there after
             interval_s = time.monotonic() - stat_t0  # what %util and aqu-sz divide by (iolab.core.system.iostat)
-            folder.write_json(
-                BLOCKSTAT_JSON,
-                {"device": target.device, "before": stat_before, "after": stat_after, "interval_s": interval_s},
-            )
+            folder.write_json(BLOCKSTAT_JSON, _blockstat(stat_before, stat_after, interval_s))
         if pcie_before is not None:  # AER counters and links of the device's PCI path (iolab.read.checks)
             folder.write_json(PCIE_FILE, {"devices": devices, "before": pcie_before, "after": _pcie_state(devices)})
         if profiler:

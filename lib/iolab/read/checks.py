@@ -7,8 +7,8 @@ do because a cache answered (KDiskMark#148, #154, #122), random writes above the
 a fresh drive (spdk#297), telemetry that slows what it measures (PerfSpect#418). The checks:
 
 * ``device_vs_fio`` — bytes and requests the block device completed (``/sys/block/<dev>/stat``
-  before and after the run, ``blockstat.json``; merged requests counted with their IOs)
-  against fio's, per direction. Far fewer bytes at the device than fio moved: a cache
+  before and after the run, ``blockstat.json``, summed over every device the job opens;
+  merged requests counted with their IOs) against fio's, per direction. Far fewer bytes at the device than fio moved: a cache
   answered (buffered I/O, a file in the page cache). Far more: other traffic shared the
   device during the run (or readahead, for buffered reads). Below ``MIN_BYTES`` of
   difference nothing is said: a file system's own journal writes are that small.
@@ -165,6 +165,9 @@ def fio_disk_util(
     if not disks or not blockstat:
         return []  # fio wrote no disk stats, or iolab read no counters: device_vs_fio says which
     dev = blockstat.get("device")
+    names = list(blockstat.get("devices") or [dev])  # a multi-device job: every device it opened
+    if len(names) > 1 and all(n in disks for n in names):
+        disks = {dev: {k: sum(disks[n][k] for n in names) for k in disks[names[0]]}}
     if dev not in disks:
         return [
             Check(

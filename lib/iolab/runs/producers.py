@@ -90,27 +90,34 @@ def block_columns(run_dir: str | Path) -> dict[str, float]:
     device (``fio_disk_columns``)."""
     counters = runfiles.read_json(os.path.join(run_dir, BLOCKSTAT_JSON), keys=("before", "after"))
     before, after = counters["before"], counters["after"]
+    names = list(counters.get("devices") or [counters.get("device")])  # a multi-device job's: summed
     return {
         **request_sizes(before, after),
-        **iostat(before, after, counters.get("interval_s")),
-        **fio_disk_columns(run_dir, counters.get("device")),
+        **iostat(before, after, counters.get("interval_s"), len(names)),
+        **fio_disk_columns(run_dir, names),
     }
 
 
 FIO_DISK_COLUMNS = ("fio_disk_util_pct", "fio_disk_read_ios", "fio_disk_write_ios", "fio_disk_aqu_sz")
 
 
-def fio_disk_columns(run_dir: str | Path, device: str | None) -> dict[str, float]:
+def fio_disk_columns(run_dir: str | Path, device: str | list[str] | None) -> dict[str, float]:
     """fio's own disk statistics (``iolab.read.fiojson.disk_util`` of the run's ``fio.json``)
-    for ``device``, else for the first device fio lists (a md or dm device lists those under
-    it too): fio's util (%), read and write IOs, and aqu-sz as in_queue over the longest
+    for ``device`` (several: their IOs and in_queue added, util their mean), else for the first
+    device fio lists (a md or dm device lists those under it too): fio's util (%), read and write IOs, and aqu-sz as in_queue over the longest
     runtime of fio's jobs (an estimate: fio does not report the window it sampled the disk
     over, which starts before its jobs do). NaN when fio wrote no disk_util (a file without
     a block device, t/io_uring, ``--disk_util=0``)."""
     report = os.path.join(run_dir, FIO_JSON)
     data = fiojson.run_document(report).data if os.path.exists(report) else {}
     disks = fiojson.disk_util(data)
-    disk = disks.get(device) or next(iter(disks.values()), None)
+    names = [device] if isinstance(device, str) or device is None else list(device)
+    if len(names) > 1 and all(n in disks for n in names):  # a multi-device job: IOs added, util their mean
+        found = [disks[n] for n in names]
+        disk = {k: sum(d[k] for d in found) for k in found[0]}
+        disk["util_pct"] /= len(found)
+    else:
+        disk = disks.get(names[0]) or next(iter(disks.values()), None)
     if disk is None:
         return dict.fromkeys(FIO_DISK_COLUMNS, math.nan)
     runtime_ms = _longest_runtime_ms(data)
