@@ -13,6 +13,7 @@ def test_capabilities_of_a_loop_device(loopdev):
     caps = lad.capabilities(loopdev)
     assert caps["poll"].startswith(f"no poll queues: /sys/block/{loopdev.device}/queue/io_poll is 0")
     assert caps["nvme"].startswith("not NVMe") and "not NVMe" in caps["nvme_ng"]
+    assert lad.tio_polled(loopdev) == 0  # t/io_uring -p 0: no poll queues to poll
     assert (
         "opt_in" in lad.capabilities(loopdev, opt_in=False) and lad.capabilities(loopdev, opt_in=True)["opt_in"] is None
     )
@@ -52,6 +53,24 @@ def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, mon
     t = lad.run_ladder(steps, as_nvme, cpu=CPU, base={"runtime": "500ms"}, runs_dir=tmp_path / "runs")
     assert list(t.status) == ["measured", "failed", "measured"]
     assert "exit 2): NVMe status: Invalid Field" in t.reason[1]
+
+
+def test_t_io_uring_polls_where_the_device_can_whatever_the_coalescing_step_carried(scratch, monkeypatch):
+    """The coalescing step runs fio unpolled (hipri: 0) and is carried forward; the author's
+    t/io_uring 2.81M was polled (-p 1): the last step's -p follows the device, not that step."""
+    from iolab.machine import knobs
+
+    grids = []
+    monkeypatch.setattr(lad, "sweep", lambda grid, **kw: grids.append(grid) or __import__("pandas").DataFrame())
+    monkeypatch.setattr(lad, "add_cycles_per_io", lambda table: table)
+    tio = lad.default_ladder()[-1]
+    carried = {"ioengine": "io_uring", "hipri": 0}  # after "interrupt coalescing"
+    poll = knobs.get("io_poll")
+    monkeypatch.setattr(poll, "check", lambda target, value=None: None)  # a device with poll queues
+    lad.run_step(tio, 7, carried, carried, target=scratch, cpu=CPU, runtime_s=2, runs_dir="unused")
+    monkeypatch.setattr(poll, "check", lambda target, value=None: "no poll queues")
+    lad.run_step(tio, 7, carried, carried, target=scratch, cpu=CPU, runtime_s=2, runs_dir="unused")
+    assert [g.base["p"] for g in grids] == [1, 0]
 
 
 @pytest.mark.slow

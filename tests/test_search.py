@@ -234,8 +234,21 @@ KILL_SPEC = {
 @pytest.mark.slow
 @needs_root
 def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopdev, tmp_path, own_ledger):
+    """Over two devices and two CPUs (a job section per device, each naming its file): the
+    resume key the campaign plans is the one each run records (measure.planned.fio_job), so
+    the resumed search runs only the missing (cell, repeat)s."""
+    from iolab.machine.target import loop_device
+
+    with loop_device("64m") as other:
+        _killed_and_resumed(loopdev, other, tmp_path)
+
+
+def _killed_and_resumed(loopdev, other, tmp_path):
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({**KILL_SPEC, "target": str(loopdev.path)}))
+    axes = {**KILL_SPEC["axes"], "devices": [2], "cores": [2]}
+    spec.write_text(
+        yaml.safe_dump({**KILL_SPEC, "axes": axes, "target": [str(loopdev.path), str(other.path)], "cpus": [0, 1]})
+    )
     scheduler = knobs.get("scheduler").read(loopdev)
     env = {**os.environ, "IOLAB_HEADLESS": "1"}
     argv = [str(REPO / ".venv" / "bin" / "iolab"), "search", str(spec), "--runs-dir", str(tmp_path / "runs")]
@@ -255,6 +268,8 @@ def test_a_search_killed_with_sigkill_resumes_with_every_run_exactly_once(loopde
             swept[(s["scheduler"], s["iodepth"], s["repeat"])] += 1
     assert len(swept) == 2 * 2 * 2 and set(swept.values()) == {1}
     assert knobs.get("scheduler").read(loopdev) == scheduler
+    one = next((tmp_path / "runs").glob("[!.]*/job.fio")).read_text()
+    assert {f"filename={loopdev.path}", f"filename={other.path}"} <= set(one.splitlines())
     assert "best" in done.stdout and "8 runs in 4 cells" in done.stdout
 
 

@@ -92,8 +92,8 @@ def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapsho
     check_measure(options, runs_dir=runs_dir)
     fio = fio_binary()
     versions = check_hosts(hosts, fio_version(fio))
-    opts = job_options(options, target, cpus)
     jobs = [dict(j) for j in jobs or []]
+    opts = job_options(options, target, cpus, jobs=jobs)  # as PlannedRun.key made it
     key = run.key
     name = str(opts.pop("name", label or "iolab"))
     jobtext = to_jobfile({f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts})

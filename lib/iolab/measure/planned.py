@@ -73,6 +73,22 @@ def fio_key(options: Mapping[str, Any], target: Target, swept: Mapping[str, Any]
     return job_key({**options, "jobs": [dict(j) for j in jobs]} if jobs else dict(options), target.describe(), swept)
 
 
+def fio_job(
+    options: Mapping[str, Any],
+    target: Target,
+    cpus: list[int] | None,
+    swept: Mapping[str, Any],
+    jobs: Sequence[Mapping[str, Any]] = (),
+    defaults: bool = True,
+) -> tuple[dict[str, Any], str]:
+    """A fio run's full options (``job_options``) and its resume key (``fio_key``), made in this
+    one place: the campaign's ``PlannedRun.key`` and the key ``iolab.measure.runner`` records
+    in params.json are this one, so a resumed search finds every finished cell (jobs naming
+    their own files too)."""
+    opts = job_options(options, target, cpus, defaults=defaults, jobs=jobs)
+    return opts, fio_key(opts, target, swept, jobs)
+
+
 def host_key(
     options: Mapping[str, Any],
     target: Target,
@@ -121,10 +137,10 @@ class PlannedRun:
         """The one resume key: what the engine records as ``job_key`` in params.json."""
         if self.engine == "t/io_uring":
             return tio_key(self.options, self.target.describe(), self.cpus, self.swept)
-        full = job_options(self.options, self.target, self.cpus)
         if self.engine == "hosts":
+            full = job_options(self.options, self.target, self.cpus, jobs=self.jobs)
             return host_key(full, self.target, self.hosts, self.swept, self.jobs)
-        return fio_key(full, self.target, self.swept, self.jobs)
+        return fio_job(self.options, self.target, self.cpus, self.swept, self.jobs)[1]
 
     def warmup(self) -> PlannedRun:
         """The discarded warm-up run of this run's job: the same job, marked ``warmup``."""

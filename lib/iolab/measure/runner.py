@@ -52,9 +52,9 @@ from ..read import checks
 from ..read.fiojson import run_warnings
 from ..read.tio import failure, tio_argv
 from ..runs import repair
-from ..runs.store import RunFolder, job_key, run_folder, run_table
+from ..runs.store import RunFolder, run_folder, run_table
 from .options import MeasureOptions
-from .planned import TIO_DEFAULTS, job_options
+from .planned import TIO_DEFAULTS, fio_job
 
 
 @dataclass
@@ -218,8 +218,7 @@ def measure(
     log_ms, profile = how.log_ms, how.profile
     fio = fio_binary()
     jobs = [dict(j) for j in jobs or []]
-    opts = job_options(options, target, cpus, defaults=how.as_given is None, jobs=jobs)
-    key = job_key({**opts, "jobs": jobs} if jobs else opts, target.describe(), swept or {})
+    opts, key = fio_job(options, target, cpus, swept or {}, jobs, defaults=how.as_given is None)
     if log_ms is not None:  # after the key (see the docstring)
         opts.update(logrequest.log_options(log_ms, fio))
     name = str(opts.pop("name", label or "iolab"))

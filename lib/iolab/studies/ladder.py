@@ -214,7 +214,7 @@ def run_ladder(
             row |= {"status": "failed", "reason": str(exc).splitlines()[0]}
             continue
         if step.tool == "tio":
-            row["reason"] = _tio_unpolled(opts, current) or ""
+            row["reason"] = _tio_unpolled(opts, target) or ""
         measured[i] = (step, opts, current)
         if not step.peak_only and step.tool == "fio":
             current = opts
@@ -282,10 +282,10 @@ def run_step(
     axes = {name: [value] for name, value in step.knobs.items()}
     if step.tool == "tio":  # t/io_uring has no ramp time: a timed warm-up is fio's steps' only
         common["rounds"] = Rounds(repeats, warmup=warmup if warmup == "run" else None)
-        flags = {"p": int(bool(current.get("hipri"))), "r": max(int(runtime_s), 2), **step.tio_flags}
+        flags = {"p": tio_polled(target), "r": max(int(runtime_s), 2), **step.tio_flags}
         if tgt.kind == "char":  # after the passthrough step: t/io_uring's own passthrough, without O_DIRECT
             flags |= {"u": 1, "O": 0}
-        if _tio_unpolled(opts, current):
+        if _tio_unpolled(opts, target):
             flags["p"] = 0
         return add_cycles_per_io(sweep(Grid(axes, flags, {}, tags, "t/io_uring", label), **common))
     common["rounds"] = Rounds(repeats, warmup=warmup)
@@ -315,9 +315,17 @@ def polled_passthrough_hazard() -> str | None:
     return None
 
 
-def _tio_unpolled(opts: dict, current: dict) -> str | None:
+def tio_polled(target: Target) -> int:
+    """t/io_uring's ``-p`` for the ladder's last step: 1 where the target has poll queues, as the
+    author's 2.81M was polled (``-p 1``), whatever an earlier step set (the coalescing step runs
+    fio unpolled, ``hipri: 0``, to measure interrupts; that is its measurement, not the ladder's
+    last); 0 where polled IO cannot run (a loop device, an NVMe without poll queues)."""
+    return int(knobs.get("io_poll").check(target, 1) is None)
+
+
+def _tio_unpolled(opts: dict, target: Target) -> str | None:
     """Why this t/io_uring step, polled passthrough by what it carries, runs unpolled (None: it does not)."""
-    if opts.get("ioengine") == "io_uring_cmd" and current.get("hipri"):
+    if opts.get("ioengine") == "io_uring_cmd" and tio_polled(target):
         return polled_passthrough_hazard()
     return None
 
