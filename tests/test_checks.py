@@ -12,7 +12,7 @@ import pytest
 
 from iolab.measure.runner import measure
 from iolab.read import checks
-from support.cpus import CPU
+from support.cpus import CPU, unshared
 from support.paths import REPO
 
 QUICK = {"ioengine": "psync", "runtime": "1s"}
@@ -49,14 +49,15 @@ def test_a_direct_read_of_loop_devices_is_not_flagged_counting_every_device(loop
     with loop_device("64m") as other:
         jobs = [{"filename": loopdev.path}, {"filename": other.path}]
         result = measure({**QUICK, "rw": "randread", "direct": 1}, loopdev, cpus=[CPU], runs_dir=runs, jobs=jobs)
-    assert (result.table["flags"] == "").all()
+    assert (result.table["flags"].map(unshared) == "").all()
     found = checks.run_checks(result.path)
     device = next(c for c in found if c.name == "device_vs_fio")
     assert device.passed and device.figures["device_ios"] + device.figures["device_merges"] >= device.figures["fio_ios"]
     assert 0.9 < device.figures["device_over_fio"] < 1.5, device.figures
     counted = json.loads((result.path / "blockstat.json").read_text())
     assert sorted(counted["devices"]) == sorted([loopdev.device, other.device])
-    assert iolab("check", str(runs)).returncode == 0
+    checked = iolab("check", str(runs))
+    assert checked.returncode in (0, 3) and "FLAG device_vs_fio" not in checked.stdout  # 3: a shared CPU alone
 
 
 def test_other_traffic_on_the_device_is_flagged(loopdev, runs):

@@ -6,3 +6,10 @@ import os
 _ALLOWED = sorted(os.sched_getaffinity(0))
 CPU = _ALLOWED[int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % len(_ALLOWED)]
 OTHER_CPU = next((c for c in _ALLOWED if c != CPU), CPU)  # for what must stay off the measured CPU
+
+
+def unshared(flags: str) -> str:
+    """A run's ``flags`` without its ``shared_cpu`` one: the suite's workers share the machine's
+    CPUs with the runs they measure (a real other load, rightly flagged), and a test of another
+    check asks about that one alone."""
+    return " | ".join(f for f in str(flags).split(" | ") if f and not f.startswith("shared_cpu:"))

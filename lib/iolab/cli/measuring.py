@@ -174,6 +174,8 @@ def cmd_run(args, extra) -> int:
             "cpu_freq_mhz",
             "freq_source",
             "cycles_per_io",
+            "cycles_per_io_core",
+            "other_cpu_pct",
         )
         if c in table and table[c].notna().any()
     ]
@@ -185,7 +187,7 @@ def cmd_run(args, extra) -> int:
         print(f"\nwhere the threads were (iolab threads {result.path}):")
         print_threads(result.path, "comm,state,syscall,wchan", top=10)
     if args.profile:
-        profiling.report(result.path, table)
+        profiling.report(result.path, table, args.whole_cpu)
     flagged = table["flags"].iloc[0] if "flags" in table and len(table) else ""
     if flagged:
         print(f"iolab run: failed plausibility checks (iolab check {result.path}): {flagged}", file=sys.stderr)

@@ -21,6 +21,12 @@ def add_arguments(p) -> None:
         "in the run folder, and the reading (top functions, kinds of work, cycles per IO both ways) under the table",
     )
     p.add_argument(
+        "--whole-cpu",
+        action="store_true",
+        help="with --profile: draw and read every program's samples on the run's CPUs, not fio's own (its threads, "
+        "io_uring's workers, its devices' kernel workers)",
+    )
+    p.add_argument(
         "--call-graph",
         choices=("fp", "dwarf", "none"),
         default="fp",
@@ -32,36 +38,43 @@ def add_arguments(p) -> None:
 def spec(args):
     """The ProfileSpec ``iolab run``'s options ask for, or None without --profile."""
     if not args.profile:
-        if args.call_graph != "fp":
+        given = [f for f, on in (("--call-graph", args.call_graph != "fp"), ("--whole-cpu", args.whole_cpu)) if on]
+        if given:
             from ..core.errors import InputError
 
-            raise InputError("--call-graph says how --profile unwinds stacks: add --profile, or drop --call-graph")
+            raise InputError(f"{' and '.join(given)} say how --profile reads its samples: add --profile, or drop them")
         return None
     from ..machine.perf import ProfileSpec
 
     return ProfileSpec(call_graph=args.call_graph)
 
 
-def report(run_dir: Path, table) -> None:
+def report(run_dir: Path, table, whole_cpu: bool = False) -> None:
     """Write the flame graph into the profiled run folder ``run_dir`` and print the reading of
-    its stacks; ``table``: the run's rows with ``add_cycles_per_io``'s columns."""
+    its stacks (fio's own samples, or ``whole_cpu``: every program's on its CPUs); ``table``:
+    the run's rows with ``add_cycles_per_io``'s columns."""
     from ..core.atomic import write_atomic
-    from ..core.runfiles import PERF_FOLDED
+    from ..core.runfiles import PERF_FOLDED, PERF_OWN_FOLDED
+    from ..machine.perf import stacks_scope
     from ..plots import flamegraph
     from ..read import profile
     from ..read.run import RunFolder
     from ..runs.store import load_stacks
 
-    stacks = load_stacks(run_dir)
+    stacks = load_stacks(run_dir, whole_cpu)
+    scope = stacks_scope(run_dir, whole_cpu)
     cpus = RunFolder(run_dir).params().get("cpus")
     where = f"CPU{'s' if cpus and len(cpus) > 1 else ''} {','.join(map(str, cpus))}" if cpus else "every CPU"
     hardware = "perf_cycles" in table and table["perf_cycles"].notna().any()
     event = "cycles" if hardware else "cpu-clock (no hardware counters)"
-    title = f"{run_dir.name}: perf record on {where}, {event}; width: share of the sampled time"
+    title = f"{run_dir.name}: perf record on {where}, {event}; {scope}; width: share of their samples"
     svg = run_dir / FLAME_GRAPH
     write_atomic(svg, flamegraph.svg(stacks, title=title))
     busy = profile.without_idle(stacks)
-    print(f"\nprofile: perf record on {where}, {event}; folded stacks {run_dir / PERF_FOLDED}")
+    folded = run_dir / (PERF_FOLDED if whole_cpu or not (run_dir / PERF_OWN_FOLDED).exists() else PERF_OWN_FOLDED)
+    print(f"\nprofile: perf record on {where}, {event}; samples of {scope}; folded stacks {folded}")
+    if not whole_cpu and (run_dir / PERF_OWN_FOLDED).exists():
+        print(f"every program's samples: {run_dir / PERF_FOLDED} (iolab run --profile --whole-cpu reads them)")
     print(f"flame graph (opens offline in a browser): {svg}")
     print(profile.describe(stacks, WATCH))
     if busy:
@@ -73,14 +86,20 @@ def report(run_dir: Path, table) -> None:
 
 
 def cycles_lines(table) -> list[str]:
-    """Cycles per IO of each row, by both methods, each naming its source."""
+    """Cycles per IO of each row, fio's own and the cores' busy time (with perf stat's where
+    the machine counts cycles), each naming its source."""
     out = []
     for row in table.itertuples():
         name = f"{getattr(row, 'job', '')} {getattr(row, 'direction', '')}".strip()
-        busy = getattr(row, "cycles_per_io", float("nan"))
+        own = getattr(row, "cycles_per_io", float("nan"))
+        busy = getattr(row, "cycles_per_io_core", float("nan"))
         perf = getattr(row, "cycles_per_io_perf", float("nan"))
+        other = getattr(row, "other_cpu_pct", float("nan"))
+        freq = getattr(row, "freq_source", "?")
         line = (
-            f"cycles per IO ({name}): {busy:,.0f} from busy CPU time x frequency ({getattr(row, 'freq_source', '?')})"
+            f"cycles per IO ({name}): {own:,.0f} fio's own ({getattr(row, 'cycles_per_io_source', '')}) x frequency "
+            f"({freq}); {busy:,.0f} from the cores' busy time"
+            + (f", {other:.0f} % of it other programs'" if other == other else "")
         )
         if perf == perf:  # not NaN
             line += f"; {perf:,.0f} from perf stat cycles ({row.cycles_per_io_disagreement_pct:+.0f} %)"

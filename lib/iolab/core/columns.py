@@ -155,10 +155,33 @@ COLUMNS: dict[str, Column] = {
         _C(
             "other_cpu_pct",
             "%",
-            "estimate: process time (user+nice+system) on the pinned CPUs beyond fio's own "
-            "usr+sys, clipped at 0 (NaN without fio)",
-            "/proc/stat and fio usr_cpu+sys_cpu",
+            "share of the pinned CPUs' time other programs took: process time (user+nice+system) "
+            "beyond the tool's threads and its devices' kernel workers there (older runs: beyond "
+            "fio's usr+sys, an estimate), clipped at 0",
+            "/proc/stat and /proc/PID/task/TID/stat (else fio usr_cpu+sys_cpu)",
         ),
+        _C(
+            "own_cpu_pct",
+            "%",
+            "CPU time of the measured tool's own threads (fio's jobs, io_uring's iou-wrk and iou-sqp "
+            "workers in its processes), % of one CPU, over the sampler window",
+            "/proc/PID/task/TID/stat (iolab.machine.proctree)",
+        ),
+        _C(
+            "device_worker_cpu_pct",
+            "%",
+            "CPU time of the kernel workers serving the run's devices (a loop device's kworkers), "
+            "% of one CPU, on any CPU; not in cycles per IO",
+            "/proc/PID/stat (iolab.machine.proctree)",
+        ),
+        _C(
+            "workers",
+            "",
+            "worker threads that did the run's work, by name, % of one CPU",
+            "iolab.machine.proctree",
+            "id",
+        ),
+        _C("cycles_per_io_source", "", "whose CPU time cycles per IO counts", "iolab analysis", "id"),
         _C(
             "noise_flag",
             "",
@@ -177,7 +200,15 @@ COLUMNS: dict[str, Column] = {
         _C(
             "cycles_per_io",
             "cycles/IO",
-            "busy CPU seconds x frequency / IOs",
+            "fio's own CPU seconds (its threads, io_uring's workers among them) x frequency / IOs",
+            "iolab analysis",
+            better="lower",
+            skewed=True,
+        ),
+        _C(
+            "cycles_per_io_core",
+            "cycles/IO",
+            "busy CPU seconds of the pinned CPUs (every program on them) x frequency / IOs",
             "iolab analysis",
             better="lower",
             skewed=True,
@@ -193,7 +224,7 @@ COLUMNS: dict[str, Column] = {
             better="lower",
             skewed=True,
         ),
-        _C("cycles_per_io_disagreement_pct", "%", "perf-based vs busy-time-based cycles/IO", "iolab analysis"),
+        _C("cycles_per_io_disagreement_pct", "%", "perf-based vs core-busy-based cycles/IO", "iolab analysis"),
         _C("self_pct", "%", "share of samples whose leaf is this frame", "folded stacks"),
         _C("inclusive_pct", "%", "share of samples with this frame anywhere on the stack", "folded stacks"),
         _C(
@@ -608,7 +639,10 @@ NONNEGATIVE_UNITS = {  # rates, counts, sizes, times, cycles, frequencies
 }  # fmt: skip
 SHARES = {"fio_disk_util_pct", "other_cpu_pct", "covered_pct", "series_ios_covered_pct"}  # 0-100 %, besides
 # the registered % columns whose meaning says "share"
-NONNEGATIVE_PCT = {"usr_cpu_pct", "sys_cpu_pct", "fio_cpu_pct", "pct_of_median", "efficiency_pct", "effect_pct"}
+NONNEGATIVE_PCT = {
+    "usr_cpu_pct", "sys_cpu_pct", "fio_cpu_pct", "own_cpu_pct", "device_worker_cpu_pct", "pct_of_median",
+    "efficiency_pct", "effect_pct",
+}  # fmt: skip
 PERCENT_CHANGES = {"change_pct", "ratio_pct", "gain_pct", "vs_first_pct", "freq_change_pct"}  # 100 x (a/b - 1)
 NONNEGATIVE_WORDS = {"ios", "sectors", "merges", "requests", "iops", "bw", "lat", "latency", "cycles", "runs"}
 DIFFERENCE_WORDS = {"diff", "delta", "change", "gain", "departure", "disagreement", "cost", "error"}  # can be < 0
@@ -648,7 +682,11 @@ WORDS = {  # names whose words are not their parts
     "bs": "block size",
     "read_ahead_kb": "readahead",
     "mean_lat_us": "mean latency",
-    "cycles_per_io": "CPU cycles per IO",
+    "cycles_per_io": "CPU cycles per IO (fio's own)",
+    "cycles_per_io_core": "CPU cycles per IO (core busy, all programs)",
+    "own_cpu_pct": "fio's own CPU",
+    "device_worker_cpu_pct": "device's kernel workers' CPU",
+    "other_cpu_pct": "other programs on its CPU",
     "cpu_freq_mhz": "CPU frequency",
     "t_s": "time since fio started",
     "dev_util_pct": "device utilisation",

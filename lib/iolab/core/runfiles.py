@@ -47,7 +47,9 @@ SERIES_JSON = "series.json"  # fio's interval logs were asked for (iolab.read.se
 HOSTS_JSON, HOSTS_LIST, HOSTS_DIR = "hosts.json", "hosts.list", "hosts"  # a run on fio servers
 SAMPLES_STAT_CSV, SAMPLES_FREQ_CSV = "samples_stat.csv", "samples_freq.csv"  # the samplers
 SAMPLES_THREADS_CSV, THREADS_JSON = "samples_threads.csv", "threads.json"  # the thread sampler
-PERF_DATA, PERF_FOLDED = "perf.data", "perf.folded"  # perf record
+SAMPLES_PROCS_CSV = "samples_procs.csv"  # whose CPU: the tool's threads, its devices' kernel workers
+PERF_DATA, PERF_FOLDED = "perf.data", "perf.folded"  # perf record: every program on the CPUs
+PERF_OWN_FOLDED = "perf_fio.folded"  # perf record: the measured tool's threads alone
 PERF_STAT_CSV, PERF_STAT_WINDOW_JSON = "perf_stat.csv", "perf_stat_window.json"  # perf stat
 PERF_STAT_TIDY_V1 = "perf_stat_tidy.csv"  # perf stat's table in schema 1 (still read)
 

@@ -41,9 +41,16 @@ from pathlib import Path
 
 from ..core import runfiles
 from ..core.errors import InputError, PerfError, ToolMissing
-from ..core.runfiles import PERF_DATA, PERF_FOLDED, PERF_STAT_CSV, PERF_STAT_TIDY_V1, PERF_STAT_WINDOW_JSON
+from ..core.runfiles import (
+    PERF_DATA,
+    PERF_FOLDED,
+    PERF_OWN_FOLDED,
+    PERF_STAT_CSV,
+    PERF_STAT_TIDY_V1,
+    PERF_STAT_WINDOW_JSON,
+)
 from ..core.system import read_text
-from ..read.fold import Folded, FoldOptions, FoldParts, read_folded
+from ..read.fold import Folded, FoldOptions, FoldParts, by_threads, read_folded
 from .process import spawn
 
 TYPE_CHECKING = False  # pandas is imported where used: `iolab fold perf.data` imports this module
@@ -52,7 +59,7 @@ if TYPE_CHECKING:
 
 STAT_EVENTS_HW = ("cycles", "instructions", "task-clock", "context-switches", "cpu-clock")
 SCRIPT_FIELDS = "comm,pid,tid,time,period,event,ip,sym,dso"  # time: the folder reads the period after it
-RECORD_FILES = (PERF_DATA, PERF_FOLDED)  # in a run folder: perf record
+RECORD_FILES = (PERF_DATA, PERF_FOLDED, PERF_OWN_FOLDED)  # in a run folder: perf record (fio's own: since P30)
 STAT_FILES = (PERF_STAT_CSV, PERF_STAT_WINDOW_JSON)  # in a run folder: perf stat
 STAT_TIDY_V1 = PERF_STAT_TIDY_V1  # schema 1: parse_stat of perf_stat.csv plus a 'window_s' event row
 
@@ -357,7 +364,8 @@ class Profiler:
         self._record = self._stat = None
         self._entries: dict = {}
         self.window_s = float("nan")
-        self.folded: Folded | None = None
+        self.folded: Folded | None = None  # every program on the CPUs
+        self.own: Folded | None = None  # the measured tool's threads (collect's own_tids)
         self.stat: pd.DataFrame | None = None
 
     def wrap(self) -> list[str]:
@@ -426,12 +434,21 @@ class Profiler:
             why = _whole(self._record.stderr.read()) if self._record is not None else "perf record -- fio failed"
             raise PerfError(f"perf record wrote no perf.data: {why}")
 
-    def collect(self) -> None:
-        """Fold perf.data and read the counters (after ``stop``)."""
+    def collect(self, own_tids: set[int] | None = None) -> None:
+        """Fold perf.data and read the counters (after ``stop``). ``own_tids``: the measured
+        tool's threads (and its devices' kernel workers, ``iolab.machine.proctree``): their
+        samples alone are folded into ``perf_fio.folded`` too, beside every program's."""
         if self.data.exists():
             from ..core.atomic import write_atomic  # here: `iolab fold` imports this module and needs none
 
-            self.folded = fold_perf_data(self.data, FoldOptions(kernel=self.spec.kernel_annotate))
+            kernel = self.spec.kernel_annotate
+            if own_tids is None:
+                self.folded = fold_perf_data(self.data, FoldOptions(kernel=kernel))
+            else:
+                self.folded, self.own = by_threads(
+                    fold_perf_data(self.data, FoldOptions(kernel=kernel, tid=True)), own_tids
+                )
+                write_atomic(self.dir / PERF_OWN_FOLDED, self.own.text())
             write_atomic(self.dir / RECORD_FILES[1], self.folded.text())
         if self.spec.stat and (self.dir / STAT_FILES[0]).exists():
             self.stat = parse_stat(self.dir / STAT_FILES[0])
@@ -476,9 +493,34 @@ def stat_window_s(run_dir: str | Path) -> float:
     return math.nan
 
 
-def read_stacks(run_dir: str | Path) -> Counter:
-    """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
+def read_stacks(run_dir: str | Path, whole_cpu: bool = False) -> Counter:
+    """The folded stacks of a profiled run folder as a Counter: fio's own (``perf_fio.folded``:
+    its threads, io_uring's workers and its devices' kernel workers), or with ``whole_cpu``, and
+    for runs profiled before fio's were told apart, every program on its CPUs (``perf.folded``)."""
+    own = Path(run_dir) / PERF_OWN_FOLDED
+    if not whole_cpu and own.exists():
+        return read_folded(own)
     folded = Path(run_dir) / RECORD_FILES[1]
     if not folded.exists():
         raise InputError(f"{run_dir} has no perf.folded: run it with profile=ProfileSpec()")
     return read_folded(folded)
+
+
+def stacks_scope(run_dir: str | Path, whole_cpu: bool = False) -> str:
+    """Whose samples ``read_stacks`` gives, in words for a figure's title: "fio's threads (21 %
+    of the samples on its CPUs; others: stress-ng-cpu 79 %)", or "every program on its CPUs"."""
+    every_path, own_path = Path(run_dir) / RECORD_FILES[1], Path(run_dir) / PERF_OWN_FOLDED
+    if whole_cpu or not own_path.exists():
+        why = "" if whole_cpu or not every_path.exists() else " (profiled before fio's samples were told apart)"
+        return f"every program on its CPUs{why}"
+    every, own = read_folded(every_path), read_folded(own_path)
+    total = sum(every.values()) or 1
+    others = Counter()
+    for stack, count in every.items():
+        others[stack.split(";", 1)[0]] += count
+    for stack, count in own.items():
+        others[stack.split(";", 1)[0]] -= count
+    named = [f"{name} {100 * n / total:.0f} %" for name, n in others.most_common(3) if 100 * n / total >= 1]
+    return f"fio's threads ({100 * sum(own.values()) / total:.0f} % of the samples on its CPUs" + (
+        f"; others: {', '.join(named)})" if named else ")"
+    )

@@ -8,7 +8,10 @@ reads, for the CPUs in use:
   ``freq_source="proc_cpuinfo"``, because on a VM it is a nominal clock;
 * the cumulative ``/proc/stat`` counters (user, nice, system, idle, iowait, irq, softirq,
   steal; USER_HZ ticks), so kernel work done on the CPU (softirq completions) counts, and
-  beside them the machine-wide ``cpu`` line (``host_user`` ... ``host_steal``).
+  beside them the machine-wide ``cpu`` line (``host_user`` ... ``host_steal``);
+* given the measured tool's pid (``start(pid)``), the CPU time of each of its threads and of
+  the kernel workers serving its devices (``iolab.machine.proctree``): whose work the busy
+  time was.
 
 The raw series are kept as tidy frames (``iolab.read.samples.Samples``), written to the run
 folder and read back, summarised and flagged there.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +30,7 @@ import pandas as pd
 from ..core.signals import join_started
 from ..core.system import SYS_CPU, cpuinfo_mhz
 from ..read.samples import HOST_FIELDS, STAT_FIELDS, Samples
+from . import proctree
 
 
 def read_stat_lines(
@@ -73,10 +78,13 @@ class Sampler:
 
     Use as a context manager, or ``start()`` / ``stop()``; the thread is always joined."""
 
-    def __init__(self, cpus: list[int], interval_s: float = 0.5):
+    def __init__(self, cpus: list[int], interval_s: float = 0.5, devices: Sequence[str] = ()):
         self.cpus, self.interval_s = list(cpus), interval_s
         self._freq: list[tuple] = []
         self._stat: list[tuple] = []
+        self._procs: list[tuple] = []
+        self._root: int | None = None  # the tool's pid (start): its threads' CPU time, iolab.machine.proctree
+        self._workers = proctree.device_workers(devices)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.t0 = 0.0
@@ -90,6 +98,8 @@ class Sampler:
         machine = tuple(host.get(f, float("nan")) for f in STAT_FIELDS)
         for cpu, counters in per_cpu.items():
             self._stat.append((t, cpu, *(counters[f] for f in STAT_FIELDS), *machine))
+        if self._root is not None:
+            self._procs += proctree.read(self._root, self._workers, t)
 
     def _loop(self) -> None:
         # Keep the sampler off the CPUs it measures when there are others (on Linux,
@@ -100,7 +110,10 @@ class Sampler:
         while not self._stop.wait(self.interval_s):
             self._sample()
 
-    def start(self) -> Sampler:
+    def start(self, pid: int | None = None) -> Sampler:
+        """Sample from now; ``pid``: the measured tool's, whose threads (and its devices'
+        kernel workers) are read at each tick too (``iolab.machine.proctree``)."""
+        self._root = pid
         self.t0 = time.monotonic()
         self._sample()
         self._thread = threading.Thread(target=self._loop, name="iolab-sampler", daemon=True)
@@ -127,4 +140,5 @@ class Sampler:
     def samples(self) -> Samples:
         freq = pd.DataFrame(self._freq, columns=["t_s", "cpu", "freq_mhz", "freq_source"])
         stat = pd.DataFrame(self._stat, columns=["t_s", "cpu", *STAT_FIELDS, *HOST_FIELDS])
-        return Samples(freq, stat)
+        procs = pd.DataFrame(self._procs, columns=list(proctree.ROWS)) if self._root is not None else None
+        return Samples(freq, stat, procs)

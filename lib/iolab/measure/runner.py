@@ -98,15 +98,22 @@ def _blockstat(before: dict[str, dict], after: dict[str, dict], interval_s: floa
 
 
 def _record_setup(
-    folder: RunFolder, target: Target, cpus: list[int] | None, params: dict, described: str | None = None
+    folder: RunFolder,
+    target: Target,
+    cpus: list[int] | None,
+    params: dict,
+    described: str | None = None,
+    devices: Sequence[str] = (),
 ) -> Sampler:
-    """What every run folder records before the tool starts; the sampler for its CPUs.
-    ``described``: the target as the tool really used it, when options overrode it."""
+    """What every run folder records before the tool starts; the sampler for its CPUs (and the
+    kernel workers of ``devices``, default the target's). ``described``: the target as the tool
+    really used it, when options overrode it."""
     described = described or target.describe()
     folder.write_json(PARAMS_JSON, {**params, "cpus": cpus, "target": described})
     folder.write_json(SYSTEM_JSON, {**snapshot(target.device, cpus), "target_state": target.state})
     folder.meta["target"] = described
-    return Sampler(cpus if cpus is not None else list(range(os.cpu_count() or 1)))
+    every = list(range(os.cpu_count() or 1))
+    return Sampler(cpus if cpus is not None else every, devices=list(devices) or [target.device or ""])
 
 
 def exclusive(run):
@@ -252,6 +259,7 @@ def measure(
                 ),
             },
             check.describe_target(target),
+            _opened_devices(check),
         )
         sampler.interval_s = how.sample_interval_s
         profiler = stages = None
@@ -278,7 +286,7 @@ def measure(
                 Path(FIO_JSON),
                 cwd=folder.path,
                 timeout_s=how.timeout_s,
-                on_start=lambda pid: (sampler.start(), states and states.start(pid), ticking.start()),
+                on_start=lambda pid: (sampler.start(pid), states and states.start(pid), ticking.start()),
                 cpus=cpus,
             )
         finally:
@@ -287,8 +295,9 @@ def measure(
             thread_samples = states.stop() if states and states.started else None  # its ticks end with fio
             if profiler:
                 profiler.stop()
-            if sampler.started:
-                folder.write_samples(sampler.stop())
+            samples = sampler.stop() if sampler.started else None
+            if samples is not None:
+                folder.write_samples(samples)
             if thread_samples is not None:
                 folder.write_samples(thread_samples)
         stat_after = block_stats(stat_before)
@@ -299,7 +308,8 @@ def measure(
             folder.write_json(PCIE_FILE, {"devices": devices, "before": pcie_before, "after": _pcie_state(devices)})
         if profiler:
             stages.advance()
-            profiler.collect()
+            procs = samples.procs if samples is not None else None
+            profiler.collect(set(procs["tid"]) if procs is not None else None)  # fio's samples told apart
             stages.close()
         if log_ms is not None:  # what puts the logs on the samplers' axis
             logrequest.record(
@@ -343,7 +353,7 @@ def measure_tio(
                 name="t/io_uring",
                 cpus=cpus,
                 timeout_s=how.timeout_s or 120,
-                on_start=lambda pid: sampler.start(),
+                on_start=lambda pid: sampler.start(pid),
                 merge_stderr=True,
             )
         finally:

@@ -27,6 +27,8 @@ a fresh drive (spdk#297), telemetry that slows what it measures (PerfSpect#418).
   preconditioned (``target_state``) is fresh-out-of-box: never to be pooled with steady state.
 * ``littles_law``, ``clat_le_lat``, ``rates``, ``cpu_accounting`` — the report's figures
   against each other and the CPUs sampled against the CPUs fio used (``iolab.read.plausible``).
+* ``shared_cpu`` — other programs (or the hypervisor) took a share of the run's CPUs above
+  the samplers' thresholds (``iolab.read.samples``): its numbers were measured beside them.
 
 ``run_checks(run_dir)`` derives them from a run folder's files (so older runs can be checked
 too); ``iolab.measure.runner`` stores them as ``checks.json``; ``flags(checks)`` is the text of the
@@ -304,6 +306,40 @@ def ssd_state(fio: pd.DataFrame, snapshot: Mapping[str, Any] | None) -> list[Che
     return [Check("ssd_state", ok, words, {"device": device, "target_state": state}, "preconditioned to steady state")]
 
 
+def shared_cpu(run_dir: Path) -> list[Check]:
+    """``shared_cpu``: other programs took more than ``samples.OTHER_FLAG_PCT`` of the pinned
+    CPUs' time (``other_cpu_pct``: their process time beyond the tool's threads and its devices'
+    kernel workers), or the hypervisor stole more than ``samples.STEAL_FLAG_PCT``. Such a run's
+    IOPS and latencies were measured beside them and its core-busy cycles per IO counts their
+    work (fio's own ``cycles_per_io`` does not). Not checked without the samplers' files."""
+    from . import samples
+
+    if not (run_dir / samples.STAT_FILE).exists():
+        return []
+    with runfiles.guard(run_dir / samples.STAT_FILE):
+        found = samples.run_columns(run_dir)
+    other, steal = found.get("other_cpu_pct", math.nan), found.get("cpu_steal_pct", math.nan)
+    if math.isnan(other) and math.isnan(steal):
+        return [Check("shared_cpu", None, "no figure of the CPU's other load: not checked")]
+    figures = {"other_cpu_pct": other, "cpu_steal_pct": steal, "own_cpu_pct": found.get("own_cpu_pct", math.nan)}
+    threshold = (
+        f"other programs <= {samples.OTHER_FLAG_PCT:g} % and steal <= {samples.STEAL_FLAG_PCT:g} % of the CPUs' time"
+    )
+    said = []
+    if other > samples.OTHER_FLAG_PCT:
+        said.append(f"{other:.0f} % other programs")
+    if steal > samples.STEAL_FLAG_PCT:
+        said.append(f"{steal:.0f} % hypervisor steal")
+    if not said:
+        shown = f"{other:.0f} %" if other == other else "not measured"
+        return [Check("shared_cpu", True, f"other programs on the run's CPUs: {shown}", figures, threshold)]
+    words = (
+        f"shared CPU: {' and '.join(said)} on the run's CPUs; its IOPS and latency were measured beside them "
+        "and its core-busy cycles per IO counts their work (fio's own does not): measure on an idle CPU"
+    )
+    return [Check("shared_cpu", False, words, figures, threshold)]
+
+
 def run_checks(
     run_dir: str | Path, *, ceiling_bytes_s: float | None = None, latency_floor_us: float | None = None
 ) -> list[Check]:
@@ -339,7 +375,7 @@ def run_checks(
         arithmetic = arithmetic_checks(fio, data, params)
     with runfiles.guard(run_dir / PCIE_JSON):
         pcie = pcie_path(_json(run_dir / PCIE_JSON))
-    return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd, *arithmetic, *pcie]
+    return [*device, *disk, *bus, *latency_floor(fio, latency_floor_us), *ssd, *arithmetic, *pcie, *shared_cpu(run_dir)]
 
 
 def flags(checks: list[Check] | list[dict]) -> str:
@@ -437,6 +473,28 @@ def folder_flags(run_folders) -> list[tuple[str, str]]:
             if text:
                 out.append((str(folder), text))
     return out
+
+
+def shared_cpu_note(run_folders) -> str:
+    """ "shared CPU: up to 53 % other programs (2 of 3 runs)" when stored ``shared_cpu`` checks of
+    ``run_folders`` failed, else "": the words a recorded result carries (history, seed pages)."""
+    folders = [Path(f) for f in run_folders]
+    shares = []
+    for folder in folders:
+        try:
+            found = stored_checks(folder) if (folder / FILE).exists() else []
+        except RunFileError:
+            continue
+        shares += [
+            c.get("figures", {}).get("other_cpu_pct")
+            for c in found
+            if c["name"] == "shared_cpu" and c["passed"] is False
+        ]
+    if not shares:
+        return ""
+    top = max((v for v in shares if isinstance(v, (int, float)) and v == v), default=None)
+    most = f"up to {top:.0f} % other programs" if top is not None else "other programs or steal"
+    return f"shared CPU: {most} ({len(shares)} of {len(folders)} runs)"
 
 
 def banner_text(flagged: list[tuple[str, str]], total: int) -> str:

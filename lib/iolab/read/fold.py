@@ -482,3 +482,24 @@ def read_folded(source: str | Path | TextIO) -> Counter:
             stack = stack.rsplit(" ", 1)[0]
         stacks[stack] += int(count)
     return stacks
+
+
+_THREAD_IDS = re.compile(r"-(?:\d+|\?)/(\d+)$")  # the root's -PID/TID that FoldOptions(tid=True) appends
+
+
+def by_threads(folded: Folded, tids: set[int]) -> tuple[Folded, Folded]:
+    """Stacks folded with ``FoldOptions(tid=True)`` (root ``comm-PID/TID``) as two profiles with
+    the process name alone at the root, as folding without ``tid`` gives it: every sample, and
+    the samples of the threads ``tids`` (the measured tool's, ``iolab.machine.proctree``)."""
+    every, mine = Counter(), Counter()
+    for stack, count in folded.stacks.items():
+        root, sep, rest = stack.partition(";")
+        found = _THREAD_IDS.search(root)
+        name = root[: found.start()] if found else root
+        key = name + sep + rest
+        every[key] += count
+        if found and int(found.group(1)) in tids:
+            mine[key] += count
+    kept = (folded.event, folded.skipped_other_events, folded.unrecognized_lines)
+    share = sum(mine.values()) / sum(every.values()) if every else 0.0
+    return Folded(every, *kept, folded.samples), Folded(mine, *kept, round(folded.samples * share))

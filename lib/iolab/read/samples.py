@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..core import runfiles
 from ..core.errors import IolabError
-from ..core.runfiles import SAMPLES_FREQ_CSV, SAMPLES_STAT_CSV, SAMPLES_THREADS_CSV, THREADS_JSON
+from ..core.runfiles import SAMPLES_FREQ_CSV, SAMPLES_PROCS_CSV, SAMPLES_STAT_CSV, SAMPLES_THREADS_CSV, THREADS_JSON
 from ..read import fiojson
 
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -39,10 +39,10 @@ BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 USER_HZ = os.sysconf("SC_CLK_TCK")
 
 
-FREQ_FILE, STAT_FILE = SAMPLES_FREQ_CSV, SAMPLES_STAT_CSV
+FREQ_FILE, STAT_FILE, PROCS_FILE = SAMPLES_FREQ_CSV, SAMPLES_STAT_CSV, SAMPLES_PROCS_CSV
 
 
-FILES = (STAT_FILE, FREQ_FILE)  # in a run folder; the first one there means the samplers ran
+FILES = (STAT_FILE, FREQ_FILE, PROCS_FILE)  # in a run folder; the first one there means the samplers ran
 
 
 HOST_FIELDS = tuple(f"host_{f}" for f in STAT_FIELDS)  # the machine-wide ``cpu`` line
@@ -62,16 +62,21 @@ class Samples:
 
     freq: pd.DataFrame
     stat: pd.DataFrame
+    procs: pd.DataFrame | None = None  # whose CPU (iolab.machine.proctree), when the tool's pid was given
 
     def files(self) -> dict[str, str]:
         """The run-folder files of these series: file name -> CSV text."""
-        return {FREQ_FILE: self.freq.to_csv(index=False), STAT_FILE: self.stat.to_csv(index=False)}
+        out = {FREQ_FILE: self.freq.to_csv(index=False), STAT_FILE: self.stat.to_csv(index=False)}
+        if self.procs is not None:
+            out[PROCS_FILE] = self.procs.to_csv(index=False)
+        return out
 
     @classmethod
     def read(cls, run_dir: str | os.PathLike) -> Samples:
         """The series a run folder keeps (``files``); RunFileError (``iolab.core.runfiles``) naming
         a file that is missing, empty, cut mid-line or without the columns written here."""
-        return cls(read_freq(run_dir), read_stat(run_dir))
+        procs = Path(run_dir) / PROCS_FILE
+        return cls(read_freq(run_dir), read_stat(run_dir), read_procs(run_dir) if procs.exists() else None)
 
 
 STAT_COLUMNS = ("t_s", "cpu", *STAT_FIELDS)  # what samples_stat.csv must hold (the host_ columns may be absent)
@@ -82,6 +87,17 @@ def read_stat(run_dir: str | os.PathLike) -> pd.DataFrame:
     """``samples_stat.csv`` of a run folder: t_s (s), cpu, the /proc/stat counters (USER_HZ
     ticks); RunFileError when it cannot be read as written."""
     return runfiles.read_csv(Path(run_dir) / STAT_FILE, columns=STAT_COLUMNS, numeric=(*STAT_COLUMNS, *HOST_FIELDS))
+
+
+PROCS_COLUMNS = ("t_s", "pid", "tid", "comm", "kind", "utime", "stime", "cpu")  # iolab.machine.proctree.ROWS
+
+
+def read_procs(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """``samples_procs.csv`` of a run folder: t_s (s), pid, tid, comm, kind (``own``: the tool's
+    threads; ``device``: its devices' kernel workers), utime and stime (USER_HZ ticks), cpu
+    (the one it last ran on); RunFileError when it cannot be read as written."""
+    numeric = ("t_s", "pid", "tid", "utime", "stime", "cpu")
+    return runfiles.read_csv(Path(run_dir) / PROCS_FILE, columns=PROCS_COLUMNS, numeric=numeric)
 
 
 def read_freq(run_dir: str | os.PathLike) -> pd.DataFrame:
@@ -101,7 +117,85 @@ def run_columns(run_dir: str | os.PathLike) -> dict:
     )
     fio_cpu = fio_cpu_pct(run_dir)
     quick = _summary(stat, freq, fio_cpu) if freq and stat else None
-    return quick if quick is not None else summarise(Samples.read(run_dir), fio_cpu=fio_cpu)
+    out = quick if quick is not None else summarise(Samples.read(run_dir), fio_cpu=fio_cpu)
+    times = stat["t_s"] if stat else read_stat(run_dir)["t_s"].tolist()
+    cpus = set(stat["cpu"] if stat else read_stat(run_dir)["cpu"].tolist())
+    attributed = attribution(run_dir, times, cpus)
+    if attributed and out.get("cpus_sampled"):  # other load: the busy time that was neither the tool's nor its device's
+        out |= attributed
+        mine = (attributed.pop("own_on_cpus_pct") + attributed.pop("device_worker_on_cpus_pct")) / out["cpus_sampled"]
+        out.pop("own_on_cpus_pct"), out.pop("device_worker_on_cpus_pct")
+        out["other_cpu_pct"] = float(max(0.0, out["cpu_usr_pct"] + out["cpu_sys_pct"] - mine))
+        out["noise_flag"] = noise_flag(out["cpu_steal_pct"], out["other_cpu_pct"], out["host_steal_pct"])
+    return out
+
+
+def _window(times: list[float], fraction: float = 0.10) -> tuple[float, float]:
+    """The sampler window ``summarise`` averages over: without its first and last ``fraction``,
+    or whole when that keeps fewer than two sample times."""
+    lo, hi = min(times), max(times)
+    low, high = lo + fraction * (hi - lo), hi - fraction * (hi - lo)
+    return (low, high) if len({t for t in times if low <= t <= high}) >= 2 else (lo, hi)
+
+
+def _worker_name(comm: str) -> str:
+    """A worker thread's name without its numbers: ``iou-sqp`` (io_uring's SQPOLL thread),
+    ``iou-wrk`` (its io-wq workers), ``kworker loop0`` (a kworker of loop0's workqueue)."""
+    if comm.startswith("kworker/"):
+        return "kworker " + re.split(r"[+-]", comm, maxsplit=1)[-1]
+    return re.sub(r"-\d+$", "", comm)
+
+
+def attribution(run_dir: str | os.PathLike, times: list[float], cpus: set[int]) -> dict:
+    """Whose CPU the sampled time was, from ``samples_procs.csv`` (``iolab.machine.proctree``)
+    over the sampler window (``_window`` of the sample ``times``), % of one CPU:
+    ``own_cpu_pct`` — the tool's threads (fio's jobs, io_uring's workers in its processes);
+    ``device_worker_cpu_pct`` — the kernel workers serving its devices (a loop device's
+    kworkers); ``workers`` — the worker threads among them by name with their share
+    ("iou-sqp 97 %, kworker loop0 35 %"); and ``_on_cpus`` of both: the part that ran on
+    ``cpus`` (by the CPU each thread was on at each tick). {} without the file."""
+    path = Path(run_dir) / PROCS_FILE
+    if not path.exists() or len(times) < 2:
+        return {}
+    numeric = ("t_s", "pid", "tid", "utime", "stime", "cpu")
+    cols = runfiles.csv_columns(path, columns=PROCS_COLUMNS, numeric=numeric)
+    if cols is None:  # quoted names, or no row at all
+        frame = read_procs(run_dir)
+        cols = {c: frame[c].tolist() for c in PROCS_COLUMNS}
+    low, high = _window(times)
+    series: dict[tuple, list] = {}
+    for t, tid, comm, kind, u, st, cpu in zip(
+        cols["t_s"], cols["tid"], cols["comm"], cols["kind"], cols["utime"], cols["stime"], cols["cpu"]
+    ):
+        if low <= t <= high:
+            series.setdefault((kind, tid), []).append((t, u + st, cpu, comm))
+    total = {"own": 0, "device": 0}
+    on = {"own": 0, "device": 0}
+    named: dict[str, int] = {}
+    for (kind, _), rows in series.items():
+        rows.sort()
+        for (_, a, _, _), (_, b, cpu, comm) in zip(rows, rows[1:]):
+            ticks = max(0, b - a)
+            total[kind] = total.get(kind, 0) + ticks
+            on[kind] = on.get(kind, 0) + (ticks if cpu in cpus else 0)
+            if kind == "device" or comm.startswith("iou-"):
+                named[_worker_name(comm)] = named.get(_worker_name(comm), 0) + ticks
+    kept = [t for t in times if low <= t <= high]
+    seconds = max(kept) - min(kept)  # the ticks' own span, as summarise's window_s
+    if seconds <= 0:
+        return {}
+
+    def pct(ticks: int) -> float:
+        return float(100 * ticks / USER_HZ / seconds)
+
+    shares = sorted(((pct(v), k) for k, v in named.items() if pct(v) >= 0.5), reverse=True)
+    return {
+        "own_cpu_pct": pct(total["own"]),
+        "device_worker_cpu_pct": pct(total["device"]),
+        "workers": ", ".join(f"{k} {v:.0f} %" for v, k in shares),
+        "own_on_cpus_pct": pct(on["own"]),
+        "device_worker_on_cpus_pct": pct(on["device"]),
+    }
 
 
 def fio_cpu_pct(run_dir: str | os.PathLike) -> float:

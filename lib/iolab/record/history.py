@@ -41,7 +41,9 @@ One row per recorded result (``COLUMNS``):
   folder's ``system.json`` (``provenance.machine_of``; this machine at append time when the
   notebook recorded no run folder, said in ``machine_from``): ``kernel``, ``fio_version``,
   ``hostname``, ``cpu_model``, ``device`` (with the NVMe model and firmware when the snapshot
-  has them) and ``emulated`` (what the NVMe lab said of itself: an emulator's numbers).
+  has them) and ``emulated`` (what the NVMe lab said of itself: an emulator's numbers);
+- ``flags``: "shared CPU: up to 53 % other programs (2 of 3 runs)" when its runs shared their
+  CPU (``iolab.read.checks.shared_cpu_note``), else empty.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from ..core import paths
 from ..core.atomic import write_atomic
 from ..core.errors import InputError, printable
 from ..core.runfiles import quote
+from ..read.checks import shared_cpu_note
 from . import provenance
 from .results import show
 
@@ -97,6 +100,7 @@ SCHEMA = pa.schema(
         ("device", pa.string()),
         ("emulated", pa.string()),
         ("machine_from", pa.string()),
+        ("flags", pa.string()),
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
@@ -168,6 +172,7 @@ def rows(
         "device": device_of(snap),
         "emulated": provenance.emulated(folders),
         "machine_from": machine_from,
+        "flags": shared_cpu_note(folders),  # its runs shared their CPU with other programs
     }
     out = []
     for entry in results:
@@ -534,8 +539,11 @@ def readable(table: pd.DataFrame, fold: bool = False) -> pd.DataFrame:
             "machine": [machine(r) for r in table.itertuples()],
             "commit": [commit(r) for r in table.itertuples()],
             "notebook": [notebook(r) for r in table.itertuples()],
+            "flags": table["flags"].fillna("") if "flags" in table else "",
         }
     )
+    if not (shown["flags"] != "").any():  # shown only where a result's runs shared their CPU
+        shown = shown.drop(columns="flags")
     return shown.drop(columns=list(same_everywhere(shown))) if fold else shown
 
 

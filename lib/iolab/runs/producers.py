@@ -221,6 +221,7 @@ def columns(run_dir: str | Path, names: Collection[str] | None = None) -> dict[s
     return out
 
 
-def stacks(run_dir: str | Path) -> Counter:
-    """The folded stacks of a profiled run folder (``perf.folded``, ``iolab.machine.perf.read_stacks``)."""
-    return perf.read_stacks(run_dir)
+def stacks(run_dir: str | Path, whole_cpu: bool = False) -> Counter:
+    """The folded stacks of a profiled run folder (fio's own, or ``whole_cpu``: every program's;
+    ``iolab.machine.perf.read_stacks``)."""
+    return perf.read_stacks(run_dir, whole_cpu)

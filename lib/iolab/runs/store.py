@@ -507,6 +507,7 @@ def _files(folder: Path, prefix: str) -> list | None:
     return out
 
 
-def load_stacks(path: str | os.PathLike) -> Counter:
-    """The folded stacks of a profiled run folder (``perf.folded``) as a Counter."""
-    return producers.stacks(path)
+def load_stacks(path: str | os.PathLike, whole_cpu: bool = False) -> Counter:
+    """The folded stacks of a profiled run folder as a Counter: fio's own samples, or with
+    ``whole_cpu`` every program's on its CPUs (``iolab.machine.perf.read_stacks``)."""
+    return producers.stacks(path, whole_cpu)

@@ -1,5 +1,22 @@
-"""CPU cycles spent per IO: busy CPU seconds × frequency ÷ IOs, for one figure and for a
-run table with sampler columns."""
+"""CPU cycles spent per IO, whose cycles said: fio's own (the headline) and the pinned cores'
+busy time (every program on them), for one figure and for a run table.
+
+Seed 001 divides one fully busy core's clock by its IOPS: 3.9 GHz / 450k IOPS = 8,666
+cycles/IO. On a machine where other programs share the core, its busy time is theirs too
+(a CPU hog beside fio: 86 % busy while fio's own threads used 48 %), so:
+
+* ``cycles_per_io`` — fio's own CPU seconds x frequency / IOs. fio's own is the CPU time of
+  its threads, io_uring's workers in its processes among them (``own_cpu_pct``, the process
+  sampler, ``iolab.machine.proctree``); runs sampled before it, or without it, take fio's
+  rusage (``usr_cpu`` + ``sys_cpu`` of each job: its job threads, io_uring's workers left
+  out). Kernel workers serving the device (a loop device's kworkers, ``device_worker_cpu_pct``)
+  are the device's work, not counted: an NVMe SSD does that work in its controller.
+* ``cycles_per_io_core`` — the pinned CPUs' busy time (``cpu_busy_pct`` x ``cpus_sampled``)
+  x frequency / the run's IOs: seed 001's figure, other programs included when there were
+  any (``other_cpu_pct`` says how much).
+
+A run with several jobs gives each job its share of fio's own time by its rusage, divided by
+that job's IOs (reads and writes together)."""
 
 from __future__ import annotations
 
@@ -7,6 +24,9 @@ import math
 from dataclasses import dataclass
 
 import pandas as pd
+
+OWN_SOURCE = "fio's threads and io_uring's workers (/proc per thread)"
+RUSAGE_SOURCE = "fio's rusage (its job threads; io_uring's workers not counted)"
 
 
 @dataclass
@@ -30,21 +50,45 @@ def cycles_per_io(busy_cpu_s: float, freq_hz: float, ios: float, freq_source: st
 
 
 def add_cycles_per_io(table: pd.DataFrame) -> pd.DataFrame:
-    """Add ``cycles_per_io`` to a run table that has sampler columns (cpu_busy_pct,
-    cpus_sampled, cpu_freq_mhz, freq_source) and fio columns (iops).
-
-    busy CPU·s per second = cpu_busy_pct/100 x cpus_sampled, so
-    cycles/IO = busy fraction x CPUs x f / IOPS — the same as busy_s x f / IOs.
+    """Add ``cycles_per_io`` (fio's own), ``cycles_per_io_core`` (the pinned CPUs' busy time)
+    and ``cycles_per_io_source`` to a run table with sampler columns (cpu_busy_pct,
+    cpus_sampled, cpu_freq_mhz; own_cpu_pct where the process sampler ran) and fio columns
+    (iops; usr_cpu_pct and sys_cpu_pct). A row's figures are its run's (``run_id``; none: a
+    row is a run) and its job's (``job_index``, else ``job``): cycles/IO = CPU share x f / IOPS.
     Runs without samplers (client/server runs on other hosts) get NaN."""
     out = table.copy()
     for col in ("cpu_busy_pct", "cpus_sampled", "cpu_freq_mhz"):
         if col not in out:
             out[col] = math.nan
+    hz = out["cpu_freq_mhz"] * 1e6
+    run = out["run_id"] if "run_id" in out else pd.Series(range(len(out)), index=out.index)
+    io = out["iops"].where(out["direction"] != "none", 0) if "direction" in out else out["iops"]
+    job_col = next((c for c in ("job_index", "job") if c in out), None)
+    job = [run, out[job_col]] if job_col else [run]
+    run_iops = io.groupby(run).transform("sum")
+    job_iops = io.groupby(job).transform("sum")
     busy_per_s = out["cpu_busy_pct"] / 100.0 * out["cpus_sampled"]
-    out["cycles_per_io"] = busy_per_s * out["cpu_freq_mhz"] * 1e6 / out["iops"].where(out["iops"] > 0)
+    out["cycles_per_io_core"] = busy_per_s * hz / run_iops.where(run_iops > 0)
+    if {"usr_cpu_pct", "sys_cpu_pct"} <= set(out):
+        rusage = (out["usr_cpu_pct"] + out["sys_cpu_pct"]).where(
+            out["direction"] != "none" if "direction" in out else True
+        )
+        per_job = rusage.groupby(job).transform("first")  # a job's rows share its rusage
+        first = ~pd.DataFrame({"r": run, "j": out[job_col] if job_col else 0}).duplicated()
+        run_rusage = per_job.where(first & rusage.notna(), 0).groupby(run).transform("sum")
+    else:
+        per_job = run_rusage = pd.Series(math.nan, index=out.index)
+    fio_cpu = out["fio_cpu_pct"] if "fio_cpu_pct" in out else run_rusage.where(run_rusage > 0)
+    own = out["own_cpu_pct"] if "own_cpu_pct" in out else pd.Series(math.nan, index=out.index)
+    whole = own.fillna(fio_cpu)  # % of one CPU: the tool's threads, else fio's rusage
+    share = (per_job / run_rusage).where(run_rusage > 0, job_iops / run_iops.where(run_iops > 0))
+    out["cycles_per_io"] = whole / 100.0 * share * hz / job_iops.where(job_iops > 0)
+    out["cycles_per_io_source"] = [
+        OWN_SOURCE if o == o else RUSAGE_SOURCE if f == f else "" for o, f in zip(own, fio_cpu)
+    ]
     if "perf_cycles" in out:
-        # perf stat counted over its own window: IOs in it = IOPS x window
-        ios = out["iops"] * out["perf_window_s"]
+        # perf stat counted the pinned CPUs over its own window: IOs in it = IOPS x window
+        ios = run_iops * out["perf_window_s"]
         out["cycles_per_io_perf"] = out["perf_cycles"] / ios.where(ios > 0)
-        out["cycles_per_io_disagreement_pct"] = 100 * (out["cycles_per_io_perf"] / out["cycles_per_io"] - 1)
+        out["cycles_per_io_disagreement_pct"] = 100 * (out["cycles_per_io_perf"] / out["cycles_per_io_core"] - 1)
     return out

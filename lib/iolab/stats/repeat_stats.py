@@ -87,8 +87,6 @@ def per_run(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     agg = {c: ("sum" if summed(c) else "mean") for c in numeric}
     agg |= {c: "first" for c in io.columns if c not in keys and c not in agg}
     runs = io.groupby(keys, sort=False, dropna=False).agg(agg).reset_index()
-    if {"cpu_busy_pct", "cpus_sampled", "cpu_freq_mhz", "iops"} <= set(runs):
-        runs = add_cycles_per_io(runs)
     if {"usr_cpu_pct", "sys_cpu_pct"} <= set(io):
         jobs = io.groupby(keys + (["job_index"] if "job_index" in io else []), sort=False, dropna=False)
         own = (
@@ -104,6 +102,8 @@ def per_run(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
         if {"cpu_busy_pct", "cpus_sampled"} <= set(runs):
             irq = sum(runs[c] for c in ("cpu_irq_pct", "cpu_softirq_pct") if c in runs)
             runs["other_load_pct"] = (runs["cpu_busy_pct"] - irq) * runs["cpus_sampled"] - runs["fio_cpu_pct"]
+    if {"cpu_busy_pct", "cpus_sampled", "cpu_freq_mhz", "iops"} <= set(runs):
+        runs = add_cycles_per_io(runs)  # a run's own figures: fio's own CPU (or its rusage) over its IOPS
     return runs
 
 

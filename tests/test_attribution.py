@@ -1,0 +1,55 @@
+"""Only fio's work, or say so: a CPU hog pinned beside fio (issue P30). fio's own CPU time,
+cycles per IO and flame graph leave the hog out; the core-busy figures keep it and say so; the
+run is flagged where its numbers appear."""
+
+import os
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from iolab.machine.perf import ProfileSpec, stacks_scope
+from iolab.machine.stress import stressed
+from iolab.measure.runner import measure
+from iolab.read import checks
+from iolab.read.fold import Folded, by_threads
+from iolab.read.samples import _worker_name
+from iolab.record.history import readable, rows
+from iolab.runs.store import load_stacks
+from iolab.stats.cycles import OWN_SOURCE, add_cycles_per_io
+from support.cpus import CPU
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="CPU-wide perf needs root here")
+
+
+@root_only
+def test_a_cpu_hog_beside_fio_is_flagged_and_left_out_of_fio_s_own_figures(scratch, tmp_path):
+    job = {"ioengine": "io_uring", "iodepth": 8, "direct": 1, "rw": "randread", "runtime": "2s"}
+    with stressed([CPU]):  # stress-ng --cpu 1 on fio's own CPU, stopped by its pid
+        result = measure(job, scratch, cpus=[CPU], runs_dir=tmp_path, how={"profile": ProfileSpec(freq_hz=499)})
+    row = add_cycles_per_io(result.table).iloc[0]
+    assert row.other_cpu_pct > 25 and row.own_cpu_pct > 5, (row.other_cpu_pct, row.own_cpu_pct)
+    assert row.cycles_per_io_source == OWN_SOURCE
+    assert row.cycles_per_io < 0.8 * row.cycles_per_io_core  # the core's busy time holds the hog's
+    assert "shared_cpu: shared CPU:" in row["flags"] and "other programs" in row["flags"]
+    own, every = load_stacks(result.path), load_stacks(result.path, whole_cpu=True)
+    roots = Counter(stack.split(";", 1)[0] for stack in every)
+    assert any(r.startswith("stress-ng") for r in roots), roots  # perf saw the hog on the CPU
+    assert not any(s.startswith("stress-ng") for s in own) and sum(own.values()) > 0
+    scope = stacks_scope(result.path)
+    assert scope.startswith("fio's threads (") and "stress-ng" in scope
+    assert stacks_scope(result.path, whole_cpu=True) == "every program on its CPUs"
+    note = checks.shared_cpu_note([result.path])
+    assert note.startswith("shared CPU: up to ") and note.endswith("(1 of 1 runs)")
+    kept = {"results": [{"name": "IOPS", "value": row.iops, "unit": "IO/s"}], "run_folders": [str(result.path)]}
+    history = pd.DataFrame(rows(kept, "x.ipynb"))
+    assert readable(history)["flags"].iloc[0] == note  # the history says it beside the number
+
+
+def test_samples_are_told_apart_by_thread_and_workers_named_without_numbers():
+    folded = Folded(Counter({"fio-10/11;io_uring_enter": 5, "stress-ng-cpu-20/20;main": 7, "iou-sqp-10-10/12;x": 2}))
+    every, own = by_threads(folded, {11, 12})
+    assert every.stacks == Counter({"fio;io_uring_enter": 5, "stress-ng-cpu;main": 7, "iou-sqp-10;x": 2})
+    assert own.stacks == Counter({"fio;io_uring_enter": 5, "iou-sqp-10;x": 2})
+    names = ("iou-sqp-4242", "iou-wrk-17", "kworker/u8:1+loop0", "kworker/u8:2-loop12")
+    assert [_worker_name(n) for n in names] == ["iou-sqp", "iou-wrk", "kworker loop0", "kworker loop12"]
