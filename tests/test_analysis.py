@@ -76,7 +76,21 @@ def test_cycles_per_io_from_a_table():
     import pandas as pd
 
     t = pd.DataFrame({"cpu_busy_pct": [100.0], "cpus_sampled": [1], "cpu_freq_mhz": [3900.0], "iops": [450_000.0]})
-    assert add_cycles_per_io(t).cycles_per_io.iloc[0] == pytest.approx(8666.67, abs=0.01)
+    assert add_cycles_per_io(t).cycles_per_io_core.iloc[0] == pytest.approx(8666.67, abs=0.01)  # seed 001's way
+    # a hog took half the core: fio's own 50 % of it is half the cycles; the core's busy time keeps the hog's
+    shared = add_cycles_per_io(t.assign(own_cpu_pct=50.0, usr_cpu_pct=10.0, sys_cpu_pct=38.0))
+    assert shared.cycles_per_io.iloc[0] == pytest.approx(8666.67 / 2, abs=0.01)
+    assert shared.cycles_per_io_source.iloc[0].startswith("fio's threads")
+    rusage = add_cycles_per_io(t.assign(usr_cpu_pct=10.0, sys_cpu_pct=38.0))  # older runs: fio's rusage
+    assert rusage.cycles_per_io.iloc[0] == pytest.approx(8666.67 * 0.48, abs=0.01)
+    two_jobs = pd.DataFrame(  # one run, two jobs: each its own CPU over its own IOs, not the whole CPU's
+        {"run_id": ["r", "r"], "job": ["a", "b"], "direction": ["read", "read"], "iops": [300_000.0, 150_000.0],
+         "usr_cpu_pct": [20.0, 10.0], "sys_cpu_pct": [40.0, 30.0], "cpu_busy_pct": [100.0] * 2,
+         "cpus_sampled": [1] * 2, "cpu_freq_mhz": [3900.0] * 2}
+    )  # fmt: skip
+    each = add_cycles_per_io(two_jobs)
+    assert list(each.cycles_per_io) == pytest.approx([0.6 * 3.9e9 / 300_000, 0.4 * 3.9e9 / 150_000])
+    assert list(each.cycles_per_io_core) == pytest.approx([8666.67] * 2, abs=0.01)
 
 
 def test_littles_law():
@@ -164,14 +178,16 @@ def test_no_knee_in_the_recorded_scratch_sweep():
     e = knee_with_interval(t.qd, t.iops)
     assert e.x is None and e.low is None and e.high is None and e.label() == "no knee"
     assert e.rule_x == 64 and e.agree and "sweep deeper" in e.note and e.note.startswith("No knee:")
-    v = trusted_knee(t.qd, t.iops)  # the one answer: maximum power, with what Kneedle lacked
-    assert (v.x, v.method_name, v.estimate.knee.method) == (8, "maximum power", v.method.split(" on the")[0])
-    assert v.why.startswith("Kneedle found no knee (the curve stays too close to the straight line")
-    assert v.line().startswith("knee QD 8 by maximum power (IOPS²/QD; 100 % of resamples in [4, 16]): Kneedle found")
+    v = trusted_knee(t.qd, t.iops)  # the one answer: maximum power, with what Kneedle lacked, where it saturates
+    assert (v.x, v.method_name, v.estimate.knee.method) == (32, "maximum power", v.method.split(" on the")[0])
+    assert v.moved_from == 8  # maximum power's own knee: QD 16 and 32 still gained beyond their intervals
+    assert v.why.startswith("maximum power says QD 8, not saturated there: QD 16 still gained +38 % [+24 %, +53 %]")
+    assert "Kneedle found no knee (the curve stays too close to the straight line" in v.why
+    assert v.line().startswith("knee QD 32 by maximum power (IOPS²/QD): maximum power says QD 8, not saturated")
     summary = t.groupby("qd", as_index=False).iops.mean().assign(littles_ok=True)
-    assert "Maximum power on the median IOPS of 3 repeats per QD puts the knee at QD 8" in describe_qd_study(
-        summary, v, 64, None
-    ).replace("\n    ", " ")
+    said = describe_qd_study(summary, v, 64, None).replace("\n    ", " ")
+    assert "puts the knee at QD 8, but the curve is not saturated there; the knee reported is QD 32" in said
+    assert "resamples" not in said  # the interval was maximum power's QD 8's, not the reported knee's
     rising = trusted_knee([1, 2, 4, 8, 16], [5, 10, 20, 40, 80])  # no bend, power still rising: no knee
     assert (
         rising.x is None and rising.line().startswith("no knee: Kneedle found no knee") and "sweep deeper" in rising.why

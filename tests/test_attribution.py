@@ -11,9 +11,9 @@ import pytest
 from iolab.machine.perf import ProfileSpec, stacks_scope
 from iolab.machine.stress import stressed
 from iolab.measure.runner import measure
-from iolab.read import checks
 from iolab.read.fold import Folded, by_threads
 from iolab.read.samples import _worker_name
+from iolab.record import provenance
 from iolab.record.history import readable, rows
 from iolab.runs.store import load_stacks
 from iolab.stats.cycles import OWN_SOURCE, add_cycles_per_io
@@ -39,7 +39,7 @@ def test_a_cpu_hog_beside_fio_is_flagged_and_left_out_of_fio_s_own_figures(scrat
     scope = stacks_scope(result.path)
     assert scope.startswith("fio's threads (") and "stress-ng" in scope
     assert stacks_scope(result.path, whole_cpu=True) == "every program on its CPUs"
-    note = checks.shared_cpu_note([result.path])
+    note = provenance.shared_cpu_note([result.path])
     assert note.startswith("shared CPU: up to ") and note.endswith("(1 of 1 runs)")
     kept = {"results": [{"name": "IOPS", "value": row.iops, "unit": "IO/s"}], "run_folders": [str(result.path)]}
     history = pd.DataFrame(rows(kept, "x.ipynb"))

@@ -39,7 +39,14 @@ def test_run_profile_keeps_stacks_and_a_flame_graph_and_prints_the_reading(scrat
     svg = (folder / "flamegraph.svg").read_text()
     assert svg.startswith("<svg") and "<script><![CDATA[" in svg and svg.count("<g data-x=") > 5
     assert "http://" not in svg.replace("http://www.w3.org/", "")  # nothing fetched: opens offline
-    for words in ("flame graph", "top functions", "kind of work", "cycles per IO (", "from busy CPU time x frequency"):
+    for words in (
+        "flame graph",
+        "top functions",
+        "kind of work",
+        "cycles per IO (",
+        "fio's own (",
+        "from the cores' busy time",
+    ):
         assert words in out.stdout, out.stdout
     params = json.loads((folder / "params.json").read_text())
     assert params["cpus"] == [CPU] and f"perf record on CPU {CPU}" in out.stdout
@@ -47,6 +54,7 @@ def test_run_profile_keeps_stacks_and_a_flame_graph_and_prints_the_reading(scrat
 
 def test_profile_options_are_checked():
     assert "add --profile" in cli_here("run", "--call-graph", "dwarf").stderr
+    assert "--whole-cpu say how --profile reads its samples" in cli_here("run", "--whole-cpu").stderr
     assert cli_here("run", "--profile", "--call-graph", "lbr").returncode == 2
 
 

@@ -96,6 +96,7 @@ def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path)
     assert [s["repeat"] for _, s in ran] == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # round by round
     assert rounds[0] == [0, 1, 2] and rounds[1:] != [[0, 1, 2]] * 2  # later rounds shuffled (seed 1)
     assert len(list((tmp_path / "runs" / "warmup").glob("*/run.json"))) == 1
-    assert t.gain_low_pct.notna()[1] and t.gain_verdict[1]
+    bounded = t.gain_low_pct.notna()[1] and t.gain_low_pct[1] > -100  # or said: the repeats cannot bound it
+    assert (bounded or t.gain_verdict[1].startswith("too noisy to tell")) and t.gain_verdict[1]
     with pytest.raises(InputError, match="order='up': choose one of"):
         lad.run_ladder(steps, scratch, runs_dir=tmp_path / "x", rounds={"order": "up"})

@@ -123,7 +123,7 @@ def test_every_column_is_described_and_labelled_with_its_unit():
         "clat p99.9 (µs)",
         "bandwidth (MiB/s)",
         "queue depth (IOs)",
-        "CPU cycles per IO (cycles/IO)",
+        "CPU cycles per IO, fio's own (cycles/IO)",
         "CPU frequency (MHz)",
         "runtime (ms)",
         "block size",

@@ -97,8 +97,8 @@ def cycles_lines(table) -> list[str]:
         other = getattr(row, "other_cpu_pct", float("nan"))
         freq = getattr(row, "freq_source", "?")
         line = (
-            f"cycles per IO ({name}): {own:,.0f} fio's own ({getattr(row, 'cycles_per_io_source', '')}) x frequency "
-            f"({freq}); {busy:,.0f} from the cores' busy time"
+            f"cycles per IO ({name}), frequency from {freq}: {own:,.0f} fio's own "
+            f"({getattr(row, 'cycles_per_io_source', '')}); {busy:,.0f} from the cores' busy time"
             + (f", {other:.0f} % of it other programs'" if other == other else "")
         )
         if perf == perf:  # not NaN

@@ -22,6 +22,10 @@ a smaller change, however sure, is said as "no difference shown (below 2 %)"; pa
 call every difference the repeats show. A metric with no better direction (CPU busy) is
 "higher" or "lower", never worse.
 
+Runs flagged ``shared_cpu`` (other programs took their CPU, ``iolab.read.checks``) are compared
+all the same, and every verdict of their cell says so ("shared CPU: A 2 of 3 runs beside other
+programs"): a call between them is never made in silence.
+
 ``not_comparable`` (a reason, e.g. "the devices differ: vda vs nvme0n1") turns every
 verdict into "not comparable: ..." with the figures still shown; ``iolab.compare.sides``
 decides it from the two sides' snapshots.
@@ -123,13 +127,12 @@ def versus(
     rows = []
     for key in matched:
         part_a, part_b = _select(runs_a, by, key), _select(runs_b, by, key)
+        shared = _shared(part_a, part_b)
         for m in metrics:
-            rows.append(
-                {
-                    **dict(zip(by, key)),
-                    **_row(part_a[m], part_b[m], m, confidence, seed, min_change_pct, not_comparable),
-                }
-            )
+            row = _row(part_a[m], part_b[m], m, confidence, seed, min_change_pct, not_comparable)
+            if shared:  # never a call on runs beside other programs without saying so
+                row["verdict"] = f"{row['verdict']}; {shared}"
+            rows.append({**dict(zip(by, key)), **row, "shared_cpu": shared})
     return Versus(
         pd.DataFrame(rows),
         by,
@@ -154,6 +157,19 @@ def _row(va, vb, metric: str, confidence: float, seed: int, min_change_pct: floa
         "call": "not comparable" if not_comparable else call,
         "verdict": f"not comparable: {not_comparable}" if not_comparable else _verdict(c, call, min_change_pct),
     }
+
+
+def _shared(part_a: pd.DataFrame, part_b: pd.DataFrame) -> str:
+    """ "shared CPU: A 2 of 3 runs, B 3 of 3 beside other programs" when runs of a side were
+    flagged ``shared_cpu`` (``iolab.read.checks``), else ""."""
+    counts = []
+    for side, part in (("A", part_a), ("B", part_b)):
+        flagged = part["flags"].fillna("").astype(str).str.contains("shared_cpu:").sum() if "flags" in part else 0
+        counts.append(f"{side} {flagged} of {len(part)} runs")
+        if not flagged:
+            counts[-1] = ""
+    said = [c for c in counts if c]
+    return f"shared CPU: {', '.join(said)} beside other programs" if said else ""
 
 
 def _call(change: float, low: float, high: float, metric: str, min_change_pct: float) -> str:

@@ -293,8 +293,8 @@ def cycles_per_io(df: pd.DataFrame, ax=None, x: str = "qd"):
         x,
         "cycles_per_io",
         ax=ax,
-        title=f"CPU cycles per IO{fallback}",
-        source=f"busy CPU s (/proc/stat) x frequency ({src}) / IOs (fio)",
+        title=f"CPU cycles per IO, fio's own{fallback}",
+        source=f"fio's CPU s (its threads, /proc) x frequency ({src}) / IOs (fio); the core's busy time: cycles_per_io_core",
     )
 
 

@@ -475,28 +475,6 @@ def folder_flags(run_folders) -> list[tuple[str, str]]:
     return out
 
 
-def shared_cpu_note(run_folders) -> str:
-    """ "shared CPU: up to 53 % other programs (2 of 3 runs)" when stored ``shared_cpu`` checks of
-    ``run_folders`` failed, else "": the words a recorded result carries (history, seed pages)."""
-    folders = [Path(f) for f in run_folders]
-    shares = []
-    for folder in folders:
-        try:
-            found = stored_checks(folder) if (folder / FILE).exists() else []
-        except RunFileError:
-            continue
-        shares += [
-            c.get("figures", {}).get("other_cpu_pct")
-            for c in found
-            if c["name"] == "shared_cpu" and c["passed"] is False
-        ]
-    if not shares:
-        return ""
-    top = max((v for v in shares if isinstance(v, (int, float)) and v == v), default=None)
-    most = f"up to {top:.0f} % other programs" if top is not None else "other programs or steal"
-    return f"shared CPU: {most} ({len(shares)} of {len(folders)} runs)"
-
-
 def banner_text(flagged: list[tuple[str, str]], total: int) -> str:
     """One paragraph for a report: how many runs failed a check and the words of each check."""
     words = list(dict.fromkeys(w.strip() for _, text in flagged for w in text.split(" | ")))

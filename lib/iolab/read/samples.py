@@ -117,16 +117,21 @@ def run_columns(run_dir: str | os.PathLike) -> dict:
     )
     fio_cpu = fio_cpu_pct(run_dir)
     quick = _summary(stat, freq, fio_cpu) if freq and stat else None
-    out = quick if quick is not None else summarise(Samples.read(run_dir), fio_cpu=fio_cpu)
-    times = stat["t_s"] if stat else read_stat(run_dir)["t_s"].tolist()
-    cpus = set(stat["cpu"] if stat else read_stat(run_dir)["cpu"].tolist())
-    attributed = attribution(run_dir, times, cpus)
-    if attributed and out.get("cpus_sampled"):  # other load: the busy time that was neither the tool's nor its device's
-        out |= attributed
-        mine = (attributed.pop("own_on_cpus_pct") + attributed.pop("device_worker_on_cpus_pct")) / out["cpus_sampled"]
-        out.pop("own_on_cpus_pct"), out.pop("device_worker_on_cpus_pct")
-        out["other_cpu_pct"] = float(max(0.0, out["cpu_usr_pct"] + out["cpu_sys_pct"] - mine))
-        out["noise_flag"] = noise_flag(out["cpu_steal_pct"], out["other_cpu_pct"], out["host_steal_pct"])
+    if quick is None:
+        return summarise(Samples.read(run_dir), fio_cpu=fio_cpu)
+    return _attributed(quick, attribution(procs_columns(run_dir), stat["t_s"], set(stat["cpu"])))
+
+
+def _attributed(out: dict, attributed: dict) -> dict:
+    """A summary with the process sampler's figures (``attribution``), and its other load
+    recomputed from them: the pinned CPUs' process time that was neither the tool's nor its
+    devices' workers' (``other_cpu_pct``), and its ``noise_flag``."""
+    if not attributed or not out.get("cpus_sampled"):
+        return out
+    mine = (attributed.pop("own_on_cpus_pct") + attributed.pop("device_worker_on_cpus_pct")) / out["cpus_sampled"]
+    out |= attributed
+    out["other_cpu_pct"] = float(max(0.0, out["cpu_usr_pct"] + out["cpu_sys_pct"] - mine))
+    out["noise_flag"] = noise_flag(out["cpu_steal_pct"], out["other_cpu_pct"], out["host_steal_pct"])
     return out
 
 
@@ -146,22 +151,29 @@ def _worker_name(comm: str) -> str:
     return re.sub(r"-\d+$", "", comm)
 
 
-def attribution(run_dir: str | os.PathLike, times: list[float], cpus: set[int]) -> dict:
-    """Whose CPU the sampled time was, from ``samples_procs.csv`` (``iolab.machine.proctree``)
-    over the sampler window (``_window`` of the sample ``times``), % of one CPU:
-    ``own_cpu_pct`` — the tool's threads (fio's jobs, io_uring's workers in its processes);
-    ``device_worker_cpu_pct`` — the kernel workers serving its devices (a loop device's
-    kworkers); ``workers`` — the worker threads among them by name with their share
-    ("iou-sqp 97 %, kworker loop0 35 %"); and ``_on_cpus`` of both: the part that ran on
-    ``cpus`` (by the CPU each thread was on at each tick). {} without the file."""
+def procs_columns(run_dir: str | os.PathLike) -> dict[str, list] | None:
+    """``samples_procs.csv`` as columns (plain, else through pandas); None without the file."""
     path = Path(run_dir) / PROCS_FILE
-    if not path.exists() or len(times) < 2:
-        return {}
+    if not path.exists():
+        return None
     numeric = ("t_s", "pid", "tid", "utime", "stime", "cpu")
     cols = runfiles.csv_columns(path, columns=PROCS_COLUMNS, numeric=numeric)
     if cols is None:  # quoted names, or no row at all
         frame = read_procs(run_dir)
         cols = {c: frame[c].tolist() for c in PROCS_COLUMNS}
+    return cols
+
+
+def attribution(cols: dict[str, list] | None, times: list[float], cpus: set[int]) -> dict:
+    """Whose CPU the sampled time was, from the process sampler's rows (``procs_columns``,
+    ``iolab.machine.proctree``) over the sampler window (``_window`` of the sample ``times``),
+    % of one CPU: ``own_cpu_pct`` — the tool's threads (fio's jobs, io_uring's workers in its
+    processes); ``device_worker_cpu_pct`` — the kernel workers serving its devices (a loop
+    device's kworkers); ``workers`` — the worker threads among them by name with their share
+    ("iou-sqp 97 %, kworker loop0 35 %"); and ``_on_cpus`` of both: the part that ran on
+    ``cpus`` (by the CPU each thread was on at each tick). {} without rows."""
+    if not cols or not cols["t_s"] or len(times) < 2:
+        return {}
     low, high = _window(times)
     series: dict[tuple, list] = {}
     for t, tid, comm, kind, u, st, cpu in zip(
@@ -316,7 +328,8 @@ def summarise(samples: Samples, fraction: float = 0.10, fio_cpu: float = float("
         out["freq_source"] = str(freq["freq_source"].iloc[0])
     else:
         out["cpu_freq_mhz"], out["freq_source"] = float("nan"), "none"
-    return out
+    procs = None if samples.procs is None else {c: samples.procs[c].tolist() for c in PROCS_COLUMNS}
+    return _attributed(out, attribution(procs, samples.stat["t_s"].tolist(), set(samples.stat["cpu"].tolist())))
 
 
 _SOURCE = re.compile(r"[a-z]+(?:_[a-z]+)+")  # a frequency source pandas reads as text, never as a number or NA

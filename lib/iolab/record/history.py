@@ -43,7 +43,7 @@ One row per recorded result (``COLUMNS``):
   ``hostname``, ``cpu_model``, ``device`` (with the NVMe model and firmware when the snapshot
   has them) and ``emulated`` (what the NVMe lab said of itself: an emulator's numbers);
 - ``flags``: "shared CPU: up to 53 % other programs (2 of 3 runs)" when its runs shared their
-  CPU (``iolab.read.checks.shared_cpu_note``), else empty.
+  CPU (``iolab.record.provenance.shared_cpu_note``), else empty.
 """
 
 from __future__ import annotations
@@ -68,7 +68,6 @@ from ..core import paths
 from ..core.atomic import write_atomic
 from ..core.errors import InputError, printable
 from ..core.runfiles import quote
-from ..read.checks import shared_cpu_note
 from . import provenance
 from .results import show
 
@@ -172,7 +171,7 @@ def rows(
         "device": device_of(snap),
         "emulated": provenance.emulated(folders),
         "machine_from": machine_from,
-        "flags": shared_cpu_note(folders),  # its runs shared their CPU with other programs
+        "flags": provenance.shared_cpu_note(folders),  # its runs shared their CPU with other programs
     }
     out = []
     for entry in results:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core import paths, runfiles
 from ..core.errors import RunFileError
-from ..core.runfiles import RUN_JSON, SYSTEM_JSON
+from ..core.runfiles import CHECKS_JSON, RUN_JSON, SYSTEM_JSON
 from ..core.system import snapshot
 from ..core.version import __version__
 
@@ -199,6 +199,27 @@ def emulated(run_folders: Iterable[str | os.PathLike]) -> str | None:
             if said:
                 return str(said)
     return os.environ.get("IOLAB_NVMELAB") or None
+
+
+def shared_cpu_note(run_folders: Iterable[str | os.PathLike]) -> str:
+    """ "shared CPU: up to 53 % other programs (2 of 3 runs)" when the stored ``shared_cpu``
+    checks (``checks.json``, ``iolab.read.checks``) of ``run_folders`` failed, else "": what a
+    recorded result carries beside its number (the history's ``flags``)."""
+    folders = [Path(f) for f in run_folders]
+    shares = []
+    for folder in folders:
+        try:
+            found = runfiles.read_json(folder / CHECKS_JSON, optional=True) or {}
+        except RunFileError:
+            continue
+        for c in found.get("checks") or [] if isinstance(found, dict) else []:
+            if isinstance(c, dict) and c.get("name") == "shared_cpu" and c.get("passed") is False:
+                shares.append((c.get("figures") or {}).get("other_cpu_pct"))
+    if not shares:
+        return ""
+    top = max((v for v in shares if isinstance(v, (int, float)) and v == v), default=None)
+    most = f"up to {top:.0f} % other programs" if top is not None else "other programs or steal"
+    return f"shared CPU: {most} ({len(shares)} of {len(folders)} runs)"
 
 
 def machine_rows(snap: Mapping[str, Any]) -> list[tuple[str, str]]:

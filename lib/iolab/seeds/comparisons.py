@@ -36,7 +36,7 @@ WORDS = {
     "clat_p50_us": "clat p50",
     "clat_p99_us": "clat p99",
     "mean_lat_us": "mean latency",
-    "cycles_per_io": "cycles per IO",
+    "cycles_per_io": "cycles per IO (fio's own)",
     "qd": "queue depth",
 }
 OPERATING_POINT = (

@@ -62,7 +62,8 @@ def add_cycles_per_io(table: pd.DataFrame) -> pd.DataFrame:
             out[col] = math.nan
     hz = out["cpu_freq_mhz"] * 1e6
     run = out["run_id"] if "run_id" in out else pd.Series(range(len(out)), index=out.index)
-    io = out["iops"].where(out["direction"] != "none", 0) if "direction" in out else out["iops"]
+    doing = out["direction"] != "none" if "direction" in out else pd.Series(True, index=out.index)  # did I/O
+    io = out["iops"].where(doing, 0)
     job_col = next((c for c in ("job_index", "job") if c in out), None)
     job = [run, out[job_col]] if job_col else [run]
     run_iops = io.groupby(run).transform("sum")
@@ -70,9 +71,7 @@ def add_cycles_per_io(table: pd.DataFrame) -> pd.DataFrame:
     busy_per_s = out["cpu_busy_pct"] / 100.0 * out["cpus_sampled"]
     out["cycles_per_io_core"] = busy_per_s * hz / run_iops.where(run_iops > 0)
     if {"usr_cpu_pct", "sys_cpu_pct"} <= set(out):
-        rusage = (out["usr_cpu_pct"] + out["sys_cpu_pct"]).where(
-            out["direction"] != "none" if "direction" in out else True
-        )
+        rusage = (out["usr_cpu_pct"] + out["sys_cpu_pct"]).where(doing)
         per_job = rusage.groupby(job).transform("first")  # a job's rows share its rusage
         first = ~pd.DataFrame({"r": run, "j": out[job_col] if job_col else 0}).duplicated()
         run_rusage = per_job.where(first & rusage.notna(), 0).groupby(run).transform("sum")

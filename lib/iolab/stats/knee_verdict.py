@@ -10,12 +10,13 @@ Both estimates are ``knee_interval.knee_with_interval``'s.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..core.readable import si_number
 from .knee_interval import KneeEstimate, knee_with_interval
+from .operating_points import placed, saturated
 
 
 @dataclass
@@ -27,6 +28,7 @@ class KneeVerdict:
     estimate: KneeEstimate
     other: KneeEstimate
     why: str
+    moved_from: float | None = None  # the method's own knee, when the curve was not saturated there
 
     x = property(lambda self: self.estimate.x)
     y = property(lambda self: self.estimate.y)
@@ -73,7 +75,41 @@ def trusted_knee(
     knee lies deeper), the verdict is no knee, with the reasons. x on a log2 axis;
     ``name`` is what x is called. ``searched``: the depths are those the adaptive search
     (``iolab.stats.knee_planner``) ran for maximum power's knee, which is then reported:
-    Kneedle's line from first to last point needs the full grid."""
+    Kneedle's line from first to last point needs the full grid.
+    Either knee must be a saturation: where the next depth swept still gains beyond its
+    interval (and by more than 5 %), the knee moves up to where the gain stops, and says so;
+    where the resamples' knees spread over more than two doublings, there is no knee: the
+    repeats cannot place it."""
+    verdict = _chosen(x, y, n_boot=n_boot, seed=seed, level=level, name=name, searched=searched)
+    return _saturated(verdict, x, y, name)
+
+
+def _saturated(verdict: KneeVerdict, x: Sequence[float], y: Sequence[float], name: str) -> KneeVerdict:
+    """The chosen knee where the curve saturates (``operating_points.saturated``: not at a depth
+    the next measured one still beats beyond its interval, by more than 5 %), and no knee where
+    the repeats cannot place it (``operating_points.placed``: resamples over two doublings)."""
+    e = verdict.estimate
+    if e.x is None:
+        return verdict
+    unplaced = placed(e.low, e.high, name)
+    if unplaced:
+        return KneeVerdict(
+            replace(e, x=None, y=None), verdict.other, f"{e.method_name} says {name} {e.x:g}, but {unplaced}"
+        )
+    runs: dict[float, list[float]] = {}
+    for xi, yi in zip(x, y):
+        if xi == xi and yi == yi:
+            runs.setdefault(float(xi), []).append(float(yi))
+    to, moved = saturated(runs, float(e.x), name)
+    if not moved:
+        return verdict
+    y_to = float(np.median(runs[to]))
+    why = f"{e.method_name} says {name} {e.x:g}, not saturated there: {moved}; {verdict.why}"
+    return KneeVerdict(replace(e, x=to, y=y_to, low=None, high=None, note=""), verdict.other, why, float(e.x))
+
+
+def _chosen(x, y, *, n_boot, seed, level, name, searched) -> KneeVerdict:
+    """Kneedle's knee, or maximum power's, as ``trusted_knee`` describes the choice."""
     kneedle = knee_with_interval(x, y, n_boot=n_boot, seed=seed, level=level, name=name)
     power = knee_with_interval(x, y, n_boot=n_boot, seed=seed, level=level, name=name, method="power")
     doubt = (

@@ -7,13 +7,24 @@ largest x whose latency stays under a target (the deepest queue a latency budget
 
 Both average repeated x first. ``knee_interval.knee_with_interval`` takes the 95 %-of-peak rule
 as the cross-check of its knee.
+
+A knee rule can name a depth the curve has not saturated at: on a busy machine maximum power
+(IOPS ÷ latency) picked QD 1-8 for steps that still gained +54 % and +92 % deeper. ``saturated``
+walks up from a rule's depth while the next measured depth gains beyond its 95 % interval
+(``repeat_stats.compare_values``: its low end above 0) and by more than 5 %, and says each move; ``placed`` says when
+the repeats cannot place a point at all (its resamples spread over more than ``PLACE_SPAN``x).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
+
+from .repeat_stats import compare_values
+
+PLACE_SPAN = 4.0  # a point whose resamples spread over more than two doublings is not placed
+SATURATED_GAIN_PCT = 5.0  # a next depth within 5 % is saturation (saturation_point's 95 % of the peak)
 
 
 def saturation_point(x: Sequence[float], y: Sequence[float], fraction: float = 0.95) -> float | None:
@@ -32,3 +43,33 @@ def max_x_under(x: Sequence[float], latency: Sequence[float], target: float) -> 
     frame = pd.DataFrame({"x": x, "lat": latency}).dropna().groupby("x")["lat"].mean()
     ok = frame[frame <= target]
     return float(ok.index.max()) if not ok.empty else None
+
+
+def saturated(samples: Mapping[float, Sequence[float]], x: float, name: str = "QD") -> tuple[float, str]:
+    """From the depth ``x`` a rule chose, the first depth whose next measured depth does not
+    gain beyond its 95 % interval, or gains less than ``SATURATED_GAIN_PCT`` (``samples``: depth
+    -> its runs' IOPS), and why it moved ("QD
+    16 still gained +54 % [+20 %, +90 %] over QD 8"); ``x`` and "" when it need not move, or
+    when the runs cannot tell (fewer than two a depth: nothing to compare)."""
+    depths = sorted(d for d, runs in samples.items() if len(runs))
+    said = []
+    while x in depths and depths.index(x) + 1 < len(depths):
+        nxt = depths[depths.index(x) + 1]
+        if min(len(samples[x]), len(samples[nxt])) < 2:
+            break
+        c = compare_values(samples[nxt], samples[x], "iops", nxt, x)
+        if not (c.low_pct > 0 and c.ratio_pct > SATURATED_GAIN_PCT):  # NaN (too noisy), 0 inside, or within 5 %
+            break
+        said.append(
+            f"{name} {nxt:g} still gained {c.ratio_pct:+.0f} % [{c.low_pct:+.0f} %, {c.high_pct:+.0f} %] over {name} {x:g}"
+        )
+        x = nxt
+    return x, "; ".join(said)
+
+
+def placed(low: float | None, high: float | None, name: str = "QD") -> str:
+    """ "" when a point's interval ``[low, high]`` places it (no wider than ``PLACE_SPAN``x), else
+    why not ("the repeats cannot place it: its resamples chose QD 1-64")."""
+    if low is None or high is None or pd.isna(low) or pd.isna(high) or low <= 0 or high <= PLACE_SPAN * low:
+        return ""
+    return f"the repeats cannot place it: its resamples chose {name} {low:g}-{high:g}"

@@ -32,7 +32,7 @@ import numpy as np
 from ..core.errors import InputError
 from . import knee_planner
 from .knee_planner import Budget, Step, neighbours, opening
-from .operating_points import max_x_under
+from .operating_points import max_x_under, placed, saturated
 
 Samples = Mapping[float, Sequence[tuple[float, float]]]
 _P99 = re.compile(r"^p99\s*(?:<=|<|≤)\s*([0-9.]+)\s*(?:us|µs)?$")
@@ -95,14 +95,25 @@ class Point:
     high: float | None
     share_in_interval: float
     note: str
+    moved: str = ""  # why the rule's own knee was not the point: the next depth still gained (saturated)
 
 
 def point_with_interval(
     rule: Rule, samples: Samples, *, n_boot: int = 1000, seed: int = 0, level: float = 0.9
 ) -> Point:
-    """The depth ``rule`` chooses on every run made, and its bootstrap interval."""
+    """The depth ``rule`` chooses on every run made, and its bootstrap interval. A knee (power,
+    kneedle) is where the step saturates: not at a depth the next measured depth still beats
+    beyond its interval (``operating_points.saturated``: it moves up, and says so), and no
+    point where the repeats cannot place it (``operating_points.placed``)."""
     if rule.kind in ("power", "kneedle"):
         est = knee_planner.final_estimate(_iops(samples), n_boot=n_boot, seed=seed, method=rule.kind)
+        unplaced = placed(est.low, est.high)
+        if est.x is not None and unplaced:
+            return Point(None, est.low, est.high, est.share_in_interval, f"{rule.words()}: {unplaced}")
+        x, moved = saturated(_iops(samples), est.x) if est.x is not None else (None, "")
+        if moved:
+            said = f"{rule.words()} was QD {est.x:g}, not saturated: {moved}"
+            return Point(x, None, None, float("nan"), said, said)
         return Point(est.x, est.low, est.high, est.share_in_interval, est.note)
     x = choose(rule, samples)
     if x is None:
@@ -149,9 +160,10 @@ def next_depths(
     """The next depths to run (one run each), given the runs so far; stage "done" means stop."""
     grid = sorted(float(g) for g in grid)
     if rule.kind in ("power", "kneedle"):
-        return knee_planner.next_depths(
+        step = knee_planner.next_depths(
             _iops(samples), grid, budget=budget, confirm=confirm, seed=seed, method=rule.kind
         )
+        return step if step.depths else _until_saturated(rule, samples, grid, budget, confirm) or step
     if len(grid) < 3:
         raise InputError(f"an operating-point search needs at least 3 queue depths, got {len(grid)}")
     first = opening(samples, grid, budget, "power")  # the knee planner's first stages
@@ -180,6 +192,24 @@ def next_depths(
             "narrow", wide, f"the interval [{point.low:g}, {point.high:g}] spans more than QD {x:g}'s neighbours"
         )
     return Step([], "done", f"{rule.words()} at QD {x:g}")
+
+
+def _until_saturated(rule: Rule, samples: Samples, grid: list[float], budget: int, confirm: int) -> Step | None:
+    """Once the knee search is done: when its knee still gains at the next depth
+    (``operating_points.saturated`` moved it), the runs that let the next move be judged: the
+    new depth's and the one above it (``confirm`` and one fewer); None when none is due."""
+    x = choose(rule, samples)
+    if x is None:
+        return None
+    moved_to, moved = saturated(_iops(samples), x)
+    if not moved:
+        return None
+    spent = Budget(samples, budget)
+    above = [g for g in grid if g > moved_to][:1]
+    short = [g for g in [moved_to, *above] if spent.have(g) < (confirm if g == moved_to else confirm - 1)]
+    if not short or not spent.left:
+        return None
+    return spent.take("confirm", short, f"{rule.words()} still gains past QD {x:g} ({moved})")
 
 
 def _iops(samples: Samples) -> dict[float, list[float]]:

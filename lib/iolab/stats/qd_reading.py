@@ -71,6 +71,8 @@ def qd_summary(table: pd.DataFrame, x: str = "qd", latency_target_us: float | No
             "cpu_busy_pct",
             "cpu_freq_mhz",
             "cycles_per_io",
+            "cycles_per_io_core",
+            "other_cpu_pct",
         )
         if c in io
     }
@@ -105,7 +107,14 @@ def describe_qd_study(
     knee = verdict.estimate if verdict else knee
     if isinstance(knee, KneeEstimate):
         note = knee.note
-        if knee.x is not None:
+        if knee.x is not None and verdict and verdict.moved_from is not None:
+            parts.append(
+                f"{knee.method_name[0].upper()}{knee.method_name[1:]} on the median IOPS of {knee.repeats_text} "
+                f"repeat{'s' if knee.repeats[1] > 1 else ''} per QD puts the knee at QD {verdict.moved_from:g}, "
+                f"but the curve is not saturated there; the knee reported is QD {knee.x:g} ({knee.y:,.0f} IOPS), "
+                f"past which the next QD swept gains within its interval or by less than 5 %. Why: {verdict.why}."
+            )
+        elif knee.x is not None:
             parts.append(
                 f"{knee.method_name[0].upper()}{knee.method_name[1:]} on the median IOPS of {knee.repeats_text} "
                 f"repeat{'s' if knee.repeats[1] > 1 else ''} per QD puts the knee at QD "
@@ -144,9 +153,14 @@ def describe_qd_study(
     if "cycles_per_io" in summary and summary["cycles_per_io"].notna().any():
         src = summary["freq_source"].iloc[0] if "freq_source" in summary else "?"
         parts.append(
-            f"Cycles per IO at the peak: {best['cycles_per_io']:,.0f} (frequency from {src}"
+            f"Cycles per IO at the peak: {best['cycles_per_io']:,.0f} of fio's own (frequency from {src}"
             + (", a nominal clock: this machine has no cpufreq" if src == "proc_cpuinfo" else "")
-            + "); seed 001 measured 8,666 on a 3.9 GHz Threadripper core."
+            + (
+                f"; {best['cycles_per_io_core']:,.0f} from the core's busy time, other programs' included"
+                if "cycles_per_io_core" in summary and best["cycles_per_io_core"] == best["cycles_per_io_core"]
+                else ""
+            )
+            + "); seed 001 measured 8,666 on a 3.9 GHz Threadripper core fio alone kept busy."
         )
     bad = summary[~summary["littles_ok"]] if "littles_ok" in summary else summary.iloc[:0]
     for short, what in ((True, "the queue was not kept full there"), (False, "more IOs outstanding than the QD")):
@@ -172,7 +186,8 @@ def readable_summary(summary: pd.DataFrame, latency_target_us: float | None = No
         "clat_p50_us": "clat p50 (µs)",
         "clat_p99_us": "clat p99 (µs)",
         "cpu_busy_pct": "CPU busy (%)",
-        "cycles_per_io": f"CPU cycles per IO{nominal}",
+        "cycles_per_io": f"CPU cycles per IO, fio's own{nominal}",
+        "cycles_per_io_core": f"CPU cycles per IO, core busy (all programs){nominal}",
     }
     out = summary[[c for c in names if c in summary]].rename(columns=names)
     out["queue depth"] = out["queue depth"].map(lambda q: f"{q:g}")

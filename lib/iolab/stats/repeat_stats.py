@@ -151,7 +151,7 @@ def interval(values: Sequence[float], metric: str, confidence: float = 0.95, see
     ("94,725 [-162,033, 351,483]"); tables print ``NO_INTERVAL`` instead. NaN, NaN too when the
     repeats cannot bound the value (``bounded``: a positive quantity's interval spanning more
     than ``MAX_SPAN`` times, or reaching 0); tables print ``no_interval_words`` ("too noisy to
-    bound (CV 63 %)") and a recorded result carries no interval."""
+    bound: CV 63 %") and a recorded result carries no interval."""
     v = _clean(values)
     if len(v) < MIN_REPEATS:
         return math.nan, math.nan
@@ -191,12 +191,12 @@ def bounded(low: float, high: float, metric: str, values: Sequence[float] = ()) 
 
 def no_interval_words(n: float | None = None, cv: float | None = None) -> str:
     """Why a mean is shown without an interval: ``NO_INTERVAL`` with fewer than ``MIN_REPEATS``
-    runs, "too noisy to bound (CV 63 %)" when there were enough but they spread too far
+    runs, "too noisy to bound: CV 63 %" when there were enough but they spread too far
     (``bounded``), "no interval" when neither is known."""
     if n is not None and n == n and n < MIN_REPEATS:
         return NO_INTERVAL
     if cv is not None and cv == cv:
-        return f"too noisy to bound (CV {cv:.0f} %)"
+        return f"too noisy to bound: CV {cv:.0f} %"
     return "too noisy to bound" if n is not None and n == n else "no interval"
 
 
@@ -387,8 +387,7 @@ def _interval_cell(row: pd.Series, metric: str) -> str:
     low, high = clipped(row[f"{metric}_ci_low"], row[f"{metric}_ci_high"], metric)
     mean = readable_value(row[f"{metric}_mean"])
     if pd.isna(low) or pd.isna(high):
-        cv = row.get(f"{metric}_cv_pct")
-        return mean if row.get("n", 0) < MIN_REPEATS or pd.isna(cv) else f"{mean} (too noisy to bound: CV {cv:.0f} %)"
+        return mean if row.get("n", 0) < MIN_REPEATS else f"{mean} (too noisy to bound)"  # its CV: the note's
     return f"{mean} [{readable_value(low)},{NBSP}{readable_value(high)}]"
 
 

@@ -132,6 +132,8 @@ def climb(
                                       runs_dir, how, first)  # fmt: skip
                 point = point_with_interval(step_rule, {q: _pairs(r) for q, r in runs.items()}, seed=seed)
                 qd = point.x
+                if point.moved:  # the rule's knee still gained at the next depth: the point moved up
+                    row["reason"] = "; ".join(t for t in (row.get("reason"), point.moved) if t)
         except IolabError as exc:
             row |= {"status": "failed", "reason": str(exc).splitlines()[0]}
             continue
@@ -142,9 +144,11 @@ def climb(
             row |= {"status": "no point", "reason": point.note, "runs": sum(len(r) for r in runs.values())}
             continue
         at = runs[qd]
+        deeper = [q for q in sorted(runs) if q > qd]
         row |= {
             "status": "measured",
             "qd": int(qd),
+            "saturation_shown": bool(point) and bool(deeper) and len(runs[deeper[0]]) >= 2 and len(runs[qd]) >= 2,
             "qd_low": point.low if point else None,
             "qd_high": point.high if point else None,
             "runs": sum(len(r) for r in runs.values()),
@@ -271,7 +275,9 @@ def readable(steps: pd.DataFrame) -> pd.DataFrame:
 def beside_author(steps: pd.DataFrame) -> list[str]:
     """Where this machine's operating points and the author's disagree, in words, one line per
     measured step with an author's depth ("here the knee of step 1 is at QD 16, the author's at
-    32: this CPU or device saturates sooner")."""
+    32: this CPU or device saturates sooner"). "Saturates sooner" only where the step's own runs
+    show it: the next depth was run at least twice and gained no more than its interval (or 5 %)
+    over the point (``operating_points.saturated``); else it says that is not shown."""
     lines = []
     for r in steps.to_dict("records"):
         if r.get("status") != "measured" or pd.isna(r.get("author_qd")) or r.get("tool") == "tio":
@@ -281,6 +287,11 @@ def beside_author(steps: pd.DataFrame) -> list[str]:
         inside = low is not None and not pd.isna(low) and low <= theirs <= high
         if here == theirs or inside:
             lines.append(f"step {r['step']} ({r['name']}): QD {here} here, {theirs} for the author: the same point")
+        elif here < theirs and not r.get("saturation_shown"):  # no deeper depth measured twice: not shown
+            lines.append(
+                f"step {r['step']} ({r['name']}): QD {here} here, {theirs} for the author: whether this CPU or "
+                "device saturates sooner is not shown (no deeper depth was run twice here)"
+            )
         else:
             why = (
                 "this CPU or device saturates sooner"
