@@ -100,7 +100,11 @@ def _saturated(verdict: KneeVerdict, x: Sequence[float], y: Sequence[float], nam
     for xi, yi in zip(x, y):
         if xi == xi and yi == yi:
             runs.setdefault(float(xi), []).append(float(yi))
-    to, moved = saturated(runs, float(e.x), name)
+    to, moved, doubt = saturated(runs, float(e.x), name)
+    if doubt:  # single runs: a deeper depth did more, and nothing says whether that is noise
+        return KneeVerdict(
+            replace(e, x=None, y=None), verdict.other, f"{e.method_name} says {name} {e.x:g}, but {doubt}"
+        )
     if not moved:
         return verdict
     y_to = float(np.median(runs[to]))

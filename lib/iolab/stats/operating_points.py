@@ -45,26 +45,36 @@ def max_x_under(x: Sequence[float], latency: Sequence[float], target: float) -> 
     return float(ok.index.max()) if not ok.empty else None
 
 
-def saturated(samples: Mapping[float, Sequence[float]], x: float, name: str = "QD") -> tuple[float, str]:
-    """From the depth ``x`` a rule chose, the first depth whose next measured depth does not
-    gain beyond its 95 % interval, or gains less than ``SATURATED_GAIN_PCT`` (``samples``: depth
-    -> its runs' IOPS), and why it moved ("QD
-    16 still gained +54 % [+20 %, +90 %] over QD 8"); ``x`` and "" when it need not move, or
-    when the runs cannot tell (fewer than two a depth: nothing to compare)."""
+def saturated(samples: Mapping[float, Sequence[float]], x: float, name: str = "QD") -> tuple[float, str, str]:
+    """From the depth ``x`` a rule chose (``samples``: depth -> its runs' IOPS), where the curve
+    saturates: the first depth whose next measured depth gains no more than
+    ``SATURATED_GAIN_PCT`` in the mean, or no gain beyond its 95 % interval
+    (``repeat_stats.compare_values``). Returns that depth; why it moved up ("QD 16 still gained
+    +54 % [+20 %, +90 %] over QD 8"); and, when the runs cannot tell, why ("" when they can): the
+    next depth did more than 5 % more with a single run on a side, where no interval judges it."""
     depths = sorted(d for d, runs in samples.items() if len(runs))
     said = []
     while x in depths and depths.index(x) + 1 < len(depths):
         nxt = depths[depths.index(x) + 1]
-        if min(len(samples[x]), len(samples[nxt])) < 2:
-            break
+        here, there = (sum(samples[d]) / len(samples[d]) for d in (x, nxt))
+        gain = 100 * (there / here - 1) if here > 0 else float("nan")
+        if not gain > SATURATED_GAIN_PCT:
+            break  # saturated at x: the next depth adds 5 % or less
+        if min(len(samples[x]), len(samples[nxt])) < 2:  # a gain over 5 % that no interval can judge
+            doubt = (
+                f"{name} {nxt:g} did {gain:+.0f} % over {name} {x:g} with {len(samples[x])} and "
+                f"{len(samples[nxt])} run(s): no interval says whether {name} {x:g} is saturated"
+            )
+            return x, "; ".join(said), doubt
         c = compare_values(samples[nxt], samples[x], "iops", nxt, x)
-        if not (c.low_pct > 0 and c.ratio_pct > SATURATED_GAIN_PCT):  # NaN (too noisy), 0 inside, or within 5 %
+        if not c.low_pct > 0:  # NaN (too noisy to bound) or 0 inside: no gain shown beyond the interval
             break
         said.append(
-            f"{name} {nxt:g} still gained {c.ratio_pct:+.0f} % [{c.low_pct:+.0f} %, {c.high_pct:+.0f} %] over {name} {x:g}"
+            f"{name} {nxt:g} still gained {c.ratio_pct:+.0f} % [{c.low_pct:+.0f} %, {c.high_pct:+.0f} %] "
+            f"over {name} {x:g}"
         )
         x = nxt
-    return x, "; ".join(said)
+    return x, "; ".join(said), ""
 
 
 def placed(low: float | None, high: float | None, name: str = "QD") -> str:

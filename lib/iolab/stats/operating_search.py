@@ -110,7 +110,9 @@ def point_with_interval(
         unplaced = placed(est.low, est.high)
         if est.x is not None and unplaced:
             return Point(None, est.low, est.high, est.share_in_interval, f"{rule.words()}: {unplaced}")
-        x, moved = saturated(_iops(samples), est.x) if est.x is not None else (None, "")
+        x, moved, doubt = saturated(_iops(samples), est.x) if est.x is not None else (None, "", "")
+        if doubt:  # a deeper depth did more with single runs: the runs cannot place the point
+            return Point(None, None, None, float("nan"), f"{rule.words()} at QD {x:g} is not placed: {doubt}")
         if moved:
             said = f"{rule.words()} was QD {est.x:g}, not saturated: {moved}"
             return Point(x, None, None, float("nan"), said, said)
@@ -201,15 +203,15 @@ def _until_saturated(rule: Rule, samples: Samples, grid: list[float], budget: in
     x = choose(rule, samples)
     if x is None:
         return None
-    moved_to, moved = saturated(_iops(samples), x)
-    if not moved:
+    moved_to, moved, doubt = saturated(_iops(samples), x)
+    if not moved and not doubt:
         return None
     spent = Budget(samples, budget)
     above = [g for g in grid if g > moved_to][:1]
     short = [g for g in [moved_to, *above] if spent.have(g) < (confirm if g == moved_to else confirm - 1)]
     if not short or not spent.left:
         return None
-    return spent.take("confirm", short, f"{rule.words()} still gains past QD {x:g} ({moved})")
+    return spent.take("confirm", short, f"{rule.words()} still gains past QD {x:g} ({moved or doubt})")
 
 
 def _iops(samples: Samples) -> dict[float, list[float]]:
