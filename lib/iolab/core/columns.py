@@ -683,7 +683,7 @@ WORDS = {  # names whose words are not their parts
     "read_ahead_kb": "readahead",
     "mean_lat_us": "mean latency",
     "cycles_per_io": "CPU cycles per IO, fio's own",
-    "cycles_per_io_core": "CPU cycles per IO, core busy, all programs",
+    "cycles_per_io_core": "CPU cycles per IO, whole core, all programs",
     "own_cpu_pct": "fio's own CPU",
     "device_worker_cpu_pct": "device's kernel workers' CPU",
     "other_cpu_pct": "other programs on its CPU",

@@ -10,11 +10,12 @@ A run folder (raw files are never edited after the run)::
         fio.json          fio's raw json+ output, byte for byte    (fio.stderr, job.fio beside it)
         tio.txt           t/io_uring's output, instead of fio's files
         samples_stat.csv  t_s, cpu, /proc/stat counters (USER_HZ ticks)   (samples_freq.csv beside it)
+        samples_procs.csv the tool's threads' and its devices' kernel workers' CPU time (iolab.machine.proctree)
         samples_threads.csv  thread states, with --threads (threads.json beside it; iolab.read.threadstates)
         perf_stat.csv     perf stat's own output, when profiled (perf_stat_window.json,
-                          perf.data, perf.folded beside it)
-        blockstat.json    /sys/block/<dev>/stat before and after, and the seconds between (interval_s),
-                          when the target has a device
+                          perf.data, perf.folded: every program's stacks, perf_fio.folded: fio's own)
+        blockstat.json    /sys/block/<dev>/stat before and after (every device the job opens, and their
+                          sums), and the seconds between (interval_s), when the target has a device
         pcie.json         the links and AER counters of the PCI paths of the devices fio opens, before
                           and after (iolab.machine.preflight_pci.pcie_state), when they have one
         system.json       the machine snapshot (iolab.core.system.snapshot)

@@ -187,7 +187,7 @@ def readable_summary(summary: pd.DataFrame, latency_target_us: float | None = No
         "clat_p99_us": "clat p99 (µs)",
         "cpu_busy_pct": "CPU busy (%)",
         "cycles_per_io": f"CPU cycles per IO, fio's own{nominal}",
-        "cycles_per_io_core": f"CPU cycles per IO, core busy (all programs){nominal}",
+        "cycles_per_io_core": f"CPU cycles per IO, whole core, all programs{nominal}",
     }
     out = summary[[c for c in names if c in summary]].rename(columns=names)
     out["queue depth"] = out["queue depth"].map(lambda q: f"{q:g}")
