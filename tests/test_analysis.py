@@ -80,7 +80,7 @@ def test_cycles_per_io_from_a_table():
     # a hog took half the core: fio's own 50 % of it is half the cycles; the core's busy time keeps the hog's
     shared = add_cycles_per_io(t.assign(own_cpu_pct=50.0, usr_cpu_pct=10.0, sys_cpu_pct=38.0))
     assert shared.cycles_per_io.iloc[0] == pytest.approx(8666.67 / 2, abs=0.01)
-    assert shared.cycles_per_io_source.iloc[0].startswith("fio's threads")
+    assert shared.cycles_per_io_source.iloc[0].startswith("fio's own")
     rusage = add_cycles_per_io(t.assign(usr_cpu_pct=10.0, sys_cpu_pct=38.0))  # older runs: fio's rusage
     assert rusage.cycles_per_io.iloc[0] == pytest.approx(8666.67 * 0.48, abs=0.01)
     two_jobs = pd.DataFrame(  # one run, two jobs: each its own CPU over its own IOs, not the whole CPU's

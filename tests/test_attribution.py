@@ -53,3 +53,23 @@ def test_samples_are_told_apart_by_thread_and_workers_named_without_numbers():
     assert own.stacks == Counter({"fio;io_uring_enter": 5, "iou-sqp-10;x": 2})
     names = ("iou-sqp-4242", "iou-wrk-17", "kworker/u8:1+loop0", "kworker/u8:2-loop12")
     assert [_worker_name(n) for n in names] == ["iou-sqp", "iou-wrk", "kworker loop0", "kworker loop12"]
+
+
+def test_a_thread_born_inside_the_window_counts_from_zero_and_kworkers_do_not():
+    """A 0.3 s run: the samplers tick at 0, 0.5 and 0.57 s; fio's job is forked after the first
+    tick (first seen with 16 ticks used), a loop kworker is first seen by name later with 1,249
+    ticks from long before. The job's ticks count whole; the kworker's only from its first sight."""
+    from iolab.read.samples import USER_HZ, attribution
+
+    cols = {  # samples_procs.csv, as iolab.machine.proctree writes it
+        "t_s": [0.0, 0.5, 0.5, 0.57, 0.57, 0.57],
+        "tid": [10, 10, 12, 10, 12, 99],
+        "comm": ["setpriv", "fio", "fio", "fio", "fio", "kworker/u8:1-loop0"],
+        "kind": ["own", "own", "own", "own", "own", "device"],
+        "utime": [0, 0, 2, 0, 2, 0],
+        "stime": [0, 0, 14, 0, 17, 1249],
+        "cpu": [1, 1, 1, 1, 1, 0],
+    }
+    seen = attribution(cols, [0.0, 0.5, 0.57], {1})
+    assert seen["own_cpu_pct"] == pytest.approx(100 * 19 / USER_HZ / 0.57)
+    assert seen["device_worker_cpu_pct"] == 0 and seen["workers"] == ""

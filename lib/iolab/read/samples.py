@@ -119,17 +119,24 @@ def run_columns(run_dir: str | os.PathLike) -> dict:
     quick = _summary(stat, freq, fio_cpu) if freq and stat else None
     if quick is None:
         return summarise(Samples.read(run_dir), fio_cpu=fio_cpu)
-    return _attributed(quick, attribution(procs_columns(run_dir), stat["t_s"], set(stat["cpu"])))
+    return _attributed(quick, attribution(procs_columns(run_dir), stat["t_s"], set(stat["cpu"])), fio_cpu)
 
 
-def _attributed(out: dict, attributed: dict) -> dict:
+def _attributed(out: dict, attributed: dict, fio_cpu: float = float("nan")) -> dict:
     """A summary with the process sampler's figures (``attribution``), and its other load
     recomputed from them: the pinned CPUs' process time that was neither the tool's nor its
-    devices' workers' (``other_cpu_pct``), and its ``noise_flag``."""
+    devices' workers' (``other_cpu_pct``), and its ``noise_flag``. fio's own is its jobs'
+    rusage (``fio_cpu``: exact over their runtime, at whatever tick a run begins or ends) and
+    io_uring's workers, which that rusage (RUSAGE_THREAD) leaves out; without fio (t/io_uring)
+    every thread of the tool's tree as sampled."""
     if not attributed or not out.get("cpus_sampled"):
         return out
-    mine = (attributed.pop("own_on_cpus_pct") + attributed.pop("device_worker_on_cpus_pct")) / out["cpus_sampled"]
+    uring, uring_on = attributed.pop("_uring_pct"), attributed.pop("_uring_on_cpus_pct")
+    own_on, device_on = attributed.pop("_own_on_cpus_pct"), attributed.pop("_device_on_cpus_pct")
+    if fio_cpu == fio_cpu:  # fio's jobs run on the pinned CPUs (cpus_allowed; cpu_accounting checks it)
+        attributed["own_cpu_pct"], own_on = fio_cpu + uring, fio_cpu + uring_on
     out |= attributed
+    mine = (own_on + device_on) / out["cpus_sampled"]
     out["other_cpu_pct"] = float(max(0.0, out["cpu_usr_pct"] + out["cpu_sys_pct"] - mine))
     out["noise_flag"] = noise_flag(out["cpu_steal_pct"], out["other_cpu_pct"], out["host_steal_pct"])
     return out
@@ -181,32 +188,37 @@ def attribution(cols: dict[str, list] | None, times: list[float], cpus: set[int]
     ):
         if low <= t <= high:
             series.setdefault((kind, tid), []).append((t, u + st, cpu, comm))
-    total = {"own": 0, "device": 0}
-    on = {"own": 0, "device": 0}
+    kept = [t for t in times if low <= t <= high]
+    first, seconds = min(kept), max(kept) - min(kept)  # the ticks' own span, as summarise's window_s
+    if seconds <= 0:
+        return {}
+    total = {"own": 0, "iou": 0, "device": 0}
+    on = dict(total)
     named: dict[str, int] = {}
     for (kind, _), rows in series.items():
         rows.sort()
+        if kind == "own" and rows[0][0] > first:  # the tool's thread born in the window (a job forked): from 0
+            rows.insert(0, (first, 0, rows[0][2], rows[0][3]))
         for (_, a, _, _), (_, b, cpu, comm) in zip(rows, rows[1:]):
             ticks = max(0, b - a)
-            total[kind] = total.get(kind, 0) + ticks
-            on[kind] = on.get(kind, 0) + (ticks if cpu in cpus else 0)
-            if kind == "device" or comm.startswith("iou-"):
+            part = "iou" if kind == "own" and comm.startswith("iou-") else kind  # io_uring's own workers
+            total[part] += ticks
+            on[part] += ticks if cpu in cpus else 0
+            if part != "own":
                 named[_worker_name(comm)] = named.get(_worker_name(comm), 0) + ticks
-    kept = [t for t in times if low <= t <= high]
-    seconds = max(kept) - min(kept)  # the ticks' own span, as summarise's window_s
-    if seconds <= 0:
-        return {}
 
     def pct(ticks: int) -> float:
         return float(100 * ticks / USER_HZ / seconds)
 
     shares = sorted(((pct(v), k) for k, v in named.items() if pct(v) >= 0.5), reverse=True)
     return {
-        "own_cpu_pct": pct(total["own"]),
+        "own_cpu_pct": pct(total["own"] + total["iou"]),
         "device_worker_cpu_pct": pct(total["device"]),
         "workers": ", ".join(f"{k} {v:.0f} %" for v, k in shares),
-        "own_on_cpus_pct": pct(on["own"]),
-        "device_worker_on_cpus_pct": pct(on["device"]),
+        "_uring_pct": pct(total["iou"]),
+        "_uring_on_cpus_pct": pct(on["iou"]),
+        "_own_on_cpus_pct": pct(on["own"] + on["iou"]),
+        "_device_on_cpus_pct": pct(on["device"]),
     }
 
 
@@ -329,7 +341,8 @@ def summarise(samples: Samples, fraction: float = 0.10, fio_cpu: float = float("
     else:
         out["cpu_freq_mhz"], out["freq_source"] = float("nan"), "none"
     procs = None if samples.procs is None else {c: samples.procs[c].tolist() for c in PROCS_COLUMNS}
-    return _attributed(out, attribution(procs, samples.stat["t_s"].tolist(), set(samples.stat["cpu"].tolist())))
+    seen = attribution(procs, samples.stat["t_s"].tolist(), set(samples.stat["cpu"].tolist()))
+    return _attributed(out, seen, fio_cpu)
 
 
 _SOURCE = re.compile(r"[a-z]+(?:_[a-z]+)+")  # a frequency source pandas reads as text, never as a number or NA

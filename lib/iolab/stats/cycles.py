@@ -5,11 +5,11 @@ Seed 001 divides one fully busy core's clock by its IOPS: 3.9 GHz / 450k IOPS = 
 cycles/IO. On a machine where other programs share the core, its busy time is theirs too
 (a CPU hog beside fio: 86 % busy while fio's own threads used 48 %), so:
 
-* ``cycles_per_io`` — fio's own CPU seconds x frequency / IOs. fio's own is the CPU time of
-  its threads, io_uring's workers in its processes among them (``own_cpu_pct``, the process
-  sampler, ``iolab.machine.proctree``); runs sampled before it, or without it, take fio's
-  rusage (``usr_cpu`` + ``sys_cpu`` of each job: its job threads, io_uring's workers left
-  out). Kernel workers serving the device (a loop device's kworkers, ``device_worker_cpu_pct``)
+* ``cycles_per_io`` — fio's own CPU seconds x frequency / IOs. fio's own (``own_cpu_pct``,
+  ``iolab.read.samples``) is its jobs' rusage (``usr_cpu`` + ``sys_cpu``, taken per thread)
+  and io_uring's workers in its processes (``iou-wrk``, ``iou-sqp``), which that rusage leaves
+  out, read by the process sampler (``iolab.machine.proctree``); t/io_uring's, every thread of
+  its process; runs sampled before the process sampler take fio's rusage alone. Kernel workers serving the device (a loop device's kworkers, ``device_worker_cpu_pct``)
   are the device's work, not counted: an NVMe SSD does that work in its controller.
 * ``cycles_per_io_core`` — the pinned CPUs' busy time (``cpu_busy_pct`` x ``cpus_sampled``)
   x frequency / the run's IOs: seed 001's figure, other programs included when there were
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-OWN_SOURCE = "fio's threads and io_uring's workers (/proc per thread)"
+OWN_SOURCE = "fio's own: its jobs' rusage and io_uring's workers (/proc)"
+TOOL_SOURCE = "the tool's own threads (/proc)"  # t/io_uring: no rusage in its output
 RUSAGE_SOURCE = "fio's rusage (its job threads; io_uring's workers not counted)"
 
 
@@ -83,7 +84,8 @@ def add_cycles_per_io(table: pd.DataFrame) -> pd.DataFrame:
     share = (per_job / run_rusage).where(run_rusage > 0, job_iops / run_iops.where(run_iops > 0))
     out["cycles_per_io"] = whole / 100.0 * share * hz / job_iops.where(job_iops > 0)
     out["cycles_per_io_source"] = [
-        OWN_SOURCE if o == o else RUSAGE_SOURCE if f == f else "" for o, f in zip(own, fio_cpu)
+        (OWN_SOURCE if f == f else TOOL_SOURCE) if o == o else RUSAGE_SOURCE if f == f else ""
+        for o, f in zip(own, fio_cpu)
     ]
     if "perf_cycles" in out:
         # perf stat counted the pinned CPUs over its own window: IOs in it = IOPS x window
