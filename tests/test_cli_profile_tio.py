@@ -58,7 +58,7 @@ def test_profile_options_are_checked():
     assert cli_here("run", "--profile", "--call-graph", "lbr").returncode == 2
 
 
-def test_tio_flags_pass_through_checked():
+def test_tio_flags_pass_through_checked(tmp_path):
     assert flags_from_argv(["-d", "128", "-p0", "-b", "512", "/dev/ng0n1"]) == (
         {"d": 128, "p": 0, "b": 512},
         ["/dev/ng0n1"],
@@ -69,6 +69,13 @@ def test_tio_flags_pass_through_checked():
         flags_from_argv(["-d", "x", "loop"])
     out = cli_here("tio", "-d", "16")
     assert out.returncode == 1 and "one target, and 0 were given" in out.stderr
+    # what crashed t/io_uring (SIGSEGV, SIGFPE) and was recorded as "interrupted": refused, nothing run
+    for flag, value, words in (("-d", "0", "-d (IO depth (128)) must be a whole number from 1, not 0"),
+                               ("-d", "100000", "at most 32768 entries"),
+                               ("-b", "0", "-b (block size, bytes (4096)) must be a whole number from 1")):  # fmt: skip
+        out = cli_here("tio", "--runs-dir", tmp_path, flag, value, "-p", "0", "scratch")
+        assert out.returncode == 1 and words in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
+    assert not list(tmp_path.glob("*/run.json"))
 
 
 @have_tio

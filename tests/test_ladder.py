@@ -1,5 +1,7 @@
 """The tuning ladder on a loop device: which steps run, which are skipped and why."""
 
+import re
+
 import pytest
 
 from iolab.core.errors import InputError
@@ -53,6 +55,25 @@ def test_a_failing_nvme_cli_fails_its_step_not_the_ladder(scratch, tmp_path, mon
     t = lad.run_ladder(steps, as_nvme, cpu=CPU, base={"runtime": "500ms"}, runs_dir=tmp_path / "runs")
     assert list(t.status) == ["measured", "failed", "measured"]
     assert "exit 2): NVMe status: Invalid Field" in t.reason[1]
+
+
+def test_a_wrong_step_is_one_line():
+    """A notebook's own steps: an unknown requirement ended in a 68-line pandas KeyError, an
+    unknown key in Python's TypeError; each is now one line naming the nearest."""
+    for given, words in (
+        ({"name": "x", "requires": ["nothing"]}, "unknown requirement 'nothing'"),
+        ({"name": "x", "requires": ["pol"]}, "'pol' (did you mean 'poll'?)"),
+        ({"name": "x", "fios": {"hipri": 1}}, "unknown key 'fios' (did you mean 'fio'?)"),
+        ({"fio": {}}, "a ladder step needs a name"),
+        ({"name": "x", "tool": "spdk"}, "tool is fio or tio, not 'spdk'"),
+        ({"name": "x", "knobs": {"schedular": "none"}}, "unknown knob 'schedular' (did you mean 'scheduler'?)"),
+        ("hipri", "a ladder step is a mapping"),
+    ):
+        with pytest.raises(InputError, match=re.escape(words)):
+            lad.Step.of(given)
+    assert lad.Step.of({"name": "hipri", "fio": {"hipri": 1}, "requires": ["poll"]}) == lad.Step(
+        "hipri", {"hipri": 1}, ["poll"]
+    )
 
 
 def test_t_io_uring_polls_where_the_device_can_whatever_the_coalescing_step_carried(scratch, monkeypatch):

@@ -33,9 +33,10 @@ COLUMNS = (
 
 def cmd_tio(args, extra) -> int:
     from ..core import validate
-    from ..read.tio import flags_from_argv
+    from ..read.tio import check_flags, flags_from_argv
 
     flags, files = flags_from_argv(extra)
+    check_flags(flags)  # before a target is made: values t/io_uring would crash on
     if len(files) != 1:
         raise InputError(
             f"t/io_uring runs here on one target, and {len(files)} were given: name one last, e.g. "

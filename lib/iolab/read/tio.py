@@ -173,8 +173,27 @@ def flags_from_argv(args: list[str]) -> tuple[dict[str, int], list[str]]:
     return flags, files
 
 
+POSITIVE = ("d", "s", "c", "b", "n", "r")  # counts and sizes: 0 crashed t/io_uring (SIGSEGV, SIGFPE)
+MAX_DEPTH = 32768  # io_uring's largest ring (IORING_MAX_ENTRIES); -d 65536 crashed at io_uring_setup
+
+
+def check_flags(flags: dict) -> None:
+    """InputError, one line, for t/io_uring flags it would crash on instead of refusing:
+    a depth, batch, block size, thread count or runtime below 1, a depth above ``MAX_DEPTH``."""
+    for key in POSITIVE:
+        value = flags.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"t/io_uring -{key} ({FLAGS[key]}) must be a whole number from 1, not {value!r}")
+    if flags.get("d", 1) > MAX_DEPTH:
+        raise InputError(f"t/io_uring -d {flags['d']}: io_uring's rings hold at most {MAX_DEPTH} entries")
+
+
 def tio_argv(target: str | Path, flags: dict, tio: str | Path | None = None) -> list[str]:
-    """t/io_uring command line from flags {'d': 128, 'b': 512, 'p': 0, 'r': 3, ...}."""
+    """t/io_uring command line from flags {'d': 128, 'b': 512, 'p': 0, 'r': 3, ...}, checked
+    (``check_flags``) before t/io_uring sees them."""
+    check_flags(flags)
     argv = [str(binary(tio))]
     for key, value in flags.items():
         argv += [f"-{key}", str(int(value) if isinstance(value, bool) else value)]

@@ -18,17 +18,18 @@ runs through the generic sweep, so a ladder re-run into the same ``runs_dir`` re
 
 from __future__ import annotations
 
+import difflib
 import os
 import platform
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..core.errors import IolabError
+from ..core.errors import InputError, IolabError
 from ..core.progress import bar
 from ..core.validate import fio_seconds, fio_time_text
 from ..machine import knobs
@@ -53,6 +54,51 @@ class Step:
     knobs: dict[str, Any] = field(default_factory=dict)  # iolab.machine.knobs values for this step only
     note: str = ""
     author_qd: int | None = None  # the queue depth seed 000's author ran this step at (studies.climb shows it)
+
+    @classmethod
+    def of(cls, given: Any) -> Step:
+        """A step as a notebook's ``steps`` parameter gives it ({"name": ..., "fio": {...},
+        "requires": [...]}); InputError, one line, for anything else: an unknown key or
+        requirement (with the nearest), a missing name, a tool that is not fio or tio."""
+        keys = [f.name for f in fields(cls)]
+        if not isinstance(given, Mapping):
+            raise InputError(
+                f"a ladder step is a mapping such as {{'name': 'hipri', 'fio': {{'hipri': 1}}}}, not {given!r}"
+            )
+        name = given.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"a ladder step needs a name: {dict(given)!r}")
+        unknown = [k for k in given if k not in keys]
+        if unknown:
+            raise InputError(
+                f"ladder step {name!r}: unknown key {_nearest(unknown, keys)}; a step takes {', '.join(keys)}"
+            )
+        requires = given.get("requires") or []
+        if isinstance(requires, str) or not isinstance(requires, list):
+            raise InputError(f"ladder step {name!r}: requires is a list such as ['poll'], not {requires!r}")
+        known = [*CAPABILITIES, *(f"knob:{k}" for k in knobs.KNOBS)]
+        wrong = [r for r in requires if r not in known]
+        if wrong:
+            raise InputError(
+                f"ladder step {name!r}: unknown requirement {_nearest(wrong, known)}; known: {', '.join(CAPABILITIES)} or knob:NAME"
+            )
+        if given.get("tool", "fio") not in ("fio", "tio"):
+            raise InputError(f"ladder step {name!r}: tool is fio or tio, not {given['tool']!r}")
+        bad_knobs = [k for k in given.get("knobs") or {} if k not in knobs.KNOBS]
+        if bad_knobs:
+            raise InputError(f"ladder step {name!r}: unknown knob {_nearest(bad_knobs, list(knobs.KNOBS))}")
+        return cls(**dict(given))
+
+
+CAPABILITIES = ("poll", "nvme", "nvme_ng", "nvme_cli", "opt_in", "tio", "root")  # what a step may require
+
+
+def _nearest(names: list, known: list) -> str:
+    """'nothing' (did you mean 'nvme'?), each of ``names``."""
+    return ", ".join(
+        repr(n) + (f" (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(str(n), known, 1)) else "")
+        for n in names
+    )
 
 
 def author_depths() -> dict[str, int]:
