@@ -228,7 +228,8 @@ def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_
     assert table.loc[("E-core QD32 io_uring (interrupts)", "iops"), "local"] > 0
     assert "skipped" in table.loc[("3 + io_uring_cmd passthrough", "iops"), "how"]
     depth = table.loc[("1 baseline io_uring", "qd")]  # the author's depth beside the one the climb found here
-    assert depth["published"] == 32 and depth["local"] in (1, 4, 16)
+    placed = depth["local"] in (1, 4, 16)  # or said: a knee the runs cannot place is named by none
+    assert depth["published"] == 32 and (placed or "not placed" in depth["how"] or "cannot place" in depth["how"])
     _check_pages(browser, out, ["000"])
     assert loop_watch.seen and not loop_watch.left_behind()  # detached after SIGTERM too
 

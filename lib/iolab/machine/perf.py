@@ -523,9 +523,9 @@ def stacks_scope(run_dir: str | Path, whole_cpu: bool = False) -> str:
     idle = sum(n for name, n in others.items() if name.startswith("swapper"))  # the idle task: no program
     named = [
         f"{name} {100 * n / total:.0f} %"
-        for name, n in others.most_common(4)
+        for name, n in others.most_common(3)
         if 100 * n / total >= 1 and not name.startswith("swapper")
-    ][:3]
+    ][:2]
     said = [f"others: {', '.join(named)}"] if named else []
     said += [f"idle {100 * idle / total:.0f} %"] if 100 * idle / total >= 1 else []
     return f"fio's threads ({100 * sum(own.values()) / total:.0f} % of the samples on its CPUs" + (
