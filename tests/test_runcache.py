@@ -518,3 +518,30 @@ def test_workers_die_with_their_loader_even_by_sigkill(real_runs):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_run_folder_another_user_cannot_read_is_named_not_dropped(real_runs):
+    """As another user, a run folder without read permission vanished from `iolab table`
+    (5 rows for 6 runs, exit 0, no word); docs/refuses.md promises "left out, and said"."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from support.nobody import NOBODY, run_as_nobody
+    from support.paths import REPO
+
+    root = Path(tempfile.mkdtemp(prefix="iolab-shared-runs-"))  # a folder both users reach (pytest's is root's)
+    try:
+        theirs = copy_run(real_runs[0], root, "theirs")
+        mine = copy_run(real_runs[1], root, "mine")
+        for path in (root, mine, *mine.iterdir()):
+            os.chown(path, NOBODY, NOBODY)
+        theirs.chmod(0o700)  # root's, private
+        argv = [REPO / ".venv" / "bin" / "python", "-m", "iolab.cli", "table", root, "--format", "json"]
+        env = {**os.environ, "HOME": str(root)}
+        done = run_as_nobody(argv, capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        shutil.rmtree(root)
+    assert done.returncode == 0, done.stderr
+    assert [r["run_id"] for r in json.loads(done.stdout)] == ["mine"]
+    assert f"skipping {theirs}: cannot read it (no permission" in done.stderr

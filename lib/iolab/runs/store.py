@@ -428,7 +428,8 @@ def skip_message(path: str | os.PathLike, exc: BaseException) -> str:
 
 def no_run_json(root: str | os.PathLike) -> list[str]:
     """One line for each folder in ``root`` that holds files of a run (``layout``) but no
-    run.json: not read as a run, and said so rather than left out silently."""
+    run.json, or that cannot be listed at all (another user's, mode 0700): not read as a run,
+    and said so rather than left out silently."""
     names = set(layout()) - {RUN_JSON}
     out = []
     for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
@@ -436,7 +437,9 @@ def no_run_json(root: str | os.PathLike) -> list[str]:
             continue
         try:
             held = sorted(p.name for p in folder.iterdir() if p.name in names)
-        except OSError:  # a folder it may not list is no run it can read either
+        except OSError as exc:  # a folder it may not list (another user's run?): said, never dropped silently
+            why = "no permission: another user's folder?" if isinstance(exc, PermissionError) else exc.strerror or type(exc).__name__
+            out.append(f"skipping {folder}: cannot read it ({why}); if it is a run folder, read it as its owner or as root")
             continue
         if held:
             shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
