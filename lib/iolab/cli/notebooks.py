@@ -75,8 +75,11 @@ def cmd_seeds(args, _extra) -> int:
     cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
     given = args.out or seeds.default_out()
     check_folder(given, force=args.force)  # before a spec is written there
-    out = validate.writable_dir(given, "seeds folder", "--out DIR")
-    claim_folder(out, force=args.force)
+    if args.dry_run:  # the plan alone: no folder made, no spec written
+        out = Path(given).absolute()
+    else:
+        out = validate.writable_dir(given, "seeds folder", "--out DIR")
+        claim_folder(out, force=args.force)
     chosen = seeds.load_seeds(args.only)
     todo = seeds.plan(
         chosen,
@@ -87,6 +90,7 @@ def cmd_seeds(args, _extra) -> int:
         allow_destructive=args.allow_destructive,
         opt_in_device_changes=args.opt_in_device_changes,
         force=args.force,
+        dry_run=args.dry_run,
     )
     runner.check_outputs(todo, out, args.force)  # said before the plan: nothing runs
     print(seeds.describe(todo, level), file=sys.stderr if not args.dry_run else sys.stdout)

@@ -438,8 +438,14 @@ def no_run_json(root: str | os.PathLike) -> list[str]:
         try:
             held = sorted(p.name for p in folder.iterdir() if p.name in names)
         except OSError as exc:  # a folder it may not list (another user's run?): said, never dropped silently
-            why = "no permission: another user's folder?" if isinstance(exc, PermissionError) else exc.strerror or type(exc).__name__
-            out.append(f"skipping {folder}: cannot read it ({why}); if it is a run folder, read it as its owner or as root")
+            why = (
+                "no permission: another user's folder?"
+                if isinstance(exc, PermissionError)
+                else exc.strerror or type(exc).__name__
+            )
+            out.append(
+                f"skipping {folder}: cannot read it ({why}); if it is a run folder, read it as its owner or as root"
+            )
             continue
         if held:
             shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")

@@ -338,13 +338,15 @@ def plan(
     allow_destructive: bool = False,
     opt_in_device_changes: bool = False,
     force: bool = False,
+    dry_run: bool = False,
 ) -> list[Planned]:
     """Every notebook run of ``seeds`` at ``level``, with parameters for this machine: the
     devices (none: the notebooks' scratch/loop defaults), the CPUs (none: CPU 0, and every
     allowed CPU for a search), ``opt_in_device_changes`` for the notebooks that take it (the
     ladder's NVMe interrupt coalescing, always restored). Parameter names are checked
     against each notebook. A search's spec goes to ``out/seed-NNN/``, a folder made and marked
-    as iolab's (``iolab.core.outputs``: a user's folder there is refused, unless ``force``)."""
+    as iolab's (``iolab.core.outputs``: a user's folder there is refused, unless ``force``);
+    ``dry_run``: the plan alone, nothing made or written."""
     if level not in LEVELS:
         raise InputError(f"level {level!r}: choose one of {', '.join(LEVELS)}")
     out = Path(out).resolve()
@@ -357,8 +359,8 @@ def plan(
             notes: list[str] = []
             known = set(parameters_of(exp.notebook))
             if exp.search is not None:
-                folder = claim_folder(out / seed.slug, force=force, flag="seed folder")
-                params = _search_parameters(exp, params, folder, devices, pool, allow_destructive, notes)
+                folder = out / seed.slug if dry_run else claim_folder(out / seed.slug, force=force, flag="seed folder")
+                params = _search_parameters(exp, params, folder, devices, pool, allow_destructive, notes, dry_run)
             else:
                 if devices and "target" in known:
                     params["target"] = str(devices[0])
@@ -403,6 +405,7 @@ def _search_parameters(
     pool: list[int],
     allow_destructive: bool,
     notes: list[str],
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     """The search spec of ``exp`` for this machine, written to ``folder/search-<hash>.yaml``
     (its hash: what it runs, so a changed plan is a new search and a resume the same one),
@@ -431,6 +434,9 @@ def _search_parameters(
     text = yaml.safe_dump(spec, sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     spec_path = folder / f"search-{digest}.yaml"
+    if dry_run and not spec_path.exists():  # the plan's cost reads the spec: a copy outside the out folder
+        spec_path = _dry_folder() / spec_path.name
+        spec_path.write_text(text)
     if not spec_path.exists():
         from ..core.atomic import write_atomic
 
@@ -467,6 +473,18 @@ def _level(axis: str, value: Any, n_cpus: int, n_targets: int) -> Any:
             return max(1, most // 2)
         raise InputError(f"{axis}: {value!r} is not a number, half or all")
     return value
+
+
+_DRY: list = []  # the temporary folder a dry run's search specs go to, removed when iolab exits
+
+
+def _dry_folder() -> Path:
+    """A temporary folder for a dry run's search specs (never the out folder: a dry run makes nothing there)."""
+    import tempfile
+
+    if not _DRY:
+        _DRY.append(tempfile.TemporaryDirectory(prefix="iolab-seeds-dry-run-"))
+    return Path(_DRY[0].name)
 
 
 def _estimate(exp: Experiment, params: Mapping[str, Any]) -> tuple[int, float]:
