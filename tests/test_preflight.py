@@ -359,8 +359,9 @@ def deadline_scheduler(loopdev, own_ledger):
         yield loopdev
 
 
-@pytest.mark.parametrize("ending", ["reset", "sigkill"])
+@pytest.mark.parametrize("ending", ["reset", "sigkill", "by hand"])
 def test_tune_then_reset_puts_every_value_back(deadline_scheduler, own_ledger, ending, capsys):
+    """... and a value the user set by hand after the tune is theirs: left, and said."""
     dev = deadline_scheduler
     before = queue_values(dev)
     proc, said = tune(dev)
@@ -376,11 +377,17 @@ def test_tune_then_reset_puts_every_value_back(deadline_scheduler, own_ledger, e
             proc.kill()  # nothing of its own runs: the ledger is all that is left
             proc.wait(timeout=20)
             assert queue_values(dev)[1] == "0\n"
+        if ending == "by hand":
+            Path(f"/sys/block/{dev.device}/queue/read_ahead_kb").write_text("64")
         done = reset()  # the next command: the ledger's repair first (after SIGKILL), then reset
         assert done.returncode == 0, done.stderr
-        assert proc.wait(timeout=20) == (0 if ending == "reset" else -9)
-        assert queue_values(dev) == before
+        assert proc.wait(timeout=20) == (-9 if ending == "sigkill" else 0)
         back = [line for line in done.stdout.splitlines() if line.endswith(": back")]
+        if ending == "by hand":
+            assert queue_values(dev) == (before[0], "64\n") and len(back) == 1, done.stdout
+            assert "read_ahead_kb: left at 64: changed since iolab set it to 0 (it was 128 before)" in done.stdout
+            return
+        assert queue_values(dev) == before
         assert len(back) == 2 and not holders(own_ledger)
         if ending == "sigkill":
             assert "restored /sys/block/" in done.stderr  # said by the repair before the command

@@ -482,13 +482,23 @@ def write_file(path: Path, value: str) -> Change:
     """Write ``value`` to a /sys or /proc file, recorded in the ledger first (a Python write,
     not ``echo >``). KnobError when the kernel refuses it."""
     old = selected(read_text(path) or "")
-    entry = ledger.record("knob", path=str(path), old=old, new=value, undo=lambda: path.write_text(old))
+    entry = ledger.record("knob", path=str(path), old=old, new=value, undo=lambda: _put_back(path, old, value))
     try:
         path.write_text(value)
     except OSError as exc:
         entry.release()
         raise KnobError(f"the kernel refused {value!r} for {path}: {exc.strerror or exc}") from exc
     return Change(f"{path}: {old} -> {value}", old, entry)
+
+
+def _put_back(path: Path, old: str, new: str) -> None:
+    """``old`` written back to ``path`` unless someone changed it since iolab wrote ``new``
+    (a value set by hand after ``iolab preflight --tune`` is theirs: left, as ``iolab cleanup``
+    leaves it)."""
+    now = read_text(path)
+    if now is not None and selected(now) != selected(new):
+        return
+    path.write_text(old)
 
 
 @contextlib.contextmanager

@@ -155,7 +155,13 @@ def reset(timeout_s: float = 20.0) -> list[str]:
     path.unlink(missing_ok=True)
     for change in note.get("changes", []):
         now = selected(read_text(change["path"]) or "")
-        state = "back" if now == change["old"] else f"NOT back: {now} (was {change['old']}; run iolab cleanup)"
+        new = selected(str(change.get("new") or ""))
+        if now == change["old"]:
+            state = "back"
+        elif new and now != new:  # set by hand after the tune: the user's, left as it is
+            state = f"left at {now}: changed since iolab set it to {new} (it was {change['old']} before)"
+        else:
+            state = f"NOT back: {now} (was {change['old']}; run iolab cleanup)"
         lines.append(f"{change['path']}: {state}")
     return lines
 
