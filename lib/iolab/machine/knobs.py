@@ -482,12 +482,17 @@ def write_file(path: Path, value: str) -> Change:
     """Write ``value`` to a /sys or /proc file, recorded in the ledger first (a Python write,
     not ``echo >``). KnobError when the kernel refuses it."""
     old = selected(read_text(path) or "")
-    entry = ledger.record("knob", path=str(path), old=old, new=value, undo=lambda: _put_back(path, old, value))
+    kept = [value]  # what the kernel kept of it (read_ahead_kb rounds 5 to 4): what a hand change is told from
+    entry = ledger.record("knob", path=str(path), old=old, new=value, undo=lambda: _put_back(path, old, kept[0]))
     try:
         path.write_text(value)
     except OSError as exc:
         entry.release()
         raise KnobError(f"the kernel refused {value!r} for {path}: {exc.strerror or exc}") from exc
+    now = selected(read_text(path) or value)
+    if now != selected(value):
+        kept[0] = now
+        entry.update(new=now)
     return Change(f"{path}: {old} -> {value}", old, entry)
 
 
