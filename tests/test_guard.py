@@ -390,3 +390,49 @@ def test_links_logs_and_short_files_of_a_user_are_refused(tmp_path, scratch, run
         measure({**QUICK, "rw": "read", "filename": str(precious), "size": "1m"}, scratch, runs_dir=runs)
     assert precious.read_bytes() == before and not list(tmp_path.glob(".precious.bin.iolab-owned"))
     no_run_folder(runs)
+
+
+@needs_root
+def test_a_copy_under_iolabs_name_on_its_reused_inode_is_a_users_file(ext4, runs, tmp_path):
+    """ext4 (and tmpfs) give a freed inode to the next file at once: a user's file copied where
+    iolab's scratch file, a file fio laid out, or an output page was had iolab's inode number
+    and was overwritten without a flag. The note's birth time tells them apart; each is refused,
+    and the user's bytes survive."""
+    from iolab.core import owned
+    from iolab.core.errors import TargetError
+    from iolab.core.outputs import OutputExists, write_output
+    from iolab.machine.target import scratch_file
+
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", str(ext4.path), str(mnt)], check=True)
+    try:
+        mine = os.urandom(300_000)
+
+        def replaced(path: Path) -> int:
+            """``path`` removed and a user's file copied to its name; how often its inode came back."""
+            ino = path.stat().st_ino
+            path.unlink()
+            path.write_bytes(mine)
+            return int(path.stat().st_ino == ino)
+
+        scratch = scratch_file(mnt, "1m").path
+        assert owned.is_owned(scratch)
+        reused = replaced(scratch)
+        with pytest.raises(TargetError, match="names the file iolab made, and this one was put there since"):
+            scratch_file(mnt, "1m")
+        laid_out = {**QUICK, "rw": "randwrite", "size": "1m", "filename": str(mnt / "fio.dat"), "ioengine": "psync"}
+        measure(laid_out, scratch_file(tmp_path / "s", "1m"), runs_dir=runs)
+        assert owned.is_owned(mnt / "fio.dat")
+        reused += replaced(mnt / "fio.dat")
+        with pytest.raises(UnsafeTargetError, match="did not create"):
+            measure(laid_out, scratch_file(tmp_path / "s", "1m"), runs_dir=runs)
+        page = write_output(mnt / "page.html", "<p>iolab's</p>")
+        reused += replaced(page)
+        with pytest.raises(OutputExists, match="iolab did not write it"):
+            write_output(page, "<p>iolab's again</p>")
+        assert all(p.read_bytes() == mine for p in (scratch, mnt / "fio.dat", page))
+        assert reused >= 2, "ext4 gave back the freed inode in fewer than 2 of 3 cases: the test proves less"
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    fsck_clean(ext4.path)

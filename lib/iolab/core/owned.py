@@ -11,8 +11,12 @@ inode numbers::
 
 The note lives with the file (no registry to lose at reboot, one per user or machine), and
 it names that very file: a file replaced under the same name (another inode, e.g. renamed
-over it) is no longer iolab's. (A file deleted and created anew may get the old inode back:
-the note cannot tell that one apart.) A note that cannot be written (a folder iolab may not
+over it) is no longer iolab's. A file deleted and created anew often gets the old inode back
+(ext4 and tmpfs re-use a freed inode at once: a user's file copied to the scratch file's name
+had iolab's inode number), so the note also holds the inode's birth time (``statx``'s btime,
+ns; ext4, xfs, btrfs and tmpfs keep it): a file born later under the same inode number is not
+iolab's. On a file system without birth times, device and inode are all there is, and the
+note says so (``born_ns`` null). A note that cannot be written (a folder iolab may not
 write) only means the next write to that file asks for ``--allow-destructive`` (fio's files)
 or ``--force`` (an output).
 """
@@ -49,6 +53,7 @@ def mark(path: str | os.PathLike) -> bool:
             {
                 "dev": st.st_dev,
                 "ino": st.st_ino,
+                "born_ns": birth_ns(path),
                 "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "by": "iolab",
             },
@@ -63,9 +68,43 @@ def is_owned(path: str | os.PathLike) -> bool:
     try:
         st = os.stat(path)
         note = json.loads(note_of(path).read_text())
-        return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and (note["dev"], note["ino"]) == (st.st_dev, st.st_ino)
+        same = stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and (note["dev"], note["ino"]) == (st.st_dev, st.st_ino)
+        born = note.get("born_ns")  # absent in notes written before it was kept: device and inode alone
+        return same and (born is None or born == birth_ns(path))
     except (OSError, ValueError, KeyError, TypeError):
         return False
+
+
+_STATX_BTIME, _AT_FDCWD = 0x800, -100
+
+
+def birth_ns(path: str | os.PathLike) -> int | None:
+    """When the inode at ``path`` was born, ns since the epoch (``statx(2)``'s ``stx_btime``,
+    through the C library: Python has no statx), following a symlink as ``os.stat`` does;
+    None where the file system (or the C library) keeps no birth time."""
+    import ctypes
+
+    try:
+        statx = ctypes.CDLL(None, use_errno=True).statx
+    except (OSError, AttributeError):
+        return None
+    buf = ctypes.create_string_buffer(256)  # struct statx: stx_mask at 0, stx_btime at 80 (tv_sec i64, tv_nsec u32)
+    if statx(_AT_FDCWD, os.fsencode(path), 0, _STATX_BTIME, buf) != 0:
+        return None
+    raw = buf.raw
+    if not int.from_bytes(raw[0:4], "little") & _STATX_BTIME:
+        return None
+    return int.from_bytes(raw[80:88], "little", signed=True) * 1_000_000_000 + int.from_bytes(raw[88:92], "little")
+
+
+def why_not_owned(path: str | os.PathLike) -> str:
+    """Why ``path`` is not iolab's, in words for a refusal ("" when it is): no note beside it,
+    or a note that names another file (replaced under the name, or born after iolab's)."""
+    if is_owned(path):
+        return ""
+    if not note_of(path).exists():
+        return f"no note {note_of(path).name} beside it"
+    return f"{note_of(path).name} names the file iolab made, and this one was put there since (a copy or a new file)"
 
 
 def forget(path: str | os.PathLike) -> None:

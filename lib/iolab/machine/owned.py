@@ -4,6 +4,6 @@ here too for the machine layer's write guard (``iolab.machine.jobcheck``) and sc
 
 from __future__ import annotations
 
-from ..core.owned import SUFFIX, forget, is_owned, mark, note_of
+from ..core.owned import SUFFIX, forget, is_owned, mark, note_of, why_not_owned
 
-__all__ = ["SUFFIX", "forget", "is_owned", "mark", "note_of"]
+__all__ = ["SUFFIX", "forget", "is_owned", "mark", "note_of", "why_not_owned"]

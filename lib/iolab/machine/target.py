@@ -149,7 +149,7 @@ def scratch_file(directory: str | os.PathLike, size: str | int = "1g", name: str
         )
     if path.exists() and not owned.is_owned(path):  # a file of the same name iolab did not write: a user's
         raise TargetError(
-            f"{path} exists and iolab did not write it (no note {owned.note_of(path).name} beside it): "
+            f"{path} exists and iolab did not write it ({owned.why_not_owned(path)}): "
             "iolab writes only a scratch file of its own; move that file away, or choose another --scratch-dir"
         )
     size_bytes = parse_size(size)
