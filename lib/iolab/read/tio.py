@@ -184,9 +184,10 @@ def check_flags(flags: dict) -> None:
         value = flags.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        whole = not isinstance(value, bool) and str(value).strip().isdigit()  # 512 or "512", as notebooks give it
+        if not whole or int(str(value)) < 1:
             raise InputError(f"t/io_uring -{key} ({FLAGS[key]}) must be a whole number from 1, not {value!r}")
-    if flags.get("d", 1) > MAX_DEPTH:
+    if int(str(flags.get("d", 1))) > MAX_DEPTH:
         raise InputError(f"t/io_uring -d {flags['d']}: io_uring's rings hold at most {MAX_DEPTH} entries")
 
 
