@@ -365,6 +365,8 @@ def test_fio_options_named_like_iolabs_reach_fio(tmp_path):
     assert (tmp_path / "s/iolab-scratch.dat").stat().st_size == 4 << 20
     assert main([*base, "--target-size", "8m", "--size=2m"]) == 0
     assert (tmp_path / "s/iolab-scratch.dat").stat().st_size == 8 << 20
+    # --profile=tiobench is fio's job profile (argparse took it for iolab's --profile flag): fio's guard judges it
+    assert main([*base, "--profile=tiobench"]) == 1
 
 
 def test_links_logs_and_short_files_of_a_user_are_refused(tmp_path, scratch, runs):

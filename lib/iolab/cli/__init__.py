@@ -85,13 +85,19 @@ def _without_iri_grammars() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]  # None: "not installed"
 
 
+FIO_VALUED = ("--profile=",)  # fio's options with a value whose names are iolab run's flags too
+
+
 def main(argv: list[str] | None = None) -> int:
     """``iolab ARGS``: the command's exit status (1: an error, said in one line; 130: Ctrl-C)."""
     given = sys.argv[1:] if argv is None else argv
     parser = build_parser(only=given[0] if given and not given[0].startswith("-") else None)
     if given and parser.names and given[0] not in parser.names:
         parser = build_parser()  # a misspelt command: argparse names every one
-    args, extra = parser.parse_known_args(argv)
+    cut = given.index("--") if "--" in given else len(given)
+    fios = [a for a in given[:cut] if a.startswith(FIO_VALUED)] if given and given[0] == "run" else []
+    args, extra = parser.parse_known_args([a for a in given[:cut] if a not in fios] + given[cut:])
+    extra = fios + extra  # --profile=tiobench is fio's job profile; iolab's --profile takes no value
     if extra and args.command not in ("run", "lab", "tio"):  # fio options, jupyter's, t/io_uring's flags
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if any("\0" in str(arg) for arg in given):  # only a caller in Python can pass one: no command line carries it

@@ -188,15 +188,19 @@ def cmd_run(args, extra) -> int:
         print_threads(result.path, "comm,state,syscall,wchan", top=10)
     if args.profile:
         profiling.report(result.path, table, args.whole_cpu)
-    flagged = table["flags"].iloc[0] if "flags" in table and len(table) else ""
-    if flagged:
-        print(f"iolab run: failed plausibility checks (iolab check {result.path}): {flagged}", file=sys.stderr)
     from ..read.run import RunFolder
 
     said = RunFolder(result.path).meta().get("fio_warnings")  # fio's and iolab's (fio processes sharing CPUs)
     warnings = " | ".join(said) if said else table["fio_warnings"].iloc[0] if "fio_warnings" in table else ""
     if warnings:
         print(f"iolab run: fio warnings (kept in run.json and the fio_warnings column): {warnings}", file=sys.stderr)
+    flagged = table["flags"].iloc[0] if "flags" in table and len(table) else ""
+    if flagged:  # the last line: these numbers are not to be used as they stand
+        print(
+            f"iolab run: failed plausibility checks, so the figures above are not to be used as they stand "
+            f"(iolab check {result.path}): {flagged}",
+            file=sys.stderr,
+        )
     return 0
 
 
