@@ -29,7 +29,7 @@ def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
         tmp.unlink(missing_ok=True)
         if exc.errno == errno.ENOSPC:
             raise DiskFullError(
-                f"no space left to write {path}: free space on {path.parent} or point data_dir elsewhere"
+                f"no space left to write {path}: free space on {path.parent}, or write elsewhere (IOLAB_DATA=DIR for data/, --runs-dir or --out for a command)"
             ) from exc
         raise
 

@@ -112,7 +112,11 @@ def default_ladder(qd: int = 32, batch_qd: int = 128) -> list[Step]:
     """Seed 000's ladder (E-core, 472k -> 2.81M IOPS on a Gen5 NVMe SSD), each step with the
     queue depth its author ran it at (``author_qd``, from the published figures: he moved it to
     each step's knee). His step 4 added fixed buffers, registered files, norandommap and
-    gtod_reduce at once: its depth is that of the gtod_reduce step here."""
+    gtod_reduce at once: its depth is that of the gtod_reduce step here. InputError for a depth
+    below 1 (batch_qd 0 was taken and failed a step in a notebook that ended with exit 0)."""
+    for name, depth in (("qd", qd), ("batch_qd", batch_qd)):
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise InputError(f"{name} is a queue depth: a whole number from 1, not {depth!r}")
     at = author_depths().get
     return [
         Step(
