@@ -74,6 +74,8 @@ def test_a_wrong_step_is_one_line():
     assert lad.Step.of({"name": "hipri", "fio": {"hipri": 1}, "requires": ["poll"]}) == lad.Step(
         "hipri", {"hipri": 1}, ["poll"]
     )
+    with pytest.raises(InputError, match="batch_qd is a queue depth: a whole number from 1, not 0"):
+        lad.default_ladder(32, 0)  # was taken, and failed a step in a notebook that ended with exit 0
 
 
 def test_t_io_uring_polls_where_the_device_can_whatever_the_coalescing_step_carried(scratch, monkeypatch):
