@@ -65,3 +65,41 @@ def test_a_wait_is_one_line_that_ends_when_the_lock_is_got(tmp_path, capsys, mon
         pass
     assert len(shown) == 2 and shown[1].startswith(shown[0] + " … got it after ")
     assert f"pid {os.getpid()} (a Jupyter kernel)" in shown[0] and capsys.readouterr().err == ""
+
+
+def test_a_runs_folder_lock_leaves_no_file_and_a_waiter_locks_the_new_one(tmp_path, monkeypatch, private_locks):
+    """Every runs folder left a lock file in the lock folder for ever: it goes when released.
+    A waiter that held the old, removed file opens the one now there; a symbolic link where a
+    lock file goes is refused in one line (it was "Too many levels of symbolic links")."""
+    import pytest
+
+    from iolab.core.errors import BusyError
+
+    runs = tmp_path / "runs"
+    with locks.runs_folder_locked(runs, wait_s=5):
+        held = list(private_locks.glob("runs-*.lock"))
+        assert len(held) == 1
+    assert not list(private_locks.glob("runs-*.lock"))
+    with locks.runs_folder_locked(runs, wait_s=5):  # again, on a new file
+        pass
+    path = tmp_path / "gone.lock"
+    old = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(old, fcntl.LOCK_EX)
+
+    class Removed(_WAITING):  # the holder removes the file, then lets go: the waiter's file is gone
+        def __init__(self, text):
+            super().__init__(text)
+            os.unlink(path)
+            os.close(old)
+
+    monkeypatch.setattr(locks, "Waiting", Removed)
+    with locks.locked(path, "a runs folder", wait_s=10, remove=True):
+        assert path.exists() and locks._still_at(locks._held[str(path)][0], path)
+    assert not path.exists()
+    target = tmp_path / "elsewhere"
+    target.write_text("a user's file")
+    (tmp_path / "link.lock").symlink_to(target)
+    with pytest.raises(BusyError, match="is a symbolic link, not iolab's: remove it"):
+        with locks.locked(tmp_path / "link.lock", "a runs folder", wait_s=1):
+            pass
+    assert target.read_text() == "a user's file"

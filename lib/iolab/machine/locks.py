@@ -15,6 +15,7 @@ Locks are re-entrant within a process (a sweep of runs on CPU 0 holds it once pe
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import getpass
 import os
@@ -69,12 +70,19 @@ def _open(path: Path) -> int:
     user locks it through a read-only descriptor (flock needs no write), and cannot put text
     in it that the holder's waiters print."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        with contextlib.suppress(PermissionError):
-            os.fchmod(fd, 0o644)  # one an older iolab made world-writable
-        return fd
-    except PermissionError:  # another user's lock file: flock works on a read-only fd
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            with contextlib.suppress(PermissionError):
+                os.fchmod(fd, 0o644)  # one an older iolab made world-writable
+            return fd
+        except PermissionError:  # another user's lock file: flock works on a read-only fd
+            return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW: a symbolic link where a lock file goes
+            raise BusyError(
+                f"lock file {path} is a symbolic link, not iolab's: remove it (iolab locks only files of its own there)"
+            ) from None
+        raise
 
 
 HOLDER_CHARS = 200  # of the lock file's text shown: pid, user, command, time
@@ -114,9 +122,13 @@ def holder(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def locked(path: Path, what: str, wait_s: float | None = None, other: str = CPU_HINT) -> Iterator[None]:
+def locked(
+    path: Path, what: str, wait_s: float | None = None, other: str = CPU_HINT, remove: bool = False
+) -> Iterator[None]:
     """An exclusive lock on the file ``path`` for the block; ``what`` says what it guards,
-    ``other`` what else to choose when it is busy."""
+    ``other`` what else to choose when it is busy. ``remove``: the lock file goes when the
+    lock is released (one per runs folder would pile up for ever): unlinked while still
+    locked, and a waiter that then holds a file no longer at ``path`` opens it again."""
     name = str(path)
     with _mutex:
         if name in _held:
@@ -127,6 +139,9 @@ def locked(path: Path, what: str, wait_s: float | None = None, other: str = CPU_
             acquired = True
     if acquired:
         fd = _acquire(path, what, default_wait_s() if wait_s is None else wait_s, other)
+        while remove and not _still_at(fd, path):  # its last holder removed it: lock the file now there
+            os.close(fd)
+            fd = _acquire(path, what, default_wait_s() if wait_s is None else wait_s, other)
         with _mutex:
             _held[name] = (fd, 1)
     try:
@@ -138,7 +153,19 @@ def locked(path: Path, what: str, wait_s: float | None = None, other: str = CPU_
                 _held[name] = (fd, depth - 1)
             else:
                 del _held[name]
+                if remove:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)  # still locked: a waiter finds it gone and opens anew
                 os.close(fd)  # releases the flock
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """Whether the locked file ``fd`` is still the one ``path`` names."""
+    try:
+        st, here = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino)
 
 
 def _acquire(path: Path, what: str, wait_s: float, other: str = CPU_HINT) -> int:
@@ -276,5 +303,9 @@ def runs_folder_locked(folder: Path, wait_s: float | None = None) -> contextlib.
 
     digest = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16]
     return locked(
-        _folder() / f"runs-{digest}.lock", f"runs folder {folder}", wait_s, "another runs folder (--runs-dir)"
+        _folder() / f"runs-{digest}.lock",
+        f"runs folder {folder}",
+        wait_s,
+        "another runs folder (--runs-dir)",
+        remove=True,
     )
