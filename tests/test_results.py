@@ -231,6 +231,11 @@ def test_import_changes_nothing_and_the_extension_comes_and_goes():
         shell.run_line_magic("unload_ext", "iolab")
         assert shell.custom_exceptions == () and pd.get_option("display.float_format") is None
         assert "12748.6" in shell.display_formatter.format(pd.DataFrame({"iops": [12748.6]}))[0]["text/html"]
+        html = shell.display_formatter.formatters["text/html"]  # a user's own DataFrame formatter survives
+        html.for_type(pd.DataFrame, lambda df: "<b>mine</b>")
+        shell.run_line_magic("load_ext", "iolab")
+        shell.run_line_magic("unload_ext", "iolab")
+        assert shell.display_formatter.format(pd.DataFrame({"iops": [1]}))[0]["text/html"] == "<b>mine</b>"
     finally:
         pd.reset_option("display.float_format")
         shell.clear_instance()

@@ -319,7 +319,9 @@ def live_tables(shell=None) -> None:
     _BEFORE.setdefault("float_format", pd.get_option("display.float_format"))
     pd.set_option("display.float_format", lambda v: readable_number(repr(float(v))))
     if shell is not None and hasattr(shell, "display_formatter"):
-        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+        before = shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+        if before is not table_html:  # a user's own formatter: put back on unload, never dropped
+            _BEFORE["html"] = before
     if getattr(shell, "kernel", None) is not None:  # JupyterLab, not a terminal: its outputs' style
         from IPython.display import display
 
@@ -328,7 +330,7 @@ def live_tables(shell=None) -> None:
 
 def plain_tables(shell=None) -> None:
     """Undo ``live_tables`` (``%unload_ext iolab``): pandas' float format as it was, and
-    DataFrames shown by their own HTML again."""
+    DataFrames shown by their own HTML again, or by the user's formatter when they had one."""
     import pandas as pd
 
     if "float_format" in _BEFORE:
@@ -336,4 +338,7 @@ def plain_tables(shell=None) -> None:
     if shell is not None and hasattr(shell, "display_formatter"):
         formatter = shell.display_formatter.formatters["text/html"]
         if formatter.type_printers.get(pd.DataFrame) is table_html:
+            before = _BEFORE.pop("html", None)
             formatter.pop(pd.DataFrame)
+            if before is not None:  # the user's own, as it was before %load_ext iolab
+                formatter.for_type(pd.DataFrame, before)
