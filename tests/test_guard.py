@@ -438,3 +438,27 @@ def test_a_copy_under_iolabs_name_on_its_reused_inode_is_a_users_file(ext4, runs
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
     fsck_clean(ext4.path)
+
+
+def test_a_refused_job_does_not_wait_for_its_cpu_first(tmp_path, scratch, runs, private_locks, monkeypatch):
+    """A job the guard refuses waited up to 10 minutes for a busy CPU's lock before saying so:
+    it is judged first, and refused at once."""
+    import fcntl
+    import time
+
+    from support.cpus import CPU
+
+    monkeypatch.setenv("IOLAB_LOCK_WAIT_S", "60")
+    precious = tmp_path / "precious.db"
+    precious.write_text("x" * 100_000)
+    busy = os.open(private_locks / f"cpu{CPU}.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(busy, fcntl.LOCK_EX)  # another measurement holds the CPU
+    try:
+        start = time.monotonic()
+        with pytest.raises(UnsafeTargetError, match="iolab did not create"):
+            measure({**QUICK, "rw": "randwrite", "filename": str(precious)}, scratch, cpus=[CPU], runs_dir=runs)
+        assert time.monotonic() - start < 20  # fio's parse only: never the 60 s wait
+    finally:
+        os.close(busy)
+    assert precious.read_text() == "x" * 100_000
+    no_run_folder(runs)

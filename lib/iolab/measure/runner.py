@@ -129,15 +129,21 @@ def exclusive(run):
     return wrapper
 
 
-@contextlib.contextmanager
-def held_for(target: Target, cpus: list[int] | None) -> Iterator[None]:
-    """What ``exclusive`` does around a run, for a block: the target still open, CPUs checked,
-    dead processes' leftovers repaired, the CPUs locked, SIGTERM/SIGHUP unwinding."""
+def usable(target: Target, cpus: list[int] | None) -> None:
+    """TargetError for a target already released, InputError for CPUs not to be had: said
+    before anything waits or runs."""
     if target.released:
         raise TargetError(
             f"{target.describe()} was released (a cell failed, or release() ran): re-run the cell that opens the target"
         )
     check_cpus(cpus)  # before its lock is taken
+
+
+@contextlib.contextmanager
+def held_for(target: Target, cpus: list[int] | None) -> Iterator[None]:
+    """What ``exclusive`` does around a run, for a block: the target still open, CPUs checked,
+    dead processes' leftovers repaired, the CPUs locked, SIGTERM/SIGHUP unwinding."""
+    usable(target, cpus)
     repair.recover_and_report()
     with signals.held(), cpus_locked(cpus):
         yield
@@ -191,7 +197,6 @@ def _seconds(opts: Mapping[str, Any]) -> float:
         return 0.0
 
 
-@exclusive
 def measure(
     options: Mapping[str, Any],
     target: Target,
@@ -216,11 +221,12 @@ def measure(
     A polling SQ thread is pinned within ``cpus``; options that put fio's work on other CPUs are
     refused (InputError, ``iolab.machine.jobcpus``).
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
-    folder exists; once fio has started, FioError (fio's message and exit code),
+    folder exists and before its CPUs' lock is waited for (a refused job never waits); once fio has started, FioError (fio's message and exit code),
     RunInterrupted and PerfError leave the run folder, marked failed or interrupted.
     ``runs_dir``: data/runs (``IOLAB_RUNS``) by default."""
+    usable(target, cpus)
     runs_dir = runs_dir or default_runs_dir()
-    check_measure(options, runs_dir=runs_dir)  # its CPUs were checked before their lock
+    check_measure(options, runs_dir=runs_dir)
     how = MeasureOptions.of(how)
     log_ms, profile = how.log_ms, how.profile
     fio = fio_binary()
@@ -238,91 +244,92 @@ def measure(
     states = (
         ThreadSampler(cpus, how.threads_interval_s, how.threads_states) if how.threads else None
     )  # InputError first
-    with run_folder(runs_dir, label) as folder:
-        folder.write_text(JOB_FIO, jobtext)
-        sampler = _record_setup(
-            folder,
-            target,
-            cpus,
-            {
-                "swept": dict(swept or {}),
-                "fio_options": opts,
-                "files": check.record(),
-                "job_key": key,
-                **({"jobs": jobs} if jobs else {}),
-                **({"as_given": dict(how.as_given)} if how.as_given is not None else {}),
-                "iolab_added": iolab_added(
-                    options,
-                    jobs,
-                    sections,
-                    fio_argv(Path(JOB_FIO), Path(FIO_JSON), fio, readonly=check.fio_readonly),
-                ),
-            },
-            check.describe_target(target),
-            _opened_devices(check),
-        )
-        sampler.interval_s = how.sample_interval_s
-        profiler = stages = None
-        if profile is not None:
-            profiler = Profiler(folder.path, cpus, profile)
-            stages = Stages(
-                f"profiled run {label}".strip(),
-                [f"fio {opts.get('runtime', '')} under perf record", "perf script, folding stacks"],
+    with held_for(target, cpus):  # the CPUs locked once the job is known good: a refused job never waits for them
+        with run_folder(runs_dir, label) as folder:
+            folder.write_text(JOB_FIO, jobtext)
+            sampler = _record_setup(
+                folder,
+                target,
+                cpus,
+                {
+                    "swept": dict(swept or {}),
+                    "fio_options": opts,
+                    "files": check.record(),
+                    "job_key": key,
+                    **({"jobs": jobs} if jobs else {}),
+                    **({"as_given": dict(how.as_given)} if how.as_given is not None else {}),
+                    "iolab_added": iolab_added(
+                        options,
+                        jobs,
+                        sections,
+                        fio_argv(Path(JOB_FIO), Path(FIO_JSON), fio, readonly=check.fio_readonly),
+                    ),
+                },
+                check.describe_target(target),
+                _opened_devices(check),
             )
-        wrap = profiler.wrap() if profiler else []
-        argv = fio_argv(Path(JOB_FIO), Path(FIO_JSON), fio, wrap, readonly=check.fio_readonly)
-        folder.write_json(ARGV_JSON, {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
+            sampler.interval_s = how.sample_interval_s
+            profiler = stages = None
+            if profile is not None:
+                profiler = Profiler(folder.path, cpus, profile)
+                stages = Stages(
+                    f"profiled run {label}".strip(),
+                    [f"fio {opts.get('runtime', '')} under perf record", "perf script, folding stacks"],
+                )
+            wrap = profiler.wrap() if profiler else []
+            argv = fio_argv(Path(JOB_FIO), Path(FIO_JSON), fio, wrap, readonly=check.fio_readonly)
+            folder.write_json(ARGV_JSON, {"argv": argv, "cwd": "<this run folder>", "cpu_affinity": cpus})
 
-        if profiler:
-            profiler.start()
-        devices = _opened_devices(check)
-        pcie_before = _pcie_state(devices)
-        stat_before, stat_t0 = block_stats(devices or [target.device]), time.monotonic()  # every device fio opens
-        ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
-        try:
-            run = run_fio(
-                argv,
-                Path(JOB_FIO),
-                Path(FIO_JSON),
-                cwd=folder.path,
-                timeout_s=how.timeout_s,
-                on_start=lambda pid: (sampler.start(pid), states and states.start(pid), ticking.start()),
-                cpus=cpus,
-            )
-        finally:
-            ticking.close()
-            mark_created(check)  # files fio laid out are iolab's: the next run may write them
-            thread_samples = states.stop() if states and states.started else None  # its ticks end with fio
             if profiler:
-                profiler.stop()
-            samples = sampler.stop() if sampler.started else None
-            if samples is not None:
-                folder.write_samples(samples)
-            if thread_samples is not None:
-                folder.write_samples(thread_samples)
-        stat_after = block_stats(stat_before)
-        if stat_after:  # the devices counted before and still there after
-            interval_s = time.monotonic() - stat_t0  # what %util and aqu-sz divide by (iolab.core.system.iostat)
-            folder.write_json(BLOCKSTAT_JSON, _blockstat(stat_before, stat_after, interval_s))
-        if pcie_before is not None:  # AER counters and links of the device's PCI path (iolab.read.checks)
-            folder.write_json(PCIE_FILE, {"devices": devices, "before": pcie_before, "after": _pcie_state(devices)})
-        if profiler:
-            stages.advance()
-            procs = samples.procs if samples is not None else None
-            profiler.collect(set(procs["tid"]) if procs is not None else None)  # fio's samples told apart
-            stages.close()
-        if log_ms is not None:  # what puts the logs on the samplers' axis
-            logrequest.record(
-                folder.path, log_ms=log_ms, options=opts, jobs=logrequest.job_names(sections), sampler_t0=sampler.t0
-            )
-        folder.write_text(FIO_STDERR, run.stderr)
-        folder.meta["wall_s"] = run.wall_s
-        jobfile = folder.final / JOB_FIO  # where it is once the folder is finished
-        doc = read_output(folder.file(FIO_JSON), run.stderr, jobfile)  # FioError: fio wrote no report
-        folder.meta["fio_warnings"] = run_warnings(doc, run.stderr) + cpu_notes  # fio's notes, never dropped
-        raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)
-        folder.write_json(checks.FILE, {"checks": [c.as_dict() for c in checks.run_checks(folder.path)]})
-    return RunResult(folder.path, run_table(folder.path))
+                profiler.start()
+            devices = _opened_devices(check)
+            pcie_before = _pcie_state(devices)
+            stat_before, stat_t0 = block_stats(devices or [target.device]), time.monotonic()  # every device fio opens
+            ticking = Ticking(f"fio {label or name}".strip(), 0 if profiler else _seconds(opts))  # a long run's seconds
+            try:
+                run = run_fio(
+                    argv,
+                    Path(JOB_FIO),
+                    Path(FIO_JSON),
+                    cwd=folder.path,
+                    timeout_s=how.timeout_s,
+                    on_start=lambda pid: (sampler.start(pid), states and states.start(pid), ticking.start()),
+                    cpus=cpus,
+                )
+            finally:
+                ticking.close()
+                mark_created(check)  # files fio laid out are iolab's: the next run may write them
+                thread_samples = states.stop() if states and states.started else None  # its ticks end with fio
+                if profiler:
+                    profiler.stop()
+                samples = sampler.stop() if sampler.started else None
+                if samples is not None:
+                    folder.write_samples(samples)
+                if thread_samples is not None:
+                    folder.write_samples(thread_samples)
+            stat_after = block_stats(stat_before)
+            if stat_after:  # the devices counted before and still there after
+                interval_s = time.monotonic() - stat_t0  # what %util and aqu-sz divide by (iolab.core.system.iostat)
+                folder.write_json(BLOCKSTAT_JSON, _blockstat(stat_before, stat_after, interval_s))
+            if pcie_before is not None:  # AER counters and links of the device's PCI path (iolab.read.checks)
+                folder.write_json(PCIE_FILE, {"devices": devices, "before": pcie_before, "after": _pcie_state(devices)})
+            if profiler:
+                stages.advance()
+                procs = samples.procs if samples is not None else None
+                profiler.collect(set(procs["tid"]) if procs is not None else None)  # fio's samples told apart
+                stages.close()
+            if log_ms is not None:  # what puts the logs on the samplers' axis
+                logrequest.record(
+                    folder.path, log_ms=log_ms, options=opts, jobs=logrequest.job_names(sections), sampler_t0=sampler.t0
+                )
+            folder.write_text(FIO_STDERR, run.stderr)
+            folder.meta["wall_s"] = run.wall_s
+            jobfile = folder.final / JOB_FIO  # where it is once the folder is finished
+            doc = read_output(folder.file(FIO_JSON), run.stderr, jobfile)  # FioError: fio wrote no report
+            folder.meta["fio_warnings"] = run_warnings(doc, run.stderr) + cpu_notes  # fio's notes, never dropped
+            raise_for_failure(doc, run.stderr, jobfile)  # FioError: job errors, or no I/O at all (abort)
+            folder.write_json(checks.FILE, {"checks": [c.as_dict() for c in checks.run_checks(folder.path)]})
+        return RunResult(folder.path, run_table(folder.path))
 
 
 @exclusive
