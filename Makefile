@@ -43,9 +43,11 @@ test: setup-browser tio lint .venv-lowest/.installed
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
 	.venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider -n $(TEST_WORKERS) $(LOWEST_IN_SUITE)
 
-# what make test runs on constraints/lowest.txt too: the parsers, dtypes and the table read bit for bit
+# what make test runs at the lowest versions too (every direct dependency at its floor, uv's lowest-direct
+# resolution): the parsers, dtypes and the table read bit for bit, and the seeds' plan, a notebook run by
+# papermill and its write-up (tests/test_floors.py)
 LOWEST_IN_SUITE = tests/test_fio_parse.py tests/test_store.py tests/test_runcache.py tests/test_hostile_inputs.py \
-	-k "fio_parse or dtype or plain_csv or numeric_column or plain_one_exactly"
+	tests/test_floors.py -k "fio_parse or dtype or plain_csv or numeric_column or plain_one_exactly or at_these_versions"
 
 ## lint: ruff's checks and its formatting, as configured in pyproject.toml (ruff format lib tests benchmarks scripts fixes the latter)
 lint: setup-dev
@@ -60,13 +62,13 @@ test-nvme: setup-browser tio
 test-lowest: .venv-lowest/.installed
 	.venv-lowest/bin/python -m pytest -q -ra -n $(TEST_WORKERS) $(LOWEST_TESTS)
 
-LOWEST_TESTS ?= $(addprefix tests/test_,$(addsuffix .py,fio_parse runcache store corrupt_runs analysis repeat_stats versus \
+LOWEST_TESTS ?= $(addprefix tests/test_,$(addsuffix .py,floors fio_parse runcache store corrupt_runs analysis repeat_stats versus \
 	drift effects latency_dist series checks history results hostile_inputs explore))
 
 .venv-lowest/.installed: pyproject.toml constraints/lowest.txt | setup
 	@test -x .venv/bin/uv || .venv/bin/python -m pip install -q uv
-	.venv/bin/uv venv -q --allow-existing --python .venv/bin/python .venv-lowest
-	.venv/bin/uv pip install -q --python .venv-lowest/bin/python -c constraints/lowest.txt -e . pytest pytest-xdist
+	.venv/bin/uv venv -q --clear --python .venv/bin/python .venv-lowest  # anew: what an older install left must not stand for a floor
+	.venv/bin/uv pip install -q --python .venv-lowest/bin/python --resolution lowest-direct -c constraints/lowest.txt -e . "pytest>=8" "pytest-xdist>=3.5"
 	@touch $@
 
 ## setup-browser: setup, plus Debian's chromium for the browser tests and the NVMe lab for the NVMe tier
