@@ -35,6 +35,8 @@ def run(*argv, **kw) -> subprocess.CompletedProcess:
 def test_the_plan_a_notebook_and_its_write_up_at_these_versions(tmp_path):
     import os
 
+    version = run("-m", "iolab", "--version")  # python -m iolab, as pip users try it first
+    assert version.returncode == 0 and version.stdout.startswith("iolab "), version.stderr
     plan = run("-m", "iolab.cli", "seeds", "--dry-run", "--out", tmp_path / "seeds")
     assert plan.returncode == 0, plan.stderr[-2000:]
     assert "notebook runs" in plan.stdout and not (tmp_path / "seeds").exists()

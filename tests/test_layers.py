@@ -32,6 +32,7 @@ LAYERS = {
 }
 TOP = {
     "__init__",
+    "__main__",
     "cli",
     "nb",
 }  # the package face, the command line (cli/, a package) and the notebooks' front door: may import every folder
