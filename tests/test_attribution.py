@@ -73,3 +73,13 @@ def test_a_thread_born_inside_the_window_counts_from_zero_and_kworkers_do_not():
     seen = attribution(cols, [0.0, 0.5, 0.57], {1})
     assert seen["own_cpu_pct"] == pytest.approx(100 * 19 / USER_HZ / 0.57)
     assert seen["device_worker_cpu_pct"] == 0 and seen["workers"] == ""
+
+
+@root_only
+def test_a_short_profiled_run_still_knows_fio_s_threads(scratch, tmp_path):
+    """fio's job process of a 0.2 s run can be forked and gone between two 0.5 s ticks: its
+    thread ids are gathered every 20 ms, so its samples are still fio's own."""
+    job = {"ioengine": "psync", "rw": "randread", "runtime": "200ms"}
+    result = measure(job, scratch, cpus=[CPU], runs_dir=tmp_path, how={"profile": ProfileSpec(freq_hz=999)})
+    own = load_stacks(result.path)
+    assert sum(n for stack, n in own.items() if stack.startswith("fio;")) > 0, own.most_common(3)

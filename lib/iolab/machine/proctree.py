@@ -21,6 +21,7 @@ utime and stime in USER_HZ ticks, and the CPU it last ran on):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable
@@ -59,6 +60,15 @@ def tree(root: int) -> list[int]:
             except OSError:
                 continue
     return seen
+
+
+def thread_ids(root: int) -> set[int]:
+    """Every thread id of ``root``'s process tree now (``tree``, then each process's ``task``)."""
+    found: set[int] = set()
+    for pid in tree(root):
+        with contextlib.suppress(OSError):
+            found.update(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    return found
 
 
 def device_workers(devices: Iterable[str]) -> re.Pattern | None:

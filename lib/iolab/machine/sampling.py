@@ -73,6 +73,9 @@ def read_freq_mhz(cpus: list[int]) -> tuple[dict[int, float], str]:
     return {c: info[c] for c in cpus if c in info}, "proc_cpuinfo"
 
 
+TID_POLL_S = 0.02  # how often the tool's thread ids are gathered (a few directory listings, off its CPUs)
+
+
 class Sampler:
     """Samples frequency and /proc/stat for ``cpus`` on a thread until stopped.
 
@@ -85,6 +88,8 @@ class Sampler:
         self._procs: list[tuple] = []
         self._root: int | None = None  # the tool's pid (start): its threads' CPU time, iolab.machine.proctree
         self._workers = proctree.device_workers(devices)
+        self.tids: set[int] = set()  # every thread of the tool's tree seen (TID_POLL_S): whose perf samples are fio's
+        self._tid_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.t0 = 0.0
@@ -99,7 +104,9 @@ class Sampler:
         for cpu, counters in per_cpu.items():
             self._stat.append((t, cpu, *(counters[f] for f in STAT_FIELDS), *machine))
         if self._root is not None:
-            self._procs += proctree.read(self._root, self._workers, t)
+            rows = proctree.read(self._root, self._workers, t)
+            self._procs += rows
+            self.tids |= {row[2] for row in rows}
 
     def _loop(self) -> None:
         # Keep the sampler off the CPUs it measures when there are others (on Linux,
@@ -112,13 +119,25 @@ class Sampler:
 
     def start(self, pid: int | None = None) -> Sampler:
         """Sample from now; ``pid``: the measured tool's, whose threads (and its devices'
-        kernel workers) are read at each tick too (``iolab.machine.proctree``)."""
+        kernel workers) are read at each tick too (``iolab.machine.proctree``), and whose
+        thread ids are gathered every ``TID_POLL_S`` (``tids``: a job forked and gone between
+        two ticks of a short run is still known as fio's)."""
         self._root = pid
         self.t0 = time.monotonic()
         self._sample()
         self._thread = threading.Thread(target=self._loop, name="iolab-sampler", daemon=True)
         self._thread.start()
+        if pid is not None:
+            self._tid_thread = threading.Thread(target=self._tid_loop, name="iolab-tids", daemon=True)
+            self._tid_thread.start()
         return self
+
+    def _tid_loop(self) -> None:
+        others = set(os.sched_getaffinity(0)) - set(self.cpus)
+        if others:
+            os.sched_setaffinity(0, others)
+        while not self._stop.wait(TID_POLL_S):
+            self.tids |= proctree.thread_ids(self._root)
 
     @property
     def started(self) -> bool:
@@ -127,6 +146,7 @@ class Sampler:
     def stop(self) -> Samples:
         self._stop.set()
         join_started(self._thread)
+        join_started(self._tid_thread)
         self._sample()  # closing sample, so the window covers the whole run
         return self.samples()
 

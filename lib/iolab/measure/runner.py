@@ -315,8 +315,7 @@ def measure(
                 folder.write_json(PCIE_FILE, {"devices": devices, "before": pcie_before, "after": _pcie_state(devices)})
             if profiler:
                 stages.advance()
-                procs = samples.procs if samples is not None else None
-                profiler.collect(set(procs["tid"]) if procs is not None else None)  # fio's samples told apart
+                profiler.collect(sampler.tids or None)  # fio's samples told apart (its threads, its devices' workers)
                 stages.close()
             if log_ms is not None:  # what puts the logs on the samplers' axis
                 logrequest.record(
