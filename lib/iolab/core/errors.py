@@ -6,7 +6,9 @@ code. Every message says what happened and what to do next.
 
 from __future__ import annotations
 
+import difflib
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -200,3 +202,11 @@ def _brief(shell, etype, value, tb, tb_offset=None) -> list[str]:
     stb = [f"\x1b[1;31m{etype.__name__}\x1b[0m: {wrapped(str(value))}", f"\x1b[2m{BRIEF_HINT}\x1b[0m"]
     shell._showtraceback(etype, value, stb)
     return stb
+
+
+def with_nearest(names: Sequence[object], known: Sequence[str]) -> str:
+    """``'axis' (did you mean 'axes'?), 'x'``: each of ``names`` with the nearest of ``known``."""
+    return ", ".join(
+        repr(n) + (f" (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(str(n), known, 1)) else "")
+        for n in names
+    )

@@ -26,7 +26,6 @@ reaches a user.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 import re
@@ -38,7 +37,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, Strict, ValidationError
 from pydantic.fields import FieldInfo
 
-from .errors import InputError, printable
+from .errors import InputError, printable, with_nearest
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -144,13 +143,9 @@ def _unknown(model: type[BaseModel], parent: tuple, names: list[str]) -> str:
     """``unknown key 'axis' (did you mean 'axes'?)`` for the keys of one mapping."""
     owner = _model_at(model, parent)
     known = list(owner.model_fields) if owner and not issubclass(owner, RootModel) else []
-    words = [
-        repr(n) + (f" (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(n, known, 1)) else "")
-        for n in names
-    ]
     inside = f"{key_path(model, parent)}: " if parent else ""
     listed = f"; the keys are {', '.join(known)}" if known else ""
-    return printable(f"{inside}unknown key {', '.join(words)}{listed}")
+    return printable(f"{inside}unknown key {with_nearest(names, known)}{listed}")
 
 
 def key_path(model: type[BaseModel], loc: tuple) -> str:

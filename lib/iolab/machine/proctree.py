@@ -26,7 +26,9 @@ import os
 import re
 from collections.abc import Iterable
 
-ROWS = ("t_s", "pid", "tid", "comm", "kind", "utime", "stime", "cpu")  # samples_procs.csv
+from ..read.samples import PROCS_COLUMNS
+
+ROWS = PROCS_COLUMNS  # samples_procs.csv, as its reader names them
 KTHREADD = 2
 
 

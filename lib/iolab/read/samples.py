@@ -89,15 +89,15 @@ def read_stat(run_dir: str | os.PathLike) -> pd.DataFrame:
     return runfiles.read_csv(Path(run_dir) / STAT_FILE, columns=STAT_COLUMNS, numeric=(*STAT_COLUMNS, *HOST_FIELDS))
 
 
-PROCS_COLUMNS = ("t_s", "pid", "tid", "comm", "kind", "utime", "stime", "cpu")  # iolab.machine.proctree.ROWS
+PROCS_COLUMNS = ("t_s", "pid", "tid", "comm", "kind", "utime", "stime", "cpu")  # iolab.machine.proctree writes them
+PROCS_NUMERIC = ("t_s", "pid", "tid", "utime", "stime", "cpu")
 
 
 def read_procs(run_dir: str | os.PathLike) -> pd.DataFrame:
     """``samples_procs.csv`` of a run folder: t_s (s), pid, tid, comm, kind (``own``: the tool's
     threads; ``device``: its devices' kernel workers), utime and stime (USER_HZ ticks), cpu
     (the one it last ran on); RunFileError when it cannot be read as written."""
-    numeric = ("t_s", "pid", "tid", "utime", "stime", "cpu")
-    return runfiles.read_csv(Path(run_dir) / PROCS_FILE, columns=PROCS_COLUMNS, numeric=numeric)
+    return runfiles.read_csv(Path(run_dir) / PROCS_FILE, columns=PROCS_COLUMNS, numeric=PROCS_NUMERIC)
 
 
 def read_freq(run_dir: str | os.PathLike) -> pd.DataFrame:
@@ -142,14 +142,6 @@ def _attributed(out: dict, attributed: dict, fio_cpu: float = float("nan")) -> d
     return out
 
 
-def _window(times: list[float], fraction: float = 0.10) -> tuple[float, float]:
-    """The sampler window ``summarise`` averages over: without its first and last ``fraction``,
-    or whole when that keeps fewer than two sample times."""
-    lo, hi = min(times), max(times)
-    low, high = lo + fraction * (hi - lo), hi - fraction * (hi - lo)
-    return (low, high) if len({t for t in times if low <= t <= high}) >= 2 else (lo, hi)
-
-
 def _worker_name(comm: str) -> str:
     """A worker thread's name without its numbers: ``iou-sqp`` (io_uring's SQPOLL thread),
     ``iou-wrk`` (its io-wq workers), ``kworker loop0`` (a kworker of loop0's workqueue)."""
@@ -163,8 +155,7 @@ def procs_columns(run_dir: str | os.PathLike) -> dict[str, list] | None:
     path = Path(run_dir) / PROCS_FILE
     if not path.exists():
         return None
-    numeric = ("t_s", "pid", "tid", "utime", "stime", "cpu")
-    cols = runfiles.csv_columns(path, columns=PROCS_COLUMNS, numeric=numeric)
+    cols = runfiles.csv_columns(path, columns=PROCS_COLUMNS, numeric=PROCS_NUMERIC)
     if cols is None:  # quoted names, or no row at all
         frame = read_procs(run_dir)
         cols = {c: frame[c].tolist() for c in PROCS_COLUMNS}
@@ -173,7 +164,7 @@ def procs_columns(run_dir: str | os.PathLike) -> dict[str, list] | None:
 
 def attribution(cols: dict[str, list] | None, times: list[float], cpus: set[int]) -> dict:
     """Whose CPU the sampled time was, from the process sampler's rows (``procs_columns``,
-    ``iolab.machine.proctree``) over the sampler window (``_window`` of the sample ``times``),
+    ``iolab.machine.proctree``) over the sampler window (``_kept`` of the sample ``times``),
     % of one CPU: ``own_cpu_pct`` — the tool's threads (fio's jobs, io_uring's workers in its
     processes); ``device_worker_cpu_pct`` — the kernel workers serving its devices (a loop
     device's kworkers); ``workers`` — the worker threads among them by name with their share
@@ -181,15 +172,16 @@ def attribution(cols: dict[str, list] | None, times: list[float], cpus: set[int]
     ``cpus`` (by the CPU each thread was on at each tick). {} without rows."""
     if not cols or not cols["t_s"] or len(times) < 2:
         return {}
-    low, high = _window(times)
+    rows = _kept(times, 0.10)  # summarise's window: the first and last 10 % trimmed, or whole when too short
+    kept = [times[i] for i in rows] if len({times[i] for i in rows}) >= 2 else list(times)
+    low, high = min(kept), max(kept)
     series: dict[tuple, list] = {}
     for t, tid, comm, kind, u, st, cpu in zip(
         cols["t_s"], cols["tid"], cols["comm"], cols["kind"], cols["utime"], cols["stime"], cols["cpu"]
     ):
         if low <= t <= high:
             series.setdefault((kind, tid), []).append((t, u + st, cpu, comm))
-    kept = [t for t in times if low <= t <= high]
-    first, seconds = min(kept), max(kept) - min(kept)  # the ticks' own span, as summarise's window_s
+    first, seconds = low, high - low  # the ticks' own span, as summarise's window_s
     if seconds <= 0:
         return {}
     total = {"own": 0, "iou": 0, "device": 0}

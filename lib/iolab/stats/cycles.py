@@ -9,8 +9,9 @@ cycles/IO. On a machine where other programs share the core, its busy time is th
   ``iolab.read.samples``) is its jobs' rusage (``usr_cpu`` + ``sys_cpu``, taken per thread)
   and io_uring's workers in its processes (``iou-wrk``, ``iou-sqp``), which that rusage leaves
   out, read by the process sampler (``iolab.machine.proctree``); t/io_uring's, every thread of
-  its process; runs sampled before the process sampler take fio's rusage alone. Kernel workers serving the device (a loop device's kworkers, ``device_worker_cpu_pct``)
-  are the device's work, not counted: an NVMe SSD does that work in its controller.
+  its process; runs sampled before the process sampler take fio's rusage alone. Kernel
+  workers serving the device (a loop device's kworkers, ``device_worker_cpu_pct``) are the
+  device's work, not counted: an NVMe SSD does that work in its controller.
 * ``cycles_per_io_core`` — the pinned CPUs' busy time (``cpu_busy_pct`` x ``cpus_sampled``)
   x frequency / the run's IOs: seed 001's figure, other programs included when there were
   any (``other_cpu_pct`` says how much).

@@ -18,7 +18,6 @@ runs through the generic sweep, so a ladder re-run into the same ``runs_dir`` re
 
 from __future__ import annotations
 
-import difflib
 import os
 import platform
 import random
@@ -29,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.errors import InputError, IolabError
+from ..core.errors import InputError, IolabError, with_nearest
 from ..core.progress import bar
 from ..core.validate import fio_seconds, fio_time_text
 from ..machine import knobs
@@ -71,7 +70,7 @@ class Step:
         unknown = [k for k in given if k not in keys]
         if unknown:
             raise InputError(
-                f"ladder step {name!r}: unknown key {_nearest(unknown, keys)}; a step takes {', '.join(keys)}"
+                f"ladder step {name!r}: unknown key {with_nearest(unknown, keys)}; a step takes {', '.join(keys)}"
             )
         requires = given.get("requires") or []
         if isinstance(requires, str) or not isinstance(requires, list):
@@ -80,25 +79,17 @@ class Step:
         wrong = [r for r in requires if r not in known]
         if wrong:
             raise InputError(
-                f"ladder step {name!r}: unknown requirement {_nearest(wrong, known)}; known: {', '.join(CAPABILITIES)} or knob:NAME"
+                f"ladder step {name!r}: unknown requirement {with_nearest(wrong, known)}; known: {', '.join(CAPABILITIES)} or knob:NAME"
             )
         if given.get("tool", "fio") not in ("fio", "tio"):
             raise InputError(f"ladder step {name!r}: tool is fio or tio, not {given['tool']!r}")
         bad_knobs = [k for k in given.get("knobs") or {} if k not in knobs.KNOBS]
         if bad_knobs:
-            raise InputError(f"ladder step {name!r}: unknown knob {_nearest(bad_knobs, list(knobs.KNOBS))}")
+            raise InputError(f"ladder step {name!r}: unknown knob {with_nearest(bad_knobs, list(knobs.KNOBS))}")
         return cls(**dict(given))
 
 
 CAPABILITIES = ("poll", "nvme", "nvme_ng", "nvme_cli", "opt_in", "tio", "root")  # what a step may require
-
-
-def _nearest(names: list, known: list) -> str:
-    """'nothing' (did you mean 'nvme'?), each of ``names``."""
-    return ", ".join(
-        repr(n) + (f" (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(str(n), known, 1)) else "")
-        for n in names
-    )
 
 
 def author_depths() -> dict[str, int]:
