@@ -256,3 +256,18 @@ def test_a_side_of_several_studies_is_matched_on_what_differs_between_them(studi
     assert (cell.rate_iops, cell.n_a, cell.n_b, cell.change_pct) == (1000, 3, 3, 0)
     with pytest.raises(NotComparable, match=r"A varies rate_iops \(2000, 1000\) and --by leaves it out"):
         compare_paths(studies, studies / "b", by=["bs"])
+
+
+def test_a_verdict_on_runs_beside_other_programs_says_so():
+    """Runs flagged shared_cpu are compared all the same, and every verdict of their cell says so."""
+    import pandas as pd
+
+    a = pd.DataFrame({"run_id": ["a0", "a1", "a2"], "iops": [100.0, 101, 99], "flags": ["", "", ""]})
+    b = pd.DataFrame(
+        {"run_id": ["b0", "b1", "b2"], "iops": [50.0, 51, 49], "flags": ["shared_cpu: shared CPU: 53 %", "", ""]}
+    )
+    cells = versus(a, b, metrics=["iops"]).cells
+    assert cells["verdict"].iloc[0].endswith("; shared CPU: B 1 of 3 runs beside other programs")
+    assert cells["call"].iloc[0] == "worse"
+    clean = versus(a, a.assign(run_id=["c0", "c1", "c2"]), metrics=["iops"]).cells
+    assert "shared CPU" not in clean["verdict"].iloc[0]

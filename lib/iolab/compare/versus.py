@@ -162,13 +162,11 @@ def _row(va, vb, metric: str, confidence: float, seed: int, min_change_pct: floa
 def _shared(part_a: pd.DataFrame, part_b: pd.DataFrame) -> str:
     """ "shared CPU: A 2 of 3 runs, B 3 of 3 beside other programs" when runs of a side were
     flagged ``shared_cpu`` (``iolab.read.checks``), else ""."""
-    counts = []
+    said = []
     for side, part in (("A", part_a), ("B", part_b)):
         flagged = part["flags"].fillna("").astype(str).str.contains("shared_cpu:").sum() if "flags" in part else 0
-        counts.append(f"{side} {flagged} of {len(part)} runs")
-        if not flagged:
-            counts[-1] = ""
-    said = [c for c in counts if c]
+        if flagged:
+            said.append(f"{side} {flagged} of {len(part)} runs")
     return f"shared CPU: {', '.join(said)} beside other programs" if said else ""
 
 
