@@ -134,7 +134,10 @@ def _attributed(out: dict, attributed: dict, fio_cpu: float = float("nan")) -> d
     uring, uring_on = attributed.pop("_uring_pct"), attributed.pop("_uring_on_cpus_pct")
     own_on, device_on = attributed.pop("_own_on_cpus_pct"), attributed.pop("_device_on_cpus_pct")
     if fio_cpu == fio_cpu:  # fio's jobs run on the pinned CPUs (cpus_allowed; cpu_accounting checks it)
-        attributed["own_cpu_pct"], own_on = fio_cpu + uring, fio_cpu + uring_on
+        attributed["own_cpu_pct"] = fio_cpu + uring
+        # other load: neither fio's jobs (their rusage) nor any thread of fio's tree as sampled (its
+        # main process starting a short run is fio's work too, not another program's)
+        own_on = max(own_on, fio_cpu + uring_on)
     out |= attributed
     mine = (own_on + device_on) / out["cpus_sampled"]
     out["other_cpu_pct"] = float(max(0.0, out["cpu_usr_pct"] + out["cpu_sys_pct"] - mine))
