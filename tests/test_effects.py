@@ -560,3 +560,20 @@ def test_a_cell_far_below_the_best_is_never_tied_with_it():
     best, ties = best_config(table, ["iodepth"], "iops")
     assert best["iodepth"] == 64 and best["iops_ci_low"] > 68_000
     assert ties.empty  # QD 16 (mean 167k, outside 64's interval): Dunnett alone, p > 0.05, would tie it
+
+
+def test_repeats_too_noisy_to_bound_show_no_difference_not_one_run_per_cell():
+    """With repeats whose spread leaves no interval (repeat_stats.bounded), a level shows no
+    difference the repeats can show; it is not read as "one run per cell"."""
+    import pandas as pd
+
+    from iolab.stats import effects
+
+    noisy = {1: [1e3, 5e4, 2e4], 8: [3e3, 6e4, 1e4]}
+    table = pd.DataFrame(
+        [{"iodepth": q, "iops": v, "run_id": f"{q}-{i}"} for q, vs in noisy.items() for i, v in enumerate(vs)]
+    )
+    found = effects.main_effects(table, ["iodepth"], "iops")
+    assert found["iops_ci_low"].isna().all() and not found["separated"].any()
+    said = effects.describe_effects(found)
+    assert said.startswith("No setting makes a difference the repeats can show") and "one run per cell" not in said
