@@ -129,6 +129,7 @@ def test_a_stall_is_found_with_what_the_samplers_saw():
     assert s.table["interval_s"].max() >= 1.5 and s.table["ios"].sum() == s.coverage["series_ios"].sum()
     text = timeline.reading(s, timeline.find_steady(s), stalls)
     assert "1 stall below 50 % of the median" in text and "the samplers saw" in text
+    assert list(timeline.stall_table(stalls).columns) == list(timeline.STALL_COLUMNS)  # notebook 08's: fits 828 px
     with pytest.raises(InputError, match="between 0 and 1"):
         timeline.find_stalls(s, 50)
 

@@ -139,6 +139,14 @@ def find_stalls(series: Series, fraction: float = STALL_FRACTION) -> pd.DataFram
 
 
 SAMPLED = ("cpu_steal_pct", "cpu_busy_pct", "cpu_iowait_pct", "host_steal_pct", "cpu_freq_mhz")
+STALL_COLUMNS = ("t_start_s", "t_s", "intervals", "iops_min", "pct_of_median", "cpu_steal_pct", "cpu_busy_pct")
+
+
+def stall_table(stalls: pd.DataFrame) -> pd.DataFrame:
+    """``find_stalls`` as a notebook shows it: when, how deep, and the pinned CPUs' steal and
+    busy then (the run's medians and the other samplers' means stay in ``stalls``), rounded,
+    so it fits the page (all of it was 923 px in a notebook 828 px wide)."""
+    return stalls[[c for c in STALL_COLUMNS if c in stalls]].round(1)
 
 
 def _samplers_during(samplers: pd.DataFrame, t0: float, t1: float) -> dict[str, float]:
