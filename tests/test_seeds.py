@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -40,10 +41,12 @@ def test_every_published_figure_has_a_seed_manifest_reading_it():
         mine = PUBLISHED[PUBLISHED["seed"] == seed.ident]
         read = {f["experiment"] for f in seed.figures}
         assert set(mine["experiment"]) <= read, (seed.ident, set(mine["experiment"]) - read)
+        assert seed.shape, seed.ident  # every seed's page leads with the shape of its result
         for fig in seed.figures:  # a label the manifest names is one the CSV has: no typo goes unread
             unknown = set(fig.get("labels") or {}) - set(mine.loc[mine["experiment"] == fig["experiment"], "label"])
             assert not unknown, (seed.ident, unknown)
-        assert seed.headline in set(mine["label"]), seed.headline
+        for entry in seed.shape:  # a shape names figures the CSV has
+            assert {entry["of"], entry.get("over") or entry["of"]} <= set(mine["label"]), entry
 
 
 def test_only_takes_numbers_with_or_without_zeros_and_names_the_seeds_when_wrong():
@@ -86,7 +89,7 @@ def test_dry_run_prints_the_plan_with_run_counts_and_an_estimate(tmp_path):
     assert done.returncode == 0, done.stderr
     head = done.stdout.splitlines()[0]
     m = re.search(
-        r"4 seed\(s\) \(000, 001, 002, 003\), 6 notebook runs, (\d+) fio runs, at most about (\d+) (s|min)", head
+        r"4 seed\(s\) \(000, 001, 002, 003\), 7 notebook runs, (\d+) fio runs, at most about (\d+) (s|min)", head
     )
     assert m, head
     assert int(m.group(1)) > 20 and (m.group(3) == "s" or int(m.group(2)) <= 10)  # --quick: 10 minutes here
@@ -113,13 +116,15 @@ def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_pat
             "high": 150000.0,
             "note": "n=3",
         },
-        {"name": "mean latency at QD 1 (t/io_uring)", "value": None, "unit": "µs", "note": "skipped: no tool"},
+        {"name": "mean latency at QD 1 (fio)", "value": None, "unit": "µs", "note": "skipped: no tool"},
+        {"name": "mean latency at QD 1 (t/io_uring)", "value": 6.9, "unit": "µs", "note": "QD ÷ IOPS"},
     ]
     (run_dir / "run.json").write_text(json.dumps({"status": "ok", "results": results, "run_folders": []}))
     table = seed_comparisons.comparisons(seed, tmp_path).set_index(["label", "metric"])
     qd1 = table.loc[("Optane Gen2 QD1 t/io_uring", "iops")]
     assert qd1["local"] == 145000.0 and qd1["ratio"] == pytest.approx(0.5) and qd1["low"] == 140000.0
-    assert table.loc[("Optane Gen2 QD1 t/io_uring", "mean_lat_us"), "how"] == "skipped: no tool"
+    assert table.loc[("Optane Gen2 QD1 t/io_uring", "mean_lat_us"), "how"] == "skipped: no tool"  # fio's measured
+    # latency, never t/io_uring's QD ÷ IOPS shown as if it were measured
     assert "recorded no 'IOPS at QD 16 (t/io_uring)'" in table.loc[("Optane Gen2 QD16 t/io_uring", "iops"), "how"]
     (run_dir / "run.json").write_text(
         json.dumps({"status": "failed", "error": "fio: bad option\nmore", "results": [], "run_folders": []})
@@ -164,6 +169,12 @@ def _check_pages(browser, out, idents):  # noqa: F811
             assert widths and all(w > 0 for w in widths), widths
             text = page.locator("body").inner_text()
             assert "No --device" in text and "Smoke settings" in text and "What differs" in text
+            assert page.locator("tr[data-shape]").count() == len(seed.shape)  # the shape leads the page
+            assert page.locator("tr[data-command]").count() == expected["label"].nunique()  # each figure's commands
+            ran = page.eval_on_selector_all("tr[data-command] td:nth-child(3) code", "c => c.map(x => x.innerText)")
+            assert ran and all(c.startswith(("fio --name=", "taskset -c")) for c in ran), ran
+            assert "not explained by the manifest" not in text  # every change from the author's command has a reason
+            assert "Why the numbers differ, as measured" in text and page.locator("ol li").count() >= 1
             for check, words in (seed.setup.get("checks") or {}).items():  # the write-up's set-up, check by check
                 row = page.locator(f"tr[data-check='{check}']")
                 assert row.count() == 1 and words in row.inner_text(), check
@@ -227,9 +238,10 @@ def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_
     table = seed_comparisons.comparisons(seeds.load_seeds("000")[0], out).set_index(["label", "metric"])
     assert table.loc[("E-core QD32 io_uring (interrupts)", "iops"), "local"] > 0
     assert "skipped" in table.loc[("3 + io_uring_cmd passthrough", "iops"), "how"]
-    depth = table.loc[("1 baseline io_uring", "qd")]  # the author's depth beside the one the climb found here
-    placed = depth["local"] in (1, 4, 16)  # or said: a knee the runs cannot place is named by none
-    assert depth["published"] == 32 and (placed or "not placed" in depth["how"] or "cannot place" in depth["how"])
+    assert "qd" not in set(table.reset_index()["metric"])  # a depth is a condition: the commands show it
+    runs = table.loc[("1 baseline io_uring", "iops"), "runs"]  # the fixed-depth runs, not the climb's
+    assert runs and all(json.loads((Path(r) / "params.json").read_text())["fio_options"]["iodepth"] == 32 for r in runs)
+    assert pd.isna(table.loc[("7 max polled QD380", "iops"), "local"])  # not step 5's value again: its own reason
     _check_pages(browser, out, ["000"])
     assert loop_watch.seen and not loop_watch.left_behind()  # detached after SIGTERM too
 

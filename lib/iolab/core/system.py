@@ -83,6 +83,16 @@ def cpuinfo_mhz() -> dict[int, float]:
     return out
 
 
+def virtual_machine() -> bool:
+    """Whether this kernel runs under a hypervisor: the CPU's ``hypervisor`` flag in
+    /proc/cpuinfo (set by every hypervisor that follows the x86 convention: KVM, Xen,
+    Hyper-V, VMware). Its doorbell writes and timer interrupts trap to the host."""
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("flags"):
+            return "hypervisor" in line.split(":", 1)[-1].split()
+    return False
+
+
 def turbo_file() -> tuple[Path, bool] | None:
     """The file that switches turbo here and whether it is inverted: intel_pstate's
     ``no_turbo`` (1 = off; Documentation/admin-guide/pm/intel_pstate.rst) or cpufreq's
@@ -202,6 +212,7 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
         "pci": pci_topology(device),
         # set inside the NVMe lab (iolab.nvmelab.vm): the run is an emulator's, never a device's
         "emulated": os.environ.get("IOLAB_NVMELAB") or None,
+        "virtual_machine": virtual_machine(),
         "absent": absent,
     }
     if device and not snap["queue"].get("scheduler"):

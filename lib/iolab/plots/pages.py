@@ -4,7 +4,7 @@
     html = f"<img src='{data_uri(fig)}'>"                               # an embedded PNG: the page stays one file
 
 ``results_across_runs`` draws the batch index's figures (``iolab.report.batch_index``),
-``local_over_published`` a seed page's (``iolab.seeds.pages``). Each is a
+``shape_beside_author`` a seed page's (``iolab.seeds.pages``). Each is a
 ``matplotlib.figure.Figure`` of its own, not a pyplot figure: a page written from a notebook's
 kernel leaves its backend and its open figures alone.
 """
@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import base64
 import io
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..core.readable import readable_value
 
@@ -65,52 +67,43 @@ def results_across_runs(
     return fig
 
 
-def local_over_published(rows: pd.DataFrame, labels: Sequence[str], ident: str) -> Figure | None:
-    """This machine ÷ the write-up for each figure of seed ``ident`` with a local value: a bar
-    per row of ``rows`` (columns ratio, low, high, published, metric; ``labels`` name them),
-    log scale, whiskers the local interval ÷ the published value; IOPS blue, the rest
-    (latency, cycles per IO) orange. None when no row has a ratio."""
-    keep = rows["ratio"].notna().to_numpy()
-    rows, labels = rows[keep], [t for t, k in zip(labels, keep) if k]
+def shape_beside_author(rows: pd.DataFrame, ident: str) -> Figure | None:
+    """The shape of seed ``ident``'s result beside the write-up's (``iolab.seeds.shape``): a
+    row per ratio (columns shape, published, local, low, high, unit "×"), the write-up's value
+    a black diamond, this machine's a blue dot with its 95 % interval, log scale, 1 marked.
+    The values are written in a column at the right, clear of the whiskers. None when no
+    ratio has a value on either side."""
+    rows = rows[(rows["unit"] == "×") & (rows["published"].notna() | rows["local"].notna())]
     if rows.empty:
         return None
-    fig = Figure(figsize=(11, 0.3 * len(rows) + 1.8))
+    fig = Figure(figsize=(10, 0.55 * len(rows) + 1.6))
     ax = fig.subplots()
-    ys = range(len(rows))
-    ratios = rows["ratio"].astype(float).to_numpy()
-    ax.barh(list(ys), ratios, color=["#4c72b0" if m == "iops" else "#dd8452" for m in rows["metric"]])
-    ends = rows[["low", "high"]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
-    for y, (_, r), (low, high) in zip(ys, rows.iterrows(), ends):
-        if np.isfinite(low) and np.isfinite(high) and r["published"]:
-            lo, hi = low / r["published"], high / r["published"]
-            if lo > 0:
-                ax.errorbar(
-                    r["ratio"],
-                    y,
-                    xerr=[[max(r["ratio"] - lo, 0)], [max(hi - r["ratio"], 0)]],
-                    color="k",
-                    capsize=3,
-                    linewidth=1,
-                )
-        ax.annotate(f"{r['ratio']:.3g}×", (r["ratio"], y), textcoords="offset points", xytext=(4, -3), fontsize=7)
-    ax.axvline(1, color="0.3", linewidth=1, linestyle="--")
+    ys = np.arange(len(rows))
+    pub = pd.to_numeric(rows["published"], errors="coerce").to_numpy(float)
+    loc = pd.to_numeric(rows["local"], errors="coerce").to_numpy(float)
+    low = pd.to_numeric(rows["low"], errors="coerce").to_numpy(float)
+    high = pd.to_numeric(rows["high"], errors="coerce").to_numpy(float)
+    ax.scatter(pub, ys - 0.12, marker="D", color="k", label="the write-up", zorder=3)
+    ax.scatter(loc, ys + 0.12, color="#4c72b0", label="this machine (95 % interval)", zorder=3)
+    for y, v, lo, hi in zip(ys, loc, low, high):
+        if np.isfinite(v) and np.isfinite(lo) and np.isfinite(hi) and lo > 0:
+            ax.plot([lo, hi], [y + 0.12, y + 0.12], color="#4c72b0", linewidth=1.5)
+    ax.axvline(1, color="0.5", linewidth=1, linestyle="--")
     ax.set_xscale("log")
-    ax.set_yticks(list(ys))
-    ax.set_yticklabels(labels, fontsize=7)
+    seen = np.concatenate([pub, loc, low, high, [1.0]])
+    seen = seen[np.isfinite(seen) & (seen > 0)]
+    ax.set_xlim(seen.min() / 1.3, seen.max() * 1.3)
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks(ys)
+    ax.set_yticklabels([textwrap.fill(str(t), 48) for t in rows["shape"]], fontsize=7.5)
     ax.invert_yaxis()
-    ax.set_xlabel("local ÷ published (×, log scale; 1 = the same)")
-    ax.set_title(
-        f"Seed {ident}: this machine ÷ the write-up\nblue: IOPS (higher is faster); orange: latency "
-        "and cycles per IO (higher is slower)",
-        fontsize=10,
-    )
-    fig.text(
-        0.01,
-        0.005,
-        "sources: data/reference/published_figures.csv (published); this machine's executed notebooks' "
-        "recorded results (local); whiskers: the local interval",
-        fontsize=6.5,
-        color="0.35",
-    )
-    fig.subplots_adjust(left=0.34, right=0.96, top=1 - 0.75 / fig.get_figheight(), bottom=0.75 / fig.get_figheight())
+    ax.set_xlabel("ratio (log scale; 1×: no change)")
+    for y, p, v in zip(ys, pub, loc):
+        text = f"write-up {p:.3g}× · here " + (f"{v:.3g}×" if np.isfinite(v) else "none")
+        ax.annotate(text, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7.5)
+    ax.set_title(f"Seed {ident}: the shape of the result, the write-up's beside this machine's", fontsize=10)
+    fig.legend(loc="lower center", ncol=2, fontsize=7.5, frameon=False)
+    fig.subplots_adjust(left=0.36, right=0.76, top=1 - 0.5 / fig.get_figheight(), bottom=1.0 / fig.get_figheight())
     return fig

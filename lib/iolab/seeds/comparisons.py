@@ -16,6 +16,8 @@ from its runs through ``iolab.measure.search`` and ``iolab.stats.repeat_stats.su
 from __future__ import annotations
 
 import math
+import re
+import string
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,20 +30,40 @@ from ..read.published import published_figures as read_published
 from ..report.batch import read_record
 from ..report.contract import Notebook, declared
 from ..stats import repeat_stats
+from . import commands
 from .manifest import Seed
 
-METRICS = ("iops", "clat_p50_us", "clat_p99_us", "mean_lat_us", "cycles_per_io")  # units: iolab.core.columns
+METRICS = ("iops", "bw_mib_s", "clat_p50_us", "clat_p99_us", "mean_lat_us", "cycles_per_io")  # iolab.core.columns
 WORDS = {
     "iops": "IOPS",
+    "bw_mib_s": "bandwidth",
     "clat_p50_us": "clat p50",
     "clat_p99_us": "clat p99",
     "mean_lat_us": "mean latency",
     "cycles_per_io": "cycles per IO (fio's own)",
-    "qd": "queue depth",
 }
-OPERATING_POINT = (
-    "qd"  # a figure's queue depth is compared only where the manifest names a local one (a searched depth)
-)
+SWEPT = {
+    "qd": "qd",
+    "step": "step_name",
+    "tool": "tool",
+}  # a result name's field -> the runs' swept value (params.json)
+COLUMNS = [
+    "experiment",
+    "label",
+    "metric",
+    "unit",
+    "published",
+    "local",
+    "low",
+    "high",
+    "ratio",
+    "how",
+    "from",
+    "flags",
+    "source",
+    "command",
+    "runs",
+]
 
 
 def published_figures(ident: str) -> pd.DataFrame:
@@ -60,66 +82,60 @@ def batch_records(seed: Seed, out: Path) -> dict[str, dict[str, Any]]:
 
 
 def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
-    """One row per published figure of ``seed`` and metric: ``label``, ``metric``, ``unit``,
-    ``published``, ``local``, ``low``, ``high`` (its interval), ``ratio`` (local ÷
-    published), ``flags``, ``how`` (where the local value comes from, or why there is none)."""
+    """One row per published figure of ``seed`` and metric, every row of the seed in
+    ``published_figures.csv`` in its order: ``label``, ``metric``, ``unit``, ``published``,
+    ``local``, ``low``, ``high`` (its interval), ``ratio`` (local ÷ published), ``flags``,
+    ``how`` (where the local value comes from, or why there is none), ``command`` (the
+    author's, as published) and ``runs`` (the local run folders behind the value, whose
+    command ``iolab.seeds.commands`` sets beside the author's). A row of an experiment no
+    manifest figure reads says so: no published figure is left off the page."""
     out = Path(out)
     records = batch_records(seed, out)
     published = published_figures(seed.ident)
     notebooks = {e.name: e.notebook for e in seed.experiments}
-    rows, flagged = [], {}
-    for fig in seed.figures:
-        rec = records.get(fig["from"])
-        declaration = declared(notebooks[fig["from"]])
-        for _, prow in published[published["experiment"] == fig["experiment"]].iterrows():
-            spec = (fig.get("labels") or {}).get(prow["label"]) or {}
-            extra = spec.get("published") or {}
-            metrics = [m for m in METRICS if m in prow and pd.notna(prow[m])] + [m for m in extra if m in METRICS]
-            if OPERATING_POINT in (fig.get("results") or {}) and pd.notna(prow.get(OPERATING_POINT)):
-                metrics.append(OPERATING_POINT)  # the author's depth beside the one searched here
-            for metric in metrics:
-                value = prow[metric] if metric in prow and pd.notna(prow[metric]) else extra[metric]
-                local, low, high, how = _local(fig, spec, prow, metric, rec, declaration)
-                ratio = local / value if finite(local) and value else None
-                flags = flagged.setdefault(
-                    fig["from"], checks.folder_flags(rec.get("run_folders") or []) if rec else []
+    figures = {f["experiment"]: f for f in reversed(seed.figures)}
+    rows, flagged, common = [], {}, {}
+    for _, prow in published.iterrows():
+        fig = figures.get(prow["experiment"])
+        spec = ((fig or {}).get("labels") or {}).get(prow["label"]) or {}
+        extra = spec.get("published") or {}
+        metrics = [m for m in METRICS if m in prow and pd.notna(prow[m])] + [m for m in extra if m in METRICS]
+        rec = records.get(fig["from"]) if fig else None
+        if fig and fig.get("cell") and prow["experiment"] not in common:
+            common[prow["experiment"]] = _common_levels(fig, rec)
+        for metric in metrics:
+            value = prow[metric] if metric in prow and pd.notna(prow[metric]) else extra[metric]
+            if fig is None:
+                local, low, high, how, runs = None, None, None, "no seed manifest figure reads this one", []
+            else:
+                declaration = declared(notebooks[fig["from"]])
+                local, low, high, how, runs = _local(
+                    fig, spec, prow, metric, rec, declaration, common.get(prow["experiment"])
                 )
-                n_runs = len((rec or {}).get("run_folders") or [])
-                rows.append(
-                    {
-                        "experiment": fig["experiment"],
-                        "label": prow["label"],
-                        "metric": metric,
-                        "unit": "" if metric == OPERATING_POINT else unit(metric),  # "QD 32", not "32 IOs"
-                        "published": float(value),
-                        "local": local,
-                        "low": low,
-                        "high": high,
-                        "ratio": ratio,
-                        "how": how,
-                        "from": fig["from"],
-                        "flags": f"{len(flags)} of {n_runs} runs" if flags else "",
-                        "source": prow["source"],
-                    }
-                )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "experiment",
-            "label",
-            "metric",
-            "unit",
-            "published",
-            "local",
-            "low",
-            "high",
-            "ratio",
-            "how",
-            "from",
-            "flags",
-            "source",
-        ],
-    )
+            ratio = local / value if finite(local) and value else None
+            source = (fig or {}).get("from", "")
+            flags = flagged.setdefault(source, checks.folder_flags(rec.get("run_folders") or []) if rec else [])
+            n_runs = len((rec or {}).get("run_folders") or [])
+            rows.append(
+                {
+                    "experiment": prow["experiment"],
+                    "label": prow["label"],
+                    "metric": metric,
+                    "unit": unit(metric),
+                    "published": float(value),
+                    "local": local,
+                    "low": low,
+                    "high": high,
+                    "ratio": ratio,
+                    "how": how,
+                    "from": source,
+                    "flags": f"{len(flags)} of {n_runs} runs" if flags else "",
+                    "source": prow["source"],
+                    "command": prow.get("command") if isinstance(prow.get("command"), str) else "",
+                    "runs": [str(r) for r in runs],
+                }
+            )
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def flag_texts(seed: Seed, out: str | Path) -> dict[str, str]:
@@ -145,53 +161,64 @@ def _local(
     metric: str,
     rec: Mapping[str, Any] | None,
     declaration: Notebook,
-) -> tuple[Any, Any, Any, str]:
-    """(value, low, high, how) of one published figure here: the manifest's ``results`` name
-    a result of the experiment's notebook by its key (``iolab.report.contract``); its name's
-    fields ("IOPS at QD {qd} ({tool})") come from the published row, the label's entry and
-    the figure's ``fields``."""
+    levels: Mapping[str, str] | None = None,
+) -> tuple[Any, Any, Any, str, list[Path]]:
+    """(value, low, high, how, runs) of one published figure here: the manifest's ``results``
+    name a result of the experiment's notebook by its key (``iolab.report.contract``); its
+    name's fields ("IOPS at QD {qd} ({tool})") come from the published row, the label's
+    entry, the figure's ``fields`` and its ``metric_fields`` for this metric. ``runs``: the
+    run folders behind the value."""
     if spec.get("reason"):
-        return None, None, None, str(spec["reason"])
+        return None, None, None, str(spec["reason"]), []
     if rec is None:
-        return None, None, None, f"experiment {fig['from']} has not run yet: run the same iolab seeds command"
+        return None, None, None, f"experiment {fig['from']} has not run yet: run the same iolab seeds command", []
     if rec.get("status") != "ok":
         first = (str(rec.get("error") or "").strip().splitlines() or ["unknown error"])[0]
-        return None, None, None, f"experiment {fig['from']} failed: {first[:300]}"
+        return None, None, None, f"experiment {fig['from']} failed: {first[:300]}", []
     names = {**(fig.get("results") or {}), **(spec.get("result") or {})}
     if metric in names:
-        return _from_results(declaration.result(names[metric]).name, prow, {**(fig.get("fields") or {}), **spec}, rec)
+        fields = {**(fig.get("fields") or {}), **((fig.get("metric_fields") or {}).get(metric) or {}), **spec}
+        return _from_results(declaration.result(names[metric]).name, prow, fields, rec)
     cells = fig.get("cell") or {}
     if metric in cells:
-        return _from_search(cells[metric], spec.get("where") or {}, rec)
-    return None, None, None, f"the manifest names no local {WORDS[metric]} for this figure"
+        return _from_search(cells[metric], spec.get("where") or {}, rec, levels)
+    return None, None, None, f"the manifest names no local {WORDS[metric]} for this figure", []
 
 
 def _from_results(template: str, prow: pd.Series, spec: Mapping[str, Any], rec: Mapping[str, Any]):
     fields = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in prow.items() if pd.notna(v)}
-    name = str(template).format(**fields, **{k: v for k, v in spec.items() if isinstance(v, str)})
+    fields |= {k: v for k, v in spec.items() if isinstance(v, str)}
+    name = str(template).format(**fields)
     result = next((r for r in rec.get("results") or [] if r.get("name") == name), None)
     note = f"; {spec['note']}" if spec.get("note") else ""
     if result is None:
-        return None, None, None, f"not measured at these settings: the run recorded no {name!r}{note}"
+        return None, None, None, f"not measured at these settings: the run recorded no {name!r}{note}", []
+    used = [f for _, f, _, _ in string.Formatter().parse(str(template)) if f]
+    where = {SWEPT[f]: fields[f] for f in used if f in SWEPT and f in fields}
+    at = re.search(r"\bat QD (\d+)", str(result.get("note") or ""))
+    if not where and at:
+        where = {"qd": at.group(1)}
+    runs = commands.runs_behind(rec.get("run_folders") or [], where) if where else []
     if not finite(result.get("value")):
-        return None, None, None, f"{result.get('note') or 'no value recorded'}{note}"
+        return None, None, None, f"{result.get('note') or 'no value recorded'}{note}", runs
     return (
         result["value"],
         result.get("low"),
         result.get("high"),
         f"{name} ({result.get('note') or result.get('source') or 'recorded'}){note}",
+        runs,
     )
 
 
-def _from_search(column: str, where: Mapping[str, Any], rec: Mapping[str, Any]):
-    """The mean of ``column`` in the search cell ``where`` selects, at the most devices and
-    cores where that cell exists, with its 95 % interval over the repeats."""
+def _search_table(rec: Mapping[str, Any]):
+    """(folder, table, left-out axes by name, varied axes) of a search experiment's runs; None
+    when it recorded no search folder."""
     from ..measure import search
 
     folders = [Path(f) for f in rec.get("run_folders") or []]
     folder = next((f.parent for f in folders if (f.parent / "search.yaml").exists()), None)
     if folder is None:
-        return None, None, None, "the search recorded no runs folder"
+        return None
     import yaml
 
     table = search.load_table(folder)
@@ -199,39 +226,90 @@ def _from_search(column: str, where: Mapping[str, Any], rec: Mapping[str, Any]):
     varied = search.varied(
         (yaml.safe_load((folder / "search.yaml").read_text()) or {}).get("axes", {}), list(left.values())
     )
+    return folder, table, left, varied
+
+
+def _common_levels(fig: Mapping[str, Any], rec: Mapping[str, Any] | None) -> dict[str, str]:
+    """The devices and cores at which every label of a search figure has a cell, the most of
+    each: the figure's rows are read at the same scale (siblings not used has fewer cores on
+    a small machine; reading it at 1 core beside 2 would show a penalty that is the cores')."""
+    if not rec or rec.get("status") != "ok":
+        return {}
+    found = _search_table(rec)
+    if found is None:
+        return {}
+    _, table, _, _ = found
+    scale = [a for a in ("devices", "cores") if a in table]
+    if not scale:
+        return {}
+    shared = None
+    for spec in (fig.get("labels") or {}).values():
+        where = {
+            str(a): ("on" if v is True else "off" if v is False else str(v))
+            for a, v in (spec.get("where") or {}).items()
+        }
+        if spec.get("reason") or any(a not in table for a in where):
+            continue
+        sel = table
+        for a, v in where.items():
+            sel = sel[sel[a].astype(str) == v]
+        levels = set(map(tuple, sel[scale].astype(str).drop_duplicates().itertuples(index=False)))
+        if not levels:  # no cell here: its row says why, and it does not narrow the others
+            continue
+        shared = levels if shared is None else shared & levels
+    if not shared:
+        return {}
+    best = max(shared, key=lambda lv: tuple(float(x) if x.replace(".", "", 1).isdigit() else 0.0 for x in lv))
+    return dict(zip(scale, best))
+
+
+def _from_search(
+    column: str, where: Mapping[str, Any], rec: Mapping[str, Any], levels: Mapping[str, str] | None = None
+):
+    """The mean of ``column`` in the search cell ``where`` selects, at ``levels`` (the devices
+    and cores common to the figure's rows) else the most devices and cores where that cell
+    exists, with its 95 % interval over the repeats, and its runs."""
+    found = _search_table(rec)
+    if found is None:
+        return None, None, None, "the search recorded no runs folder", []
+    folder, table, left, varied = found
     wanted = {str(a): ("on" if v is True else "off" if v is False else str(v)) for a, v in where.items()}
     for axis, value in wanted.items():
         if axis not in varied or axis not in table:
             why = left.get(axis, {}).get("why") or f"the search did not vary {axis}"
-            return None, None, None, f"{axis} {value}: not varied here: {why}"
+            return None, None, None, f"{axis} {value}: not varied here: {why}", []
         if value not in set(table[axis].astype(str)):
             why = left.get(axis, {}).get("why") if value in map(str, left.get(axis, {}).get("values", [])) else None
-            return None, None, None, f"{axis} {value}: " + (f"not varied here: {why}" if why else "no such cell here")
+            return (
+                None,
+                None,
+                None,
+                f"{axis} {value}: " + (f"not varied here: {why}" if why else "no such cell here"),
+                [],
+            )
     axes = [a for a in (*wanted, "devices", "cores") if a in table]
     cells = repeat_stats.summarise(
-        table.assign(**{a: table[a].astype(str) for a in wanted}), list(dict.fromkeys(axes)), metrics=[column]
+        table.assign(**{a: table[a].astype(str) for a in axes}), list(dict.fromkeys(axes)), metrics=[column]
     )
-    for axis, value in wanted.items():
-        cells = cells[cells[axis] == value]
+    for axis, value in {**wanted, **(levels or {})}.items():
+        if axis in cells:
+            cells = cells[cells[axis].astype(str) == str(value)]
     if cells.empty:
-        return None, None, None, "no cell of the search has " + ", ".join(f"{a}={v}" for a, v in wanted.items())
-    cells = cells.sort_values([a for a in ("devices", "cores") if a in cells], ascending=False)
+        return None, None, None, "no cell of the search has " + ", ".join(f"{a}={v}" for a, v in wanted.items()), []
+    cells = cells.sort_values([a for a in ("devices", "cores") if a in cells], ascending=False, key=_numeric)
     best = cells.iloc[0]
     where_text = ", ".join(f"{a}={best[a]}" for a in dict.fromkeys(axes))
+    cell = {a: best[a] for a in dict.fromkeys(axes)}
+    runs = commands.runs_behind(rec.get("run_folders") or [], cell)
+    same = " (the scale every row of this figure has)" if levels else ""
     return (
         float(best[f"{column}_mean"]),
         float(best[f"{column}_ci_low"]),
         float(best[f"{column}_ci_high"]),
-        f"search cell {where_text}: mean of {int(best['n'])} runs, 95 % interval",
+        f"search cell {where_text}{same}: mean of {int(best['n'])} runs, 95 % interval",
+        runs,
     )
 
 
-def headline(seed: Seed, table: pd.DataFrame) -> Mapping[str, Any] | None:
-    """The seed's headline comparison: the published IOPS figure the manifest's
-    ``headline`` label names (else its largest published IOPS)."""
-    if table.empty:
-        return None
-    iops = table[table["metric"] == "iops"]
-    pick = iops[iops["label"] == seed.headline] if seed.headline else iops.iloc[0:0]
-    pick = pick if len(pick) else iops.sort_values("published", ascending=False)
-    return (pick if len(pick) else table).iloc[0].to_dict()
+def _numeric(col: pd.Series) -> pd.Series:
+    return pd.to_numeric(col, errors="coerce").fillna(0)

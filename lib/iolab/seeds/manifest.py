@@ -89,6 +89,7 @@ class SetupEntry(BaseModel):
     fio_version: Word | None = Field(None, description="fio's version, or the tool used", examples=["fio-3.41"])
     flags: Word | None = Field(None, description="the fio flags of the write-up", examples=['"--rw=randread --bs=4k"'])
     polled: bool | None = Field(None, description="true or false (polled completions)", examples=["true"])
+    runtime_s: float | None = Field(None, description="the write-up's runtime per run, in seconds", examples=["20"])
     emulated: bool | None = Field(None, description="true or false (an emulated device)", examples=["false"])
     checks: dict[str, Word] | None = Field(
         None,
@@ -154,12 +155,33 @@ class ExperimentEntry(BaseModel):
         default_factory=dict, description="a mapping of parameter -> value at smoke", examples=["{runtime_s: 0.3}"]
     )
     search: SearchEntry | None = None
+    adaptations: Table = Field(
+        default_factory=dict,
+        description="a mapping of a fio option (or t/io_uring flag) -> why it differs here from the write-up's command",
+        examples=["{iodepth: the ladder runs every step at its qd parameter}"],
+    )
 
     @field_validator("name")
     @classmethod
     @refusal
     def _folder_name(cls, name: str) -> str:
         return check_name(name, "experiment name", "name: under experiments")
+
+
+class ShapeEntry(BaseModel):
+    """One entry of ``shape:`` (``iolab.seeds.shape``): a ratio of two published figures by
+    their labels, or one figure, and the same taken here."""
+
+    model_config = ConfigDict(extra="forbid", title="a shape {name, of, over, metric, local}")
+    name: Word = Field(description="the shape in words", examples=["IOPS gain of the whole ladder"])
+    of: Word = Field(description="a published figure's label", examples=["8 t/io_uring"])
+    over: Word = Field("", description="the label it is divided by (none: the figure itself)")
+    metric: Word = Field("iops", description="the metric of both rows", examples=["iops", "cycles_per_io"])
+    local: Table = Field(
+        default_factory=dict,
+        description="a recorded percentage change standing for the local ratio: {from, result, fields}",
+        examples=["{from: kernel-path, result: scheduler_none_vs, fields: {other: mq-deadline}}"],
+    )
 
 
 class SeedFile(BaseModel):
@@ -171,9 +193,6 @@ class SeedFile(BaseModel):
     author: Word = Field("", description="who published it", examples=["ScaleFlux engineering blog"])
     date: Annotated[Word, BeforeValidator(_date)] = Field("", description="a date", examples=["2026-05-05"])
     write_up: Word = Field("", description="its file in the project's shared/seeds", examples=["000_3479.txt"])
-    headline: Word = Field(
-        "", description="the label of the published figure the index shows", examples=["8 t/io_uring"]
-    )
     setup: SetupEntry = Field(
         default_factory=SetupEntry,
         description="a mapping of the published set-up (cpu_model, clock_ghz, device, kernel, fio_version, ...)",
@@ -188,6 +207,11 @@ class SeedFile(BaseModel):
         default_factory=list,
         description="a list of figures, each {experiment, from, ...}",
         examples=["[{experiment: qd_knee, from: qd-knee, results: {...}}]"],
+    )
+    shape: Annotated[list[ShapeEntry], BeforeValidator(lambda v: [] if v is None else v)] = Field(
+        default_factory=list,
+        description="a list of the write-up's shapes, each {name, of, over}: what transfers across hardware",
+        examples=["[{name: gain of the whole ladder, of: 8 t/io_uring, over: 1 baseline io_uring}]"],
     )
 
     @model_validator(mode="after")
@@ -217,6 +241,7 @@ class Experiment:
     parameters: dict[str, Any]
     levels: dict[str, dict[str, Any]]
     search: dict[str, Any] | None = None
+    adaptations: dict[str, str] = field(default_factory=dict)  # option -> why it differs from the write-up's
 
 
 @dataclass
@@ -230,7 +255,7 @@ class Seed:
     experiments: list[Experiment]
     figures: list[dict[str, Any]]
     path: Path
-    headline: str = ""  # the label of the published figure the index shows for this seed
+    shape: list[dict[str, Any]] = field(default_factory=list)  # what transfers (iolab.seeds.shape)
 
     @property
     def slug(self) -> str:
@@ -265,6 +290,7 @@ def load_seed(path: str | os.PathLike) -> Seed:
             e.parameters,
             {"quick": e.quick, "smoke": e.smoke},
             e.search.model_dump(exclude_none=True) if e.search else None,
+            {str(k): str(v) for k, v in e.adaptations.items()},
         )
         for e in checked.experiments
     ]
@@ -281,7 +307,7 @@ def load_seed(path: str | os.PathLike) -> Seed:
         experiments,
         checked.figures,
         path,
-        checked.headline,
+        [e.model_dump(exclude_defaults=True) for e in checked.shape],
     )
 
 

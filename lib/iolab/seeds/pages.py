@@ -14,29 +14,28 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..core.columns import better
 from ..core.outputs import write_output
 from ..core.readable import readable_value
 from ..report.templating import page
 from ..stats import repeat_stats
+from . import causes, commands, evidence
 from .comparisons import (
     WORDS,
     batch_records,
     comparisons,
     finite,
     flag_texts,
-    headline,
     published_figures,
 )
 from .manifest import Seed, load_seed
 from .setups import cannot_run_here, check_by_check, differences, local_setup
+from .shape import shapes
 
 SEED_PAGE = """{% extends layout %}{% block body -%}
 <h1>Seed {{ seed.ident }}: {{ seed.title }}</h1>
@@ -44,7 +43,44 @@ SEED_PAGE = """{% extends layout %}{% block body -%}
 Reproduced by <code>iolab seeds --only {{ seed.ident }}</code> (manifest <code>data/seeds/{{ seed.path.name }}</code>).</p>
 {% for b in banners %}<div class='banner'>{{ b }}</div>
 {% endfor -%}
-<p><b>{{ have }} of {{ rows | length }}</b> published figures have a local value here; each of the others says why.</p>
+<h2>The shape of the result</h2>
+<p>What transfers from {{ seed.setup.device or "the write-up's device" }} to this machine is the shape: the gain of \
+one step over another, one depth over another, the cost of one IO. The write-up's and this machine's, each from its \
+own runs:</p>
+{% if shape %}<table><thead><tr><th>shape</th><th>the write-up</th><th>here</th><th>95 % interval</th>\
+<th>here from</th></tr></thead><tbody>
+{%- for r in shape %}<tr data-shape='1'><td>{{ r.shape }}</td><td class='num'>{{ r.published }}</td>\
+<td class='num'>{{ r.local }}</td><td class='num'>{{ r.interval }}</td><td class='why'>{{ r.why }}</td></tr>\
+{% endfor %}</tbody></table>
+{% if figure %}<figure><img alt='seed {{ seed.ident }}: the shape of the result beside the write-up' \
+src='{{ figure }}'></figure>{% endif %}
+{%- else %}<p class='note'>The manifest names no shape for this seed.</p>{% endif %}
+<h2>Why the numbers differ, as measured</h2>
+{% for m in methods %}{% if m.causes %}<h3>{{ m.name }}</h3><ol>{% for c in m.causes %}<li>{{ c }}</li>{% endfor %}\
+</ol>{% endif %}{% endfor %}
+<p class='note'>From each experiment's runs: their system.json, job options and samplers (fio's own CPU apart from \
+other programs'), and the seed's profile. Largest expected effect first: the device, polling, the machine, the \
+block layer, the method, other load. Each row's own adaptations are under the commands below.</p>
+<h2>Published against local</h2>
+<p><b>{{ have }} of {{ figures }}</b> published figures have a local value here, taken under the conditions the \
+commands below show; each of the others says why.</p>
+<table><thead><tr>{% for c in COLUMNS %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{%- for r in rows %}<tr data-figure='1' data-local='{{ r.local_flag }}'><td>{{ r.label }}</td><td>{{ r.metric }}</td>
+{%- for v in r.numbers %}<td class='num'>{{ v }}</td>{% endfor %}<td class='num ratio'>{{ r.ratio }}</td>
+{%- if r.flags %}<td class='failed' title='{{ r.flags_title }}'>⚠ {{ r.flags }}</td>{% else %}<td>none</td>{% endif -%}
+<td class='why'>{{ r.how }}</td></tr>{% endfor %}</tbody></table>
+{% for name, text in flags.items() %}<p class='note'><span class='failed'>⚠ {{ name }}:</span> {{ text }}</p>
+{% endfor -%}
+<h2>The commands, as published and as run</h2>
+<table><thead><tr><th>figure</th><th>as published</th><th>as run here</th><th>what changed, and why</th></tr>\
+</thead><tbody>
+{%- for c in commands %}<tr data-command='1'><td>{{ c.label }}</td><td><code>{{ c.published or "–" }}</code></td>\
+<td>{% if c.run %}<code>{{ c.run }}</code>{% if c.runs > 1 %}<div class='note'>the same for its {{ c.runs }} \
+runs (repeats differ only in --name)</div>{% endif %}{% else %}not run: {{ c.why }}{% endif %}</td>\
+<td>{% if c.changes %}<ul>{% for x in c.changes %}<li>{{ x.change }}{% if not x.common %}: {{ x.reason }}{% endif %}\
+</li>{% endfor %}</ul>{% else %}–{% endif %}</td></tr>{% endfor %}</tbody></table>
+{% if common %}<p class='note'>Changes without a reason beside them have the same one on every row: \
+{% for k, v in common %}{{ k }}: {{ v }}{{ "; " if not loop.last else "." }}{% endfor %}</p>{% endif %}
 <h2>What differs between the two set-ups</h2>
 <p>{{ differences }}</p>
 {% if checks %}<table><thead><tr><th>check (iolab preflight)</th><th>the write-up's set-up</th><th>verdict here</th>\
@@ -54,22 +90,15 @@ Reproduced by <code>iolab seeds --only {{ seed.ident }}</code> (manifest <code>d
 <p class='note'>Here: <code>iolab preflight</code> when this page was written, for the CPUs and device of the seed's \
 runs; the checks the write-up names, then those not ok here. It changes nothing: <code>iolab preflight --tune</code> \
 sets what iolab can set.</p>{% endif %}
-<h2>Published against local</h2>
-<table><thead><tr>{% for c in COLUMNS %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
-{%- for r in rows %}<tr data-figure='1' data-local='{{ r.local_flag }}'><td>{{ r.label }}</td><td>{{ r.metric }}</td>
-{%- for v in r.numbers %}<td class='num'>{{ v }}</td>{% endfor %}<td class='num ratio'>{{ r.ratio }}</td>
-{%- if r.flags %}<td class='failed' title='{{ r.flags_title }}'>⚠ {{ r.flags }}</td>{% else %}<td>none</td>{% endif -%}
-<td class='why'>{{ r.how }}</td></tr>{% endfor %}</tbody></table>
-{% for name, text in flags.items() %}<p class='note'><span class='failed'>⚠ {{ name }}:</span> {{ text }}</p>
-{% endfor -%}
-{% if figure %}<figure><img alt='seed {{ seed.ident }}: local ÷ published' src='{{ figure }}'></figure>
-{%- else %}<p class='note'>No figure has a local value yet: nothing to draw.</p>{% endif %}
-<h2>Method</h2>
+<h2>Method and evidence</h2>
 {% for m in methods -%}
 <h3>{{ m.name }} — notebook {{ m.notebook }} (<span class='{{ m.status }}'>{{ m.status }}</span>)</h3>
 <p class='note'>Follows the write-up's {{ m.section }}.</p><p>{{ m.method }}</p>
 {%- if m.extra %}<p class='note'>{{ m.extra }}</p>{% endif %}
 {%- if m.error %}<p class='err'>{{ m.error }}</p>{% endif %}
+{%- for caption, src in m.figures %}<figure><img alt='{{ m.name }}: {{ caption }}' src='{{ src }}'>\
+<figcaption>{{ caption }}</figcaption></figure>{% endfor %}
+{%- if m.left %}<p class='note'>{{ m.left }} more figure{{ "s" if m.left > 1 }} in the executed notebook.</p>{% endif %}
 {%- if m.links %}<p>{% for text, href in m.links %}{{ " " if not loop.first }}<a href="{{ href }}">{{ text }}</a>\
 {% endfor %}</p>{% endif %}
 {% endfor -%}
@@ -80,17 +109,18 @@ sets what iolab can set.</p>{% endif %}
 {%- endblock %}"""
 INDEX_PAGE = """{% extends layout %}{% block body -%}
 <h1>iolab seeds: the write-ups reproduced on this machine</h1>
-<p>Each seed's page sets every figure its write-up published beside this machine's, with the interval, the \
-ratio, the plausibility flags, what differs between the set-ups and what could not run here. Re-run the same \
+<p>Each seed's page sets the shape of its write-up's result beside this machine's, then every figure it \
+published with the commands as published and as run, why the numbers differ as measured, the evidence its notebooks \
+drew and what could not run here. Re-run the same \
 <code>iolab seeds</code> command to finish what failed or is missing.</p>
 <table><thead><tr>{% for c in COLUMNS %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {%- for r in rows %}
-{%- if r.error %}<tr><td>{{ r.ident }}</td><td colspan='7' class='err'>{{ r.error }}</td></tr>
+{%- if r.error %}<tr><td>{{ r.ident }}</td><td colspan='6' class='err'>{{ r.error }}</td></tr>
 {%- else %}<tr><td><a href="{{ r.href }}">{{ r.ident }}</a></td><td>{{ r.title }}</td>
-{%- if r.top %}<td>{{ r.top.figure }}</td><td class='num'>{{ r.top.published }}</td>
+{%- if r.top %}<td>{{ r.top.shape }}</td><td class='num'>{{ r.top.published }}</td>
 <td class='num'>{{ r.top.local }}<div class='note'>{{ r.top.interval }}</div>
-{%- if r.top.why %}<div class='why'>{{ r.top.why }}</div>{% endif %}</td><td class='num ratio'>{{ r.top.ratio }}</td>
-{%- else %}<td colspan='4'>no published figure</td>{% endif -%}
+{%- if r.top.why %}<div class='why'>{{ r.top.why }}</div>{% endif %}</td>
+{%- else %}<td colspan='3'>no shape named</td>{% endif -%}
 <td class='num'>{{ r.have }} of {{ r.figures }}</td><td>{{ r.experiments }}</td></tr>
 {%- endif %}{% endfor %}</tbody></table>
 {%- endblock %}"""
@@ -107,24 +137,68 @@ SEED_COLUMNS = (
 INDEX_COLUMNS = (
     "seed",
     "write-up",
-    "headline figure",
-    "published",
-    "local [95 % interval]",
-    "local ÷ published",
-    "figures with a local value",
+    "the shape of the result",
+    "the write-up",
+    "here [95 % interval]",
+    "published figures with a local value",
     "experiments",
 )
 
 
-def plot(table: pd.DataFrame, seed: Seed) -> str | None:
-    """Local ÷ published for every figure with a local value (``iolab.plots.pages``), as a
-    data: URI; None when no figure has one."""
-    from ..plots.pages import data_uri, local_over_published  # matplotlib: only when a page is written
+def plot(shape: pd.DataFrame, seed: Seed) -> str | None:
+    """The shape beside the write-up's (``iolab.plots.pages.shape_beside_author``) as a data:
+    URI; None when no ratio has a value."""
+    from ..plots.pages import data_uri, shape_beside_author  # matplotlib: only when a page is written
 
-    table = table[table["metric"].map(better).astype(bool)]  # speeds only: a depth (no better way) stays in the table
-    labels = [textwrap.shorten(f"{WORDS[r.metric]}: {r.label}", 60) for r in table.itertuples()]
-    fig = local_over_published(table, labels, seed.ident)
+    fig = shape_beside_author(shape, seed.ident)
     return data_uri(fig) if fig is not None else None
+
+
+def shape_rows(shape: pd.DataFrame) -> list[dict[str, str]]:
+    """The shape table in words: each ratio as ``1.56×``, a figure with its unit."""
+
+    def said(v: Any, unit: str) -> str:
+        if not finite(v):
+            return "–"
+        return f"{v:.3g}×" if unit == "×" else f"{readable_value(v)} {unit}"
+
+    return [
+        {
+            "shape": r["shape"],
+            "published": said(r["published"], r["unit"]),
+            "local": said(r["local"], r["unit"]),
+            "interval": interval({**r, "n": None, "cv_pct": None})
+            if finite(r["low"]) or not finite(r["local"])
+            else "not bounded: a side has no interval",
+            "why": r["why"],
+        }
+        for r in shape.to_dict("records")
+    ]
+
+
+def command_rows(table: pd.DataFrame, seed: Seed, quick: bool) -> list[dict[str, Any]]:
+    """One row per published figure (label): the author's command, the command of the local
+    runs behind it (``iolab.seeds.commands``) and every change with its reason."""
+    reasons = {e.name: e.adaptations for e in seed.experiments}
+    rows = []
+    for label, group in table.groupby("label", sort=False):
+        first = group.iloc[0]
+        runs = next((r for r in group["runs"] if r), [])
+        with_value = group[group["local"].map(finite)]
+        why = "" if runs else (group["how"].iloc[0] if with_value.empty else "no run folder is named for it")
+        rows.append(
+            {
+                "label": label,
+                "published": first["command"],
+                "run": commands.run_command(runs[0], commands.published_options(first["command"])[0]) if runs else "",
+                "runs": len(runs),
+                "why": why,
+                "changes": commands.adaptations(first["command"], runs[0], reasons.get(first["from"]), quick)
+                if runs
+                else [],
+            }
+        )
+    return rows
 
 
 def shown(v: Any, unit: str) -> str:
@@ -167,10 +241,8 @@ def banners(seed: Seed, out: Path, snap: Mapping[str, Any]) -> list[str]:
         )
     if not entry.get("devices"):
         said.append(
-            "No --device: these experiments ran on iolab's scratch default — a scratch file on this "
-            "machine's file system, and tmpfs-backed loop devices where a step needs a block device. "
-            "They measure the CPU path of the I/O stack, not an SSD. Give --device /dev/nvme0n1 to "
-            "measure one."
+            "No --device: the scratch default (a scratch file, and tmpfs-backed loop devices where a step "
+            "needs a block device). Give --device /dev/nvme0n1 to measure an SSD."
         )
     else:
         said.append("Devices: " + ", ".join(entry["devices"]))
@@ -196,6 +268,8 @@ def seed_page(seed: Seed, out: Path) -> str:
     table = comparisons(seed, out)
     snap = local_setup(seed, out)
     flags = flag_texts(seed, out)
+    shape = shapes(seed, table, out)
+    level = plan(out).get("seeds", {}).get(seed.ident, {}).get("level")
     rows = [
         {
             "local_flag": "1" if finite(r["local"]) else "0",
@@ -209,18 +283,24 @@ def seed_page(seed: Seed, out: Path) -> str:
         }
         for r in table.to_dict("records")
     ]
+    local = table[table["local"].map(finite)] if len(table) else table
+    said = command_rows(table, seed, level == "quick") if len(table) else []
     return page(
         SEED_PAGE,
         f"iolab seeds: seed {seed.ident}",
         seed=seed,
         banners=banners(seed, out, snap),
-        have=int(table["local"].notna().sum()) if len(table) else 0,
+        shape=shape_rows(shape),
+        figure=plot(shape, seed),
+        have=local["label"].nunique() if len(local) else 0,
+        figures=table["label"].nunique() if len(table) else 0,
         differences=differences(seed, snap),
         checks=check_by_check(seed, snap),
         COLUMNS=SEED_COLUMNS,
         rows=rows,
         flags=flags,
-        figure=plot(table, seed),
+        commands=said,
+        common=sorted({(c.change.split(" ")[0], c.reason) for r in said for c in r["changes"] if c.common}),
         methods=methods(seed, out),
         missing=cannot_run_here(table, snap),
         source=published_figures(seed.ident)["source"].iloc[0] if len(table) else "",
@@ -228,16 +308,19 @@ def seed_page(seed: Seed, out: Path) -> str:
 
 
 def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
-    """Each experiment of ``seed``: its notebook, status, method, notes, first error line
-    and links to its write-up and executed notebook."""
+    """Each experiment of ``seed``: its notebook, status, method, notes, first error line,
+    links to its write-up and executed notebook, the measured causes of its differences
+    (``iolab.seeds.causes``) and the figures its notebook drew (``iolab.seeds.evidence``)."""
     records = batch_records(seed, out)
     notes = plan(out).get("notes", {})
+    profile = causes.seed_profile(records)
     found = []
     for exp in seed.experiments:
         rec = records.get(exp.name) or {}
         status = rec.get("status", "not run yet")
         err = (str(rec.get("error") or "").splitlines() or [""])[0]
         links = [("write-up", relative(rec.get("html"), out)), ("executed notebook", relative(rec.get("output"), out))]
+        drawn, left = evidence.figures(rec)
         found.append(
             {
                 "name": exp.name,
@@ -248,6 +331,9 @@ def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
                 "extra": "; ".join(notes.get(f"{seed.ident}/{exp.name}", [])),
                 "error": err[:400] if status == "failed" else "",
                 "links": [(text, href) for text, href in links if href],
+                "causes": causes.causes(seed, rec, profile) if rec else [],
+                "figures": drawn,
+                "left": left,
             }
         )
     return found
@@ -269,7 +355,8 @@ def index_page(out: Path) -> str:
             rows.append({"ident": ident, "error": str(exc)})
             continue
         table = comparisons(seed, out)
-        top = headline(seed, table)
+        shape = shapes(seed, table, out)
+        top = shape.iloc[0].to_dict() if len(shape) else None
         ok = sum(r.get("status") == "ok" for r in batch_records(seed, out).values())
         where = f"; devices {', '.join(entry['devices'])}" if entry.get("devices") else "; scratch default"
         rows.append(
@@ -278,18 +365,11 @@ def index_page(out: Path) -> str:
                 "error": "",
                 "href": relative(str(out / f"{seed.slug}.html"), out),
                 "title": seed.title,
-                "top": {
-                    "figure": f"{WORDS[top['metric']]}: {top['label']}",
-                    "published": shown(top["published"], top["unit"]),
-                    "local": shown(top["local"], top["unit"]),
-                    "interval": interval(top),
-                    "why": "" if finite(top["local"]) else top["how"],
-                    "ratio": ratio(top),
-                }
+                "top": {**shape_rows(shape.iloc[:1])[0], "why": "" if finite(top["local"]) else top["why"]}
                 if top
                 else None,
-                "have": int(table["local"].notna().sum()),
-                "figures": len(table),
+                "have": table.loc[table["local"].map(finite), "label"].nunique() if len(table) else 0,
+                "figures": table["label"].nunique() if len(table) else 0,
                 "experiments": f"{ok} of {len(seed.experiments)} ok; {entry.get('level', '')}{where}",
             }
         )
