@@ -178,7 +178,14 @@ def _check_pages(browser, out, idents):  # noqa: F811
             for check, words in (seed.setup.get("checks") or {}).items():  # the write-up's set-up, check by check
                 row = page.locator(f"tr[data-check='{check}']")
                 assert row.count() == 1 and words in row.inner_text(), check
-                assert row.locator("td").nth(2).inner_text() in ("ok", "warn", "fail", "unknown", "not checked")
+                assert row.locator("td").nth(2).inner_text() in (
+                    "ok",
+                    "warn",
+                    "fail",
+                    "unknown",
+                    "not checked",
+                    "differs",
+                )
             assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     finally:
         context.close()

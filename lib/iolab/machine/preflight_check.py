@@ -31,8 +31,9 @@ SOURCES = {
     "1.70M against 1.09M IOPS interrupt-driven on one core",
     "passthrough": "seed 000: io_uring_cmd on /dev/ng0n1 took one core from 546k to 766k IOPS",
     "scheduler": "seed 001: with an I/O scheduler, 525k instead of 1150k IOPS at the same CPU use",
-    "readahead": "seed 001: buffered random reads went from ~3200 to 4000+ MiB/s with readahead off "
-    "(direct I/O does not read ahead)",
+    "readahead": "seed 001: buffered reads first went from ~3200 to 4000+ MiB/s with readahead off, "
+    "then dropped again: its author retracted readahead, the cause was page-cache LRU contention once "
+    "RAM filled; readahead reads what was not asked for (direct I/O does not read ahead)",
     "nr_requests": "seed 000: iodepths of 128 to 380 on one core; requests beyond nr_requests wait "
     "in the block layer (Documentation/ABI/stable/sysfs-block)",
     "write_cache": "Documentation/ABI/stable/sysfs-block queue/write_cache: 'write back' acknowledges "

@@ -211,12 +211,21 @@ def _knee(ax, knee: Knee | KneeEstimate | None) -> list:
         + f"\n{knee.y:,.0f} IOPS"
         + (" (median)" if estimate else ""),
         xy=(knee.x, knee.y),
-        xytext=(8, -30),
+        xytext=(-8, -30) if _right_half(ax, knee.x) else (8, -30),  # the text stays inside the axes
+        ha="right" if _right_half(ax, knee.x) else "left",
         textcoords="offset points",
         fontsize=9,
         bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
     )
     return handles
+
+
+def _right_half(ax, x: float) -> bool:
+    """Whether ``x`` lies in the right half of the axes' x range (on its scale)."""
+    low, high = ax.get_xlim()
+    if ax.get_xscale() == "log" and low > 0 and x > 0:
+        low, high, x = np.log(low), np.log(high), np.log(x)
+    return high > low and (x - low) / (high - low) > 0.5
 
 
 def _handle_label(handle) -> str:

@@ -98,7 +98,7 @@ def shape_beside_author(rows: pd.DataFrame, ident: str) -> Figure | None:
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(ys)
     ax.set_yticklabels([textwrap.fill(str(t), 48) for t in rows["shape"]], fontsize=7.5)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top, each row's two marks inside
     ax.set_xlabel("ratio (log scale; 1×: no change)")
     for y, p, v in zip(ys, pub, loc):
         text = f"write-up {p:.3g}× · here " + (f"{v:.3g}×" if np.isfinite(v) else "none")

@@ -31,7 +31,7 @@ body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;m
 h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em} table{border-collapse:collapse;font-size:.9em}
 th,td{border-bottom:1px solid #ddd;padding:.35em .6em;text-align:left;vertical-align:top}
 th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
-.ok{color:#1a7f37;font-weight:600} .failed,.fail{color:#c62828;font-weight:600} .warn{color:#a15c00;font-weight:600} .err{color:#c62828;font-size:.85em;max-width:28em}
+.ok{color:#1a7f37;font-weight:600} .failed,.fail{color:#c62828;font-weight:600} .warn,.differs{color:#a15c00;font-weight:600} .err{color:#c62828;font-size:.85em;max-width:28em}
 .note{color:#555;font-size:.85em} figure{margin:1em 0} img{max-width:100%} td code{overflow-wrap:anywhere}
 .better{color:#1a7f37;font-weight:600} .worse{color:#c62828;font-weight:600} td.same{color:#555}
 .banner{background:#fff4e5;border-left:4px solid #e8a33d;padding:.6em 1em;margin:1em 0}

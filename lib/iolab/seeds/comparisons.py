@@ -129,7 +129,7 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
                     "ratio": ratio,
                     "how": how,
                     "from": source,
-                    "flags": f"{len(flags)} of {n_runs} runs" if flags else "",
+                    "flags": f"{len(flags)} of {n_runs} runs" if flags and finite(local) else "",
                     "source": prow["source"],
                     "command": prow.get("command") if isinstance(prow.get("command"), str) else "",
                     "runs": [str(r) for r in runs],

@@ -97,7 +97,13 @@ class SetupEntry(BaseModel):
         examples=["{governor: performance, poll: nvme.poll_queues=24 at boot}"],
     )
 
-    @field_validator("checks")
+    expects: dict[str, Word] | None = Field(
+        None,
+        description="the value a check must see here for the write-up's method (a word of iolab preflight's 'seen')",
+        examples=["{scheduler: none, smt: on}"],
+    )
+
+    @field_validator("checks", "expects")
     @classmethod
     @refusal
     def _preflight_names(cls, checks: dict[str, str] | None) -> dict[str, str] | None:

@@ -56,8 +56,9 @@ own runs:</p>
 src='{{ figure }}'></figure>{% endif %}
 {%- else %}<p class='note'>The manifest names no shape for this seed.</p>{% endif %}
 <h2>Why the numbers differ, as measured</h2>
-{% for m in methods %}{% if m.causes %}<h3>{{ m.name }}</h3><ol>{% for c in m.causes %}<li>{{ c }}</li>{% endfor %}\
-</ol>{% endif %}{% endfor %}
+{% if shared_causes %}<h3>every experiment</h3><ol>{% for c in shared_causes %}<li>{{ c }}</li>{% endfor %}</ol>\
+{% endif %}{% for m in methods %}{% if m.own_causes %}<h3>{{ m.name }}</h3><ol>{% for c in m.own_causes %}<li>{{ c }}\
+</li>{% endfor %}</ol>{% endif %}{% endfor %}
 <p class='note'>From each experiment's runs: their system.json, job options and samplers (fio's own CPU apart from \
 other programs'), and the seed's profile. Largest expected effect first: the device, polling, the machine, the \
 block layer, the method, other load. Each row's own adaptations are under the commands below.</p>
@@ -285,6 +286,11 @@ def seed_page(seed: Seed, out: Path) -> str:
     ]
     local = table[table["local"].map(finite)] if len(table) else table
     said = command_rows(table, seed, level == "quick") if len(table) else []
+    done = methods(seed, out)
+    listed = [m["causes"] for m in done if m["causes"]]
+    shared = [c for c in listed[0] if all(c in other for other in listed)] if len(listed) > 1 else []
+    for m in done:
+        m["own_causes"] = [c for c in m["causes"] if c not in shared]
     return page(
         SEED_PAGE,
         f"iolab seeds: seed {seed.ident}",
@@ -301,7 +307,8 @@ def seed_page(seed: Seed, out: Path) -> str:
         flags=flags,
         commands=said,
         common=sorted({(c.change.split(" ")[0], c.reason) for r in said for c in r["changes"] if c.common}),
-        methods=methods(seed, out),
+        methods=done,
+        shared_causes=shared,
         missing=cannot_run_here(table, snap),
         source=published_figures(seed.ident)["source"].iloc[0] if len(table) else "",
     )
