@@ -96,6 +96,13 @@ def test_cells_read_as_words_and_tables_keep_their_lines():
     assert ">3.00<" in clock and ">3<" not in clock and ">8<" in clock  # one precision per column
     stack = table_html(pd.DataFrame({"kstack": ["do_syscall_64->__do_sys_io_uring_enter->io_cqring_wait"]}))
     assert "do_syscall_64-&gt;<wbr>__do_sys_io_uring_enter-&gt;<wbr>io_" in stack  # breaks: not one wide word
+    assert "<th>0</th>" not in html and "<th></th>" not in html  # an index that only counts rows is left out
+    named = table_html(pd.DataFrame({"iops": [1.0, 2.0]}, index=pd.Index([32, 64], name="qd")))
+    assert ">32</th>" in named and ">64</th>" in named  # one that names the rows stays
+    long = table_html(pd.DataFrame({"iops": range(500)}))
+    assert (
+        "<th>" not in long.split("<tbody>")[1] and ">499<" in long and "500 rows × 1 columns" in long
+    )  # elided as pandas does
 
 
 def test_lines_break_at_spaces_only():

@@ -105,11 +105,15 @@ def assert_reads_well(s: Session, name: str) -> None:
 
 
 def unreadable(table: dict) -> list[str]:
-    """What is wrong with one table (``_TABLES``): raw column names, raw values, an
-    interval below 0, a non-negative quantity below 0, a share above 100 %."""
+    """What is wrong with one table (``_TABLES``): an index column that only counts rows,
+    raw column names, raw values, an interval below 0, a non-negative quantity below 0, a
+    share above 100 %."""
     head = [" ".join(filter(None, dict.fromkeys(col))) for col in zip(*table["head"])] if table["head"] else []
     names = dict.fromkeys(h for row in table["head"] for h in row if h not in PROPER_NAMES)  # the index's name too
     wrong = [f"raw column name {h!r}" for h in names if h in RAW_NAMES or SNAKE_CASE.match(h)]
+    rows = table["rows"]
+    if len(rows) > 1 and all(r and r[0] == str(i) for i, r in enumerate(rows)) and not any(h[0] for h in table["head"]):
+        wrong.append("an index column that only counts its rows (0, 1, 2 ...)")
     values = [c for r in table["rows"] for c in r if RAW_VALUES.match(c)]
     wrong += [f"raw values {sorted(set(values))}"] if values else []
     for i, h in enumerate(head):

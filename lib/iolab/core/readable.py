@@ -292,11 +292,36 @@ def _width(text: str, attrs: str) -> str:
 SCROLL_BOX = "iolab-table"
 
 
+def counting_index(frame) -> bool:
+    """Whether ``frame``'s index only counts its rows (0, 1, 2 ... unnamed): a column that
+    says nothing, which a table as the write-ups read leaves out."""
+    import pandas as pd
+
+    index = frame.index
+    return isinstance(index, pd.RangeIndex) and index.name is None and index.start == 0 and index.step == 1
+
+
 def table_html(frame) -> str | None:
     """A DataFrame as a notebook shows it: pandas' own HTML (its display options: rows and
     columns elided in the middle past ``display.max_rows`` / ``max_columns``) made
-    readable, in a box that scrolls sideways when the table is wider than the notebook."""
-    html = frame._repr_html_()
+    readable, in a box that scrolls sideways when the table is wider than the notebook. An
+    index that only counts rows (``counting_index``) is left out; one that names them stays."""
+    if counting_index(frame):
+        import pandas as pd
+
+        get = pd.get_option
+        most = get("display.max_rows")
+        cut = most is not None and len(frame) > most  # pandas then shows min_rows of them, as _repr_html_ does
+        html = frame.to_html(
+            index=False,
+            notebook=True,
+            max_rows=(get("display.min_rows") or most) if cut else most,
+            max_cols=get("display.max_columns"),
+            show_dimensions=get("display.show_dimensions") is True
+            or (get("display.show_dimensions") == "truncate" and cut),
+        )
+    else:
+        html = frame._repr_html_()
     if html is None:
         return None
     return f'<div class="{SCROLL_BOX}" style="overflow-x: auto; max-width: 100%">{readable_tables(html)}</div>'
