@@ -287,13 +287,13 @@ POINTS = [
 
 def test_trend_marks_intervals_apart_and_nothing_else():
     tr = trend.trend(frame(POINTS))
-    iops = tr[(tr.metric == "peak IOPS") & (tr.series == "bs=None")]
+    iops = tr[(tr.metric == "peak IOPS") & (tr.series == "bs not set")]
     assert list(iops["significant"]) == [False, False, True, False, True]
     assert list(iops["change"]) == ["", "", "worse", "", "better"]
     assert list(iops["why"])[1:4] == ["intervals overlap", "intervals apart (-21 %)", "no interval recorded"]
     assert iops["why"].iloc[4] == "intervals apart (+50 %) against the last point with an interval"
     assert iops["previous"].iloc[4] == 80
-    other = tr[(tr.metric == "peak IOPS") & (tr.series == "bs=64k")]
+    other = tr[(tr.metric == "peak IOPS") & (tr.series == "bs 64k")]
     assert len(other) == 1 and not other["significant"].any()  # never compared with the 4k series
     p99, gain = tr[tr.metric == "p99"], tr[tr.metric == "gain"]
     assert list(p99["change"]) == ["", "better"] and list(p99["direction"]) == ["lower"] * 2

@@ -18,7 +18,7 @@ readers of notebook parameters papermill passes as text (``positive_ints``, ``li
 ``dict_param``). Reading back: ``load_runs``, ``load_stacks``, ``threadstates`` (the thread
 states sampled beside a run). The record: ``results`` (``iolab.record.results``) and
 ``history`` (``iolab.record.history``, loaded when first named: it needs pyarrow). The
-machine: ``snapshot``, ``queue_knobs``, ``preflight`` (``preflight.verdicts(tgt, [cpu])``: is it set
+machine: ``snapshot``, ``machine_facts`` (a snapshot as a table of facts in words), ``queue_knobs``, ``preflight`` (``preflight.verdicts(tgt, [cpu])``: is it set
 up for the study? the top of every measuring notebook), ``topology`` (where devices sit: root
 ports, links, NUMA nodes). Words and numbers: ``wrapped``, ``columns`` (every
 column's unit and which way is better), ``details`` (a figure's sources under it),
@@ -52,6 +52,7 @@ from .plots.published import reference_bars
 from .read import threadstates
 from .read.published import published_figures
 from .record import results
+from .record.provenance import machine_facts
 from .runs.runcache import load_runs
 from .runs.store import load_stacks
 
@@ -76,6 +77,7 @@ __all__ = [
     "load_runs",
     "load_spec",
     "load_stacks",
+    "machine_facts",
     "measure",
     "new_sweep_dir",
     "perf",

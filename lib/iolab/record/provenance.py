@@ -272,6 +272,13 @@ def machine_rows(snap: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in rows if v not in (None, "", [], {})]
 
 
+def machine_facts(snap: Mapping[str, Any]):
+    """``machine_rows`` as a two-column table ("fact", "value") for a notebook to show."""
+    import pandas as pd
+
+    return pd.DataFrame(machine_rows(snap), columns=["fact", "value"])
+
+
 def _cpulist(cpus: Any) -> str | None:
     return ",".join(map(str, cpus)) if isinstance(cpus, (list, tuple)) else cpus
 

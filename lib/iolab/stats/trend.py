@@ -202,7 +202,7 @@ def _compared(series: pd.DataFrame, name: str, label: str) -> pd.DataFrame:
 def _labels(of_metric: pd.DataFrame, keys: list[str], names: list[str]) -> dict[tuple, str]:
     """Each series of one metric (grouped by ``keys``, the columns ``names`` with missing
     values as "") -> what tells it from the others ("" when it is alone): the differing
-    columns as ``column=value``, the differing parameters as ``name=value``."""
+    columns and parameters in words ("cpu 1, queue depths [1, 4]"; "not set" where a run had none)."""
     groups = [g if isinstance(g, tuple) else (g,) for g in of_metric.groupby(keys, sort=False).groups]
     if len(groups) < 2:
         return {g: "" for g in groups}
@@ -211,11 +211,20 @@ def _labels(of_metric: pd.DataFrame, keys: list[str], names: list[str]) -> dict[
     differing = sorted({k for p in params.values() for k in p if len({repr(q.get(k)) for q in params.values()}) > 1})
     out = {}
     for g in groups:
-        parts = [f"{names[i]}={g[i] or 'none'}" for i in varies]
-        parts += [f"{k}={params[g].get(k)}" for k in differing]
+        parts = [f"{names[i].replace('_', ' ')} {g[i] or 'none'}" for i in varies]
+        parts += [f"{k.replace('_', ' ')} {_said(params[g].get(k))}" for k in differing]
         text = ", ".join(parts)
         out[g] = text if len(text) <= 60 else text[:59] + "…"
     return out
+
+
+def _said(value: Any) -> str:
+    """A parameter's value in a legend: "not set" for None, on/off for booleans, else as written."""
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
 
 
 def _params(text: Any) -> dict:

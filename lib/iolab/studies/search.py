@@ -4,7 +4,7 @@ own folder, resuming what a crash or Ctrl-C left).
 
     found = search_study("data/examples/search_small.yaml")
     found.table, found.axes        # the tidy table; the axes this machine really varied
-    print(found.words())           # search 'bs-qd': 24 runs {'ok': 24}; axes: bs, iodepth
+    print(found.words())           # search 'bs-qd': 24 runs (24 ok); axes: bs, iodepth
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ class SearchStudy:
         t = self.table
         status = t.drop_duplicates("run_id")["status"].value_counts().to_dict() if "status" in t else {}
         runs = t["run_id"].nunique() if "run_id" in t else 0
-        line = f"search {self.spec.name!r}: {runs} runs {status}; axes: {', '.join(self.axes) or 'none'}"
+        said = ", ".join(f"{n} {k}" for k, n in status.items())
+        line = f"search {self.spec.name!r}: {runs} runs" + (f" ({said})" if said else "")
+        line += f"; axes: {', '.join(self.axes) or 'none'}"
         return line + (f"; not varied here: {', '.join(self.missing)}" if self.missing else "")
 
 
