@@ -5,6 +5,7 @@
     run.params()      # params.json: the swept values, the fio options or t/io_uring flags, cpus, target
     run.snapshot()    # system.json: the machine snapshot (iolab.core.system.snapshot)
     run.argv()        # argv.json: the command line, a list of words
+    run.command()     # the run as one command line to copy: fio --name=... --bs=4k ..., or t/io_uring's
     run.job()         # job.fio: the job file fio ran
     run.hosts()       # hosts.json: the fio servers of a client/server run
     run.fio_report()  # fio.json: fio's report (iolab.read.fiojson.run_document)
@@ -21,6 +22,9 @@ never has to tell "absent" from "empty"; ``present`` says which. The file names 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +76,30 @@ class RunFolder:
         with runfiles.guard(self.path / ARGV_JSON):
             return [str(word) for word in words]
 
+    def cpu_affinity(self) -> list[int]:
+        """The CPUs the tool was pinned to (argv.json's ``cpu_affinity``; [] without)."""
+        doc = runfiles.read_json(self.path / ARGV_JSON, (dict, list), optional=True) or {}
+        cpus = doc.get("cpu_affinity") if isinstance(doc, dict) else None
+        return [int(c) for c in cpus or []]
+
+    def command(self, order: Sequence[str] = ()) -> str:
+        """The run as one command line a reader can copy: fio's job as ``fio --name=JOB
+        --option=value ...`` (its job file holds exactly these options, params.json's
+        ``fio_options``; those named in ``order`` first, to read beside another command), or
+        t/io_uring's argv behind ``taskset -c`` with the CPUs it was pinned to. '' for a run
+        that recorded neither (made by hand)."""
+        argv = self.argv()
+        if argv and "io_uring" in Path(argv[0]).name:
+            cpus = self.cpu_affinity()
+            pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+            return shlex.join([*pin, "t/io_uring", *argv[1:]])
+        opts = self.params().get("fio_options") or {}
+        if not opts:
+            return ""
+        section = next(iter(re.findall(r"^\[(.+)\]", self.job(), re.M)), "job")
+        keys = [k for k in dict.fromkeys([*order, *opts]) if k in opts]
+        return shlex.join(["fio", f"--name={section}", *(f"--{k}={opts[k]}" for k in keys)])
+
     def hosts(self) -> list[dict[str, Any]]:
         """The fio servers of a client/server run, hosts.json's ``hosts`` (one dict each)."""
         path = self.path / HOSTS_JSON
@@ -92,3 +120,24 @@ class RunFolder:
     def samples(self) -> pd.DataFrame:
         """/proc/stat per sample, samples_stat.csv (``iolab.read.samples.read_stat``)."""
         return read_stat(self.path)
+
+
+def run_commands(runs: Any) -> pd.DataFrame:
+    """The command lines behind ``runs`` (a table of runs, a run folder, a folder of them, or
+    a list: ``iolab.core.runfolders.run_folders``), each once: "runs" (how many ran it: the
+    repeats of one setting differ only in their job's name, whose "-rN" is left out) and
+    "command" (``RunFolder.command``), in the order they first ran. What a notebook shows
+    under a study, to copy."""
+    from ..core.runfolders import run_folders
+
+    found, _ = run_folders(runs)
+    counted: dict[str, int] = {}
+    for folder in found:
+        try:
+            line = RunFolder(folder).command()
+        except (OSError, RunFileError):
+            continue
+        if line:
+            line = re.sub(r"(--name=\S+?)-r\d+(?=\s|$)", r"\1", line)
+            counted[line] = counted.get(line, 0) + 1
+    return pd.DataFrame({"runs": list(counted.values()), "command": list(counted)}, columns=["runs", "command"])

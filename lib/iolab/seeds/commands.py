@@ -90,7 +90,7 @@ def _local(folder: Path) -> tuple[dict[str, str], str, list[str]]:
             if w.startswith("-") and i + 1 < len(words):
                 flags[w.lstrip("-")] = words[i + 1]
         flags["filename"] = next((w for w in reversed(words) if w.startswith("/")), "")
-        cpus = _affinity(folder)
+        cpus = RunFolder(folder).cpu_affinity()
         if cpus:
             flags["cpus_allowed"] = ",".join(map(str, cpus))
         return flags, "t/io_uring", []
@@ -100,28 +100,8 @@ def _local(folder: Path) -> tuple[dict[str, str], str, list[str]]:
 
 
 def run_command(folder: str | Path, order: Iterable[str] = ()) -> str:
-    """The command line that is this run folder's job, as one would type it: fio's options
-    as ``--name=value`` (its job file holds exactly these; those named in ``order`` first, in
-    that order, to read beside a published command), or t/io_uring's argv; the CPU pinning
-    as ``taskset -c`` for t/io_uring (fio pins itself: ``--cpus_allowed``)."""
-    run = RunFolder(folder)
-    opts, tool, _ = _local(Path(folder))
-    if tool == "t/io_uring":
-        argv = run.argv()
-        cpus = _affinity(folder)
-        return shlex.join((["taskset", "-c", ",".join(map(str, cpus))] if cpus else []) + ["t/io_uring", *argv[1:]])
-    section = next(iter(re.findall(r"^\[(.+)\]", run.job(), re.M)), "job")
-    keys = [k for k in dict.fromkeys([*order, *opts]) if k in opts]
-    return shlex.join(["fio", f"--name={section}", *(f"--{k}={opts[k]}" for k in keys)])
-
-
-def _affinity(folder: str | Path) -> list[int]:
-    import json
-
-    try:
-        return list(json.loads((Path(folder) / "argv.json").read_text()).get("cpu_affinity") or [])
-    except (OSError, ValueError):
-        return []
+    """The command line of the run in ``folder`` (``iolab.read.run.RunFolder.command``)."""
+    return RunFolder(folder).command(list(order))
 
 
 def published_options(command: str) -> tuple[dict[str, str], str]:
