@@ -103,3 +103,33 @@ def test_a_runs_folder_lock_leaves_no_file_and_a_waiter_locks_the_new_one(tmp_pa
         with locks.locked(tmp_path / "link.lock", "a runs folder", wait_s=1):
             pass
     assert target.read_text() == "a user's file"
+
+
+def test_in_a_notebook_a_cell_that_waits_again_keeps_one_line(tmp_path, monkeypatch):
+    """A search's runs each take the CPU's lock: 29 grey lines in notebook 05's cell (issue
+    P34). In a kernel, the waits of one cell share one display line that counts them."""
+    import IPython.display
+
+    shown = []
+
+    class Handle:
+        def update(self, bundle, raw=True):
+            shown[-1] = bundle["text/plain"]
+
+    def display(bundle, raw=True, display_id=False):
+        shown.append(bundle["text/plain"])
+        return Handle()
+
+    monkeypatch.setattr(locks, "in_kernel", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(locks, "_cell", lambda: 7)
+    monkeypatch.setattr(locks, "_IN_CELL", {})
+    for cpu in (5, 6, 5):
+        locks.Waiting(f"iolab: CPU {cpu} is in use by pid 1 (iolab); waiting up to 10 s").end("got it")
+    assert len(shown) == 1, shown
+    assert re.fullmatch(
+        r"iolab: 3 lock waits in this cell, \d+ s in all; the last, CPU 5: got it after \d+ s", shown[0]
+    )
+    monkeypatch.setattr(locks, "_cell", lambda: 8)  # the next cell: a line of its own
+    locks.Waiting("iolab: CPU 5 is in use by pid 1 (iolab); waiting up to 10 s").end("got it")
+    assert len(shown) == 2 and shown[1].endswith("… got it after 0 s")

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..core import paths
 from ..core.errors import BusyError, printable
@@ -212,25 +213,61 @@ def _acquire(path: Path, what: str, wait_s: float, other: str = CPU_HINT) -> int
     return fd
 
 
+_IN_CELL: dict = {}  # a kernel's lock waits in the cell now running: its one line, how many, how long
+
+
+def _cell() -> Any:
+    """The notebook cell now running (IPython's execution count), None outside one."""
+    try:
+        from IPython import get_ipython
+
+        return getattr(get_ipython(), "execution_count", None)
+    except ImportError:
+        return None
+
+
 class Waiting:
     """One grey line for one lock wait: ``text`` now, then ``end("got it")`` adds "… got it
     after N s". In a notebook's kernel one display output updated in place (its display_id:
-    not the red block of stderr); elsewhere ``text`` and the ending as two lines on stderr
-    (a command's stdout may be its data)."""
+    not the red block of stderr), and one per cell: a cell that waits again (a search's
+    runs, each taking the CPU's lock) updates the same line with how many waits and how long
+    in all. Elsewhere ``text`` and the ending as two lines on stderr (a command's stdout may
+    be its data)."""
 
     def __init__(self, text: str):
         self.text, self._start, self._handle = printable(text, keep=""), time.monotonic(), None
         if in_kernel():
             from IPython.display import display
 
-            self._handle = display(self._bundle(self.text), raw=True, display_id=True)
+            cell = _cell()
+            if _IN_CELL.get("cell") == cell and _IN_CELL.get("handle") is not None:  # one line per cell
+                self._handle = _IN_CELL["handle"]
+                self._handle.update(self._bundle(self._so_far(f"now {self.text.removeprefix('iolab: ')}")), raw=True)
+            else:
+                self._handle = display(self._bundle(self.text), raw=True, display_id=True)
+                _IN_CELL.clear()
+                _IN_CELL.update(cell=cell, handle=self._handle, waits=0, seconds=0.0)
+            _IN_CELL["waits"] += 1
         else:
             print(self.text, file=sys.stderr, flush=True)
 
+    @staticmethod
+    def _so_far(tail: str) -> str:
+        """The cell's one line once it has waited more than once: how often, how long in all."""
+        waits, seconds = _IN_CELL.get("waits", 0), _IN_CELL.get("seconds", 0.0)
+        return f"iolab: {waits} lock wait{'s' * (waits != 1)} in this cell, {readable_seconds(seconds)} in all; {tail}"
+
     def end(self, how: str) -> None:
-        said = f"{how} after {readable_seconds(time.monotonic() - self._start)}"
+        waited = time.monotonic() - self._start
+        said = f"{how} after {readable_seconds(waited)}"
         if self._handle is not None:
-            self._handle.update(self._bundle(f"{self.text} … {said}"), raw=True)
+            if _IN_CELL.get("handle") is self._handle:
+                _IN_CELL["seconds"] = _IN_CELL.get("seconds", 0.0) + waited
+            if _IN_CELL.get("handle") is self._handle and _IN_CELL.get("waits", 0) > 1:
+                what = self.text.removeprefix("iolab: ").split(" is in use", 1)[0]
+                self._handle.update(self._bundle(self._so_far(f"the last, {what}: {said}")), raw=True)
+            else:
+                self._handle.update(self._bundle(f"{self.text} … {said}"), raw=True)
         else:
             print(
                 f"{self.text.split(' is in use', 1)[0]}: {said}", file=sys.stderr, flush=True
