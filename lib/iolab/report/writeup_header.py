@@ -24,7 +24,8 @@ HEADER = """{% from "table.html" import table %}<div class="iolab-writeup">
 <p class="note">{{ ran | join("; ") }}.</p>
 {% if emulated %}<p class="failed iolab-emulated">⚠ Made in iolab's NVMe lab ({{ emulated }}). Its figures show \
 the kit's code paths on Linux's real nvme driver; as measurements of a device they mean nothing.</p>
-{% endif %}{% if flags %}<p class="failed iolab-flags">⚠ {{ flags }}</p>
+{% endif %}{% if flags %}<details class="iolab-flags"><summary class="failed">⚠ {{ flags_summary }}</summary>\
+<p class="note">{{ flags }}</p></details>
 {% endif %}<h2>Parameters</h2>
 {% if parameters %}{{ table(("parameter", "value", "", "meaning"), parameters) }}
 {%- else %}<p>This notebook has no parameters cell and was given no parameters.</p>{% endif %}
@@ -58,6 +59,7 @@ def header(nb, defaults: Mapping[str, Mapping], given: Mapping[str, Any], record
         ran=ran(nb),
         emulated=provenance.emulated(folders),
         flags=checks.banner_text(flagged, len(folders)) if flagged else "",
+        flags_summary=checks.banner_summary(flagged, len(folders)) if flagged else "",
         parameters=parameter_rows(defaults, given),
         key=[result_row(r) for r in results if not r.get("detail")],
         # per-setting figures (results.record_many): kept, folded under the key ones
