@@ -164,5 +164,5 @@ def test_figures_and_reports_carry_a_banner(tmp_path):
     assert flagged == [(str(run), "latency_floor: below 0")]
     assert checks.banner_text(flagged, 2).startswith("1 of 2 runs behind these figures failed")
     summary = checks.banner_summary(flagged, 2)  # the write-up's one line: names the check, details folded
-    assert summary.startswith("1 of 2 runs behind these figures failed a plausibility check (latency_floor)")
+    assert summary.startswith("1 of 2 runs behind these figures failed a plausibility check (latency floor)")
     assert "below 0" not in summary and "\n" not in summary

@@ -478,7 +478,9 @@ def folder_flags(run_folders) -> list[tuple[str, str]]:
 def banner_summary(flagged: list[tuple[str, str]], total: int) -> str:
     """One line for the top of a report: how many runs failed which checks (their names, each
     once) and what that means for the figures; ``banner_text`` holds the details."""
-    names = list(dict.fromkeys(w.split(":")[0].strip() for _, text in flagged for w in text.split(" | ")))
+    names = list(
+        dict.fromkeys(w.split(":")[0].strip().replace("_", " ") for _, text in flagged for w in text.split(" | "))
+    )
     return (
         f"{len(flagged)} of {total} runs behind these figures failed a plausibility check "
         f"({', '.join(names[:4])}{', …' if len(names) > 4 else ''}): the figures include them; read them as less "
