@@ -29,6 +29,7 @@ from support.cli import cli_here
 from support.cpus import CPU
 from support.marks import is_root
 from support.paths import REPO
+from support.reading import html_tables, unreadable
 
 PUBLISHED = published_figures()  # seed ids as text: "000"
 
@@ -187,6 +188,9 @@ def _check_pages(browser, out, idents):  # noqa: F811
                     "differs",
                 )
             assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            for writeup in (out / f"seed-{ident}").glob("*/*.html"):  # each notebook's write-up reads like a paper
+                raw = [w for t in html_tables(writeup.read_text()) for w in unreadable(t)]
+                assert not raw, (writeup.name, raw)
     finally:
         context.close()
     assert not errors and not failed, (errors, failed)

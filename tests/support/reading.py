@@ -119,10 +119,54 @@ def unreadable(table: dict) -> list[str]:
     for i, h in enumerate(head):
         column = [r[i] for r in table["rows"] if len(r) == len(head)]
         numbers = [(c, float(n.replace("−", "-").replace(",", ""))) for c in column for n in NUMBER.findall(c)]
-        if not A_CHANGE.search(h):  # a change may go below 0, the quantity changed not
-            wrong += [f"{h!r}: an interval below 0: {c!r}" for c in column if NEGATIVE_INTERVAL.search(c)][:3]
+        if not A_CHANGE.search(h):  # a change may go below 0, the quantity changed not (a results row names it)
+            changes = [c for r in table["rows"] if len(r) == len(head) and A_CHANGE.search(r[0]) for c in [r[i]]]
+            wrong += [
+                f"{h!r}: an interval below 0: {c!r}" for c in column if NEGATIVE_INTERVAL.search(c) and c not in changes
+            ][:3]
         if NON_NEGATIVE.search(h) and not A_CHANGE.search(h):
             wrong += [f"{h!r} below 0: {c!r}" for c, x in numbers if x < 0][:3]
         if A_SHARE.search(h) and not A_CHANGE.search(h):
             wrong += [f"{h!r} above 100 %: {c!r}" for c, x in numbers if x > 100][:3]
     return wrong
+
+
+def html_tables(text: str) -> list[dict]:
+    """The tables of a page (a write-up's HTML) as ``_TABLES`` gives a notebook's: each
+    {"cell": its caption or "", "head": header rows, "rows": body rows}, cell texts stripped,
+    a cell spanning n columns repeated n times; for ``unreadable``."""
+    from html.parser import HTMLParser
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.found, self.table, self.part, self.row, self.cell = [], None, "", None, None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.table, self.part = {"cell": "", "head": [], "rows": []}, "rows"
+            elif self.table is not None and tag in ("thead", "tbody"):
+                self.part = "head" if tag == "thead" else "rows"
+            elif self.table is not None and tag == "tr":
+                self.row = []
+            elif self.row is not None and tag in ("td", "th"):
+                self.cell, self.span = [], int(dict(attrs).get("colspan") or 1)
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th") and self.cell is not None:
+                self.row += [" ".join("".join(self.cell).split())] * self.span
+                self.cell = None
+            elif tag == "tr" and self.row is not None:
+                self.table[self.part].append(self.row)
+                self.row = None
+            elif tag == "table" and self.table is not None:
+                self.found.append(self.table)
+                self.table = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell.append(data)
+
+    parser = Tables()
+    parser.feed(text)
+    return parser.found

@@ -674,6 +674,12 @@ WORDS = {  # names whose words are not their parts
     "ci_low": f"{INTERVAL_WORDS} low",  # an interval beside a mean of the column before it
     "ci_high": f"{INTERVAL_WORDS} high",
     "hosts_n": "hosts",
+    "comm": "thread",
+    "syscall": "system call",
+    "wchan": "waiting in",
+    "avg_active_threads": "average active threads",
+    "ios": "IOs",
+    "pct_of_run": "share of the run",
     "bs_bytes": "block size",
     "bw_bytes_s": "bandwidth",
     "bw_mib_s": "bandwidth",

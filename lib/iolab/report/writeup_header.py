@@ -94,15 +94,48 @@ def parameter_rows(defaults: Mapping[str, Mapping], given: Mapping[str, Any]) ->
     rows = []
     for name, spec in defaults.items():
         if name in given:
-            rows.append((name, literal(given[name]), "given", spec.get("help", "")))
+            rows.append((name, in_words(literal(given[name])), "given", spec.get("help", "")))
         else:
-            rows.append((name, spec.get("default", ""), "default", spec.get("help", "")))
+            rows.append((name, in_words(spec.get("default", "")), "default", spec.get("help", "")))
     rows += [
-        (name, literal(value), "given", "not a parameter of this notebook")
+        (name, in_words(literal(value)), "given", "not a parameter of this notebook")
         for name, value in given.items()
         if name not in defaults
     ]
     return rows
+
+
+WORDS = {"True": "yes", "False": "no", "None": "not set"}
+
+
+def in_words(text: str) -> str:
+    """A parameter's value as written (``literal``, or the parameters cell's default) for a
+    reader: True/False/None as yes/no/not set, a mapping as "key value, ..." (a list of them
+    joined by "; "); anything else as written. The provenance's re-run command keeps the
+    exact values."""
+    text = str(text)
+    if text in WORDS:
+        return WORDS[text]
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+
+    def said(v: Any) -> str:
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {said(x)}" for k, x in v.items())
+        return WORDS.get(repr(v), str(v)) if v is None or isinstance(v, bool) else str(v)
+
+    if isinstance(value, dict):
+        return said(value)
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return "; ".join(said(v) for v in value)
+    return text
 
 
 def literal(value: Any) -> str:
