@@ -110,11 +110,7 @@ def ladder_normalised(ladder: pd.DataFrame, reference: pd.DataFrame, ax=None):
         pub,
         ["#dd8452" if "t/io_uring" in str(n) else "#8172b3" for n in reference["label"]],
     )
-    pub_ax.set_title(
-        f"published, {reference['source'].iloc[0]} (baseline: {reference['label'].iloc[0]}, {pub[0]:,.0f} IOPS)",
-        fontsize=9,
-        loc="left",
-    )
+    pub_ax.set_title(f"published (baseline: its first step, {pub[0]:,.0f} IOPS)", fontsize=9, loc="left")
     measured = ladder[ladder["status"] == "measured"]
     base = measured.iloc[0] if len(measured) else None
     _local_bars(loc_ax, ladder, base)
@@ -131,13 +127,14 @@ def ladder_normalised(ladder: pd.DataFrame, reference: pd.DataFrame, ax=None):
     top = max(np.nanmax(pub / pub[0]), np.nanmax(_iops(measured) / base.iops) if base is not None else 1)
     for a in (pub_ax, loc_ax):
         a.axvline(1, color="0.3", linewidth=0.8, linestyle=":")
-        a.set_xlim(0, 1.35 * top)  # room for the value labels
+        a.set_xlim(0, 1.8 * top)  # room for the value labels
     loc_ax.set_xlabel("IOPS / own baseline (×)")
-    pub_ax.figure.suptitle("Tuning ladder: published vs this machine, each normalised to its own baseline", fontsize=11)
+    pub_ax.figure.suptitle("Tuning ladder: published vs this machine, each over its own baseline", fontsize=11)
     source_note(
         loc_ax,
         f"published: {reference['source'].iloc[0]}; this machine: {_runs(ladder)}, bars: means; "
         "the steps differ: compare shapes, not rows",
+        width_in=4.0,  # beside the step names' column: wrapped to the bars' width, never wider than the figure
         details="published figures from data/reference/published_figures.csv; this machine: fio json+ / "
         "t/io_uring output per step; orange: t/io_uring; grey: peak-only step not carried forward",
     )
@@ -167,8 +164,8 @@ def _normalised_bars(ax, names: list[str], ratio, iops, colors) -> None:
     """Horizontal bars of ``ratio`` (× baseline), each labelled '2.81×  (472,000 IOPS)'."""
     ax.barh(range(len(names)), ratio, color=colors)
     for i, (r, v) in enumerate(zip(ratio, iops)):
-        if not np.isnan(r):
-            ax.text(r, i, f" {r:.2f}×  ({v:,.0f} IOPS)", va="center", fontsize=8)
+        if not np.isnan(r):  # out of the layout: constrained layout would shrink the axes to fit it
+            ax.text(r, i, f" {r:.2f}×  ({v:,.0f} IOPS)", va="center", fontsize=8).set_in_layout(False)
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
 
@@ -184,12 +181,13 @@ def _local_bars(ax, ladder: pd.DataFrame, base) -> None:
             ax.text(
                 0,
                 i,
-                f"  {r.status}: {textwrap.shorten(str(r.reason), 60, placeholder='…')}",
+                f"  {r.status}: {textwrap.shorten(str(r.reason), 48, placeholder='…')}",
                 va="center",
                 fontsize=7.5,
                 color="0.4",
                 style="italic",
-            )
+                clip_on=True,
+            ).set_in_layout(False)
 
 
 def ladder_cpu(ladder: pd.DataFrame, ax=None):
@@ -234,7 +232,7 @@ def climb_frontier(frontier: pd.DataFrame, latency: str = "clat_p99_us", ax=None
         color = colors(k % 10)
         ax.plot(rows["iops"], rows[latency], "o-", color=color, ms=3, lw=1.2, label=f"{step}. {rows['name'].iloc[0]}")
         for r in rows.itertuples():
-            ax.annotate(f"{r.qd}", (r.iops, getattr(r, latency)), fontsize=6, color=color,
+            ax.annotate(f"QD {r.qd}", (r.iops, getattr(r, latency)), fontsize=8, color=color,
                         xytext=(6, 4), textcoords="offset points")  # fmt: skip
         chosen = rows[rows["chosen"]]
         ax.scatter(chosen["iops"], chosen[latency], s=120, facecolors="none", edgecolors=color, linewidths=1.6)
@@ -243,7 +241,7 @@ def climb_frontier(frontier: pd.DataFrame, latency: str = "clat_p99_us", ax=None
     ax.set_xlabel(label("iops"))
     ax.set_ylabel(label(latency))
     ax.set_title("IOPS against latency per step: each step's operating point ringed (numbers: queue depth)")
-    ax.legend(fontsize=7, loc="best", framealpha=0.85)
+    ax.legend(fontsize=8, loc="best", framealpha=0.85)
     source_note(
         ax,
         "fio json+ per run; points: means over each depth's runs"
