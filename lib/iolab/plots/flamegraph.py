@@ -19,6 +19,8 @@ by name and sorted alphabetically — it is not time.
 
 from __future__ import annotations
 
+import textwrap
+
 import html
 from dataclasses import dataclass
 
@@ -109,6 +111,9 @@ def _prepare(stacks, merge_unknowns: bool):
     return diff_mode, stacks, total_width(stacks)
 
 
+TALL_FRACTION = 0.01  # a static flame graph is as tall as its stacks this wide (share of all samples)
+
+
 def draw(
     stacks,
     ax=None,
@@ -126,7 +131,12 @@ def draw(
 
     diff_mode, stacks, total = _prepare(stacks, merge_unknowns)
     boxes = layout(stacks, min_fraction)
-    depth = max((b.depth for b in boxes), default=0) + 1
+    # the height is what has width: towers under TALL_FRACTION above the widest stacks' depth
+    # would leave the picture mostly white (the SVG and the interactive graph keep every frame)
+    wide = [b.depth for b in boxes if total and b.width / total >= TALL_FRACTION]
+    depth = max(wide or [b.depth for b in boxes] or [0]) + 1
+    cut = [b for b in boxes if b.depth >= depth]
+    boxes = [b for b in boxes if b.depth < depth]
     own = ax is None
     if own:  # the notebook's width: JupyterLab shows it at its own size, labels readable
         _, ax = plt.subplots(figsize=(NOTEBOOK_WIDTH_IN, max(3.0, 0.22 * depth + 1)))
@@ -156,7 +166,17 @@ def draw(
     ax.set_xlim(0, 1)
     ax.set_ylim(0, depth)
     ax.set_yticks([])
-    ax.set_xlabel(f"share of {count_name} (frames merged and sorted by name: not time)")
+    ax.set_xlabel(
+        textwrap.fill(
+            f"share of {count_name} (frames merged and sorted by name: not time)"
+        + (
+            f"; {len(cut)} frames of towers under {TALL_FRACTION:.0%} of the {count_name} above depth {depth} "
+            "left out (the SVG has every frame)"
+            if cut
+            else "",
+            110,
+        )
+    )
     ax.set_title(title)
     if not diff_mode:
         used = {frame_category(b.name) for b in boxes if b.depth > 0}
