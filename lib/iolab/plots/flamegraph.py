@@ -166,17 +166,13 @@ def draw(
     ax.set_xlim(0, 1)
     ax.set_ylim(0, depth)
     ax.set_yticks([])
-    ax.set_xlabel(
-        textwrap.fill(
-            f"share of {count_name} (frames merged and sorted by name: not time)"
-        + (
+    said = f"share of {count_name} (frames merged and sorted by name: not time)"
+    if cut:
+        said += (
             f"; {len(cut)} frames of towers under {TALL_FRACTION:.0%} of the {count_name} above depth {depth} "
             "left out (the SVG has every frame)"
-            if cut
-            else "",
-            110,
         )
-    )
+    ax.set_xlabel(textwrap.fill(said, 110))
     ax.set_title(title)
     if not diff_mode:
         used = {frame_category(b.name) for b in boxes if b.depth > 0}
