@@ -19,9 +19,8 @@ by name and sorted alphabetically — it is not time.
 
 from __future__ import annotations
 
-import textwrap
-
 import html
+import textwrap
 from dataclasses import dataclass
 
 from ..core.progress import headless
