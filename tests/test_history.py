@@ -457,3 +457,14 @@ def test_notebook_09_on_an_empty_history_says_how_to_fill_it(tmp_path, capsys):
         and "Nothing to draw" in said
         and "Nothing to compare yet" in said
     )
+
+
+def test_one_point_in_time_gets_an_hour_around_it_not_years():
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+
+    from iolab.plots import trends
+
+    tr = trend.trend(frame(POINTS[:1]))
+    low, high = trends.plot(tr, "peak IOPS").get_xlim()
+    assert 0.9 / 24 < high - low < 1.1 / 24, (mdates.num2date(low), mdates.num2date(high))  # days: one hour

@@ -57,6 +57,10 @@ def plot(tr: pd.DataFrame, metric: str, ax=None, folder: str | None = None):
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
         ax.set_xlabel("time recorded (UTC)")
+        first, last = x.min(), x.max()
+        if last - first < np.timedelta64(1, "h"):  # one moment (or a few close ones): an hour around it,
+            pad = np.timedelta64(30, "m")  # not matplotlib's default of years
+            ax.set_xlim(first - pad, last + pad)
     else:
         cats = sub.drop_duplicates("category").sort_values("category")
         ax.set_xticks(cats["category"], [str(v) for v in cats["at"]])
