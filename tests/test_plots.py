@@ -297,3 +297,25 @@ def test_one_tick_style_per_axis_and_labels_kept_apart():
     boxes = [t.get_window_extent() for t in labels]
     assert not boxes[0].overlaps(boxes[1]) and ax.get_ylim()[1] > top
     assert all(ax.get_window_extent().y1 + 1 >= b.y1 for b in boxes)
+
+
+def test_a_figure_is_kept_as_png_svg_and_pdf_and_never_over_a_users_file(tmp_path):
+    from iolab.core.errors import InputError, OutputExists
+    from iolab.nb import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    paths = save_figure(ax, "knee", tmp_path / "figs")
+    assert [p.suffix for p in paths] == [".png", ".svg", ".pdf"]
+    assert paths[0].read_bytes()[:4] == b"\x89PNG" and b"<svg" in paths[1].read_bytes()
+    assert paths[2].read_bytes().startswith(b"%PDF")
+    assert save_figure(fig, "knee", tmp_path / "figs", formats=("png",))[0] == paths[0]  # its own file: replaced
+    (tmp_path / "figs" / "mine.png").write_bytes(b"the user's")
+    with pytest.raises(OutputExists, match="iolab did not write it"):
+        save_figure(fig, "mine", tmp_path / "figs", formats=("png",))
+    assert (tmp_path / "figs" / "mine.png").read_bytes() == b"the user's"
+    with pytest.raises(InputError, match="choose from png, svg, pdf"):
+        save_figure(fig, "x", tmp_path / "figs", formats=("gif",))
+    with pytest.raises(InputError):
+        save_figure(fig, "../escape", tmp_path / "figs")
+    plt.close(fig)

@@ -21,7 +21,7 @@ states sampled beside a run). The record: ``results`` (``iolab.record.results``)
 machine: ``snapshot``, ``machine_facts`` (a snapshot as a table of facts in words), ``queue_knobs``, ``preflight`` (``preflight.verdicts(tgt, [cpu])``: is it set
 up for the study? the top of every measuring notebook), ``topology`` (where devices sit: root
 ports, links, NUMA nodes). Words and numbers: ``wrapped``, ``columns`` (every
-column's unit and which way is better), ``details`` (a figure's sources under it),
+column's unit and which way is better), ``details`` (a figure's sources under it), ``save_figure`` (a figure as PNG, SVG and PDF files to keep),
 ``explorer`` (any setting against any metric, the code for it). The seeds' published
 figures: ``published_figures``, and ``reference_bars`` (them beside this machine's). Where things are: ``REPO``, ``runs_home``
 (data/runs, or ``IOLAB_RUNS``).
@@ -46,7 +46,7 @@ from .measure.options import MeasureOptions
 from .measure.runner import measure
 from .measure.search_spec import load_spec
 from .measure.sweep import new_sweep_dir
-from .plots.common import details
+from .plots.common import details, save_figure
 from .plots.explore import explorer
 from .plots.published import reference_bars
 from .read import threadstates
@@ -90,6 +90,7 @@ __all__ = [
     "results",
     "run_commands",
     "runs_home",
+    "save_figure",
     "search",
     "snapshot",
     "targets",

@@ -12,8 +12,11 @@ in a line or two (``source_note``; the rest for ``details(ax)``), marks fallback
 from __future__ import annotations
 
 import html
+import io
 import math
+import os
 import textwrap
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,6 +26,7 @@ from matplotlib.text import Annotation
 from matplotlib.ticker import Formatter
 from matplotlib.transforms import Bbox, ScaledTranslation
 
+from ..core.errors import InputError
 from ..core.readable import wrapped
 
 PALETTE = {"iops": "#1f77b4", "p50": "#2ca02c", "p99": "#d62728", "knee": "#7f7f7f"}
@@ -309,3 +313,37 @@ def setting_colors(values: list) -> dict:
     if values and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
         return dict(zip(values, sns.color_palette("viridis_r", n_colors=max(len(values), 2))))
     return {v: CATEGORICAL[i % len(CATEGORICAL)] for i, v in enumerate(values)}
+
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def save_figure(fig_or_ax, name: str, folder: str | os.PathLike | None = None, formats=FIGURE_FORMATS) -> list[Path]:
+    """A figure as files to keep, one per format (PNG at 150 dpi, SVG and PDF as vectors), as
+    ``FOLDER/NAME.png`` ...; ``folder`` None: papermill_runs/figures of the project. Each
+    goes through the output guard (``iolab.core.outputs``: a file iolab did not write is
+    refused, never replaced). Returns the paths, and says them in one line."""
+    from ..core.outputs import claim_folder, write_output
+    from ..core.paths import PAPERMILL_RUNS, check_name
+
+    fig = getattr(fig_or_ax, "figure", fig_or_ax)
+    if hasattr(fig, "get_figure") and not hasattr(fig, "savefig"):
+        fig = fig.get_figure()
+    check_name(name, "figure name", "save_figure(ax, 'knee')")
+    wrong = [f for f in formats if f not in FIGURE_FORMATS]
+    if wrong:
+        raise InputError(f"figure format {', '.join(map(str, wrong))}: choose from {', '.join(FIGURE_FORMATS)}")
+    if folder is None:
+        folder = claim_folder(PAPERMILL_RUNS / "figures", ours=True, flag="folder")
+    else:  # the user's own folder: each file is guarded, the folder's other files are theirs
+        folder = Path(folder)
+        if os.path.lexists(folder) and not folder.is_dir():
+            raise InputError(f"{folder} is a file, not a folder: give a folder for the figures")
+        folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=150, bbox_inches="tight")
+        written.append(write_output(folder / f"{name}.{fmt}", buf.getvalue()))
+    print("saved:", ", ".join(str(p) for p in written))
+    return written
