@@ -287,7 +287,7 @@ POINTS = [
 
 def test_trend_marks_intervals_apart_and_nothing_else():
     tr = trend.trend(frame(POINTS))
-    iops = tr[(tr.metric == "peak IOPS") & (tr.series == "bs not set")]
+    iops = tr[(tr.metric == "peak IOPS") & (tr.series == "bs default")]
     assert list(iops["significant"]) == [False, False, True, False, True]
     assert list(iops["change"]) == ["", "", "worse", "", "better"]
     assert list(iops["why"])[1:4] == ["intervals overlap", "intervals apart (-21 %)", "no interval recorded"]
@@ -468,3 +468,27 @@ def test_one_point_in_time_gets_an_hour_around_it_not_years():
     tr = trend.trend(frame(POINTS[:1]))
     low, high = trends.plot(tr, "peak IOPS").get_xlim()
     assert 0.9 / 24 < high - low < 1.1 / 24, (mdates.num2date(low), mdates.num2date(high))  # days: one hour
+
+
+def test_a_jupyterlab_run_and_papermill_runs_of_the_same_settings_are_one_series(tmp_path):
+    """Issue P34: notebook 09 never joined a JupyterLab run and a papermill run of one study.
+    A series is what was measured: how the notebook ran (interactive, runs_dir) and values
+    equal to the notebook's defaults (papermill keeps what it was given) do not split it."""
+    folder, nb = tmp_path / "h", "01_queue_depth_knee"
+    history.append(tmp_path / "a.ipynb", kept(result("peak IOPS", 100, low=90, high=110), runtime_s=1), nb, folder, T0)
+    history.append(
+        tmp_path / "b.ipynb",
+        kept(result("peak IOPS", 101, low=91, high=111), runtime_s=1, interactive=False, bs="4k"),  # bs: the default
+        nb,
+        folder,
+        T0 + timedelta(hours=1),
+    )
+    history.append(
+        "live kernel: 01_queue_depth_knee.ipynb",
+        kept(result("peak IOPS", 99, low=89, high=109), runtime_s=1),
+        nb,
+        folder,
+    )
+    history.append(tmp_path / "c.ipynb", kept(result("peak IOPS", 50), runtime_s=1, bs="64k"), nb, folder)
+    tr = trend.trend(history.load(folder))
+    assert sorted(tr.groupby("series").size().to_dict().items()) == [("bs 64k", 1), ("bs default", 3)]

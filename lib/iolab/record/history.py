@@ -48,6 +48,7 @@ One row per recorded result (``COLUMNS``):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -356,7 +357,9 @@ def load(
     of the results named ``metrics`` (exact names; all when None), recorded at or after
     ``since`` (``parse_since``: a date or an age such as "7d"), of the ``notebooks`` named
     (their names without .ipynb). An absent folder is an empty history. A part that cannot
-    be read is left out with a ``HistoryWarning`` naming it. ``attrs["history"]`` is the folder."""
+    be read is left out with a ``HistoryWarning`` naming it. ``attrs["history"]`` is the folder;
+    a column ``measured`` holds each row's parameters as what they measured (``measured_as``),
+    which ``iolab.stats.trend`` draws series by."""
     where = _required(where)
     found = parts(where)
     table = _read(found).to_pandas() if found else empty()
@@ -369,9 +372,36 @@ def load(
         names = [notebooks] if isinstance(notebooks, str) else list(notebooks)
         table = table[table["notebook"].isin([Path(n).stem if n.endswith(".ipynb") else n for n in names])]
     table = table.sort_values(["recorded_utc", "notebook"], kind="stable").reset_index(drop=True)
+    table["measured"] = [measured_as(p, n) for p, n in zip(table["parameters"], table["notebook"])]
     table.attrs["history"] = str(where)
     table.attrs["parts"] = len(found)
     return table
+
+
+NOT_MEASURED = {"interactive", "allow_destructive", "runs_dir", "run_dir", "resume", "history_dir"}  # how, not what
+
+
+def measured_as(parameters: Any, notebook: Any) -> str:
+    """A history row's parameters as what they measured: without those that change how the
+    notebook runs, not what fio does (``NOT_MEASURED``), and without values equal to the
+    notebook's own defaults (papermill records what it was given, a JupyterLab run what
+    differs from the cell): a JupyterLab run, a papermill run and ``make demo``'s of the same
+    settings join one series. JSON text, keys sorted."""
+
+    try:
+        given = json.loads(parameters) if isinstance(parameters, str) else {}
+    except ValueError:
+        return str(parameters)
+    if not isinstance(given, dict):
+        return str(parameters)
+    defaults = _defaults(str(notebook)) if isinstance(notebook, str) and notebook else {}
+    kept = {k: v for k, v in given.items() if k not in NOT_MEASURED and not (k in defaults and defaults[k] == v)}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+@functools.lru_cache(maxsize=32)
+def _defaults(notebook: str) -> dict[str, Any]:
+    return parameter_defaults(paths.NOTEBOOKS / f"{notebook}.ipynb")
 
 
 def _read(found: list[Path]) -> pa.Table:

@@ -42,7 +42,7 @@ from ..core.columns import better
 from ..core.errors import InputError
 from ..core.readable import percent
 
-SERIES = ("notebook", "name", "unit", "parameters", "hostname", "device")
+SERIES = ("notebook", "name", "unit", "measured", "hostname", "device")  # measured: iolab.record.history.load
 OVER_WORDS = {"recorded_utc": "time", "kernel": "kernel version", "fio_version": "fio version"}
 HIGHER_UNITS = {"io/s", "iops", "kio/s", "mio/s", "b/s", "kib/s", "mib/s", "gib/s", "kb/s", "mb/s", "gb/s"}
 LOWER_UNITS = {"ns", "µs", "us", "ms", "cycles/io", "cycles per io"}
@@ -109,6 +109,7 @@ def trend(
             f"the history has no column {over!r} to draw along; choose recorded_utc, kernel, fio_version, "
             "commit or iolab_version"
         )
+    by = ["parameters" if c == "measured" and c not in history.columns else c for c in by]  # a table of old
     by = [c for c in by if c in history.columns]
     pts = history[history["value"].notna()]
     if metrics is not None:
@@ -202,12 +203,13 @@ def _compared(series: pd.DataFrame, name: str, label: str) -> pd.DataFrame:
 def _labels(of_metric: pd.DataFrame, keys: list[str], names: list[str]) -> dict[tuple, str]:
     """Each series of one metric (grouped by ``keys``, the columns ``names`` with missing
     values as "") -> what tells it from the others ("" when it is alone): the differing
-    columns and parameters in words ("cpu 1, queue depths [1, 4]"; "not set" where a run had none)."""
+    columns and parameters in words ("cpu 1, queue depths [1, 4]"; "default" where a run left it so)."""
     groups = [g if isinstance(g, tuple) else (g,) for g in of_metric.groupby(keys, sort=False).groups]
     if len(groups) < 2:
         return {g: "" for g in groups}
-    varies = [i for i, n in enumerate(names) if n != "parameters" and len({g[i] for g in groups}) > 1]
-    params = {g: _params(g[names.index("parameters")]) if "parameters" in names else {} for g in groups}
+    varies = [i for i, n in enumerate(names) if n not in ("measured", "parameters") and len({g[i] for g in groups}) > 1]
+    json_col = next((c for c in ("measured", "parameters") if c in names), None)
+    params = {g: _params(g[names.index(json_col)]) if json_col else {} for g in groups}
     differing = sorted({k for p in params.values() for k in p if len({repr(q.get(k)) for q in params.values()}) > 1})
     out = {}
     for g in groups:
@@ -219,9 +221,10 @@ def _labels(of_metric: pd.DataFrame, keys: list[str], names: list[str]) -> dict[
 
 
 def _said(value: Any) -> str:
-    """A parameter's value in a legend: "not set" for None, on/off for booleans, else as written."""
+    """A parameter's value in a legend: "default" where a run did not change it (None), on/off
+    for booleans, else as written."""
     if value is None:
-        return "not set"
+        return "default"
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
