@@ -313,8 +313,8 @@ def _cell(r: Mapping[str, Any], metric: str) -> str:
     mean, low, high = r.get(metric), r.get(f"{metric}_ci_low"), r.get(f"{metric}_ci_high")
     if mean is None or pd.isna(mean):
         return "–"
-    if low is None or pd.isna(low) or pd.isna(high):
-        return f"{mean:,.0f}"
+    if low is None or pd.isna(low) or pd.isna(high):  # the header promises an interval: say why there is none
+        return f"{mean:,.0f} ({repeat_stats.no_interval_words(r.get('runs'), r.get(f'{metric}_cv_pct'))})"
     return f"{mean:,.0f} [{low:,.0f}, {high:,.0f}]"
 
 
