@@ -333,3 +333,25 @@ def test_a_lock_file_is_not_world_writable_and_its_text_reaches_the_terminal_esc
         assert locks.holder(hostile) == f"pid {os.getpid()}"  # the kernel's holder, not the forged line
     finally:
         os.close(fd)
+
+
+def test_pages_the_nvme_lab_wrote_stay_iolabs_on_the_host(tmp_path):
+    """Over 9p the guest marks a page with its own device and inode numbers and no birth
+    time: the host took the lab's seed pages for a user's and refused to write them again.
+    After the lab, its fresh notes are adopted; an old note or a file without one is not."""
+    import json
+    import time
+
+    from iolab.core import owned
+
+    page, old, mine = tmp_path / "seed-000.html", tmp_path / "old.html", tmp_path / "mine.html"
+    for f in (page, old, mine):
+        f.write_text("x")
+    start = time.time() - 5
+    guest = {"dev": 29, "ino": 1, "born_ns": None, "by": "iolab"}
+    owned.note_of(page).write_text(json.dumps({**guest, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+    owned.note_of(old).write_text(json.dumps({**guest, "created_utc": "2020-01-01T00:00:00Z"}))
+    assert not owned.is_owned(page)
+    assert owned.adopt([tmp_path], start) == 1
+    assert owned.is_owned(page) and not owned.is_owned(old) and not owned.is_owned(mine)
+    write_output(page, "again")  # the host writes the lab's page again

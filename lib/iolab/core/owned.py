@@ -107,6 +107,32 @@ def why_not_owned(path: str | os.PathLike) -> str:
     return f"{note_of(path).name} names the file iolab made, and this one was put there since (a copy or a new file)"
 
 
+def adopt(folders, since: float) -> int:
+    """Mark again, as this machine sees them, the files a guest of iolab's NVMe lab marked in
+    the folders it shares read-write (``folders``) since ``since`` (epoch seconds): over 9p the
+    guest's device and inode numbers are not the host's and there is no birth time, so the
+    host would take its pages and folders for a user's. Only notes written since ``since``,
+    whose file is a regular file changed since then, are adopted. How many."""
+    adopted = 0
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since))
+    for folder in folders:
+        for dirpath, _, names in os.walk(folder):
+            for name in names:
+                if not (name.startswith(".") and name.endswith(SUFFIX)) or len(name) <= len(SUFFIX) + 1:
+                    continue  # not a file's note (a folder's marker is its own file)
+                note = Path(dirpath) / name
+                target = note.with_name(name[1 : -len(SUFFIX)])
+                try:
+                    said = json.loads(note.read_text())
+                    st = os.lstat(target)
+                except (OSError, ValueError):
+                    continue
+                fresh = str(said.get("created_utc", "")) >= stamp and st.st_mtime >= since - 1
+                if fresh and not is_owned(target) and stat.S_ISREG(st.st_mode) and mark(target):
+                    adopted += 1
+    return adopted
+
+
 def forget(path: str | os.PathLike) -> None:
     """Remove the note of ``path`` (when iolab removes the file)."""
     with contextlib.suppress(OSError):

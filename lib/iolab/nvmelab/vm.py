@@ -472,7 +472,7 @@ def run(
     """Boot the lab, run ``argv`` in it (in ``cwd``, the checkout by default) and power off.
     The command's console output goes to ``out`` line by line (stdout by default). The
     result's returncode is the command's own; LabError when the guest never reached it."""
-    from ..core import signals
+    from ..core import owned, signals
     from ..machine import process
 
     argv = [str(a) for a in argv]
@@ -488,7 +488,7 @@ def run(
     _remove_stale_boots()
     boot = Path(tempfile.mkdtemp(prefix=f"boot-{os.getpid()}-", dir=lab_dir()))
     proc = entry = monitor = None
-    started = time.monotonic()
+    started, since_wall = time.monotonic(), time.time()
     try:
         images = []
         for i in range(spec.controllers):
@@ -526,6 +526,7 @@ def run(
         _nice_its_group(proc.pid, spec.nice)
         result = _follow(proc, spec, mode, started, out, monitor)
         proc.wait()
+        owned.adopt(shares, since_wall)  # the pages and folders the guest marked are iolab's here too
         return result
     finally:
         if monitor is not None:
