@@ -103,10 +103,11 @@ class NvmeError(KnobError):
     def __init__(self, argv: list[str], returncode: int, stderr: str):
         self.argv, self.returncode, self.stderr = argv, returncode, stderr
         words = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
-        super().__init__(
-            f"`{' '.join(argv)}` failed (exit {returncode}): {words}. Check the "
-            "controller path (`nvme list` shows them) and that iolab runs as root."
-        )
+        if "Not Changeable" in words:  # the controller refused the value itself (QEMU's emulated NVMe does)
+            advice = "This controller keeps the feature fixed: the step cannot run on it."
+        else:
+            advice = "Check the controller path (`nvme list` shows them) and that iolab runs as root."
+        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {words}. {advice}")
 
 
 class HostError(IolabError):
