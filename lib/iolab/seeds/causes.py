@@ -13,6 +13,7 @@ is listed only when its runs show it; nothing here is a guess about hardware it 
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,11 +71,14 @@ def _runtime_s(run: Mapping[str, Any]) -> float | None:
         return None
 
 
-def causes(seed: Seed, record: Mapping[str, Any] | None, profile: Mapping[str, Any] | None = None) -> list[str]:
+def causes(
+    seed: Seed, record: Mapping[str, Any] | None, profile: Mapping[str, Any] | None = None, author_polled: bool = False
+) -> list[str]:
     """The measured reasons this experiment's numbers differ from the write-up's, ranked
     (module docstring). ``record``: the experiment's batch record; ``profile``: a recorded
     "top function's share of busy samples" result of the seed (``seed_profile``; said on the
-    experiment that recorded it; None: no profile ran)."""
+    experiment that recorded it; None: no profile ran); ``author_polled``: whether the
+    author's commands for this experiment's figures polled (``polls``)."""
     runs = _read((record or {}).get("run_folders") or [])
     if not runs:
         return []
@@ -99,18 +103,22 @@ def causes(seed: Seed, record: Mapping[str, Any] | None, profile: Mapping[str, A
     polled = any(str((r["params"].get("fio_options") or {}).get("hipri")) == "1" for r in runs) or any(
         "-p" in r["argv"] and r["argv"][r["argv"].index("-p") + 1 : r["argv"].index("-p") + 2] == ["1"] for r in runs
     )
-    if pub.get("polled") and not polled:
-        io_poll = (snap.get("queue") or {}).get("io_poll")
+    if author_polled and not polled:
+        io_poll = str((snap.get("queue") or {}).get("io_poll"))
         said.append(
-            "Completions by interrupt, not polled as published"
-            + (f": the target has no poll queues (io_poll {io_poll})" if io_poll is not None else "")
+            "Completions by interrupt where the author polled"
+            + (": the target has no poll queues (io_poll 0)" if io_poll == "0" else "")
             + "."
         )
-    if snap.get("virtual_machine") or snap.get("emulated"):
+    if snap.get("emulated"):
         said.append(
-            "A virtual machine"
-            + (f" ({snap['emulated']}: an emulator's device)" if snap.get("emulated") else "")
-            + ": device doorbells, timers and interrupts trap to the host, and its vCPUs share the host's cores."
+            "An emulated NVMe device in a QEMU guest: each IO is the emulator's work on this host's CPUs, and "
+            "the guest's doorbells, timers and interrupts trap to it."
+        )
+    elif snap.get("virtual_machine"):
+        said.append(
+            "A virtual machine: device doorbells, timers and interrupts trap to the host, and its vCPUs share "
+            "the host's cores."
         )
     mhz = [v for v in (snap.get("cpuinfo_mhz") or {}).values() if v]
     cur = [v / 1e3 for v in (snap.get("scaling_cur_freq_khz") or {}).values() if v]
@@ -157,6 +165,12 @@ def causes(seed: Seed, record: Mapping[str, Any] | None, profile: Mapping[str, A
             "them" + (f": {HOT[fn]}" if fn in HOT else "") + "."
         )
     return said
+
+
+def polls(command: str) -> bool:
+    """Whether a published command line polls its completions (fio's --hipri, t/io_uring's -p 1)."""
+    text = str(command)  # a description ("t/io_uring (flags not published: polled, ...)") says it in words
+    return bool(re.search(r"--hipri(?:=1)?(?:\s|$)|(?:^|\s)-p\s*1(?:\s|$)|\bpolled\b", text))
 
 
 def seed_profile(records: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -321,6 +321,9 @@ def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
     records = batch_records(seed, out)
     notes = plan(out).get("notes", {})
     profile = causes.seed_profile(records)
+    table = comparisons(seed, out)
+    mine = table[table["local"].map(finite) & table["command"].map(causes.polls)] if len(table) else table
+    polled = set(mine["from"]) if len(mine) else set()  # experiments whose compared figures the author polled
     found = []
     for exp in seed.experiments:
         rec = records.get(exp.name) or {}
@@ -338,7 +341,7 @@ def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
                 "extra": "; ".join(notes.get(f"{seed.ident}/{exp.name}", [])),
                 "error": err[:400] if status == "failed" else "",
                 "links": [(text, href) for text, href in links if href],
-                "causes": causes.causes(seed, rec, profile) if rec else [],
+                "causes": causes.causes(seed, rec, profile, exp.name in polled) if rec else [],
                 "figures": drawn,
                 "left": left,
             }
