@@ -109,7 +109,7 @@ def published_options(command: str) -> tuple[dict[str, str], str]:
     ``taskset -c N`` as ``cpus_allowed``; t/io_uring's ``-x v`` flags and its file. ({}, "")
     for a command that is not fio's or t/io_uring's (a description, SPDK's bdevperf); notes in
     brackets are left out."""
-    tail = re.sub(r"\([^)]*\)", "", command.split(";")[-1])  # a note in brackets is the table's, not the command's
+    tail = re.sub(r"\([^)]*\)", "", command).split(";")[-1]  # a note in brackets is the table's, not the command's
     try:
         words = shlex.split(tail)
     except ValueError:
