@@ -272,6 +272,9 @@ def test_seed_001_cycles_per_io_and_where_they_go(browser, tmp_path, monkeypatch
     )
     assert row["published"] == 8666 and row["local"] > 0 and row["ratio"] > 0
     _check_pages(browser, tmp_path / "out", ["001"])
+    page = (tmp_path / "out/seed-001.html").read_text()  # an experiment a level leaves out is said, with why
+    assert "kernel-path — notebook 06_kernel_io_path.ipynb (<span class='not run at the smoke level'>" in page
+    assert "experiment kernel-path is not run at the smoke level: the smoke level checks" in page
     # what `iolab reproduce` re-runs the seed's notebook with (tests/test_reproduce.py re-runs
     # notebooks): the parameters it ran with, its results and its run folders, recorded
     executed = tmp_path / "out/seed-001/single-core/01_queue_depth_knee.ipynb"

@@ -93,6 +93,8 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
     records = batch_records(seed, out)
     published = published_figures(seed.ident)
     notebooks = {e.name: e.notebook for e in seed.experiments}
+    experiments = {e.name: e for e in seed.experiments}
+    level = run_level(seed, out)
     figures = {f["experiment"]: f for f in reversed(seed.figures)}
     rows, flagged, common = [], {}, {}
     for _, prow in published.iterrows():
@@ -110,7 +112,15 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
             else:
                 declaration = declared(notebooks[fig["from"]])
                 local, low, high, how, runs = _local(
-                    fig, spec, prow, metric, rec, declaration, common.get(prow["experiment"])
+                    fig,
+                    spec,
+                    prow,
+                    metric,
+                    rec,
+                    declaration,
+                    common.get(prow["experiment"]),
+                    level,
+                    experiments[fig["from"]].skip,
                 )
             ratio = local / value if finite(local) and value else None
             source = (fig or {}).get("from", "")
@@ -138,6 +148,16 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def run_level(seed: Seed, out: Path) -> str | None:
+    """The level ``iolab seeds`` ran ``seed`` at into ``out`` (its plan.json), None when unknown."""
+    import json
+
+    try:
+        return json.loads((Path(out) / "plan.json").read_text())["seeds"][seed.ident]["level"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def flag_texts(seed: Seed, out: str | Path) -> dict[str, str]:
     """Each experiment's plausibility checks that its runs failed, in words (none: absent)."""
     texts = {}
@@ -162,16 +182,25 @@ def _local(
     rec: Mapping[str, Any] | None,
     declaration: Notebook,
     levels: Mapping[str, str] | None = None,
+    level: str | None = None,
+    skip: Mapping[str, str] | None = None,
 ) -> tuple[Any, Any, Any, str, list[Path]]:
     """(value, low, high, how, runs) of one published figure here: the manifest's ``results``
     name a result of the experiment's notebook by its key (``iolab.report.contract``); its
     name's fields ("IOPS at QD {qd} ({tool})") come from the published row, the label's
     entry, the figure's ``fields`` and its ``metric_fields`` for this metric. ``runs``: the
     run folders behind the value."""
+    skip = skip or {}
     if spec.get("reason"):
         return None, None, None, str(spec["reason"]), []
     if rec is None:
-        return None, None, None, f"experiment {fig['from']} has not run yet: run the same iolab seeds command", []
+        skipped = (level or "") in skip
+        why = (
+            f"is not run at the {level} level: {skip[level]}"
+            if skipped
+            else "has not run yet: run the same iolab seeds command"
+        )
+        return None, None, None, f"experiment {fig['from']} {why}", []
     if rec.get("status") != "ok":
         first = (str(rec.get("error") or "").strip().splitlines() or ["unknown error"])[0]
         return None, None, None, f"experiment {fig['from']} failed: {first[:300]}", []

@@ -35,7 +35,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -161,6 +161,11 @@ class ExperimentEntry(BaseModel):
         default_factory=dict, description="a mapping of parameter -> value at smoke", examples=["{runtime_s: 0.3}"]
     )
     search: SearchEntry | None = None
+    skip: dict[Literal["quick", "smoke"], Word] = Field(
+        default_factory=dict,
+        description="a mapping of a level (quick, smoke) -> why the experiment does not run at it (said on the page)",
+        examples=["{smoke: notebook 06 runs in the browser tests; --quick runs it here}"],
+    )
     adaptations: Table = Field(
         default_factory=dict,
         description="a mapping of a fio option (or t/io_uring flag) -> why it differs here from the write-up's command",
@@ -248,6 +253,7 @@ class Experiment:
     levels: dict[str, dict[str, Any]]
     search: dict[str, Any] | None = None
     adaptations: dict[str, str] = field(default_factory=dict)  # option -> why it differs from the write-up's
+    skip: dict[str, str] = field(default_factory=dict)  # level -> why the experiment does not run at it
 
 
 @dataclass
@@ -297,6 +303,7 @@ def load_seed(path: str | os.PathLike) -> Seed:
             {"quick": e.quick, "smoke": e.smoke},
             e.search.model_dump(exclude_none=True) if e.search else None,
             {str(k): str(v) for k, v in e.adaptations.items()},
+            dict(e.skip),
         )
         for e in checked.experiments
     ]
@@ -386,6 +393,8 @@ def plan(
     todo = []
     for seed in seeds:
         for exp in seed.experiments:
+            if level in exp.skip:  # said by describe() and on the seed's page
+                continue
             base = declared(exp.notebook).smoke if level == "smoke" else {}  # the notebook's own smoke settings
             params = {**exp.parameters, **base, **((exp.levels.get(level) or {}) if level != "full" else {})}
             notes: list[str] = []
@@ -534,6 +543,12 @@ def describe(todo: Sequence[Planned], level: str) -> str:
         )
         total_runs += p.fio_runs
         total_s += p.estimate_s
+    for seed in {p.seed.ident: p.seed for p in todo}.values():
+        lines += [
+            f"  seed {seed.ident} {e.name:<16} {e.notebook.name:<34} not run at the {level} level: {e.skip[level]}"
+            for e in seed.experiments
+            if level in e.skip
+        ]
     seeds = list(dict.fromkeys(p.seed.ident for p in todo))
     where = "in this emulated (TCG) guest" if slowdown() > 1 else "on this machine"
     smaller = ", ".join(

@@ -32,6 +32,7 @@ from .comparisons import (
     finite,
     flag_texts,
     published_figures,
+    run_level,
 )
 from .manifest import Seed, load_seed
 from .setups import cannot_run_here, check_by_check, differences, local_setup
@@ -327,7 +328,9 @@ def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
     found = []
     for exp in seed.experiments:
         rec = records.get(exp.name) or {}
-        status = rec.get("status", "not run yet")
+        level = run_level(seed, out)
+        skipped = not rec and level in exp.skip
+        status = rec.get("status", f"not run at the {level} level" if skipped else "not run yet")
         err = (str(rec.get("error") or "").splitlines() or [""])[0]
         links = [("write-up", relative(rec.get("html"), out)), ("executed notebook", relative(rec.get("output"), out))]
         drawn, left = evidence.figures(rec)
@@ -338,7 +341,9 @@ def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
                 "status": status,
                 "section": exp.section,
                 "method": exp.method,
-                "extra": "; ".join(notes.get(f"{seed.ident}/{exp.name}", [])),
+                "extra": "; ".join(
+                    [*notes.get(f"{seed.ident}/{exp.name}", []), *([exp.skip[level]] if skipped else [])]
+                ),
                 "error": err[:400] if status == "failed" else "",
                 "links": [(text, href) for text, href in links if href],
                 "causes": causes.causes(seed, rec, profile, exp.name in polled) if rec else [],

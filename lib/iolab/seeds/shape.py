@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.contract import declared
-from .comparisons import batch_records, finite
+from .comparisons import batch_records, finite, run_level
 from .manifest import Seed
 
 COLUMNS = ["shape", "published", "local", "low", "high", "why", "unit"]
@@ -59,9 +59,12 @@ def _ratio(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> tuple[An
 def _recorded(seed: Seed, out: Path, local: Mapping[str, Any]) -> tuple[Any, Any, Any, str]:
     """A recorded percentage change as a ratio: (1 + change/100, low, high, its note)."""
     rec = batch_records(seed, out).get(str(local.get("from")))
-    if rec is None or rec.get("status") != "ok":
-        return None, None, None, f"experiment {local.get('from')} has not run or failed"
     exp = next(e for e in seed.experiments if e.name == local["from"])
+    level = run_level(seed, out)
+    if rec is None and level in exp.skip:
+        return None, None, None, f"experiment {exp.name} is not run at the {level} level: {exp.skip[level]}"
+    if rec is None or rec.get("status") != "ok":
+        return None, None, None, f"experiment {exp.name} has not run or failed"
     name = declared(exp.notebook).result(str(local["result"])).name.format(**(local.get("fields") or {}))
     got = next((r for r in rec.get("results") or [] if r.get("name") == name), None)
     if got is None or not finite(got.get("value")):
