@@ -337,3 +337,12 @@ def test_the_command_reads_notebooks_without_building_iri_grammars(tmp_path):
     )
     checked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert checked.stdout.split() == ["refused"], checked.stderr[-2000:]
+
+
+def test_demo_takes_one_cpu_to_measure_on_and_refuses_others_before_anything_runs(tmp_path):
+    """``iolab demo`` waited up to 600 s for CPU 0 with no way to choose another (issue P35)."""
+    for given, said in (("0-1", "the demo measures on one CPU"), ("99", "CPU 99 does not exist"), ("x", "cannot read")):
+        done = cli_here("demo", "--cpus", given, "--out", tmp_path / "out")
+        assert done.returncode == 1 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "out").exists()
+    assert "--cpus" in cli_here("demo", "--help").stdout

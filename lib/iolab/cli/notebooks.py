@@ -131,6 +131,7 @@ def cmd_init(args, _extra) -> int:
 
 
 def cmd_demo(args, _extra) -> int:
+    from ..core import validate
     from ..core.validate import fio_time  # slow to import (pandas): only for this command
     from ..report.demo import DEFAULT_RUNTIME_S, run_demo
 
@@ -139,8 +140,11 @@ def cmd_demo(args, _extra) -> int:
         fio_time(runtime_s)
     except InputError as exc:
         raise InputError(f"--runtime {runtime_s:g}: {exc}") from None
+    cpus = validate.check_cpus(validate.cpu_list(args.cpus)) if args.cpus is not None else None
+    if cpus is not None and len(cpus) != 1:
+        raise InputError(f"--cpus {args.cpus}: the demo measures on one CPU; give one, e.g. --cpus 1")
     out_dir = Path(args.out) if args.out else paths.PAPERMILL_RUNS
-    for path in run_demo(out_dir=out_dir, runtime_s=runtime_s, force=args.force):
+    for path in run_demo(out_dir=out_dir, runtime_s=runtime_s, force=args.force, cpu=cpus[0] if cpus else None):
         print(f"wrote {path}")
     return 0
 
@@ -363,6 +367,7 @@ def add_commands(add) -> None:
     p.add_argument("--out", help="output folder (default papermill_runs/)")
     p.add_argument("--force", action="store_true", help=FORCE_HELP + " (OUT, its notebooks and pages)")
     p.add_argument("--runtime", type=finite(0), help="seconds per fio run (default 0.4; 08 runs 10x that)")
+    p.add_argument("--cpus", help="the CPU to measure on, e.g. 1 (default: CPU 0, as the notebooks)")
     p.set_defaults(func=cmd_demo)
     p = add(
         "nvmelab",

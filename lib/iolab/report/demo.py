@@ -27,10 +27,13 @@ FLAGSHIP = {nb.file: nb.demo for nb in NOTEBOOKS.values() if nb.demo}  # each on
 DEFAULT_RUNTIME_S = 0.4
 
 
-def run_demo(out_dir: Path | None = None, runtime_s: float = DEFAULT_RUNTIME_S, force: bool = False) -> list[Path]:
+def run_demo(
+    out_dir: Path | None = None, runtime_s: float = DEFAULT_RUNTIME_S, force: bool = False, cpu: int | None = None
+) -> list[Path]:
     """Each flagship notebook executed into ``out_dir`` (default ``papermill_runs/``, iolab's own
-    folder), then written up. A folder or file there that iolab did not write is refused before
-    any notebook runs (``iolab.core.outputs``), unless ``force``."""
+    folder), then written up, measuring on ``cpu`` (None: each notebook's default, CPU 0). A
+    folder or file there that iolab did not write is refused before any notebook runs
+    (``iolab.core.outputs``), unless ``force``."""
     out_dir = Path(out_dir or paths.PAPERMILL_RUNS)
     claim_folder(out_dir, force=force)
     for name in FLAGSHIP:
@@ -43,7 +46,8 @@ def run_demo(out_dir: Path | None = None, runtime_s: float = DEFAULT_RUNTIME_S, 
         if said:
             print(said)
         for name, params in FLAGSHIP.items():
-            executed = execute(sources[name], out_dir / name, params(runtime_s), force=force)
+            given = {**params(runtime_s), **({"cpu": cpu} if cpu is not None else {})}
+            executed = execute(sources[name], out_dir / name, given, force=force)
             written += [executed, publish(executed, force=force)]
     return written
 
