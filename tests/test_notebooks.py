@@ -60,3 +60,26 @@ def _pattern(node):
     if isinstance(node, ast.Constant):
         return re.escape(node.value)
     return "".join(re.escape(v.value) if isinstance(v, ast.Constant) else ".+" for v in node.values)
+
+
+def test_plain_papermill_with_a_parameter_the_notebook_lacks_stops_at_load_ext(tmp_path):
+    """papermill only warns of an unknown parameter (``-p runs_dir ...`` on a notebook without
+    one) and runs on as if it had not been given (issue P35): ``%load_ext iolab`` stops it,
+    naming the nearest parameter; a known one runs."""
+    import papermill as pm
+
+    from iolab.report.kernel import headless_kernel
+
+    nb = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+    )
+    nb.cells = [
+        nbformat.v4.new_code_cell("runtime_s = 2.0\nqueue_depths = [1, 4]", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("%load_ext iolab\nprint('ran with', runtime_s)"),
+    ]
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    run = dict(kernel_name=headless_kernel(), progress_bar=False, cwd=tmp_path)
+    with pytest.raises(pm.PapermillExecutionError, match=r"'queue_depth' \(did you mean 'queue_depths'\?\)"):
+        pm.execute_notebook(tmp_path / "in.ipynb", tmp_path / "bad.ipynb", parameters={"queue_depth": [8]}, **run)
+    good = pm.execute_notebook(tmp_path / "in.ipynb", tmp_path / "ok.ipynb", parameters={"runtime_s": 1}, **run)
+    assert "ran with 1" in str(good.cells[-1].outputs)

@@ -22,6 +22,22 @@ def load_ipython_extension(ipython) -> None:
     brief_in_notebooks(ipython)
     live_tables(ipython)
     keep_live(_to_history)
+    _refuse_unknown_parameters(ipython)
+
+
+def _refuse_unknown_parameters(ipython) -> None:
+    """A papermill run given a parameter the notebook does not have (``-p runs_dir ...`` on a
+    notebook without one) stops here with what it has, nearest first: papermill only warns,
+    and the run would go on as if it had not been given."""
+    from .core.errors import InputError, with_nearest
+    from .core.validate import unknown_injected
+
+    unknown, known = unknown_injected(list(getattr(ipython, "user_ns", {}).get("In", []) or []))
+    if unknown:
+        raise InputError(
+            f"papermill was given {with_nearest(unknown, known)}: this notebook has no such parameter, so it would "
+            f"change nothing; its parameters are {', '.join(known)}"
+        )
 
 
 def _to_history(kept, finished: bool) -> None:

@@ -534,3 +534,34 @@ def check_measure(
     check_cpus(cpus)
     if runs_dir is not None:
         writable_dir(runs_dir, "runs folder", "--runs-dir DIR (runs_dir= in Python)")
+
+
+def _assigned(source: str) -> set[str]:
+    """The names a cell's top-level statements assign (``x = 1``, ``x: int = 1``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def unknown_injected(sources: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the names papermill's injected parameters cell assigns that no cell before it assigns,
+    the names those cells assign): ``sources`` are a kernel's cells in order (IPython's ``In``),
+    the injected one starting "# Parameters" as papermill writes it. papermill itself only
+    warns of a parameter the notebook does not have, and runs on with it changing nothing.
+    ([], []) when no cell was injected."""
+    for i, source in enumerate(sources):
+        if str(source).startswith("# Parameters\n"):
+            known = set().union(*(_assigned(str(s)) for s in sources[:i]))
+            given = sorted(_assigned(str(source)))
+            return [n for n in given if n not in known], sorted(known)
+    return [], []
