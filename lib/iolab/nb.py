@@ -15,7 +15,7 @@ How to measure: ``MeasureOptions``, ``measure`` (one run), ``new_sweep_dir`` (a 
 of its own), ``fio_time`` (seconds as fio's time), ``perf`` (profiling), ``hosts`` and
 ``fio_version`` (fio servers), ``search`` and ``load_spec`` (a parameter search), and the
 readers of notebook parameters papermill passes as text (``positive_ints``, ``list_param``,
-``dict_param``). Reading back: ``load_runs``, ``load_stacks``, ``run_commands`` (the command lines behind a table of runs, to copy), ``threadstates`` (the thread
+``dict_param``). Reading back: ``load_runs``, ``load_stacks``, ``run_commands`` and ``show_commands`` (the command lines behind a table of runs, as a table or printed to copy), ``threadstates`` (the thread
 states sampled beside a run). The record: ``results`` (``iolab.record.results``) and
 ``history`` (``iolab.record.history``, loaded when first named: it needs pyarrow). The
 machine: ``snapshot``, ``machine_facts`` (a snapshot as a table of facts in words), ``queue_knobs``, ``preflight`` (``preflight.verdicts(tgt, [cpu])``: is it set
@@ -51,7 +51,7 @@ from .plots.explore import explorer
 from .plots.published import reference_bars
 from .read import threadstates
 from .read.published import published_figures
-from .read.run import run_commands
+from .read.run import run_commands, show_commands
 from .record import results
 from .record.provenance import machine_facts
 from .runs.runcache import load_runs
@@ -92,6 +92,7 @@ __all__ = [
     "runs_home",
     "save_figure",
     "search",
+    "show_commands",
     "snapshot",
     "targets",
     "threadstates",

@@ -293,12 +293,13 @@ SCROLL_BOX = "iolab-table"
 
 
 def counting_index(frame) -> bool:
-    """Whether ``frame``'s index only counts its rows (0, 1, 2 ... unnamed): a column that
-    says nothing, which a table as the write-ups read leaves out."""
+    """Whether ``frame``'s index only numbers its rows: unnamed and whole numbers (0, 1, 2 ...,
+    or what is left of them after a filter or a sort: 9, 10, 11), a column that says nothing,
+    which a table as the write-ups read leaves out. A named index (``qd``) says something."""
     import pandas as pd
 
     index = frame.index
-    return isinstance(index, pd.RangeIndex) and index.name is None and index.start == 0 and index.step == 1
+    return not isinstance(index, pd.MultiIndex) and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
 
 
 def table_html(frame) -> str | None:

@@ -141,3 +141,15 @@ def run_commands(runs: Any) -> pd.DataFrame:
             line = re.sub(r"(--name=\S+?)-r\d+(?=\s|$)", r"\1", line)
             counted[line] = counted.get(line, 0) + 1
     return pd.DataFrame({"runs": list(counted.values()), "command": list(counted)}, columns=["runs", "command"])
+
+
+def show_commands(runs: Any) -> None:
+    """Print ``run_commands(runs)`` as a notebook shows it: each command whole on a line of its
+    own under how many runs ran it, plain text to select and copy (a table would cut or wrap
+    a command inside an option)."""
+    table = run_commands(runs)
+    if table.empty:
+        print("no run recorded a command line (runs made by hand keep none)")
+        return
+    for r in table.itertuples():
+        print(f"# {r.runs} run{'s' * (r.runs != 1)}:\n{r.command}")
