@@ -154,7 +154,8 @@ def test_figures_and_reports_carry_a_banner(tmp_path):
     )
     ax = curves.by_setting(df, "qd")
     texts = [t.get_text() for t in ax.texts]
-    assert any(t.startswith("⚠ 1 of 2 runs failed a plausibility check") and "served by a cache" in t for t in texts)
+    assert any(t.startswith("⚠ 1 of 2 runs failed a plausibility check (device vs fio)") for t in texts)  # one line
+    assert all("\n" not in t for t in texts if t.startswith("⚠")) and any("iolab check RUN_DIR" in t for t in texts)
     run = tmp_path / "r1"
     run.mkdir()
     (run / "checks.json").write_text(

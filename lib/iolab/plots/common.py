@@ -125,22 +125,26 @@ def flag_banner(ax, df: pd.DataFrame) -> None:
         return
     runs = flagged["run_id"].nunique() if "run_id" in flagged else len(flagged)
     total = df["run_id"].nunique() if "run_id" in df else len(df)
-    words = list(
+    names = list(
         dict.fromkeys(
-            w.split(":")[0].strip() + ":" + w.split(":", 1)[1].split(";")[0]
+            w.split(":")[0].strip().replace("_", " ")
             for text in flagged["flags"]
             for w in text.split(" | ")
             if ":" in w
         )
     )
     text = textwrap.shorten(
-        f"⚠ {runs} of {total} runs failed a plausibility check — " + " | ".join(words), width=160, placeholder=" …"
+        f"⚠ {runs} of {total} runs failed a plausibility check ({', '.join(names)}): the plot includes them; "
+        "iolab check RUN_DIR says why",
+        width=120,
+        placeholder=" …",
     )
+    lines = max(ax.title.get_text().count("\n"), ax._left_title.get_text().count("\n")) + 1  # above the title
     ax.annotate(
-        "\n".join(textwrap.wrap(text, 90)),
+        text,
         xy=(0, 1),
         xycoords="axes fraction",
-        xytext=(0, 22),
+        xytext=(0, 10 + 14 * lines),
         textcoords="offset points",
         fontsize=8,
         color="white",
