@@ -82,7 +82,7 @@ HIGHLIGHT = "#e040fb"  # the flame graph's search-match fill
 
 # ---------------------------------------------------------------- JupyterLab
 def _copy_project(home: Path) -> None:
-    """``home/project`` laid out as the checkout: its README.md, and in notebooks/ the
+    """``home/project`` laid out as the checkout: its README.md (and its picture), and in notebooks/ the
     notebooks with short parameters injected after their parameters cell, as papermill does
     (the checkout's own notebooks are never written to)."""
     import yaml
@@ -92,6 +92,9 @@ def _copy_project(home: Path) -> None:
     folder = home / "project" / "notebooks"
     folder.mkdir(parents=True)
     shutil.copy(REPO / "README.md", folder.parent / "README.md")
+    shutil.copytree(
+        REPO / "docs" / "images", folder.parent / "docs" / "images"
+    )  # the README's picture: it opens rendered
     for name, params in NOTEBOOKS.items():
         params = {k: v.format(home=home) if isinstance(v, str) else v for k, v in params.items()}
         nb = parameterize_notebook(load_notebook_node(str(REPO / "notebooks" / name)), params)

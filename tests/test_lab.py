@@ -95,4 +95,5 @@ def test_make_lab_turns_off_jupyterlabs_news_pop_up_and_keeps_other_overrides(tm
         "checkForUpdates": False,
     }
     assert doc["@jupyterlab/apputils-extension:themes"] == {"theme": "x"}
+    assert doc["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"] == {"markdown": "Markdown Preview"}
     assert quiet_lab(tmp_path) == path and json.loads(path.read_text()) == doc  # twice: the same file

@@ -110,12 +110,16 @@ def _bind_advice(exc: OSError, ip: str, port: int) -> str:
     return f"cannot listen on {ip}:{port} ({exc.strerror}); give an address of this machine, e.g. make lab IP=127.0.0.1"
 
 
-QUIET = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+QUIET = {
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+    # README.md and docs/ open rendered (a double-click showed their Markdown source)
+    "@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Markdown Preview"}},
+}
 
 
 def quiet_lab(prefix: str | os.PathLike | None = None) -> Path:
     """JupyterLab's "news" question and update check turned off for this environment (its
-    toast covered the first outputs of a notebook): ``overrides.json`` in
+    toast covered the first outputs of a notebook), and Markdown opened rendered: ``overrides.json`` in
     ``PREFIX/share/jupyter/lab/settings/`` (``PREFIX``: this venv), other overrides kept. A
     user's own setting still wins. Returns the file."""
     import json
