@@ -104,8 +104,15 @@ def differences(seed: Seed, snap: Mapping[str, Any]) -> str:
         f"kernel {snap.get('kernel')}",
         str(snap.get("fio_version") or "fio"),
         "polled" if snap.get("polled") else "interrupts (not polled)",
-        f"emulated: {emulated}" if emulated else "not emulated",
+        f"emulated: {emulated}"
+        if emulated
+        else "a virtual machine"
+        if snap.get("virtual_machine")
+        else "not a virtual machine"
+        if snap.get("virtual_machine") is False
+        else "",
     ]
+    here = [h for h in here if h]
     there = [
         f"{pub.get('cpu_model')}" + (f" at {pub['clock_ghz']} GHz" if pub.get("clock_ghz") else ""),
         str(pub.get("device")),
