@@ -195,7 +195,9 @@ def ladder_cpu(ladder: pd.DataFrame, ax=None):
     own = ax is None
     ax = axes_of(ax)
     m = ladder[ladder.status == "measured"]
-    labels = [f"{r.step}" for r in m.itertuples()]
+    labels = [
+        f"{r.step}. " + textwrap.fill(textwrap.shorten(str(r.name), 24, placeholder="…"), 14) for r in m.itertuples()
+    ]
     ax.bar(labels, m["cycles_per_io"], color="#55a868")
     ax.set_ylabel(label("cycles_per_io"))
     ax.set_xlabel("ladder step")
@@ -207,7 +209,7 @@ def ladder_cpu(ladder: pd.DataFrame, ax=None):
     nominal = "; the frequency is nominal (/proc/cpuinfo, no cpufreq)" if "proc_cpuinfo" in src else ""
     count_axis(ax)
     ax.set_title("Cycles per IO (bars) and CPU busy (line) per step")
-    source_note(ax, f"/proc/stat busy time × frequency ({src}) / IOs{nominal}")
+    source_note(ax, f"/proc/stat busy time × frequency ({src}) / IOs{nominal}", below_pt=64)  # under 2-line names
     if own:
         fit_width(ax)
     return ax
