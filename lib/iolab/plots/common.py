@@ -330,9 +330,7 @@ def save_figure(fig_or_ax, name: str, folder: str | os.PathLike | None = None, f
     from ..core.outputs import claim_folder, write_output
     from ..core.paths import PAPERMILL_RUNS, check_name
 
-    fig = getattr(fig_or_ax, "figure", fig_or_ax)
-    if hasattr(fig, "get_figure") and not hasattr(fig, "savefig"):
-        fig = fig.get_figure()
+    fig = getattr(fig_or_ax, "figure", fig_or_ax)  # an Axes' figure, or the figure given
     check_name(name, "figure name", "save_figure(ax, 'knee')")
     wrong = [f for f in formats if f not in FIGURE_FORMATS]
     if wrong:

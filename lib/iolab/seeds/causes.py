@@ -23,7 +23,9 @@ from ..core.errors import IolabError, RunFileError
 from ..core.validate import fio_seconds
 from ..read.run import RunFolder
 from ..read.samples import run_columns
+from .commands import published_options
 from .manifest import Seed
+from .setups import polled_run
 
 # the hottest functions a profile here has shown, in words (kernel symbol -> what it is)
 HOT = {
@@ -100,9 +102,7 @@ def causes(
             f"The target: a scratch file on {snap.get('device') or 'this machine'}'s file system, not "
             f"{pub.get('device') or 'an SSD'}: the file system and this machine's disk set the pace."
         )
-    polled = any(str((r["params"].get("fio_options") or {}).get("hipri")) == "1" for r in runs) or any(
-        "-p" in r["argv"] and r["argv"][r["argv"].index("-p") + 1 : r["argv"].index("-p") + 2] == ["1"] for r in runs
-    )
+    polled = any(polled_run(f) for f in (record or {}).get("run_folders") or [])
     if author_polled and not polled:
         io_poll = str((snap.get("queue") or {}).get("io_poll"))
         said.append(
@@ -168,9 +168,10 @@ def causes(
 
 
 def polls(command: str) -> bool:
-    """Whether a published command line polls its completions (fio's --hipri, t/io_uring's -p 1)."""
-    text = str(command)  # a description ("t/io_uring (flags not published: polled, ...)") says it in words
-    return bool(re.search(r"--hipri(?:=1)?(?:\s|$)|(?:^|\s)-p\s*1(?:\s|$)|\bpolled\b", text))
+    """Whether a published command line polls its completions (fio's --hipri, t/io_uring's -p 1;
+    a description that says "polled")."""
+    opts, _ = published_options(command)
+    return opts.get("hipri") == "1" or opts.get("p") == "1" or bool(re.search(r"\bpolled\b", str(command)))
 
 
 def seed_profile(records: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] | None:

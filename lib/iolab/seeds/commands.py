@@ -4,7 +4,7 @@ published figure's command line as published (``command`` in
 difference between the two named with its reason.
 
     runs = runs_behind(folders, {"qd": 32})      # the run folders of one figure's local value
-    run_command(runs[0])                         # "taskset -c 1 fio --name=qd32 --rw=randread ..."
+    RunFolder(runs[0]).command()                 # "fio --name=qd32 --rw=randread ..." (iolab.read.run)
     adaptations(published, runs[0], reasons)     # ["iodepth 64 → 32: ...", ...]
 
 Options are compared as fio reads them: ``--name=value`` on a command line is the job file's
@@ -97,11 +97,6 @@ def _local(folder: Path) -> tuple[dict[str, str], str, list[str]]:
     added = [str(a.get("option")) for a in params.get("iolab_added") or []]
     opts = {str(k): str(v) for k, v in (params.get("fio_options") or {}).items()}
     return opts, "fio", added
-
-
-def run_command(folder: str | Path, order: Iterable[str] = ()) -> str:
-    """The command line of the run in ``folder`` (``iolab.read.run.RunFolder.command``)."""
-    return RunFolder(folder).command(list(order))
 
 
 def published_options(command: str) -> tuple[dict[str, str], str]:
@@ -204,4 +199,4 @@ def adaptations(
     return found
 
 
-__all__ = ["runs_behind", "run_command", "published_options", "adaptations", "Change", "REASONS", "TIO_FLAGS"]
+__all__ = ["runs_behind", "published_options", "adaptations", "Change", "REASONS", "TIO_FLAGS"]

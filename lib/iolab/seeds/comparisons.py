@@ -31,7 +31,7 @@ from ..report.batch import read_record
 from ..report.contract import Notebook, declared
 from ..stats import repeat_stats
 from . import commands
-from .manifest import Seed
+from .manifest import Experiment, Seed
 
 METRICS = ("iops", "bw_mib_s", "clat_p50_us", "clat_p99_us", "mean_lat_us", "cycles_per_io")  # iolab.core.columns
 WORDS = {
@@ -120,7 +120,7 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
                     declaration,
                     common.get(prow["experiment"]),
                     level,
-                    experiments[fig["from"]].skip,
+                    experiments[fig["from"]],
                 )
             ratio = local / value if finite(local) and value else None
             source = (fig or {}).get("from", "")
@@ -148,14 +148,25 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def run_level(seed: Seed, out: Path) -> str | None:
-    """The level ``iolab seeds`` ran ``seed`` at into ``out`` (its plan.json), None when unknown."""
+def plan(out: str | Path) -> dict[str, Any]:
+    """``out/plan.json`` (``iolab seeds``' plan: which seeds ran at which level), empty when there is none."""
     import json
 
     try:
-        return json.loads((Path(out) / "plan.json").read_text())["seeds"][seed.ident]["level"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return json.loads((Path(out) / "plan.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def run_level(seed: Seed, out: str | Path) -> str | None:
+    """The level ``iolab seeds`` ran ``seed`` at into ``out`` (its plan.json), None when unknown."""
+    level = (plan(out).get("seeds") or {}).get(seed.ident, {}).get("level")
+    return level if isinstance(level, str) else None
+
+
+def skipped(exp: Experiment, level: str | None) -> str:
+    """Why ``exp`` is not run at ``level`` ("is not run at the smoke level: ..."), "" when it is."""
+    return f"is not run at the {level} level: {exp.skip[level]}" if level in exp.skip else ""
 
 
 def flag_texts(seed: Seed, out: str | Path) -> dict[str, str]:
@@ -183,23 +194,17 @@ def _local(
     declaration: Notebook,
     levels: Mapping[str, str] | None = None,
     level: str | None = None,
-    skip: Mapping[str, str] | None = None,
+    skip: Experiment | None = None,
 ) -> tuple[Any, Any, Any, str, list[Path]]:
     """(value, low, high, how, runs) of one published figure here: the manifest's ``results``
     name a result of the experiment's notebook by its key (``iolab.report.contract``); its
     name's fields ("IOPS at QD {qd} ({tool})") come from the published row, the label's
     entry, the figure's ``fields`` and its ``metric_fields`` for this metric. ``runs``: the
     run folders behind the value."""
-    skip = skip or {}
     if spec.get("reason"):
         return None, None, None, str(spec["reason"]), []
     if rec is None:
-        skipped = (level or "") in skip
-        why = (
-            f"is not run at the {level} level: {skip[level]}"
-            if skipped
-            else "has not run yet: run the same iolab seeds command"
-        )
+        why = (skip and skipped(skip, level)) or "has not run yet: run the same iolab seeds command"
         return None, None, None, f"experiment {fig['from']} {why}", []
     if rec.get("status") != "ok":
         first = (str(rec.get("error") or "").strip().splitlines() or ["unknown error"])[0]

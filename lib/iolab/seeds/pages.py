@@ -12,7 +12,6 @@ from ``iolab.seeds.setups``.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 
 from ..core.outputs import write_output
 from ..core.readable import readable_value
+from ..read.run import RunFolder
 from ..report.templating import page
 from ..stats import repeat_stats
 from . import causes, commands, evidence
@@ -31,8 +31,10 @@ from .comparisons import (
     comparisons,
     finite,
     flag_texts,
+    plan,
     published_figures,
     run_level,
+    skipped,
 )
 from .manifest import Seed, load_seed
 from .setups import cannot_run_here, check_by_check, differences, local_setup
@@ -192,7 +194,9 @@ def command_rows(table: pd.DataFrame, seed: Seed, quick: bool) -> list[dict[str,
             {
                 "label": label,
                 "published": first["command"],
-                "run": commands.run_command(runs[0], commands.published_options(first["command"])[0]) if runs else "",
+                "run": RunFolder(runs[0]).command(list(commands.published_options(first["command"])[0]))
+                if runs
+                else "",
                 "runs": len(runs),
                 "why": why,
                 "changes": commands.adaptations(first["command"], runs[0], reasons.get(first["from"]), quick)
@@ -222,14 +226,6 @@ def interval(r: Mapping[str, Any]) -> str:
 def ratio(r: Mapping[str, Any]) -> str:
     """Local ÷ published as ``1.23×``, or a dash."""
     return f"{r['ratio']:.3g}×" if finite(r["ratio"]) else "–"
-
-
-def plan(out: Path) -> dict[str, Any]:
-    """``out/plan.json`` (``iolab seeds``' plan), empty when there is none."""
-    try:
-        return json.loads((out / "plan.json").read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def banners(seed: Seed, out: Path, snap: Mapping[str, Any]) -> list[str]:
@@ -271,7 +267,7 @@ def seed_page(seed: Seed, out: Path) -> str:
     snap = local_setup(seed, out)
     flags = flag_texts(seed, out)
     shape = shapes(seed, table, out)
-    level = plan(out).get("seeds", {}).get(seed.ident, {}).get("level")
+    level = run_level(seed, out)
     rows = [
         {
             "local_flag": "1" if finite(r["local"]) else "0",
@@ -287,7 +283,7 @@ def seed_page(seed: Seed, out: Path) -> str:
     ]
     local = table[table["local"].map(finite)] if len(table) else table
     said = command_rows(table, seed, level == "quick") if len(table) else []
-    done = methods(seed, out)
+    done = methods(seed, out, table)
     listed = [m["causes"] for m in done if m["causes"]]
     shared = [c for c in listed[0] if all(c in other for other in listed)] if len(listed) > 1 else []
     for m in done:
@@ -315,22 +311,22 @@ def seed_page(seed: Seed, out: Path) -> str:
     )
 
 
-def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
+def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Each experiment of ``seed``: its notebook, status, method, notes, first error line,
     links to its write-up and executed notebook, the measured causes of its differences
     (``iolab.seeds.causes``) and the figures its notebook drew (``iolab.seeds.evidence``)."""
     records = batch_records(seed, out)
     notes = plan(out).get("notes", {})
     profile = causes.seed_profile(records)
-    table = comparisons(seed, out)
+    table = comparisons(seed, out) if table is None else table
+    level = run_level(seed, out)
     mine = table[table["local"].map(finite) & table["command"].map(causes.polls)] if len(table) else table
     polled = set(mine["from"]) if len(mine) else set()  # experiments whose compared figures the author polled
     found = []
     for exp in seed.experiments:
         rec = records.get(exp.name) or {}
-        level = run_level(seed, out)
-        skipped = not rec and level in exp.skip
-        status = rec.get("status", f"not run at the {level} level" if skipped else "not run yet")
+        why = "" if rec else skipped(exp, level)
+        status = rec.get("status", f"not run at the {level} level" if why else "not run yet")
         err = (str(rec.get("error") or "").splitlines() or [""])[0]
         links = [("write-up", relative(rec.get("html"), out)), ("executed notebook", relative(rec.get("output"), out))]
         drawn, left = evidence.figures(rec)
@@ -341,9 +337,7 @@ def methods(seed: Seed, out: Path) -> list[dict[str, Any]]:
                 "status": status,
                 "section": exp.section,
                 "method": exp.method,
-                "extra": "; ".join(
-                    [*notes.get(f"{seed.ident}/{exp.name}", []), *([exp.skip[level]] if skipped else [])]
-                ),
+                "extra": "; ".join([*notes.get(f"{seed.ident}/{exp.name}", []), *([exp.skip[level]] if why else [])]),
                 "error": err[:400] if status == "failed" else "",
                 "links": [(text, href) for text, href in links if href],
                 "causes": causes.causes(seed, rec, profile, exp.name in polled) if rec else [],

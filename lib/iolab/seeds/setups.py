@@ -39,7 +39,7 @@ def local_setup(seed: Seed, out: Path) -> dict[str, Any]:
         if snap:
             break
     snap = snap or system.snapshot()
-    polled = any(_polled(f) for f in folders)
+    polled = any(polled_run(f) for f in folders)
     return {**snap, "polled": polled, "targets": _targets(folders)}
 
 
@@ -64,7 +64,8 @@ def _targets(folders: Sequence[Path]) -> list[str]:
     return list(found)
 
 
-def _polled(folder: Path) -> bool:
+def polled_run(folder: Path) -> bool:
+    """Whether the run in ``folder`` polled its completions (fio's hipri=1, t/io_uring's -p 1)."""
     run = RunFolder(folder)
     try:
         job = run.job()

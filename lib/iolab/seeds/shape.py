@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.contract import declared
-from .comparisons import batch_records, finite, run_level
+from .comparisons import batch_records, finite, run_level, skipped
 from .manifest import Seed
 
 COLUMNS = ["shape", "published", "local", "low", "high", "why", "unit"]
@@ -60,9 +60,9 @@ def _recorded(seed: Seed, out: Path, local: Mapping[str, Any]) -> tuple[Any, Any
     """A recorded percentage change as a ratio: (1 + change/100, low, high, its note)."""
     rec = batch_records(seed, out).get(str(local.get("from")))
     exp = next(e for e in seed.experiments if e.name == local["from"])
-    level = run_level(seed, out)
-    if rec is None and level in exp.skip:
-        return None, None, None, f"experiment {exp.name} is not run at the {level} level: {exp.skip[level]}"
+    why = skipped(exp, run_level(seed, out))
+    if rec is None and why:
+        return None, None, None, f"experiment {exp.name} {why}"
     if rec is None or rec.get("status") != "ok":
         return None, None, None, f"experiment {exp.name} has not run or failed"
     name = declared(exp.notebook).result(str(local["result"])).name.format(**(local.get("fields") or {}))

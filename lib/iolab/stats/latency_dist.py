@@ -212,6 +212,25 @@ def agreement(runs: Any, *, kind: str = "clat") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def agreement_words(check: pd.DataFrame) -> str:
+    """``agreement``'s table in one line: how many of fio's listed percentiles equal the bins',
+    and where up to three differ (job, percentile, both values in µs)."""
+    line = (
+        f"fio's listed percentiles: {check.equal.sum()} of {len(check)} equal to the bins' "
+        f"({check.run_id.nunique()} runs)"
+    )
+    if check.equal.all():
+        return line
+    return (
+        line
+        + "; they differ at "
+        + ", ".join(
+            f"{r.job} p{r.percentile:g}: fio {r.fio_us:,.1f} µs, bins {r.bins_us:,.1f} µs"
+            for r in check[~check.equal].head(3).itertuples()
+        )
+    )
+
+
 # ---------------------------------------------------------------- which reports
 def _by(by: str | Sequence[str]) -> list[str]:
     names = [b.strip() for b in by.split(",")] if isinstance(by, str) else list(by)
