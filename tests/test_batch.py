@@ -2,8 +2,11 @@
 on, resume that re-runs only failed or missing runs, batch.json and the index page."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -127,7 +130,7 @@ def test_runs_on_one_cpu_never_overlap(tmp_path, monkeypatch):
         time.sleep(0.3)
         return {"name": run.name, "cpu": run.parameters["cpu"], "span": (start, time.monotonic())}
 
-    monkeypatch.setattr(batch, "execute_one", fake)
+    monkeypatch.setattr(batch, "_execute_in_worker", fake)  # a worker's signal set-up needs a process
     in_process = lambda max_workers, **bind: batch.cf.ThreadPoolExecutor(max_workers)  # noqa: E731 - no die_with_parent
     monkeypatch.setattr(batch.cf, "ProcessPoolExecutor", in_process)  # the schedule, in-process
     spans = list(batch._execute_all(runs, tmp_path, jobs=3))
@@ -169,3 +172,30 @@ def test_the_index_page_shows_what_users_wrote_as_text(tmp_path):
     assert evil not in page and "&lt;script&gt;" in page and "<b>1</b>" not in page and "onerror=alert(2)>" not in page
     assert 'href="a/tiny.html"' in page and 'href="b/tiny.ipynb">notebook</a>' in page
     assert "1 failed" in page and "<th>v (s)</th>" in page and '<td class="num">3</td>' in page
+
+
+def test_ctrl_c_with_an_idle_worker_is_one_line(tmp_path):
+    """Ctrl-C reaches every process of the terminal's group: a worker waiting for work ended in
+    multiprocessing's traceback (22 lines per worker) before the batch's own message."""
+    script = tmp_path / "go.py"
+    script.write_text(
+        "import time, sys\nfrom pathlib import Path\nfrom iolab.report import batch\n"
+        "def fake(run, run_dir, force=False):\n    time.sleep(run.parameters['s'])\n    return {'name': run.name}\n"
+        "batch.execute_one = fake\n"
+        "runs = [batch.BatchRun(n, Path('nb.ipynb'), {'s': s, 'cpu': c}) for n, s, c in (('a', 0, 0), ('b', 60, 1))]\n"
+        "try:\n    for r in batch._execute_all(runs, Path('.'), 2):\n        print(r['name'], flush=True)\n"
+        "except KeyboardInterrupt:\n    sys.exit('interrupted')\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+    )
+    assert proc.stdout.readline() == "a\n"  # a's worker is idle now, b's still runs
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and err == "interrupted\n", err

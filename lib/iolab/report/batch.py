@@ -40,6 +40,7 @@ import hashlib
 import itertools
 import json
 import os
+import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -421,7 +422,7 @@ def _execute_all(todo: list[BatchRun], out: Path, jobs: int, force: bool = False
     pending = list(todo)
     # a worker dies with this process, SIGKILL too; its notebook's kernel follows it (ipykernel
     # polls its parent), and that kernel's fio follows the kernel (machine.process)
-    bind = {"initializer": die_with_parent, "initargs": (os.getpid(), False)}
+    bind = {"initializer": _worker_start, "initargs": (os.getpid(),)}
     with cf.ProcessPoolExecutor(max_workers=jobs, **bind) as pool:
         running: dict[cf.Future, BatchRun] = {}
         while pending or running:
@@ -431,12 +432,34 @@ def _execute_all(todo: list[BatchRun], out: Path, jobs: int, force: bool = False
                     break
                 if not (_cpus_of(run.parameters) & busy):
                     pending.remove(run)
-                    running[pool.submit(execute_one, run, out / run.name, force)] = run
+                    running[pool.submit(_execute_in_worker, run, out / run.name, force)] = run
                     busy |= _cpus_of(run.parameters)
             done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for future in done:
                 running.pop(future)
                 yield future.result()
+
+
+_ON_CTRL_C: Any = signal.default_int_handler  # a worker's SIGINT handler while it runs a notebook
+
+
+def _worker_start(parent_pid: int) -> None:
+    """A batch worker: bound to the batch (``die_with_parent``, iolab's handlers kept for its
+    notebook's kernel) and deaf to Ctrl-C while it waits for work. Ctrl-C reaches every process
+    of the terminal's group; an idle worker's KeyboardInterrupt inside the pool's queue read
+    printed multiprocessing's traceback before the batch's one-line message."""
+    global _ON_CTRL_C
+    die_with_parent(parent_pid, False)
+    _ON_CTRL_C = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _execute_in_worker(run: BatchRun, run_dir: Path, force: bool = False) -> dict[str, Any]:
+    """``execute_one`` in a worker, interruptible by Ctrl-C only while it runs."""
+    signal.signal(signal.SIGINT, _ON_CTRL_C)
+    try:
+        return execute_one(run, run_dir, force)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _write_index(manifest: Manifest, out: Path, records: Mapping[str, dict[str, Any]], force: bool = False) -> None:
