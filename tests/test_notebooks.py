@@ -83,3 +83,29 @@ def test_plain_papermill_with_a_parameter_the_notebook_lacks_stops_at_load_ext(t
         pm.execute_notebook(tmp_path / "in.ipynb", tmp_path / "bad.ipynb", parameters={"queue_depth": [8]}, **run)
     good = pm.execute_notebook(tmp_path / "in.ipynb", tmp_path / "ok.ipynb", parameters={"runtime_s": 1}, **run)
     assert "ran with 1" in str(good.cells[-1].outputs)
+
+
+@pytest.mark.slow
+def test_notebook_01_twice_into_one_runs_folder_finishes_headless(tmp_path):
+    """Issue P32: plain papermill, the default ``interactive=True``, a second run into the
+    same runs folder with another block size (the explorer then holds both) hung at the
+    explorer cell as reported (not reproduced here); both runs end, every cell run."""
+    import papermill as pm
+
+    from iolab.report.kernel import headless_kernel
+    from support.cpus import CPU
+
+    small = dict(queue_depths=[1, 2], runtime_s=0.3, repeats=1, warmup="none", threads=False, size="16m", cpu=CPU)
+    small |= {"runs_dir": str(tmp_path / "runs"), "target": "scratch"}
+    for bs in ("4k", "8k"):
+        nb = pm.execute_notebook(
+            REPO / "notebooks/01_queue_depth_knee.ipynb",
+            tmp_path / f"{bs}.ipynb",
+            parameters={**small, "bs": bs},
+            kernel_name=headless_kernel(),
+            progress_bar=False,
+            cwd=tmp_path,
+            execution_timeout=120,
+        )
+        assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code" and c.source.strip())
+    assert len(list((tmp_path / "runs").iterdir())) >= 4  # 2 depths x 2 block sizes, one folder
