@@ -186,7 +186,7 @@ def test_append_and_load_round_trip(tmp_path):
     assert list(history.load(folder, since=T0 + timedelta(days=1))["value"]) == [198000]
     assert history.load(tmp_path / "nothing-here").empty
     text = history.as_text(history.load(folder, metrics=["peak IOPS"]))
-    assert "231,000 [225,000, 236,000]" in text and "198,000" in text and "bench" not in text
+    assert "231,000 [225,000; 236,000]" in text and "198,000" in text and "bench" not in text
 
 
 def test_a_damaged_part_is_left_out_and_named(tmp_path):
@@ -384,7 +384,7 @@ def test_iolab_history_prints_the_table(filled):
         "commit",
         "notebook",
     ]
-    assert "231,000 [225,000, 236,000]" in out.stdout and "2026-11-01 08:00" in out.stdout and "01_x" in out.stdout
+    assert "231,000 [225,000; 236,000]" in out.stdout and "2026-11-01 08:00" in out.stdout and "01_x" in out.stdout
     assert "IOPS at QD 1" not in out.stdout and "1 per-setting results not shown (--all" in lines[-1]
     assert "2 results from 2 executed notebooks" in lines[-1]
     assert "IOPS at QD 1" in cli_here("history", "--dir", filled, "--all").stdout

@@ -215,7 +215,7 @@ def test_the_results_come_from_the_outputs_without_metadata(tiny, tmp_path):
     nb.metadata.pop("iolab", None)
     nbformat.write(nb, tmp_path / "plain.ipynb")
     text = publish(tmp_path / "plain.ipynb").read_text()
-    assert '<td>peak IOPS</td><td class="num">22,442</td><td>IO/s</td><td class="num">[21,000, 23,500]</td>' in text
+    assert '<td>peak IOPS</td><td class="num">22,442</td><td>IO/s</td><td class="num">[21,000; 23,500]</td>' in text
     assert "RESULT-OUTPUT-MARKER" not in text
 
 

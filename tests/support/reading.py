@@ -34,7 +34,7 @@ _TABLES = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-O
 })"""
 STALE_BARS = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output'))
     .filter(o => /\\d+%\\|/.test(o.innerText)).length"""  # tqdm's meter ("40%|████  | 2/5"): a finished bar is one "done" line
-NEGATIVE_INTERVAL = re.compile(r"\[\s*[-−]\d[\d,.]*\s*,")  # "[-59,086, 452,039]"
+NEGATIVE_INTERVAL = re.compile(r"\[\s*[-−]\d[\d,.]*\s*[,;]")  # "[-59,086; 452,039]"
 # What a table must never show a reader (issue 42): raw column names (these, and any
 # snake_case name), Python's words for values, and numbers a quantity cannot take.
 RAW_NAMES = {

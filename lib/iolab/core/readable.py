@@ -95,6 +95,13 @@ _NONE = {"NaN", "nan", "None", "<NA>", "NaT"}
 _YES_NO = {"True": "yes", "False": "no"}
 
 
+def interval_text(low_text: str, high_text: str) -> str:
+    """An interval as the write-ups print it: ``[1.02, 1.07]``; ``[760,980; 767,356]`` when a
+    bound has a thousands separator (a comma between them would read as four numbers)."""
+    between = "; " if "," in low_text + high_text else ", "
+    return f"[{low_text}{between}{high_text}]"
+
+
 def readable_cell(text: str, whole: bool = True) -> str:
     """A table cell's text as people read it: a number by ``readable_number``, a whole one
     without decimals (32.0 and 8.00 -> 32 and 8; not with ``whole=False``: a column that

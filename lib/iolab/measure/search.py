@@ -64,7 +64,7 @@ from ..core.errors import InputError, IolabError, OutputExists
 from ..core.paths import check_name
 from ..core.paths import runs_dir as default_runs_dir
 from ..core.progress import bar
-from ..core.readable import readable_seconds
+from ..core.readable import interval_text, readable_seconds
 from ..core.system import SYS_CPU, parse_cpu_list, read_text
 from ..core.validate import (
     check_cpus,
@@ -493,7 +493,7 @@ def summary(table: pd.DataFrame, spec: Spec, metric: str = "iops") -> str:
         ci = (
             repeat_stats.no_interval_words(row["n"], row[f"{metric}_cv_pct"])
             if pd.isna(row[f"{metric}_ci_low"])
-            else f"[{row[f'{metric}_ci_low']:,.0f}, {row[f'{metric}_ci_high']:,.0f}]"
+            else interval_text(f"{row[f'{metric}_ci_low']:,.0f}", f"{row[f'{metric}_ci_high']:,.0f}")
         )
         return f"{where}: {row[f'{metric}_mean']:,.0f} {ci} ({int(row['n'])} runs)" + (
             "  UNSTABLE" if row["unstable"] else ""

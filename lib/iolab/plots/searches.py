@@ -12,7 +12,7 @@ import seaborn as sns
 
 from ..core.columns import label
 from ..core.errors import InputError
-from ..core.readable import percent, si_number
+from ..core.readable import interval_text, percent, si_number
 from ..stats.search_cells import level_text
 from .common import (
     NOTEBOOK_WIDTH_IN,
@@ -466,8 +466,8 @@ def _unit(metric: str) -> str:
 
 
 def _interval(low: float, high: float, fmt: str = "{:,.0f}") -> str:
-    """'[8,233, 11,394]', '' without an interval."""
-    return "" if pd.isna(low) or pd.isna(high) else f"[{fmt.format(low)}, {fmt.format(high)}]"
+    """'[8,233; 11,394]', '' without an interval."""
+    return "" if pd.isna(low) or pd.isna(high) else interval_text(fmt.format(low), fmt.format(high))
 
 
 def interaction_table(inter: pd.DataFrame) -> pd.DataFrame:

@@ -68,6 +68,7 @@ import pyarrow.parquet as pq
 from ..core import paths
 from ..core.atomic import write_atomic
 from ..core.errors import InputError, printable
+from ..core.readable import interval_text
 from ..core.runfiles import quote
 from . import provenance
 from .results import show
@@ -545,7 +546,9 @@ def readable(table: pd.DataFrame, fold: bool = False) -> pd.DataFrame:
     def interval(row) -> str:
         text = row.value_text if _given(row.value_text) else show(None if pd.isna(row.value) else row.value)
         if pd.notna(row.low) or pd.notna(row.high):
-            text += f" [{show(None if pd.isna(row.low) else row.low)}, {show(None if pd.isna(row.high) else row.high)}]"
+            text += " " + interval_text(
+                show(None if pd.isna(row.low) else row.low), show(None if pd.isna(row.high) else row.high)
+            )
         return text
 
     def machine(row) -> str:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..core.atomic import write_atomic, write_json
 from ..core.errors import InputError
-from ..core.readable import wrapped
+from ..core.readable import interval_text, wrapped
 from ..core.runfolders import not_found, run_folders
 
 MIME = "application/vnd.iolab.core.results+json"
@@ -102,11 +102,11 @@ def record_runs(runs: Any) -> None:
 
 
 def describe(entry: Mapping[str, Any]) -> str:
-    """'peak IOPS = 231,000 IO/s [225,000, 236,000] (95 % t interval)': one result in words."""
+    """'peak IOPS = 231,000 IO/s [225,000; 236,000] (95 % t interval)': one result in words."""
     unit = f" {entry['unit']}" if entry.get("unit") and entry["value"] is not None else ""
     text = f"{entry['name']} = {show(entry['value'])}{unit}"
     if entry.get("low") is not None or entry.get("high") is not None:
-        text += f" [{show(entry.get('low'))}, {show(entry.get('high'))}]"
+        text += " " + interval_text(show(entry.get("low")), show(entry.get("high")))
     return text + (f" ({entry['note']})" if entry.get("note") else "")
 
 

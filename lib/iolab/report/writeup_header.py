@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.readable import readable_value
+from ..core.readable import interval_text, readable_value
 from ..core.version import __version__
 from ..read import checks
 from ..record import provenance
@@ -150,7 +150,7 @@ def result_row(r: Mapping[str, Any]) -> tuple:
         r.get("name", ""),
         shown(r.get("value")),
         r.get("unit") or "",
-        f"[{shown(r.get('low'))}, {shown(r.get('high'))}]" if has_interval else "",
+        interval_text(shown(r.get("low")), shown(r.get("high"))) if has_interval else "",
         r.get("source") or "",
         r.get("note") or "",
     )

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.outputs import write_output
-from ..core.readable import readable_value
+from ..core.readable import interval_text, readable_value
 from ..read.run import RunFolder
 from ..report.templating import page
 from ..stats import repeat_stats
@@ -217,7 +217,7 @@ def interval(r: Mapping[str, Any]) -> str:
     if not finite(r.get("local")):
         return "–"
     return (
-        f"[{readable_value(r['low'])}, {readable_value(r['high'])}]"
+        interval_text(readable_value(r["low"]), readable_value(r["high"]))
         if finite(r.get("low")) and finite(r.get("high"))
         else repeat_stats.no_interval_words(r.get("n"), r.get("cv_pct"))
     )

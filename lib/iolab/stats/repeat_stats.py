@@ -51,7 +51,7 @@ import pandas as pd
 
 from ..core.columns import better, bounds, clipped, interval_method, label, nonnegative, summed, unit
 from ..core.errors import InputError
-from ..core.readable import BYTE_UNITS, percent, readable_bytes, readable_value
+from ..core.readable import BYTE_UNITS, interval_text, percent, readable_bytes, readable_value
 from .cycles import add_cycles_per_io
 
 METRICS = ("iops", "bw_bytes_s", "clat_p50_us", "clat_p99_us", "cpu_busy_pct", "cycles_per_io")
@@ -388,7 +388,7 @@ def _interval_cell(row: pd.Series, metric: str) -> str:
     mean = readable_value(row[f"{metric}_mean"])
     if pd.isna(low) or pd.isna(high):
         return mean if row.get("n", 0) < MIN_REPEATS else f"{mean} (too noisy to bound)"  # its CV: the note's
-    return f"{mean} [{readable_value(low)},{NBSP}{readable_value(high)}]"
+    return f"{mean} " + interval_text(readable_value(low), readable_value(high)).replace(" ", NBSP)
 
 
 def _row_note(row: pd.Series, metrics: Sequence[str], note: str) -> str:

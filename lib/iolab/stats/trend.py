@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..core.columns import better
 from ..core.errors import InputError
-from ..core.readable import percent
+from ..core.readable import interval_text, percent
 
 SERIES = ("notebook", "name", "unit", "measured", "hostname", "device")  # measured: iolab.record.history.load
 OVER_WORDS = {"recorded_utc": "time", "kernel": "kernel version", "fio_version": "fio version"}
@@ -271,8 +271,9 @@ def in_words(tr: pd.DataFrame) -> list[str]:
         what = row.metric + (f" ({row.series})" if row.series else "")
         verdict = row.change or f"changed ({row.shift}; no better direction known for {row.unit or 'this unit'})"
         lines.append(
-            f"{what}: {_num(row.previous)} [{_num(row.previous_low)}, {_num(row.previous_high)}] → "
-            f"{_num(row.value)} [{_num(row.low)}, {_num(row.high)}]{unit} ({percent(row.change_pct, signed=True)}), "
+            f"{what}: {_num(row.previous)} {interval_text(_num(row.previous_low), _num(row.previous_high))} → "
+            f"{_num(row.value)} {interval_text(_num(row.low), _num(row.high))}{unit} "
+            f"({percent(row.change_pct, signed=True)}), "
             f"{verdict}: {_when(row, over)}"
         )
     return lines

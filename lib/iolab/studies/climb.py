@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..core.errors import InputError, IolabError
 from ..core.progress import bar
-from ..core.readable import readable_seconds
+from ..core.readable import interval_text, readable_seconds
 from ..core.validate import positive_ints
 from ..machine.target import Target
 from ..measure.campaign import Rounds
@@ -315,7 +315,7 @@ def _cell(r: Mapping[str, Any], metric: str) -> str:
         return "–"
     if low is None or pd.isna(low) or pd.isna(high):  # the header promises an interval: say why there is none
         return f"{mean:,.0f} ({repeat_stats.no_interval_words(r.get('runs'), r.get(f'{metric}_cv_pct'))})"
-    return f"{mean:,.0f} [{low:,.0f}, {high:,.0f}]"
+    return f"{mean:,.0f} {interval_text(f'{low:,.0f}', f'{high:,.0f}')}"
 
 
 def _gain_cell(r: Mapping[str, Any]) -> str:
