@@ -288,7 +288,8 @@ def test_an_aer_error_during_a_run_flags_it(tmp_path, monkeypatch):
     recorded = json.loads((result.path / runner.PCIE_FILE).read_text())
     assert recorded["before"] == readings[0] and sorted(recorded["after"]) == sorted([endpoint.name, port.name])
     flagged = checks.flags(checks.stored_checks(result.path))
-    assert flagged.startswith(f"pcie_aer: AER non-fatal errors rose by 1 during the run on {port.name} (CmpltTO +1)")
+    aer = f"pcie_aer: AER non-fatal errors rose by 1 during the run on {port.name} (CmpltTO +1)"
+    assert aer in flagged, flagged  # beside it, at times, Little's law: the emulator's stall around the error
     assert result.table["flags"].str.contains("pcie_aer").all()
     # a job on two devices: both PCI paths before and after (the far one under the pxb-pcie on node 1)
     monkeypatch.setattr(runner, "_pcie_state", reads_all)

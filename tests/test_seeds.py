@@ -90,7 +90,7 @@ def test_dry_run_prints_the_plan_with_run_counts_and_an_estimate(tmp_path):
     assert done.returncode == 0, done.stderr
     head = done.stdout.splitlines()[0]
     m = re.search(
-        r"4 seed\(s\) \(000, 001, 002, 003\), 7 notebook runs, (\d+) fio runs, at most about (\d+) (s|min)", head
+        r"4 seed\(s\) \(000, 001, 002, 003\), 8 notebook runs, (\d+) fio runs, at most about (\d+) (s|min)", head
     )
     assert m, head
     assert int(m.group(1)) > 20 and (m.group(3) == "s" or int(m.group(2)) <= 10)  # --quick: 10 minutes here
@@ -310,6 +310,8 @@ def test_seed_003_search_reduced_to_what_the_machine_can_vary(browser, tmp_path,
     table = seed_comparisons.comparisons(seeds.load_seeds("003")[0], tmp_path / "out").set_index("label")
     roof = table.loc["device capacity: best of any 1 device run"]
     assert roof["local"] > 0 and "roof" in roof["how"]
+    wide = table.loc["C at 512 B: bandwidth"]  # the I/O-size axis, narrowed at smoke to the optimum
+    assert wide["local"] > 0 and wide["unit"] == "MiB/s" and "iodepth=128" in wide["how"], wide["how"]
     if not os.path.exists("/sys/devices/system/cpu/cpu0/cpufreq"):  # a VM: said, not measured
         governor = table.loc["A, powersave governor: 16 devices, 8 cores (-61.2 %)"]
         assert pd.isna(governor["local"]) and "cpufreq" in governor["how"]

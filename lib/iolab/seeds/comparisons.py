@@ -256,6 +256,8 @@ def _search_table(rec: Mapping[str, Any]):
     import yaml
 
     table = search.load_table(folder)
+    if "bw_bytes_s" in table:  # published bandwidths are MiB/s (seed 003's, read as GiB/s x 1024)
+        table = table.assign(bw_mib_s=table["bw_bytes_s"] / 2**20)
     left = {e["axis"]: e for e in search.left_out(folder)}
     varied = search.varied(
         (yaml.safe_load((folder / "search.yaml").read_text()) or {}).get("axes", {}), list(left.values())

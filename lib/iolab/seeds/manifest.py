@@ -310,6 +310,7 @@ def load_seed(path: str | os.PathLike) -> Seed:
     names = [e.name for e in experiments]
     for f in checked.figures:
         _check_keys(f, experiments[names.index(f["from"])], path)
+    figures = [_cell_defaults(f) for f in checked.figures]
     return Seed(
         checked.seed,
         checked.title,
@@ -318,10 +319,23 @@ def load_seed(path: str | os.PathLike) -> Seed:
         checked.write_up,
         checked.setup.model_dump(exclude_none=True),
         experiments,
-        checked.figures,
+        figures,
         path,
         [e.model_dump(exclude_defaults=True) for e in checked.shape],
     )
+
+
+def _cell_defaults(figure: dict[str, Any]) -> dict[str, Any]:
+    """A figure's ``where`` (the search cell its labels share: seed 003's QD 128 and 512 B)
+    under each label's own ``where``, for labels read from a search cell."""
+    shared = figure.get("where")
+    if not shared:
+        return figure
+    labels = dict(figure.get("labels") or {})
+    for label, spec in labels.items():
+        if not (spec.get("reason") or spec.get("result")):  # a search cell: the shared where, then its own
+            labels[label] = {**spec, "where": {**shared, **(spec.get("where") or {})}}
+    return {k: v for k, v in figure.items() if k != "where"} | {"labels": labels}
 
 
 def _check_keys(figure: Mapping[str, Any], exp: Experiment, path: Path) -> None:
@@ -452,12 +466,16 @@ def _search_parameters(
     (its hash: what it runs, so a changed plan is a new search and a resume the same one),
     and notebook 05's parameters to run it into ``folder/search-<hash>/``."""
     s = exp.search or {}
-    level = {k: params.pop(k) for k in ("repeats", "runtime", "size") if k in params}
+    level = {k: params.pop(k) for k in ("repeats", "runtime", "size", "axes") if k in params}
     targets = [str(d) for d in devices] or [str(t) for t in s.get("default_targets", ["scratch"])]
     if level.get("size"):
         targets = [f"loop:{level['size']}" if t.startswith("loop") else t for t in targets]
     axes = {}
-    for axis, values in mapping(s.get("axes"), f"axes of {exp.name}", "axes: {...}").items():
+    given = mapping(s.get("axes"), f"axes of {exp.name}", "axes: {...}")
+    narrowed = mapping(level.get("axes"), f"axes of {exp.name} at this level", "axes: {iodepth: [128]}")
+    if set(narrowed) - set(given):  # a level narrows the search's axes; it adds none
+        raise InputError(f"{exp.name}: a level's axes {sorted(set(narrowed) - set(given))} are not axes of its search")
+    for axis, values in {**given, **narrowed}.items():
         values = [_level(axis, v, _cores(pool), len(targets)) for v in values]
         axes[axis] = list(dict.fromkeys(v for v in values if v is not None))
     spec = {
