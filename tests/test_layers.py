@@ -251,3 +251,20 @@ def test_notebooks_come_in_through_the_front_door():
     assert not too_many, f"more than four iolab modules: {too_many}"
     assert not too_deep, f"notebooks reaching into core/ or runs/: {too_deep}"
     assert not runs_dir_lines, f"runs_dir beyond the parameters cell on more than one line: {runs_dir_lines}"
+
+
+def test_every_package_says_what_it_exports():
+    """Issue P33: each package's ``__all__`` names its modules (and nothing that is not there),
+    so a module added or removed is a change to the package's declared surface."""
+    import importlib
+    import pkgutil
+
+    lib = REPO / "lib" / "iolab"
+    for init in sorted(lib.glob("*/__init__.py")):
+        package = importlib.import_module(f"iolab.{init.parent.name}")
+        modules = {m.name for m in pkgutil.iter_modules([str(init.parent)]) if not m.name.startswith("_")}
+        declared = set(package.__all__)
+        assert modules <= declared, f"{init.parent.name}: __all__ lacks {sorted(modules - declared)}"
+        missing = [n for n in declared if n not in modules and not hasattr(package, n)]
+        assert not missing, f"{init.parent.name}: __all__ names {missing}, which it does not hold"
+    assert "load_ipython_extension" in importlib.import_module("iolab").__all__

@@ -55,3 +55,6 @@ def unload_ipython_extension(ipython) -> None:
     full_in_notebooks(ipython)
     plain_tables(ipython)
     keep_live(None)
+
+
+__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]

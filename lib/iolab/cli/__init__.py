@@ -140,3 +140,18 @@ def _after_a_stop(command: str) -> str:
     if command in ("preflight", "reset"):
         return "no run was made; a setting --tune had changed is put back"
     return "what was running was stopped; a run that had started is kept, marked interrupted"
+
+
+__all__ = [  # what the package exports: its modules, and the command line
+    "main",
+    "build_parser",
+    "argtypes",
+    "lab",
+    "measuring",
+    "messages",
+    "notebooks",
+    "preflight",
+    "profiling",
+    "reading",
+    "tio",
+]

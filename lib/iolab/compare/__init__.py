@@ -1,3 +1,10 @@
 """``iolab compare A B``: two result sets read (``sides``), their cells matched by fio's
 option names (``matching``), B against A with an interval and a verdict (``versus``), and
 the page that shows it (``page``)."""
+
+__all__ = [  # what the package exports: its modules
+    "matching",
+    "page",
+    "sides",
+    "versus",
+]

@@ -3,3 +3,15 @@ notebooks (``iolab seeds``), their published figures against this machine's, and
 seed (``manifest``: the seed manifests and their plan; ``runner``: the plan run, a batch per
 seed; ``comparisons``: the published-vs-local table; ``setups``: the author's set-up against
 this one; ``pages``: the HTML)."""
+
+__all__ = [  # what the package exports: its modules
+    "causes",
+    "commands",
+    "comparisons",
+    "evidence",
+    "manifest",
+    "pages",
+    "runner",
+    "setups",
+    "shape",
+]

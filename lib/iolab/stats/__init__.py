@@ -4,3 +4,26 @@ from ..core.submodules import on_demand
 
 __getattr__, __dir__ = on_demand(__name__, __path__)
 del on_demand
+
+__all__ = [  # what the package exports: its modules
+    "best_config",
+    "cycles",
+    "drift",
+    "effects",
+    "frequency",
+    "interactions",
+    "knee",
+    "knee_interval",
+    "knee_planner",
+    "knee_verdict",
+    "latency_dist",
+    "operating_points",
+    "operating_search",
+    "qd_reading",
+    "repeat_stats",
+    "roofline",
+    "search_cells",
+    "steady_state",
+    "timeline",
+    "trend",
+]

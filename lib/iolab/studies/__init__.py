@@ -24,7 +24,8 @@ from .per_core import summary as per_core_summary
 from .precondition import precondition
 from .qd import knee_search, qd_sweep
 
-__all__ = [
+__all__ = [  # the study functions above, and every module (per_core and precondition: their functions)
+    "climb",
     "kernel_path",
     "knee_search",
     "ladder",
@@ -32,7 +33,9 @@ __all__ = [
     "per_core",
     "per_core_summary",
     "precondition",
+    "qd",
     "qd_sweep",
+    "search",
 ]
 
 from ..core.submodules import on_demand
