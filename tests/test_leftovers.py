@@ -33,7 +33,7 @@ def data(tmp_path, monkeypatch, own_ledger):
 
 def leave(data, pid, **writer):
     """What an iolab of ``pid`` killed mid-way leaves, named as iolab names it: a scratch file's
-    half (``target._write_scratch``) and a run folder being written (``store.RunFolder``) in a
+    half (``target._write_scratch``) and a run folder being written (``store.RunWriter``) in a
     study's folder, its fio report already there."""
     (data / "scratch").mkdir(parents=True, exist_ok=True)
     half = data / "scratch" / f".iolab-scratch.dat.{pid}.tmp"
@@ -107,8 +107,8 @@ def test_a_scratch_fill_killed_half_way_leaves_a_half_that_cleanup_removes(tmp_p
 
 KILLED_MID_RUN = """
 import os, sys
-from iolab.runs.store import RunFolder
-folder = RunFolder(sys.argv[1], "qd1")
+from iolab.runs.store import RunWriter
+folder = RunWriter(sys.argv[1], "qd1")
 print(folder.path, flush=True)
 sys.stdin.read()
 """

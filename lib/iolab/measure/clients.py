@@ -25,7 +25,7 @@ from typing import Any
 
 from ..core.errors import FioError, UnsafeTargetError
 from ..core.paths import runs_dir as default_runs_dir
-from ..core.runfiles import ARGV_JSON, FIO_JSON, FIO_STDERR, HOSTS_DIR, JOB_FIO, PARAMS_JSON, SYSTEM_JSON
+from ..core.runfiles import ARGV_JSON, FIO_JSON, FIO_STDERR, HOSTS_DIR, JOB_FIO, SYSTEM_JSON
 from ..core.validate import check_measure
 from ..machine.fio import fio_argv, fio_binary, fio_version, read_output, to_jobfile
 from ..machine.hosts import Host, check_hosts, is_this_machine, snapshot_on
@@ -103,18 +103,17 @@ def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapsho
         folder.write_text(JOB_FIO, jobtext)
         folder.write_text(HOST_LIST, "".join(f"{h.fio_line}\n" for h in hosts))
         described = check.describe_target(target)
-        folder.write_json(
-            PARAMS_JSON,
+        folder.write_params(
             {
                 "swept": dict(swept or {}),
                 "fio_options": opts,
                 "files": check.record(),
                 "job_key": key,
-                "cpus": cpus,
-                "target": described,
                 "hosts": [h.name for h in hosts],
                 **({"jobs": jobs} if jobs else {}),
             },
+            cpus,
+            described,
         )
         folder.meta["target"] = described
         records = [

@@ -31,7 +31,6 @@ from ..core.runfiles import (
     FIO_JSON,
     FIO_STDERR,
     JOB_FIO,
-    PARAMS_JSON,
     PCIE_JSON,
     SYSTEM_JSON,
     TIO_TXT,
@@ -52,7 +51,7 @@ from ..read import checks
 from ..read.fiojson import run_warnings
 from ..read.tio import failure, tio_argv
 from ..runs import repair
-from ..runs.store import RunFolder, run_folder, run_table
+from ..runs.store import RunWriter, run_folder, run_table
 from .options import MeasureOptions
 from .planned import TIO_DEFAULTS, fio_job
 
@@ -98,7 +97,7 @@ def _blockstat(before: dict[str, dict], after: dict[str, dict], interval_s: floa
 
 
 def _record_setup(
-    folder: RunFolder,
+    folder: RunWriter,
     target: Target,
     cpus: list[int] | None,
     params: dict,
@@ -109,7 +108,7 @@ def _record_setup(
     kernel workers of ``devices``, default the target's). ``described``: the target as the tool
     really used it, when options overrode it."""
     described = described or target.describe()
-    folder.write_json(PARAMS_JSON, {**params, "cpus": cpus, "target": described})
+    folder.write_params(params, cpus, described)
     folder.write_json(SYSTEM_JSON, {**snapshot(target.device, cpus), "target_state": target.state})
     folder.meta["target"] = described
     every = list(range(os.cpu_count() or 1))

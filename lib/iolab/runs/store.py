@@ -20,7 +20,7 @@ A run folder (raw files are never edited after the run)::
                           and after (iolab.machine.preflight_pci.pcie_state), when they have one
         system.json       the machine snapshot (iolab.core.system.snapshot)
 
-The file names are spelled in ``iolab.core.runfiles``; ``iolab.read.run.RunFolder`` reads one
+The file names are spelled in ``iolab.core.runfiles``; ``iolab.read.run.RunFolder`` reads one (``RunWriter`` here writes it)
 run's files by what they hold. This module knows its own files and the producer registry
 (``iolab.runs.producers``), never a producer: the table of a run is the rows of the tool that drove the I/O, every other
 producer's columns, and the swept values of params.json.
@@ -89,7 +89,7 @@ def new_run_id(label: str = "") -> str:
     return f"{stamp}-{slug + '-' if slug else ''}{secrets.token_hex(3)}"
 
 
-class RunFolder:
+class RunWriter:
     """A run folder being written. ``finish(status)`` renames it into place."""
 
     def __init__(self, root: str | os.PathLike, label: str = ""):
@@ -119,6 +119,11 @@ class RunFolder:
 
     def write_json(self, name: str, obj: Any) -> None:
         write_json(self.file(name), obj)
+
+    def write_params(self, params: Mapping[str, Any], cpus: list[int] | None, target: str | None) -> None:
+        """params.json, written here only: what the engine ran (``swept``, ``fio_options`` or
+        ``tio_flags``, ``job_key``, ...), the CPUs it was pinned to and the target as used."""
+        write_json(self.file(PARAMS_JSON), {**params, "cpus": cpus, "target": target})
 
     def write_samples(self, samples) -> None:
         """The sampler series (``iolab.read.samples.Samples``), as the files it names."""
@@ -177,9 +182,9 @@ def finish_abandoned(tmp: Path, why: str) -> str:
 
 
 @contextmanager
-def run_folder(root: str | os.PathLike, label: str = "") -> Iterator[RunFolder]:
-    """A RunFolder that is finished as ``ok``, ``failed`` or ``interrupted`` whatever happens."""
-    folder = RunFolder(root, label)
+def run_folder(root: str | os.PathLike, label: str = "") -> Iterator[RunWriter]:
+    """A RunWriter that is finished as ``ok``, ``failed`` or ``interrupted`` whatever happens."""
+    folder = RunWriter(root, label)
     try:
         yield folder
     except KeyboardInterrupt:
