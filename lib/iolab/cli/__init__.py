@@ -9,6 +9,7 @@ message, exit 2.
     iolab parse fio.json --format csv
     iolab table data/runs --format json        # every run of a folder (cached in it)
     iolab compare data/runs/qd-knee-A data/runs/qd-knee-B   # B against A; exit 3 when B is worse
+    iolab explain data/runs/qd-knee-A data/runs/qd-knee-B   # why B differs: the causes, ranked, with evidence
     iolab knee table.csv --x qd --y iops
     iolab fold perf.script.txt --kernel        # or a perf.data file
     iolab threads RUN_DIR --by comm,state      # thread states of a run made with iolab run --threads
@@ -22,7 +23,7 @@ message, exit 2.
 The commands live by what they do: ``measuring`` (run, search, sysinfo, cleanup; ``profiling``: run
 --profile), ``preflight`` (preflight, reset: the machine checked, tuned and put back), ``tio`` (fio's
 t/io_uring), ``reading``
-(parse, table, compare, knee, fold, threads, series, check) and ``notebooks`` (batch, seeds, demo,
+(parse, table, compare, explain, knee, fold, threads, series, check) and ``notebooks`` (batch, seeds, demo,
 nvmelab, publish, lab, reproduce, history); ``messages`` turns an error into its one line.
 """
 

@@ -1,4 +1,4 @@
-"""``iolab parse``, ``table``, ``compare``, ``knee``, ``fold``, ``threads``, ``series`` and
+"""``iolab parse``, ``table``, ``compare``, ``explain``, ``knee``, ``fold``, ``threads``, ``series`` and
 ``check``: the commands that read what runs and tools left (fio output, run folders, CSV
 curves, perf stacks, thread states, interval logs) and print a table or a verdict. Each command imports
 what it needs when it runs (pandas is slow to import): ``iolab --help`` stays fast."""
@@ -166,6 +166,32 @@ def cmd_compare(args, _extra) -> int:
         )
         return 1
     return 3 if len(done.versus.worse) else 0
+
+
+def cmd_explain(args, _extra) -> int:
+    import warnings
+
+    from ..compare.explain import explain_paths, lines, table
+    from ..core.runfiles import quote
+
+    by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
+    pairs = [w.partition("=") for w in args.where or []]
+    bad = [k + eq + v for k, eq, v in pairs if not (k.strip() and eq and v.strip())]
+    if bad:
+        raise InputError(f"--where {quote(bad[0])}: give SETTING=VALUE, e.g. --where bs=4k")
+    where = {k.strip(): v.strip() for k, _, v in pairs}
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        found = explain_paths(args.a, args.b, args.metric, by=by, across_devices=args.across_devices, where=where)
+    for warning in said:
+        print(f"iolab explain: {warning.message}", file=sys.stderr)
+    if args.format == "text":
+        print(printable("\n".join(lines(found))))
+    else:
+        frame = table(found)
+        text = frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False)
+        print(printable(text), end="")
+    return 0
 
 
 def cmd_knee(args, _extra) -> int:
@@ -487,6 +513,25 @@ def add_commands(add) -> None:
         help="give verdicts even when the devices or I/O patterns differ (default: 'not comparable')",
     )
     p.set_defaults(func=cmd_compare)
+    p = add(
+        "explain",
+        help="why is B slower than A? the recorded differences that account for the gap, ranked, with evidence",
+        description="The gap as iolab compare gives it (B ÷ A of --metric over the matched cells), then every "
+        "recorded difference between the two sides that could move it: a different job first (the comparison "
+        "may stop there), then set-up, CPU and device causes ranked by how much of the gap each could account "
+        "for on its own, from what both sides measured (other programs' share of the measuring CPUs, the "
+        "clock, fio's cycles per IO and the scheduler behind them, readahead's device bytes per byte read), "
+        "each with its figures; differences with no measured channel (kernel, fio versions, other queue "
+        "settings) are listed, not ranked (iolab.compare.explain). Exit 0, or 1 on an error.",
+    )
+    p.add_argument("a", help="the baseline: a runs folder, batch output, seed outputs or executed notebook")
+    p.add_argument("b", help="the slower one (or any other), the same kinds")
+    p.add_argument("--metric", default="iops", help="the figure whose gap is explained (default iops)")
+    p.add_argument("--by", help="settings to match cells on, as iolab compare --by")
+    p.add_argument("--where", action="append", metavar="SETTING=VALUE", help="as iolab compare --where")
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.add_argument("--across-devices", action="store_true", help="explain even when the devices differ")
+    p.set_defaults(func=cmd_explain)
     p = add(
         "knee",
         help="knee of a curve in a CSV (prints its x, or 'none')",
