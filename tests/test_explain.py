@@ -1,8 +1,10 @@
 """iolab explain A B (issue P36): planted causes on a loop device, each side 3 real fio runs
 on one CPU, B differing from A by one thing; the planted cause comes first, with its figures."""
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +41,16 @@ def test_planted_causes_come_first(tmp_path):
             seq = side("seq", SEQUENTIAL, dev)
         with knobs.applied(dev, {"read_ahead_kb": 0}):
             no_readahead = side("ra0", SEQUENTIAL, dev)
+            verify = [sys.executable, "-m", "iolab.cli", "explain", str(seq), str(no_readahead), "--verify"]
+            verified = subprocess.run(
+                [*verify, "--runs-dir", str(tmp_path / "v")], capture_output=True, text=True, timeout=300
+            )
+            kept = (Path("/sys/block") / dev.device / "queue" / "read_ahead_kb").read_text().strip()
+        assert verified.returncode == 0, verified.stderr
+        closing = re.search(r"closing (\d+) % \[(\d+) %; (\d+) %\] of the gap", verified.stdout)
+        assert closing and int(closing.group(1)) >= 70, verified.stdout  # readahead back on: most of the gap closes
+        assert kept == "0" and "read_ahead_kb was put back as it was" in verified.stdout  # B's setting, put back
+        assert len(list((tmp_path / "v").iterdir())) >= 3
 
     found = explain_paths(a, hog)
     assert found.gap_shown and found.ratio < 0.8 and found.top.what == "other programs on the measuring CPUs"

@@ -191,7 +191,28 @@ def cmd_explain(args, _extra) -> int:
         frame = table(found)
         text = frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False)
         print(printable(text), end="")
+    if args.verify:
+        _verify(found, args)
     return 0
+
+
+def _verify(found, args) -> None:
+    """``--verify``: the top set-up difference set to A's value on B's device, B's job run again
+    (``iolab.studies.flip``), the share of the gap that closed (``iolab.compare.explain.closed``)."""
+    from ..compare.explain import closed, flippable
+    from ..runs.runcache import load_runs
+    from ..stats.repeat_stats import per_run
+    from ..studies.flip import rerun_with
+
+    cause = flippable(found)
+    first = found.compared.b.folders[0]
+    print(
+        f"iolab explain: --verify: {cause.knob} {cause.b} -> {cause.a} on B's device, B's job x {args.repeats}",
+        file=sys.stderr,
+    )
+    folder = rerun_with(first, {cause.knob: cause.a}, args.repeats, args.runs_dir, args.allow_destructive)
+    values = per_run(load_runs(folder))[found.metric].dropna().tolist()
+    print(printable(closed(found, cause, values).words(found.metric) + f" (runs: {folder})"))
 
 
 def cmd_knee(args, _extra) -> int:
@@ -531,6 +552,15 @@ def add_commands(add) -> None:
     p.add_argument("--where", action="append", metavar="SETTING=VALUE", help="as iolab compare --where")
     p.add_argument("--format", choices=("text", "csv", "json"), default="text")
     p.add_argument("--across-devices", action="store_true", help="explain even when the devices differ")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="test the top set-up difference: set it to A's value on B's device (put back after, Ctrl-C and "
+        "SIGKILL included), run B's job again and say how much of the gap closed, with its interval",
+    )
+    p.add_argument("--repeats", type=whole(2), default=3, help="with --verify: runs of B's job (default 3)")
+    p.add_argument("--runs-dir", help="with --verify: where its runs go (default data/runs/explain-verify-<time>)")
+    p.add_argument("--allow-destructive", action="store_true", help="with --verify: B's job may write to a device")
     p.set_defaults(func=cmd_explain)
     p = add(
         "knee",

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,7 @@ import pandas as pd
 from ..core.errors import InputError
 from ..core.readable import percent, si_number
 from ..read.run import RunFolder
-from ..stats.repeat_stats import per_run
+from ..stats.repeat_stats import compare_values, per_run
 from .page import SidesCompared, compare_paths
 
 NO_EFFECT = 0.02  # |ln expected| below this (2 %): no evidence of an effect
@@ -59,7 +60,8 @@ class Cause:
     """One recorded difference: ``kind`` (workload, set-up, software, CPU, device), ``what``,
     each side's value, the ratio it alone would make (``expected``, B ÷ A of the metric;
     None: no channel measured), its ``share`` of the gap (0-1; None: not ranked) and its
-    ``evidence`` in words with figures."""
+    ``evidence`` in words with figures; ``knob``: the ``iolab.machine.knobs`` name that sets
+    it, for a set-up difference ``--verify`` can flip to A's value (``a``)."""
 
     kind: str
     what: str
@@ -68,6 +70,7 @@ class Cause:
     evidence: str
     expected: float | None = None
     share: float | None = None
+    knob: str | None = None
 
 
 @dataclass
@@ -230,12 +233,23 @@ def _cpu(sa: dict, sb: dict, setup_a: dict, setup_b: dict) -> list[Cause]:
         if scheduler:
             words = f"B's queue ran {sched_b}, A's {sched_a}; {words}; {SCHEDULER_COST}"
         cause = Cause("set-up" if scheduler else "CPU", what, f"{ca:,.0f}", f"{cb:,.0f}", f"{words}; {busy}")
+        if scheduler:
+            cause.a, cause.b, cause.knob = sched_a, sched_b, "scheduler"
         cause.expected = ca / cb
         if scheduler or abs(math.log(cb / ca)) >= NO_EFFECT:
             out.append(cause)
     elif sched_a != sched_b and sched_a and sched_b:
         out.append(
-            Cause("set-up", "the I/O scheduler", sched_a, sched_b, f"no CPU per IO was measured; {SCHEDULER_COST}")
+            Cause(
+                "set-up",
+                "the I/O scheduler",
+                sched_a,
+                sched_b,
+                f"no CPU per IO was measured; {SCHEDULER_COST}",
+                None,
+                None,
+                "scheduler",
+            )
         )
     return out
 
@@ -247,6 +261,7 @@ def _queue(sa: dict, sb: dict, setup_a: dict, setup_b: dict) -> list[Cause]:
         if va is None or vb is None or va == vb:
             continue
         cause = Cause("set-up", f"the queue's {knob}", va, vb, f"B's queue had {knob}={vb}, A's {knob}={va}")
+        cause.knob = None if knob == "io_poll" else knob  # iolab.machine.knobs' names; poll queues are set at boot
         if knob == "read_ahead_kb":
             direct = str(sb.get("direct")) == "1" and str(sa.get("direct")) == "1"
             amp_a, amp_b = _amplification(sa), _amplification(sb)
@@ -296,6 +311,62 @@ def _recorded(done: SidesCompared) -> list[Cause]:
             Cause(kind, key, str(va), str(vb), f"B: {vb}, A: {va}; could move the number; not measured apart here")
         )
     return out
+
+
+# ---------------------------------------------------------------- --verify
+@dataclass
+class Closed:
+    """What flipping ``cause`` back to A's value did to B's job, measured again (``values``,
+    one per run): ``ratio`` of their mean over B's with its interval, and the ``share`` of
+    the gap it closed with its interval (0-1 clipped to the physically meaningful 0-100 %
+    when the interval spills over; None: the repeats cannot bound it)."""
+
+    cause: Cause
+    values: list[float]
+    ratio: float
+    share: float
+    low: float | None
+    high: float | None
+
+    def words(self, metric: str) -> str:
+        bound = (
+            "the repeats cannot bound it"
+            if self.low is None
+            else f"[{percent(100 * self.low)}; {percent(100 * self.high)}]"
+        )
+        return (
+            f"--verify: with {self.cause.knob} set back to A's {self.cause.a}, B's job ran {len(self.values)} times: "
+            f"its {metric} {self.ratio:.3g}× B's, closing {percent(100 * self.share)} {bound} of the gap; "
+            f"{self.cause.knob} was put back as it was"
+        )
+
+
+def flippable(found: Explanation) -> Cause:
+    """The top-ranked set-up difference iolab can set (a knob): InputError naming the top
+    cause when there is none."""
+    for cause in found.ranked:
+        if cause.knob:
+            return cause
+    top = found.top.what if found.top else "none was ranked"
+    raise InputError(f"--verify flips a set-up setting iolab can change; no ranked cause is one (the top: {top})")
+
+
+def closed(found: Explanation, cause: Cause, values: Sequence[float]) -> Closed:
+    """``cause`` flipped on B's job (``values``: its metric per run, measured again) against
+    A's and B's runs: the share of the gap closed, ln(new ÷ B) ÷ ln(A ÷ B), with the interval
+    of new ÷ B (``iolab.stats.repeat_stats.compare_values``)."""
+    a = per_run(found.compared.a.table)[found.metric].dropna().tolist()
+    b = per_run(found.compared.b.table)[found.metric].dropna().tolist()
+    c = compare_values(list(values), b, found.metric)
+    gap = math.log(sum(a) / len(a) / (sum(b) / len(b)))
+    ratio = 1 + c.ratio_pct / 100
+
+    def share(r: float) -> float:
+        return max(0.0, min(1.0, math.log(r) / gap)) if r > 0 and gap else math.nan
+
+    bounded = not (math.isnan(c.low_pct) or math.isnan(c.high_pct))
+    ends = sorted([share(1 + c.low_pct / 100), share(1 + c.high_pct / 100)]) if bounded else [None, None]
+    return Closed(cause, list(values), ratio, share(ratio), ends[0], ends[1])
 
 
 # ---------------------------------------------------------------- in words
@@ -349,4 +420,4 @@ def table(found: Explanation) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["Cause", "Explanation", "explain", "explain_paths", "lines", "table"]
+__all__ = ["Cause", "Closed", "Explanation", "closed", "explain", "explain_paths", "flippable", "lines", "table"]

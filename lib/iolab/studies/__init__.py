@@ -26,6 +26,7 @@ from .qd import knee_search, qd_sweep
 
 __all__ = [  # the study functions above, and every module (per_core and precondition: their functions)
     "climb",
+    "flip",
     "kernel_path",
     "knee_search",
     "ladder",
