@@ -149,6 +149,36 @@ def test_a_live_kernel_adds_each_recording_cell_once_and_says_where(tmp_path, mo
 
 
 # ---------------------------------------------------------------- writing and reading parts
+def test_a_plain_papermill_run_is_recorded_as_papermill_with_its_notebook(tmp_path):
+    """Issue P35: ``papermill IN OUT -p ...`` (docs/notebooks.md) went into the history as a
+    JupyterLab run without the notebook's name; it is papermill's, named after IN, its OUT
+    the executed notebook, its parameters kept."""
+    import subprocess
+    import sys
+
+    from iolab.report.kernel import headless_kernel
+
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    nb.cells = [
+        new_code_cell("scale = 1.0", metadata={"tags": ["parameters"]}),
+        new_code_cell(
+            "%load_ext iolab\nfrom iolab.record import results\nresults.record('peak IOPS', 5 * scale, 'IO/s')"
+        ),
+    ]
+    nbformat.write(nb, tmp_path / "07_mine.ipynb")
+    env = {**os.environ, "IOLAB_HISTORY": str(tmp_path / "h")}
+    env.pop("IOLAB_HEADLESS", None)
+    papermill = [sys.executable, "-m", "papermill", "07_mine.ipynb", "out/ran.ipynb", "-p", "scale", "2", "-k"]
+    (tmp_path / "out").mkdir()
+    done = subprocess.run([*papermill, headless_kernel()], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "marked (papermill)" in (tmp_path / "out" / "ran.ipynb").read_text()
+    table = history.load(tmp_path / "h")
+    assert list(table["notebook"]) == ["07_mine"] and list(table["executed"]) == [str(tmp_path / "out" / "ran.ipynb")]
+    assert list(table["value"]) == [10] and json.loads(table["parameters"][0]) == {"scale": 2}
+    assert "(JupyterLab)" not in " ".join(history.readable(table)["notebook"])
+
+
 def test_append_and_load_round_trip(tmp_path):
     folder = tmp_path / "h"
     assert history.append(tmp_path / "n.ipynb", kept(), where=folder) is None  # nothing recorded: no part

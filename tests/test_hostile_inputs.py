@@ -42,6 +42,7 @@ BASE = {
     "parse": [f"{NOWHERE}/fio.json"],
     "table": [f"{NOWHERE}/runs"],
     "compare": [f"{NOWHERE}/a", f"{NOWHERE}/b"],
+    "explain": [f"{NOWHERE}/a", f"{NOWHERE}/b"],
     "knee": [f"{NOWHERE}/curve.csv", "--x", "qd", "--y", "iops"],
     "fold": [f"{NOWHERE}/perf.txt"],
     "threads": [f"{NOWHERE}/run"],

@@ -172,7 +172,14 @@ def cmd_explain(args, _extra) -> int:
     import warnings
 
     from ..compare.explain import explain_paths, lines, table
+    from ..core.outputs import claim_output, write_output
     from ..core.runfiles import quote
+
+    html_out = Path(args.html) if args.html else None
+    if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
+        raise InputError(f"--html {html_out}: give a file in a folder that exists, e.g. explain.html")
+    if html_out is not None:  # before the sides are read: never side A or B, never a user's file
+        claim_output(html_out, force=args.force, inputs=(args.a, args.b), flag="--html")
 
     by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
     pairs = [w.partition("=") for w in args.where or []]
@@ -191,12 +198,16 @@ def cmd_explain(args, _extra) -> int:
         frame = table(found)
         text = frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False)
         print(printable(text), end="")
-    if args.verify:
-        _verify(found, args)
+    verified = _verify(found, args) if args.verify else None
+    if html_out:
+        from ..compare.explain_page import html
+
+        write_output(html_out, html(found, verified), force=args.force, inputs=(args.a, args.b), flag="--html")
+        print(f"iolab explain: the page is {html_out}", file=sys.stderr)
     return 0
 
 
-def _verify(found, args) -> None:
+def _verify(found, args):
     """``--verify``: the top set-up difference set to A's value on B's device, B's job run again
     (``iolab.studies.flip``), the share of the gap that closed (``iolab.compare.explain.closed``)."""
     from ..compare.explain import closed, flippable
@@ -212,7 +223,9 @@ def _verify(found, args) -> None:
     )
     folder = rerun_with(first, {cause.knob: cause.a}, args.repeats, args.runs_dir, args.allow_destructive)
     values = per_run(load_runs(folder))[found.metric].dropna().tolist()
-    print(printable(closed(found, cause, values).words(found.metric) + f" (runs: {folder})"))
+    result = closed(found, cause, values)
+    print(printable(result.words(found.metric) + f" (runs: {folder})"))
+    return result
 
 
 def cmd_knee(args, _extra) -> int:
@@ -561,6 +574,8 @@ def add_commands(add) -> None:
     p.add_argument("--repeats", type=whole(2), default=3, help="with --verify: runs of B's job (default 3)")
     p.add_argument("--runs-dir", help="with --verify: where its runs go (default data/runs/explain-verify-<time>)")
     p.add_argument("--allow-destructive", action="store_true", help="with --verify: B's job may write to a device")
+    p.add_argument("--html", help="also write the explanation as an offline HTML page to FILE")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.set_defaults(func=cmd_explain)
     p = add(
         "knee",

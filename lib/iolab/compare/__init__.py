@@ -4,6 +4,7 @@ the page that shows it (``page``); why B differs, the causes ranked (``explain``
 
 __all__ = [  # what the package exports: its modules
     "explain",
+    "explain_page",
     "matching",
     "page",
     "sides",

@@ -42,8 +42,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.columns import label
 from ..core.errors import InputError
-from ..core.readable import percent, si_number
+from ..core.readable import percent
+from ..core.validate import parse_size
 from ..read.run import RunFolder
 from ..stats.repeat_stats import compare_values, per_run
 from .page import SidesCompared, compare_paths
@@ -163,16 +165,11 @@ def _setup(side) -> dict[str, str]:
 
 
 def _bytes(text: Any) -> float:
-    units = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
-    s = str(text).strip().lower().removesuffix("b").removesuffix("i")
+    """fio's size (``4k``, ``16384``) in bytes; NaN for what is no single size (``4k,64k``)."""
     try:
-        return float(s[:-1]) * units[s[-1]] if s and s[-1] in units and s[:-1] else float(s)
-    except ValueError:
+        return float(parse_size(str(text)))
+    except InputError:
         return math.nan
-
-
-def _fmt(v: float, unit: str = "") -> str:
-    return "–" if v != v else f"{si_number(v, k_from=1e3)}{(' ' + unit) if unit else ''}"
 
 
 # ---------------------------------------------------------------- the causes
@@ -373,11 +370,19 @@ def closed(found: Explanation, cause: Cause, values: Sequence[float]) -> Closed:
 def lines(found: Explanation) -> list[str]:
     """The explanation for a terminal: the gap, the job, the ranked causes, the rest."""
     done = found.compared
-    interval = "" if found.low != found.low else f" [{found.low:.3g}; {found.high:.3g}]"
+    cells = len(done.versus.cells)
+    interval = (
+        f" [{found.low:.3g}; {found.high:.3g}]"
+        if found.low == found.low
+        else " (the repeats cannot bound it)"
+        if cells == 1
+        else f" (the geometric mean over {cells} cells)"
+    )
     out = [
         f"A: {done.a}",
         f"B: {done.b}",
-        f"the gap: B's {found.metric} is {found.ratio:.3g}×{interval} A's ({percent(100 * (found.ratio - 1), True)})",
+        f"the gap: B's {label(found.metric).partition(' (')[0]} is {found.ratio:.3g}×{interval} A's "
+        f"({percent(100 * (found.ratio - 1), True)})",
     ]
     if done.versus.not_comparable:
         out.append(f"not comparable: {done.versus.not_comparable}")

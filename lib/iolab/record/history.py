@@ -110,6 +110,7 @@ HOW_TO_FILL = (
     "records land there"
 )
 LIVE = "live kernel"  # the executed column of a part a live kernel wrote (``keep_live``)
+FROM_PYTHON = "papermill from Python (the notebook is not known to its kernel)"  # papermill's API, not its CLI
 
 
 class HistoryWarning(UserWarning):
@@ -159,7 +160,7 @@ def rows(
     code = provenance.checkout()
     common = {
         "notebook": Path(notebook or executed).stem,
-        "executed": str(executed) if str(executed).startswith(LIVE) else str(Path(executed).absolute()),
+        "executed": str(executed) if str(executed).startswith((LIVE, FROM_PYTHON)) else str(Path(executed).absolute()),
         "recorded_utc": now or datetime.now(UTC),
         "parameters": json.dumps(kept.get("parameters") or {}, sort_keys=True, default=str, ensure_ascii=False),
         "run_folders": json.dumps(folders, ensure_ascii=False),
@@ -274,38 +275,54 @@ def keep_live(kept: Mapping[str, Any], finished: bool = True, shell: Any = None)
     if target is None:
         print(f"not added to the results history: {ENV}={os.environ.get(ENV)!r} keeps none (unset it to keep them)")
         return
-    notebook, parameters = live_source(shell)
-    executed = f"{LIVE}: {notebook}" if notebook else LIVE
+    notebook, parameters, run_by = live_source(shell)
+    if run_by == provenance.PAPERMILL:  # papermill's own run: its output notebook, else its word for it
+        executed = parameters.pop(_OUTPUT, None) or FROM_PYTHON
+        marked = provenance.PAPERMILL
+    else:
+        executed, marked = f"{LIVE}: {notebook}" if notebook else LIVE, "JupyterLab"
     try:
-        append(executed, {**kept, "parameters": parameters}, Path(notebook).stem if notebook else LIVE, target)
+        append(executed, {**kept, "parameters": parameters}, Path(notebook).stem if notebook else None, target)
     except Exception as exc:  # noqa: BLE001 - the history is a by-product of the cell
         why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         print(
             f"not added to the results history in {target} ({why}); free space or fix its permissions, or set {ENV}=FOLDER"
         )
         return
-    print(f"added {what} to the results history ({target}), marked (JupyterLab): notebook 09 draws them")
+    print(f"added {what} to the results history ({target}), marked ({marked}): notebook 09 draws them")
 
 
-def live_source(shell: Any = None) -> tuple[str | None, dict[str, Any]]:
-    """(the notebook a live kernel runs: its ``__session__``, else ``$JPY_SESSION_NAME``, or
-    None; the values of that notebook's parameters cell the kernel now holds that differ from
-    the cell's own, as ``publish.execute`` keeps the parameters given)."""
+_OUTPUT = "\0papermill output"  # live_source's key for papermill's output notebook (never a parameter name)
+
+
+def live_source(shell: Any = None) -> tuple[str | None, dict[str, Any], str]:
+    """(the notebook a kernel runs: its ``__session__``, else ``$JPY_SESSION_NAME``, else the
+    input papermill's command line names, or None; the values of that notebook's parameters
+    cell the kernel now holds that differ from the cell's own, as ``publish.execute`` keeps
+    the parameters given; who runs it: "JupyterLab" or "papermill",
+    ``iolab.record.provenance.papermill_parent``). A papermill run's output notebook, when
+    known, rides in the parameters under ``_OUTPUT``."""
     if shell is None:
         from IPython import get_ipython
 
         shell = get_ipython()
     names = getattr(shell, "user_ns", {}) if shell is not None else {}
     notebook = names.get("__session__") or os.environ.get("JPY_SESSION_NAME") or None
+    run_by, extra = "JupyterLab", {}
+    if not notebook:
+        papermill = provenance.papermill_parent(names.get("In") or [])
+        if papermill is not None:
+            notebook, run_by = papermill[0], provenance.PAPERMILL
+            extra = {_OUTPUT: papermill[1]} if papermill[1] else {}
     if not isinstance(notebook, str) or not notebook.endswith(".ipynb"):
-        return None, {}
+        return None, extra, run_by
     changed = {}
     for name, default in parameter_defaults(Path(notebook)).items():
         if name in names:
             value = json.loads(json.dumps(names[name], default=str))
             if value != default:
                 changed[name] = value
-    return notebook, changed
+    return notebook, changed | extra, run_by
 
 
 def parameter_defaults(notebook: Path) -> dict[str, Any]:

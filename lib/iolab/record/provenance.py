@@ -174,6 +174,29 @@ def _digested(root: Path) -> list[str]:
     return found
 
 
+PAPERMILL = "papermill"  # how a kernel papermill runs says it (``papermill_parent``)
+INJECTED = "# Parameters\n"  # the first line of the cell papermill injects with -p/-y
+
+
+def papermill_parent(inputs: Iterable[str] = ()) -> tuple[str | None, str | None] | None:
+    """(input notebook, output notebook), absolute, when this kernel was started by
+    papermill's command line (``papermill IN.ipynb OUT.ipynb -p ...``: its parent process);
+    (None, None) when papermill ran it from Python (its injected parameters cell among
+    ``inputs``, the kernel's ``In``: the paths are not known to the kernel); None otherwise."""
+    ppid = os.getppid()
+    try:
+        words = [w.decode(errors="replace") for w in Path(f"/proc/{ppid}/cmdline").read_bytes().split(b"\0") if w]
+        cwd = os.readlink(f"/proc/{ppid}/cwd")
+    except OSError:
+        words, cwd = [], "/"
+    if any(Path(w).name == PAPERMILL for w in words[:3]):
+        books = [str(Path(cwd, w)) for w in words if w.endswith(".ipynb")] + [None, None]
+        return books[0], books[1]
+    if any(isinstance(cell, str) and cell.startswith(INJECTED) for cell in inputs):
+        return None, None
+    return None
+
+
 def machine_of(run_folders: Iterable[str | os.PathLike]) -> tuple[dict[str, Any], str]:
     """The machine snapshot stored with the first run (``system.json`` of the first run
     folder that has one, searched below each folder), and where it came from; this
