@@ -28,7 +28,9 @@ sides measured; its share of the gap is ln(expected) ÷ ln(gap), 0-100 %:
 Each share assumes that cause's resource was the limit (a CPU shared with a hog delays
 every submission, whether or not fio kept it busy), so it is an upper bound; causes overlap
 (a hog's share and a lower clock may both be in one gap): each share is what that cause
-alone could account for, not a part of a sum. When the repeats show no gap (its interval
+alone could account for, not a part of a sum. fio's CPU per IO that rose with no recorded
+difference naming it is a symptom (a hog also makes each IO cost more: caches, switches),
+listed after every named cause whatever its share. When the repeats show no gap (its interval
 holds 1×), the differences are ordered by the size of their measured effect instead.
 """
 
@@ -53,7 +55,7 @@ from .page import SidesCompared, compare_paths
 NO_EFFECT = 0.02  # |ln expected| below this (2 %): no evidence of an effect
 SCHEDULER_COST = "seed 001 measured 2.19× the CPU per IO with mq-deadline against none (the author's NVMe SSD)"
 QUEUE = ("read_ahead_kb", "nomerges", "rq_affinity", "io_poll", "nr_requests", "max_sectors_kb")
-CPU_PER_IO = "fio's CPU per IO"  # a symptom: last among causes of equal share
+CPU_PER_IO = "fio's CPU per IO"  # a symptom no recorded difference names: after every named cause
 UNMEASURED = ("kernel", "fio", "iolab", "governor", "smt", "turbo", "lab", "machine", "cpu")
 
 
@@ -129,10 +131,11 @@ def explain(done: SidesCompared, metric: str = "iops") -> Explanation:
             e = effect.get(id(cause), 0.0)
             if abs(e) >= NO_EFFECT and e * gap > 0:
                 cause.share = min(1.0, e / gap)
-        found.ranked = sorted((c for c in candidates if c.share), key=lambda c: (-c.share, c.what == CPU_PER_IO))
+        found.ranked = sorted((c for c in candidates if c.share), key=lambda c: (c.what == CPU_PER_IO, -c.share))
     else:  # no gap to share out: the differences by the size of their measured effect
         found.ranked = sorted(
-            (c for c in candidates if abs(effect.get(id(c), 0.0)) >= NO_EFFECT), key=lambda c: -abs(effect[id(c)])
+            (c for c in candidates if abs(effect.get(id(c), 0.0)) >= NO_EFFECT),
+            key=lambda c: (c.what == CPU_PER_IO, -abs(effect[id(c)])),
         )
     found.unranked = [c for c in candidates if c not in found.ranked]
     return found
