@@ -271,6 +271,9 @@ def _killed_and_resumed(loopdev, other, tmp_path):
     one = next((tmp_path / "runs").glob("[!.]*/job.fio")).read_text()
     assert {f"filename={loopdev.path}", f"filename={other.path}"} <= set(one.splitlines())
     assert "best" in done.stdout and "8 runs in 4 cells" in done.stdout
+    made = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)  # all done: nothing runs
+    assert again.returncode == 0 and sorted(p.name for p in (tmp_path / "runs").iterdir()) == made, again.stderr
 
 
 def test_the_stop_rule_ends_a_cell_once_its_interval_is_narrow(tmp_path):

@@ -7,12 +7,19 @@ import pytest
 
 from iolab.core.errors import TargetError, UnsafeTargetError
 from iolab.core.validate import parse_size
-from iolab.machine.jobcheck import guard_write
+from iolab.machine.fio import to_jobfile
+from iolab.machine.jobcheck import guard_job_text
 from iolab.machine.target import existing_path, holds_data, loop_backing, loop_device, scratch_file
 from iolab.measure.runner import measure
 from support.devices import mkfs_ext4, write_dos_label
 from support.fio import QUICK
 from support.marks import needs_root
+
+
+def guard_write(target, options, allow_destructive=False):
+    """The write guard on the one-job file of ``target`` + ``options``, as a run's job reaches it."""
+    opts = {**target.fio_options, **dict(options)}
+    guard_job_text(to_jobfile({str(opts.pop("name", "iolab")): opts}), allow_destructive)
 
 
 def test_parse_size_reads_sizes_as_fio_does_and_nothing_else():

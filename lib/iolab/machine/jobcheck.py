@@ -37,7 +37,7 @@ from typing import Any
 
 from ..core.errors import FioError, IolabError, TargetError, UnsafeTargetError
 from . import owned
-from .fio import _fmt, fio_binary, to_jobfile
+from .fio import _fmt, fio_binary
 from .target import Target, block_size_bytes, holds_data, loop_backing
 
 READ_MODES = {"read", "randread"}
@@ -632,12 +632,3 @@ def _parsed(fio: str, _mtime_ns: int | None, text: str) -> tuple[list[Job], str,
         f.write(text)
         f.flush()
         return parse_jobfile(f.name, fio, "the job iolab built")
-
-
-def guard_write(target: Target, options: Mapping[str, Any], allow_destructive: bool = False) -> None:
-    """:func:`guard_job` on the one-job file of ``target`` + ``options``: refuses
-    (UnsafeTargetError) a job that is not provably read-only and opens a device holding
-    data, unless ``allow_destructive``; ``allow_mounted_write`` always. FioError when fio
-    rejects an option."""
-    opts = {**target.fio_options, **dict(options)}
-    guard_job_text(to_jobfile({str(opts.pop("name", "iolab")): opts}), allow_destructive)

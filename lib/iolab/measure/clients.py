@@ -35,7 +35,7 @@ from ..read.fiojson import run_warnings
 from ..read.hosttable import HOST_LIST, HOSTS_FILE
 from ..runs.store import run_folder, run_table
 from .options import MeasureOptions
-from .planned import PlannedRun, job_options
+from .planned import PlannedRun
 from .runner import RunResult, held_for
 
 
@@ -93,7 +93,7 @@ def _measure_hosts(run: PlannedRun, runs_dir: Path, how: MeasureOptions, snapsho
     fio = fio_binary()
     versions = check_hosts(hosts, fio_version(fio))
     jobs = [dict(j) for j in jobs or []]
-    opts = job_options(options, target, cpus, jobs=jobs)  # as PlannedRun.key made it
+    opts = dict(run.full_options)  # as PlannedRun.key made it
     key = run.key
     name = str(opts.pop("name", label or "iolab"))
     jobtext = to_jobfile({f"{name}-{i}": {**opts, **j} for i, j in enumerate(jobs)} if jobs else {name: opts})

@@ -11,7 +11,8 @@ and its one resume key (``key``): a finished run under the same key is not run a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..machine.directio import why_not_direct
@@ -132,18 +133,25 @@ class PlannedRun:
     def repeat(self) -> int:
         return int(self.swept.get("repeat", 0))
 
+    @cached_property
+    def _job(self) -> tuple[dict[str, Any], str]:
+        return fio_job(self.options, self.target, self.cpus, self.swept, self.jobs)
+
+    @property
+    def full_options(self) -> dict[str, Any]:
+        """The run's fio options as fio gets them (``job_options``: iolab's defaults < the
+        target's < the run's), made once per run: its plan, its checks and its engine read these."""
+        return self._job[0]
+
     @property
     def key(self) -> str:
         """The one resume key: what the engine records as ``job_key`` in params.json."""
         if self.engine == "t/io_uring":
             return tio_key(self.options, self.target.describe(), self.cpus, self.swept)
         if self.engine == "hosts":
-            full = job_options(self.options, self.target, self.cpus, jobs=self.jobs)
-            return host_key(full, self.target, self.hosts, self.swept, self.jobs)
-        return fio_job(self.options, self.target, self.cpus, self.swept, self.jobs)[1]
+            return host_key(self.full_options, self.target, self.hosts, self.swept, self.jobs)
+        return self._job[1]
 
     def warmup(self) -> PlannedRun:
         """The discarded warm-up run of this run's job: the same job, marked ``warmup``."""
-        return PlannedRun(
-            **{**self.__dict__, "swept": {**self.swept, "warmup": True}, "label": f"warmup-{self.label}".rstrip("-")}
-        )
+        return replace(self, swept={**self.swept, "warmup": True}, label=f"warmup-{self.label}".rstrip("-"))

@@ -85,7 +85,7 @@ from ..stats import drift, repeat_stats
 from ..stats.cycles import add_cycles_per_io
 from .campaign import Rounds, execute, ordered, paths_of
 from .options import MeasureOptions
-from .planned import DEFAULTS, PlannedRun, job_options
+from .planned import DEFAULTS, PlannedRun
 from .plans import RUN_OVERHEAD_S, cut, too_big
 from .search_spec import SPEC_KEYS, Spec, load_spec
 
@@ -273,7 +273,7 @@ def check(
     texts: dict[int, str] = {}
     jobs: dict[int, list[dict[str, Any]]] = {}
     for cell in kept:
-        opts = job_options(cell.options, targets[0], cell.cpus)
+        opts = PlannedRun(cell.options, targets[0], cpus=cell.cpus).full_options
         try:
             check_fio_options(opts)
         except InputError as exc:
@@ -513,14 +513,14 @@ def describe_plan(runs: Sequence[PlannedRun], spec: Spec, left_out: str = "") ->
     """The plan in words for people (``plan``'s runs): its cells, runs and wall time, and a
     warning when it is bigger than people usually mean (``iolab.measure.plans``);
     ``left_out``: the plan's illegal combinations, in words (``runnable_cells``)."""
-    seconds = sum(run_seconds(job_options(r.options, r.target, r.cpus)) for r in runs)
+    seconds = sum(run_seconds(r.full_options) for r in runs)
     return _size_words(spec, len({r.cell for r in runs}), len(runs), seconds, left_out)
 
 
 def describe_size(cells_: Sequence[Cell], spec: Spec, targets: Sequence[Target], left_out: str = "") -> str:
     """``describe_plan`` of ``cells_`` (``runnable_cells``) before any is checked: counted
     and estimated from the cells alone, each run ``spec.repeats`` times."""
-    per_cell = sum(run_seconds(job_options(c.options, targets[0], c.cpus)) for c in cells_)
+    per_cell = sum(run_seconds(PlannedRun(c.options, targets[0], cpus=c.cpus).full_options) for c in cells_)
     return _size_words(spec, len(cells_), len(cells_) * spec.repeats, per_cell * spec.repeats, left_out)
 
 
@@ -574,7 +574,7 @@ def describe_check(checked: Checked, every: bool = False) -> str:
     and wall time, each reason with the cells it refuses (the cell's own job names said as
     ``c<cell>``), and the cells listed, the first and last few unless ``every``."""
     refused, spec = checked.refused, checked.spec
-    each = sum(run_seconds(job_options(r.options, r.target, r.cpus)) for r in checked.runs)
+    each = sum(run_seconds(r.full_options) for r in checked.runs)
     seconds = _with_warmup(spec, each, len(checked.runs))
     reasons: dict[str, list[int]] = {}
     for index, exc in sorted(refused.items()):

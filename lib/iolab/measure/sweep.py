@@ -47,7 +47,7 @@ from ..runs.runcache import load_runs
 from ..stats import drift
 from .campaign import Rounds, execute, ordered, paths_of, with_ramp
 from .options import MeasureOptions
-from .planned import PlannedRun, job_options
+from .planned import PlannedRun
 
 TOOLS = ("fio", "t/io_uring")
 
@@ -111,8 +111,7 @@ def plan(
         knobs.checked(target, settings)
         options = {**base, **{k: v for k, v in cell.items() if k not in settings}}
         if grid.tool == "fio":
-            full = job_options(options, target, cpus)
-            check_fio_options(full)
+            check_fio_options(PlannedRun(options, target, cpus=cpus).full_options)
         named = {grid.aliases.get(k, k): v for k, v in cell.items()}
         for rep in range(rounds.repeats):
             swept = named | dict(grid.tags) | {"repeat": rep}

@@ -43,7 +43,7 @@ def collapse(lines: Iterable[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------- the job and the machine
-def job_options(jobtext: str) -> list[dict[str, str]]:
+def sections_of(jobtext: str) -> list[dict[str, str]]:
     """The options of each job in a job file iolab wrote (``iolab.machine.fio.to_jobfile``:
     ``[name]`` sections, ``key=value`` or a bare ``key`` for a flag, read as "1"), the
     ``[global]`` section's under each."""
@@ -262,7 +262,7 @@ def causes(said: Iterable[str], jobtext: str = "", facts: Facts | None = None) -
     ``jobtext``, each with what to do; [] when none is known. ``facts``: this machine's,
     read for the job's files unless given."""
     text = "\n".join(said)
-    jobs = job_options(jobtext)
+    jobs = sections_of(jobtext)
     if facts is None:
         facts = Facts.of(dict.fromkeys(p for j in jobs for p in _files(j)))
     out: list[str] = []
