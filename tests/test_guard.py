@@ -462,3 +462,26 @@ def test_a_refused_job_does_not_wait_for_its_cpu_first(tmp_path, scratch, runs, 
         os.close(busy)
     assert precious.read_text() == "x" * 100_000
     no_run_folder(runs)
+
+
+def test_the_nvme_labs_guest_takes_the_hosts_files_while_they_are_unchanged(tmp_path, monkeypatch):
+    """Over 9p the guest sees other device and inode numbers and no birth time: a second lab
+    run into one output folder was refused there ("plan.json exists and iolab did not write
+    it"). The host lists its files at boot (owned.vouch); the guest takes one as iolab's while
+    its size and modification time are those listed, and a file changed since is a user's."""
+    from iolab.core import owned
+
+    page, mine = tmp_path / "plan.json", tmp_path / "mine.json"
+    page.write_text("{}")
+    mine.write_text("keep")
+    assert owned.mark(page)
+    listed = tmp_path / "owned.json"
+    listed.write_text(json.dumps(owned.vouch([tmp_path])))
+    assert [Path(e["path"]).name for e in json.loads(listed.read_text())] == ["plan.json"]
+    note = json.loads(owned.note_of(page).read_text())
+    owned.note_of(page).write_text(json.dumps({**note, "dev": 1, "ino": 2, "born_ns": None}))  # as the guest sees it
+    assert not owned.is_owned(page)
+    monkeypatch.setenv(owned.VOUCHED_ENV, str(listed))
+    assert owned.is_owned(page) and not owned.is_owned(mine)
+    page.write_text('{"a user": "copy"}')  # changed since the host listed it
+    assert not owned.is_owned(page)

@@ -65,9 +65,11 @@ def test_the_nvme_tier_in_one_guest_boot(request):
 LAB_CHECK = """
 import json, os, sys
 from pathlib import Path
+from iolab.core import owned
 print(json.dumps({"model": Path("/sys/class/nvme/nvme0/model").read_text().strip(),
                   "poll_queues": Path("/sys/module/nvme/parameters/poll_queues").read_text().strip(),
-                  "ng": Path("/dev/ng0n1").is_char_device(), "flag": os.environ.get("IOLAB_NVMELAB", "")}))
+                  "ng": Path("/dev/ng0n1").is_char_device(), "flag": os.environ.get("IOLAB_NVMELAB", ""),
+                  "owned": owned.is_owned(sys.argv[1])}))
 sys.exit(3)
 """
 
@@ -76,19 +78,29 @@ sys.exit(3)
 def test_a_command_in_the_lab_sees_the_nvme_controller_and_its_exit_status_comes_out():
     """The lab's own plumbing, quickly (one controller, no fio: the tier above runs the kit's
     NVMe paths): the controller and its char node, poll queues, the lab's flag in the
-    environment, and the command's exit status as the lab's."""
+    environment, the command's exit status as the lab's, and a page iolab made on the host
+    taken as iolab's in the guest (over 9p: owned.vouch)."""
     import json
 
+    from iolab.core import owned, paths
+
+    page = paths.data_dir() / f"lab-owned-check-{os.getpid()}.json"
+    page.write_text("{}")
+    owned.mark(page)
     lines = []
-    result = boot_or_skip(
-        nvmelab.run,
-        [sys.executable, "-c", LAB_CHECK],
-        nvmelab.LabSpec(controllers=1, namespace_size="16m"),
-        out=lines.append,
-    )
+    try:
+        result = boot_or_skip(
+            nvmelab.run,
+            [sys.executable, "-c", LAB_CHECK, str(page)],
+            nvmelab.LabSpec(controllers=1, namespace_size="16m"),
+            out=lines.append,
+        )
+    finally:
+        owned.forget(page)
+        page.unlink()
     said = json.loads(next(line for line in lines if line.startswith("{")))
     assert result.returncode == 3 and result.accel in ("tcg", "kvm") and result.boot_s < 60
-    assert said == {"model": "QEMU NVMe Ctrl", "poll_queues": "2", "ng": True, "flag": said["flag"]}
+    assert said == {"model": "QEMU NVMe Ctrl", "poll_queues": "2", "ng": True, "flag": said["flag"], "owned": True}
     assert "emulator" in said["flag"]
 
 

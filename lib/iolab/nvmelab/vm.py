@@ -497,6 +497,9 @@ def run(
                 f.truncate(parse_size(spec.namespace_size))  # sparse: no space used until written
             images.append(image)
         guest_env = _guest_env(env, spec, mode)
+        vouched = boot / "owned.json"  # iolab's files in the shares, as the host knows them (owned.vouch)
+        vouched.write_text(json.dumps(owned.vouch(shares)))
+        guest_env[owned.VOUCHED_ENV] = str(vouched)
         job, runner = boot / "argv.json", boot / "exec.py"
         runner.write_text(EXEC)
         job.write_text(json.dumps({"argv": argv, "cwd": str(Path(cwd or paths.REPO).resolve()), "env": guest_env}))
