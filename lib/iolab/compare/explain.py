@@ -6,8 +6,9 @@ much of the gap it can account for, each with its evidence in words and figures.
     print("\\n".join(lines(done)))
 
 The gap is the headline metric's B ÷ A over the matched cells (``iolab.compare.versus``).
-Each candidate cause gives the ratio it alone would make (``expected``), from what both
-sides measured; its share of the gap is ln(expected) ÷ ln(gap), 0-100 %:
+Each candidate cause gives the ratio of a rate (IOPS, bandwidth) it alone would make
+(``expected``), from what both sides measured; its share of the gap is ln(expected) ÷ ln(gap),
+0-100 %, with the sign turned for a metric where lower is better (a latency, cycles per IO):
 
 * workload: a job option that differs is said first (a different job; the comparison may
   stop there). A block size that differs is expected to keep the bytes per second: IOPS
@@ -44,7 +45,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.columns import label
+from ..core.columns import better, label
 from ..core.errors import InputError
 from ..core.readable import percent
 from ..core.validate import parse_size
@@ -125,7 +126,10 @@ def explain(done: SidesCompared, metric: str = "iops") -> Explanation:
     found.workload = _workload(done, sa, sb)
     candidates = [*_cpu(sa, sb, setup_a, setup_b), *_queue(sa, sb, setup_a, setup_b), *_recorded(done)]
     gap = math.log(ratio) if ratio > 0 else 0.0
-    effect = {id(c): math.log(c.expected) for c in [*found.workload, *candidates] if c.expected and c.expected > 0}
+    sign = -1.0 if better(metric) == "lower" else 1.0  # the channels are a rate's: a latency moves the other way
+    effect = {
+        id(c): sign * math.log(c.expected) for c in [*found.workload, *candidates] if c.expected and c.expected > 0
+    }
     if found.gap_shown:
         for cause in [*found.workload, *candidates]:
             e = effect.get(id(cause), 0.0)
