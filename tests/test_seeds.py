@@ -104,6 +104,15 @@ def test_dry_run_prints_the_plan_with_run_counts_and_an_estimate(tmp_path):
     assert bad.returncode == 1 and "is not a block device" in bad.stderr and mine.read_bytes() == b"keep"
 
 
+def test_devices_given_are_the_many_devices_runs_devices(tmp_path):
+    """--device A --device B: notebook 06's one-fio-per-device run reads them, not loop
+    devices of its own (in the NVMe lab its losetup found no loop device: the run failed)."""
+    planned = seeds.plan(seeds.load_seeds("001"), tmp_path, "quick", devices=["/dev/a", "/dev/b"], dry_run=True)
+    (path,) = [p for p in planned if p.experiment.name == "kernel-path"]
+    assert path.run.parameters["devices"] == ["/dev/a", "/dev/b"] and path.run.parameters["target"] == "/dev/a"
+    assert not (tmp_path / "seed-001").exists()
+
+
 def test_comparisons_read_recorded_results_and_say_why_a_figure_has_none(tmp_path):
     seed = seeds.load_seeds("002")[0]
     run_dir = tmp_path / "seed-002" / "per-core"

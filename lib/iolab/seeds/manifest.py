@@ -419,6 +419,8 @@ def plan(
             else:
                 if devices and "target" in known:
                     params["target"] = str(devices[0])
+                if devices and "devices" in known:  # one fio per device: the devices given, not loop devices
+                    params["devices"] = [str(d) for d in devices]
                 if "cpu" in known:
                     params["cpu"] = pool[0]
                 if params.get("polled") == "auto":
