@@ -327,7 +327,7 @@ def add_commands(add) -> None:
         "--device",
         nargs="+",
         metavar="DEV",
-        help="block device(s) to measure (the search uses all, "
+        help="block device(s) to measure (the search and notebook 06's one fio per device use all, "
         "the other experiments the first); default: the scratch default",
     )
     p.add_argument("--cpus", help="CPUs to use, e.g. 0 or 2-3 (the single-core experiments use the first)")
