@@ -115,7 +115,8 @@ def plan(
         named = {grid.aliases.get(k, k): v for k, v in cell.items()}
         for rep in range(rounds.repeats):
             swept = named | dict(grid.tags) | {"repeat": rep}
-            name = "-".join([grid.label] * bool(grid.label) + [f"{k}{v}" for k, v in named.items()] + [f"r{rep}"])
+            # the run's name (its folder, fio's --name) by fio's own option names: direct0, not mode0
+            name = "-".join([grid.label] * bool(grid.label) + [f"{k}{v}" for k, v in cell.items()] + [f"r{rep}"])
             runs.append(PlannedRun(options, target, swept, name, index, cpus, settings, engine=grid.tool))
     return ordered(runs, rounds.order, rounds.seed)
 
