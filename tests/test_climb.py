@@ -111,7 +111,7 @@ def test_a_short_climb_on_a_loop_device(loopdev, tmp_path):
         assert t.qd[i] in (1, 4, 16) and t.runs[i] == runs.runs.sum() <= 4 and runs.chosen.sum() == 1
         assert runs[runs.chosen].qd.iloc[0] == t.qd[i] and t.iops[i] == pytest.approx(runs[runs.chosen].iops.iloc[0])
     assert np.isfinite(t.gain_pct[2]) and t.gain_verdict[2] and res.runs <= 3 * res.fixed_runs == 12
-    jobs = [p.read_text() for p in tmp_path.glob("*-step2-qd4-*/job.fio")]  # batch sizes scaled to QD 4
+    jobs = [p.read_text() for p in tmp_path.glob("*-step2-iodepth4-*/job.fio")]  # batch sizes scaled to QD 4
     assert jobs and all("iodepth_batch_submit=2\n" in j and "iodepth_batch_complete=1\n" in j for j in jobs)
     again = cl.climb(steps, loopdev, runs_dir=tmp_path, **kw)  # replayed from the stored runs
     assert again.runs == res.runs and list(again.steps.qd) == list(t.qd)
