@@ -114,30 +114,50 @@ def cmd_table(args, _extra) -> int:
     return 0
 
 
-def cmd_compare(args, _extra) -> int:
-    import warnings
-
-    from ..core.outputs import claim_output, write_output
+def _html_out(args, example: str) -> Path | None:
+    """``--html FILE`` of compare and explain, checked and claimed before the sides are read:
+    never side A or B, never a user's file (``iolab.core.outputs``)."""
+    from ..core.outputs import claim_output
 
     html_out = Path(args.html) if args.html else None
     if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
-        raise InputError(f"--html {html_out}: give a file in a folder that exists, e.g. compare.html")
-    if html_out is not None:  # before the sides are read: never side A or B, never a user's file
+        raise InputError(f"--html {html_out}: give a file in a folder that exists, e.g. {example}")
+    if html_out is not None:
         claim_output(html_out, force=args.force, inputs=(args.a, args.b), flag="--html")
+    return html_out
+
+
+def _by_and_where(args) -> tuple[list[str] | None, dict[str, str]]:
+    """``--by`` (None: iolab.compare.matching decides; 'none': one cell) and ``--where SETTING=VALUE``."""
+    from ..core.runfiles import quote
+
+    by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
+    pairs = [w.partition("=") for w in args.where or []]
+    bad = [k + eq + v for k, eq, v in pairs if not (k.strip() and eq and v.strip())]
+    if bad:
+        raise InputError(f"--where {quote(bad[0])}: give SETTING=VALUE, e.g. --where bs=4k")
+    return by, {k.strip(): v.strip() for k, _, v in pairs}
+
+
+def _print_frame(frame, form: str) -> None:
+    """A table for scripts: ``form`` json (records) or csv, control characters escaped."""
+    print(printable(frame.to_json(orient="records", indent=1) if form == "json" else frame.to_csv(index=False)), end="")
+
+
+def cmd_compare(args, _extra) -> int:
+    import warnings
+
+    from ..core.outputs import write_output
+
+    html_out = _html_out(args, "compare.html")
     if not 0.5 <= args.confidence < 1:
         raise InputError(f"--confidence {args.confidence:g}: give a level between 0.5 and 1, e.g. 0.95")
     if args.min_change < 0:
         raise InputError(f"--min-change {args.min_change:g}: give a percentage >= 0 (0 calls any difference shown)")
     from ..compare.page import compare_paths, html, table, text
-    from ..core.runfiles import quote
 
-    by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
+    by, where = _by_and_where(args)
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()] if args.metric else None
-    pairs = [w.partition("=") for w in args.where or []]
-    bad = [k + eq + v for k, eq, v in pairs if not (k.strip() and eq and v.strip())]
-    if bad:
-        raise InputError(f"--where {quote(bad[0])}: give SETTING=VALUE, e.g. --where bs=4k")
-    where = {k.strip(): v.strip() for k, _, v in pairs}
     with warnings.catch_warnings(record=True) as said:  # skipped runs, folders gone: one line each
         warnings.simplefilter("always")
         done = compare_paths(
@@ -148,13 +168,7 @@ def cmd_compare(args, _extra) -> int:
     if args.format == "text":
         print(printable("\n".join(text(done))))  # names and set-ups read from the sides' files, escaped
     else:
-        frame = table(done)
-        print(
-            printable(
-                frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False)
-            ),
-            end="",
-        )
+        _print_frame(table(done), args.format)
     if html_out:
         write_output(html_out, html(done), force=args.force, inputs=(args.a, args.b), flag="--html")
         print(f"iolab compare: the page is {html_out}", file=sys.stderr)
@@ -172,21 +186,10 @@ def cmd_explain(args, _extra) -> int:
     import warnings
 
     from ..compare.explain import explain_paths, lines, table
-    from ..core.outputs import claim_output, write_output
-    from ..core.runfiles import quote
+    from ..core.outputs import write_output
 
-    html_out = Path(args.html) if args.html else None
-    if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
-        raise InputError(f"--html {html_out}: give a file in a folder that exists, e.g. explain.html")
-    if html_out is not None:  # before the sides are read: never side A or B, never a user's file
-        claim_output(html_out, force=args.force, inputs=(args.a, args.b), flag="--html")
-
-    by = None if args.by is None else [c.strip() for c in args.by.split(",") if c.strip() and c.strip() != "none"]
-    pairs = [w.partition("=") for w in args.where or []]
-    bad = [k + eq + v for k, eq, v in pairs if not (k.strip() and eq and v.strip())]
-    if bad:
-        raise InputError(f"--where {quote(bad[0])}: give SETTING=VALUE, e.g. --where bs=4k")
-    where = {k.strip(): v.strip() for k, _, v in pairs}
+    html_out = _html_out(args, "explain.html")
+    by, where = _by_and_where(args)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         found = explain_paths(args.a, args.b, args.metric, by=by, across_devices=args.across_devices, where=where)
@@ -195,9 +198,7 @@ def cmd_explain(args, _extra) -> int:
     if args.format == "text":
         print(printable("\n".join(lines(found))))
     else:
-        frame = table(found)
-        text = frame.to_json(orient="records", indent=1) if args.format == "json" else frame.to_csv(index=False)
-        print(printable(text), end="")
+        _print_frame(table(found), args.format)
     verified = _verify(found, args) if args.verify else None
     if html_out:
         from ..compare.explain_page import html

@@ -57,7 +57,6 @@ NO_EFFECT = 0.02  # |ln expected| below this (2 %): no evidence of an effect
 SCHEDULER_COST = "seed 001 measured 2.19× the CPU per IO with mq-deadline against none (the author's NVMe SSD)"
 QUEUE = ("read_ahead_kb", "nomerges", "rq_affinity", "io_poll", "nr_requests", "max_sectors_kb")
 CPU_PER_IO = "fio's CPU per IO"  # a symptom no recorded difference names: after every named cause
-UNMEASURED = ("kernel", "fio", "iolab", "governor", "smt", "turbo", "lab", "machine", "cpu")
 
 
 @dataclass
@@ -158,17 +157,15 @@ def _side_means(side) -> dict[str, float]:
 
 def _option(side, name: str) -> Any:
     """A fio option as the side's first run gave it (its full options, params.json)."""
-    for folder in side.folders[:1]:
-        return (RunFolder(folder).params().get("fio_options") or {}).get(name)
-    return None
+    if not side.folders:
+        return None
+    return (RunFolder(side.folders[0]).params().get("fio_options") or {}).get(name)
 
 
 def _setup(side) -> dict[str, str]:
     """The first run's queue settings (system.json) of a side: read_ahead_kb, scheduler, ..."""
-    for folder in side.folders[:1]:
-        queue = RunFolder(folder).snapshot().get("queue") or {}
-        return {k: str(queue.get(k)) for k in ("scheduler_active", *QUEUE) if queue.get(k) is not None}
-    return {}
+    queue = (RunFolder(side.folders[0]).snapshot().get("queue") or {}) if side.folders else {}
+    return {k: str(queue[k]) for k in ("scheduler_active", *QUEUE) if queue.get(k) is not None}
 
 
 def _bytes(text: Any) -> float:
@@ -250,9 +247,7 @@ def _cpu(sa: dict, sb: dict, setup_a: dict, setup_b: dict) -> list[Cause]:
                 sched_a,
                 sched_b,
                 f"no CPU per IO was measured; {SCHEDULER_COST}",
-                None,
-                None,
-                "scheduler",
+                knob="scheduler",
             )
         )
     return out
@@ -358,11 +353,10 @@ def flippable(found: Explanation) -> Cause:
 def closed(found: Explanation, cause: Cause, values: Sequence[float]) -> Closed:
     """``cause`` flipped on B's job (``values``: its metric per run, measured again) against
     A's and B's runs: the share of the gap closed, ln(new ÷ B) ÷ ln(A ÷ B), with the interval
-    of new ÷ B (``iolab.stats.repeat_stats.compare_values``)."""
-    a = per_run(found.compared.a.table)[found.metric].dropna().tolist()
+    of new ÷ B (``iolab.stats.repeat_stats.compare_values``); the gap is the explanation's."""
     b = per_run(found.compared.b.table)[found.metric].dropna().tolist()
     c = compare_values(list(values), b, found.metric)
-    gap = math.log(sum(a) / len(a) / (sum(b) / len(b)))
+    gap = -math.log(found.ratio)  # ln(A ÷ B)
     ratio = 1 + c.ratio_pct / 100
 
     def share(r: float) -> float:

@@ -275,9 +275,9 @@ def keep_live(kept: Mapping[str, Any], finished: bool = True, shell: Any = None)
     if target is None:
         print(f"not added to the results history: {ENV}={os.environ.get(ENV)!r} keeps none (unset it to keep them)")
         return
-    notebook, parameters, run_by = live_source(shell)
+    notebook, parameters, run_by, output = live_source(shell)
     if run_by == provenance.PAPERMILL:  # papermill's own run: its output notebook, else its word for it
-        executed = parameters.pop(_OUTPUT, None) or FROM_PYTHON
+        executed = output or FROM_PYTHON
         marked = provenance.PAPERMILL
     else:
         executed, marked = f"{LIVE}: {notebook}" if notebook else LIVE, "JupyterLab"
@@ -292,37 +292,33 @@ def keep_live(kept: Mapping[str, Any], finished: bool = True, shell: Any = None)
     print(f"added {what} to the results history ({target}), marked ({marked}): notebook 09 draws them")
 
 
-_OUTPUT = "\0papermill output"  # live_source's key for papermill's output notebook (never a parameter name)
-
-
-def live_source(shell: Any = None) -> tuple[str | None, dict[str, Any], str]:
+def live_source(shell: Any = None) -> tuple[str | None, dict[str, Any], str, str | None]:
     """(the notebook a kernel runs: its ``__session__``, else ``$JPY_SESSION_NAME``, else the
     input papermill's command line names, or None; the values of that notebook's parameters
     cell the kernel now holds that differ from the cell's own, as ``publish.execute`` keeps
     the parameters given; who runs it: "JupyterLab" or "papermill",
-    ``iolab.record.provenance.papermill_parent``). A papermill run's output notebook, when
-    known, rides in the parameters under ``_OUTPUT``."""
+    ``iolab.record.provenance.papermill_parent``; a papermill run's output notebook, when
+    its command line names it, else None)."""
     if shell is None:
         from IPython import get_ipython
 
         shell = get_ipython()
     names = getattr(shell, "user_ns", {}) if shell is not None else {}
     notebook = names.get("__session__") or os.environ.get("JPY_SESSION_NAME") or None
-    run_by, extra = "JupyterLab", {}
+    run_by, output = "JupyterLab", None
     if not notebook:
         papermill = provenance.papermill_parent(names.get("In") or [])
         if papermill is not None:
-            notebook, run_by = papermill[0], provenance.PAPERMILL
-            extra = {_OUTPUT: papermill[1]} if papermill[1] else {}
+            (notebook, output), run_by = papermill, provenance.PAPERMILL
     if not isinstance(notebook, str) or not notebook.endswith(".ipynb"):
-        return None, extra, run_by
+        return None, {}, run_by, output
     changed = {}
     for name, default in parameter_defaults(Path(notebook)).items():
         if name in names:
             value = json.loads(json.dumps(names[name], default=str))
             if value != default:
                 changed[name] = value
-    return notebook, changed | extra, run_by
+    return notebook, changed, run_by, output
 
 
 def parameter_defaults(notebook: Path) -> dict[str, Any]:
