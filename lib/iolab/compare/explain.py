@@ -423,7 +423,7 @@ def table(found: Explanation) -> pd.DataFrame:
         }
         for c in [*found.workload, *found.ranked, *found.unranked]
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({"rank": "Int64"})  # a rank is a whole number, blank when unranked
 
 
 __all__ = ["Cause", "Closed", "Explanation", "closed", "explain", "explain_paths", "flippable", "lines", "table"]
