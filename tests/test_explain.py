@@ -2,6 +2,7 @@
 on one CPU, B differing from A by one thing; the planted cause comes first, with its figures."""
 
 import contextlib
+import math
 import re
 import subprocess
 import sys
@@ -14,6 +15,9 @@ from iolab.machine import knobs
 from iolab.machine.stress import stressed
 from iolab.measure.runner import measure
 from iolab.runs.runcache import load_runs
+from iolab.seeds.causes import NAMES, published
+from iolab.seeds.manifest import load_seeds
+from iolab.stats.gap import channels, rank
 from iolab.stats.repeat_stats import per_run
 from support.cpus import CPU
 from support.marks import is_root
@@ -101,3 +105,24 @@ def test_planted_causes_come_first(tmp_path):
     assert found.ratio < 0.8, lines(found)
     assert found.top.what == "other programs on the measuring CPUs", lines(found)
     assert "other programs took" in found.top.evidence and (found.top.share or not found.gap_shown), lines(found)
+
+
+def test_a_seed_page_ranks_by_the_same_rule_as_explain():
+    """The write-up's published set-up as side A (what it does not say, said as assumed),
+    this machine's measured facts as side B: the channels and ranking explain uses."""
+    (seed,) = load_seeds("000")
+    pub = published(seed, None, author_polled=True)
+    here = {"polled": False, "io_poll": "0", "cpu_freq_mhz": 1600.0, "scheduler_active": "mq-deadline"}
+    here |= {"other_cpu_pct": 20.0, "cpu_steal_pct": 0.0}
+    found = {c.what: c for c in channels(pub, here, NAMES)}
+    assert found["the clock"].expected == 0.5 and "1,600 MHz here, 3,200 in the write-up" in found["the clock"].evidence
+    assert "not said: taken as a machine measuring alone" in found["other programs on the measuring CPUs"].evidence
+    sched = found["the I/O scheduler"]  # no CPU per IO on the published side: seed 001's measured cost, said so
+    assert abs(sched.expected - 525 / 1150) < 1e-9 and "not measured apart here" in sched.evidence
+    assert "not said: none, NVMe's default" in sched.evidence
+    assert "no poll queues" in found["polled completions"].evidence
+    ranked, unranked = rank(list(found.values()), ratio=0.2, shown=True)
+    assert [c.what for c in ranked][:2] == ["the I/O scheduler", "the clock"] and not unranked
+    assert abs(ranked[1].share - math.log(0.5) / math.log(0.2)) < 1e-9  # ln(expected) ÷ ln(gap)
+    ranked, unranked = rank(list(found.values()), ratio=1.3, shown=True)  # every cause works against a gain
+    assert not ranked and len(unranked) == len(found)

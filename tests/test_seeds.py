@@ -184,7 +184,9 @@ def _check_pages(browser, out, idents):  # noqa: F811
             ran = page.eval_on_selector_all("tr[data-command] td:nth-child(3) code", "c => c.map(x => x.innerText)")
             assert ran and all(c.startswith(("fio --name=", "taskset -c")) for c in ran), ran
             assert "not explained by the manifest" not in text  # every change from the author's command has a reason
-            assert "Why the numbers differ, as measured" in text and page.locator("ol li").count() >= 1
+            assert "Why the numbers differ, as measured" in text and page.locator("h3[data-gap]").count() >= 1
+            gaps = page.eval_on_selector_all("h3[data-gap]", "h => h.map(x => x.innerText)")  # iolab explain's rule
+            assert all("× the write-up's" in g or "no figure of this experiment" in g for g in gaps), gaps
             for check, words in (seed.setup.get("checks") or {}).items():  # the write-up's set-up, check by check
                 row = page.locator(f"tr[data-check='{check}']")
                 assert row.count() == 1 and words in row.inner_text(), check
@@ -262,6 +264,8 @@ def test_seed_000_resumes_after_sigterm_with_only_what_was_missing(browser, tmp_
     runs = table.loc[("1 baseline io_uring", "iops"), "runs"]  # the fixed-depth runs, not the climb's
     assert runs and all(json.loads((Path(r) / "params.json").read_text())["fio_options"]["iodepth"] == 32 for r in runs)
     assert pd.isna(table.loc[("7 max polled QD380", "iops"), "local"])  # not step 5's value again: its own reason
+    page = (out / "seed-000.html").read_text()  # the polled steps' gap, ranked by the seeds' measured cost
+    assert re.search(r"<b>polled completions</b> \([\d.]+ % of the gap\)", page), page
     _check_pages(browser, out, ["000"])
     assert loop_watch.seen and not loop_watch.left_behind()  # detached after SIGTERM too
 

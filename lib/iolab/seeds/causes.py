@@ -1,31 +1,37 @@
 """Why this machine's numbers differ from a write-up's, from what its runs measured, for
-``iolab seeds``' pages: one ranked list per experiment, each cause a sentence with its
-figure, read from the experiment's run folders (``system.json``, ``params.json``, the
-samplers through ``iolab.read.samples.run_columns``) and the seed's recorded profile.
+``iolab seeds``' pages: per experiment, the gap (this machine's figures ÷ the write-up's) and
+the differences that could account for it, ranked by ``iolab.stats.gap``'s rule, the one
+``iolab explain`` uses: the write-up's published set-up is side A, this machine's runs side B.
 
-    causes(seed, experiment_record, profile)   # ["the target: a tmpfs-backed loop device ...", ...]
+    found = causes(seed, experiment_record, rows, profile, author_polled)
+    found.ratio, [c.what for c in found.ranked], [c.what for c in found.unranked]
 
-The order is a fixed rule, largest expected effect first: what is measured (the device),
-how completions arrive (polling), the machine (a VM, its clock), the block layer (an I/O
-scheduler), the method (the runtime), and other programs on the measuring CPUs. A cause
-is listed only when its runs show it; nothing here is a guess about hardware it did not see.
+Side A holds what the write-up says (its clock, whether it polled, its scheduler, its cycles
+per IO where it gives them) and, said as assumed, what it does not (other programs: none on
+a machine measuring alone; no steal on bare metal; NVMe's default scheduler, none). Side B is
+the experiment's run folders (``system.json``, ``params.json``, the samplers). The channels
+with a measured effect are ranked by their share of the gap; what has none here (the target,
+a VM, the runtime, the profile's hottest function) is listed with its evidence, not ranked.
 """
 
 from __future__ import annotations
 
+import math
 import re
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import IolabError, RunFileError
+import pandas as pd
+
+from ..core.errors import IolabError
 from ..core.validate import fio_seconds
 from ..read.run import RunFolder
-from ..read.samples import run_columns
+from ..runs.runcache import load_runs
+from ..stats.gap import Cause, channels, gap_shown, queue_causes, rank, side_facts
 from .commands import published_options
 from .manifest import Seed
-from .setups import polled_run
 
 # the hottest functions a profile here has shown, in words (kernel symbol -> what it is)
 HOT = {
@@ -33,32 +39,36 @@ HOT = {
     "iowrite32": "a device doorbell write, which in a VM traps to the hypervisor",
     "copy_page": "the loop device copying each block in memory",
     "memcpy_orig": "memory copies (the loop device's, or the page cache's)",
+    "read_hpet": "the HPET clock source: each timestamp fio takes is a read of a timer device, which in a VM or "
+    "emulator traps (the TSC clock source does not)",
     "_raw_spin_lock": "spinlock contention",
     "native_queued_spin_lock_slowpath": "spinlock contention",
 }
-OTHER_LOAD_SAID = 5.0  # % of the measuring CPUs: other programs below this are not a cause worth a line
+RATES = ("iops", "bw_mib_s")  # the figures a gap is taken over: rates, B ÷ A
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    kept = [v for v in values if isinstance(v, (int, float)) and v == v]
-    return statistics.fmean(kept) if kept else None
+@dataclass
+class SeedGap:
+    """One experiment's gap: this machine's rates ÷ the write-up's (``ratio``, the geometric
+    mean over ``figures`` of them, from ``lowest`` to ``highest``; NaN: none compared) and its
+    ``ranked`` and ``unranked`` causes (``iolab.stats.gap.Cause``)."""
 
+    ratio: float = math.nan
+    figures: int = 0
+    lowest: float = math.nan
+    highest: float = math.nan
+    ranked: list[Cause] = field(default_factory=list)
+    unranked: list[Cause] = field(default_factory=list)
 
-def _read(folders: Sequence[str]) -> list[dict[str, Any]]:
-    """Each readable run folder's snapshot, options and sampler summary."""
-    found = []
-    for f in folders:
-        run = RunFolder(f)
-        try:
-            params, snap = run.params(), run.snapshot()
-        except (OSError, RunFileError):
-            continue
-        try:
-            samples = run_columns(Path(f))
-        except (OSError, RunFileError, ValueError, KeyError):
-            samples = {}
-        found.append({"params": params, "snap": snap, "samples": samples or {}, "argv": run.argv()})
-    return found
+    def headline(self) -> str:
+        if not self.figures:
+            return "no figure of this experiment has a local value to compare: the differences are listed, not ranked"
+        if self.figures == 1:
+            return f"here {self.ratio:.3g}× the write-up's IOPS or bandwidth (1 figure)"
+        spread = (
+            f", from {self.lowest:.3g}× to {self.highest:.3g}×" if f"{self.lowest:.3g}" != f"{self.highest:.3g}" else ""
+        )
+        return f"here {self.ratio:.3g}× the write-up's IOPS or bandwidth (the geometric mean of {self.figures} figures{spread})"
 
 
 def _runtime_s(run: Mapping[str, Any]) -> float | None:
@@ -74,97 +84,171 @@ def _runtime_s(run: Mapping[str, Any]) -> float | None:
 
 
 def causes(
-    seed: Seed, record: Mapping[str, Any] | None, profile: Mapping[str, Any] | None = None, author_polled: bool = False
-) -> list[str]:
-    """The measured reasons this experiment's numbers differ from the write-up's, ranked
-    (module docstring). ``record``: the experiment's batch record; ``profile``: a recorded
-    "top function's share of busy samples" result of the seed (``seed_profile``; said on the
-    experiment that recorded it; None: no profile ran); ``author_polled``: whether the
-    author's commands for this experiment's figures polled (``polls``)."""
-    runs = _read((record or {}).get("run_folders") or [])
-    if not runs:
-        return []
+    seed: Seed,
+    record: Mapping[str, Any] | None,
+    rows: pd.DataFrame | None = None,
+    profile: Mapping[str, Any] | None = None,
+    author_polled: bool = False,
+) -> SeedGap:
+    """The gap of this experiment's figures and its causes, ranked (module docstring).
+    ``record``: the experiment's batch record; ``rows``: its rows of the seed's comparison
+    table (``iolab.seeds.comparisons``); ``profile``: a recorded "top function's share of busy
+    samples" result of the seed (``seed_profile``; said on the experiment that recorded it);
+    ``author_polled``: whether the author's commands for its figures polled (``polls``)."""
+    folders = [f for f in (record or {}).get("run_folders") or [] if Path(f).is_dir()]
+    if not folders:
+        return SeedGap()
+    found = _gap(rows)
+    runs = [RunFolder(f) for f in folders]
+    here = side_facts(load_runs(folders), folders)
+    pub = published(seed, rows, author_polled)
+    candidates = [*channels(pub, here, NAMES), *queue_causes(pub, here, NAMES), *_listed(seed, runs, here)]
+    if profile and profile.get("note") and profile in ((record or {}).get("results") or []):
+        fn = str(profile["note"])
+        candidates.append(
+            Cause(
+                "CPU",
+                "the profile",
+                "",
+                fn,
+                f"perf, fio's own samples: the hottest function was {fn}, {profile['value']:.0f} % of them"
+                + (f": {HOT[fn]}" if fn in HOT else ""),
+            )
+        )
+    shown = found.figures > 0 and gap_shown(found.ratio)
+    found.ranked, found.unranked = rank(candidates, found.ratio if found.figures else 1.0, shown)
+    return found
+
+
+NAMES = ("in the write-up", "here")
+
+
+def published(seed: Seed, rows: pd.DataFrame | None, author_polled: bool) -> dict[str, Any]:
+    """Side A: the write-up's set-up as ``iolab.stats.gap`` reads a side, each value it does
+    not say under ``"assumed"`` with why it was taken."""
     pub = seed.setup
-    snap = runs[0]["snap"]
-    said = []
-    target = str(runs[0]["params"].get("target") or snap.get("device") or "")
-    workers = _mean([r["samples"].get("device_worker_cpu_pct") for r in runs])
-    own = _mean([r["samples"].get("own_cpu_pct") for r in runs])
-    if target.startswith("loop") or str(snap.get("device") or "").startswith("loop"):
-        said.append(
-            f"The target: a tmpfs-backed loop device (memory, not {pub.get('device') or 'an SSD'}): each IO is a "
-            "memory copy by the loop driver's kernel worker"
-            + (f", which took {workers:.0f} % of a CPU beside fio's own {own:.0f} %" if workers and own else "")
-            + "."
+    sched = (pub.get("expects") or {}).get("scheduler")
+    side: dict[str, Any] = {
+        "polled": author_polled,
+        "other_cpu_pct": 0.0,
+        "cpu_steal_pct": 0.0,
+        "scheduler_active": sched or "none",
+        "assumed": {
+            "other_cpu_pct": "not said: taken as a machine measuring alone",
+            "cpu_steal_pct": "bare metal: no steal",
+            **({} if sched else {"scheduler_active": "not said: none, NVMe's default"}),
+        },
+    }
+    if pub.get("clock_ghz"):
+        side["cpu_freq_mhz"] = 1000 * float(pub["clock_ghz"])
+    cycles = rows[rows["metric"] == "cycles_per_io"]["published"] if rows is not None and len(rows) else []
+    if len(cycles):
+        side["cycles_per_io"] = float(cycles.iloc[0])
+    return side
+
+
+def _gap(rows: pd.DataFrame | None) -> SeedGap:
+    if rows is None or not len(rows):
+        return SeedGap()
+    ratios = pd.to_numeric(rows.loc[rows["metric"].isin(RATES), "ratio"], errors="coerce")
+    ratios = ratios[(ratios > 0) & ratios.map(math.isfinite)]
+    if ratios.empty:
+        return SeedGap()
+    return SeedGap(float(math.exp(ratios.map(math.log).mean())), len(ratios), float(ratios.min()), float(ratios.max()))
+
+
+def _listed(seed: Seed, runs: list[RunFolder], here: Mapping[str, Any]) -> list[Cause]:
+    """What differs with no channel measured here: the target, a VM, the runtime."""
+    pub = seed.setup
+    device = pub.get("device") or "an SSD"
+    target = str(_first(runs, lambda r: r.params().get("target")) or "")
+    out = []
+    workers, own = here.get("device_worker_cpu_pct"), here.get("own_cpu_pct")
+    if target.startswith("loop") or here.get("device", "").startswith("loop"):
+        out.append(
+            Cause(
+                "device",
+                "the target",
+                device,
+                "a tmpfs-backed loop device",
+                f"a tmpfs-backed loop device (memory, not {device}): each IO is a memory copy by the loop driver's "
+                "kernel worker"
+                + (f", which took {workers:.0f} % of a CPU beside fio's own {own:.0f} %" if workers and own else ""),
+            )
         )
     elif target.startswith("scratch"):
-        said.append(
-            f"The target: a scratch file on {snap.get('device') or 'this machine'}'s file system, not "
-            f"{pub.get('device') or 'an SSD'}: the file system and this machine's disk set the pace."
+        disk = here.get("device") or "this machine"
+        out.append(
+            Cause(
+                "device",
+                "the target",
+                device,
+                f"a scratch file on {disk}",
+                f"a scratch file on {disk}'s file system, not {device}: the file system and this machine's disk "
+                "set the pace",
+            )
         )
-    polled = any(polled_run(f) for f in (record or {}).get("run_folders") or [])
-    if author_polled and not polled:
-        io_poll = str((snap.get("queue") or {}).get("io_poll"))
-        said.append(
-            "Completions by interrupt where the author polled"
-            + (": the target has no poll queues (io_poll 0)" if io_poll == "0" else "")
-            + "."
+    if here.get("emulated"):
+        out.append(
+            Cause(
+                "machine",
+                "an emulated NVMe device",
+                "bare metal",
+                "a QEMU guest",
+                "each IO is the emulator's work on the host's CPUs, and the guest's doorbells, timers and "
+                "interrupts trap to it",
+            )
         )
-    if snap.get("emulated"):
-        said.append(
-            "An emulated NVMe device in a QEMU guest: each IO is the emulator's work on this host's CPUs, and "
-            "the guest's doorbells, timers and interrupts trap to it."
-        )
-    elif snap.get("virtual_machine"):
-        said.append(
-            "A virtual machine: device doorbells, timers and interrupts trap to the host, and its vCPUs share "
-            "the host's cores."
-        )
-    mhz = [v for v in (snap.get("cpuinfo_mhz") or {}).values() if v]
-    cur = [v / 1e3 for v in (snap.get("scaling_cur_freq_khz") or {}).values() if v]
-    clock = max(cur) if cur else max(mhz) if mhz else None
-    if clock and pub.get("clock_ghz"):
-        said.append(
-            f"The clock: {clock / 1e3:.2f} GHz here "
-            + ("(cpufreq)" if cur else "(/proc/cpuinfo's nominal figure: no cpufreq in this machine)")
-            + f" against {pub['clock_ghz']} GHz published; IOPS per core scale with it, cycles per IO do not."
-        )
-    sched = (snap.get("queue") or {}).get("scheduler_active")
-    if sched and sched != "none":
-        said.append(
-            f"The I/O scheduler {sched} was active on {snap.get('device')}; seed 001 measured mq-deadline at half the "
-            "IOPS per CPU of none."
+    elif here.get("virtual_machine"):
+        out.append(
+            Cause(
+                "machine",
+                "a virtual machine",
+                "bare metal",
+                "a VM",
+                "device doorbells, timers and interrupts trap to the host, and its vCPUs share the host's cores",
+            )
         )
     seconds = [s for s in map(_runtime_s, runs) if s]
     if seconds:
-        said.append(
-            f"The runtime: {min(seconds):g}–{max(seconds):g} s per run"
-            if min(seconds) != max(seconds)
-            else f"The runtime: {seconds[0]:g} s per run"
+        span = f"{min(seconds):g}–{max(seconds):g} s" if min(seconds) != max(seconds) else f"{seconds[0]:g} s"
+        theirs = f"{pub['runtime_s']:g} s" if pub.get("runtime_s") else "not said"
+        against = f"against the write-up's {theirs}" if pub.get("runtime_s") else "(the write-up does not say its own)"
+        out.append(
+            Cause(
+                "method",
+                "the runtime",
+                theirs,
+                span,
+                f"{span} per run here {against}; short runs carry start-up and ramp in their mean",
+            )
         )
-        said[-1] += (
-            f" against the write-up's {pub['runtime_s']:g} s"
-            if pub.get("runtime_s")
-            else " (the write-up does not say its own)"
-        ) + "; short runs carry start-up and ramp in their mean."
-    other = [r["samples"].get("other_cpu_pct") for r in runs]
-    mean_other = _mean(other)
-    if mean_other is not None and mean_other >= OTHER_LOAD_SAID:
-        said.append(
-            f"Other programs on the measuring CPUs: {mean_other:.0f} % of their time on average "
-            f"(at most {max(v for v in other if isinstance(v, (int, float)) and v == v):.0f} %), counted apart "
-            "from fio's own."
-        )
-    steal = _mean([r["samples"].get("cpu_steal_pct") for r in runs])
-    if steal and steal >= 1:
-        said.append(f"Steal: the host took {steal:.0f} % of the measuring CPUs' time from this VM.")
-    if profile and profile.get("note") and profile in ((record or {}).get("results") or []):
-        fn = str(profile["note"])
-        said.append(
-            f"The profile (perf, fio's own samples): the hottest function was {fn}, {profile['value']:.0f} % of "
-            "them" + (f": {HOT[fn]}" if fn in HOT else "") + "."
-        )
-    return said
+    return out
+
+
+def _first(runs: list[RunFolder], get) -> Any:
+    for run in runs:
+        try:
+            value = get(run)
+        except (OSError, IolabError):
+            continue
+        if value:
+            return value
+    return None
+
+
+def _runtime_s(run: RunFolder) -> float | None:
+    """A run's runtime in seconds: fio's ``runtime``, or t/io_uring's ``-r``."""
+    try:
+        argv, options = run.argv(), run.params().get("fio_options") or {}
+    except (OSError, IolabError):
+        return None
+    if "-r" in argv[:-1] and "io_uring" in Path(argv[0]).name:
+        return float(argv[argv.index("-r") + 1])
+    try:
+        return fio_seconds(options["runtime"]) if options.get("runtime") is not None else None
+    except IolabError:
+        return None
 
 
 def polls(command: str) -> bool:
@@ -183,4 +267,4 @@ def seed_profile(records: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] 
     return None
 
 
-__all__ = ["causes", "seed_profile", "HOT"]
+__all__ = ["HOT", "NAMES", "SeedGap", "causes", "polls", "published", "seed_profile"]

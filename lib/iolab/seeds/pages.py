@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.outputs import write_output
-from ..core.readable import interval_text, readable_value
+from ..core.readable import interval_text, percent, readable_value
 from ..read.run import RunFolder
 from ..report.templating import page
 from ..stats import repeat_stats
@@ -59,12 +59,20 @@ own runs:</p>
 src='{{ figure }}'></figure>{% endif %}
 {%- else %}<p class='note'>The manifest names no shape for this seed.</p>{% endif %}
 <h2>Why the numbers differ, as measured</h2>
-{% if shared_causes %}<h3>every experiment</h3><ol>{% for c in shared_causes %}<li>{{ c }}</li>{% endfor %}</ol>\
-{% endif %}{% for m in methods %}{% if m.own_causes %}<h3>{{ m.name }}</h3><ol>{% for c in m.own_causes %}<li>{{ c }}\
-</li>{% endfor %}</ol>{% endif %}{% endfor %}
+<p class='note'>The write-up's set-up on one side, this machine's runs on the other. Per experiment, the gap in its \
+rates (IOPS, bandwidth), then each difference ranked by how much of it that difference alone could account for \
+(<code>iolab explain</code>'s rule, <code>iolab.stats.gap</code>): an upper bound each, and they overlap, so the \
+shares are no parts of a sum. A figure the seeds measured stands in for what was not measured apart here, and says \
+so; a value the write-up does not give is said as assumed.</p>
+{% for m in methods %}{% if m.gap %}<h3 data-gap='{{ m.name }}'>{{ m.name }}: {{ m.gap }}</h3>
+{% if m.ranked %}<ol>{% for c in m.ranked %}<li><b>{{ c.what }}</b>{% if c.share %} ({{ c.share }} of the gap){% endif %}: \
+{{ c.evidence }}</li>{% endfor %}</ol>{% else %}<p>No measured difference accounts for it.</p>{% endif %}
+{% if m.own_unranked %}<p class='note'>Listed, not ranked (no measured channel here, or working against the \
+gap):</p><ul>{% for c in m.own_unranked %}<li>{{ c }}</li>{% endfor %}</ul>{% endif %}{% endif %}{% endfor %}
+{% if shared_causes %}<h3>every experiment, listed, not ranked</h3><ul>{% for c in shared_causes %}<li>{{ c }}</li>\
+{% endfor %}</ul>{% endif %}
 <p class='note'>From each experiment's runs: their system.json, job options and samplers (fio's own CPU apart from \
-other programs'), and the seed's profile. Largest expected effect first: the device, polling, the machine, the \
-block layer, the method, other load. Each row's own adaptations are under the commands below.</p>
+other programs'), and the seed's profile. Each row's own adaptations are under the commands below.</p>
 <h2>Published against local</h2>
 <p><b>{{ have }} of {{ figures }}</b> published figures have a local value here, taken under the conditions the \
 commands below show; each of the others says why.</p>
@@ -284,10 +292,10 @@ def seed_page(seed: Seed, out: Path) -> str:
     local = table[table["local"].map(finite)] if len(table) else table
     said = command_rows(table, seed, level == "quick") if len(table) else []
     done = methods(seed, out, table)
-    listed = [m["causes"] for m in done if m["causes"]]
+    listed = [m["unranked"] for m in done if m["gap"]]
     shared = [c for c in listed[0] if all(c in other for other in listed)] if len(listed) > 1 else []
     for m in done:
-        m["own_causes"] = [c for c in m["causes"] if c not in shared]
+        m["own_unranked"] = [c for c in m["unranked"] if c not in shared]
     return page(
         SEED_PAGE,
         f"iolab seeds: seed {seed.ident}",
@@ -330,6 +338,8 @@ def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[di
         err = (str(rec.get("error") or "").splitlines() or [""])[0]
         links = [("write-up", relative(rec.get("html"), out)), ("executed notebook", relative(rec.get("output"), out))]
         drawn, left = evidence.figures(rec)
+        rows = table[table["from"] == exp.name] if len(table) else None
+        gap = causes.causes(seed, rec, rows, profile, exp.name in polled) if rec else causes.SeedGap()
         found.append(
             {
                 "name": exp.name,
@@ -340,7 +350,12 @@ def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[di
                 "extra": "; ".join([*notes.get(f"{seed.ident}/{exp.name}", []), *([exp.skip[level]] if why else [])]),
                 "error": err[:400] if status == "failed" else "",
                 "links": [(text, href) for text, href in links if href],
-                "causes": causes.causes(seed, rec, profile, exp.name in polled) if rec else [],
+                "gap": gap.headline() if gap.ranked or gap.unranked else "",
+                "ranked": [
+                    {"what": c.what, "share": percent(100 * c.share) if c.share else "", "evidence": c.evidence}
+                    for c in gap.ranked
+                ],
+                "unranked": [f"{c.what}: {c.evidence}" for c in gap.unranked],
                 "figures": drawn,
                 "left": left,
             }

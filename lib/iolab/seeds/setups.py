@@ -20,6 +20,7 @@ import pandas as pd
 from ..core.errors import RunFileError
 from ..machine import preflight
 from ..read.run import RunFolder
+from ..stats.gap import polled_run
 from .comparisons import batch_records
 from .manifest import Seed
 
@@ -62,20 +63,6 @@ def _targets(folders: Sequence[Path]) -> list[str]:
         elif device:
             found[f"/dev/{device}"] = None
     return list(found)
-
-
-def polled_run(folder: Path) -> bool:
-    """Whether the run in ``folder`` polled its completions (fio's hipri=1, t/io_uring's -p 1)."""
-    run = RunFolder(folder)
-    try:
-        job = run.job()
-    except (OSError, RunFileError):
-        job = ""
-    try:
-        argv = " ".join(run.argv())
-    except (OSError, RunFileError):
-        argv = ""
-    return "hipri=1" in job.replace(" ", "") or " -p 1" in argv or " -p1" in argv
 
 
 def _clock(snap: Mapping[str, Any]) -> str:

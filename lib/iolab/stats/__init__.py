@@ -11,6 +11,7 @@ __all__ = [  # what the package exports: its modules
     "drift",
     "effects",
     "frequency",
+    "gap",
     "interactions",
     "knee",
     "knee_interval",
