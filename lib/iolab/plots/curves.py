@@ -19,6 +19,7 @@ from ..core import columns
 from ..core.columns import label
 from ..core.readable import readable_number, si_number
 from ..stats import repeat_stats
+from ..stats.frequency import FREQ_WORDS
 from ..stats.knee import Knee
 from ..stats.knee_interval import KneeEstimate
 from .common import (
@@ -295,15 +296,16 @@ def cpu_busy(df: pd.DataFrame, ax=None, x: str = "qd", title: str | None = None)
 def cycles_per_io(df: pd.DataFrame, ax=None, x: str = "qd"):
     """Cycles per IO vs queue depth (``by_setting``: 95 % interval, unstable cells hatched),
     labelled with the frequency source."""
-    src = ", ".join(sorted(df["freq_source"].dropna().unique())) if "freq_source" in df else "?"
-    fallback = " (nominal frequency: no cpufreq)" if "proc_cpuinfo" in src else ""
+    found = sorted(df["freq_source"].dropna().unique()) if "freq_source" in df else []
+    src = ", ".join(FREQ_WORDS.get(f, f) for f in found) or "not sampled"
+    fallback = " (nominal frequency: no cpufreq)" if "proc_cpuinfo" in found else ""
     return by_setting(
         df,
         x,
         "cycles_per_io",
         ax=ax,
         title=f"CPU cycles per IO, fio's own{fallback}",
-        source=f"fio's CPU s (its threads, /proc) x frequency ({src}) / IOs (fio); the core's busy time: cycles_per_io_core",
+        source=f"fio's CPU seconds (its threads, /proc) × the frequency ({src}) ÷ its IOs",
     )
 
 

@@ -17,7 +17,6 @@ a VM, the runtime, the profile's hottest function) is listed with its evidence, 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,6 @@ from ..core.validate import fio_seconds
 from ..read.run import RunFolder
 from ..runs.runcache import load_runs
 from ..stats.gap import Cause, channels, gap_shown, queue_causes, rank, side_facts
-from .commands import published_options
 from .manifest import Seed
 
 # the hottest functions a profile here has shown, in words (kernel symbol -> what it is)
@@ -94,7 +92,7 @@ def causes(
     ``record``: the experiment's batch record; ``rows``: its rows of the seed's comparison
     table (``iolab.seeds.comparisons``); ``profile``: a recorded "top function's share of busy
     samples" result of the seed (``seed_profile``; said on the experiment that recorded it);
-    ``author_polled``: whether the author's commands for its figures polled (``polls``)."""
+    ``author_polled``: whether the author's commands for its figures polled (``iolab.seeds.commands.polls``)."""
     folders = [f for f in (record or {}).get("run_folders") or [] if Path(f).is_dir()]
     if not folders:
         return SeedGap()
@@ -139,7 +137,11 @@ def published(seed: Seed, rows: pd.DataFrame | None, author_polled: bool) -> dic
             **({} if sched else {"scheduler_active": "not said: none, NVMe's default"}),
         },
     }
-    if pub.get("clock_ghz"):
+    compared = rows[pd.to_numeric(rows["local"], errors="coerce").notna()] if rows is not None and len(rows) else None
+    clocks = pd.to_numeric(compared["freq_ghz"], errors="coerce").dropna() if compared is not None else []
+    if len(clocks):  # the clock of the runs behind these figures (a P-core's, an E-core's); none said: none taken
+        side["cpu_freq_mhz"] = 1000 * float(clocks.mean())
+    elif rows is None and pub.get("clock_ghz"):
         side["cpu_freq_mhz"] = 1000 * float(pub["clock_ghz"])
     cycles = rows[rows["metric"] == "cycles_per_io"]["published"] if rows is not None and len(rows) else []
     if len(cycles):
@@ -251,13 +253,6 @@ def _runtime_s(run: RunFolder) -> float | None:
         return None
 
 
-def polls(command: str) -> bool:
-    """Whether a published command line polls its completions (fio's --hipri, t/io_uring's -p 1;
-    a description that says "polled")."""
-    opts, _ = published_options(command)
-    return opts.get("hipri") == "1" or opts.get("p") == "1" or bool(re.search(r"\bpolled\b", str(command)))
-
-
 def seed_profile(records: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The first recorded "top function's share of busy samples" of a seed's experiments."""
     for rec in records.values():
@@ -267,4 +262,4 @@ def seed_profile(records: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] 
     return None
 
 
-__all__ = ["HOT", "NAMES", "SeedGap", "causes", "polls", "published", "seed_profile"]
+__all__ = ["HOT", "NAMES", "SeedGap", "causes", "published", "seed_profile"]

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..core.errors import RunFileError
 from ..read.run import RunFolder
+from ..stats.gap import polled_run
 
 # options that name the run's bookkeeping, not the measurement
 BOOKKEEPING = {"name", "group_reporting", "output", "output-format", "readonly", "cmd_type"}
@@ -111,6 +112,9 @@ def published_options(command: str) -> tuple[dict[str, str], str]:
         return {}, ""
     if not any(w.startswith("-") for w in words):  # a description ("t/io_uring, flags not published"), no command
         return {}, ""
+    if words[0] == "bdevperf":  # SPDK's: its queue depth, I/O size, pattern and seconds under fio's names
+        flags = dict(re.findall(r"(?:^|\s)-([qowtcm])\s+<?(\d+|\w+)", tail))  # -c <16 devices> -m <8 cores>
+        return {BDEVPERF[k]: v for k, v in flags.items()}, "bdevperf"
     opts: dict[str, str] = {}
     if "taskset" in words:
         i = words.index("taskset")
@@ -131,6 +135,18 @@ def published_options(command: str) -> tuple[dict[str, str], str]:
             key, _, value = w[2:].partition("=")
             opts[key] = value if value else "1"
     return opts, "fio"
+
+
+# SPDK bdevperf's flags under fio's names, and its devices (-c) and cores (-m) under a search's axes
+BDEVPERF = {"q": "iodepth", "o": "bs", "w": "rw", "t": "runtime", "c": "devices", "m": "cores"}
+
+
+def polls(command: str) -> bool:
+    """Whether a published command line polls its completions (fio's --hipri, t/io_uring's -p 1;
+    a description that says "polled")."""
+    opts, tool = published_options(command)
+    polled = opts.get("hipri") == "1" or opts.get("p") == "1" or tool == "bdevperf"  # SPDK polls, always
+    return polled or bool(re.search(r"\bpolled\b", str(command)))
 
 
 def _same(a: str, b: str) -> bool:
@@ -166,18 +182,27 @@ def adaptations(
         here, tool, added = _local(Path(folder))
     except (OSError, RunFileError) as exc:
         return [Change("the local run cannot be read", str(exc))]
-    if not pub_tool:
-        return [
-            Change("no command line to compare", f"the write-up gives no fio or t/io_uring command for this {tool} run")
-        ]
-    if pub_tool != tool:
-        return [Change(f"{pub_tool} published, {tool} here", (reasons or {}).get("tool", "the step runs it so"))]
     own = dict(reasons or {})
+    unpolled = polls(command) and not polled_run(folder)
+    interrupts = Change("polled published, interrupts here", own.get("p") or own.get("hipri") or "not explained")
+    if not pub_tool:
+        said = Change(
+            "no command line to compare", f"the write-up gives no fio or t/io_uring command for this {tool} run"
+        )
+        return [said, *([interrupts] if unpolled else [])]
+    across = pub_tool != tool  # another tool: its options under fio's names, and only those
+    if across and not pub:
+        return [Change(f"{pub_tool} published, {tool} here", own.get("tool", "the step runs it so"))]
     if quick:
         own.setdefault("runtime", QUICK)
         own.setdefault("r", QUICK)
-    found, extra = [], []
-    for key in dict.fromkeys([*pub, *here]):
+    if across:  # a search's cell: its devices and cores beside the published command's
+        swept = RunFolder(folder).params().get("swept") or {}
+        here = {**here, **{k: str(v) for k, v in swept.items() if k in ("devices", "cores")}}
+    found = [Change(f"{pub_tool} published, {tool} here", own.get("tool", "the step runs it so"))] if across else []
+    found += [interrupts] if unpolled and across else []
+    extra = []
+    for key in dict.fromkeys([*pub, *([] if across else here)]):
         if key in BOOKKEEPING:
             continue
         if key in added and key not in pub:
@@ -199,4 +224,4 @@ def adaptations(
     return found
 
 
-__all__ = ["runs_behind", "published_options", "adaptations", "Change", "REASONS", "TIO_FLAGS"]
+__all__ = ["runs_behind", "published_options", "polls", "adaptations", "Change", "REASONS", "TIO_FLAGS"]

@@ -63,6 +63,7 @@ COLUMNS = [
     "source",
     "command",
     "runs",
+    "freq_ghz",
 ]
 
 
@@ -143,6 +144,7 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
                     "source": prow["source"],
                     "command": prow.get("command") if isinstance(prow.get("command"), str) else "",
                     "runs": [str(r) for r in runs],
+                    "freq_ghz": float(prow["freq_ghz"]) if finite(prow.get("freq_ghz")) else None,
                 }
             )
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -232,6 +234,12 @@ def _from_results(template: str, prow: pd.Series, spec: Mapping[str, Any], rec: 
     at = re.search(r"\bat QD (\d+)", str(result.get("note") or ""))
     if not where and at:
         where = {"qd": at.group(1)}
+    bs = re.match(r"bs (\S+?),", str(result.get("source") or ""))  # notebook 06's best block size
+    cell = re.fullmatch(r"(\w+=[^,=]+)(, \w+=[^,=]+)*", str(result.get("note") or ""))  # a search's cell
+    if not where and bs:
+        where = {"bs": bs.group(1)}
+    elif not where and cell:
+        where = dict(part.split("=", 1) for part in cell.group(0).split(", "))
     runs = commands.runs_behind(rec.get("run_folders") or [], where) if where else []
     if not finite(result.get("value")):
         return None, None, None, f"{result.get('note') or 'no value recorded'}{note}", runs

@@ -328,7 +328,7 @@ def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[di
     profile = causes.seed_profile(records)
     table = comparisons(seed, out) if table is None else table
     level = run_level(seed, out)
-    mine = table[table["local"].map(finite) & table["command"].map(causes.polls)] if len(table) else table
+    mine = table[table["local"].map(finite) & table["command"].map(commands.polls)] if len(table) else table
     polled = set(mine["from"]) if len(mine) else set()  # experiments whose compared figures the author polled
     found = []
     for exp in seed.experiments:

@@ -44,6 +44,7 @@ FREQ_NOTES = {
     "turbo, so it cannot explain a change",
     "none": "not sampled",
 }
+FREQ_WORDS = {"scaling_cur_freq": "sampled cpufreq", "proc_cpuinfo": "/proc/cpuinfo, nominal", "none": "not sampled"}
 
 
 def frequency_effects(

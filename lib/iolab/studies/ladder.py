@@ -173,7 +173,9 @@ def capabilities(target: Target, opt_in: bool = False) -> dict[str, str | None]:
             else f"no /dev/ng* node for {dev or target.path} (not NVMe)"
         ),
         "nvme_cli": knobs.no_nvme_cli(),
-        "opt_in": None if opt_in else "changes a device setting: pass opt_in=True to allow (always restored)",
+        "opt_in": None
+        if opt_in
+        else "changes a device setting: opt in to allow it (the notebook's opt_in_device_changes, iolab seeds' --opt-in-device-changes; always restored)",
         "tio": None if have_tio() else "t/io_uring not built: run `make tio`",
         "root": None if os.geteuid() == 0 else "needs root",
     }
