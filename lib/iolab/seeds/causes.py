@@ -9,7 +9,8 @@ the differences that could account for it, ranked by ``iolab.stats.gap``'s rule,
 Side A holds what the write-up says (its clock, whether it polled, its scheduler, its cycles
 per IO where it gives them) and, said as assumed, what it does not (other programs: none on
 a machine measuring alone; no steal on bare metal; NVMe's default scheduler, none). Side B is
-the experiment's run folders (``system.json``, ``params.json``, the samplers). The channels
+the run folders behind the compared figures (else the experiment's): their ``system.json``,
+``params.json`` and samplers, so a cost is read under the figures' own conditions. The channels
 with a measured effect are ranked by their share of the gap; what has none here (the target,
 a VM, the runtime, the profile's hottest function) is listed with its evidence, not ranked.
 """
@@ -93,7 +94,8 @@ def causes(
     table (``iolab.seeds.comparisons``); ``profile``: a recorded "top function's share of busy
     samples" result of the seed (``seed_profile``; said on the experiment that recorded it);
     ``author_polled``: whether the author's commands for its figures polled (``iolab.seeds.commands.polls``)."""
-    folders = [f for f in (record or {}).get("run_folders") or [] if Path(f).is_dir()]
+    behind = [f for runs in (rows["runs"] if rows is not None and "runs" in rows else []) for f in runs or []]
+    folders = [f for f in dict.fromkeys(behind or (record or {}).get("run_folders") or []) if Path(f).is_dir()]
     if not folders:
         return SeedGap()
     found = _gap(rows)

@@ -150,6 +150,35 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _published_runs(table: pd.DataFrame) -> dict[str, Any]:
+    """label -> its published run (the command and the values it quotes)."""
+    return {
+        label: (g["command"].iloc[0], tuple(sorted(zip(g["metric"], g["published"]))))
+        for label, g in table.groupby("label", sort=False)
+    }
+
+
+def coverage(table: pd.DataFrame) -> tuple[int, int]:
+    """(with a local value, all): the published figures of a comparison table, one per
+    published run: two labels quoting one run (the same command and values, as seed 000's
+    baseline is both its E-core QD 32 point and its ladder's first step) count once."""
+    runs = _published_runs(table)
+    have = {runs[label] for label in table.loc[table["local"].map(finite), "label"]} if len(table) else set()
+    return len(have), len(set(runs.values()))
+
+
+def same_run(table: pd.DataFrame) -> dict[str, str]:
+    """label -> the first label quoting the same published run (``coverage``), for the labels
+    that repeat one."""
+    first: dict[Any, str] = {}
+    out = {}
+    for label, run in _published_runs(table).items():
+        if run in first:
+            out[label] = first[run]
+        first.setdefault(run, label)
+    return out
+
+
 def plan(out: str | Path) -> dict[str, Any]:
     """``out/plan.json`` (``iolab seeds``' plan: which seeds ran at which level), empty when there is none."""
     import json

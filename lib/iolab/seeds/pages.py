@@ -29,11 +29,13 @@ from .comparisons import (
     WORDS,
     batch_records,
     comparisons,
+    coverage,
     finite,
     flag_texts,
     plan,
     published_figures,
     run_level,
+    same_run,
     skipped,
 )
 from .manifest import Seed, load_seed
@@ -62,8 +64,8 @@ src='{{ figure }}'></figure>{% endif %}
 <p class='note'>The write-up's set-up on one side, this machine's runs on the other. Per experiment, the gap in its \
 rates (IOPS, bandwidth), then each difference ranked by how much of it that difference alone could account for \
 (<code>iolab explain</code>'s rule, <code>iolab.stats.gap</code>): an upper bound each, and they overlap, so the \
-shares are no parts of a sum. A figure the seeds measured stands in for what was not measured apart here, and says \
-so; a value the write-up does not give is said as assumed.</p>
+shares are no parts of a sum. What a seed measured on its author's machine is context, never ranked; a value the \
+write-up does not give is said as assumed.</p>
 {% for m in methods %}{% if m.gap %}<h3 data-gap='{{ m.name }}'>{{ m.name }}: {{ m.gap }}</h3>
 {% if m.ranked %}<ol>{% for c in m.ranked %}<li><b>{{ c.what }}</b>{% if c.share %} ({{ c.share }} of the gap){% endif %}: \
 {{ c.evidence }}</li>{% endfor %}</ol>{% else %}<p>No measured difference accounts for it.</p>{% endif %}
@@ -75,7 +77,9 @@ gap):</p><ul>{% for c in m.own_unranked %}<li>{{ c }}</li>{% endfor %}</ul>{% en
 other programs'), and the seed's profile. Each row's own adaptations are under the commands below.</p>
 <h2>Published against local</h2>
 <p><b>{{ have }} of {{ figures }}</b> published figures have a local value here, taken under the conditions the \
-commands below show; each of the others says why.</p>
+commands below show; each of the others says why.{% for l, f in repeated.items() %} «{{ l }}» quotes the same \
+published run as «{{ f }}» and counts once; each has its own experiment's local value (their commands below).\
+{% endfor %}</p>
 <table><thead><tr>{% for c in COLUMNS %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {%- for r in rows %}<tr data-figure='1' data-local='{{ r.local_flag }}'><td>{{ r.label }}</td><td>{{ r.metric }}</td>
 {%- for v in r.numbers %}<td class='num'>{{ v }}</td>{% endfor %}<td class='num ratio'>{{ r.ratio }}</td>
@@ -289,7 +293,7 @@ def seed_page(seed: Seed, out: Path) -> str:
         }
         for r in table.to_dict("records")
     ]
-    local = table[table["local"].map(finite)] if len(table) else table
+    have, figures = coverage(table)
     said = command_rows(table, seed, level == "quick") if len(table) else []
     done = methods(seed, out, table)
     listed = [m["unranked"] for m in done if m["gap"]]
@@ -303,8 +307,9 @@ def seed_page(seed: Seed, out: Path) -> str:
         banners=banners(seed, out, snap),
         shape=shape_rows(shape),
         figure=plot(shape, seed),
-        have=local["label"].nunique() if len(local) else 0,
-        figures=table["label"].nunique() if len(table) else 0,
+        have=have,
+        figures=figures,
+        repeated=same_run(table) if len(table) else {},
         differences=differences(seed, snap),
         checks=check_by_check(seed, snap),
         COLUMNS=SEED_COLUMNS,
@@ -392,8 +397,8 @@ def index_page(out: Path) -> str:
                 "top": {**shape_rows(shape.iloc[:1])[0], "why": "" if finite(top["local"]) else top["why"]}
                 if top
                 else None,
-                "have": table.loc[table["local"].map(finite), "label"].nunique() if len(table) else 0,
-                "figures": table["label"].nunique() if len(table) else 0,
+                "have": coverage(table)[0],
+                "figures": coverage(table)[1],
                 "experiments": f"{ok} of {len(seed.experiments)} ok; {entry.get('level', '')}{where}",
             }
         )

@@ -16,7 +16,8 @@ difference alone would make, from what both sides measured:
 
 * other load: other programs' share of the measuring CPUs (``other_cpu_pct``); fio keeps what
   they leave, (100 - other_B) ÷ (100 - other_A); steal (``cpu_steal_pct``) the same way;
-* the clock: the frequencies' ratio (sampled, else cpufreq, else /proc/cpuinfo's nominal);
+* the clock: the frequencies' ratio (sampled, else cpufreq, else /proc/cpuinfo's nominal),
+  when a side's measuring CPUs were busy (80 % or more; not known counts as busy);
 * CPU per IO: fio's own cycles per IO, A's ÷ B's; it names the set-up difference that acts
   through it (the scheduler). With no CPU per IO measured on both sides, a scheduler that
   differs is listed with seed 001's measured cost (1150k against 525k IOPS) as context, and
@@ -51,6 +52,7 @@ from ..read.run import RunFolder
 from .repeat_stats import per_run
 
 NO_EFFECT = 0.02  # |ln expected| below this (2 %): no evidence of an effect
+CPU_BOUND = 80.0  # % busy of the measuring CPUs from which their clock can set the pace
 QUEUE = ("read_ahead_kb", "nomerges", "rq_affinity", "io_poll", "nr_requests", "max_sectors_kb")
 CPU_PER_IO = "fio's CPU per IO"  # a symptom no recorded difference names: after every named cause
 # what the seeds measured on the authors' machines: context for a difference not measured apart here
@@ -173,6 +175,8 @@ def channels(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] 
     fa, fb = _num(a, "cpu_freq_mhz"), _num(b, "cpu_freq_mhz")
     if fa == fa and fb == fb and fa > 0 and abs(fb / fa - 1) >= NO_EFFECT:
         how = [f"{n}: {s['clock_from']}" for n, s in ((na, a), (nb, b)) if s.get("clock_from")]
+        idle = [(n, v) for n, v in ((na, _num(a, "cpu_busy_pct")), (nb, _num(b, "cpu_busy_pct"))) if v == v]
+        bound = not idle or any(v >= CPU_BOUND for _, v in idle)  # a clock sets the pace only of a busy CPU
         out.append(
             Cause(
                 "CPU",
@@ -181,8 +185,14 @@ def channels(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] 
                 f"{fb:,.0f} MHz",
                 f"the clock {fb:,.0f} MHz {nb}, {fa:,.0f} {na}"
                 + (f" ({'; '.join(how)})" if how else "")
-                + "; IOPS per core scale with it, cycles per IO do not",
-                fb / fa,
+                + (
+                    "; IOPS per core scale with it, cycles per IO do not"
+                    if bound
+                    else "; the measuring CPUs were "
+                    + " and ".join(f"{percent(v)} busy {n}" for n, v in idle)
+                    + ": the CPU was not the limit, so the clock is not a cause"
+                ),
+                fb / fa if bound else None,
             )
         )
     out += _cpu_per_io(a, b, names, busy)
