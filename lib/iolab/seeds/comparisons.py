@@ -30,6 +30,7 @@ from ..read.published import published_figures as read_published
 from ..report.batch import read_record
 from ..report.contract import Notebook, declared
 from ..stats import repeat_stats
+from ..stats.gap import polled_run
 from . import commands
 from .manifest import Experiment, Seed
 
@@ -243,7 +244,7 @@ def _local(
     names = {**(fig.get("results") or {}), **(spec.get("result") or {})}
     if metric in names:
         fields = {**(fig.get("fields") or {}), **((fig.get("metric_fields") or {}).get(metric) or {}), **spec}
-        return _from_results(declaration.result(names[metric]).name, prow, fields, rec)
+        return _as_polled(_from_results(declaration.result(names[metric]).name, prow, fields, rec), spec)
     cells = fig.get("cell") or {}
     if metric in cells:
         return _from_search(cells[metric], spec.get("where") or {}, rec, levels)
@@ -279,6 +280,18 @@ def _from_results(template: str, prow: pd.Series, spec: Mapping[str, Any], rec: 
         f"{name} ({result.get('note') or result.get('source') or 'recorded'}){note}",
         runs,
     )
+
+
+def _as_polled(found: tuple, spec: Mapping[str, Any]) -> tuple:
+    """``found`` when its runs polled as the label's ``polled`` asks (true: the author polled;
+    false: he took interrupts), else no value and the label's ``otherwise``: a figure is
+    compared only with local runs of its own condition."""
+    value, _, _, _, runs = found
+    if spec.get("polled") is None or not runs or not finite(value):
+        return found
+    if any(polled_run(r) for r in runs) == bool(spec["polled"]):
+        return found
+    return None, None, None, str(spec.get("otherwise") or "the local runs did not poll as the author's did"), []
 
 
 def _search_table(rec: Mapping[str, Any]):

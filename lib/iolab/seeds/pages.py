@@ -92,7 +92,7 @@ published run as «{{ f }}» and counts once; each has its own experiment's loca
 </thead><tbody>
 {%- for c in commands %}<tr data-command='1'><td>{{ c.label }}</td><td><code>{{ c.published or "–" }}</code></td>\
 <td>{% if c.run %}<code>{{ c.run }}</code>{% if c.runs > 1 %}<div class='note'>the same for its {{ c.runs }} \
-runs (repeats differ only in --name)</div>{% endif %}{% else %}not run: {{ c.why }}{% endif %}</td>\
+runs (repeats differ only in --name)</div>{% endif %}{% else %}no local value: {{ c.why }}{% endif %}</td>\
 <td>{% if c.changes %}<ul>{% for x in c.changes %}<li>{{ x.change }}{% if not x.common %}: {{ x.reason }}{% endif %}\
 </li>{% endfor %}</ul>{% else %}–{% endif %}</td></tr>{% endfor %}</tbody></table>
 {% if common %}<p class='note'>Changes without a reason beside them have the same one on every row: \
