@@ -404,7 +404,9 @@ def test_main_effects_plot_one_panel_per_axis_with_level_means_and_intervals(mai
         assert [t.get_text() for t in p.get_xticklabels()] == [str(v) for v in part["level"]]
     # one scale in the titles, the table and the text: lowest to highest level mean, % of the lowest
     effect = percent(effects.rank_effects(eff).iloc[0]["change_pct"], signed=True)  # +398 %: the noise
-    assert panels[0].get_title().startswith(f"iodepth: {effect}") and "intervals apart" in panels[0].get_title()
+    top = effects.rank_effects(eff).iloc[0]  # which way: the highest level's mean over the lowest's
+    said = f"iodepth: {top['high_level']} {effect} over {top['low_level']}"
+    assert panels[0].get_title().startswith(said) and "intervals apart" in panels[0].get_title()
     shown = effects.readable_ranking(effects.rank_effects(eff)).iloc[0]
     assert shown["effect: lowest to highest mean"] == effect
     assert f"({effect}, intervals apart)" in effects.describe_effects(eff)

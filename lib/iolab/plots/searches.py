@@ -77,7 +77,9 @@ def main_effects(effects: pd.DataFrame, ax=None, title: str | None = None):
         p.set_xlabel(label(axis))
         verdict = "no interval" if pd.isna(apart) else "intervals apart" if apart else "no difference shown"
         p.set_title(
-            f"{label(axis).split(' (')[0]}: {percent(part['change_pct'].iloc[0], signed=True)}\n{verdict}",
+            f"{label(axis).split(' (')[0]}: {_level_tick(part['high_level'].iloc[0])} "
+            f"{percent(part['change_pct'].iloc[0], signed=True)} over {_level_tick(part['low_level'].iloc[0])}"
+            f"\n{verdict}",
             fontsize=9,
             color="0.1" if color != "0.55" else "0.4",
         )
