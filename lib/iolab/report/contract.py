@@ -179,6 +179,12 @@ NOTEBOOKS: dict[str, Notebook] = {
                 Result(
                     "cycles_per_io_peak", "cycles per IO at the peak", "cycles/IO", "CPU cost of one IO at the peak"
                 ),
+                Result(
+                    "cycles_per_io_core_peak",
+                    "core-busy cycles per IO at the peak",
+                    "cycles/IO",
+                    "the pinned CPU's busy cycles per IO at the peak: fio's own and all else that ran there",
+                ),
                 Result("clat_p99_knee", "clat p99 at the knee", "µs", "tail latency at the knee"),
                 Result("iops_at_qd", "IOPS at QD {qd}", "IO/s", "IOPS at each queue depth, over the repeats"),
                 Result("clat_p50_at_qd", "clat p50 at QD {qd}", "µs", "median completion latency at each depth"),

@@ -190,7 +190,7 @@ class ShapeEntry(BaseModel):
     metric: Word = Field("iops", description="the metric of both rows", examples=["iops", "cycles_per_io"])
     local: Table = Field(
         default_factory=dict,
-        description="a recorded percentage change standing for the local ratio: {from, result, fields}",
+        description="a recorded percentage change standing for the local ratio, or with as: value a recorded figure: {from, result, fields, as}",
         examples=["{from: kernel-path, result: scheduler_none_vs, fields: {other: mq-deadline}}"],
     )
 

@@ -57,7 +57,8 @@ def _ratio(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> tuple[An
 
 
 def _recorded(seed: Seed, out: Path, local: Mapping[str, Any]) -> tuple[Any, Any, Any, str]:
-    """A recorded percentage change as a ratio: (1 + change/100, low, high, its note)."""
+    """A recorded percentage change as a ratio: (1 + change/100, low, high, its note); with
+    ``as: value``, the recorded figure itself."""
     rec = batch_records(seed, out).get(str(local.get("from")))
     exp = next(e for e in seed.experiments if e.name == local["from"])
     why = skipped(exp, run_level(seed, out))
@@ -71,6 +72,13 @@ def _recorded(seed: Seed, out: Path, local: Mapping[str, Any]) -> tuple[Any, Any
         return None, None, None, f"the run recorded no {name!r}"
     low, high = got.get("low"), got.get("high")
     bounded = finite(low) and finite(high)
+    if local.get("as") == "value":  # a recorded figure, not a change
+        return (
+            got["value"],
+            low if bounded else None,
+            high if bounded else None,
+            f"{name} ({got.get('note') or 'recorded'})",
+        )
     return (
         1 + got["value"] / 100,
         1 + low / 100 if bounded else None,
