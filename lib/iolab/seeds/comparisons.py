@@ -65,6 +65,7 @@ COLUMNS = [
     "command",
     "runs",
     "freq_ghz",
+    "by",
 ]
 
 
@@ -146,6 +147,8 @@ def comparisons(seed: Seed, out: str | Path) -> pd.DataFrame:
                     "command": prow.get("command") if isinstance(prow.get("command"), str) else "",
                     "runs": [str(r) for r in runs],
                     "freq_ghz": float(prow["freq_ghz"]) if finite(prow.get("freq_ghz")) else None,
+                    "by": str(((fig or {}).get("metric_fields") or {}).get(metric, {}).get("tool") or "")
+                    or str(((fig or {}).get("fields") or {}).get("tool") or ""),
                 }
             )
     return pd.DataFrame(rows, columns=COLUMNS)

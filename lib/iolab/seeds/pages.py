@@ -284,7 +284,7 @@ def seed_page(seed: Seed, out: Path) -> str:
         {
             "local_flag": "1" if finite(r["local"]) else "0",
             "label": r["label"],
-            "metric": WORDS[r["metric"]],
+            "metric": WORDS[r["metric"]] + (f", {r['by']}'s" if r.get("by") else ""),  # which tool measured it
             "numbers": [shown(r["published"], r["unit"]), shown(r["local"], r["unit"]), interval(r)],
             "ratio": ratio(r),
             "flags": r["flags"],
