@@ -88,8 +88,8 @@ bench: setup
 	$(PY) benchmarks/threads_overhead.py
 	$(PY) benchmarks/hosts_cost.py
 
-## strip: remove outputs from the notebooks in the working tree (commits are stripped anyway: make setup installs .gitattributes' nbstripout filter)
-strip: setup
+## strip: remove outputs from the notebooks in the working tree (commits are stripped anyway: make setup-dev installs .gitattributes' nbstripout filter)
+strip: setup-dev
 	.venv/bin/nbstripout --keep-id notebooks/*.ipynb
 
 ## clean: remove generated runs and executed notebooks (keeps the scratch file)

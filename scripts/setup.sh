@@ -80,7 +80,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 # the extras this command needs; .venv/.installed names those installed (one a line)
-wanted=()
+wanted=(lab)  # JupyterLab: make lab, and the browser tests
 [ $dev -eq 1 ] && wanted+=(dev)
 [ $nvmelab -eq 1 ] && wanted+=(nvmelab)
 have=$(cat .venv/.installed 2>/dev/null || true)
@@ -114,7 +114,9 @@ if [ -n "$(find lib/iolab -name '*.py' -newer .venv/.compiled 2>/dev/null | head
     .venv/bin/python -m compileall -q lib/iolab >/dev/null && touch .venv/.compiled
 fi
 # notebooks are committed without outputs by a git filter (.gitattributes names it), not by hand
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -z "$(git config --local filter.nbstripout.clean)" ]; then
+# (nbstripout comes with the dev extra: make setup-dev, make test)
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -z "$(git config --local filter.nbstripout.clean)" ] \
+        && .venv/bin/python -c "import nbstripout" 2>/dev/null; then
     git config --local filter.nbstripout.clean "\"$PWD/.venv/bin/python\" -m nbstripout --keep-id"
     git config --local filter.nbstripout.smudge cat
     git config --local diff.ipynb.textconv "\"$PWD/.venv/bin/python\" -m nbstripout -t --keep-id"

@@ -9,6 +9,7 @@ import sys
 import tomllib
 
 import nbformat
+import pytest
 import yaml
 
 from support.paths import REPO
@@ -18,16 +19,22 @@ def _name(req: str) -> str:
     return re.split(r"[<>=!~ \[]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def test_environment_yml_matches_pyproject():
+@pytest.mark.parametrize(
+    "file, extras", [("environment.yml", ("lab", "nvmelab")), ("environment-dev.yml", ("lab", "nvmelab", "dev"))]
+)
+def test_the_conda_files_match_pyproject(file, extras):
+    """A user's conda environment holds the kit and its lab and NVMe-lab extras, not the test
+    and lint tools; the developers' holds every extra too."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    extras = [d for deps in project["optional-dependencies"].values() for d in deps]
-    pip_deps = {_name(d) for d in project["dependencies"] + extras}
-    env = yaml.safe_load((REPO / "environment.yml").read_text())
+    assert set(project["optional-dependencies"]) == {"lab", "nvmelab", "dev"}
+    wanted = [d for name in extras for d in project["optional-dependencies"][name]]
+    pip_deps = {_name(d) for d in project["dependencies"] + wanted}
+    env = yaml.safe_load((REPO / file).read_text())
     assert env["channels"][0] == "conda-forge"
     conda = {_name(d) for d in env["dependencies"] if isinstance(d, str)}
     conda_python = conda - {"python", "fio", "linux-perf", "stress-ng", "pip"}
     assert conda_python == pip_deps, (
-        f"only in environment.yml: {conda_python - pip_deps}; only in pyproject: {pip_deps - conda_python}"
+        f"only in {file}: {conda_python - pip_deps}; only in pyproject: {pip_deps - conda_python}"
     )
     assert {"fio", "linux-perf", "pip"} <= conda
 
@@ -263,12 +270,17 @@ def test_a_wheel_carries_the_kit_and_init_makes_a_workspace_outside_any_checkout
     assert "iolab/kit/data/reference/published_figures.csv" in names
     assert "iolab/report/templates/iolab_writeup/index.html.j2" in names  # the write-up's nbconvert template
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "iolab/py.typed" in names  # typed (PEP 561)
+    meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Classifier: Operating System :: POSIX :: Linux" in meta and "Keywords:" in meta
+    assert "Provides-Extra: lab" in meta and 'Requires-Dist: jupyterlab>=4.0; extra == "lab"' in meta
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)  # what pip does with a pure-Python wheel's files
     env = {**os.environ, "PYTHONPATH": str(site), "IOLAB_HISTORY": "off"}
     iolab = [sys.executable, "-c", "import sys, iolab.cli; sys.exit(iolab.cli.main(sys.argv[1:]))"]
     made = subprocess.run([*iolab, "init", "ws"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
+    assert "Jupyter kernel 'iolab'" in made.stdout, made.stdout  # what init did about the kernel, said
     ws = tmp_path / "ws"
     assert sorted(p.name for p in (ws / "notebooks").glob("*.ipynb")) == notebooks
     plan = subprocess.run(

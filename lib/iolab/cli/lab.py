@@ -146,7 +146,9 @@ def serve(
     import importlib.util
 
     if importlib.util.find_spec("jupyterlab") is None:
-        raise InputError(f"JupyterLab is not installed for {sys.executable}; run make setup")
+        raise InputError(
+            f"JupyterLab is not installed for {sys.executable}: pip install 'iolab[lab]' (in a checkout: make setup)"
+        )
     port = check_port(port)
     check_free(ip, port)
     if not Path(root).is_dir():

@@ -123,9 +123,10 @@ def cmd_seeds(args, _extra) -> int:
 def cmd_init(args, _extra) -> int:
     from ..report.workspace import init
 
-    copied = init(args.folder)
+    copied, kernel = init(args.folder)
     shown = printable(args.folder)  # a name's control characters escaped, never sent to the terminal
     print(f"made the workspace {shown} ({len(copied)} files: notebooks/, data/, papermill_runs/)")
+    print(kernel)
     print(f"next: cd {shlex.quote(shown)} && iolab demo   (or iolab lab: JupyterLab on its notebooks)")
     return 0
 

@@ -15,9 +15,9 @@ The kit comes from the wheel (``iolab/kit``) or, in a checkout, from the checkou
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -29,9 +29,11 @@ from .kernel import KERNEL_NAME, headless_kernel, install_kernel
 FOLDERS = ("notebooks", "data/seeds", "data/examples", "data/reference")
 
 
-def init(folder: str | Path) -> list[Path]:
-    """Make the workspace ``folder`` (new, or an empty folder); the files it copied. A folder
-    that holds anything is refused: nothing of a user's is replaced."""
+def init(folder: str | Path) -> tuple[list[Path], str]:
+    """Make the workspace ``folder`` (new, or an empty folder): the files it copied, and what
+    it did about the notebooks' Jupyter kernel, in words (installed, and where; there
+    already; or why not). A folder that holds anything is refused: nothing of a user's is
+    replaced."""
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         what = "a file" if not folder.is_dir() else "a folder that holds files"
@@ -51,9 +53,16 @@ def init(folder: str | Path) -> list[Path]:
                 shutil.copyfile(f, folder / sub / f.name)
                 copied.append(folder / sub / f.name)
     (folder / "papermill_runs").mkdir(exist_ok=True)
+    kernel = f"the Jupyter kernel {KERNEL_NAME!r} the notebooks name is installed already"
     if headless_kernel() != KERNEL_NAME:  # the notebooks name the project's kernel
-        with contextlib.suppress(OSError):  # an environment iolab may not write: python3 runs them
-            install_kernel()
+        try:
+            where = install_kernel()
+            kernel = f"installed the Jupyter kernel {KERNEL_NAME!r} the notebooks name ({sys.executable}) in {where}"
+        except OSError as exc:  # an environment iolab may not write: python3 runs them
+            kernel = (
+                f"could not install the Jupyter kernel {KERNEL_NAME!r} ({exc.strerror or exc}): papermill and "
+                "iolab run the notebooks on python3; JupyterLab asks for a kernel"
+            )
     mark = {"iolab": __version__, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (folder / paths.WORKSPACE_MARK).write_text(json.dumps(mark) + "\n")
-    return copied
+    return copied, kernel
