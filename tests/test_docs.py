@@ -42,3 +42,15 @@ def test_every_command_the_manual_names_exists():
         named |= set(re.findall(r"`(?:\.venv/bin/)?iolab ([a-z][a-z-]*)", doc.read_text()))
         named |= set(re.findall(r"^ {4,}(?:\.venv/bin/)?iolab ([a-z][a-z-]*)", doc.read_text(), flags=re.M))
     assert named and not named - known, f"the docs name commands iolab lacks: {sorted(named - known)}"
+
+
+def test_every_environment_variable_iolab_reads_is_documented():
+    """Each ``IOLAB_*`` name the library spells out is a row of docs/command-line.md's table."""
+    import re
+
+    named = set()
+    for path in (REPO / "lib" / "iolab").rglob("*.py"):
+        named |= set(re.findall(r"[\"'](IOLAB_[A-Z_]+)[\"']", path.read_text()))
+    table = (REPO / "docs" / "command-line.md").read_text()
+    missing = sorted(v for v in named if f"| `{v}` |" not in table)
+    assert named and not missing, f"add to docs/command-line.md's environment variables: {missing}"

@@ -24,7 +24,7 @@ ports, links, NUMA nodes). Words and numbers: ``wrapped``, ``columns`` (every
 column's unit and which way is better), ``details`` (a figure's sources under it), ``save_figure`` (a figure as PNG, SVG and PDF files to keep),
 ``explorer`` (any setting against any metric, the code for it). The seeds' published
 figures: ``published_figures``, and ``reference_bars`` (them beside this machine's). Where things are: ``REPO``, ``runs_home``
-(data/runs, or ``IOLAB_RUNS``).
+(``$IOLAB_DATA``/runs: data/runs).
 """
 
 from __future__ import annotations
