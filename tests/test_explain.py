@@ -131,3 +131,33 @@ def test_a_seed_page_ranks_by_the_same_rule_as_explain():
     assert {c.what for c in unranked} == {"the I/O scheduler", "polled completions"}
     ranked, unranked = rank(list(found.values()), ratio=1.3, shown=True)  # every cause works against a gain
     assert not ranked and len(unranked) == len(found)
+
+
+def test_where_the_device_sits_a_slow_slot_and_a_far_node():
+    """The slot's link (the lower of the device's and its port's maximum) and the NUMA node,
+    read from system.json as the NVMe lab's --slot plants them; a link is a cause only where
+    the bytes moved exceed the slower one."""
+    from iolab.stats.gap import _device_place, device_causes
+
+    def snap(port_speed, node):
+        pci = {"max_link_speed": "16.0 GT/s PCIe", "max_link_width": "32", "numa_node": str(node)}
+        pci |= {"port_max_link_speed": port_speed, "port_max_link_width": "1"} if port_speed else {}
+        return {"pci": pci, "cpu_numa_nodes": {"0": 0}}
+
+    near, slow, far = (
+        _device_place(snap(None, 0)),
+        _device_place(snap("2.5 GT/s PCIe", 0)),
+        _device_place(snap(None, 1)),
+    )
+    assert near["link"] == "16 GT/s x32" and slow["link"] == "2.5 GT/s x1" and near["numa"].startswith("near")
+    assert far["numa"] == "far (the device on node 1, the measuring CPUs on 0)"
+    (link,) = device_causes({**near, "bw_bytes_s": 1.2e8}, {**slow, "emulated": True})
+    assert link.expected is None and "within the slower link" in link.evidence and "emulated" in link.evidence
+    (link,) = device_causes({**near, "bw_bytes_s": 1e9}, slow)  # A moved 1 GB/s; B's slot carries 0.25
+    assert abs(link.expected - 0.25) < 1e-9
+    (node,) = device_causes(near, far)
+    assert node.expected is None and node.b == "far" and "not measured on both sides" in node.evidence
+    (cost,) = [
+        c for c in channels({**near, "cycles_per_io": 5000.0}, {**far, "cycles_per_io": 6000.0}) if "NUMA" in c.what
+    ]
+    assert cost.what == "the device's NUMA node (near → far)" and abs(cost.expected - 5 / 6) < 1e-9

@@ -31,7 +31,7 @@ import pandas as pd
 from ..core.columns import label
 from ..core.errors import InputError
 from ..core.readable import percent
-from ..stats.gap import Cause, channels, gap_shown, queue_causes, rank, side_facts
+from ..stats.gap import Cause, channels, device_causes, gap_shown, queue_causes, rank, side_facts
 from ..stats.repeat_stats import compare_values, per_run
 from .page import SidesCompared, compare_paths
 
@@ -81,7 +81,7 @@ def explain(done: SidesCompared, metric: str = "iops") -> Explanation:
     sa, sb = (side_facts(side.table, side.folders) for side in (done.a, done.b))
     found = Explanation(done, metric, ratio, low, high)
     found.workload = _workload(done, sa, sb)
-    candidates = [*channels(sa, sb), *queue_causes(sa, sb), *_recorded(done)]
+    candidates = [*channels(sa, sb), *queue_causes(sa, sb), *device_causes(sa, sb), *_recorded(done)]
     found.ranked, found.unranked = rank(candidates, ratio, found.gap_shown, metric, said_first=found.workload)
     return found
 

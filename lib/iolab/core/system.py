@@ -210,6 +210,7 @@ def snapshot(device: str | None = None, cpus: list[int] | None = None) -> dict[s
         "nvme": nvme_params(),
         "nvme_device": nvme_device(device),
         "pci": pci_topology(device),
+        "cpu_numa_nodes": cpu_nodes(cpus or online),
         # set inside the NVMe lab (iolab.nvmelab.vm): the run is an emulator's, never a device's
         "emulated": os.environ.get("IOLAB_NVMELAB") or None,
         "virtual_machine": virtual_machine(),
@@ -389,6 +390,16 @@ def iostat(
     }
 
 
+def cpu_nodes(cpus: list[int]) -> dict[str, int]:
+    """Each CPU's NUMA node (``/sys/devices/system/cpu/cpuN/nodeM``), {} without NUMA in sysfs."""
+    out = {}
+    for cpu in cpus:
+        node = next(Path(f"/sys/devices/system/cpu/cpu{cpu}").glob("node[0-9]*"), None)
+        if node is not None:
+            out[str(cpu)] = int(node.name[4:])
+    return out
+
+
 def pci_topology(device: str | None) -> dict[str, Any]:
     """PCIe path, link speed and width of a block device's controller (from sysfs), and
     ``lspci -tv`` when pciutils is installed."""
@@ -407,6 +418,10 @@ def pci_topology(device: str | None) -> dict[str, Any]:
                     "numa_node": read_text(pci / "numa_node"),
                 }
             )
+            port = next((p for p in pci.parents if (p / "max_link_speed").exists()), None)  # the slot's port
+            if port:
+                out["port_max_link_speed"] = read_text(port / "max_link_speed")
+                out["port_max_link_width"] = read_text(port / "max_link_width")
     if shutil.which("lspci"):
         out["lspci_tree"] = subprocess.run(["lspci", "-tv"], capture_output=True, text=True).stdout
     return out

@@ -37,6 +37,7 @@ listed unranked. With no gap shown, the differences are ordered by the size of t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ from ..core.columns import better
 from ..core.errors import InputError, RunFileError
 from ..core.readable import percent
 from ..core.validate import parse_size
+from ..read.checks import link_capacity_bytes_s
 from ..read.run import RunFolder
 from .repeat_stats import per_run
 
@@ -99,6 +101,7 @@ def side_facts(table: pd.DataFrame, folders: Sequence[str | Path]) -> dict[str, 
     sources = set(table["freq_source"].dropna().astype(str)) if "freq_source" in table else set()
     if sources == {"proc_cpuinfo"}:
         out["clock_from"] = "nominal, /proc/cpuinfo: no cpufreq"
+    out |= _device_place(snap)
     out["device"] = str(snap.get("device") or "")
     out["virtual_machine"], out["emulated"] = bool(snap.get("virtual_machine")), bool(snap.get("emulated"))
     if not out.get("cpu_freq_mhz", math.nan) > 0:  # not sampled: the snapshot's
@@ -107,6 +110,36 @@ def side_facts(table: pd.DataFrame, folders: Sequence[str | Path]) -> dict[str, 
         out["cpu_freq_mhz"] = max(cur) if cur else max(nominal) if nominal else math.nan
         out["clock_from"] = "cpufreq" if cur else "nominal, /proc/cpuinfo: no cpufreq" if nominal else ""
     return out
+
+
+def _device_place(snap: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the device sits: its slot's link (the lower of the device's and its port's
+    maximum, ``link``, and its data rate, ``link_bytes_s``) and whether its NUMA node is one
+    of the measuring CPUs' (``numa``: "near"/"far", with the nodes in words)."""
+    pci, out = snap.get("pci") or {}, {}
+    speeds = [g for g in (_gts(pci.get("max_link_speed")), _gts(pci.get("port_max_link_speed"))) if g]
+    widths = [w for w in (_lanes(pci.get("max_link_width")), _lanes(pci.get("port_max_link_width"))) if w]
+    if speeds and widths:
+        speed, width = min(speeds), min(widths)
+        out["link"] = f"{speed:g} GT/s x{width}"
+        out["link_bytes_s"] = link_capacity_bytes_s({"link_speed": f"{speed} GT/s", "link_width": width})
+    node = _lanes(pci.get("numa_node"), minimum=0)
+    cpus = sorted(set((snap.get("cpu_numa_nodes") or {}).values()))
+    if node is not None and cpus:
+        on = f"the device on node {node}, the measuring CPUs on {', '.join(map(str, cpus))}"
+        out["numa"] = ("near" if node in cpus else "far") + f" ({on})"
+    return out
+
+
+def _gts(text: Any) -> float | None:
+    m = re.match(r"\s*([\d.]+)\s*GT/s", str(text or ""))
+    return float(m.group(1)) if m else None
+
+
+def _lanes(text: Any, minimum: int = 1) -> int | None:
+    value = str(text or "").strip()
+    number = int(value) if value.lstrip("-").isdigit() else None
+    return number if number is not None and minimum <= number < 255 else None
 
 
 def polled_run(folder: str | Path) -> bool:
@@ -218,6 +251,19 @@ def _cpu_per_io(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, st
     ca, cb = _num(a, "cycles_per_io"), _num(b, "cycles_per_io")
     sched_a, sched_b = a.get("scheduler_active"), b.get("scheduler_active")
     scheduler = bool(sched_a and sched_b and sched_a != sched_b)
+    place_a, place_b = str(a.get("numa") or "").split(" ")[0], str(b.get("numa") or "").split(" ")[0]
+    if not scheduler and place_a and place_b and place_a != place_b and ca > 0 and cb > 0:  # a far node's cost is CPU
+        return [
+            Cause(
+                "device",
+                f"the device's NUMA node ({place_a} → {place_b})",
+                f"{ca:,.0f}",
+                f"{cb:,.0f}",
+                f"{b['numa']} {nb}; {a['numa']} {na}; fio's own CPU per IO: {cb:,.0f} cycles {nb}, {ca:,.0f} {na} "
+                f"({cb / ca:.2f}×)" + (f"; {busy}" if busy else ""),
+                ca / cb,
+            )
+        ]
     said = f"the queue ran {sched_b} {nb}, {sched_a} {na}{_assumed(a, 'scheduler_active')}"
     if ca > 0 and cb > 0:
         what = f"the I/O scheduler ({sched_a} → {sched_b})" if scheduler else CPU_PER_IO
@@ -240,6 +286,46 @@ def _cpu_per_io(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, st
             knob="scheduler",
         )
     ]
+
+
+def device_causes(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] = WHERE) -> list[Cause]:
+    """Where the device sits: its slot's link (a cause where one side moved more bytes per
+    second than the other's link carries: expected = that link's rate ÷ the bytes per second)
+    and a NUMA node far from the measuring CPUs with no CPU per IO measured (listed)."""
+    na, nb = names
+    out = []
+    link_a, link_b = _num(a, "link_bytes_s"), _num(b, "link_bytes_s")
+    if link_a > 0 and link_b > 0 and abs(math.log(link_b / link_a)) >= NO_EFFECT:
+        bw_a, bw_b = _num(a, "bw_bytes_s"), _num(b, "bw_bytes_s")
+        cause = Cause(
+            "device",
+            "the device's link",
+            str(a.get("link")),
+            str(b.get("link")),
+            f"its slot carries {b['link']} ({link_b / 1e9:.2f} GB/s) {nb}, {a['link']} ({link_a / 1e9:.2f} GB/s) {na}",
+        )
+        slower, moved = (link_b, bw_a) if link_b < link_a else (link_a, bw_b)
+        if moved == moved and moved > 0.9 * slower:  # the slower link was the limit
+            cause.expected = min(1.0, slower / moved) if link_b < link_a else max(1.0, moved / slower)
+            cause.evidence += f"; {moved / 1e9:.2f} GB/s moved through the faster one: more than the slower carries"
+        elif moved == moved:
+            cause.evidence += f"; {moved / 1e9:.3f} GB/s moved, within the slower link: no effect expected" + (
+                " (an emulated device is not slowed by its link)" if a.get("emulated") or b.get("emulated") else ""
+            )
+        out.append(cause)
+    place_a, place_b = str(a.get("numa") or ""), str(b.get("numa") or "")
+    cycles = _num(a, "cycles_per_io") > 0 and _num(b, "cycles_per_io") > 0
+    if place_a and place_b and place_a.split(" ")[0] != place_b.split(" ")[0] and not cycles:
+        out.append(
+            Cause(
+                "device",
+                "the device's NUMA node",
+                place_a.split(" ")[0],
+                place_b.split(" ")[0],
+                f"{place_b} {nb}; {place_a} {na}; a far node's cost is CPU per IO, not measured on both sides here",
+            )
+        )
+    return out
 
 
 def queue_causes(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] = WHERE) -> list[Cause]:
@@ -324,6 +410,7 @@ __all__ = [
     "Cause",
     "NO_EFFECT",
     "channels",
+    "device_causes",
     "gap_shown",
     "polled_run",
     "queue_causes",
