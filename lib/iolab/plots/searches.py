@@ -531,5 +531,5 @@ def published_table(rows: pd.DataFrame, metric: str = "iops") -> pd.DataFrame:
     if "cores" in rows:
         out["cores"] = rows["cores"].map(lambda v: "" if pd.isna(v) else f"{v:g}")
     if "freq_ghz" in rows:
-        out["CPU clock (GHz)"] = rows["freq_ghz"].map(lambda v: "not given" if pd.isna(v) else f"{v:g}")
+        out["CPU clock (GHz)"] = rows["freq_ghz"].map(lambda v: "not given" if pd.isna(v) else f"{v:.1f}")
     return out.reset_index(drop=True)

@@ -27,7 +27,7 @@ the kit's code paths on Linux's real nvme driver; as measurements of a device th
 {% endif %}{% if flags %}<details class="iolab-flags"><summary class="failed">⚠ {{ flags_summary }}</summary>\
 <p class="note">{{ flags }}</p></details>
 {% endif %}<h2>Parameters</h2>
-{% if parameters %}{{ table(("parameter", "value", "", "meaning"), parameters) }}
+{% if parameters %}{{ table(("parameter", "value", "given or default", "meaning"), parameters) }}
 {%- else %}<p>This notebook has no parameters cell and was given no parameters.</p>{% endif %}
 {% if key or detail %}<h2 id="iolab-results">Results</h2>
 {% if key %}{{ table(RESULT_COLUMNS, key, numeric=(1, 3)) }}
