@@ -22,7 +22,8 @@ machine: ``snapshot``, ``machine_facts`` (a snapshot as a table of facts in word
 up for the study? the top of every measuring notebook), ``topology`` (where devices sit: root
 ports, links, NUMA nodes). Words and numbers: ``wrapped``, ``columns`` (every
 column's unit and which way is better), ``details`` (a figure's sources under it), ``save_figure`` (a figure as PNG, SVG and PDF files to keep),
-``explorer`` (any setting against any metric, the code for it). The seeds' published
+``explorer`` (any setting against any metric, the code for it), ``explain`` (why B differs from A: ``iolab explain``'s
+ranking of the recorded differences, two runs folders or two lists of run folders; print it). The seeds' published
 figures: ``published_figures``, and ``reference_bars`` (them beside this machine's). Where things are: ``REPO``, ``runs_home``
 (``$IOLAB_DATA``/runs: data/runs).
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .compare.explain import explain_paths as explain
 from .core import columns
 from .core.paths import REPO
 from .core.paths import runs_dir as runs_home
@@ -70,6 +72,7 @@ __all__ = [
     "columns",
     "details",
     "dict_param",
+    "explain",
     "explorer",
     "fio_time",
     "fio_version",

@@ -60,9 +60,15 @@ class Explanation:
     def top(self) -> Cause | None:
         return self.ranked[0] if self.ranked else None
 
+    def __str__(self) -> str:  # print(explanation) in a notebook: the lines iolab explain prints
+        return "\n".join(lines(self))
 
-def explain_paths(a: str | os.PathLike, b: str | os.PathLike, metric: str = "iops", **compare: Any) -> Explanation:
-    """``iolab explain A B``: ``compare_paths(a, b, **compare)`` and the causes of its gap."""
+
+def explain_paths(
+    a: str | os.PathLike | Sequence, b: str | os.PathLike | Sequence, metric: str = "iops", **compare: Any
+) -> Explanation:
+    """``iolab explain A B``: ``compare_paths(a, b, **compare)`` and the causes of its gap; a
+    side may be a list of run folders (``iolab.compare.sides.load_side``)."""
     done = compare_paths(a, b, metrics=[metric], **compare)
     return explain(done, metric)
 

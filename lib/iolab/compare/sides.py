@@ -30,6 +30,7 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,15 @@ class Side:
         return f"{self.path} ({self.kind}, {self.table['run_id'].nunique() if 'run_id' in self.table else 0} runs)"
 
 
-def load_side(path: str | os.PathLike) -> Side:
-    """The side at ``path`` (see the module docstring)."""
+def load_side(path: str | os.PathLike | Sequence[str | os.PathLike]) -> Side:
+    """The side at ``path`` (see the module docstring), or the run folders a list names (a
+    notebook's cells of one setting: ``table.run_folder[table.scheduler == "none"]``)."""
+    if isinstance(path, (list, tuple)) or (hasattr(path, "tolist") and not isinstance(path, str)):
+        folders = [Path(f) for f in dict.fromkeys(map(str, list(path)))]
+        if not folders:
+            raise InputError(f"no run folders given: {WHAT}")
+        where = Path(os.path.commonpath(folders)) if len(folders) > 1 else folders[0]
+        return _side(where, f"{len(folders)} run folders", {_part_name(where): folders})
     given = str(path)
     path = Path(given.strip())
     if not given.strip() or not path.exists():
