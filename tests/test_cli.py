@@ -74,7 +74,7 @@ def test_run_prints_a_summary_and_stores(tmp_path):
         "--ioengine=psync",
     )
     assert out.returncode == 0, out.stderr
-    assert "cycles_per_io" in out.stdout and "stored:" in out.stdout
+    assert "CPU cycles per IO, fio's own (cycles/IO)" in out.stdout and "stored:" in out.stdout  # in words
     assert len(list((tmp_path / "r").iterdir())) == 1
 
 

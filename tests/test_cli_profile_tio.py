@@ -83,7 +83,7 @@ def test_tio_flags_pass_through_checked(tmp_path):
 def test_tio_from_the_command_line_is_stored_and_tabled(loopdev, tmp_path):
     out = cli_here("tio", "--cpus", CPU, "--runs-dir", tmp_path, "-p", "0", "-d", "16", "-r", "2", loopdev.path)
     assert out.returncode == 0, out.stderr
-    assert "t/io_uring" in out.stdout and "cycles_per_io" in out.stdout
+    assert "t/io_uring" in out.stdout and "CPU cycles per IO, fio's own" in out.stdout
     folder = only_folder(tmp_path)
     assert "IOS/call=" in (folder / "tio.txt").read_text()
     assert json.loads((folder / "params.json").read_text())["tio_flags"] == {"r": 2, "p": 0, "d": 16}

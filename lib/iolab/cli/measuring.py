@@ -16,7 +16,7 @@ from ..core.paths import TARGET_HELP
 from ..core.runfiles import SAMPLES_THREADS_CSV
 from . import profiling
 from .argtypes import finite, whole
-from .reading import print_threads
+from .reading import print_run_table, print_threads
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
@@ -179,7 +179,7 @@ def cmd_run(args, extra) -> int:
         )
         if c in table and table[c].notna().any()
     ]
-    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
+    print_run_table(table, cols)
     print(f"stored: {result.path}")
     if args.log_ms is not None:
         print(f"over time (fio's interval logs): iolab series {result.path}")

@@ -139,6 +139,33 @@ def _by_and_where(args) -> tuple[list[str] | None, dict[str, str]]:
     return by, {k.strip(): v.strip() for k, _, v in pairs}
 
 
+RUN_ROWS = ("host", "host_status", "job", "direction")  # what names a row of one run's table
+
+
+def print_run_table(table, cols) -> None:
+    """One run's figures for a terminal: a line per figure in words with its unit (bandwidth in
+    MiB/s, the frequency's source in words), a column per job, direction or host."""
+    import pandas as pd
+
+    from ..core.columns import label
+    from ..core.readable import readable_value
+    from ..stats.frequency import FREQ_WORDS
+
+    shown = table[list(cols)].copy()
+    if "bw_bytes_s" in shown:
+        shown.insert(shown.columns.get_loc("bw_bytes_s"), "bw_mib_s", shown.pop("bw_bytes_s") / 2**20)
+    if "freq_source" in shown:
+        shown["freq_source"] = shown["freq_source"].map(lambda v: FREQ_WORDS.get(v, v))
+    names = [c for c in RUN_ROWS if c in shown]
+    heads = [" ".join(str(v) for v in row) or f"row {i}" for i, row in enumerate(shown[names].itertuples(index=False))]
+    figures = [c for c in shown.columns if c not in names]
+    out = pd.DataFrame(
+        {head: [readable_value(v) for v in shown.iloc[i][figures]] for i, head in enumerate(heads)},
+        index=[label(c) for c in figures],
+    )
+    print(out.to_string())
+
+
 def _print_frame(frame, form: str) -> None:
     """A table for scripts: ``form`` json (records) or csv, control characters escaped."""
     print(printable(frame.to_json(orient="records", indent=1) if form == "json" else frame.to_csv(index=False)), end="")

@@ -52,13 +52,14 @@ def cmd_tio(args, extra) -> int:
     from ..measure.options import MeasureOptions
     from ..measure.runner import measure_tio
     from ..stats.cycles import add_cycles_per_io  # slow to import (pandas): once the input is known good
+    from .reading import print_run_table
 
     how = MeasureOptions(tio=args.tio, timeout_s=args.timeout)
     with open_target(files[0], args.target_size, scratch_dir) as target:
         result = measure_tio(flags, target, cpus=cpus, runs_dir=runs_dir, label="cli-tio", how=how)
     table = add_cycles_per_io(result.table)
     cols = [c for c in COLUMNS if c in table and table[c].notna().any()]
-    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
+    print_run_table(table, cols)
     print(f"stored: {result.path}")
     return 0
 
