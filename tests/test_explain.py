@@ -139,22 +139,23 @@ def test_where_the_device_sits_a_slow_slot_and_a_far_node():
     the bytes moved exceed the slower one."""
     from iolab.stats.gap import _device_place, device_causes
 
-    def snap(port_speed, node):
-        pci = {"max_link_speed": "16.0 GT/s PCIe", "max_link_width": "32", "numa_node": str(node)}
-        pci |= {"port_max_link_speed": port_speed, "port_max_link_width": "1"} if port_speed else {}
+    def snap(speed, node, port=None):
+        pci = {"link_speed": f"{speed} GT/s PCIe", "link_width": "1" if speed == 2.5 else "16", "numa_node": str(node)}
+        pci |= {"port_max_link_speed": f"{port} GT/s", "port_max_link_width": "1"} if port else {}
         return {"pci": pci, "cpu_numa_nodes": {"0": 0}}
 
-    near, slow, far = (
-        _device_place(snap(None, 0)),
-        _device_place(snap("2.5 GT/s PCIe", 0)),
-        _device_place(snap(None, 1)),
-    )
-    assert near["link"] == "16 GT/s x32" and slow["link"] == "2.5 GT/s x1" and near["numa"].startswith("near")
-    assert far["numa"] == "far (the device on node 1, the measuring CPUs on 0)"
+    near, slow, far = _device_place(snap(16, 0)), _device_place(snap(2.5, 0, port=2.5)), _device_place(snap(16, 1))
+    assert near["link"] == "16 GT/s x16" and slow["link"] == "2.5 GT/s x1" and near["numa"].startswith("near")
+    assert far["numa"] == "far (the device on node 1, the measuring CPUs on 0)" and near["port"].startswith("none")
+    assert _device_place(snap(16, -1))["numa"].startswith("none (the device has no NUMA affinity, -1")
     (link,) = device_causes({**near, "bw_bytes_s": 1.2e8}, {**slow, "emulated": True})
     assert link.expected is None and "within the slower link" in link.evidence and "emulated" in link.evidence
-    (link,) = device_causes({**near, "bw_bytes_s": 1e9}, slow)  # A moved 1 GB/s; B's slot carries 0.25
+    (link,) = device_causes({**near, "bw_bytes_s": 1e9}, slow)  # A moved 1 GB/s; B's link carries 0.25
     assert abs(link.expected - 0.25) < 1e-9
+    # the NVMe lab's --slot: the endpoint trains at 2.5 GT/s x1 behind any port: the port is listed, never a cause
+    lab_a, lab_b = _device_place(snap(2.5, -1)), _device_place(snap(2.5, -1, port=2.5))
+    (port,) = device_causes(lab_a, lab_b)
+    assert port.what == "the slot's port" and port.expected is None and "does not slow it" in port.evidence
     (node,) = device_causes(near, far)
     assert node.expected is None and node.b == "far" and "not measured on both sides" in node.evidence
     (cost,) = [

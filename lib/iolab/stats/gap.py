@@ -113,21 +113,28 @@ def side_facts(table: pd.DataFrame, folders: Sequence[str | Path]) -> dict[str, 
 
 
 def _device_place(snap: Mapping[str, Any]) -> dict[str, Any]:
-    """Where the device sits: its slot's link (the lower of the device's and its port's
-    maximum, ``link``, and its data rate, ``link_bytes_s``) and whether its NUMA node is one
-    of the measuring CPUs' (``numa``: "near"/"far", with the nodes in words)."""
+    """Where the device sits: the link it trained at (``link``, and its data rate,
+    ``link_bytes_s``), the maximum of the slot's port above it (``port``; "none": on the root
+    complex), and whether its NUMA node is one of the measuring CPUs' (``numa``: "near",
+    "far" or "none" for a device with no NUMA affinity, -1; with the nodes in words)."""
     pci, out = snap.get("pci") or {}, {}
-    speeds = [g for g in (_gts(pci.get("max_link_speed")), _gts(pci.get("port_max_link_speed"))) if g]
-    widths = [w for w in (_lanes(pci.get("max_link_width")), _lanes(pci.get("port_max_link_width"))) if w]
-    if speeds and widths:
-        speed, width = min(speeds), min(widths)
+    speed, width = _gts(pci.get("link_speed")), _lanes(pci.get("link_width"))
+    if speed and width:
         out["link"] = f"{speed:g} GT/s x{width}"
         out["link_bytes_s"] = link_capacity_bytes_s({"link_speed": f"{speed} GT/s", "link_width": width})
-    node = _lanes(pci.get("numa_node"), minimum=0)
+        port = _gts(pci.get("port_max_link_speed")), _lanes(pci.get("port_max_link_width"))
+        out["port"] = f"{port[0]:g} GT/s x{port[1]}" if all(port) else "none (on the root complex)"
+    elif pci.get("pci_address"):  # a PCI function with no link: integrated in the root complex
+        out["link"] = "none (no PCIe link in sysfs: a device on the root complex)"
+    node = str(pci.get("numa_node") or "").strip()
     cpus = sorted(set((snap.get("cpu_numa_nodes") or {}).values()))
-    if node is not None and cpus:
-        on = f"the device on node {node}, the measuring CPUs on {', '.join(map(str, cpus))}"
-        out["numa"] = ("near" if node in cpus else "far") + f" ({on})"
+    if node.lstrip("-").isdigit() and cpus:
+        where = ", ".join(map(str, cpus))
+        if int(node) < 0:
+            out["numa"] = f"none (the device has no NUMA affinity, -1; the measuring CPUs on node {where})"
+        else:
+            place = "near" if int(node) in cpus else "far"
+            out["numa"] = f"{place} (the device on node {node}, the measuring CPUs on {where})"
     return out
 
 
@@ -289,9 +296,10 @@ def _cpu_per_io(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, st
 
 
 def device_causes(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] = WHERE) -> list[Cause]:
-    """Where the device sits: its slot's link (a cause where one side moved more bytes per
-    second than the other's link carries: expected = that link's rate ÷ the bytes per second)
-    and a NUMA node far from the measuring CPUs with no CPU per IO measured (listed)."""
+    """Where the device sits: the link it trained at (a cause where one side moved more bytes
+    per second than the other's link carries: expected = that link's rate ÷ the bytes per
+    second), the slot's port when only it differs (listed: it does not slow the device), and a
+    NUMA placement that differs with no CPU per IO measured (listed)."""
     na, nb = names
     out = []
     link_a, link_b = _num(a, "link_bytes_s"), _num(b, "link_bytes_s")
@@ -302,7 +310,7 @@ def device_causes(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, 
             "the device's link",
             str(a.get("link")),
             str(b.get("link")),
-            f"its slot carries {b['link']} ({link_b / 1e9:.2f} GB/s) {nb}, {a['link']} ({link_a / 1e9:.2f} GB/s) {na}",
+            f"it trained at {b['link']} ({link_b / 1e9:.2f} GB/s) {nb}, {a['link']} ({link_a / 1e9:.2f} GB/s) {na}",
         )
         slower, moved = (link_b, bw_a) if link_b < link_a else (link_a, bw_b)
         if moved == moved and moved > 0.9 * slower:  # the slower link was the limit
@@ -313,6 +321,32 @@ def device_causes(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, 
                 " (an emulated device is not slowed by its link)" if a.get("emulated") or b.get("emulated") else ""
             )
         out.append(cause)
+    elif a.get("link") and b.get("link") and a["link"] != b["link"]:  # one side has no link to compare
+        out.append(
+            Cause(
+                "device",
+                "the device's link",
+                str(a["link"]),
+                str(b["link"]),
+                f"{b['link']} {nb}"
+                + (f" behind a port of {b['port']}" if b.get("port") else "")
+                + f"; {a['link']} {na}"
+                + (f" behind a port of {a['port']}" if a.get("port") else "")
+                + "; no rate on both sides to compare",
+            )
+        )
+    port_a, port_b = a.get("port"), b.get("port")
+    if port_a and port_b and port_a != port_b and a.get("link") == b.get("link"):
+        out.append(
+            Cause(
+                "device",
+                "the slot's port",
+                str(port_a),
+                str(port_b),
+                f"the port above the device allows {port_b} {nb}, {port_a} {na}; the device trained at {b['link']} on "
+                "both sides, so the port does not slow it",
+            )
+        )
     place_a, place_b = str(a.get("numa") or ""), str(b.get("numa") or "")
     cycles = _num(a, "cycles_per_io") > 0 and _num(b, "cycles_per_io") > 0
     if place_a and place_b and place_a.split(" ")[0] != place_b.split(" ")[0] and not cycles:
