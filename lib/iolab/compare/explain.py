@@ -100,6 +100,7 @@ def _workload(done: SidesCompared, sa: dict, sb: dict) -> list[Cause]:
         if not key.startswith("fio "):
             continue
         name = key.removeprefix("fio ")
+        va, vb = ("(not set)" if v == "-" else v for v in (va, vb))  # "-": the side's job does not set it
         cause = Cause("workload", f"the job's {name}", str(va), str(vb), f"B's job has {name}={vb}, A's {name}={va}")
         if name == "bs" and sa["bs_bytes"] > 0 and sb["bs_bytes"] > 0:
             cause.expected = sa["bs_bytes"] / sb["bs_bytes"]

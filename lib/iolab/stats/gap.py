@@ -236,7 +236,8 @@ def channels(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] 
             )
         )
     out += _cpu_per_io(a, b, names, busy)
-    if bool(a.get("polled")) != bool(b.get("polled")):
+    measured = _num(a, "cycles_per_io") > 0 and _num(b, "cycles_per_io") > 0
+    if bool(a.get("polled")) != bool(b.get("polled")) and not measured:  # else named through CPU per IO
         polled, by_irq = (na, nb) if a.get("polled") else (nb, na)
         no_queues = (b if a.get("polled") else a).get("io_poll") == "0"
         out.append(
@@ -259,15 +260,31 @@ def _cpu_per_io(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, st
     sched_a, sched_b = a.get("scheduler_active"), b.get("scheduler_active")
     scheduler = bool(sched_a and sched_b and sched_a != sched_b)
     place_a, place_b = str(a.get("numa") or "").split(" ")[0], str(b.get("numa") or "").split(" ")[0]
-    if not scheduler and place_a and place_b and place_a != place_b and ca > 0 and cb > 0:  # a far node's cost is CPU
+    cost = f"fio's own CPU per IO: {cb:,.0f} cycles {nb}, {ca:,.0f} {na} ({cb / ca:.2f}×)" if ca > 0 and cb > 0 else ""
+    if not scheduler and place_a and place_b and place_a != place_b and cost:  # a far node's cost is CPU
         return [
             Cause(
                 "device",
                 f"the device's NUMA node ({place_a} → {place_b})",
                 f"{ca:,.0f}",
                 f"{cb:,.0f}",
-                f"{b['numa']} {nb}; {a['numa']} {na}; fio's own CPU per IO: {cb:,.0f} cycles {nb}, {ca:,.0f} {na} "
-                f"({cb / ca:.2f}×)" + (f"; {busy}" if busy else ""),
+                f"{b['numa']} {nb}; {a['numa']} {na}; {cost}" + (f"; {busy}" if busy else ""),
+                ca / cb,
+            )
+        ]
+    if not scheduler and bool(a.get("polled")) != bool(b.get("polled")) and cost:  # polling trades CPU for interrupts
+        ways = ("polling" if a.get("polled") else "interrupts", "polling" if b.get("polled") else "interrupts")
+        no_queues = (b if a.get("polled") else a).get("io_poll") == "0"
+        return [
+            Cause(
+                "set-up",
+                f"polled completions ({ways[0]} → {ways[1]})",
+                ways[0],
+                ways[1],
+                f"completions by {ways[1]} {nb}, by {ways[0]} {na}"
+                + (": the side taking interrupts has no poll queues (io_poll 0)" if no_queues else "")
+                + f"; {cost}; {POLLING_SAID}"
+                + (f"; {busy}" if busy else ""),
                 ca / cb,
             )
         ]
