@@ -162,3 +162,16 @@ def test_where_the_device_sits_a_slow_slot_and_a_far_node():
         c for c in channels({**near, "cycles_per_io": 5000.0}, {**far, "cycles_per_io": 6000.0}) if "NUMA" in c.what
     ]
     assert cost.what == "the device's NUMA node (near → far)" and abs(cost.expected - 5 / 6) < 1e-9
+
+
+def test_verify_without_a_gap_says_there_is_none_to_close():
+    """A flip measured where the repeats showed no gap: its own effect with its interval, no
+    share of a gap that is not there (a loop device at 51 % busy: mq-deadline cost CPU, not IOPS)."""
+    from iolab.compare.explain import Closed
+    from iolab.stats.gap import Cause
+
+    flip = Cause("set-up", "the I/O scheduler", "none", "mq-deadline", "", knob="scheduler")
+    said = Closed(flip, [1.0, 1.0, 1.0], 0.951, 1.0, 1.0, 1.0, gap=False, ratio_low=0.93, ratio_high=0.97).words("iops")
+    assert "its iops 0.951× B's [0.93; 0.97]" in said and "none to close" in said and "closing" not in said
+    shown = Closed(flip, [1.0], 1.4, 0.8, 0.6, 0.95).words("iops")
+    assert "closing 80 % [60 %; 95 %] of the gap" in shown and "put back" in shown

@@ -140,18 +140,25 @@ class Closed:
     share: float
     low: float | None
     high: float | None
+    gap: bool = True  # the repeats showed a gap to close
+    ratio_low: float | None = None
+    ratio_high: float | None = None
 
     def words(self, metric: str) -> str:
+        ran = (
+            f"--verify: with {self.cause.knob} set back to A's {self.cause.a}, B's job ran {len(self.values)} times: "
+            f"its {metric} {self.ratio:.3g}× B's"
+        )
+        back = f"{self.cause.knob} was put back as it was"
+        if not self.gap:  # no share of nothing: the flip's own effect, with its interval
+            within = f" [{self.ratio_low:.3g}; {self.ratio_high:.3g}]" if self.ratio_low is not None else ""
+            return f"{ran}{within}; the repeats showed no gap between A and B, so there is none to close; {back}"
         bound = (
             "the repeats cannot bound it"
             if self.low is None
             else f"[{percent(100 * self.low)}; {percent(100 * self.high)}]"
         )
-        return (
-            f"--verify: with {self.cause.knob} set back to A's {self.cause.a}, B's job ran {len(self.values)} times: "
-            f"its {metric} {self.ratio:.3g}× B's, closing {percent(100 * self.share)} {bound} of the gap; "
-            f"{self.cause.knob} was put back as it was"
-        )
+        return f"{ran}, closing {percent(100 * self.share)} {bound} of the gap; {back}"
 
 
 def flippable(found: Explanation) -> Cause:
@@ -178,7 +185,8 @@ def closed(found: Explanation, cause: Cause, values: Sequence[float]) -> Closed:
 
     bounded = not (math.isnan(c.low_pct) or math.isnan(c.high_pct))
     ends = sorted([share(1 + c.low_pct / 100), share(1 + c.high_pct / 100)]) if bounded else [None, None]
-    return Closed(cause, list(values), ratio, share(ratio), ends[0], ends[1])
+    low, high = (1 + c.low_pct / 100, 1 + c.high_pct / 100) if bounded else (None, None)
+    return Closed(cause, list(values), ratio, share(ratio), ends[0], ends[1], found.gap_shown, low, high)
 
 
 # ---------------------------------------------------------------- in words
