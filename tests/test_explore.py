@@ -86,7 +86,7 @@ def test_categories_in_size_order_with_hue_and_facet(table):
     )
     fig = explore.plot(busy, x="scheduler", y="cpu_busy_pct", hue="scheduler")
     assert max(max(line.get_ydata()) for line in fig.axes[0].lines) == 100
-    assert fig._suptitle.get_text() == "cpu busy (%) by scheduler"  # x and hue the same: said once
+    assert fig._suptitle.get_text() == "CPU busy (%) by scheduler"  # x and hue the same: said once
     assert "within 0-100 %: a share" in " ".join(fig.texts[-1].get_text().split())
     plt.close(fig)
 
@@ -96,7 +96,7 @@ def test_the_copied_code_draws_the_same_figure(table):
     scope = {"table": table}
     exec(text, scope)  # noqa: S102 - the point of the test
     fig = plt.gcf()
-    assert fig.axes[0].get_ylabel() == label("cpu_busy_pct") == "cpu busy (%)"
+    assert fig.axes[0].get_ylabel() == label("cpu_busy_pct") == "CPU busy (%)"
     assert fig.axes[0].get_yscale() == "log"
     plt.close("all")
 

@@ -179,7 +179,7 @@ def test_the_seed_000_polled_and_passthrough_commands_run_as_printed(tmp_path, c
         argv = adapted(command, cpu, "/dev/nvme0n1", "/dev/ng0n1", runtime="100ms")
         code = main(["run", "--runs-dir", str(tmp_path / "runs"), "--", *argv])
         out, err = capsys.readouterr()
-        assert code == 0 and re.search(r"^\s*baseline\s+read\s+[\d,.]+", out, re.M), (where, out, err)
+        assert code == 0 and re.search(r"^\s*baseline read\s*\nIOPS \(IO/s\)\s+[\d,.]+", out, re.M), (where, out, err)
 
 
 # ---------------------------------------------------------------- the preflight's planted faults

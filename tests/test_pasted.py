@@ -74,7 +74,7 @@ def test_every_seed_command_runs_or_says_why_on_a_loop_device(loopdev, tmp_path,
         assert added <= MAY_ADD, (where, added - MAY_ADD)
         jobtext = (run / "job.fio").read_text()
         assert "direct=1" in jobtext and "new_group" not in jobtext and "runtime=300ms" in jobtext
-        assert re.search(r"^baseline\s+read\s+[\d,.]+", out, re.M), out  # its row
+        assert re.search(r"^\s*baseline read\s*\nIOPS \(IO/s\)\s+[\d,.]+", out, re.M), out  # its column, its IOPS
         outcome[where] = "stored"
     assert set(outcome.values()) == {"stored", "refused"} and len(outcome) == 10, outcome
 

@@ -44,7 +44,7 @@ def test_every_column_of_the_kits_frames_reads_as_words_with_one_unit():
         "low_iops": "IOPS at low level (IO/s)",
         "iops_cv_pct": "IOPS CV (%)",
         "samples": "samples",  # not "samples (samples)"
-        "cpu_busy_pct_run_median": "cpu busy run median (%)",
+        "cpu_busy_pct_run_median": "CPU busy run median (%)",
     }
     assert label("separated") == "intervals apart" and label("n") == "runs"
     assert label("level_index") == "level index" and labelled("level_index")  # any snake_case name: words

@@ -694,6 +694,7 @@ WORDS = {  # names whose words are not their parts
     "device_worker_cpu_pct": "device's kernel workers' CPU",
     "other_cpu_pct": "other programs on its CPU",
     "cpu_freq_mhz": "CPU frequency",
+    "cpu_busy_pct": "CPU busy",
     "t_s": "time since fio started",
     "dev_util_pct": "device utilisation",
     "dev_await_ms": "device await",
