@@ -288,9 +288,8 @@ def test_seed_001_cycles_per_io_and_where_they_go(browser, tmp_path, monkeypatch
 
     (seed,) = seeds.load_seeds("001")
     busy = shapes(seed, seed_comparisons.comparisons(seed, tmp_path / "out"), tmp_path / "out").iloc[0]
-    assert (
-        busy["published"] == 8666 and busy["local"] > 0 and "core-busy cycles per IO" in busy["why"]
-    )  # his arithmetic
+    assert busy["published"] == 8666 and busy["local"] > 0 and "core-busy cycles per IO" in busy["why"]
+    assert busy["unit"] == "cycles/IO"  # his arithmetic, a figure: no point on the page's ratio axis
     _check_pages(browser, tmp_path / "out", ["001"])
     page = (tmp_path / "out/seed-001.html").read_text()  # an experiment a level leaves out is said, with why
     assert "kernel-path — notebook 06_kernel_io_path.ipynb (<span class='not run at the smoke level'>" in page

@@ -122,7 +122,9 @@ def shapes(seed: Seed, table: pd.DataFrame, out: str | Path) -> pd.DataFrame:
                 "low": low,
                 "high": high,
                 "why": why,
-                "unit": "×" if entry.get("over") or entry.get("local") else (of or {}).get("unit", ""),
+                "unit": "×"
+                if entry.get("over") or (entry.get("local") and entry["local"].get("as") != "value")
+                else (of or {}).get("unit", ""),  # a recorded figure keeps its metric's unit
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
