@@ -22,7 +22,7 @@ from pathlib import Path
 from ..core.errors import InputError, printable
 from ..core.system import parse_cpu_list, read_text, selected
 from ..core.validate import _fmt_cpus as _ranges  # [0, 1, 2, 5] -> '0-2,5'
-from ..read.checks import link_capacity_bytes_s
+from ..read.checks import link_capacity_bytes_s, link_gts, link_lanes
 from .preflight_check import Check, Tree
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -263,18 +263,6 @@ def _irqbalance(tree: Tree) -> str:
         if read_text(comm) == "irqbalance":
             return " (irqbalance runs: it may move them back)"
     return ""
-
-
-def link_gts(text: str | None) -> float | None:
-    """A link speed as sysfs writes it ("16.0 GT/s PCIe"), in GT/s; None for none."""
-    m = re.match(r"\s*([\d.]+)\s*GT/s", text or "")
-    return float(m.group(1)) if m else None
-
-
-def link_lanes(text: str | None) -> int | None:
-    """Lanes, None for none or 255 (PCIE_LNK_WIDTH_UNKNOWN, include/linux/pci.h)."""
-    width = int(text) if text and text.strip().isdigit() else None
-    return width if width and width != 255 else None
 
 
 def link(pci: Pci | None) -> Check:

@@ -22,8 +22,9 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.system import read_text
+from ..read.checks import link_gts, link_lanes
 from .preflight_check import SOURCES, Check, Tree
-from .preflight_pci import disk_name, link_gts, link_lanes, link_rate, pci_of
+from .preflight_pci import disk_name, link_rate, pci_of
 
 COLUMNS = {
     "device": "device",

@@ -214,19 +214,24 @@ def fio_disk_util(
     return out
 
 
+def link_gts(text: Any) -> float | None:
+    """A link speed as sysfs writes it ("16.0 GT/s PCIe"), in GT/s; None for none."""
+    m = re.match(r"\s*([\d.]+)\s*GT/s", str(text or ""))
+    return float(m.group(1)) if m else None
+
+
+def link_lanes(text: Any) -> int | None:
+    """Lanes, None for none or 255 (PCIE_LNK_WIDTH_UNKNOWN, include/linux/pci.h)."""
+    width = int(text) if str(text or "").strip().isdigit() else None
+    return width if width and width != 255 else None
+
+
 def link_capacity_bytes_s(pci: Mapping[str, Any] | None) -> float | None:
     """A PCIe link's data rate, bytes/s: GT/s x lanes x line code (8b/10b to 5 GT/s,
     128b/130b from 8 GT/s) / 8; None without a link in sysfs."""
-    if not pci or not pci.get("link_speed") or not pci.get("link_width"):
+    gts, width = link_gts((pci or {}).get("link_speed")), link_lanes((pci or {}).get("link_width"))
+    if not gts or not width:
         return None
-    m = re.match(r"([\d.]+)\s*GT/s", str(pci["link_speed"]))
-    try:
-        width = int(str(pci["link_width"]).strip())
-    except ValueError:
-        return None
-    if not m or width <= 0:
-        return None
-    gts = float(m.group(1))
     code = 0.8 if gts < 8 else 128 / 130
     return gts * 1e9 * width * code / 8
 

@@ -77,8 +77,8 @@ def _recorded(seed: Seed, out: Path, local: Mapping[str, Any]) -> tuple[Any, Any
             got["value"],
             low if bounded else None,
             high if bounded else None,
-            f"{name} ({got.get('note') or 'recorded'})",
-        )
+            f"{name} ({'; '.join(str(t) for t in (got.get('note'), got.get('source')) if t) or 'recorded'})",
+        )  # its note and source: what the figure holds (core-busy: all else that ran on the CPU too)
     return (
         1 + got["value"] / 100,
         1 + low / 100 if bounded else None,

@@ -37,7 +37,6 @@ listed unranked. With no gap shown, the differences are ordered by the size of t
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,7 @@ from ..core.columns import better
 from ..core.errors import InputError, RunFileError
 from ..core.readable import percent
 from ..core.validate import parse_size
-from ..read.checks import link_capacity_bytes_s
+from ..read.checks import link_capacity_bytes_s, link_gts, link_lanes
 from ..read.run import RunFolder
 from .repeat_stats import per_run
 
@@ -118,11 +117,11 @@ def _device_place(snap: Mapping[str, Any]) -> dict[str, Any]:
     complex), and whether its NUMA node is one of the measuring CPUs' (``numa``: "near",
     "far" or "none" for a device with no NUMA affinity, -1; with the nodes in words)."""
     pci, out = snap.get("pci") or {}, {}
-    speed, width = _gts(pci.get("link_speed")), _lanes(pci.get("link_width"))
+    speed, width = link_gts(pci.get("link_speed")), link_lanes(pci.get("link_width"))
     if speed and width:
         out["link"] = f"{speed:g} GT/s x{width}"
         out["link_bytes_s"] = link_capacity_bytes_s({"link_speed": f"{speed} GT/s", "link_width": width})
-        port = _gts(pci.get("port_max_link_speed")), _lanes(pci.get("port_max_link_width"))
+        port = link_gts(pci.get("port_max_link_speed")), link_lanes(pci.get("port_max_link_width"))
         out["port"] = f"{port[0]:g} GT/s x{port[1]}" if all(port) else "none (on the root complex)"
     elif pci.get("pci_address"):  # a PCI function with no link: integrated in the root complex
         out["link"] = "none (no PCIe link in sysfs: a device on the root complex)"
@@ -136,17 +135,6 @@ def _device_place(snap: Mapping[str, Any]) -> dict[str, Any]:
             place = "near" if int(node) in cpus else "far"
             out["numa"] = f"{place} (the device on node {node}, the measuring CPUs on {where})"
     return out
-
-
-def _gts(text: Any) -> float | None:
-    m = re.match(r"\s*([\d.]+)\s*GT/s", str(text or ""))
-    return float(m.group(1)) if m else None
-
-
-def _lanes(text: Any, minimum: int = 1) -> int | None:
-    value = str(text or "").strip()
-    number = int(value) if value.lstrip("-").isdigit() else None
-    return number if number is not None and minimum <= number < 255 else None
 
 
 def polled_run(folder: str | Path) -> bool:
@@ -239,13 +227,12 @@ def channels(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] 
     measured = _num(a, "cycles_per_io") > 0 and _num(b, "cycles_per_io") > 0
     if bool(a.get("polled")) != bool(b.get("polled")) and not measured:  # else named through CPU per IO
         polled, by_irq = (na, nb) if a.get("polled") else (nb, na)
-        no_queues = (b if a.get("polled") else a).get("io_poll") == "0"
+        ways, no_queues = _polling(a, b)
         out.append(
             Cause(
                 "set-up",
                 "polled completions",
-                "polled" if a.get("polled") else "interrupts",
-                "polled" if b.get("polled") else "interrupts",
+                *(w.replace("polling", "polled") for w in ways),
                 f"completions polled {polled}, by interrupt {by_irq}"
                 + (f": the target {by_irq} has no poll queues (io_poll 0)" if no_queues else "")
                 + f"; not measured apart here ({POLLING_SAID})",
@@ -254,12 +241,24 @@ def channels(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str] 
     return out
 
 
+def _place(side: Mapping[str, Any]) -> str:
+    """near, far or none: the first word of a side's ``numa`` ("" when unknown)."""
+    return str(side.get("numa") or "").split(" ")[0]
+
+
+def _polling(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[tuple[str, str], bool]:
+    """How each side took its completions (polling, interrupts), and whether the side taking
+    interrupts had no poll queues (io_poll 0)."""
+    ways = tuple("polling" if s.get("polled") else "interrupts" for s in (a, b))
+    return ways, (b if a.get("polled") else a).get("io_poll") == "0"
+
+
 def _cpu_per_io(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, str], busy: str) -> list[Cause]:
     na, nb = names
     ca, cb = _num(a, "cycles_per_io"), _num(b, "cycles_per_io")
     sched_a, sched_b = a.get("scheduler_active"), b.get("scheduler_active")
     scheduler = bool(sched_a and sched_b and sched_a != sched_b)
-    place_a, place_b = str(a.get("numa") or "").split(" ")[0], str(b.get("numa") or "").split(" ")[0]
+    place_a, place_b = _place(a), _place(b)
     cost = f"fio's own CPU per IO: {cb:,.0f} cycles {nb}, {ca:,.0f} {na} ({cb / ca:.2f}×)" if ca > 0 and cb > 0 else ""
     if not scheduler and place_a and place_b and place_a != place_b and cost:  # a far node's cost is CPU
         return [
@@ -273,8 +272,7 @@ def _cpu_per_io(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, st
             )
         ]
     if not scheduler and bool(a.get("polled")) != bool(b.get("polled")) and cost:  # polling trades CPU for interrupts
-        ways = ("polling" if a.get("polled") else "interrupts", "polling" if b.get("polled") else "interrupts")
-        no_queues = (b if a.get("polled") else a).get("io_poll") == "0"
+        ways, no_queues = _polling(a, b)
         return [
             Cause(
                 "set-up",
@@ -291,9 +289,7 @@ def _cpu_per_io(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, st
     said = f"the queue ran {sched_b} {nb}, {sched_a} {na}{_assumed(a, 'scheduler_active')}"
     if ca > 0 and cb > 0:
         what = f"the I/O scheduler ({sched_a} → {sched_b})" if scheduler else CPU_PER_IO
-        words = f"fio's own CPU per IO: {cb:,.0f} cycles {nb}, {ca:,.0f} {na} ({cb / ca:.2f}×)"
-        if scheduler:
-            words = f"{said}; {words}; {SCHEDULER_SAID}"
+        words = f"{said}; {cost}; {SCHEDULER_SAID}" if scheduler else cost
         cause = Cause("CPU", what, f"{ca:,.0f}", f"{cb:,.0f}", words + (f"; {busy}" if busy else ""), ca / cb)
         if scheduler:
             cause.kind, cause.a, cause.b, cause.knob = "set-up", str(sched_a), str(sched_b), "scheduler"
@@ -364,16 +360,15 @@ def device_causes(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, 
                 "both sides, so the port does not slow it",
             )
         )
-    place_a, place_b = str(a.get("numa") or ""), str(b.get("numa") or "")
     cycles = _num(a, "cycles_per_io") > 0 and _num(b, "cycles_per_io") > 0
-    if place_a and place_b and place_a.split(" ")[0] != place_b.split(" ")[0] and not cycles:
+    if _place(a) and _place(b) and _place(a) != _place(b) and not cycles:
         out.append(
             Cause(
                 "device",
                 "the device's NUMA node",
-                place_a.split(" ")[0],
-                place_b.split(" ")[0],
-                f"{place_b} {nb}; {place_a} {na}; a far node's cost is CPU per IO, not measured on both sides here",
+                _place(a),
+                _place(b),
+                f"{b['numa']} {nb}; {a['numa']} {na}; a far node's cost is CPU per IO, not measured on both sides here",
             )
         )
     return out
