@@ -199,6 +199,9 @@ def _check_pages(browser, out, idents):  # noqa: F811
                     "differs",
                 )
             assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            assert page.locator("section[data-evidence]").count() >= 1  # the notebooks' own readings, tables, figures
+            raw = [w for t in html_tables(page.content()) for w in unreadable(t)]  # evidence tables too
+            assert not raw, (ident, raw)
             for writeup in (out / f"seed-{ident}").glob("*/*.html"):  # each notebook's write-up reads like a paper
                 raw = [w for t in html_tables(writeup.read_text()) for w in unreadable(t)]
                 assert not raw, (writeup.name, raw)

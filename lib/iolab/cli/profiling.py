@@ -78,7 +78,7 @@ def report(run_dir: Path, table, whole_cpu: bool = False) -> None:
     print(f"flame graph (opens offline in a browser): {svg}")
     print(profile.describe(stacks, WATCH))
     if busy:
-        top = profile.frames(busy, TOP).assign(function=lambda d: d.function.map(profile.bare))
+        top = profile.frames(busy, TOP)
         print(f"\ntop functions (% of busy samples):\n{top.to_string(index=False, float_format=lambda v: f'{v:.1f}')}")
         kinds = profile.categories(busy)
         print(f"\nkind of work (% of busy samples):\n{kinds.to_string(index=False, float_format=lambda v: f'{v:.1f}')}")

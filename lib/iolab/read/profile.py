@@ -65,8 +65,9 @@ def stack_category(stack: str, rules=DEFAULT_RULES) -> str:
 
 
 def frames(stacks: Counter, top: int | None = None) -> pd.DataFrame:
-    """function, self and inclusive sample shares (%), kind. A function recursing on one
-    stack counts once for inclusive."""
+    """function (its name without the kernel/inlined/JIT mark: ``kind`` says which), self
+    and inclusive sample shares (%), kind. A function recursing on one stack counts once for
+    inclusive."""
     total = sum(stacks.values()) or 1
     self_c: Counter = Counter()
     incl: Counter = Counter()
@@ -79,6 +80,7 @@ def frames(stacks: Counter, top: int | None = None) -> pd.DataFrame:
     out["self_pct"] = out.function.map(lambda f: 100 * self_c[f] / total)
     out["inclusive_pct"] = out.function.map(lambda f: 100 * incl[f] / total)
     out["kind"] = out.function.map(frame_category)
+    out["function"] = out.function.map(bare)
     out = out.sort_values(["self_pct", "inclusive_pct"], ascending=False, ignore_index=True)
     return out.head(top) if top else out
 

@@ -344,7 +344,7 @@ def describe(tab: pd.DataFrame, top: int = 5) -> str:
     keys = [k for k in KEYS if k in tab.columns]
     lines = []
     for _, row in tab.head(top).iterrows():
-        what = " ".join(str(row[k]) for k in keys)
+        what = " ".join(str(row[k]) for k in keys if str(row[k]) not in ("0", "-", ""))  # no wait (0), no stack (-)
         lines.append(
             f"{what}: {row.avg_active_threads:.2f} threads on average, active in {row.pct_of_run:.0f} % of the run"
         )

@@ -36,6 +36,7 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 .better{color:#1a7f37;font-weight:600} .worse{color:#c62828;font-weight:600} td.same{color:#555}
 .banner{background:#fff4e5;border-left:4px solid #e8a33d;padding:.6em 1em;margin:1em 0}
 td.why{color:#555;font-size:.85em;max-width:30em} .ratio{font-weight:600}
+.reading{white-space:pre-line} div.cause{color:#222;margin-top:.3em} div.evidence{overflow-x:auto;margin:.6em 0} h4{margin:1.2em 0 .4em}
 """
 LAYOUT = """<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{{ title }}</title>
 <style>{{ style | safe }}</style></head><body>

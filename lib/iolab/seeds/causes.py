@@ -30,6 +30,7 @@ from ..core.validate import fio_seconds
 from ..read.run import RunFolder
 from ..runs.runcache import load_runs
 from ..stats.gap import Cause, channels, gap_shown, queue_causes, rank, side_facts
+from .commands import polls
 from .manifest import Seed
 
 # the hottest functions a profile here has shown, in words (kernel symbol -> what it is)
@@ -68,18 +69,6 @@ class SeedGap:
             f", from {self.lowest:.3g}× to {self.highest:.3g}×" if f"{self.lowest:.3g}" != f"{self.highest:.3g}" else ""
         )
         return f"here {self.ratio:.3g}× the write-up's IOPS or bandwidth (the geometric mean of {self.figures} figures{spread})"
-
-
-def _runtime_s(run: Mapping[str, Any]) -> float | None:
-    """A run's runtime in seconds: fio's ``runtime``, or t/io_uring's ``-r``."""
-    argv = run["argv"]
-    if "-r" in argv[:-1] and "io_uring" in Path(argv[0]).name:
-        return float(argv[argv.index("-r") + 1])
-    value = (run["params"].get("fio_options") or {}).get("runtime")
-    try:
-        return fio_seconds(value) if value is not None else None
-    except IolabError:
-        return None
 
 
 def causes(
@@ -121,6 +110,38 @@ def causes(
 
 
 NAMES = ("in the write-up", "here")
+
+
+def row_causes(
+    seed: Seed,
+    records: Mapping[str, Mapping[str, Any]],
+    table: pd.DataFrame,
+    profile: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Per row of a seed's comparison table (``iolab.seeds.comparisons``), in words, the
+    largest measured cause of that row's own gap (its local ÷ published rate, against its
+    own runs; ``causes``' rule), or that none accounts for it; "" for a row with no rate
+    compared (a latency, a figure with no local value)."""
+    said = []
+    for i, row in table.iterrows():
+        ratio = pd.to_numeric(pd.Series([row.get("ratio")]), errors="coerce").iloc[0]
+        if row["metric"] not in RATES or not (ratio > 0 and math.isfinite(ratio)) or not row.get("runs"):
+            said.append("")
+            continue
+        found = causes(seed, records.get(row["from"]), table.loc[[i]], profile, polls(row["command"]))
+        if not gap_shown(found.ratio):
+            said.append("no gap beyond 2 %: nothing to account for")
+            continue
+        top = found.ranked[0] if found.ranked and found.ranked[0].share else None
+        unmeasured = ", ".join(c.what for c in found.unranked if c.kind in ("device", "machine", "method"))
+        rest = f"; not measurable here: {unmeasured}" if unmeasured else ""
+        if top and top.share >= 0.5:
+            said.append(f"largest measured cause: {top.what} (up to {100 * top.share:.0f} % of this row's gap)")
+        elif top:
+            said.append(f"measured causes: at most {100 * top.share:.0f} % of this row's gap ({top.what}){rest}")
+        else:
+            said.append(f"no measured difference accounts for this row's gap{rest}")
+    return said
 
 
 def published(seed: Seed, rows: pd.DataFrame | None, author_polled: bool) -> dict[str, Any]:
@@ -264,4 +285,4 @@ def seed_profile(records: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] 
     return None
 
 
-__all__ = ["HOT", "NAMES", "SeedGap", "causes", "published", "seed_profile"]
+__all__ = ["HOT", "NAMES", "SeedGap", "causes", "published", "row_causes", "seed_profile"]

@@ -171,6 +171,11 @@ class ExperimentEntry(BaseModel):
         description="a mapping of a fio option (or t/io_uring flag) -> why it differs here from the write-up's command",
         examples=["{iodepth: the ladder runs every step at its qd parameter}"],
     )
+    evidence: Words = Field(
+        default_factory=list,
+        description="a list of the headings of the notebook's sections whose readings, tables and figures the page carries (none: all but the set-up check, the explorer, the results and the commands)",
+        examples=["[The ladder, Is each step really a gain?]"],
+    )
 
     @field_validator("name")
     @classmethod
@@ -254,6 +259,7 @@ class Experiment:
     search: dict[str, Any] | None = None
     adaptations: dict[str, str] = field(default_factory=dict)  # option -> why it differs from the write-up's
     skip: dict[str, str] = field(default_factory=dict)  # level -> why the experiment does not run at it
+    evidence: list[str] = field(default_factory=list)  # the notebook's sections the page carries (iolab.seeds.evidence)
 
 
 @dataclass
@@ -304,6 +310,7 @@ def load_seed(path: str | os.PathLike) -> Seed:
             e.search.model_dump(exclude_none=True) if e.search else None,
             {str(k): str(v) for k, v in e.adaptations.items()},
             dict(e.skip),
+            list(e.evidence),
         )
         for e in checked.experiments
     ]

@@ -84,7 +84,8 @@ published run as «{{ f }}» and counts once; each has its own experiment's loca
 {%- for r in rows %}<tr data-figure='1' data-local='{{ r.local_flag }}'><td>{{ r.label }}</td><td>{{ r.metric }}</td>
 {%- for v in r.numbers %}<td class='num'>{{ v }}</td>{% endfor %}<td class='num ratio'>{{ r.ratio }}</td>
 {%- if r.flags %}<td class='failed' title='{{ r.flags_title }}'>⚠ {{ r.flags }}</td>{% else %}<td>none</td>{% endif -%}
-<td class='why'>{{ r.how }}</td></tr>{% endfor %}</tbody></table>
+<td class='why'>{{ r.how }}{% if r.cause %}<div class='cause'>{{ r.cause }}</div>{% endif %}</td></tr>\
+{% endfor %}</tbody></table>
 {% for name, text in flags.items() %}<p class='note'><span class='failed'>⚠ {{ name }}:</span> {{ text }}</p>
 {% endfor -%}
 <h2>The commands, as published and as run</h2>
@@ -112,9 +113,13 @@ sets what iolab can set.</p>{% endif %}
 <p class='note'>Follows the write-up's {{ m.section }}.</p><p>{{ m.method }}</p>
 {%- if m.extra %}<p class='note'>{{ m.extra }}</p>{% endif %}
 {%- if m.error %}<p class='err'>{{ m.error }}</p>{% endif %}
-{%- for caption, src in m.figures %}<figure><img alt='{{ m.name }}: {{ caption }}' src='{{ src }}'>\
-<figcaption>{{ caption }}</figcaption></figure>{% endfor %}
-{%- if m.left %}<p class='note'>{{ m.left }} more figure{{ "s" if m.left > 1 }} in the executed notebook.</p>{% endif %}
+{%- for s in m.sections %}<section data-evidence='{{ m.name }}'><h4>{{ s.heading }}</h4>
+{%- for r in s.readings %}<p class='reading'>{{ r }}</p>{% endfor %}
+{%- for t in s.tables %}<div class='evidence'>{{ t | safe }}</div>{% endfor %}
+{%- for src in s.figures %}<figure><img alt='{{ m.name }}: {{ s.heading }}' src='{{ src }}'></figure>{% endfor %}
+</section>{% endfor %}
+{%- if m.left %}<p class='note'>{{ m.left }} more table{{ "s" if m.left > 1 }} or figure{{ "s" if m.left > 1 }} \
+in the executed notebook.</p>{% endif %}
 {%- if m.links %}<p>{% for text, href in m.links %}{{ " " if not loop.first }}<a href="{{ href }}">{{ text }}</a>\
 {% endfor %}</p>{% endif %}
 {% endfor -%}
@@ -148,7 +153,7 @@ SEED_COLUMNS = (
     "95 % interval",
     "local ÷ published",
     "plausibility flags",
-    "local value from, or why there is none",
+    "local value from (or why there is none), and the largest measured cause of its gap",
 )
 INDEX_COLUMNS = (
     "seed",
@@ -280,6 +285,8 @@ def seed_page(seed: Seed, out: Path) -> str:
     flags = flag_texts(seed, out)
     shape = shapes(seed, table, out)
     level = run_level(seed, out)
+    records = batch_records(seed, out)
+    row_causes = causes.row_causes(seed, records, table, causes.seed_profile(records)) if len(table) else []
     rows = [
         {
             "local_flag": "1" if finite(r["local"]) else "0",
@@ -290,8 +297,9 @@ def seed_page(seed: Seed, out: Path) -> str:
             "flags": r["flags"],
             "flags_title": flags.get(r["from"], ""),
             "how": r["how"],
+            "cause": cause,
         }
-        for r in table.to_dict("records")
+        for r, cause in zip(table.to_dict("records"), row_causes, strict=True)
     ]
     have, figures = coverage(table)
     said = command_rows(table, seed, level == "quick") if len(table) else []
@@ -327,7 +335,8 @@ def seed_page(seed: Seed, out: Path) -> str:
 def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Each experiment of ``seed``: its notebook, status, method, notes, first error line,
     links to its write-up and executed notebook, the measured causes of its differences
-    (``iolab.seeds.causes``) and the figures its notebook drew (``iolab.seeds.evidence``)."""
+    (``iolab.seeds.causes``) and the readings, tables and figures its notebook showed
+    under the sections its argument rests on (``iolab.seeds.evidence``)."""
     records = batch_records(seed, out)
     notes = plan(out).get("notes", {})
     profile = causes.seed_profile(records)
@@ -342,7 +351,14 @@ def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[di
         status = rec.get("status", f"not run at the {level} level" if why else "not run yet")
         err = (str(rec.get("error") or "").splitlines() or [""])[0]
         links = [("write-up", relative(rec.get("html"), out)), ("executed notebook", relative(rec.get("output"), out))]
-        drawn, left = evidence.figures(rec)
+        shown = evidence.sections(rec, exp.evidence)
+        unmatched = (
+            [
+                f"the manifest's evidence names sections its executed notebook does not have: {', '.join(shown.unmatched)}"
+            ]
+            if shown.unmatched and rec.get("output")
+            else []
+        )
         rows = table[table["from"] == exp.name] if len(table) else None
         gap = causes.causes(seed, rec, rows, profile, exp.name in polled) if rec else causes.SeedGap()
         found.append(
@@ -352,7 +368,9 @@ def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[di
                 "status": status,
                 "section": exp.section,
                 "method": exp.method,
-                "extra": "; ".join([*notes.get(f"{seed.ident}/{exp.name}", []), *([exp.skip[level]] if why else [])]),
+                "extra": "; ".join(
+                    [*notes.get(f"{seed.ident}/{exp.name}", []), *([exp.skip[level]] if why else []), *unmatched]
+                ),
                 "error": err[:400] if status == "failed" else "",
                 "links": [(text, href) for text, href in links if href],
                 "gap": gap.headline() if gap.ranked or gap.unranked else "",
@@ -361,8 +379,8 @@ def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[di
                     for c in gap.ranked
                 ],
                 "unranked": [f"{c.what}: {c.evidence}" for c in gap.unranked],
-                "figures": drawn,
-                "left": left,
+                "sections": shown.sections,
+                "left": shown.left,
             }
         )
     return found

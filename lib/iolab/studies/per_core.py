@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.columns import label
 from ..core.errors import ToolMissing
 from ..core.validate import check_cpus, fio_seconds, fio_time_text, positive_ints
 from ..machine.target import Target
@@ -116,11 +117,20 @@ def per_core(
     return table.sort_values(["qd", "tool"], kind="stable", ignore_index=True)
 
 
+CPU = {  # the core's CPU in a row of either tool, in words (columns.label says "fio's" for the first)
+    "own_cpu_pct": "the tool's own CPU (% of the core)",
+    "cpu_busy_pct": "the core busy, all programs (%)",
+}
+
+
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (tool, qd) of a ``per_core`` table: ``n`` runs, IOPS and mean latency as
-    ``<metric>_mean`` with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
+    """One row per (tool, qd) of a ``per_core`` table: ``n`` runs, IOPS, mean latency and the
+    core's CPU (the tool's own share, ``own_cpu_pct``, and the core's busy share from all
+    programs, ``cpu_busy_pct``: seed 002's "per core" is one core's work) as ``<metric>_mean``
+    with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
     ``iolab.stats.repeat_stats.summarise``: NaN with one run) and the latency's source."""
-    cells = repeat_stats.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us"])
+    cpu = [m for m in CPU if m in table and table[m].notna().any()]
+    cells = repeat_stats.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us", *cpu])
     source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]
     cells["mean_lat_source"] = cells["tool"].map(source)
     return cells.sort_values(["qd", "tool"], ignore_index=True)
@@ -131,7 +141,9 @@ def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
     high]" in one cell, a note) with where the mean latency comes from; with ``missing``
     (``tio_missing``), a t/io_uring row at each depth that says it did not run and why."""
     out = repeat_stats.summary_table(summary.drop(columns="mean_lat_source"))
-    out.insert(len(out.columns) - 1, "mean latency from", list(summary["mean_lat_source"]))
+    out = out.rename(columns={f"{label(m)} [95 % interval]": f"{words} [95 % interval]" for m, words in CPU.items()})
+    at = next((i for i, c in enumerate(out.columns) if c.startswith(tuple(CPU.values()))), len(out.columns) - 1)
+    out.insert(at, "mean latency from", list(summary["mean_lat_source"]))
     if missing:
         absent = out[out["tool"] == "fio"].assign(tool="t/io_uring", runs="0")
         absent[[c for c in out.columns if "[95 % interval]" in c]] = "–"
