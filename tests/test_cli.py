@@ -1,8 +1,11 @@
 """The iolab command line: a thin shell, errors as one line."""
 
+import contextlib
+import io
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -75,7 +78,32 @@ def test_run_prints_a_summary_and_stores(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "CPU cycles per IO, fio's own (cycles/IO)" in out.stdout and "stored:" in out.stdout  # in words
-    assert len(list((tmp_path / "r").iterdir())) == 1
+    (run,) = (tmp_path / "r").iterdir()
+    from iolab.cli.reading import print_run  # --json: the same run's figures as records, the rest on stderr
+    from iolab.runs.runcache import load_runs
+
+    with contextlib.redirect_stdout(io.StringIO()) as said, contextlib.redirect_stderr(io.StringIO()) as rest:
+        print_run(load_runs(run), ["iops", "cycles_per_io"], run, as_json=True)
+    (record,) = json.loads(said.getvalue())
+    assert record["iops"] > 0 and record["run_folder"] == str(run) and rest.getvalue() == f"stored: {run}\n"
+
+
+def test_bash_completion_is_written_from_the_parser():
+    script = iolab("completion", "bash").stdout
+
+    def complete(*words):
+        line = f"source /dev/stdin; COMP_WORDS=({' '.join(shlex.quote(w) for w in words)}); COMP_CWORD={len(words) - 1}"
+        done = subprocess.run(
+            ["bash", "-c", line + '; _iolab; echo "${COMPREPLY[@]}"'],
+            input=script,
+            text=True,
+            capture_output=True,
+            check=True,
+        )
+        return done.stdout.split()
+
+    assert complete("iolab", "ta") == ["table"] and "--json" in complete("iolab", "check", "--")
+    assert complete("iolab", "table", "--format", "") == ["csv", "json", "parquet"]
 
 
 def test_run_with_bad_option_and_missing_target(tmp_path):

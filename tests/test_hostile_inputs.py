@@ -58,6 +58,7 @@ BASE = {
     "history": ["--dir", "history"],
     "init": ["workspace"],  # a copy of the kit into this test's folder
     "tio": ["--runs-dir", "runs", f"{NOWHERE}/target"],
+    "completion": ["bash"],
 }
 SKIPPED_COMMANDS = {
     "reset": "no option but --debug; it stops the process holding iolab preflight --tune on this machine",
@@ -173,6 +174,8 @@ def harmless(tmp_path, monkeypatch, own_ledger):
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("IOLAB_DATA", str(tmp_path / "data"))
+    for module, _ in GUARDED:  # each imported before any is stubbed: none binds another's stub at its import
+        importlib.import_module(module)
     for module, function in GUARDED:
 
         def stop(*args, _what=f"{module}.{function}", **kw):

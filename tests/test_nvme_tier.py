@@ -245,7 +245,7 @@ def test_preflight_names_each_fault_the_lab_planted(capsys):
     with without_poll_queues(slow):
         code, got = preflight("--device", devices[1])
     s, f = (f"device {d}" for d in devices)
-    assert code == 2 and got[s, "poll"]["verdict"] == "fail" and "(nvme poll_queues=0)" in got[s, "poll"]["seen"]
+    assert code == 3 and got[s, "poll"]["verdict"] == "fail" and "(nvme poll_queues=0)" in got[s, "poll"]["seen"]
     # QEMU's NVMe endpoint reports 2.5 GT/s x1 as its own maximum, so no port can downgrade it:
     # the port's cap (x-speed, x-width) is read back; "downgraded" is tested on trees (test_preflight.py)
     assert got[s, "link"]["verdict"] == "ok" and got[s, "link"]["seen"].startswith("2.5 GT/s x1 (0.25 GB/s)")

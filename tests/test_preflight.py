@@ -214,7 +214,7 @@ def test_each_planted_fault_is_found_named_and_cited(tmp_path):
     assert shared.verdict == "warn" and shared.seen.startswith("nvme1n1, nvme2n1 share root port 0000:00:03.0")
     assert "50 GiB/s" in shared.costs
     assert got["topology", "shared_complex"].seen.startswith("nvme0n1, nvme1n1, nvme2n1 share root complex pci0000:00")
-    assert report.exit_code == 2 and not report.ready
+    assert report.exit_code == 3 and not report.ready
     shown = text(report)
     assert "\ndevice nvme0n1\n==============\n" in shown and "fail    link         downgraded" in shown
     assert json.loads(pf.as_json(report))["counts"]["fail"] == 6  # governor, 3 x poll, link, AER non-fatal
@@ -307,15 +307,24 @@ def test_this_machine_and_a_loop_device(loopdev):
         assert got["cpu", "governor"].verdict == "unknown" and "no cpufreq driver" in got["cpu", "governor"].seen
     assert got["tools", "fio"].seen.startswith("fio-")
     assert all(c.seen for c in report.checks) and all(c.verdict != "unknown" or c.seen for c in report.checks)
-    assert report.exit_code in (0, 2) and text(report).count("\n") >= len(report.checks)
+    assert report.exit_code in (0, 3) and text(report).count("\n") >= len(report.checks)
 
 
 def test_the_command_line(loopdev, own_ledger, capsys):
     code = main(["preflight", "--device", loopdev.device, "--cpus", str(CPU), "--json", "--sample", "0", "--no-tools"])
     out = json.loads(capsys.readouterr().out)
-    assert code == (0 if out["ready"] else 2) and out["devices"] == [loopdev.device] and out["cpus"] == [CPU]
+    assert code == (0 if out["ready"] else 3) and out["devices"] == [loopdev.device] and out["cpus"] == [CPU]
     assert main(["preflight", "--device", "/dev/no-such-disk", "--no-tools"]) == 1
     assert capsys.readouterr().err.startswith("iolab preflight: --device 'no-such-disk': no block device")
+    main(["preflight", "--cpus", str(CPU), "--json", "--sample", "0", "--no-tools"])  # no --device: the scratch disk
+    bare, said = capsys.readouterr()
+    from iolab.core import paths
+    from iolab.machine.target import device_of_path
+
+    folder = next(p for p in [paths.scratch_dir(), *paths.scratch_dir().parents] if p.exists())
+    disk = device_of_path(folder)
+    assert json.loads(bare)["devices"] == ([disk] if disk else [])
+    assert f"checked {disk}, the disk under iolab's scratch folder" in said if disk else "on no block device" in said
 
 
 # ---------------------------------------------------------------- --tune, iolab reset, SIGKILL

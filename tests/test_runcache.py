@@ -361,10 +361,17 @@ def test_cli_writes_parquet_to_a_file(folder, tmp_path):
 
 
 def test_cli_input_errors_are_one_line(tmp_path, folder):
+    (tmp_path / "deeper").mkdir()
+    (tmp_path / "deeper" / "studies").symlink_to(tmp_path)  # the runs two levels below: not read, one found
+    above = iolab("table", tmp_path, "--format", "json")  # a folder of study folders: each read, and said so
+    assert above.returncode == 0 and len(json.loads(above.stdout)) == 4, above.stderr
+    assert f"the runs of the 1 folder(s) in {tmp_path} (e.g. {folder.name})" in above.stderr
+    alone = iolab("table", folder, "--format", "json")  # a study's folder: its runs, its warm-up said, not read
+    assert len(json.loads(alone.stdout)) == 4 and "are not part of it (give a sub-folder" in alone.stderr
     for args, words in [
         ((tmp_path / "nowhere",), "no such folder"),
         ((folder / "r00" / "fio.json",), "fio.json is a file, not a folder; give the folder"),
-        ((tmp_path,), f"holds no run folders (<run>/run.json); give the folder that holds them, e.g. {folder}"),
+        ((tmp_path / "deeper",), "holds no run folders (<run>/run.json), nor do its folders; give the folder"),
         ((folder / "r05",), "r05 holds no ok run that can be read (it has 1 interrupted)"),
         (
             (folder, "--status", "interrupted", "--no-cache"),

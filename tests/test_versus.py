@@ -217,7 +217,7 @@ def test_notebook_01_and_a_search_meet_on_iodepth_and_bs_cell_by_cell(named, tmp
     assert (cell.iodepth, cell.bs, cell.n_a, cell.n_b) == (2, "4k", 1, 1)
     assert cell.mean_a == pytest.approx(a.loc[a.qd == 2, "iops"].sum())  # the qd=2 run, not qd 1 and 2 pooled
     assert cell.mean_b == pytest.approx(b.loc[b.bs == "4k", "iops"].sum())  # the 4k run, not 4k and 8k pooled
-    assert main(["compare", str(nb), str(search), "--metric", "iops", "--by", "qd"]) == 1
+    assert main(["compare", str(nb), str(search), "--metric", "iops", "--by", "qd"]) == 4  # no verdict
     said = capsys.readouterr().err.strip().splitlines()
     assert said == [
         "iolab compare: not comparable: B varies bs (4k, 8k) and --by leaves it out: its cells would be pooled "
@@ -231,7 +231,7 @@ def test_runs_that_swept_nothing_are_read_from_their_params(named, capsys):
     """Runs that swept nothing still ran rw=randread (not "rw=randread vs -"), one at fio's
     default iodepth 1 and one at 2, both bs 16k: their depths meet the notebook's qd cells, each
     run in its own cell, never one mean; against the search's bs 4k and 8k nothing can be
-    matched: one line, exit 1."""
+    matched: one line, exit 4."""
     done = compare_paths(named / "hand", named / "qd", metrics=["iops"])
     v, hand = done.versus, done.a.table
     assert v.not_comparable == "" and v.by == ["qd"] and v.only_a == v.only_b == []
@@ -239,7 +239,7 @@ def test_runs_that_swept_nothing_are_read_from_their_params(named, capsys):
     depth = hand["run_id"].map({f.name: json.loads((f / "params.json").read_text()) for f in done.a.folders})
     by_depth = hand.groupby(depth.map(lambda p: p["fio_options"].get("iodepth", 1)))["iops"].sum()
     assert v.cells.set_index("qd")["mean_a"].to_dict() == pytest.approx(by_depth.to_dict())
-    assert main(["compare", str(named / "hand"), str(named / "search"), "--metric", "iops"]) == 1
+    assert main(["compare", str(named / "hand"), str(named / "search"), "--metric", "iops"]) == 4
     assert capsys.readouterr().err.strip() == (
         "iolab compare: not comparable: no bs is on both sides: A has bs=16k only, B has bs 4k, 8k"
     )

@@ -33,9 +33,9 @@ import argparse
 import sys
 
 from ..core import signals
-from ..core.errors import IolabError
+from ..core.errors import IolabError, NotComparable
 from ..core.version import __version__
-from . import measuring, notebooks, preflight, reading, tio
+from . import completion, measuring, notebooks, preflight, reading, tio
 from .messages import Parser, one_line, os_error
 
 # commands that only read files: no repair of what a killed iolab left first (it imports the
@@ -69,10 +69,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     def add(name: str, **kw) -> argparse.ArgumentParser:
         parser.names.append(name)
+        if kw.get("help") and not kw.get("description"):  # iolab CMD --help says what CMD does
+            kw["description"] = kw["help"][0].upper() + kw["help"][1:] + "."
         return sub.add_parser(name, parents=[common], **kw) if only in (None, name) else _Skipped()
 
     for group in (measuring, preflight, tio, reading, notebooks):
         group.add_commands(add)
+    completion.add_commands(add, build_parser)
     return parser
 
 
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         what = what.removeprefix(f"{args.command}: ")  # the library's own "nvmelab: ..." prefix, once
         print(f"iolab {args.command}: {one_line(what)}", file=sys.stderr)
         ctrl_c = type(exc.__cause__) is KeyboardInterrupt  # a run stopped by Ctrl-C (RunInterrupted)
-        return 130 if ctrl_c else 1
+        return 130 if ctrl_c else 4 if isinstance(exc, NotComparable) else 1
     except signals.Terminated as exc:
         print(f"iolab {args.command}: {exc}; {_after_a_stop(args.command)}", file=sys.stderr)
         return 128 + exc.signum
@@ -147,6 +150,7 @@ __all__ = [  # what the package exports: its modules, and the command line
     "main",
     "build_parser",
     "argtypes",
+    "completion",
     "lab",
     "measuring",
     "messages",

@@ -16,7 +16,7 @@ from ..core.paths import TARGET_HELP
 from ..core.runfiles import SAMPLES_THREADS_CSV
 from . import profiling
 from .argtypes import finite, whole
-from .reading import print_run_table, print_threads
+from .reading import print_run, print_threads
 
 
 def _fio_options(extra: list[str]) -> dict[str, str | bool]:
@@ -179,8 +179,14 @@ def cmd_run(args, extra) -> int:
         )
         if c in table and table[c].notna().any()
     ]
-    print_run_table(table, cols)
-    print(f"stored: {result.path}")
+    print_run(table, cols, result.path, args.json)
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():  # stdout: the JSON alone
+        _said_after(args, result, table)
+    return 0
+
+
+def _said_after(args, result, table) -> None:
+    """What ``iolab run`` says after the figures: the logs, threads, profile, fio's warnings, failed checks."""
     if args.log_ms is not None:
         print(f"over time (fio's interval logs): iolab series {result.path}")
     if args.threads and (result.path / SAMPLES_THREADS_CSV).exists():
@@ -201,7 +207,6 @@ def cmd_run(args, extra) -> int:
             f"(iolab check {result.path}): {flagged}",
             file=sys.stderr,
         )
-    return 0
 
 
 def _run_on_hosts(args, hosts, options, target, cpus, runs_dir):
@@ -318,6 +323,11 @@ def add_commands(add) -> None:
         "--start-servers",
         action="store_true",
         help="start fio --server on each host through its via: prefix first, stop it after",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="the run's figures as JSON records on stdout (one per job), everything else on stderr",
     )
     p.add_argument(
         "--threads",

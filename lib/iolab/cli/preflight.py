@@ -1,7 +1,7 @@
 """``iolab preflight`` and ``iolab reset``: is this machine set up for the measurement, and
 put back what ``--tune`` set (``iolab.machine.preflight``, ``iolab.machine.preflight_tune``).
 
-    iolab preflight --device nvme0n1 --cpus 2      # a section per part, one line per check; exit 0 ready, 2 not
+    iolab preflight --device nvme0n1 --cpus 2      # a section per part, one line per check; exit 0 ready, 3 not
     iolab preflight --device nvme0n1 --cpus 2 --json
     iolab preflight --device nvme0n1 --cpus 2 --tune   # set what iolab can, hold until Ctrl-C or iolab reset
     iolab reset                                    # stop the holder; every value read back
@@ -39,13 +39,37 @@ def cmd_preflight(args, _extra) -> int:
         from ..machine.preflight_tune import refuse_second
 
         refuse_second()  # before the report: a second holder would record the first one's values as the old ones
-    report = preflight(args.device or (), args.cpus, interval_s=args.sample, tools=not args.no_tools)
+    devices, said = (args.device, "") if args.device or args.tune else _scratch_disk()  # --tune: only those named
+    report = preflight(devices or (), args.cpus, interval_s=args.sample, tools=not args.no_tools)
     print(as_json(report) if args.json else text(report), flush=True)
+    if said:  # after the report: an error above stays one line
+        print(said, file=sys.stderr)
     if not args.tune:
         return report.exit_code
     from ..machine.preflight_tune import hold
 
     return hold(report, lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def _scratch_disk() -> tuple[list[str], str]:
+    """Without --device: the disk under iolab's scratch folder (the default target of every
+    study, as a notebook's preflight checks its target's disk), and the line that says so."""
+    from ..core import paths
+    from ..machine.target import device_of_path
+
+    folder = paths.scratch_dir()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    disk = device_of_path(folder)
+    if disk:
+        return [disk], (
+            f"iolab preflight: no --device: checked {disk}, the disk under iolab's scratch folder {paths.scratch_dir()} "
+            "(the default target); --device DEV checks another"
+        )
+    return [], (
+        f"iolab preflight: no --device, and iolab's scratch folder {paths.scratch_dir()} is on no block device "
+        "(tmpfs, overlay): the CPUs and tools only; --device DEV checks a device"
+    )
 
 
 def cmd_reset(args, _extra) -> int:
@@ -61,7 +85,7 @@ def add_commands(add) -> None:
     p = add(
         "preflight",
         help="is this machine set up for the measurement? every check with a verdict, its cost (the seed "
-        "that measured it) and what to do; exit 0 ready, 2 not as recommended",
+        "that measured it) and what to do; exit 0 ready, 3 not as recommended",
     )
     p.add_argument(
         "--device", action="append", metavar="DEV", help="a block device under test, e.g. nvme0n1 (repeat for more)"

@@ -5,6 +5,7 @@ what it needs when it runs (pandas is slow to import): ``iolab --help`` stays fa
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -74,7 +75,9 @@ def cmd_table(args, _extra) -> int:
         raise InputError(f"--output {out}: there is no folder {out.parent}; create it or choose another --output")
     if out is not None:
         claim_output(out, force=args.force, flag="--output")  # before the runs are read
-    from ..core.runfolders import RUN_FOLDER, runs_under
+    import pandas as pd
+
+    from ..core.runfolders import RUN_FOLDER, runs_in, runs_under
     from ..runs.runcache import (
         load_cached,
         statuses,
@@ -82,18 +85,37 @@ def cmd_table(args, _extra) -> int:
     )  # slow to import (pandas): once the input is known good
 
     status = None if args.status == "all" else args.status
+    # a folder of runs is read alone (a study's warm-up sub-folder is not its table, and is said);
+    # a folder of study folders, each of them (runs_under's rule: one level below), each with its cache
+    below = sorted({run.parent for run in runs_under(root)} - {root}) if not (root / "run.json").exists() else []
+    folders = below if below and not runs_in(root) else []
     with warnings.catch_warnings(record=True) as skipped:  # unreadable runs: one line each, not a traceback
         warnings.simplefilter("always")
-        table = load_cached(root, status=status, cache=not args.no_cache).drop(columns=RUN_FOLDER, errors="ignore")
+        parts = [load_cached(f, status=status, cache=not args.no_cache) for f in folders or [root]]
+        table = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+        table = table.drop(columns=RUN_FOLDER, errors="ignore")
     for warning in skipped:
         print(f"iolab table: {warning.message}", file=sys.stderr)
+    if folders and not table.empty:
+        print(
+            f"iolab table: the runs of the {len(folders)} folder(s) in {root} (e.g. {folders[0].name}); "
+            "give one of them for its runs alone",
+            file=sys.stderr,
+        )
+    elif below and not folders:
+        print(
+            f"iolab table: {root}'s runs only; the runs in its sub-folder(s) {', '.join(f.name for f in below)} "
+            "are not part of it (give a sub-folder to read them)",
+            file=sys.stderr,
+        )
     if table.empty:
         counts = statuses(root)
+        for f in folders:
+            counts.update(statuses(f))
         if not counts:
-            deeper = sorted({run.parent for run in runs_under(root)})
             raise InputError(
-                f"{root} holds no run folders (<run>/run.json); give the folder that holds "
-                + (f"them, e.g. {deeper[0]}" if deeper else "them, e.g. data/runs or a study's runs folder")
+                f"{root} holds no run folders (<run>/run.json), nor do its folders; give the folder that holds "
+                "them, e.g. data/runs or a study's runs folder"
             )
         have = ", ".join(f"{n} {s}" for s, n in counts.most_common())
         raise InputError(
@@ -166,6 +188,19 @@ def print_run_table(table, cols) -> None:
     print(out.to_string())
 
 
+def print_run(table, cols, path, as_json: bool = False) -> None:
+    """One stored run for ``iolab run`` and ``iolab tio``: ``print_run_table`` and where it is
+    stored; with ``as_json``, JSON records on stdout for scripts (the figures' columns, run id
+    and folder) and the rest on stderr."""
+    if as_json:
+        frame = table[[c for c in ("run_id", *cols) if c in table]].assign(run_folder=str(path))
+        _print_frame(frame, "json")
+        print(f"stored: {path}", file=sys.stderr)
+    else:
+        print_run_table(table, cols)
+        print(f"stored: {path}")
+
+
 def _print_frame(frame, form: str) -> None:
     """A table for scripts: ``form`` json (records) or csv, control characters escaped."""
     print(printable(frame.to_json(orient="records", indent=1) if form == "json" else frame.to_csv(index=False)), end="")
@@ -205,7 +240,7 @@ def cmd_compare(args, _extra) -> int:
             "(--across-devices compares anyway)",
             file=sys.stderr,
         )
-        return 1
+        return 4
     return 3 if len(done.versus.worse) else 0
 
 
@@ -453,9 +488,13 @@ def cmd_check(args, _extra) -> int:
         raise InputError(f"no run folders in {', '.join(args.run_dir)} (a run folder holds run.json)")
     ceiling = parse_size(args.ceiling) if args.ceiling else None
     failed = unreadable = 0
+    rows = []  # --json: one record per run and check
+    out = sys.stderr if args.json else sys.stdout  # --json: stdout holds the records alone
     for run in runs:
         if not (run / FIO_JSON).exists():
-            print(printable(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check"))
+            print(
+                printable(f"{run}: no fio report (failed, interrupted or a t/io_uring run): nothing to check"), file=out
+            )
             continue
         try:
             found = checks.run_checks(run, ceiling_bytes_s=ceiling, latency_floor_us=args.latency_floor_us)
@@ -468,17 +507,26 @@ def cmd_check(args, _extra) -> int:
             unreadable += 1
             continue
         stored = "" if (run / checks.FILE).exists() else " (re-derived: stored before checks were)"
-        print(printable(f"{run}{stored}"))  # a folder's name as found on disk
+        print(printable(f"{run}{stored}"), file=out)  # a folder's name as found on disk
+        rows += [
+            {"run_folder": str(run), "check": c.name, "direction": c.direction, "passed": c.passed, "words": c.words}
+            | {"threshold": c.threshold}
+            for c in found
+        ]
         for c in found:
             mark = {True: "ok  ", False: "FLAG", None: "--  "}[c.passed]
             print(
-                f"  {mark} {c.name:14} {c.direction:6} {c.words}" + (f"  [{c.threshold}]" if c.passed is False else "")
+                f"  {mark} {c.name:14} {c.direction:6} {c.words}" + (f"  [{c.threshold}]" if c.passed is False else ""),
+                file=out,
             )
         failed += any(c.passed is False for c in found)
     print(
         f"{failed} of {len(runs)} runs flagged"
-        + (f"; {unreadable} could not be read (said above, on stderr)" if unreadable else "")
+        + (f"; {unreadable} could not be read (said above, on stderr)" if unreadable else ""),
+        file=out,
     )
+    if args.json:
+        print(printable(json.dumps(rows, indent=1, default=str)))
     return 3 if failed else 1 if unreadable else 0
 
 
@@ -486,7 +534,7 @@ def add_commands(add) -> None:
     """The parsers of this module's commands: ``add(name, **kw)`` makes one (``iolab.cli.build_parser``)."""
     p = add("parse", help="any fio JSON output (or t/io_uring text) -> the tidy table")
     p.add_argument("file", nargs="+", help="fio output file(s); several only with --pool")
-    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
     p.add_argument(
         "--pool",
         action="store_true",
@@ -526,7 +574,7 @@ def add_commands(add) -> None:
     p.set_defaults(func=cmd_table)
     p = add(
         "compare",
-        help="did it get worse? B against A, cell by cell, with intervals (exit 3 when B is worse)",
+        help="did it get worse? B against A, cell by cell, with intervals (exit 3 when B is worse, 4 when the two cannot be compared)",
         description="Compare two result sets: runs folders (a study's, or data/runs), run folders, batch "
         "outputs (batch.json), seed outputs or executed notebooks. Cells are matched on every setting that "
         "varies on either side, by fio's names (a notebook's qd is a search's iodepth; iolab.compare.matching), "
@@ -550,7 +598,7 @@ def add_commands(add) -> None:
         help="metrics, comma-separated (default: iops, bw_bytes_s, clat_p50_us, clat_p99_us, cpu_busy_pct, "
         "cycles_per_io, those both sides have)",
     )
-    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text", help="text (default), csv or json")
     p.add_argument("--html", help="also write the comparison as an offline HTML page to FILE")
     p.add_argument("--force", action="store_true", help=FORCE_HELP + "; --html may then replace side A or B")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
@@ -591,7 +639,7 @@ def add_commands(add) -> None:
     p.add_argument("--metric", default="iops", help="the figure whose gap is explained (default iops)")
     p.add_argument("--by", help="settings to match cells on, as iolab compare --by")
     p.add_argument("--where", action="append", metavar="SETTING=VALUE", help="as iolab compare --where")
-    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text", help="text (default), csv or json")
     p.add_argument("--across-devices", action="store_true", help="explain even when the devices differ")
     p.add_argument(
         "--verify",
@@ -678,7 +726,7 @@ def add_commands(add) -> None:
         action="store_true",
         help="every process's threads (default: the run's own, fio and its jobs, and the kernel threads)",
     )
-    p.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    p.add_argument("--format", choices=("text", "csv", "json"), default="text", help="text (default), csv or json")
     p.set_defaults(func=cmd_threads)
     p = add(
         "series",
@@ -690,7 +738,7 @@ def add_commands(add) -> None:
         "interval out of its logs.",
     )
     p.add_argument("run_dir", help="a run folder made with --log-ms N")
-    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
     p.set_defaults(func=cmd_series)
     p = add(
         "check",
@@ -698,6 +746,9 @@ def add_commands(add) -> None:
         "(device vs fio, bus ceiling, latency floor, SSD state); exit 3 when one fails",
     )
     p.add_argument("run_dir", nargs="+", help="run folders, or folders holding them (older runs are re-derived)")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON record per run and check on stdout, the text on stderr"
+    )
     p.add_argument("--ceiling", help="the device's bandwidth ceiling, bytes/s with fio's units (e.g. 3.5G = 3.5 GiB/s)")
     p.add_argument(
         "--latency-floor-us", type=finite(0), help="the least mean completion latency the device class can do, µs"

@@ -52,15 +52,14 @@ def cmd_tio(args, extra) -> int:
     from ..measure.options import MeasureOptions
     from ..measure.runner import measure_tio
     from ..stats.cycles import add_cycles_per_io  # slow to import (pandas): once the input is known good
-    from .reading import print_run_table
+    from .reading import print_run
 
     how = MeasureOptions(tio=args.tio, timeout_s=args.timeout)
     with open_target(files[0], args.target_size, scratch_dir) as target:
         result = measure_tio(flags, target, cpus=cpus, runs_dir=runs_dir, label="cli-tio", how=how)
     table = add_cycles_per_io(result.table)
     cols = [c for c in COLUMNS if c in table and table[c].notna().any()]
-    print_run_table(table, cols)
-    print(f"stored: {result.path}")
+    print_run(table, cols, result.path, args.json)
     return 0
 
 
@@ -73,7 +72,7 @@ def add_commands(add) -> None:
         "in a run folder (tio.txt, samples, system snapshot) that iolab table reads like a fio run. Its flags "
         "pass through: -d depth, -b block size, -p polled (1 by default: needs poll queues), -n threads, -r "
         "seconds (iolab: 3), -B/-F/-O/-R/-u ... (t_io_uring -h). The target comes last: " + TARGET_HELP + ".",
-        usage="iolab tio [--cpus CPUS] [--runs-dir DIR] [--target-size SIZE] [--tio PATH] [--timeout S] "
+        usage="iolab tio [--cpus CPUS] [--runs-dir DIR] [--target-size SIZE] [--tio PATH] [--timeout S] [--json] "
         "[-d N -b N -p 0|1 -n N -r S ...] TARGET",
         allow_abbrev=False,
     )
@@ -84,5 +83,8 @@ def add_commands(add) -> None:
         "--target-size", default="1g", metavar="SIZE", help="size of a scratch file or loop device iolab makes (1g)"
     )
     p.add_argument("--tio", metavar="PATH", help="the t/io_uring binary (default: the one make tio built)")
+    p.add_argument(
+        "--json", action="store_true", help="the run's figures as JSON records on stdout, the rest on stderr"
+    )
     p.add_argument("--timeout", type=finite(1, 86400), metavar="S", help="stop it after S seconds (default 120)")
     p.set_defaults(func=cmd_tio)

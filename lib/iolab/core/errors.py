@@ -85,7 +85,7 @@ class OutputExists(InputError):
 
 class NotComparable(InputError):
     """Two result sets cannot be compared cell by cell: a setting varies inside one side and
-    the other side cannot be matched on it (``iolab.compare.matching``). Exit 1, never a verdict."""
+    the other side cannot be matched on it (``iolab.compare.matching``). Exit 4: no verdict."""
 
 
 class KnobError(IolabError):

@@ -3,7 +3,7 @@ with a verdict, the value seen, what it costs when wrong (the seed that measured
 what to do — pyperf's ``system show`` for storage.
 
     report = preflight(devices=["nvme0n1"], cpus=[2])      # reads /sys and /proc
-    print(text(report)); report.exit_code                  # 0 ready, 2 not as recommended
+    print(text(report)); report.exit_code                  # 0 ready, 3 not as recommended
     preflight(root=Path("tests/tree"), devices=["nvme0n1"], cpus=[0], interval_s=0)  # a recorded tree
 
 Verdicts: ``ok``, ``warn`` (may distort the numbers), ``fail`` (will, or a study step cannot
@@ -61,7 +61,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.ready else 2
+        return 0 if self.ready else 3  # a verdict, as compare's and check's: 2 is argparse's usage error
 
     def as_dict(self) -> dict[str, Any]:
         return {

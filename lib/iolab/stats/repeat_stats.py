@@ -357,7 +357,7 @@ NBSP = "\u00a0"  # a cell's interval stays on one line: a browser breaks at spac
 def summary_table(summary: pd.DataFrame, note: str = "") -> pd.DataFrame:
     """A ``summarise`` table as a write-up shows it (notebooks 03 and 06; ``readable`` keeps each
     CV): the setting columns and ``runs``, then one column per metric headed with its words and unit (``columns.label``) and
-    "[95 % interval]", each cell "mean [low, high]" on one line, the ends within what the
+    "[95 % interval]" (where a row has one), each cell "mean [low, high]" on one line, the ends within what the
     quantity can be (``columns.clipped``); a last column ``note``: ``note`` when given, why a
     row has no interval (fewer than 3 runs), and for an unstable setting which metrics vary
     over the repeats and the likely cause the samplers saw (``unstable_why``)."""
@@ -369,8 +369,11 @@ def summary_table(summary: pd.DataFrame, note: str = "") -> pd.DataFrame:
     ]  # the samplers' noise means (NOISE) left out: the note names them where they matter
     out = pd.DataFrame({label(c): summary[c].map(_setting_text) for c in settings})
     out["runs"] = summary["n"].map(readable_value)
-    for m in metrics:
-        out[f"{label(m)} [95 % interval]"] = [_interval_cell(row, m) for _, row in summary.iterrows()]
+    for m in metrics:  # the header promises an interval only where a row of the column has one
+        bounded_any = any(pd.notna(clipped(r[f"{m}_ci_low"], r[f"{m}_ci_high"], m)[0]) for _, r in summary.iterrows())
+        out[label(m) + (" [95 % interval]" if bounded_any else "")] = [
+            _interval_cell(r, m) for _, r in summary.iterrows()
+        ]
     out["note"] = [_row_note(row, metrics, note) for _, row in summary.iterrows()]
     return out.reset_index(drop=True)
 

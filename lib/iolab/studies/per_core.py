@@ -21,7 +21,7 @@ from ..read.tio import binary
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
 
-LATENCY_SOURCE = {"fio": "fio lat_ns mean (measured)", "t/io_uring": "QD / IOPS (Little's law estimate)"}
+LATENCY_SOURCE = {"fio": "measured (fio's lat_ns)", "t/io_uring": "QD ÷ IOPS (Little's law estimate)"}
 
 
 def have_tio(path: str | Path | None = None) -> bool:
@@ -118,8 +118,8 @@ def per_core(
 
 
 CPU = {  # the core's CPU in a row of either tool, in words (columns.label says "fio's" for the first)
-    "own_cpu_pct": "the tool's own CPU (% of the core)",
-    "cpu_busy_pct": "the core busy, all programs (%)",
+    "own_cpu_pct": "its own CPU (%)",
+    "cpu_busy_pct": "core busy (%)",
 }
 
 
@@ -138,16 +138,22 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
     """A ``summary`` as a write-up shows it (``repeat_stats.summary_table``: each figure "mean [low,
-    high]" in one cell, a note) with where the mean latency comes from; with ``missing``
+    high]" in one cell, a note), the note of an estimated mean latency saying so; with ``missing``
     (``tio_missing``), a t/io_uring row at each depth that says it did not run and why."""
-    out = repeat_stats.summary_table(summary.drop(columns="mean_lat_source"))
-    out = out.rename(columns={f"{label(m)} [95 % interval]": f"{words} [95 % interval]" for m, words in CPU.items()})
-    at = next((i for i, c in enumerate(out.columns) if c.startswith(tuple(CPU.values()))), len(out.columns) - 1)
-    out.insert(at, "mean latency from", list(summary["mean_lat_source"]))
+    shares = [c for c in summary if c.startswith(tuple(CPU)) and c.endswith(("_mean", "_ci_low", "_ci_high"))]
+    whole = summary.assign(**{c: summary[c].round(0) for c in shares})  # a share of a core in whole percent
+    out = repeat_stats.summary_table(whole.drop(columns="mean_lat_source"))
+    named = {label(m) + end: words + end for m, words in CPU.items() for end in (" [95 % interval]", "")}
+    out = out.rename(columns=named)
+    estimated = summary["mean_lat_source"] != LATENCY_SOURCE["fio"]  # fio's is measured: said where it is not
+    out["note"] = [
+        "; ".join(x for x in (f"mean latency: {src}" if est else "", note) if x)
+        for src, est, note in zip(summary["mean_lat_source"], estimated, out["note"], strict=True)
+    ]
     if missing:
         absent = out[out["tool"] == "fio"].assign(tool="t/io_uring", runs="0")
-        absent[[c for c in out.columns if "[95 % interval]" in c]] = "–"
-        absent["mean latency from"], absent["note"] = "", f"t/io_uring {_short(missing)}"
+        absent[[c for c in out.columns if c not in ("tool", "runs", "note") and "queue depth" not in c]] = "–"
+        absent["note"] = f"t/io_uring {_short(missing)}"
         out = pd.concat([out, absent]).sort_index(kind="stable").reset_index(drop=True)
     return out
 
