@@ -14,6 +14,7 @@ notebook reads, tests/support/reading.py's; chromium, tests/support/browser.py's
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import re
 import secrets
@@ -297,6 +298,24 @@ def test_queue_depth_notebook_explorer_in_jupyterlab(session):
     for axis, column in changed.items():
         assert f"{axis}={column!r}" in text, f"the explorer's code does not say {axis}={column!r}: {text!r} {s.where()}"
     assert_reads_well(s, name)
+    # its last figure kept as a static output: hidden beside the live widgets, shown once they
+    # cannot render (the notebook reopened after its kernel stopped: a cell's outputs without them)
+    assert not s.page.locator(".iolab-explorer-static").first.is_visible(), f"the static copy shows {s.where()}"
+    kept = [
+        "".join(o["data"]["text/html"])
+        for c in saved_notebook(s, name, again=True).cells
+        for o in c.get("outputs", [])
+        if "iolab-explorer-static" in "".join(o.get("data", {}).get("text/html", ""))
+    ]
+    assert len(kept) == 1 and f"x={changed['x']!r}" in html.unescape(kept[0]) and "data:image/png;base64," in kept[0]
+    alone = s.page.context.new_page()
+    try:
+        alone.set_content(
+            f"<div class='jp-OutputArea'><div>Error displaying widget: model not found</div>{kept[0]}</div>"
+        )
+        assert alone.locator(".iolab-explorer-static img").is_visible()
+    finally:
+        alone.close()
 
 
 # ---------------------------------------------------------------- notebooks 05, 07, 08: how they read

@@ -22,7 +22,7 @@ _CUT = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .iolab-t
     .map(b => `${b.scrollWidth} px in ${b.clientWidth}: `
               + (b.querySelector('thead') || b).textContent.replace(/\\s+/g, ' ').trim().slice(0, 90))"""
 _SHRUNK = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output img'))
-    .filter(i => i.naturalWidth && i.getBoundingClientRect().width < 0.97 * i.naturalWidth)
+    .filter(i => i.naturalWidth && i.checkVisibility() && i.getBoundingClientRect().width < 0.97 * i.naturalWidth)
     .map(i => `${i.naturalWidth} px drawn at ${Math.round(i.getBoundingClientRect().width)} (cell: `
               + `${(i.closest('.jp-Cell').querySelector('.jp-InputArea') || {innerText: ''}).innerText.slice(0, 60)})`)"""
 _TABLES = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output table')).map(t => {

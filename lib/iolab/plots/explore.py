@@ -399,7 +399,27 @@ def explorer(tables: pd.DataFrame | Mapping[str, pd.DataFrame], interactive: boo
         display(fig)
         plt.close(fig)
         return
-    display(_Widget(tables).box)
+    widget = _Widget(tables)
+    display(widget.box)
+    widget.keep = display(widget.kept(), display_id=True)  # the last figure, for when the kernel is gone
+
+
+# the static copy hides while the widgets show (they are in the same cell); JupyterLab and
+# the classic notebook name a cell's output area differently
+STATIC_CSS = (
+    ".jp-OutputArea:has(.iolab-explorer) .iolab-explorer-static, "
+    ".output_area:has(.iolab-explorer) ~ .output_area .iolab-explorer-static {display: none}"
+)
+
+
+def _png(fig) -> str:
+    """``fig`` as base64 PNG text, as Jupyter's inline backend shows it."""
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode()
 
 
 class _Widget:
@@ -423,6 +443,7 @@ class _Widget:
         self.code.add_class("iolab-explorer-code")
         self._busy = False
         self._frames: dict[tuple, pd.DataFrame] = {}
+        self.last, self.keep = "", None  # the last figure (PNG, base64) and its static copy's display handle
         self._fill()
         self.table.observe(self._table_changed, names="value")
         for widget in (self.x, self.y, self.hue, self.facet, self.log_y, self.view):
@@ -488,7 +509,25 @@ class _Widget:
                 print(f"cannot draw this choice: {exc}")
                 return
             display(fig)
+            self.last = _png(fig)
             plt.close(fig)
+        if self.keep is not None:
+            self.keep.update(self.kept())
+
+    def kept(self):
+        """The explorer's last figure and its code as a static output: hidden beside the live
+        widgets (CSS), shown where they cannot be (the notebook reopened after its kernel
+        stopped: "Error displaying widget: model not found"), so the figure stays."""
+        from html import escape
+
+        from IPython.display import HTML
+
+        img = f"<img alt='the explorer's last figure' src='data:image/png;base64,{self.last}'>" if self.last else ""
+        return HTML(
+            f"<style>{STATIC_CSS}</style><div class='iolab-explorer-static'><p>The explorer's last figure, kept for "
+            "when its kernel is gone (run the cell again for the widgets); its code:</p>"
+            f"<pre>{escape(self.code.value)}</pre>{img}</div>"
+        )
 
     def _distribution(self, df: pd.DataFrame, view: str, hue, facet):
         """``distribution``'s figure; the frame read once per table and split (the CDF's
