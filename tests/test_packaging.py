@@ -2,6 +2,7 @@
 committed without outputs and with a papermill parameters cell, lib/ is not git-ignored."""
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -271,6 +272,9 @@ def test_a_wheel_carries_the_kit_and_init_makes_a_workspace_outside_any_checkout
     assert "iolab/report/templates/iolab_writeup/index.html.j2" in names  # the write-up's nbconvert template
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "iolab/py.typed" in names  # typed (PEP 561)
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    built = json.loads(zipfile.ZipFile(wheel).read("iolab/kit/build.json"))  # provenance of a pip install
+    assert built["commit"] == head, built
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "Classifier: Operating System :: POSIX :: Linux" in meta and "Keywords:" in meta
     assert "Provides-Extra: lab" in meta and 'Requires-Dist: jupyterlab>=4.0; extra == "lab"' in meta
@@ -278,6 +282,18 @@ def test_a_wheel_carries_the_kit_and_init_makes_a_workspace_outside_any_checkout
     zipfile.ZipFile(wheel).extractall(site)  # what pip does with a pure-Python wheel's files
     env = {**os.environ, "PYTHONPATH": str(site), "IOLAB_HISTORY": "off"}
     iolab = [sys.executable, "-c", "import sys, iolab.cli; sys.exit(iolab.cli.main(sys.argv[1:]))"]
+    said = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json; from iolab.record.provenance import checkout; print(json.dumps(checkout()))",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert json.loads(said.stdout)["commit"] == head and "installed wheel built from commit" in said.stdout, said
     made = subprocess.run([*iolab, "init", "ws"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     assert "Jupyter kernel 'iolab'" in made.stdout, made.stdout  # what init did about the kernel, said

@@ -83,7 +83,7 @@ def read_through(s: Session) -> None:
         f"({_TABLES})().map(t => 'table: ' + t), ['stale bars: ' + ({STALE_BARS})()]].flat()"
     )
     found = look_through(s, checks)
-    figures = s.page.locator(".jp-NotebookPanel .jp-OutputArea-output img")
+    figures = s.page.locator(".jp-NotebookPanel .jp-OutputArea-output img:visible")  # not the explorer's hidden copy
     for i in range(min(figures.count(), 3)):  # what a reader sees of the first figures
         s.shot(f"figure{i}", figures.nth(i))
     said = {

@@ -82,7 +82,7 @@ def checkout(where: str | os.PathLike = paths.PACKAGE) -> dict[str, Any]:
         words = (exc.stderr or "").strip().splitlines()
         out["repo"] = out["commit"] = None
         out["why"] = f"{where} is not in a git checkout (an installed package?): {words[0] if words else 'git failed'}"
-        return out
+        return {**out, **_built_from(where)}
     except subprocess.TimeoutExpired:
         out["why"] = "git did not answer within 10 s"
         return out
@@ -90,6 +90,17 @@ def checkout(where: str | os.PathLike = paths.PACKAGE) -> dict[str, Any]:
     out["changed"] = len(status) - out["untracked"]
     out["dirty"] = bool(status)
     return out
+
+
+def _built_from(where: str | os.PathLike) -> dict[str, Any]:
+    """An installed wheel's commit, as setup.py wrote it at build time (``iolab/kit/build.json``)."""
+    try:
+        built = json.loads((Path(where) / "kit" / "build.json").read_text())
+        commit, dirty = str(built["commit"]), bool(built.get("dirty"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    changes = " with uncommitted changes" if dirty else ""
+    return {"commit": commit, "dirty": dirty, "why": f"an installed wheel built from commit {commit[:12]}{changes}"}
 
 
 def _git(where: str | os.PathLike, *args: str) -> str:
