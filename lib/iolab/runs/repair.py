@@ -31,7 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.errors import IolabError
+from ..core import paths
+from ..core.errors import InputError, IolabError
 from ..core.system import read_text, selected
 from ..machine import ledger
 from ..machine.knobs import nvme_get_feature, nvme_set_feature
@@ -128,8 +129,18 @@ UNDO: dict[str, Callable[[dict], str]] = {
 RETRIED = ("run", "file")  # data on disk: a run folder to finish, a file to remove; tried again until done
 
 
-def recover() -> list[str]:
-    """Undo what dead iolab processes left behind, in ``ledger.ORDER``; one line per thing done."""
+SCAN_EVERY_S = 30.0  # a process scans the data folders for leftovers no entry names at most this often
+
+
+_scanned: dict[tuple[str, str], float] = {}  # (scratch, runs folder) -> when this process last scanned them
+
+
+def recover(scan: bool = False) -> list[str]:
+    """Undo what dead iolab processes left behind, in ``ledger.ORDER``; one line per thing done.
+    The ledger is read every time; the default folders are scanned for leftovers no entry
+    names (``fix_leftovers``) once per ``SCAN_EVERY_S`` per process, or whenever ``scan``
+    (``iolab cleanup``): a campaign repairs before each run, and over a network file system
+    (the NVMe lab's 9p share) one scan of a large data folder costs about a second."""
     todo = []
     for path, entry in ledger.entries():
         if ledger.alive(entry["owner_pid"], entry.get("owner_start")):
@@ -152,7 +163,20 @@ def recover() -> list[str]:
                 continue
         claimed.unlink(missing_ok=True)
     named = {str(e.get("path")) for _, e in ledger.entries()}  # repaired above, or held by a live process
-    return done + fix_leftovers(named)
+    return done + (fix_leftovers(named) if _scan_due(scan) else [])
+
+
+def _scan_due(always: bool) -> bool:
+    """Whether this process scans the default folders now (``recover``)."""
+    try:
+        key = (str(paths.scratch_dir()), str(paths.runs_dir()))
+    except InputError:  # a bad $IOLAB_DATA: fix_leftovers says nothing either
+        return True
+    now = time.monotonic()
+    if not always and now - _scanned.get(key, -SCAN_EVERY_S) < SCAN_EVERY_S:
+        return False
+    _scanned[key] = now
+    return True
 
 
 def _not_undone(entry: dict, exc: Exception, kept: bool) -> str:
@@ -180,7 +204,7 @@ def recover_and_report() -> list[str]:
 def cleanup_report() -> list[str]:
     """What ``iolab cleanup`` says: each thing repaired (or that nothing needed it), then what
     live iolab processes hold."""
-    done = recover() or ["nothing to clean up: no iolab process died holding anything"]
+    done = recover(scan=True) or ["nothing to clean up: no iolab process died holding anything"]
     return done + [
         f"held by live iolab pid {e['owner_pid']}: {e['kind']} {ledger.describe(e)}"
         for _, e in ledger.entries()

@@ -141,7 +141,8 @@ def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
     high]" in one cell, a note), the note of an estimated mean latency saying so; with ``missing``
     (``tio_missing``), a t/io_uring row at each depth that says it did not run and why."""
     shares = [c for c in summary if c.startswith(tuple(CPU)) and c.endswith(("_mean", "_ci_low", "_ci_high"))]
-    whole = summary.assign(**{c: summary[c].round(0) for c in shares})  # a share of a core in whole percent
+    # a share of the one core in whole percent, never past all of it (a sampler's window is not fio's to the ms)
+    whole = summary.assign(**{c: summary[c].clip(upper=100).round(0) for c in shares})
     out = repeat_stats.summary_table(whole.drop(columns="mean_lat_source"))
     named = {label(m) + end: words + end for m, words in CPU.items() for end in (" [95 % interval]", "")}
     out = out.rename(columns=named)
