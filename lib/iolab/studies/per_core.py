@@ -119,7 +119,7 @@ def per_core(
 
 CPU = {  # the core's CPU in a row of either tool, in words (columns.label says "fio's" for the first)
     "own_cpu_pct": "its own CPU (%)",
-    "cpu_busy_pct": "core busy (%)",
+    "cpu_busy_pct": "core busy (%)",  # in the note where it is more (readable)
 }
 
 
@@ -138,18 +138,24 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
     """A ``summary`` as a write-up shows it (``repeat_stats.summary_table``: each figure "mean [low,
-    high]" in one cell, a note), the note of an estimated mean latency saying so; with ``missing``
-    (``tio_missing``), a t/io_uring row at each depth that says it did not run and why."""
+    high]" in one cell, a note), the tool's own share of its core in a column and the core's
+    busy share from all programs in the note where it is more (by ``SHARED_PTS``: a loop
+    device's worker, interrupts, other programs), the note of an estimated mean latency
+    saying so; with ``missing`` (``tio_missing``), a t/io_uring row at each depth that says it
+    did not run and why. (Both shares as columns made the table wider than a notebook.)"""
     shares = [c for c in summary if c.startswith(tuple(CPU)) and c.endswith(("_mean", "_ci_low", "_ci_high"))]
     # a share of the one core in whole percent, never past all of it (a sampler's window is not fio's to the ms)
     whole = summary.assign(**{c: summary[c].clip(upper=100).round(0) for c in shares})
-    out = repeat_stats.summary_table(whole.drop(columns="mean_lat_source"))
+    busy = [f"{m}_{end}" for m in ("cpu_busy_pct",) for end in ("mean", "ci_low", "ci_high", "cv_pct")]
+    out = repeat_stats.summary_table(whole.drop(columns=["mean_lat_source", *[c for c in busy if c in whole]]))
     named = {label(m) + end: words + end for m, words in CPU.items() for end in (" [95 % interval]", "")}
     out = out.rename(columns=named)
     estimated = summary["mean_lat_source"] != LATENCY_SOURCE["fio"]  # fio's is measured: said where it is not
     out["note"] = [
-        "; ".join(x for x in (f"mean latency: {src}" if est else "", note) if x)
-        for src, est, note in zip(summary["mean_lat_source"], estimated, out["note"], strict=True)
+        "; ".join(x for x in (f"mean latency: {src}" if est else "", _shared(row), note) if x)
+        for src, est, note, (_, row) in zip(
+            summary["mean_lat_source"], estimated, out["note"], whole.iterrows(), strict=True
+        )
     ]
     if missing:
         absent = out[out["tool"] == "fio"].assign(tool="t/io_uring", runs="0")
@@ -157,6 +163,19 @@ def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
         absent["note"] = f"t/io_uring {_short(missing)}"
         out = pd.concat([out, absent]).sort_index(kind="stable").reset_index(drop=True)
     return out
+
+
+SHARED_PTS = 10.0  # the core busier than the tool by this many points is said in a row's note
+
+
+def _shared(row: pd.Series) -> str:
+    """ "the core busy 57 % [54, 60]: others shared it" where the core was busier than the tool."""
+    own, core = row.get("own_cpu_pct_mean"), row.get("cpu_busy_pct_mean")
+    if pd.isna(own) or pd.isna(core) or core - own < SHARED_PTS:
+        return ""
+    low, high = row.get("cpu_busy_pct_ci_low"), row.get("cpu_busy_pct_ci_high")
+    bound = f" [{low:.0f}, {high:.0f}]" if pd.notna(low) and pd.notna(high) else ""
+    return f"the core busy {core:.0f} %{bound}: other work shared it"
 
 
 def bars(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
