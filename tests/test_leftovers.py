@@ -75,8 +75,8 @@ def test_the_next_command_finds_them_too(data, dead_pid):
 
 def test_a_process_scans_for_them_once_in_a_while_and_cleanup_always(data, dead_pid):
     """A campaign repairs before each run: in one process the folders are scanned at most once
-    per SCAN_EVERY_S (over the NVMe lab's 9p share a scan of a large data folder cost 0.8 s a
-    run); ``iolab cleanup`` scans every time."""
+    per SCAN_EVERY_S (over the NVMe lab's 9p share a scan of a large data folder is slow:
+    benchmarks/README.md); ``iolab cleanup`` scans every time."""
     from iolab.runs import repair
 
     repair.recover()  # this process's scan of these folders

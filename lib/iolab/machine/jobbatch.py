@@ -3,8 +3,9 @@ exactly what ``iolab.machine.jobcheck.guard_job_text`` gives — its JobCheck, o
 raises, same class and same words — with fio asked once per chunk of texts rather than once
 per text.
 
-Each ``fio --parse-only`` costs ~0.15 s of fio's start-up (fio 3.33 on this project's VM)
-and ~0.1 ms per job section, so a search of 10,000 cells spent half an hour asking fio.
+Each ``fio --parse-only`` pays fio's start-up once and a little per job section, so a search
+of 10,000 cells asked one at a time spent most of its plan asking fio (benchmarks/README.md,
+``search_plan.py``).
 Here the texts are joined into one job file (each section a job) and fio's parse debug
 lines (``Parsing section [x]`` bounds each section) are split back into the texts they came
 from, in order. What stays per text:

@@ -614,7 +614,7 @@ def guard_job_text(
 
 def _parse_text(text: str, fio: str) -> tuple[list[Job], str, list[str]]:
     """fio's reading of job text iolab built, remembered per (fio binary, text): the repeats
-    of a sweep ask for the same text, and each ``fio --parse-only`` costs ~0.15 s. (Only
+    of a sweep ask for the same text, and each ``fio --parse-only`` pays fio's start-up. (Only
     iolab's own text: a user's job file may ``include`` files that change.) What the files it
     names hold is judged afresh every time."""
     try:

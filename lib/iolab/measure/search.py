@@ -31,8 +31,8 @@ pooled row); the CPUs and devices are those of each host, knobs are set on this 
 Before anything runs, every cell is checked (fio's own parse of its job, the write guard,
 knob values on the target, CPUs, stress-ng) and what this machine cannot vary is reported
 (``unavailable``): ``run`` stops there unless ``drop_unavailable``. fio parses the jobs of
-thousands of cells in a few calls (``iolab.machine.jobbatch``: 10,000 cells in ~3 s where one
-call per cell took ~25 min); the plan's size and wall time are said before its cells are
+thousands of cells in a few calls (``iolab.machine.jobbatch``; benchmarks/README.md times
+it against one call per cell); the plan's size and wall time are said before its cells are
 checked (``describe_size``), with a warning above 1,000 runs or 8 hours
 (``iolab.measure.plans``), and ``iolab search --dry-run`` then lists the legal and illegal
 cells, each reason with the cells it refuses (``check``, ``describe_check``). Each (cell, repeat) is

@@ -9,7 +9,8 @@ What the guest is (facts from a trial on this project's VM, ``shared/DESIGN.md``
 * Debian's ``linux-image-amd64`` kernel with a busybox-static initramfs that loads
   virtio-pci, 9p and nvme (``poll_queues=N``: polled completions work), built once by
   ``iolab.nvmelab.image``;
-* the host's root shared read-only over 9p (``cache=loose``: 30x faster than without), so the
+* the host's root shared read-only over 9p (``cache=loose``: much faster than without,
+  benchmarks/README.md), so the
   checkout, its venv, fio, perf and nvme-cli are the host's own; the data folder and
   ``papermill_runs/`` shared read-write at the same paths, so runs land in the host's runs
   folder; tmpfs on /run and /tmp (the kit's ledger and locks);

@@ -106,9 +106,9 @@ def _built_from(where: str | os.PathLike) -> dict[str, Any]:
 def _git(where: str | os.PathLike, *args: str) -> str:
     """``git -C where ARGS``'s output, without the notebooks' nbstripout filter: in a fresh
     clone every notebook is "racily clean", and ``git status`` ran the filter (a Python start
-    and nbformat's import, about 1.4 s a notebook) on all of them at every call: 11 s, past
-    this call's 10 s limit, at each run a notebook records. Without it a notebook with outputs
-    in the working copy counts as changed, which it is."""
+    and nbformat's import per notebook) on all of them at every call, past this call's 10 s
+    limit, at each run a notebook records (benchmarks/README.md). Without it a notebook with
+    outputs in the working copy counts as changed, which it is."""
     return subprocess.run(
         ["git", "-c", "filter.nbstripout.clean=", "-C", str(where), *args],
         capture_output=True,

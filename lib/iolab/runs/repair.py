@@ -140,7 +140,7 @@ def recover(scan: bool = False) -> list[str]:
     The ledger is read every time; the default folders are scanned for leftovers no entry
     names (``fix_leftovers``) once per ``SCAN_EVERY_S`` per process, or whenever ``scan``
     (``iolab cleanup``): a campaign repairs before each run, and over a network file system
-    (the NVMe lab's 9p share) one scan of a large data folder costs about a second."""
+    (the NVMe lab's 9p share) a scan of a large data folder is slow (benchmarks/README.md)."""
     todo = []
     for path, entry in ledger.entries():
         if ledger.alive(entry["owner_pid"], entry.get("owner_start")):
