@@ -1,3 +1,3 @@
 """The one version of iolab (pyproject.toml reads it from here; ``iolab.__version__`` is it)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
