@@ -87,7 +87,7 @@ def cmd_table(args, _extra) -> int:
     status = None if args.status == "all" else args.status
     # a folder of runs is read alone (a study's warm-up sub-folder is not its table, and is said);
     # a folder of study folders, each of them (runs_under's rule: one level below), each with its cache
-    below = sorted({run.parent for run in runs_under(root)} - {root}) if not (root / "run.json").exists() else []
+    below = sorted({run.parent for run in runs_under(root)} - {root}) if not (root / RUN_JSON).exists() else []
     folders = below if below and not runs_in(root) else []
     with warnings.catch_warnings(record=True) as skipped:  # unreadable runs: one line each, not a traceback
         warnings.simplefilter("always")

@@ -41,6 +41,7 @@ from ..core.validate import parse_size
 from ..stats import latency_dist, repeat_stats
 from . import distributions
 from .common import NOTEBOOK_WIDTH_IN, flag_banner, setting_colors, si_axis
+from .pages import data_uri
 
 MAX_CATEGORIES = 30  # an unregistered column with more distinct values is not a setting
 NONE = "(none)"  # the hue / facet choice that means no split
@@ -412,16 +413,6 @@ STATIC_CSS = (
 )
 
 
-def _png(fig) -> str:
-    """``fig`` as base64 PNG text, as Jupyter's inline backend shows it."""
-    import base64
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode()
-
-
 class _Widget:
     """The explorer's widgets; hooks for tests: box class ``iolab-explorer``, dropdowns
     described table/view/x/y/hue/facet, code text class ``iolab-explorer-code``."""
@@ -443,7 +434,7 @@ class _Widget:
         self.code.add_class("iolab-explorer-code")
         self._busy = False
         self._frames: dict[tuple, pd.DataFrame] = {}
-        self.last, self.keep = "", None  # the last figure (PNG, base64) and its static copy's display handle
+        self.last, self.keep = "", None  # the last figure (a data: URI) and its static copy's display handle
         self._fill()
         self.table.observe(self._table_changed, names="value")
         for widget in (self.x, self.y, self.hue, self.facet, self.log_y, self.view):
@@ -509,7 +500,7 @@ class _Widget:
                 print(f"cannot draw this choice: {exc}")
                 return
             display(fig)
-            self.last = _png(fig)
+            self.last = data_uri(fig)
             plt.close(fig)
         if self.keep is not None:
             self.keep.update(self.kept())
@@ -522,7 +513,7 @@ class _Widget:
 
         from IPython.display import HTML
 
-        img = f"<img alt='the explorer's last figure' src='data:image/png;base64,{self.last}'>" if self.last else ""
+        img = f'<img alt="the last figure of the explorer" src="{self.last}">' if self.last else ""
         return HTML(
             f"<style>{STATIC_CSS}</style><div class='iolab-explorer-static'><p>The explorer's last figure, kept for "
             "when its kernel is gone (run the cell again for the widgets); its code:</p>"

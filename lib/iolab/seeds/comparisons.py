@@ -15,8 +15,6 @@ from its runs through ``iolab.measure.search`` and ``iolab.stats.repeat_stats.su
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 import re
 import string
@@ -34,6 +32,7 @@ from ..report.contract import Notebook, declared
 from ..stats import repeat_stats
 from ..stats.gap import polled_run
 from . import commands
+from .evidence import printed
 from .manifest import Experiment, Seed
 
 METRICS = ("iops", "bw_mib_s", "clat_p50_us", "clat_p99_us", "mean_lat_us", "cycles_per_io")  # iolab.core.columns
@@ -256,20 +255,6 @@ def _local(
     return None, None, None, f"the manifest names no local {WORDS[metric]} for this figure", []
 
 
-@functools.lru_cache(maxsize=32)
-def not_recorded(output: str | None) -> tuple[str, ...]:
-    """The lines an executed notebook printed about what it did not record and why
-    ("not recorded: t/io_uring's figures (t/io_uring not built: ...)"), for a row without a value."""
-    try:
-        cells = json.loads(Path(output).read_text()).get("cells", []) if output else []
-    except (OSError, ValueError):
-        return ()
-    text = "".join(
-        "".join(o.get("text") or "") for c in cells for o in c.get("outputs") or [] if o.get("name") == "stdout"
-    )
-    return tuple(line.strip() for line in text.splitlines() if line.startswith("not recorded:"))
-
-
 def _from_results(template: str, prow: pd.Series, spec: Mapping[str, Any], rec: Mapping[str, Any]):
     fields = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in prow.items() if pd.notna(v)}
     fields |= {k: v for k, v in spec.items() if isinstance(v, str)}
@@ -277,7 +262,7 @@ def _from_results(template: str, prow: pd.Series, spec: Mapping[str, Any], rec: 
     result = next((r for r in rec.get("results") or [] if r.get("name") == name), None)
     note = f"; {spec['note']}" if spec.get("note") else ""
     if result is None:
-        said = "".join(f"; the notebook said: {line}" for line in not_recorded(rec.get("output")))
+        said = "".join(f"; the notebook said: {line}" for line in printed(rec.get("output"), "not recorded:"))
         return None, None, None, f"not measured at these settings: the run recorded no {name!r}{note}{said}", []
     used = [f for _, f, _, _ in string.Formatter().parse(str(template)) if f]
     where = {SWEPT[f]: fields[f] for f in used if f in SWEPT and f in fields}

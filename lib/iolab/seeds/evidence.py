@@ -17,7 +17,9 @@ manifest names that the notebook does not have is said (``unmatched``).
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +65,29 @@ def _reading(text: str) -> str:
     return "\n".join(lines[:READING_LINES]) + (f"\n… {more} more line(s) in the executed notebook" if more > 0 else "")
 
 
+def cells(output: str | os.PathLike | None) -> list[dict[str, Any]]:
+    """The cells of the executed notebook ``output`` (its JSON, read once while the file is
+    unchanged); [] without one, or when it cannot be read."""
+    try:
+        return list(_cells(str(output), os.stat(output).st_mtime_ns)) if output else []
+    except (OSError, ValueError):
+        return []
+
+
+@functools.lru_cache(maxsize=16)
+def _cells(path: str, _mtime_ns: int) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(Path(path).read_text()).get("cells", []))
+
+
+def printed(output: str | os.PathLike | None, start: str) -> list[str]:
+    """The lines the executed notebook ``output`` printed that begin with ``start`` (what a
+    notebook says it did not record, and why: "not recorded: ...")."""
+    text = "".join(
+        "".join(o.get("text") or "") for c in cells(output) for o in c.get("outputs") or [] if o.get("name") == "stdout"
+    )
+    return [line.strip() for line in text.splitlines() if line.startswith(start)]
+
+
 def _picked(heading: str, wanted: Sequence[str] | None) -> bool:
     low = heading.lower()
     if wanted:
@@ -84,16 +109,11 @@ def sections(record: Mapping[str, Any] | None, wanted: Sequence[str] | None = No
     """The sections of the executed notebook ``record`` names that ``wanted`` picks, in
     order, each with its readings, tables and figures (module docstring). Empty without an
     executed notebook."""
-    path = (record or {}).get("output")
-    try:
-        cells = json.loads(Path(path).read_text()).get("cells", []) if path else []
-    except (OSError, ValueError):
-        return Evidence()
     found: list[Section] = []
     headings: list[str] = []
     current: Section | None = None
     left, figures, tables = 0, 0, 0
-    for cell in cells:
+    for cell in cells((record or {}).get("output")):
         source = "".join(cell.get("source") or [])
         if cell.get("cell_type") == "markdown":
             heading = _heading(source)
@@ -114,9 +134,7 @@ def sections(record: Mapping[str, Any] | None, wanted: Sequence[str] | None = No
                     left += 1
             for table in _TABLE.findall("".join(data.get("text/html") or "")):
                 tables += 1
-                if tables <= MOST_TABLES and not _UNSAFE.search(
-                    table
-                ):  # a table with markup that runs: left out, counted
+                if tables <= MOST_TABLES and not _UNSAFE.search(table):  # markup that runs: left out, counted
                     current.tables.append(table)
                 else:
                     left += 1
@@ -126,4 +144,4 @@ def sections(record: Mapping[str, Any] | None, wanted: Sequence[str] | None = No
     return Evidence(found, left, unmatched)
 
 
-__all__ = ["MOST", "MOST_TABLES", "Evidence", "Section", "sections"]
+__all__ = ["MOST", "MOST_TABLES", "Evidence", "Section", "cells", "printed", "sections"]

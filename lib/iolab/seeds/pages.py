@@ -303,7 +303,7 @@ def seed_page(seed: Seed, out: Path) -> str:
     ]
     have, figures = coverage(table)
     said = command_rows(table, seed, level == "quick") if len(table) else []
-    done = methods(seed, out, table)
+    done = methods(seed, out, table, records)
     listed = [m["unranked"] for m in done if m["gap"]]
     shared = [c for c in listed[0] if all(c in other for other in listed)] if len(listed) > 1 else []
     for m in done:
@@ -332,12 +332,14 @@ def seed_page(seed: Seed, out: Path) -> str:
     )
 
 
-def methods(seed: Seed, out: Path, table: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+def methods(
+    seed: Seed, out: Path, table: pd.DataFrame | None = None, records: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Each experiment of ``seed``: its notebook, status, method, notes, first error line,
     links to its write-up and executed notebook, the measured causes of its differences
     (``iolab.seeds.causes``) and the readings, tables and figures its notebook showed
     under the sections its argument rests on (``iolab.seeds.evidence``)."""
-    records = batch_records(seed, out)
+    records = batch_records(seed, out) if records is None else records
     notes = plan(out).get("notes", {})
     profile = causes.seed_profile(records)
     table = comparisons(seed, out) if table is None else table

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..core.columns import label
 from ..core.errors import ToolMissing
+from ..core.readable import interval_text
 from ..core.validate import check_cpus, fio_seconds, fio_time_text, positive_ints
 from ..machine.target import Target
 from ..measure.campaign import Rounds
@@ -117,10 +118,8 @@ def per_core(
     return table.sort_values(["qd", "tool"], kind="stable", ignore_index=True)
 
 
-CPU = {  # the core's CPU in a row of either tool, in words (columns.label says "fio's" for the first)
-    "own_cpu_pct": "its own CPU (%)",
-    "cpu_busy_pct": "core busy (%)",  # in the note where it is more (readable)
-}
+CPU = ("own_cpu_pct", "cpu_busy_pct")  # the tool's own share of its core, and the core's busy share
+OWN_WORDS = "its own CPU (%)"  # a column of either tool (columns.label says "fio's")
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -129,7 +128,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     programs, ``cpu_busy_pct``: seed 002's "per core" is one core's work) as ``<metric>_mean``
     with the 95 % interval over the repeats (``<metric>_ci_low``/``_high``,
     ``iolab.stats.repeat_stats.summarise``: NaN with one run) and the latency's source."""
-    cpu = [m for m in CPU if m in table and table[m].notna().any()]
+    cpu = [m for m in CPU if m in table and table[m].notna().any()]  # t/io_uring's too: the process sampler
     cells = repeat_stats.summarise(table, ["tool", "qd"], metrics=["iops", "mean_lat_us", *cpu])
     source = table.drop_duplicates("tool").set_index("tool")["mean_lat_source"]
     cells["mean_lat_source"] = cells["tool"].map(source)
@@ -143,13 +142,12 @@ def readable(summary: pd.DataFrame, missing: str | None = None) -> pd.DataFrame:
     device's worker, interrupts, other programs), the note of an estimated mean latency
     saying so; with ``missing`` (``tio_missing``), a t/io_uring row at each depth that says it
     did not run and why. (Both shares as columns made the table wider than a notebook.)"""
-    shares = [c for c in summary if c.startswith(tuple(CPU)) and c.endswith(("_mean", "_ci_low", "_ci_high"))]
+    shares = [c for c in summary if c.startswith(CPU) and c.endswith(("_mean", "_ci_low", "_ci_high"))]
     # a share of the one core in whole percent, never past all of it (a sampler's window is not fio's to the ms)
     whole = summary.assign(**{c: summary[c].clip(upper=100).round(0) for c in shares})
-    busy = [f"{m}_{end}" for m in ("cpu_busy_pct",) for end in ("mean", "ci_low", "ci_high", "cv_pct")]
-    out = repeat_stats.summary_table(whole.drop(columns=["mean_lat_source", *[c for c in busy if c in whole]]))
-    named = {label(m) + end: words + end for m, words in CPU.items() for end in (" [95 % interval]", "")}
-    out = out.rename(columns=named)
+    busy = [c for c in whole if c.startswith("cpu_busy_pct_")]  # said in the note (_shared), not a column
+    out = repeat_stats.summary_table(whole.drop(columns=["mean_lat_source", *busy]))
+    out = out.rename(columns={label(CPU[0]) + end: OWN_WORDS + end for end in (" [95 % interval]", "")})
     estimated = summary["mean_lat_source"] != LATENCY_SOURCE["fio"]  # fio's is measured: said where it is not
     out["note"] = [
         "; ".join(x for x in (f"mean latency: {src}" if est else "", _shared(row), note) if x)
@@ -169,12 +167,12 @@ SHARED_PTS = 10.0  # the core busier than the tool by this many points is said i
 
 
 def _shared(row: pd.Series) -> str:
-    """ "the core busy 57 % [54, 60]: others shared it" where the core was busier than the tool."""
+    """Where the core was busier than the tool: "the core busy 57 % [54, 60]: other work shared it"."""
     own, core = row.get("own_cpu_pct_mean"), row.get("cpu_busy_pct_mean")
     if pd.isna(own) or pd.isna(core) or core - own < SHARED_PTS:
         return ""
     low, high = row.get("cpu_busy_pct_ci_low"), row.get("cpu_busy_pct_ci_high")
-    bound = f" [{low:.0f}, {high:.0f}]" if pd.notna(low) and pd.notna(high) else ""
+    bound = " " + interval_text(f"{low:.0f}", f"{high:.0f}") if pd.notna(low) and pd.notna(high) else ""
     return f"the core busy {core:.0f} %{bound}: other work shared it"
 
 
