@@ -423,8 +423,6 @@ def _history_checks(s: Session, name: str, listed: list[str]) -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "02_single_core_tuning_ladder.ipynb",
-        "03_io_uring_per_core.ipynb",
         "05_parameter_search.ipynb",
         "06_kernel_io_path.ipynb",
         "07_many_hosts.ipynb",
@@ -433,11 +431,12 @@ def _history_checks(s: Session, name: str, listed: list[str]) -> None:
     ],
 )
 def test_notebooks_read_well_in_jupyterlab(session, name, monkeypatch, tmp_path, request):
-    """Notebooks 02, 03 and 05-09 with small parameters: Run All, then how they read
-    (issues P19, P25), then what each was tested for headless. They run here and nowhere
-    else (their papermill runs were folded in); 02 and 03 also run in the seeds' smoke runs."""
+    """Notebooks 05-09 with small parameters: Run All, then how they read (issues P19, P25),
+    then what each was tested for headless. They run here and nowhere else (their papermill
+    runs were folded in). Notebooks 02 and 03 are not run here: the seeds' smoke runs
+    (tests/test_seeds.py) execute them, once, and read their write-ups' tables the same way."""
     s = session
-    if name.startswith(("02", "03", "06")) and not is_root:
+    if name.startswith("06") and not is_root:
         pytest.skip("loop devices need root")
     if name.startswith("06"):  # the loop devices the lab's kernels make, from its ledger
         monkeypatch.setenv("IOLAB_STATE", str(s.lab.home / "state"))

@@ -1,7 +1,7 @@
 """Notebooks run headless through papermill. Notebooks 01-05 run headless in
-tests/test_seeds.py, through the seeds' smoke runs (the same sizes, once); all nine run in
-JupyterLab (tests/test_browser.py), the write-ups of 06, 07 and 08 made from what JupyterLab
-saved."""
+tests/test_seeds.py, through the seeds' smoke runs (the same sizes, once); all but 02 and 03
+(the seeds' runs only) run in JupyterLab too (tests/test_browser.py), the write-ups of 06, 07
+and 08 made from what JupyterLab saved."""
 
 import ast
 import re

@@ -34,8 +34,10 @@ def boot_or_skip(run, *args, **kw):
         pytest.skip(str(exc))
 
 
-# The tier's guest runs at niceness 10, its scheduler group too (autogroup), so the other tests
-# come first when both want a CPU: under TCG it costs about 70 s of one host CPU. Under
+# The tier's guest runs at niceness 3, its scheduler group too (autogroup): under TCG it costs
+# about 80 s of one host CPU, and at that niceness it gets about a third of a busy 2-CPU machine,
+# so it ends well before the other tests (at 10 it got a tenth, ended last and left one CPU idle
+# for the suite's last 45 s, its vCPU starved enough to fail a plausibility check). Under
 # pytest-xdist the controller boots it in the background as soon as the workers have collected
 # this test (tests/support/nvme_tier.py, started from tests/conftest.py), and this test, scheduled
 # last, reads its result: no worker waits two minutes for the guest. Without xdist (make

@@ -2,7 +2,7 @@
 tests/, as pytest sees the folder), and its start in the background by pytest-xdist's controller.
 
 The program boots the lab (``iolab.nvmelab.vm.run``), runs ``pytest -m nvme tests/test_nvme_tier.py``
-inside the guest at niceness 10 (its scheduler group too) and writes what happened to RESULT.json
+inside the guest at niceness 3 (its scheduler group too) and writes what happened to RESULT.json
 (whole, by rename): ``{"returncode", "said", "boot_s", "wall_s", "accel"}``, or ``{"skip": why}``
 when QEMU cannot start here at all. ``tests/test_nvmelab.py`` calls ``tier()`` itself; under
 pytest-xdist the controller starts the program as soon as the workers have collected the
@@ -45,7 +45,7 @@ def spec():
     from iolab.nvmelab.vm import LabSpec, Slot
 
     return LabSpec(
-        controllers=4, namespace_size="32m", nice=10, slots=(None, None, Slot(speed=2.5, width=1), Slot(node=1))
+        controllers=4, namespace_size="32m", nice=3, slots=(None, None, Slot(speed=2.5, width=1), Slot(node=1))
     )
 
 
