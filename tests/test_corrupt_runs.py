@@ -213,12 +213,12 @@ def test_the_notebooks_loaders_warn_by_name(root):
 
 
 def test_pooling_a_damaged_report_names_it(root):
-    from iolab.read.pool import pool_runs
+    from iolab.read.pool import pool_outputs, report_of
 
     put_back = _damaged(root / "r1" / "fio.json", "garbage")
     try:
         with pytest.raises(FioOutputError, match=r"r1/fio.json: no fio JSON output found") as got:
-            pool_runs([root / "r0", root / "r1"])
+            pool_outputs([report_of(root / "r0"), report_of(root / "r1")])
         assert not set(str(got.value)) & set("\x00\x07\x1b")
     finally:
         put_back()

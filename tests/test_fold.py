@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from iolab.machine.perf import fold_perf_data, sample_times, script_argv, time_ranges
-from iolab.read.fold import FoldOptions, FoldParts, fold_blocks, fold_file, fold_lines, fold_text, read_folded
+from iolab.read.fold import FoldOptions, FoldParts, fold_blocks, fold_file, fold_lines, read_folded
 from support.marks import needs_shared
 from support.paths import FIXTURES, PUBLISHED
 
@@ -26,6 +26,11 @@ OPTS = {
     "addrs": dict(addrs=True),
     "default": {},
 }
+
+
+def fold_text(text: str, options: FoldOptions | None = None):
+    """``perf script`` text held in memory, folded as ``fold_stream`` folds a text stream."""
+    return fold_blocks((text.encode("utf-8", "surrogatepass"),), options, "surrogatepass", False)
 
 
 def upstream_cases():

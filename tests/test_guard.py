@@ -312,7 +312,7 @@ def test_a_users_file_is_refused_and_survives_new_and_own_files_are_written(tmp_
     """A write job on an existing file iolab did not create is refused (judged on the file fio
     opens: a symlink, a directory= option); a file fio lays out in an iolab run, the scratch
     file and an empty file are iolab's to write; --allow-destructive writes anyway."""
-    from iolab.machine import owned
+    from iolab.core import owned
 
     precious = tmp_path / "precious.db"
     precious.write_text("".join(f"{i}\n" for i in range(70_000)))

@@ -104,6 +104,19 @@ def test_a_host_named_twice_or_none_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------- before any run
+def test_a_host_without_iolab_runs_the_snapshots_own_source_unchanged(tmp_path):
+    """``iolab.core.system`` goes to a remote host as it is (no source rewritten), its sibling
+    imports given as stand-ins holding their constants; a module that imports more is refused."""
+    from iolab.core import readable, system
+
+    script = hostlib.standalone(system, "snapshot(None, [0])")
+    assert repr((REPO / "lib/iolab/core/system.py").read_text()) in script
+    done = subprocess.run(["python3", "-"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout)["kernel"] == os.uname().release, done.stderr
+    with pytest.raises(AssertionError, match="cannot run alone: it imports"):
+        hostlib.standalone(readable, "x")
+
+
 def test_a_host_that_is_down_is_named_before_any_run(loopback_servers, scratch, runs):
     down = hostlib.Host("127.0.0.1:1", "127.0.0.1", 1)
     with pytest.raises(HostError, match="127.0.0.1:1 refused the connection on port 1: no fio server"):

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from iolab.core.errors import InputError, IolabError, KnobError, KnobUnavailable, NvmeError
-from iolab.core.system import snapshot
 from iolab.machine import knobs
 from iolab.runs import repair
 from support.fake_tools import failing_nvme
@@ -51,20 +50,6 @@ def test_applied_changes_sys_and_restores_after_an_exception(loopdev, own_ledger
             raise RuntimeError("experiment failed")
     assert (sched.read_text(), ra.read_text()) == before
     assert not list(own_ledger.glob("*-knob-*.json"))
-
-
-@needs_root
-def test_temporary_value_for_a_file_without_a_knob(loopdev):
-    ra = queue_file(loopdev, "read_ahead_kb")
-    before = ra.read_text()
-    with pytest.raises(RuntimeError):
-        with knobs.temporary_value(ra, "0") as old:
-            assert old == before.strip() and ra.read_text().strip() == "0"
-            raise RuntimeError
-    assert ra.read_text() == before
-    assert snapshot(loopdev.device)["queue"]["read_ahead_kb"] == before.strip()
-    with pytest.raises(KnobUnavailable, match="does not exist"):
-        knobs.temporary_value("/sys/no/such/knob", "1").__enter__()
 
 
 @needs_root

@@ -101,7 +101,9 @@ def test_pooling_two_runs_sums_their_bins(study):
     spec = ld.spectrum(folders, percentiles=[50, 99, 99.9])
     ours = percentiles_from_bins(summed, [50, 99, 99.9])
     assert list(spec.latency_us) == [ours[p] / 1000 for p in (50, 99, 99.9)]
-    pooled = pool.pool_runs(folders).iloc[0]  # iolab.read.pool's pooled p99 is the same bucket
+    pooled = pool.pool_outputs([pool.report_of(f) for f in folders]).iloc[
+        0
+    ]  # iolab.read.pool's pooled p99 is the same bucket
     assert pooled.clat_p99_us == spec.latency_us.iloc[1]
     assert spec.runs.iloc[0] == 2 and spec.jobs.iloc[0] == 2
 

@@ -89,23 +89,30 @@ def test_plain_papermill_with_a_parameter_the_notebook_lacks_stops_at_load_ext(t
 def test_notebook_01_twice_into_one_runs_folder_finishes_headless(tmp_path):
     """Issue P32: plain papermill, the default ``interactive=True``, a second run into the
     same runs folder with another block size (the explorer then holds both) hung at the
-    explorer cell as reported (not reproduced here); both runs end, every cell run."""
+    explorer cell as reported (not reproduced here); the second run ends, every cell run.
+    The first run's sweep is the notebook's own call (``studies.qd_sweep``), without its
+    notebook: the notebook runs in the seeds' and browser tests already."""
     import papermill as pm
 
+    from iolab import studies
+    from iolab.nb import targets
     from iolab.report.kernel import headless_kernel
     from support.cpus import CPU
 
     small = dict(queue_depths=[1, 2], runtime_s=0.3, repeats=1, warmup="none", threads=False, size="16m", cpu=CPU)
     small |= {"runs_dir": str(tmp_path / "runs"), "target": "scratch"}
-    for bs in ("4k", "8k"):
-        nb = pm.execute_notebook(
-            REPO / "notebooks/01_queue_depth_knee.ipynb",
-            tmp_path / f"{bs}.ipynb",
-            parameters={**small, "bs": bs},
-            kernel_name=headless_kernel(),
-            progress_bar=False,
-            cwd=tmp_path,
-            execution_timeout=120,
-        )
-        assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code" and c.source.strip())
+    first = {"rw": "randread", "bs": "4k", "ioengine": "io_uring", "direct": 1, "runtime": "300ms"}  # the defaults
+    studies.qd_sweep(
+        targets.use("scratch", "16m"), [1, 2], first, cpu=CPU, rounds={"warmup": "none"}, runs_dir=small["runs_dir"]
+    )
+    nb = pm.execute_notebook(
+        REPO / "notebooks/01_queue_depth_knee.ipynb",
+        tmp_path / "8k.ipynb",
+        parameters={**small, "bs": "8k"},
+        kernel_name=headless_kernel(),
+        progress_bar=False,
+        cwd=tmp_path,
+        execution_timeout=120,
+    )
+    assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code" and c.source.strip())
     assert len(list((tmp_path / "runs").iterdir())) >= 4  # 2 depths x 2 block sizes, one folder

@@ -13,7 +13,7 @@ import pytest
 
 from iolab.core.errors import FioOutputError, InputError
 from iolab.read.fiojson import latency_bins
-from iolab.read.pool import pool_outputs, pool_runs
+from iolab.read.pool import pool_outputs, report_of
 from support.marks import needs_shared
 from support.paths import FIXTURES, PUBLISHED
 
@@ -181,11 +181,11 @@ def test_run_folders_pool_their_fio_json(tmp_path):
         (tmp_path / f"run{i}").mkdir()
         shutil.copy(REC / name, tmp_path / f"run{i}" / "fio.json")
         dirs.append(tmp_path / f"run{i}")
-    pooled = pool_runs(dirs).drop(columns="percentile_note")
+    pooled = pool_outputs([report_of(d) for d in dirs]).drop(columns="percentile_note")
     assert pooled.equals(pool_outputs([REC / n for n in names]).drop(columns="percentile_note"))
     (tmp_path / "tio").mkdir()
     with pytest.raises(InputError, match="not a fio run folder"):
-        pool_runs([dirs[0], tmp_path / "tio"])
+        pool_outputs([report_of(dirs[0]), report_of(tmp_path / "tio")])
 
 
 def test_what_cannot_be_pooled_is_refused():

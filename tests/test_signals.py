@@ -39,11 +39,10 @@ HOLD = """
 import sys, time
 from pathlib import Path
 from iolab.measure.runner import measure
-from iolab.machine.knobs import temporary_value
+from iolab.machine import knobs
 from iolab.machine.target import loop_device
 with loop_device("16m") as dev:
-    ra = Path(f"/sys/block/{dev.device}/queue/read_ahead_kb")
-    with temporary_value(ra, "0"):
+    with knobs.applied(dev, {"read_ahead_kb": 0}):
         print(dev.path, dev.notes[0].split("(")[1].rstrip(")"), flush=True)
         measure({"rw": "randread", "ioengine": "psync", "runtime": "30s"}, dev, cpus=[0],
                 runs_dir=Path(sys.argv[1]) / "runs")
@@ -317,9 +316,9 @@ def test_a_killed_jupyter_kernel_releases_what_its_cells_hold(tmp_path, monkeypa
         kc.execute_interactive(
             textwrap.dedent("""
             from iolab.machine.target import loop_device
-            from iolab.machine.knobs import temporary_value
+            from iolab.machine import knobs
             ctx = loop_device("16m"); dev = ctx.__enter__()
-            knob = temporary_value(f"/sys/block/{dev.device}/queue/read_ahead_kb", "0"); knob.__enter__()
+            knob = knobs.applied(dev, {"read_ahead_kb": 0}); knob.__enter__()
             print(dev.path, dev.notes[0].split("(")[1].rstrip(")"))
             """),
             timeout=60,

@@ -11,7 +11,6 @@ __all__ = [  # what the package exports: its modules
     "ledger",
     "locks",
     "logrequest",
-    "owned",
     "pasted",
     "perf",
     "preflight",

@@ -27,6 +27,7 @@ namespaces when it ends, also after a crash (``iolab.machine.ledger``, ``iolab.r
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -296,19 +297,43 @@ def check_hosts(hosts: Sequence[Host], fio_version: str) -> dict[str, str]:
     return versions
 
 
-def standalone(module: ModuleType) -> str:
-    """``module``'s source as a script for a host without iolab: each ``from .x import a, b``
-    line becomes ``a = <its value>`` (constants only: a module shipped this way imports
-    nothing else of iolab's)."""
+_STAND_ALONE = """import json, sys, types
+for _name, _values in {given!r}.items():  # the package and each sibling module: the constants the module imports
+    _stand_in = sys.modules[_name] = types.ModuleType(_name)
+    _stand_in.__path__ = []
+    _stand_in.__dict__.update(_values)
+_module = sys.modules[{name!r}] = types.ModuleType({name!r})
+_module.__package__ = {package!r}
+exec(compile({source!r}, {file!r}, "exec"), _module.__dict__)
+print(json.dumps(_module.{call}))
+"""
 
-    def values(match: re.Match) -> str:
-        names = [n.strip() for n in match.group(1).split(",")]
-        return "\n".join(f"{n} = {getattr(module, n)!r}" for n in names)
 
-    script = re.sub(r"^from \.\w+ import ([\w, ]+)$", values, Path(module.__file__).read_text(), flags=re.M)
-    if left := re.findall(r"^\s*from \.[\w.]* import .*$", script, flags=re.M):  # a form the rule above misses
-        raise AssertionError(f"{module.__name__} cannot run alone: {left[0]!r} is left (one line, names only)")
-    return script
+def standalone(module: ModuleType, call: str) -> str:
+    """A script for ``python3 -`` on a host without iolab: ``module``'s own source, run as it is,
+    then ``call`` (e.g. ``snapshot(None, [0])``), whose value it prints as JSON. The names the
+    module imports from sibling modules are given to it beforehand in stand-ins of those
+    modules: constants only (a module shipped this way runs nothing else of iolab's), which
+    AssertionError says of any other."""
+    source = Path(module.__file__).read_text()
+    package = module.__package__ or ""
+    given: dict[str, dict[str, Any]] = {}
+    parts = package.split(".")
+    for i in range(len(parts)):
+        given[".".join(parts[: i + 1])] = {}
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = ".".join(parts[: len(parts) - node.level + 1])
+        name = f"{base}.{node.module}" if node.module else base
+        for alias in node.names:
+            value = getattr(module, alias.asname or alias.name)
+            if not isinstance(value, (str, int, float, bool, type(None))):
+                raise AssertionError(f"{module.__name__} cannot run alone: it imports {alias.name}, not a constant")
+            given.setdefault(name, {})[alias.name] = value
+    return _STAND_ALONE.format(
+        given=given, name=module.__name__, package=package, source=source, file=module.__file__, call=call
+    )
 
 
 def snapshot_on(host: Host, device: str | None = None, cpus: list[int] | None = None) -> dict[str, Any]:
@@ -316,7 +341,7 @@ def snapshot_on(host: Host, device: str | None = None, cpus: list[int] | None = 
     (the host needs python3, not iolab); {"absent": why} when it cannot be taken."""
     if not host.reachable_for_commands:
         return {"absent": f"no command reaches {host.name} (give it `via:` in a hosts file)"}
-    script = standalone(system) + f"\nimport json as _json\nprint(_json.dumps(snapshot({device!r}, {cpus!r})))\n"
+    script = standalone(system, f"snapshot({device!r}, {cpus!r})")
     try:
         return json.loads(run_on(host, ["python3", "-"], stdin=script, timeout_s=60))
     except (HostError, ValueError) as exc:

@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import owned
 from ..core.errors import FioError, IolabError, TargetError, UnsafeTargetError
-from . import owned
 from .fio import _fmt, fio_binary
 from .target import Target, block_size_bytes, holds_data, loop_backing
 
@@ -563,7 +563,7 @@ def reach_bytes(options: Mapping[str, str | None]) -> tuple[int, str]:
 
 def _refuse_users_file(job: Job, writes: list[str], option: str, path: str, real: str, looks: _Looks) -> None:
     """UnsafeTargetError for a job that would change a regular file holding bytes iolab did
-    not write (``iolab.machine.owned``): it writes (``writes``), fio writes its logs there, or fio
+    not write (``iolab.core.owned``): it writes (``writes``), fio writes its logs there, or fio
     would lay the file out anew because it is shorter than the job's ``size`` + ``offset``
     (deleting what it held, even for reads). An empty file, a new one, or iolab's own is fine."""
     size = looks.size(real)
@@ -599,7 +599,7 @@ def _needs_bytes(options: Mapping[str, str | None]) -> int:
 
 def mark_created(check: JobCheck) -> None:
     """After a run: the files fio laid out itself (missing when the job was judged, regular
-    files now) are iolab's (``iolab.machine.owned``), so the next run of the job may write them again."""
+    files now) are iolab's (``iolab.core.owned``), so the next run of the job may write them again."""
     for f in check.files:
         if f.kind == "missing" and os.path.isfile(f.path):
             owned.mark(f.path)

@@ -506,23 +506,6 @@ def _put_back(path: Path, old: str, new: str) -> None:
     path.write_text(old)
 
 
-@contextlib.contextmanager
-def temporary_value(path: str | os.PathLike, value: Any) -> Iterator[str]:
-    """Any /sys or /proc file iolab has no knob for, set for the block and always put back
-    like a knob. Yields the old value."""
-    path = Path(path)
-    if read_text(path) is None:
-        raise KnobUnavailable(f"{path} does not exist on this machine")
-    changes: list[Change] = []
-    with signals.held():
-        try:
-            with signals.deferred():
-                changes.append(write_file(path, str(value)))
-            yield changes[0].old
-        finally:
-            restore(changes)
-
-
 def status(target: Target | None = None) -> pd.DataFrame:
     """Each knob: its value here, and whether it can be changed or why not."""
     import pandas as pd  # only here: the knobs themselves (and ``import iolab.machine.knobs``) need no pandas

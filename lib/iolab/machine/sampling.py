@@ -54,11 +54,6 @@ def read_stat_lines(
     return out, host
 
 
-def read_proc_stat(cpus: list[int] | None = None) -> dict[int, dict[str, int]]:
-    """Per-CPU cumulative counters from /proc/stat in USER_HZ ticks."""
-    return read_stat_lines(cpus)[0]
-
-
 def read_freq_mhz(cpus: list[int]) -> tuple[dict[int, float], str]:
     """Current frequency per CPU (MHz) and where it came from."""
     out = {}

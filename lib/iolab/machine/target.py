@@ -42,14 +42,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import signals
+from ..core import owned, signals
 from ..core.errors import DiskFullError, TargetError, ToolMissing
 from ..core.paths import TARGET_HELP  # noqa: F401 (TARGET_HELP: named here too)
 from ..core.paths import scratch_dir as default_scratch
 from ..core.progress import bar
 from ..core.readable import readable_bytes
 from ..core.validate import list_param, parse_size
-from . import ledger, owned
+from . import ledger
 
 NOT_PRECONDITIONED = (
     "not preconditioned: as found (an SSD's figures depend on what was written "

@@ -457,11 +457,6 @@ def fold_stream(stream: TextIO | BinaryIO, options: FoldOptions | None = None) -
     return fold_blocks(itertools.chain((first,), iter(lambda: stream.read(CHUNK), b"")), options)
 
 
-def fold_text(text: str, options: FoldOptions | None = None) -> Folded:
-    """Fold ``perf script`` text held in memory (newlines as they are)."""
-    return fold_blocks((text.encode("utf-8", "surrogatepass"),), options, "surrogatepass", False)
-
-
 def fold_file(path: str | Path, options: FoldOptions | None = None) -> Folded:
     """Fold a ``perf script`` text file (read as bytes; not UTF-8 is replaced, as ``open``
     with ``errors="replace"`` would)."""

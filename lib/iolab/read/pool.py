@@ -92,13 +92,6 @@ def pool_outputs(inputs: Input | Iterable[Input], files: str = "repeats") -> pd.
     return pd.DataFrame(rows)
 
 
-def pool_runs(run_dirs: str | os.PathLike | Iterable[str | os.PathLike], files: str = "repeats") -> pd.DataFrame:
-    """``pool_outputs`` of run folders' fio reports (``fio.json``): e.g. the repeats of one
-    cell of a study, pooled for an exact p99 over repeats."""
-    dirs = [run_dirs] if isinstance(run_dirs, (str, os.PathLike)) else list(run_dirs)
-    return pool_outputs([report_of(Path(d)) for d in dirs], files)
-
-
 # ---------------------------------------------------------------- reading
 def report_of(run_dir: Path) -> Path:
     """The fio report of a run folder; InputError for a folder without one (t/io_uring's)."""

@@ -254,29 +254,6 @@ def trim(frame: pd.DataFrame, fraction: float = 0.10, col: str = "t_s") -> pd.Da
     return frame[(frame[col] >= lo + fraction * span) & (frame[col] <= hi - fraction * span)]
 
 
-def cpu_utilisation(stat: pd.DataFrame) -> pd.DataFrame:
-    """Per-interval utilisation (%) per CPU from the cumulative counters:
-    t_s, cpu, busy_pct, usr_pct, sys_pct, irq_pct, softirq_pct, iowait_pct."""
-    rows = []
-    for cpu, g in stat.sort_values("t_s").groupby("cpu"):
-        d = g[list(STAT_FIELDS)].diff().iloc[1:]
-        total = d.sum(axis=1).replace(0, float("nan"))
-        out = pd.DataFrame(
-            {
-                "t_s": g["t_s"].iloc[1:].to_numpy(),
-                "cpu": cpu,
-                "busy_pct": 100 * d[list(BUSY_FIELDS)].sum(axis=1) / total,
-                "usr_pct": 100 * (d["user"] + d["nice"]) / total,
-                "sys_pct": 100 * d["system"] / total,
-                "irq_pct": 100 * d["irq"] / total,
-                "softirq_pct": 100 * d["softirq"] / total,
-                "iowait_pct": 100 * d["iowait"] / total,
-            }
-        )
-        rows.append(out)
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-
-
 def summarise(samples: Samples, fraction: float = 0.10, fio_cpu: float = float("nan")) -> dict:
     """One-line summary of a run's samples over the trimmed window.
 
