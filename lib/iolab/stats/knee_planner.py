@@ -74,10 +74,6 @@ class SearchResult:
     steps: list[Step] = field(default_factory=list)
     table: Any = None  # the tidy table of every run made (a DataFrame)
 
-    @property
-    def share_of_grid(self) -> float:
-        return self.runs / self.grid_runs
-
 
 def coarse_depths(grid: Sequence[float], method: str = "kneedle") -> list[float]:
     """Every other depth of the sorted grid, and (for Kneedle, whose straight line runs from
