@@ -3,7 +3,8 @@ on 2 cores (README, "Speed").
 
 Clones this checkout's HEAD into a new `mktemp -d` folder (mode 0700, as a home folder is), with
 `shared/` linked beside it when this checkout has one, runs `make test` there and prints the wall
-time of the whole command, of the set-up and of pytest, and pytest's 15 slowest tests. With
+time of the whole command, of the set-up and of pytest, the CPU time it used (steadier than the
+wall time on a shared VM: the suite keeps both CPUs busy), and pytest's 15 slowest tests. With
 `--background` the command is started as `nohup make test &` starts it: SIGINT ignored, no
 terminal input. The clone is removed afterwards unless `--keep`.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -47,6 +49,8 @@ def main() -> int:
             argv, cwd=clone, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=ignore_sigint
         )
     wall = time.monotonic() - start
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # make and all it waited for (QEMU too); not kernel threads
+    cpu_s = used.ru_utime + used.ru_stime
     text = log.read_text(errors="replace")
     summary = re.findall(r"^=*\s*(\d+ (?:passed|failed).*?) in ([\d.]+)s", text, re.M)
     # the suite, and beside it the same tests on the lowest versions (Makefile: LOWEST_IN_SUITE)
@@ -56,6 +60,7 @@ def main() -> int:
         f"{wall:.0f} s in all ({wall / 60:.1f} min), set-up {wall - pytest_s:.0f} s, pytest "
         + " beside ".join(f"{float(s):.0f} s" for _, s in summary)
     )
+    print(f"CPU time of make test and its children: {cpu_s:.0f} s ({cpu_s / wall:.2f} CPUs on average)")
     print(f"result: {'; '.join(r for r, _ in summary) if summary else 'no pytest summary (see the log)'}")
     after = text.split("slowest 15 durations", 1)[1].split("\n", 1)[1] if "slowest 15 durations" in text else ""
     slowest = after.split("====", 1)[0]
