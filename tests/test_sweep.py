@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from iolab import studies
-from iolab.core.errors import InputError, KnobUnavailable
+from iolab.core.errors import FioError, InputError, KnobUnavailable
 from iolab.machine import knobs
 from iolab.measure import runner
 from iolab.measure.options import MeasureOptions
@@ -164,6 +164,37 @@ def test_rounds_put_every_cell_in_each_round(scratch):
     assert any(order(order="random", seed=s) != order(order="interleaved") for s in range(5))
     with pytest.raises(InputError, match="order='sideways': choose one of grid, interleaved, random"):
         order(order="sideways")
+
+
+def test_a_sweep_asks_fio_about_its_jobs_at_once_and_a_refused_one_fails_at_its_turn(scratch, tmp_path, monkeypatch):
+    """Each run's write guard reads fio's ``--parse-only`` of its job; a campaign asks fio about
+    its next runs' jobs in one call beforehand (``iolab.measure.campaign._ask_ahead``), not one
+    fio start-up a run. A job fio refuses is left to its run: the runs before it are made, and
+    it fails with fio's words, as before."""
+    asked, real = [], subprocess.run
+
+    def counting(argv, *args, **kwargs):
+        asked.extend([argv] if "--parse-only" in argv else [])
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    table = sweep(
+        Grid({"iodepth": [1, 2, 4]}, base=QUICK),
+        target=scratch,
+        cpus=[CPU],
+        runs_dir=tmp_path / "a",
+        rounds={"warmup": "run"},
+    )
+    assert len(table) == 3 and len(asked) == 1, asked  # the warm-up's job and the three depths', at once
+    with pytest.raises(FioError, match="failed parsing thinktime=abc"):
+        sweep(
+            Grid({"thinktime": ["0", "abc"]}, base=QUICK),
+            target=scratch,
+            cpus=[CPU],
+            runs_dir=tmp_path / "b",
+            rounds={"warmup": "none", "order": "grid"},
+        )
+    assert len(list((tmp_path / "b").glob("*/run.json"))) == 1
 
 
 def test_warmup_run_is_discarded_and_ramp_time_is_a_warmup_too(scratch, tmp_path):

@@ -38,7 +38,21 @@ from collections.abc import Callable, Sequence
 
 from ..core.errors import FioError, IolabError
 from .fio import fio_binary
-from .jobcheck import _DEBUG, _FAILED, _OPTION, _SECTION, Job, JobCheck, _inherit, _judge, _Looks, _parse_text
+from .jobcheck import (
+    _DEBUG,
+    _FAILED,
+    _OPTION,
+    _PARSED,
+    _SECTION,
+    Job,
+    JobCheck,
+    _inherit,
+    _judge,
+    _Looks,
+    _parse_key,
+    _parse_text,
+    remember_parse,
+)
 
 CHUNK_SECTIONS = 2000  # job sections per fio call: ~0.2 s of fio; well under fio's 4,096 jobs
 _HEADER = re.compile(r"^\s*\[(.*)\]\s*$")
@@ -73,6 +87,20 @@ def guard_job_texts(
         except IolabError as exc:
             out.append(exc)
     return out
+
+
+def parse_ahead(texts: Sequence[str], fio: str | None = None) -> int:
+    """fio's reading of the job texts a campaign is about to run, asked once per chunk
+    (``parse_texts``) and remembered, so that each run's own guard (``jobcheck.guard_job_text``,
+    judged as the run starts) finds it rather than paying a ``fio --parse-only`` of its own. A
+    text fio refuses is not remembered: its run raises fio's words as it would have. How many
+    texts fio was asked about."""
+    fio = fio or fio_binary()
+    new = [t for t in dict.fromkeys(texts) if _parse_key(fio, t) not in _PARSED]
+    for text, parsed in zip(new, parse_texts(new, fio) if len(new) > 1 else []):
+        if not isinstance(parsed, IolabError):
+            remember_parse(_parse_key(fio, text), parsed)
+    return len(new) if len(new) > 1 else 0
 
 
 def parse_texts(
@@ -244,4 +272,4 @@ def _alike(bad: int, exc: FioError, texts: list[str], lines: dict[str, list[int]
     return out
 
 
-__all__ = ["guard_job_texts", "parse_texts", "CHUNK_SECTIONS"]
+__all__ = ["guard_job_texts", "parse_ahead", "parse_texts", "CHUNK_SECTIONS"]

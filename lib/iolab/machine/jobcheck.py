@@ -614,21 +614,35 @@ def guard_job_text(
 
 def _parse_text(text: str, fio: str) -> tuple[list[Job], str, list[str]]:
     """fio's reading of job text iolab built, remembered per (fio binary, text): the repeats
-    of a sweep ask for the same text, and each ``fio --parse-only`` pays fio's start-up. (Only
-    iolab's own text: a user's job file may ``include`` files that change.) What the files it
-    names hold is judged afresh every time."""
-    try:
-        mtime = os.stat(fio).st_mtime_ns
-    except OSError:
-        mtime = None
-    jobs, parsed_by, warnings = _parsed(fio, mtime, text)
+    of a sweep ask for the same text, each ``fio --parse-only`` pays fio's start-up, and a
+    campaign asks for all its runs' texts at once beforehand (``iolab.machine.jobbatch.
+    parse_ahead``). (Only iolab's own text: a user's job file may ``include`` files that
+    change.) What the files it names hold is judged afresh every time."""
+    key = _parse_key(fio, text)
+    if key not in _PARSED:
+        with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
+            f.write(text)
+            f.flush()
+            remember_parse(key, parse_jobfile(f.name, fio, "the job iolab built"))  # a FioError: not remembered
+    jobs, parsed_by, warnings = _PARSED[key]
     return [Job(j.name, dict(j.options)) for j in jobs], parsed_by, list(warnings)
 
 
-@functools.lru_cache(maxsize=512)
-def _parsed(fio: str, _mtime_ns: int | None, text: str) -> tuple[list[Job], str, list[str]]:
-    """:func:`parse_jobfile` of ``text`` (a FioError is raised, not remembered)."""
-    with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
-        f.write(text)
-        f.flush()
-        return parse_jobfile(f.name, fio, "the job iolab built")
+_PARSED: dict[tuple[str, int | None, str], tuple[list[Job], str, list[str]]] = {}  # oldest first
+PARSES_KEPT = 4096  # job texts remembered (a search's cells, each a few hundred bytes)
+
+
+def _parse_key(fio: str, text: str) -> tuple[str, int | None, str]:
+    """The fio binary (and its mtime: a new fio is asked anew) and the text."""
+    try:
+        return fio, os.stat(fio).st_mtime_ns, text
+    except OSError:
+        return fio, None, text
+
+
+def remember_parse(key: tuple[str, int | None, str], parsed: tuple[list[Job], str, list[str]]) -> None:
+    """Keep fio's reading of a text (``_parse_key``), the oldest forgotten past ``PARSES_KEPT``."""
+    _PARSED.pop(key, None)
+    _PARSED[key] = parsed
+    while len(_PARSED) > PARSES_KEPT:
+        del _PARSED[next(iter(_PARSED))]

@@ -37,13 +37,15 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError, RunFileError
+from ..core.errors import InputError, IolabError, RunFileError
 from ..core.progress import bar
 from ..core.runfiles import PARAMS_JSON
 from ..core.runfolders import runs_in
 from ..core.validate import fio_time, positive_ints, writable_dir
 from ..core.validate import warmup as read_warmup
 from ..machine import knobs
+from ..machine.fio import fio_binary
+from ..machine.jobbatch import parse_ahead
 from ..machine.locks import runs_folder_locked
 from ..machine.stress import stressed
 from ..read.run import RunFolder
@@ -57,6 +59,7 @@ from .planned import PlannedRun, tio_key
 
 ORDERS = ("grid", "interleaved", "random")
 ORDER_ALIASES = {"given": "interleaved"}  # a search spec's older spelling
+AHEAD = 256  # runs whose job texts fio reads at once before they run (``_ask_ahead``)
 WARMUP_DIR = "warmup"  # below runs_dir: discarded warm-up runs (not loaded: one level deeper)
 
 
@@ -228,11 +231,16 @@ def _execute(
     cells: dict[int, list[PlannedRun]] = {}
     for run in runs:
         cells.setdefault(run.cell, []).append(run)
+    todo = [r for r in runs if r.engine == "fio" and r.key not in done]
+    place, asked = {id(r): i for i, r in enumerate(todo)}, 0
     with contextlib.ExitStack() as cell_knobs:  # the knobs of the cell being run
         cell = None
         for run in bar(runs, progress, total=len(runs)) if progress else runs:
             if run.key in done or _stopped(run, cells[run.cell], done, rounds.stop):
                 continue
+            if place.get(id(run), -1) >= asked:  # the next runs' jobs, read by fio at once
+                _ask_ahead(todo[place[id(run)] : place[id(run)] + AHEAD] + ([run.warmup()] if warm else []), how)
+                asked = place[id(run)] + AHEAD
             if run.cell != cell:
                 cell_knobs.close()  # the previous cell's knobs are put back first
                 for target in run.knob_targets or (run.target,):
@@ -248,6 +256,22 @@ def _execute(
                         before_run()
                 done[run.key] = measure_planned(run, runs_dir, how)
     return done
+
+
+def _ask_ahead(runs: Sequence[PlannedRun], how: MeasureOptions) -> None:
+    """fio's reading of ``runs``' job files (``runner.job_file``), asked in one ``fio
+    --parse-only`` per chunk and remembered for each run's own write guard, which would
+    otherwise pay fio's start-up once a run (``iolab.machine.jobbatch.parse_ahead``). A job
+    that cannot be built is left to its run, which says why as it starts."""
+    fio, texts = fio_binary(), []
+    for run in runs:
+        try:
+            texts.append(
+                runner.job_file(run.options, run.target, run.cpus, run.swept, run.label, run.jobs, how, fio).text
+            )
+        except IolabError:
+            continue
+    parse_ahead(texts, fio)
 
 
 def _stopped(run: PlannedRun, cell: Sequence[PlannedRun], done: Mapping[str, Path], stop: StopRule | None) -> bool:

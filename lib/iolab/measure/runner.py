@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -196,6 +196,38 @@ def _seconds(opts: Mapping[str, Any]) -> float:
         return 0.0
 
 
+class JobFile(NamedTuple):
+    """A fio run's job as ``measure`` runs it: its full options (``log_ms``'s log options
+    added, ``name`` taken out), its resume key, its job name, its sections and their text."""
+
+    options: dict[str, Any]
+    key: str
+    name: str
+    sections: dict[str, dict[str, Any]]
+    text: str
+
+
+def job_file(
+    options: Mapping[str, Any],
+    target: Target,
+    cpus: list[int] | None,
+    swept: Mapping[str, Any] | None,
+    label: str,
+    jobs: Sequence[Mapping[str, Any]],
+    how: MeasureOptions,
+    fio: str,
+) -> JobFile:
+    """The job ``measure`` runs, built in this one place: a campaign builds its runs' jobs
+    beforehand to ask fio about them all at once (``iolab.machine.jobbatch.parse_ahead``)."""
+    jobs = [dict(j) for j in jobs]
+    opts, key = fio_job(options, target, cpus, swept or {}, jobs, defaults=how.as_given is None)
+    if how.log_ms is not None:  # after the key (see measure's docstring)
+        opts.update(logrequest.log_options(how.log_ms, fio))
+    name = str(opts.pop("name", label or "iolab"))
+    sections = pin_sq_threads(job_sections(name, opts, jobs, groups=how.as_given is None), cpus)
+    return JobFile(opts, key, name, sections, to_jobfile(sections))
+
+
 def measure(
     options: Mapping[str, Any],
     target: Target,
@@ -230,12 +262,8 @@ def measure(
     log_ms, profile = how.log_ms, how.profile
     fio = fio_binary()
     jobs = [dict(j) for j in jobs or []]
-    opts, key = fio_job(options, target, cpus, swept or {}, jobs, defaults=how.as_given is None)
-    if log_ms is not None:  # after the key (see the docstring)
-        opts.update(logrequest.log_options(log_ms, fio))
-    name = str(opts.pop("name", label or "iolab"))
-    sections = pin_sq_threads(job_sections(name, opts, jobs, groups=how.as_given is None), cpus)
-    jobtext = to_jobfile(sections)
+    built = job_file(options, target, cpus, swept, label, jobs, how, fio)
+    opts, key, name, sections, jobtext = built.options, built.key, built.name, built.sections, built.text
     # fio's own reading of this exact text, judged before a run folder exists; relative
     # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
     check = guard_job_text(jobtext, how.allow_destructive, fio=fio, cwd=Path(runs_dir).absolute() / ".tmp-run")
