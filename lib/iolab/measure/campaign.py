@@ -262,14 +262,15 @@ def _ask_ahead(runs: Sequence[PlannedRun], how: MeasureOptions) -> None:
     """fio's reading of ``runs``' job files (``runner.job_file``), asked in one ``fio
     --parse-only`` per chunk and remembered for each run's own write guard, which would
     otherwise pay fio's start-up once a run (``iolab.machine.jobbatch.parse_ahead``). A job
-    that cannot be built is left to its run, which says why as it starts."""
+    that cannot be built is left to its run, whose own checks say why as it starts (this is
+    only a head start: nothing here refuses a run)."""
     fio, texts = fio_binary(), []
     for run in runs:
         try:
             texts.append(
                 runner.job_file(run.options, run.target, run.cpus, run.swept, run.label, run.jobs, how, fio).text
             )
-        except IolabError:
+        except (IolabError, TypeError, ValueError):
             continue
     parse_ahead(texts, fio)
 
