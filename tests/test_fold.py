@@ -3,6 +3,7 @@ on its own test inputs, and invariants on perf script texts recorded here
 (frame pointers, DWARF, -F subsets, -a with CPU columns); perf.data folded by perf scripts
 over time ranges side by side as by one."""
 
+import io
 import os
 import random
 import re
@@ -13,7 +14,7 @@ from collections import Counter
 import pytest
 
 from iolab.machine.perf import fold_perf_data, sample_times, script_argv, time_ranges
-from iolab.read.fold import FoldOptions, FoldParts, fold_blocks, fold_file, fold_lines, read_folded
+from iolab.read.fold import FoldOptions, FoldParts, fold_blocks, fold_file, fold_lines, fold_stream, read_folded
 from support.marks import needs_shared
 from support.paths import FIXTURES, PUBLISHED
 
@@ -29,8 +30,8 @@ OPTS = {
 
 
 def fold_text(text: str, options: FoldOptions | None = None):
-    """``perf script`` text held in memory, folded as ``fold_stream`` folds a text stream."""
-    return fold_blocks((text.encode("utf-8", "surrogatepass"),), options, "surrogatepass", False)
+    """``perf script`` text held in memory, folded by the library's own text-stream path."""
+    return fold_stream(io.StringIO(text, newline=""), options)
 
 
 def upstream_cases():

@@ -42,16 +42,15 @@ from .jobcheck import (
     _DEBUG,
     _FAILED,
     _OPTION,
-    _PARSED,
     _SECTION,
     Job,
     JobCheck,
     _inherit,
     _judge,
     _Looks,
-    _parse_key,
     _parse_text,
     remember_parse,
+    remembered,
 )
 
 CHUNK_SECTIONS = 2000  # job sections per fio call: ~0.2 s of fio; well under fio's 4,096 jobs
@@ -89,18 +88,16 @@ def guard_job_texts(
     return out
 
 
-def parse_ahead(texts: Sequence[str], fio: str | None = None) -> int:
+def parse_ahead(texts: Sequence[str], fio: str | None = None) -> None:
     """fio's reading of the job texts a campaign is about to run, asked once per chunk
     (``parse_texts``) and remembered, so that each run's own guard (``jobcheck.guard_job_text``,
     judged as the run starts) finds it rather than paying a ``fio --parse-only`` of its own. A
-    text fio refuses is not remembered: its run raises fio's words as it would have. How many
-    texts fio was asked about."""
+    text fio refuses is not remembered: its run raises fio's words as it would have."""
     fio = fio or fio_binary()
-    new = [t for t in dict.fromkeys(texts) if _parse_key(fio, t) not in _PARSED]
-    for text, parsed in zip(new, parse_texts(new, fio) if len(new) > 1 else []):
+    new = [t for t in dict.fromkeys(texts) if not remembered(fio, t)]
+    for text, parsed in zip(new, parse_texts(new, fio)):
         if not isinstance(parsed, IolabError):
-            remember_parse(_parse_key(fio, text), parsed)
-    return len(new) if len(new) > 1 else 0
+            remember_parse(fio, text, parsed)
 
 
 def parse_texts(

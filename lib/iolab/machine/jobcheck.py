@@ -618,13 +618,12 @@ def _parse_text(text: str, fio: str) -> tuple[list[Job], str, list[str]]:
     campaign asks for all its runs' texts at once beforehand (``iolab.machine.jobbatch.
     parse_ahead``). (Only iolab's own text: a user's job file may ``include`` files that
     change.) What the files it names hold is judged afresh every time."""
-    key = _parse_key(fio, text)
-    if key not in _PARSED:
+    if not remembered(fio, text):
         with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
             f.write(text)
             f.flush()
-            remember_parse(key, parse_jobfile(f.name, fio, "the job iolab built"))  # a FioError: not remembered
-    jobs, parsed_by, warnings = _PARSED[key]
+            remember_parse(fio, text, parse_jobfile(f.name, fio, "the job iolab built"))  # a FioError: not kept
+    jobs, parsed_by, warnings = _PARSED[_parse_key(fio, text)]
     return [Job(j.name, dict(j.options)) for j in jobs], parsed_by, list(warnings)
 
 
@@ -640,8 +639,14 @@ def _parse_key(fio: str, text: str) -> tuple[str, int | None, str]:
         return fio, None, text
 
 
-def remember_parse(key: tuple[str, int | None, str], parsed: tuple[list[Job], str, list[str]]) -> None:
-    """Keep fio's reading of a text (``_parse_key``), the oldest forgotten past ``PARSES_KEPT``."""
+def remembered(fio: str, text: str) -> bool:
+    """Whether fio's reading of ``text`` is kept (``remember_parse``)."""
+    return _parse_key(fio, text) in _PARSED
+
+
+def remember_parse(fio: str, text: str, parsed: tuple[list[Job], str, list[str]]) -> None:
+    """Keep fio's reading of a text, the oldest forgotten past ``PARSES_KEPT``."""
+    key = _parse_key(fio, text)
     _PARSED.pop(key, None)
     _PARSED[key] = parsed
     while len(_PARSED) > PARSES_KEPT:
