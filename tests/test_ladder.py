@@ -97,10 +97,20 @@ def test_t_io_uring_polls_where_the_device_can_whatever_the_coalescing_step_carr
 
 
 @pytest.mark.slow
-def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path):
-    """Round 1 walks the ladder in order, later rounds run every step once more, shuffled."""
+def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path, monkeypatch):
+    """Round 1 walks the ladder in order, later rounds run every step once more, shuffled. fio
+    reads every step's job (and the warm-up's) in one ``--parse-only`` before the first run
+    (``iolab.studies.ladder._ask_ahead``), not one fio start-up a step."""
     import json
+    import subprocess
 
+    asked, real = [], subprocess.run
+
+    def counting(argv, *args, **kwargs):
+        asked.extend([argv] if "--parse-only" in argv else [])
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)
     steps = [
         lad.Step("one", {"ioengine": "psync", "iodepth": 1}),
         lad.Step("two", {"bs": "8k"}),
@@ -110,6 +120,7 @@ def test_ladder_repeats_run_in_shuffled_rounds_after_a_warmup(scratch, tmp_path)
         steps, scratch, cpu=CPU, base={"runtime": "300ms"}, runs_dir=tmp_path / "runs", rounds={"repeats": 3, "seed": 1}
     )
     assert list(t.status) == ["measured"] * 3 and list(t.runs) == [3, 3, 3]
+    assert len(asked) == 1, asked
     # in the order they ran: run.json is written as a run ends (started_utc has whole seconds)
     ran = sorted(
         ((p.parent / "run.json").stat().st_mtime_ns, json.loads(p.read_text())["swept"])

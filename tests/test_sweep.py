@@ -168,7 +168,7 @@ def test_rounds_put_every_cell_in_each_round(scratch):
 
 def test_a_sweep_asks_fio_about_its_jobs_at_once_and_a_refused_one_fails_at_its_turn(scratch, tmp_path, monkeypatch):
     """Each run's write guard reads fio's ``--parse-only`` of its job; a campaign asks fio about
-    its next runs' jobs in one call beforehand (``iolab.measure.campaign._ask_ahead``), not one
+    its next runs' jobs in one call beforehand (``iolab.measure.campaign.ask_ahead``), not one
     fio start-up a run. A job fio refuses is left to its run: the runs before it are made, and
     it fails with fio's words, as before."""
     asked, real = [], subprocess.run

@@ -59,7 +59,7 @@ from .planned import PlannedRun, tio_key
 
 ORDERS = ("grid", "interleaved", "random")
 ORDER_ALIASES = {"given": "interleaved"}  # a search spec's older spelling
-AHEAD = 256  # runs whose job texts fio reads at once before they run (``_ask_ahead``)
+AHEAD = 256  # runs whose job texts fio reads at once before they run (``ask_ahead``)
 WARMUP_DIR = "warmup"  # below runs_dir: discarded warm-up runs (not loaded: one level deeper)
 
 
@@ -239,7 +239,7 @@ def _execute(
             if run.key in done or _stopped(run, cells[run.cell], done, rounds.stop):
                 continue
             if place.get(id(run), -1) >= asked:  # the next runs' jobs, read by fio at once
-                _ask_ahead(todo[place[id(run)] : place[id(run)] + AHEAD] + ([run.warmup()] if warm else []), how)
+                ask_ahead(todo[place[id(run)] : place[id(run)] + AHEAD] + ([run.warmup()] if warm else []), how)
                 asked = place[id(run)] + AHEAD
             if run.cell != cell:
                 cell_knobs.close()  # the previous cell's knobs are put back first
@@ -258,7 +258,7 @@ def _execute(
     return done
 
 
-def _ask_ahead(runs: Sequence[PlannedRun], how: MeasureOptions) -> None:
+def ask_ahead(runs: Sequence[PlannedRun], how: MeasureOptions) -> None:
     """fio's reading of ``runs``' job files (``runner.job_file``), asked in one ``fio
     --parse-only`` per chunk and remembered for each run's own write guard, which would
     otherwise pay fio's start-up once a run (``iolab.machine.jobbatch.parse_ahead``). A job

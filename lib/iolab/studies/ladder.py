@@ -33,9 +33,10 @@ from ..core.progress import bar
 from ..core.validate import fio_seconds, fio_time_text
 from ..machine import knobs
 from ..machine.target import Target
-from ..measure.campaign import Rounds
+from ..measure.campaign import Rounds, ask_ahead
 from ..measure.options import MeasureOptions
 from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
+from ..measure.sweep import plan as sweep_plan
 from ..read.published import published_figures
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
@@ -236,7 +237,9 @@ def run_ladder(
     measured: dict[int, tuple[Step, dict, dict]] = {}  # step -> (step, its options, what it built on)
     tables: dict[int, pd.DataFrame] = {}
     kw = dict(target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir or new_sweep_dir("ladder"), how=how)
-    for i, (step, reason) in enumerate(bar(plan(steps, capabilities(target, opt_in)), "ladder", unit="step")):
+    planned = plan(steps, capabilities(target, opt_in))
+    _ask_ahead(planned, current, repeats=repeats, warm=warm, **kw)
+    for i, (step, reason) in enumerate(bar(planned, "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         rows.append(row)
         if reason:
@@ -318,9 +321,18 @@ def run_step(
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
+    grid, common = step_sweep(
+        step, i, opts, target=target, cpu=cpu, runtime_s=runtime_s, repeats=repeats, warmup=warmup
+    )
+    return add_cycles_per_io(sweep(grid, runs_dir=runs_dir, progress=None, how=how, **common))
 
+
+def step_sweep(
+    step: Step, i: int, opts: dict, *, target: Target, cpu: int, runtime_s: float, repeats: int, warmup: Any
+) -> tuple[Grid, dict[str, Any]]:
+    """A step's sweep: its grid, and its target, CPUs and rounds (``run_step`` runs them)."""
     tgt = step_target(target, opts)
-    common = {"target": tgt, "cpus": [cpu], "runs_dir": runs_dir, "progress": None, "how": how}
+    common: dict[str, Any] = {"target": tgt, "cpus": [cpu]}
     tags, label = {"step": i, "step_name": step.name}, f"step{i}"
     axes = {name: [value] for name, value in step.knobs.items()}
     if step.tool == "tio":  # t/io_uring has no ramp time: a timed warm-up is fio's steps' only
@@ -330,9 +342,50 @@ def run_step(
             flags |= {"u": 1, "O": 0}
         if _tio_unpolled(opts, target):
             flags["p"] = 0
-        return add_cycles_per_io(sweep(Grid(axes, flags, {}, tags, "t/io_uring", label), **common))
+        return Grid(axes, flags, {}, tags, "t/io_uring", label), common
     common["rounds"] = Rounds(repeats, warmup=warmup)
-    return add_cycles_per_io(sweep(Grid(axes, opts, {}, tags, "fio", label), **common))
+    return Grid(axes, opts, {}, tags, "fio", label), common
+
+
+def _ask_ahead(
+    planned: list[tuple[Step, str | None]],
+    current: dict,
+    *,
+    repeats: int,
+    warm: Any,
+    target: Target,
+    cpu: int,
+    runtime_s: float,
+    runs_dir: Any,
+    how: Any,
+) -> None:
+    """fio's reading of every fio run's job (each step's ``repeats`` and the warm-up), asked at
+    once (``iolab.measure.campaign.ask_ahead``) as if every step is measured and carried forward,
+    as the first round goes when none fails. Only a head start: a step whose job turns out
+    otherwise has its own job read as it runs."""
+    runs = []
+    for i, (step, reason) in enumerate(planned):
+        opts = {**current, **step.fio}
+        if reason or step.tool != "fio":
+            continue
+        grid, common = step_sweep(
+            step,
+            i,
+            opts,
+            target=target,
+            cpu=cpu,
+            runtime_s=runtime_s,
+            repeats=repeats,
+            warmup=warmup_for(warm, not runs),
+        )
+        try:
+            step_runs = sweep_plan(grid, **common)
+        except IolabError:  # said by the step's own sweep, as it runs
+            continue
+        runs += [step_runs[0].warmup()] * (not runs and warm == "run") + step_runs
+        if not step.peak_only:
+            current = opts
+    ask_ahead(runs, MeasureOptions.of(how))
 
 
 def step_target(target: Target, opts: Mapping[str, Any]) -> Target:
