@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.errors import InputError
+from ..core.errors import InputError, IolabError
 from ..core.paths import check_name
 from ..core.paths import runs_dir as default_runs_dir
 from ..core.validate import check_cpus, check_fio_options
@@ -46,6 +46,7 @@ from ..runs import repair
 from ..runs.runcache import load_runs
 from ..stats import drift
 from .campaign import Rounds, execute, ordered, paths_of, with_ramp
+from .campaign import ask_ahead as campaign_ask_ahead
 from .options import MeasureOptions
 from .planned import PlannedRun
 
@@ -119,6 +120,22 @@ def plan(
             name = "-".join([grid.label] * bool(grid.label) + [f"{k}{v}" for k, v in cell.items()] + [f"r{rep}"])
             runs.append(PlannedRun(options, target, swept, name, index, cpus, settings, engine=grid.tool))
     return ordered(runs, rounds.order, rounds.seed)
+
+
+def ask_ahead(sweeps: Sequence[Mapping[str, Any]], how: MeasureOptions | Mapping[str, Any] | None = None) -> None:
+    """fio's reading of the fio jobs of the sweeps a study is about to run one after another,
+    each given as ``plan``'s arguments (grid, target, cpus, rounds), asked in one ``fio
+    --parse-only`` (``iolab.measure.campaign.ask_ahead``) rather than one per sweep. Only a head
+    start: a sweep that cannot be planned, or runs otherwise, is checked by its own run."""
+    runs: list[PlannedRun] = []
+    for given in sweeps:
+        try:
+            planned = plan(**given) if Grid.of(given["grid"]).tool == "fio" else []
+        except IolabError:  # said by the sweep itself, as it runs
+            continue
+        warm = planned and Rounds.of(given.get("rounds")).warmup_kind() == "run"
+        runs += [planned[0].warmup()] * bool(warm) + planned
+    campaign_ask_ahead(runs, MeasureOptions.of(how))
 
 
 def warmup_for(kind: str | float | None, first: bool) -> str:

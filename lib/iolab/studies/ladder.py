@@ -33,10 +33,9 @@ from ..core.progress import bar
 from ..core.validate import fio_seconds, fio_time_text
 from ..machine import knobs
 from ..machine.target import Target
-from ..measure.campaign import Rounds, ask_ahead
+from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
-from ..measure.sweep import Grid, new_sweep_dir, sweep, warmup_for
-from ..measure.sweep import plan as sweep_plan
+from ..measure.sweep import Grid, ask_ahead, new_sweep_dir, sweep, warmup_for
 from ..read.published import published_figures
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
@@ -348,44 +347,27 @@ def step_sweep(
 
 
 def _ask_ahead(
-    planned: list[tuple[Step, str | None]],
-    current: dict,
-    *,
-    repeats: int,
-    warm: Any,
-    target: Target,
-    cpu: int,
-    runtime_s: float,
-    runs_dir: Any,
-    how: Any,
+    planned: list[tuple[Step, str | None]], current: dict, *, repeats: int, warm: Any, how: Any, **kw: Any
 ) -> None:
     """fio's reading of every fio run's job (each step's ``repeats`` and the warm-up), asked at
-    once (``iolab.measure.campaign.ask_ahead``) as if every step is measured and carried forward,
+    once (``iolab.measure.sweep.ask_ahead``) as if every step is measured and carried forward,
     as the first round goes when none fails. Only a head start: a step whose job turns out
     otherwise has its own job read as it runs."""
-    runs = []
+    sweeps = []
     for i, (step, reason) in enumerate(planned):
         opts = {**current, **step.fio}
         if reason or step.tool != "fio":
             continue
         grid, common = step_sweep(
-            step,
-            i,
-            opts,
-            target=target,
-            cpu=cpu,
-            runtime_s=runtime_s,
-            repeats=repeats,
-            warmup=warmup_for(warm, not runs),
+            step, i, opts, repeats=repeats, warmup=warmup_for(warm, not sweeps), **{k: kw[k] for k in STEP_KW}
         )
-        try:
-            step_runs = sweep_plan(grid, **common)
-        except IolabError:  # said by the step's own sweep, as it runs
-            continue
-        runs += [step_runs[0].warmup()] * (not runs and warm == "run") + step_runs
+        sweeps.append({"grid": grid, **common})
         if not step.peak_only:
             current = opts
-    ask_ahead(runs, MeasureOptions.of(how))
+    ask_ahead(sweeps, how)
+
+
+STEP_KW = ("target", "cpu", "runtime_s")  # what step_sweep takes of run_ladder's common arguments
 
 
 def step_target(target: Target, opts: Mapping[str, Any]) -> Target:

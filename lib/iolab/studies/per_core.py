@@ -17,7 +17,7 @@ from ..core.validate import check_cpus, fio_seconds, fio_time_text, positive_int
 from ..machine.target import Target
 from ..measure.campaign import Rounds
 from ..measure.options import MeasureOptions
-from ..measure.sweep import Grid, new_sweep_dir, sweep
+from ..measure.sweep import Grid, ask_ahead, new_sweep_dir, sweep
 from ..read.tio import binary
 from ..stats import repeat_stats
 from ..stats.cycles import add_cycles_per_io
@@ -77,24 +77,11 @@ def per_core(
     common = {"target": target, "cpus": [cpu], "rounds": rounds, "how": how, "progress": None}
     common["runs_dir"] = runs_dir or new_sweep_dir("per-core")
     tio, tables = have_tio(MeasureOptions.of(how).tio), []
+    fio_grids = {qd: _fio_grid(qd, bs, runtime, polled, job) for qd in queue_depths}
+    ask_ahead([{"grid": grid, "target": target, "cpus": [cpu], "rounds": rounds} for grid in fio_grids.values()], how)
     for qd in queue_depths:
         batch = min(32, qd)
-        fio = {
-            "rw": "randread",
-            "bs": bs,
-            "ioengine": "io_uring",
-            "direct": 1,
-            "iodepth": qd,
-            "fixedbufs": 1,
-            "registerfiles": 1,
-            "norandommap": 1,
-            "hipri": int(polled),
-            "iodepth_batch_submit": batch,
-            "iodepth_batch_complete": batch,
-            "runtime": runtime,
-            **{k: v for k, v in job.items() if k not in ("bs", "runtime")},
-        }
-        tables.append(sweep(Grid({}, base=fio, tags={"qd": qd, "tool": "fio"}, label=f"fio-qd{qd}"), **common))
+        tables.append(sweep(fio_grids[qd], **common))
         if tio:
             flags = {
                 "d": qd,
@@ -116,6 +103,27 @@ def per_core(
     table["mean_lat_us"] = table["lat_mean_us"].fillna(table.get("lat_mean_us_littles"))
     table["mean_lat_source"] = table["tool"].map(LATENCY_SOURCE)
     return table.sort_values(["qd", "tool"], kind="stable", ignore_index=True)
+
+
+def _fio_grid(qd: int, bs: Any, runtime: str, polled: bool, job: Mapping[str, Any]) -> Grid:
+    """fio's run at depth ``qd``: seed 002's job, batched as the author's, ``job`` on top."""
+    batch = min(32, qd)
+    fio = {
+        "rw": "randread",
+        "bs": bs,
+        "ioengine": "io_uring",
+        "direct": 1,
+        "iodepth": qd,
+        "fixedbufs": 1,
+        "registerfiles": 1,
+        "norandommap": 1,
+        "hipri": int(polled),
+        "iodepth_batch_submit": batch,
+        "iodepth_batch_complete": batch,
+        "runtime": runtime,
+        **{k: v for k, v in job.items() if k not in ("bs", "runtime")},
+    }
+    return Grid({}, base=fio, tags={"qd": qd, "tool": "fio"}, label=f"fio-qd{qd}")
 
 
 CPU = ("own_cpu_pct", "cpu_busy_pct")  # the tool's own share of its core, and the core's busy share
