@@ -170,14 +170,20 @@ def test_a_sweep_asks_fio_about_its_jobs_at_once_and_a_refused_one_fails_at_its_
     """Each run's write guard reads fio's ``--parse-only`` of its job; a campaign asks fio about
     its next runs' jobs in one call beforehand (``iolab.measure.campaign.ask_ahead``), not one
     fio start-up a run. A job fio refuses is left to its run: the runs before it are made, and
-    it fails with fio's words, as before."""
-    asked, real = [], subprocess.run
+    it fails with fio's words, as before. Each job is built once (``runner.job_file``) and
+    carried to its run."""
+    asked, real, built, build = [], subprocess.run, [], runner.job_file
 
     def counting(argv, *args, **kwargs):
         asked.extend([argv] if "--parse-only" in argv else [])
         return real(argv, *args, **kwargs)
 
+    def building(*args, **kwargs):
+        built.append(args[4])  # the run's label
+        return build(*args, **kwargs)
+
     monkeypatch.setattr(subprocess, "run", counting)
+    monkeypatch.setattr(runner, "job_file", building)
     table = sweep(
         Grid({"iodepth": [1, 2, 4]}, base=QUICK),
         target=scratch,
@@ -186,6 +192,7 @@ def test_a_sweep_asks_fio_about_its_jobs_at_once_and_a_refused_one_fails_at_its_
         rounds={"warmup": "run"},
     )
     assert len(table) == 3 and len(asked) == 1, asked  # the warm-up's job and the three depths', at once
+    assert len(built) == 4 == len(set(built)), built
     with pytest.raises(FioError, match="failed parsing thinktime=abc"):
         sweep(
             Grid({"thinktime": ["0", "abc"]}, base=QUICK),

@@ -178,8 +178,10 @@ def finished_runs(runs_dir: str | Path) -> dict[str, Path]:
     return done
 
 
-def measure_planned(run: PlannedRun, runs_dir: Path, how: MeasureOptions, warmup: bool = False) -> Path:
-    """Run ``run`` with its engine; the run folder."""
+def measure_planned(
+    run: PlannedRun, runs_dir: Path, how: MeasureOptions, warmup: bool = False, built: runner.JobFile | None = None
+) -> Path:
+    """Run ``run`` with its engine; the run folder. ``built``: its fio job as ``ask_ahead`` built it."""
     if run.engine == "t/io_uring":
         measured = runner.measure_tio(
             run.options, run.target, cpus=run.cpus, runs_dir=runs_dir, swept=run.swept, label=run.label, how=how
@@ -196,6 +198,7 @@ def measure_planned(run: PlannedRun, runs_dir: Path, how: MeasureOptions, warmup
             label=run.label,
             jobs=list(run.jobs) or None,
             how=how,
+            built=built,
         )
     return measured.path
 
@@ -232,14 +235,14 @@ def _execute(
     for run in runs:
         cells.setdefault(run.cell, []).append(run)
     todo = [r for r in runs if r.engine == "fio" and r.key not in done]
-    place, asked = {id(r): i for i, r in enumerate(todo)}, 0
+    place, asked, built = {id(r): i for i, r in enumerate(todo)}, 0, {}
     with contextlib.ExitStack() as cell_knobs:  # the knobs of the cell being run
         cell = None
         for run in bar(runs, progress, total=len(runs)) if progress else runs:
             if run.key in done or _stopped(run, cells[run.cell], done, rounds.stop):
                 continue
             if place.get(id(run), -1) >= asked:  # the next runs' jobs, read by fio at once
-                ask_ahead(todo[place[id(run)] : place[id(run)] + AHEAD] + ([run.warmup()] if warm else []), how)
+                built = ask_ahead(todo[place[id(run)] : place[id(run)] + AHEAD] + ([run.warmup()] if warm else []), how)
                 asked = place[id(run)] + AHEAD
             if run.cell != cell:
                 cell_knobs.close()  # the previous cell's knobs are put back first
@@ -250,29 +253,30 @@ def _execute(
                 if before_run:
                     before_run()
                 if warm:
-                    measure_planned(run.warmup(), runs_dir / WARMUP_DIR, how, warmup=True)
+                    measure_planned(run.warmup(), runs_dir / WARMUP_DIR, how, True, built.get(run.warmup().key))
                     warm = False
                     if before_run:
                         before_run()
-                done[run.key] = measure_planned(run, runs_dir, how)
+                done[run.key] = measure_planned(run, runs_dir, how, built=built.get(run.key))
     return done
 
 
-def ask_ahead(runs: Sequence[PlannedRun], how: MeasureOptions) -> None:
-    """fio's reading of ``runs``' job files (``runner.job_file``), asked in one ``fio
-    --parse-only`` per chunk and remembered for each run's own write guard, which would
-    otherwise pay fio's start-up once a run (``iolab.machine.jobbatch.parse_ahead``). A job
-    that cannot be built is left to its run, whose own checks say why as it starts (this is
-    only a head start: nothing here refuses a run)."""
-    fio, texts = fio_binary(), []
+def ask_ahead(runs: Sequence[PlannedRun], how: MeasureOptions) -> dict[str, runner.JobFile]:
+    """The fio jobs of ``runs`` (``runner.job_file``), by run key, built once and carried to
+    their runs; fio's reading of them asked in one ``fio --parse-only`` per chunk and remembered
+    for each run's own write guard, which would otherwise pay fio's start-up once a run
+    (``iolab.machine.jobbatch.parse_ahead``). A job that cannot be built is left to its run,
+    whose own checks say why as it starts (this is only a head start: nothing here refuses a run)."""
+    fio, built = fio_binary(), {}
     for run in runs:
         try:
-            texts.append(
-                runner.job_file(run.options, run.target, run.cpus, run.swept, run.label, run.jobs, how, fio).text
+            built[run.key] = runner.job_file(
+                run.options, run.target, run.cpus, run.swept, run.label, run.jobs, how, fio
             )
         except (IolabError, TypeError, ValueError):
             continue
-    parse_ahead(texts, fio)
+    parse_ahead([job.text for job in built.values()], fio)
+    return built
 
 
 def _stopped(run: PlannedRun, cell: Sequence[PlannedRun], done: Mapping[str, Path], stop: StopRule | None) -> bool:

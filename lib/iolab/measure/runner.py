@@ -238,6 +238,7 @@ def measure(
     label: str = "",
     jobs: Sequence[Mapping[str, Any]] | None = None,
     how: MeasureOptions | Mapping[str, Any] | None = None,
+    built: JobFile | None = None,
 ) -> RunResult:
     """Run fio once with samplers and store the run; ``how`` (``MeasureOptions``) says how:
     perf around it (``profile``), fio's interval logs every ``log_ms`` ms (IOPS, bandwidth,
@@ -254,7 +255,8 @@ def measure(
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
     folder exists and before its CPUs' lock is waited for (a refused job never waits); once fio has started, FioError (fio's message and exit code),
     RunInterrupted and PerfError leave the run folder, marked failed or interrupted.
-    ``runs_dir``: ``$IOLAB_DATA``/runs (data/runs) by default."""
+    ``runs_dir``: ``$IOLAB_DATA``/runs (data/runs) by default. ``built``: this job as a campaign
+    built it beforehand (``job_file`` of these arguments), carried rather than built again."""
     usable(target, cpus)
     runs_dir = runs_dir or default_runs_dir()
     check_measure(options, runs_dir=runs_dir)
@@ -262,7 +264,7 @@ def measure(
     log_ms, profile = how.log_ms, how.profile
     fio = fio_binary()
     jobs = [dict(j) for j in jobs or []]
-    built = job_file(options, target, cpus, swept, label, jobs, how, fio)
+    built = built or job_file(options, target, cpus, swept, label, jobs, how, fio)
     opts, key, name, sections, jobtext = built.options, built.key, built.name, built.sections, built.text
     # fio's own reading of this exact text, judged before a run folder exists; relative
     # paths as fio will open them from the run folder (runs_dir/.tmp-<id>)
