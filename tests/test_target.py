@@ -70,6 +70,31 @@ def test_loop_device_is_detached_and_its_file_removed():
 
 
 @needs_root
+def test_a_loop_device_another_program_holds_open_is_detached_once_it_closes_it(monkeypatch, capsys):
+    """``losetup -d`` only marks a device held open elsewhere (udev's probe, a scan of the block
+    devices) for detaching when it is closed: iolab waits for that, and says when it waited in vain."""
+    import threading
+
+    from iolab.machine import target
+
+    monkeypatch.setattr(target, "LOOP_DETACH_WAIT_S", 1.0)
+    with loop_device("16m") as dev:
+        name, backing = dev.device, dev.notes[0].split("(")[1].rstrip(")")
+        with open(dev.path, "rb"):
+            said = target.detach_loop(str(dev.path), backing)
+            assert "held open by another program" in said and loop_backing(name) == backing, said
+        assert loop_backing(name) != backing  # closed: the kernel detached it
+    assert not Path(backing).exists() and not capsys.readouterr().err  # the block's end found it detached
+
+    with loop_device("16m") as dev:
+        name, backing = dev.device, dev.notes[0].split("(")[1].rstrip(")")
+        holder = open(dev.path, "rb")
+        threading.Timer(0.3, holder.close).start()
+        assert target.detach_loop(str(dev.path), backing) == f"detached loop device {dev.path}"
+        assert loop_backing(name) != backing
+
+
+@needs_root
 def test_guard_refuses_writes_to_a_filesystem(loopdev, runs):
     mkfs_ext4(loopdev.path)
     found = holds_data(loopdev.path)

@@ -37,6 +37,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,6 +283,35 @@ def loop_backing(name: str) -> str | None:
     return text.removesuffix(" (deleted)") or None
 
 
+LOOP_DETACH_WAIT_S = 5.0  # how long a detach waits for the kernel to finish it
+
+
+def detach_loop(device: str, backing: str) -> str:
+    """Detach loop ``device`` if it is still backed by ``backing`` (by the time it is detached
+    another program may have attached the same /dev/loopN: it is left alone), and say what was
+    done. ``losetup -d`` only marks a device another program holds open (udev's probe, a
+    scan of the block devices) to be detached when that program closes it, so this waits up
+    to ``LOOP_DETACH_WAIT_S`` for the kernel to finish. OSError: losetup refused."""
+    name = Path(device).name
+    current = loop_backing(name)
+    if not current:
+        return f"loop device {device} was already detached"
+    if os.path.realpath(current) != os.path.realpath(backing):
+        return f"left {device} attached: it is now backed by {current}, not iolab's {backing}"
+    done = subprocess.run(["losetup", "-d", device], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise OSError(f"losetup -d {device} failed: {done.stderr.strip() or f'exit {done.returncode}'}")
+    deadline = time.monotonic() + LOOP_DETACH_WAIT_S
+    while loop_backing(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if loop_backing(name):
+        return (
+            f"loop device {device} is held open by another program: the kernel detaches it when that program "
+            f"closes it (see fuser -v {device})"
+        )
+    return f"detached loop device {device}"
+
+
 # ---------------------------------------------------------------- tmpfs-backed loop device
 @contextlib.contextmanager
 def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm", direct_io: bool = True) -> Iterator[Target]:
@@ -298,8 +328,10 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm", direct_io
     def give_back() -> None:  # at the end of the block, or at exit (iolab.machine.ledger); detaches once
         nonlocal dev
         if dev:
-            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
+            said = detach_loop(dev, backing)  # OSError: the ledger keeps it for iolab cleanup
             dev = None
+            if said.startswith("left ") or "held open" in said:  # not detached: said where the user looks
+                print(f"iolab: {said}", file=sys.stderr)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(backing)
 

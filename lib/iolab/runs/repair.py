@@ -37,20 +37,18 @@ from ..core.system import read_text, selected
 from ..machine import ledger
 from ..machine.knobs import nvme_get_feature, nvme_set_feature
 from ..machine.process import signal_group
-from ..machine.target import loop_backing
+from ..machine.target import detach_loop, loop_backing
 from .leftovers import fix_leftovers
 
 
 def _undo_loop(e: dict) -> str:
     dev, backing = e.get("device"), e.get("backing")
     msgs = []
-    if dev:
-        current = loop_backing(Path(dev).name)
-        if current and backing and current == backing:
-            subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)
-            msgs.append(f"detached loop device {dev}")
-        elif current:
-            msgs.append(f"left {dev} attached: it is now backed by {current}, not iolab's {backing}")
+    if dev and backing:
+        said = detach_loop(dev, backing)
+        msgs += [] if "already detached" in said else [said]
+    elif dev and loop_backing(Path(dev).name):
+        msgs.append(f"left {dev} attached: its ledger entry names no backing file to check it against")
     if backing and Path(backing).exists():
         Path(backing).unlink()
         msgs.append(f"removed its backing file {backing}")
