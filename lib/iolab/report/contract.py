@@ -292,7 +292,8 @@ NOTEBOOKS: dict[str, Notebook] = {
                 "block_sizes": ["4k", "256k"],
                 "readahead_kb": [0, 512],
                 "schedulers": ["none", "mq-deadline"],
-            },  # every section on loop devices (root): two settings each
+                "repeats": 2,
+            },  # every section on loop devices (root): two settings each, two repeats (an interval each)
         ),
         Notebook(
             "07_many_hosts.ipynb",
