@@ -237,7 +237,7 @@ def run_ladder(
     tables: dict[int, pd.DataFrame] = {}
     kw = dict(target=target, cpu=cpu, runtime_s=runtime_s, runs_dir=runs_dir or new_sweep_dir("ladder"), how=how)
     planned = plan(steps, capabilities(target, opt_in))
-    _ask_ahead(planned, current, repeats=repeats, warm=warm, **kw)
+    _ask_ahead(planned, current, repeats, warm, kw)
     for i, (step, reason) in enumerate(bar(planned, "ladder", unit="step")):
         row = {"step": i, "name": step.name, "tool": step.tool}
         rows.append(row)
@@ -320,14 +320,12 @@ def run_step(
     how: MeasureOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One step through the generic sweep (its knobs applied around it): its tidy table."""
-    grid, common = step_sweep(
-        step, i, opts, target=target, cpu=cpu, runtime_s=runtime_s, repeats=repeats, warmup=warmup
-    )
+    grid, common = _step_sweep(step, i, opts, target, cpu, runtime_s, repeats, warmup)
     return add_cycles_per_io(sweep(grid, runs_dir=runs_dir, progress=None, how=how, **common))
 
 
-def step_sweep(
-    step: Step, i: int, opts: dict, *, target: Target, cpu: int, runtime_s: float, repeats: int, warmup: Any
+def _step_sweep(
+    step: Step, i: int, opts: dict, target: Target, cpu: int, runtime_s: float, repeats: int, warmup: Any
 ) -> tuple[Grid, dict[str, Any]]:
     """A step's sweep: its grid, and its target, CPUs and rounds (``run_step`` runs them)."""
     tgt = step_target(target, opts)
@@ -346,28 +344,22 @@ def step_sweep(
     return Grid(axes, opts, {}, tags, "fio", label), common
 
 
-def _ask_ahead(
-    planned: list[tuple[Step, str | None]], current: dict, *, repeats: int, warm: Any, how: Any, **kw: Any
-) -> None:
+def _ask_ahead(planned: list[tuple[Step, str | None]], current: dict, repeats: int, warm: Any, kw: dict) -> None:
     """fio's reading of every fio run's job (each step's ``repeats`` and the warm-up), asked at
     once (``iolab.measure.sweep.ask_ahead``) as if every step is measured and carried forward,
     as the first round goes when none fails. Only a head start: a step whose job turns out
-    otherwise has its own job read as it runs."""
+    otherwise has its own job read as it runs. ``kw``: run_ladder's arguments for ``run_step``."""
     sweeps = []
     for i, (step, reason) in enumerate(planned):
         opts = {**current, **step.fio}
         if reason or step.tool != "fio":
             continue
-        grid, common = step_sweep(
-            step, i, opts, repeats=repeats, warmup=warmup_for(warm, not sweeps), **{k: kw[k] for k in STEP_KW}
-        )
+        first = warmup_for(warm, not sweeps)
+        grid, common = _step_sweep(step, i, opts, kw["target"], kw["cpu"], kw["runtime_s"], repeats, first)
         sweeps.append({"grid": grid, **common})
         if not step.peak_only:
             current = opts
-    ask_ahead(sweeps, how)
-
-
-STEP_KW = ("target", "cpu", "runtime_s")  # what step_sweep takes of run_ladder's common arguments
+    ask_ahead(sweeps, kw["how"])
 
 
 def step_target(target: Target, opts: Mapping[str, Any]) -> Target:
