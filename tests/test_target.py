@@ -95,6 +95,30 @@ def test_a_loop_device_another_program_holds_open_is_detached_once_it_closes_it(
 
 
 @needs_root
+def test_a_refused_detach_keeps_the_blocks_own_error_and_the_ledger_entry(monkeypatch, capsys, tmp_path):
+    """losetup refusing at a block's end: the block's own error is the one raised, the refusal is
+    said, and the ledger keeps the device for the process's exit (or ``iolab cleanup``)."""
+    from iolab.machine import ledger, target
+
+    monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
+    real = target.detach_loop
+
+    def refusing(device, backing):
+        raise OSError(f"losetup -d {device} failed: busy")
+
+    monkeypatch.setattr(target, "detach_loop", refusing)
+    with pytest.raises(ValueError, match="the block's own"), loop_device("16m") as dev:
+        name, backing = dev.device, dev.notes[0].split("(")[1].rstrip(")")
+        raise ValueError("the block's own error")
+    assert "failed: busy: the ledger keeps it for `iolab cleanup`" in capsys.readouterr().err
+    assert loop_backing(name) == backing and list((tmp_path / "state" / "ledger").glob("*.json"))
+    monkeypatch.setattr(target, "detach_loop", real)
+    ledger._put_back_own_at_exit()  # what the process's exit does
+    assert loop_backing(name) != backing and not Path(backing).exists()
+    assert not list((tmp_path / "state" / "ledger").glob("*.json"))
+
+
+@needs_root
 def test_guard_refuses_writes_to_a_filesystem(loopdev, runs):
     mkfs_ext4(loopdev.path)
     found = holds_data(loopdev.path)

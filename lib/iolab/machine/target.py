@@ -296,15 +296,15 @@ def detach_loop(device: str, backing: str) -> str:
     current = loop_backing(name)
     if not current:
         return f"loop device {device} was already detached"
-    if os.path.realpath(current) != os.path.realpath(backing):
+    if os.path.realpath(current) != os.path.join(os.path.realpath(os.path.dirname(backing)), os.path.basename(backing)):
         return f"left {device} attached: it is now backed by {current}, not iolab's {backing}"
     done = subprocess.run(["losetup", "-d", device], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    if done.returncode != 0 and loop_backing(name) == current:  # not a detach that finished meanwhile
         raise OSError(f"losetup -d {device} failed: {done.stderr.strip() or f'exit {done.returncode}'}")
     deadline = time.monotonic() + LOOP_DETACH_WAIT_S
-    while loop_backing(name) and time.monotonic() < deadline:
+    while loop_backing(name) == current and time.monotonic() < deadline:
         time.sleep(0.05)
-    if loop_backing(name):
+    if loop_backing(name) == current:
         return (
             f"loop device {device} is held open by another program: the kernel detaches it when that program "
             f"closes it (see fuser -v {device})"
@@ -370,8 +370,14 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm", direct_io
                 notes=[f"tmpfs-backed ({backing})", f"direct-io={'on' if direct_io else 'off'}"],
                 state=WRITTEN_ONCE,
             )
-        finally:
-            entry.put_back()
+        except BaseException:
+            try:
+                entry.put_back()
+            except OSError as exc:  # the block's own error is the one to see; this one is said
+                print(f"iolab: {exc}: the ledger keeps it for `iolab cleanup`", file=sys.stderr)
+            raise
+        else:
+            entry.put_back()  # OSError: losetup refused, said as the block's error
 
 
 def open_target(
@@ -421,7 +427,10 @@ def release() -> None:
         stack, targets = _held.pop()
         for t in targets:
             t.released = t.kind == "loop"
-        stack.close()
+        try:
+            stack.close()
+        except OSError as exc:  # losetup refused: said, and the others still given back
+            print(f"iolab: {exc}: the ledger keeps it for `iolab cleanup`", file=sys.stderr)
 
 
 def _install_release_hooks() -> None:

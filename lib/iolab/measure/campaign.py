@@ -267,6 +267,8 @@ def ask_ahead(runs: Sequence[PlannedRun], how: MeasureOptions) -> dict[str, runn
     for each run's own write guard, which would otherwise pay fio's start-up once a run
     (``iolab.machine.jobbatch.parse_ahead``). A job that cannot be built is left to its run,
     whose own checks say why as it starts (this is only a head start: nothing here refuses a run)."""
+    if not runs:
+        return {}
     fio, built = fio_binary(), {}
     for run in runs:
         try:

@@ -255,8 +255,9 @@ def measure(
     Raises UnsafeTargetError, or FioError for a job fio will not parse, before any run
     folder exists and before its CPUs' lock is waited for (a refused job never waits); once fio has started, FioError (fio's message and exit code),
     RunInterrupted and PerfError leave the run folder, marked failed or interrupted.
-    ``runs_dir``: ``$IOLAB_DATA``/runs (data/runs) by default. ``built``: this job as a campaign
-    built it beforehand (``job_file`` of these arguments), carried rather than built again."""
+    ``runs_dir``: ``$IOLAB_DATA``/runs (data/runs) by default. ``built``: internal, this job as a
+    campaign built it beforehand (``job_file`` of these exact arguments), carried rather than
+    built again; not checked against them."""
     usable(target, cpus)
     runs_dir = runs_dir or default_runs_dir()
     check_measure(options, runs_dir=runs_dir)

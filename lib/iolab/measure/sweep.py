@@ -135,7 +135,10 @@ def ask_ahead(sweeps: Sequence[Mapping[str, Any]], how: MeasureOptions | Mapping
             continue
         warm = planned and Rounds.of(given.get("rounds")).warmup_kind() == "run"
         runs += [planned[0].warmup()] * bool(warm) + planned
-    campaign_ask_ahead(runs, MeasureOptions.of(how))
+    try:
+        campaign_ask_ahead(runs, MeasureOptions.of(how))
+    except IolabError:  # fio missing, a bad ``how``: each sweep says so as it runs
+        pass
 
 
 def warmup_for(kind: str | float | None, first: bool) -> str:

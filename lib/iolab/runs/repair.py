@@ -45,7 +45,10 @@ def _undo_loop(e: dict) -> str:
     dev, backing = e.get("device"), e.get("backing")
     msgs = []
     if dev and backing:
-        said = detach_loop(dev, backing)
+        try:
+            said = detach_loop(dev, backing)
+        except OSError as exc:  # said; its file is removed all the same, as before
+            said = f"{exc}: detach it with losetup -d {dev}"
         msgs += [] if "already detached" in said else [said]
     elif dev and loop_backing(Path(dev).name):
         msgs.append(f"left {dev} attached: its ledger entry names no backing file to check it against")

@@ -346,8 +346,8 @@ def _step_sweep(
 
 def _ask_ahead(planned: list[tuple[Step, str | None]], current: dict, repeats: int, warm: Any, kw: dict) -> None:
     """fio's reading of every fio run's job (each step's ``repeats`` and the warm-up), asked at
-    once (``iolab.measure.sweep.ask_ahead``) as if every step is measured and carried forward,
-    as the first round goes when none fails. Only a head start: a step whose job turns out
+    once (``iolab.measure.sweep.ask_ahead``) as if every step is measured and carried forward
+    (but ``peak_only`` ones), as the first round goes when none fails. Only a head start: a step whose job turns out
     otherwise has its own job read as it runs. ``kw``: run_ladder's arguments for ``run_step``."""
     sweeps = []
     for i, (step, reason) in enumerate(planned):
