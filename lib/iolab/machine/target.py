@@ -329,9 +329,9 @@ def loop_device(size: str | int = "1g", backing_dir: str = "/dev/shm", direct_io
         nonlocal dev
         if dev:
             said = detach_loop(dev, backing)  # OSError: the ledger keeps it for iolab cleanup
-            dev = None
-            if said.startswith("left ") or "held open" in said:  # not detached: said where the user looks
+            if loop_backing(Path(dev).name) == backing:  # still attached to iolab's file: said where the user looks
                 print(f"iolab: {said}", file=sys.stderr)
+            dev = None
         with contextlib.suppress(FileNotFoundError):
             os.unlink(backing)
 

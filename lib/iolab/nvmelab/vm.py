@@ -158,9 +158,10 @@ class LabSpec(Settings):
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
     QEMU runs at niceness ``nice`` (the test suite's guest takes 3: the other tests come
-    first when both want a CPU, and the guest still ends before them). ``slots``: controller i's ``Slot`` (a root port, its link,
-    its NUMA node; None or absent: the root bus); a slot on node 1 gives the guest two NUMA
-    nodes, the vCPUs and memory split between them. Checked when made (``Settings``):
+    first when both want a CPU, and the guest still ends before them). ``slots``:
+    controller i's ``Slot`` (a root port, its link, its NUMA node; None or absent: the root
+    bus); a slot on node 1 gives the guest two NUMA nodes, the vCPUs and memory split
+    between them. Checked when made (``Settings``):
     InputError naming the setting and what it takes."""
 
     WHERE: ClassVar[str] = "nvmelab settings"

@@ -44,13 +44,13 @@ from .leftovers import fix_leftovers
 def _undo_loop(e: dict) -> str:
     dev, backing = e.get("device"), e.get("backing")
     msgs = []
-    if dev and backing:
+    attached = bool(dev) and loop_backing(Path(dev).name)  # to iolab's file, or by now another's
+    if attached and backing:
         try:
-            said = detach_loop(dev, backing)
+            msgs.append(detach_loop(dev, backing))
         except OSError as exc:  # said; its file is removed all the same, as before
-            said = f"{exc}: detach it with losetup -d {dev}"
-        msgs += [] if "already detached" in said else [said]
-    elif dev and loop_backing(Path(dev).name):
+            msgs.append(f"{exc}: detach it with losetup -d {dev}")
+    elif attached:
         msgs.append(f"left {dev} attached: its ledger entry names no backing file to check it against")
     if backing and Path(backing).exists():
         Path(backing).unlink()
