@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import re
+import uuid
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -148,8 +149,25 @@ def _kernel_logging_to(log: Path):
     """A kernel manager whose kernel writes its own log (ZMQ warnings, its tracebacks when
     interrupted) to ``log`` instead of the terminal; what cells print stays in the notebook."""
     from jupyter_client.manager import AsyncKernelManager  # as papermill: slow, only when running one
+    from traitlets import default
 
     class KernelWithLog(AsyncKernelManager):
+        @default("transport")
+        def _local_sockets(self) -> str:
+            # Unix sockets where their paths fit: over TCP a kernel binds ports its manager
+            # picked and let go, and a kernel another process started meanwhile (a batch beside
+            # JupyterLab, the test suite's workers) can take one first: the kernel dies at
+            # start-up ("ZMQError: Address already in use", in the kernel log)
+            return "ipc" if _ipc_fits() else "tcp"
+
+        def _ip_default(self) -> str:  # the sockets' path: the runtime folder, a name of their own
+            if self.transport != "ipc":
+                return super()._ip_default()
+            from jupyter_core.paths import jupyter_runtime_dir
+
+            os.makedirs(jupyter_runtime_dir(), mode=0o700, exist_ok=True)
+            return os.path.join(jupyter_runtime_dir(), f"kernel-{uuid.uuid4().hex[:IPC_NAME]}-ipc")
+
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             with open(log, "ab") as sink:
                 kw["stdout"] = kw["stderr"] = sink
@@ -170,6 +188,18 @@ def _kernel_logging_to(log: Path):
             return await super()._async_shutdown_kernel(now=now, restart=restart)
 
     return KernelWithLog
+
+
+UNIX_PATH_MAX = 108  # sun_path of a Unix socket address, its closing NUL included (unix(7))
+IPC_NAME = 12  # hex digits naming a kernel's sockets (48 random bits)
+
+
+def _ipc_fits() -> bool:
+    """Whether a headless kernel's Unix sockets (``kernel-<name>-ipc-<n>``) fit in the Jupyter
+    runtime folder."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return len(os.path.join(jupyter_runtime_dir(), f"kernel-{'0' * IPC_NAME}-ipc-99")) < UNIX_PATH_MAX
 
 
 def keep_partial(running: Path, output: Path, why: str) -> Path:
