@@ -33,8 +33,10 @@ def test_a_failed_notebook_keeps_the_last_good_one(tmp_path, monkeypatch):
 def test_a_headless_kernel_talks_over_unix_sockets_that_it_removes(tmp_path, monkeypatch):
     """Over TCP a kernel binds ports its manager picked and let go; another process's kernel
     starting meanwhile could take one first, and the kernel died at start-up ("Address already
-    in use"). Unix sockets in the runtime folder, named per kernel, cannot collide; a runtime
-    folder too deep for a socket's path keeps TCP."""
+    in use"). Unix sockets in the temporary folder, named per kernel, cannot collide; a
+    temporary folder too deep for a socket's path keeps TCP."""
+    import tempfile
+
     import nbformat as nbf
 
     nb = nbf.v4.new_notebook(
@@ -43,11 +45,12 @@ def test_a_headless_kernel_talks_over_unix_sockets_that_it_removes(tmp_path, mon
     said = "import ipykernel.connect as c, json\nprint(json.load(open(c.get_connection_file()))['transport'])"
     nb.cells = [nbf.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}), nbf.v4.new_code_cell(said)]
     nbf.write(nb, tmp_path / "t.ipynb")
-    for runtime, transport in ((tmp_path / "rt", "ipc"), (tmp_path / ("d" * 80) / "rt", "tcp")):
-        monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    for temporary, transport in ((tmp_path / "t", "ipc"), (tmp_path / ("d" * 80), "tcp")):
+        temporary.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(temporary))
         execute(tmp_path / "t.ipynb", tmp_path / "out.ipynb", {"x": 2}, force=True)
         printed = nbf.read(tmp_path / "out.ipynb", as_version=4).cells[-1].outputs[0]["text"]
-        assert printed.strip() == transport and not list(runtime.glob("*"))  # its sockets gone
+        assert printed.strip() == transport and not list(temporary.iterdir())  # its sockets and connection file gone
 
 
 def test_interrupted_demo_prints_one_line_and_keeps_the_reports(tmp_path):

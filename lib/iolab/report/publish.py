@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import re
+import tempfile
 import uuid
 import warnings
 from collections.abc import Mapping
@@ -149,24 +150,20 @@ def _kernel_logging_to(log: Path):
     """A kernel manager whose kernel writes its own log (ZMQ warnings, its tracebacks when
     interrupted) to ``log`` instead of the terminal; what cells print stays in the notebook."""
     from jupyter_client.manager import AsyncKernelManager  # as papermill: slow, only when running one
-    from traitlets import default
 
     class KernelWithLog(AsyncKernelManager):
-        @default("transport")
-        def _local_sockets(self) -> str:
+        def __init__(self, **kw):
+            super().__init__(**kw)
             # Unix sockets where their paths fit: over TCP a kernel binds ports its manager
             # picked and let go, and a kernel another process started meanwhile (a batch beside
             # JupyterLab, the test suite's workers) can take one first: the kernel dies at
             # start-up ("ZMQError: Address already in use", in the kernel log)
-            return "ipc" if _ipc_fits() else "tcp"
+            self.sockets = _ipc_path()
+            if self.sockets:
+                self.transport = "ipc"
 
-        def _ip_default(self) -> str:  # the sockets' path: the runtime folder, a name of their own
-            if self.transport != "ipc":
-                return super()._ip_default()
-            from jupyter_core.paths import jupyter_runtime_dir
-
-            os.makedirs(jupyter_runtime_dir(), mode=0o700, exist_ok=True)
-            return os.path.join(jupyter_runtime_dir(), f"kernel-{uuid.uuid4().hex[:IPC_NAME]}-ipc")
+        def _ip_default(self) -> str:  # the sockets' path, a name of their own
+            return self.sockets if self.sockets and self.transport == "ipc" else super()._ip_default()
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             with open(log, "ab") as sink:
@@ -194,12 +191,12 @@ UNIX_PATH_MAX = 108  # sun_path of a Unix socket address, its closing NUL includ
 IPC_NAME = 12  # hex digits naming a kernel's sockets (48 random bits)
 
 
-def _ipc_fits() -> bool:
-    """Whether a headless kernel's Unix sockets (``kernel-<name>-ipc-<n>``) fit in the Jupyter
-    runtime folder."""
-    from jupyter_core.paths import jupyter_runtime_dir
-
-    return len(os.path.join(jupyter_runtime_dir(), f"kernel-{'0' * IPC_NAME}-ipc-99")) < UNIX_PATH_MAX
+def _ipc_path() -> str | None:
+    """Where a headless kernel's Unix sockets go (``<this>-<n>``): the temporary folder, where
+    jupyter_client writes this manager's connection file, under a random name; None when the
+    sockets' paths would not fit in a socket address."""
+    path = os.path.join(tempfile.gettempdir(), f"kernel-{uuid.uuid4().hex[:IPC_NAME]}-ipc")
+    return path if len(f"{path}-99") < UNIX_PATH_MAX else None
 
 
 def keep_partial(running: Path, output: Path, why: str) -> Path:
