@@ -93,15 +93,25 @@ def test_bootstrap_of_three_repeats_is_their_range_and_never_narrower_than_t(cap
     assert 0 < t_low  # on the log scale, around the geometric mean
 
 
-def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
+def test_a_raised_cap_is_faster_and_the_interval_by_hand(capped):
+    """500 against 300 IOPS: the interval by hand (Welch on the log ratio, joined with the
+    bootstrap), and the verdict it gives. Beside other tests' load a 0.5 s run starved of CPU
+    cannot catch up on its rate (seen: 333 IOPS at a cap of 500, 191 IOs in 573 ms), and one
+    such run in three widens the interval past 0: then the verdict says no difference."""
     c = rs.compare(capped, by="rate_iops", a=500, b=300, metric="iops")
     a, b = (capped.loc[capped.rate_iops == d, "iops"].to_numpy() for d in (500, 300))
     assert (c.n_a, c.n_b) == (3, 3) and c.ratio_pct == pytest.approx(100 * (a.mean() / b.mean() - 1))
-    assert 0 < c.low_pct < c.ratio_pct < c.high_pct and c.better == 500
-    assert c.verdict.startswith(
-        f"500 is {c.ratio_pct:.0f} % faster than 300 (IOPS), 95 % CI ["
-    )  # the low end: 8.6 % or 12 %
-    assert f"{c.low_pct:.2g}" in c.verdict.split("[")[1] or f"{c.low_pct:.0f}" in c.verdict.split("[")[1]
+    assert c.low_pct < c.ratio_pct < c.high_pct and c.ratio_pct > 25  # two thirds, give or take
+    back = rs.compare(capped, "rate_iops", 300, 500, "iops")
+    if c.low_pct > 0:  # the usual case
+        assert c.better == back.better == 500 and c.verdict.startswith(
+            f"500 is {c.ratio_pct:.0f} % faster than 300 (IOPS), 95 % CI ["
+        )  # the low end: 8.6 % or 12 %
+        assert f"{c.low_pct:.2g}" in c.verdict.split("[")[1] or f"{c.low_pct:.0f}" in c.verdict.split("[")[1]
+        assert back.verdict.startswith("300 is") and "slower than 500" in back.verdict
+    else:
+        assert c.better is back.better is None
+        assert c.verdict.startswith("no difference the repeats can show: 500 vs 300"), c.verdict
     # Welch by hand: relative variances of the two means add; Welch-Satterthwaite df
     ua, ub = a.var(ddof=1) / (3 * a.mean() ** 2), b.var(ddof=1) / (3 * b.mean() ** 2)
     df = (ua + ub) ** 2 / (ua**2 / 2 + ub**2 / 2)
@@ -115,8 +125,6 @@ def test_a_tenfold_cap_is_faster_and_the_interval_by_hand(capped):
     assert max(q[0.965], welch[1]) - 1e-9 <= c.high_pct <= max(q[0.985], welch[1]) + 1e-9  # higher high
     assert c.method in ("Welch t", "bootstrap", "bootstrap and Welch t")
     assert rs.compare(capped, "rate_iops", 500, 300, "iops") == c  # seeded: the same interval again
-    back = rs.compare(capped, "rate_iops", 300, 500, "iops")
-    assert back.verdict.startswith("300 is") and "slower than 500" in back.verdict and back.better == 500
 
 
 def test_equal_settings_are_rarely_called_different():
