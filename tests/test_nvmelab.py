@@ -223,6 +223,7 @@ def test_compressed_modules_go_into_the_initramfs_plain(tmp_path):
         ("namespace_size", "1k", "at least 16m"),
         ("cpu", 2, "unknown key 'cpu' \\(did you mean 'cpus'\\?\\)"),
         ("cpus", 1, "poll_queues=2 is more than the guest's 1 vCPU"),
+        ("tcg_thread", "many", "tcg_thread is 'many', not 'multi' or 'single'"),
     ],
 )
 def test_a_lab_spec_out_of_range_is_refused(field, value, said):
@@ -254,6 +255,13 @@ def test_topology_options_become_qemu_devices_and_only_the_labs_ports_take_aer_r
     assert "controller 2 behind a root port capped at 2.5 GT/s x1; controller 3 behind a root port on NUMA node 1" in (
         nvmelab.describe(lab, "tcg")
     )
+    accel = {
+        mode: argv[argv.index("-accel") + 1]
+        for mode in ("tcg", "kvm")
+        for argv in [nvmelab._qemu_argv(Path("k"), Path("i"), [], [], lab, mode)]
+    }
+    assert accel == {"tcg": "tcg,thread=single", "kvm": "kvm"}  # its vCPUs take turns in one host thread
+    assert "tcg,thread=multi" in nvmelab._qemu_argv(Path("k"), Path("i"), [], [], nvmelab.DEFAULT_SPEC, "tcg")
 
     class Recorder:
         said = []

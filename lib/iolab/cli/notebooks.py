@@ -172,6 +172,7 @@ def cmd_nvmelab(args, _extra) -> int:
         memory_mb=args.memory_mb,
         poll_queues=min(2, args.vcpus) if args.poll_queues is None else args.poll_queues,
         timeout_s=args.timeout,
+        tcg_thread=args.tcg_thread,
         slots=nvmelab.slots_from(args.slot, args.controllers),
     )
     what = args.what
@@ -404,6 +405,13 @@ def add_commands(add) -> None:
     )
     p.add_argument(
         "--timeout", type=finite(0.001), default=900, help="seconds before a hung guest is killed (default 900)"
+    )
+    p.add_argument(
+        "--tcg-thread",
+        choices=("multi", "single"),
+        default="multi",
+        help="without KVM: a host thread per vCPU (multi, QEMU's default) or one for them all (single: "
+        "far less CPU time on a host busy with other work)",
     )
     p.add_argument(
         "--slot",

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -158,7 +158,11 @@ class LabSpec(Settings):
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
     QEMU runs at niceness ``nice`` (the test suite's guest takes 3: the other tests come
-    first when both want a CPU, and the guest still ends before them). ``slots``:
+    first when both want a CPU, and the guest still ends before them). ``tcg_thread``: under
+    TCG, QEMU's ``-accel tcg,thread=``: ``multi`` (its default) runs each vCPU in a host thread of
+    its own, ``single`` runs them all in one, taking turns; on a host whose CPUs are busy with
+    other work a vCPU then never spins waiting for another that the host descheduled (the test
+    suite's guest: benchmarks/README.md has the figures). ``slots``:
     controller i's ``Slot`` (a root port, its link, its NUMA node; None or absent: the root
     bus); a slot on node 1 gives the guest two NUMA nodes, the vCPUs and memory split
     between them. Checked when made (``Settings``):
@@ -174,6 +178,9 @@ class LabSpec(Settings):
     poll_queues: whole(0, 64) = Field(2, description="a whole number from 0 to 64 (poll queues per controller)")
     timeout_s: float = Field(900.0, gt=0, description="a positive number of seconds (the guest is killed after it)")
     nice: whole(0, 19) = Field(0, description="a whole number from 0 to 19 (QEMU's niceness)")
+    tcg_thread: Literal["multi", "single"] = Field(
+        "multi", description="'multi' or 'single' (TCG: a host thread per vCPU, or one for all of them)"
+    )
     slots: tuple[Slot | None, ...] = Field((), description="a Slot (or None) per controller")
 
     @model_validator(mode="after")
@@ -603,7 +610,7 @@ def _qemu_argv(
         "-machine",
         "q35",
         "-accel",
-        mode,
+        f"tcg,thread={spec.tcg_thread}" if mode == "tcg" else mode,
         "-cpu",
         "max" if mode == "tcg" else "host",
         "-smp",
