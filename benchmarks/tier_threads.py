@@ -2,9 +2,9 @@
 against one for all vCPUs (``thread=single``, what the test suite's tier uses), side by side.
 
 Each round boots the tier (``tests/support/nvme_tier.py``: four controllers, two vCPUs on two
-NUMA nodes, niced 3) once per mode, in alternating order, and prints the CPU time the boot and
+NUMA nodes) once per mode, in alternating order, and prints the CPU time the boot and
 its QEMU took (the child's rusage) and its wall time. With ``--busy N`` (default 2), N CPU
-burners (``stress-ng --cpu``, at niceness 0, not counted) keep the host's CPUs busy as the
+burners (``stress-ng --cpu``, at the guest's niceness, not counted) keep the host's CPUs busy as the
 other tests do in ``make test``: there a vCPU that spins waiting for another one the host
 has descheduled burns CPU time the other tests need. ``--busy 0``: an idle host.
 
