@@ -194,8 +194,11 @@ def cmd_nvmelab(args, _extra) -> int:
             print(f"iolab nvmelab: {one_line(str(exc).removeprefix('nvmelab: '))}", file=sys.stderr)
             return exc.returncode
     placed = "".join(f"; controller {i} behind {slot.describe()}" for i, slot in enumerate(spec.slots) if slot)
+    accel = nvmelab.accel()
+    if spec.tcg_thread == "single":  # said either way: under KVM it changes nothing
+        placed += "; its vCPUs in one host thread" if accel == "tcg" else "; --tcg-thread ignored (KVM, not TCG)"
     print(
-        f"iolab nvmelab: booting a QEMU {nvmelab.accel().upper()} guest with {spec.controllers} emulated NVMe "
+        f"iolab nvmelab: booting a QEMU {accel.upper()} guest with {spec.controllers} emulated NVMe "
         f"controller(s) of {spec.namespace_size}{placed}: its numbers are an emulator's, never a device's",
         file=sys.stderr,
         flush=True,
