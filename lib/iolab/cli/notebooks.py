@@ -414,7 +414,7 @@ def add_commands(add) -> None:
         choices=("multi", "single"),
         default="multi",
         help="without KVM: a host thread per vCPU (multi, QEMU's default) or one for them all (single: "
-        "far less CPU time on a host busy with other work)",
+        "less CPU time on a host busy with other work; parallel work in the guest gets one host CPU)",
     )
     p.add_argument(
         "--slot",

@@ -157,11 +157,11 @@ def slots_from(texts: Sequence[str], controllers: int) -> tuple[Slot | None, ...
 class LabSpec(Settings):
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues).
-    ``tcg_thread``: under
-    TCG, QEMU's ``-accel tcg,thread=``: ``multi`` (its default) runs each vCPU in a host thread of
-    its own, ``single`` runs them all in one, taking turns; on a host whose CPUs are busy with
-    other work a vCPU then never spins waiting for another that the host descheduled (the test
-    suite's guest: benchmarks/README.md has the figures). ``slots``:
+    ``tcg_thread``: under TCG, QEMU's ``-accel tcg,thread=``: ``multi`` (its default) runs each
+    vCPU in a host thread of its own, ``single`` runs them all in one, taking turns: on a host
+    whose CPUs are busy with other work a vCPU then never spins waiting for another that the
+    host descheduled (the test suite's guest: benchmarks/README.md has the figures), but work
+    the guest does in parallel gets one host CPU in all. ``slots``:
     controller i's ``Slot`` (a root port, its link, its NUMA node; None or absent: the root
     bus); a slot on node 1 gives the guest two NUMA nodes, the vCPUs and memory split
     between them. Checked when made (``Settings``):
@@ -291,6 +291,8 @@ def _kvm_boots(vmlinux: Path, wait_s: float = 5.0) -> bool:
 def describe(spec: LabSpec, mode: str) -> str:
     """What ``IOLAB_NVMELAB`` says inside the guest (and every run's snapshot records)."""
     placed = "; ".join(f"controller {port[2:]} behind {s.describe()}" for port, s in spec.ports().items())
+    if mode == "tcg" and spec.tcg_thread == "single":  # parallel work in the guest gets one host CPU
+        placed = "; ".join(filter(None, [placed, "its vCPUs in one host thread (TCG thread=single)"]))
     return (
         f"QEMU {mode.upper()} guest with {spec.controllers} emulated NVMe controller(s) of "
         f"{spec.namespace_size}{f' ({placed})' if placed else ''}: an emulator's numbers, not a device's"
@@ -587,7 +589,7 @@ def _qemu_argv(
         "-machine",
         "q35",
         "-accel",
-        f"tcg,thread={spec.tcg_thread}" if mode == "tcg" else mode,
+        "tcg,thread=single" if mode == "tcg" and spec.tcg_thread == "single" else mode,
         "-cpu",
         "max" if mode == "tcg" else "host",
         "-smp",
