@@ -1,12 +1,13 @@
 """The NVMe tier's guest under TCG: one host thread per vCPU (QEMU's default, ``thread=multi``)
-against one for all vCPUs (``thread=single``, what the test suite's tier uses), side by side.
+against one for all vCPUs (``thread=single``), side by side.
 
 Each round boots the tier (``tests/support/nvme_tier.py``: four controllers, two vCPUs on two
-NUMA nodes) once per mode, the order alternating from round to round, after one boot that
-is not counted (the kernel, the initramfs and the host's caches made and warmed), and prints
-the CPU time of the boot's process and all it waited for (QEMU: the guest's whole work; not
-the burners) and its wall time; a boot whose tier failed is printed and left out. With ``--busy N`` (default 2), N CPU
-burners (``stress-ng --cpu``, at the guest's niceness, not counted) keep the host's CPUs busy as the
+NUMA nodes, niced 3 as in the suite) once per mode, the order alternating from round to round,
+after one boot that is not counted (the kernel, the initramfs and the host's caches made and
+warmed), and prints the CPU time of the boot's process and all it waited for (QEMU: the guest's
+whole work; not the burners) and its wall time; a boot whose tier failed is printed and left
+out. With ``--busy N`` (default 2), N CPU burners (``stress-ng --cpu``, at niceness 0, not
+counted) keep the host's CPUs busy as the
 other tests do in ``make test``: there a vCPU that spins waiting for another one the host
 has descheduled burns CPU time the other tests need. ``--busy 0``: an idle host.
 
