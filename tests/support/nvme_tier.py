@@ -49,10 +49,7 @@ def spec():
     from iolab.nvmelab.vm import LabSpec, Slot
 
     return LabSpec(
-        controllers=4,
-        namespace_size="32m",
-        nice=3,
-        slots=(None, None, Slot(speed=2.5, width=1), Slot(node=1)),
+        controllers=4, namespace_size="32m", nice=3, slots=(None, None, Slot(speed=2.5, width=1), Slot(node=1))
     )
 
 

@@ -193,16 +193,9 @@ def cmd_nvmelab(args, _extra) -> int:
         except nvmelab.CommandNotFound as exc:  # a shell's status for it, 127, not 1
             print(f"iolab nvmelab: {one_line(str(exc).removeprefix('nvmelab: '))}", file=sys.stderr)
             return exc.returncode
-    placed = "".join(f"; controller {i} behind {slot.describe()}" for i, slot in enumerate(spec.slots) if slot)
     accel = nvmelab.accel()
-    if spec.tcg_thread == "single":  # said either way: under KVM it changes nothing
-        placed += "; its vCPUs in one host thread" if accel == "tcg" else "; --tcg-thread ignored (KVM, not TCG)"
-    print(
-        f"iolab nvmelab: booting a QEMU {accel.upper()} guest with {spec.controllers} emulated NVMe "
-        f"controller(s) of {spec.namespace_size}{placed}: its numbers are an emulator's, never a device's",
-        file=sys.stderr,
-        flush=True,
-    )
+    ignored = " (--tcg-thread ignored: KVM, not TCG)" if accel != "tcg" and spec.tcg_thread == "single" else ""
+    print(f"iolab nvmelab: booting a {nvmelab.describe(spec, accel)}{ignored}", file=sys.stderr, flush=True)
     result = nvmelab.run_notebook_job(what, output, spec) if notebook else nvmelab.run(what, spec)
     print(
         f"iolab nvmelab: guest ({result.accel}) booted in {result.boot_s:.1f} s; the command exited "
