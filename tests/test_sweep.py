@@ -36,12 +36,13 @@ print(" ".join(table.run_id), flush=True)
 
 
 def finished(runs: Path, status: str = "ok") -> dict[str, str]:
-    """Finished run folders with ``status``: name -> started_utc."""
+    """Finished run folders with ``status``: name -> started_utc (None for a run killed before
+    its run.json was first written: the repair that marks it interrupted cannot know its start)."""
     out = {}
     for run_json in runs.glob("[!.]*/run.json"):
         meta = json.loads(run_json.read_text())
         if meta["status"] == status:
-            out[run_json.parent.name] = meta["started_utc"]
+            out[run_json.parent.name] = meta.get("started_utc")
     return out
 
 
