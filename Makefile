@@ -38,10 +38,14 @@ nvmelab: setup-nvmelab
 setup-nvmelab:
 	@bash scripts/setup.sh --nvmelab
 
-## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one); then the pandas-version-sensitive tests on the lowest versions iolab accepts
+## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one); beside it, in one more process, the pandas-version-sensitive tests on the lowest versions iolab accepts (their output after the suite's)
 test: setup-browser tio lint .venv-lowest/.installed
-	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests
-	.venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider -n $(TEST_WORKERS) $(LOWEST_IN_SUITE)
+	@lowest=$$(mktemp); trap 'rm -f "$$lowest"' EXIT; \
+	.venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider -p no:xdist $(LOWEST_IN_SUITE) >"$$lowest" 2>&1 & floors=$$!; \
+	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests; suite=$$?; \
+	wait $$floors; at_floors=$$?; \
+	echo "-- at the lowest versions (.venv-lowest), run beside the suite:"; cat "$$lowest"; \
+	exit $$(( suite || at_floors ))
 
 # what make test runs at the lowest versions too (every direct dependency at its floor, uv's lowest-direct
 # resolution): the parsers, dtypes and the table read bit for bit, and the seeds' plan, a notebook run by

@@ -2,9 +2,11 @@
 .venv-lowest, where every direct dependency is at the lowest version pyproject.toml accepts (uv's
 lowest-direct resolution). Below pydantic 2.7.4 `iolab seeds` crashed at import; with
 jupyter_client 8.0.1 papermill hung after the last cell; nbconvert below 7.16.5 crashed
-`iolab publish` with today's mistune. Here: the seeds' plan, a notebook of iolab's executed by
-papermill on a kernel of this very interpreter (%load_ext iolab, a table, a figure), and its
-write-up."""
+`iolab publish` with today's mistune. Here: the seeds' plan, and a notebook run by `iolab batch`
+(papermill's execute_notebook, nbclient, jupyter_client, nbconvert) on a kernel of this very
+interpreter (%load_ext iolab, a table, a figure), with its write-up. Its kernel talks over Unix
+sockets, as every kernel iolab starts: over TCP, papermill's own CLI here once lost its kernel at
+start-up to a port another test's kernel took first."""
 
 import json
 import subprocess
@@ -15,6 +17,8 @@ from support.paths import REPO
 NOTEBOOK = {
     "cells": [
         {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "rows = 3", "outputs": [],
+         "execution_count": None},
+        {"cell_type": "code", "metadata": {}, "source": "import sys\nprint(sys.prefix)", "outputs": [],
          "execution_count": None},
         {"cell_type": "markdown", "metadata": {}, "source": "## A table and a figure\n\n$x^2$, *read* as a write-up."},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source":
@@ -40,20 +44,19 @@ def test_the_plan_a_notebook_and_its_write_up_at_these_versions(tmp_path):
     plan = run("-m", "iolab.cli", "seeds", "--dry-run", "--out", tmp_path / "seeds")
     assert plan.returncode == 0, plan.stderr[-2000:]
     assert "notebook runs" in plan.stdout and not (tmp_path / "seeds").exists()
-    kernels = tmp_path / "jupyter" / "kernels" / "floors"  # a kernel of this interpreter, found through JUPYTER_PATH
+    kernels = tmp_path / "jupyter" / "kernels" / "iolab"  # the kernel iolab runs on, this interpreter's (JUPYTER_PATH)
     kernels.mkdir(parents=True)
     spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "language": "python"}
     (kernels / "kernel.json").write_text(json.dumps({**spec, "display_name": "floors"}))
-    given = tmp_path / "floors.ipynb"
-    given.write_text(json.dumps(NOTEBOOK))
+    (tmp_path / "floors.ipynb").write_text(json.dumps(NOTEBOOK))
+    (tmp_path / "floors.yaml").write_text("notebook: floors.ipynb\nruns: [{name: four, parameters: {rows: 4}}]\n")
     env = {**os.environ, "JUPYTER_PATH": str(tmp_path / "jupyter"), "PYTHONPATH": str(REPO / "lib")}
-    out = tmp_path / "floors.out.ipynb"
-    done = run("-m", "papermill", given, out, "-p", "rows", "4", "--log-level", "WARNING", env=env)
+    done = run("-m", "iolab.cli", "batch", tmp_path / "floors.yaml", "--out", tmp_path / "out", env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    cells = json.loads(out.read_text())["cells"]
+    cells = json.loads((tmp_path / "out" / "four" / "floors.ipynb").read_text())["cells"]
+    printed = next(c["outputs"] for c in cells if "".join(c["source"]).startswith("import sys"))
+    assert "".join(printed[0]["text"]).strip() == sys.prefix  # the kernel ran at these versions
     shown = "".join("".join(o.get("data", {}).get("text/html", "")) for o in cells[-1]["outputs"])
     assert "50,994" in shown  # iolab's table format, in the kernel: 12748.6 x 4
     assert any("image/png" in o.get("data", {}) for o in cells[-1]["outputs"])
-    page = run("-m", "iolab.cli", "publish", out, "-o", tmp_path / "floors.html", env=env)
-    assert page.returncode == 0, page.stderr[-2000:]
-    assert "A table and a figure" in (tmp_path / "floors.html").read_text()
+    assert "A table and a figure" in (tmp_path / "out" / "four" / "floors.html").read_text()  # its write-up
