@@ -2,7 +2,7 @@
 against one for all vCPUs (``thread=single``), side by side.
 
 Each round boots the tier (``tests/support/nvme_tier.py``: four controllers, two vCPUs on two
-NUMA nodes, niced 3 as in the suite) once per mode, the order alternating from round to round,
+NUMA nodes, at the tests' niceness as in the suite) once per mode, the order alternating from round to round,
 after one boot that is not counted (the kernel, the initramfs and the host's caches made and
 warmed), and prints the CPU time of the boot's process and all it waited for (QEMU: the guest's
 whole work; not the burners) and its wall time; a boot whose tier failed is printed and left

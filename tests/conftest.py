@@ -123,5 +123,11 @@ def pytest_xdist_node_collection_finished(node, ids):
     nvme_tier.boot_in_background(node.config, ids)
 
 
+def pytest_runtest_logreport(report):
+    """On the controller, the tests it waits for before the tier's boot (``support.nvme_tier``)."""
+    if report.when == "teardown":
+        nvme_tier.test_ended(report.nodeid)
+
+
 def pytest_unconfigure(config):
     nvme_tier.stop_background_boot()

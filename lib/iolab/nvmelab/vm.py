@@ -156,9 +156,8 @@ def slots_from(texts: Sequence[str], controllers: int) -> tuple[Slot | None, ...
 
 class LabSpec(Settings):
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
-    ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues);
-    QEMU runs at niceness ``nice`` (the test suite's guest takes 3: the other tests come
-    first when both want a CPU, and the guest still ends before them). ``tcg_thread``: under
+    ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues).
+    ``tcg_thread``: under
     TCG, QEMU's ``-accel tcg,thread=``: ``multi`` (its default) runs each vCPU in a host thread
     of its own, ``single`` runs them all in one, taking turns: on a host whose CPUs are busy
     with other work a vCPU then never spins waiting for another that the host descheduled
@@ -178,7 +177,6 @@ class LabSpec(Settings):
     memory_mb: whole(512) = Field(2048, description="a whole number of MiB, at least 512 (the guest's memory)")
     poll_queues: whole(0, 64) = Field(2, description="a whole number from 0 to 64 (poll queues per controller)")
     timeout_s: float = Field(900.0, gt=0, description="a positive number of seconds (the guest is killed after it)")
-    nice: whole(0, 19) = Field(0, description="a whole number from 0 to 19 (QEMU's niceness)")
     tcg_thread: Literal["multi", "single"] = Field(
         "multi", description="'multi' or 'single' (TCG: a host thread per vCPU, or one for all of them)"
     )
@@ -538,7 +536,6 @@ def run(
         proc, entry = process.spawn(
             qemu, name="qemu (nvmelab)", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
-        _nice_its_group(proc.pid, spec.nice)
         result = _follow(proc, spec, mode, started, out, monitor)
         proc.wait()
         owned.adopt(shares, since_wall)  # the pages and folders the guest marked are iolab's here too
@@ -584,30 +581,10 @@ def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str
     return base
 
 
-def _nice_its_group(pid: int, nice: int) -> bool:
-    """Give ``nice`` to the scheduler group of ``pid`` as well. With the kernel's autogroup
-    (``/proc/sys/kernel/sched_autogroup_enabled``, on in Debian's kernels) a session is weighed
-    against the others as one group, whatever its processes' nice values (sched(7)), and
-    ``process.spawn`` starts QEMU in a session of its own: without this, a guest at nice 10
-    took a whole group's share of the CPUs from the caller's session (measured: a 286 s test
-    suite took 334-354 s beside the NVMe tier's guest). The group holds only QEMU. Whether
-    it was done: not without autogroup, where it is refused, or for nice 0."""
-    if not nice:
-        return False
-    try:
-        if os.getsid(pid) != pid:  # not a session of its own: the group would hold the caller too
-            return False
-        Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
-    except OSError:  # no autogroup in this kernel, a refusal (a container), or QEMU already gone
-        return False
-    return True
-
-
 def _qemu_argv(
     vmlinux: Path, initramfs: Path, images: list[Path], shares: list[Path], spec: LabSpec, mode: str
 ) -> list[str]:
-    argv = ["nice", "-n", str(spec.nice)] if spec.nice else []  # nice execs QEMU: the pid is QEMU's
-    argv += [
+    argv = [
         shutil.which(QEMU) or QEMU,
         *QEMU_BASE,
         "-machine",
@@ -629,7 +606,7 @@ def _qemu_argv(
         # oops=panic: a guest kernel that oopses powers off (panic=-1, -no-reboot) and the
         # run ends with the oops's words, not a hung command waiting for the timeout
         # no_timer_check: the boot's IO-APIC timer test counts ticks in a delay loop, and a
-        # vCPU starved by a loaded host (the test suite's niced guest) failed it: a panic in
+        # vCPU starved by a loaded host (the test suite's guest beside the other tests) failed it: a panic in
         # setup_IO_APIC before the command ran
         "-append",
         "console=ttyS0 quiet loglevel=3 panic=-1 oops=panic rdinit=/init nowatchdog rcupdate.rcu_cpu_stall_suppress=1 "
