@@ -35,7 +35,7 @@ from iolab.nvmelab import vm
 from support import nvme_tier
 spec = nvme_tier.spec().model_copy(update={"tcg_thread": sys.argv[1]})
 said = []
-result = vm.run(nvme_tier.ARGV, spec, cwd=nvme_tier.REPO, out=said.append)
+result = vm.run(nvme_tier.ARGV, spec, cwd=nvme_tier.REPO, env=nvme_tier.ENV, out=said.append)
 used = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"rc": result.returncode, "wall_s": result.wall_s, "accel": result.accel,
                   "cpu_s": used.ru_utime + used.ru_stime, "last": said[-1] if said else ""}))
