@@ -28,7 +28,7 @@ TIER_TEST = "tests/test_nvmelab.py::test_the_nvme_tier_in_one_guest_boot"
 QUIET_FIRST = ("tests/test_explain.py::test_planted_causes_come_first",)
 QUIET_WAIT_S = 120  # ... or after this long, whatever they do
 _background: list = []  # the controller's background boot (a Popen)
-_waiting: dict = {}  # the controller's boot still to start: config, the tests it waits for, a timer
+_waiting: dict = {}  # the boot still to start: its result path, the tests it waits for, a timer
 _once = threading.Lock()
 ARGV = [
     sys.executable,
