@@ -38,20 +38,16 @@ nvmelab: setup-nvmelab
 setup-nvmelab:
 	@bash scripts/setup.sh --nvmelab
 
-## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one); beside it, in one more process, the pandas-version-sensitive tests on the lowest versions iolab accepts (their output after the suite's)
+## test: lint, then the whole test suite (real fio runs, short; browser tests in Debian's chromium), one pytest worker per CPU and one more (TEST_WORKERS=1 for one); beside it, in one more process, the pandas-version-sensitive tests on the lowest versions iolab accepts (their output after the suite's; scripts/test.sh)
 test: setup-browser tio lint .venv-lowest/.installed
-	@lowest=$$(mktemp); trap 'rm -f "$$lowest"' EXIT; \
-	.venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider -p no:xdist $(LOWEST_IN_SUITE) >"$$lowest" 2>&1 & floors=$$!; \
-	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --durations=15 tests; suite=$$?; \
-	wait $$floors; at_floors=$$?; \
-	echo "-- at the lowest versions (.venv-lowest), run beside the suite:"; cat "$$lowest"; \
-	exit $$(( suite || at_floors ))
+	PY=$(PY) bash scripts/test.sh $(TEST_WORKERS) --durations=15 -- $(LOWEST_IN_SUITE)
 
 # what make test runs at the lowest versions too (every direct dependency at its floor, uv's lowest-direct
 # resolution): the parsers, dtypes and the table read bit for bit, and the seeds' plan, a notebook run by
-# papermill and its write-up (tests/test_floors.py)
-LOWEST_IN_SUITE = tests/test_fio_parse.py tests/test_store.py tests/test_runcache.py tests/test_hostile_inputs.py \
-	tests/test_floors.py -k "fio_parse or dtype or plain_csv or numeric_column or plain_one_exactly or at_these_versions"
+# iolab batch (papermill) and its write-up (tests/test_floors.py, first: its notebook's kernel starts
+# while the suite's workers are still collecting, before the suite's load-sensitive tests)
+LOWEST_IN_SUITE = tests/test_floors.py tests/test_fio_parse.py tests/test_store.py tests/test_runcache.py \
+	tests/test_hostile_inputs.py -k "fio_parse or dtype or plain_csv or numeric_column or plain_one_exactly or at_these_versions"
 
 ## lint: ruff's checks and its formatting, as configured in pyproject.toml (ruff format lib tests benchmarks scripts fixes the latter)
 lint: setup-dev

@@ -5,8 +5,8 @@ jupyter_client 8.0.1 papermill hung after the last cell; nbconvert below 7.16.5 
 `iolab publish` with today's mistune. Here: the seeds' plan, and a notebook run by `iolab batch`
 (papermill's execute_notebook, nbclient, jupyter_client, nbconvert) on a kernel of this very
 interpreter (%load_ext iolab, a table, a figure), with its write-up. Its kernel talks over Unix
-sockets, as every kernel iolab starts: over TCP, papermill's own CLI here once lost its kernel at
-start-up to a port another test's kernel took first."""
+sockets, as iolab's headless kernels do where the sockets' path fits: over TCP, papermill's own
+CLI here once lost its kernel at start-up to a port another test's kernel took first."""
 
 import json
 import subprocess
@@ -18,7 +18,7 @@ NOTEBOOK = {
     "cells": [
         {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "rows = 3", "outputs": [],
          "execution_count": None},
-        {"cell_type": "code", "metadata": {}, "source": "import sys\nprint(sys.prefix)", "outputs": [],
+        {"cell_type": "code", "metadata": {}, "source": "import sys\nfrom ipykernel.kernelapp import IPKernelApp\nprint(sys.prefix)\nprint(IPKernelApp.instance().transport)", "outputs": [],
          "execution_count": None},
         {"cell_type": "markdown", "metadata": {}, "source": "## A table and a figure\n\n$x^2$, *read* as a write-up."},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source":
@@ -26,7 +26,7 @@ NOTEBOOK = {
             "table = pd.DataFrame({'qd': range(1, rows + 1), 'iops': [12748.6 * q for q in range(1, rows + 1)]})\n"
             "ax = table.plot(x='qd', y='iops')\nplt.show()\ntable"},
     ],
-    "metadata": {"kernelspec": {"name": "floors", "display_name": "floors", "language": "python"}},
+    "metadata": {"kernelspec": {"name": "iolab", "display_name": "floors", "language": "python"}},
     "nbformat": 4,
     "nbformat_minor": 5,
 }  # fmt: skip
@@ -53,9 +53,12 @@ def test_the_plan_a_notebook_and_its_write_up_at_these_versions(tmp_path):
     env = {**os.environ, "JUPYTER_PATH": str(tmp_path / "jupyter"), "PYTHONPATH": str(REPO / "lib")}
     done = run("-m", "iolab.cli", "batch", tmp_path / "floors.yaml", "--out", tmp_path / "out", env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads((tmp_path / "out" / "four" / "notebook_run.json").read_text())
+    assert record["status"] == "ok" and not record["error"], record  # e.g. "no write-up: " and nbconvert's words
     cells = json.loads((tmp_path / "out" / "four" / "floors.ipynb").read_text())["cells"]
     printed = next(c["outputs"] for c in cells if "".join(c["source"]).startswith("import sys"))
-    assert "".join(printed[0]["text"]).strip() == sys.prefix  # the kernel ran at these versions
+    said = "".join("".join(o["text"]) for o in printed if o.get("name") == "stdout").split()
+    assert said == [sys.prefix, "ipc"], said  # the kernel ran at these versions, on Unix sockets
     shown = "".join("".join(o.get("data", {}).get("text/html", "")) for o in cells[-1]["outputs"])
     assert "50,994" in shown  # iolab's table format, in the kernel: 12748.6 x 4
     assert any("image/png" in o.get("data", {}) for o in cells[-1]["outputs"])

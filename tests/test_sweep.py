@@ -35,7 +35,7 @@ print(" ".join(table.run_id), flush=True)
 """.replace("cpus=[CPU]", f"cpus=[{CPU}]")
 
 
-def finished(runs: Path, status: str = "ok") -> dict[str, str]:
+def finished(runs: Path, status: str = "ok") -> dict[str, str | None]:
     """Finished run folders with ``status``: name -> started_utc (None for a run killed before
     its run.json was first written: the repair that marks it interrupted cannot know its start)."""
     out = {}

@@ -55,7 +55,9 @@ def spec():
     in one host thread (``tcg_thread="single"``), at the tests' niceness: beside the other tests
     it takes a quarter to a half less CPU time than a thread per vCPU, which spin while the host
     runs something else (benchmarks/README.md); niced 3 it was once starved into a failed
-    plausibility check. The load-sensitive tests run before it boots (``QUIET_FIRST``)."""
+    plausibility check. QEMU runs in a session of its own, which the kernel's autogroup weighs
+    as one group against the whole test session: in one thread it gets at most one CPU, and a
+    whole one when it wants it. The load-sensitive tests run before it boots (``QUIET_FIRST``)."""
     from iolab.nvmelab.vm import LabSpec, Slot
 
     return LabSpec(
@@ -125,18 +127,23 @@ def test_ended(nodeid: str) -> None:
 
 
 def _boot(out: Path) -> None:
+    """Start the program, once; when it cannot start (from the timer's thread, where an
+    exception reaches no one), its result says why, so the tier's test fails with it at once."""
     with _once:
         if _background or _waiting.get("stopped"):
             return
         _waiting["timer"].cancel()
-        _background.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "support.nvme_tier", str(out)],
-                cwd=REPO / "tests",  # tests/ first on sys.path, not support/ (its modules would shadow others)
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+        try:
+            _background.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "support.nvme_tier", str(out)],
+                    cwd=REPO / "tests",  # tests/ first on sys.path, not support/ (its modules would shadow others)
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             )
-        )
+        except OSError as exc:
+            _write(out, {"error": f"the tier's background boot did not start: {exc}"})
 
 
 def stop_background_boot() -> None:
@@ -165,10 +172,15 @@ def main(out: str) -> int:
         done = tier()
     except BaseException as exc:  # the test says what stopped the boot
         done = {"error": f"{type(exc).__name__}: {exc}"}
-    tmp = Path(f"{out}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(done))
-    os.replace(tmp, out)
+    _write(Path(out), done)
     return 0
+
+
+def _write(out: Path, result: dict) -> None:
+    """RESULT.json, whole (by rename): the tier's test reads it as soon as it exists."""
+    tmp = Path(f"{out}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, out)
 
 
 if __name__ == "__main__":

@@ -157,15 +157,13 @@ def slots_from(texts: Sequence[str], controllers: int) -> tuple[Slot | None, ...
 class LabSpec(Settings):
     """The guest: ``controllers`` NVMe controllers of ``namespace_size`` (fio units) each,
     ``cpus`` vCPUs, ``memory_mb`` MiB, ``poll_queues`` per controller (nvme.poll_queues).
-    ``tcg_thread``: under
-    TCG, QEMU's ``-accel tcg,thread=``: ``multi`` (its default) runs each vCPU in a host thread
-    of its own, ``single`` runs them all in one, taking turns: on a host whose CPUs are busy
-    with other work a vCPU then never spins waiting for another that the host descheduled
-    (benchmarks/README.md has the figures), but work the guest does in parallel gets one host
-    CPU in all. ``slots``:
-    controller i's ``Slot`` (a root port, its link, its NUMA node; None or absent: the root
-    bus); a slot on node 1 gives the guest two NUMA nodes, the vCPUs and memory split
-    between them. Checked when made (``Settings``):
+    ``tcg_thread``: under TCG, QEMU's ``-accel tcg,thread=``: ``multi`` (its default) runs
+    each vCPU in a host thread of its own, ``single`` runs them all in one, taking turns: on a
+    host whose CPUs are busy with other work a vCPU then never spins waiting for another that
+    the host descheduled (benchmarks/README.md has the figures), but work the guest does in
+    parallel gets one host CPU in all. ``slots``: controller i's ``Slot`` (a root port, its
+    link, its NUMA node; None or absent: the root bus); a slot on node 1 gives the guest two
+    NUMA nodes, the vCPUs and memory split between them. Checked when made (``Settings``):
     InputError naming the setting and what it takes."""
 
     WHERE: ClassVar[str] = "nvmelab settings"
