@@ -2,14 +2,14 @@
 against one for all vCPUs (``thread=single``), side by side.
 
 Each round boots the tier (``tests/support/nvme_tier.py``: four controllers, two vCPUs on two
-NUMA nodes, at the tests' niceness as in the suite) once per mode, the order alternating from round to round,
-after one boot that is not counted (the kernel, the initramfs and the host's caches made and
-warmed), and prints the CPU time of the boot's process and all it waited for (QEMU: the guest's
-whole work; not the burners) and its wall time; a boot whose tier failed is printed and left
-out. With ``--busy N`` (default 2), N CPU burners (``stress-ng --cpu``, at niceness 0, not
-counted) keep the host's CPUs busy as the
-other tests do in ``make test``: there a vCPU that spins waiting for another one the host
-has descheduled burns CPU time the other tests need. ``--busy 0``: an idle host.
+NUMA nodes, at the tests' niceness as in the suite) once per mode, the order alternating from
+round to round, after one boot that is not counted (the kernel, the initramfs and the host's
+caches made and warmed), and prints the CPU time of the boot's process and all it waited for
+(QEMU: the guest's whole work; not the burners) and its wall time; a boot whose tier failed is
+printed and left out. With ``--busy N`` (default 2), N CPU burners (``stress-ng --cpu``, at
+niceness 0, not counted) keep the host's CPUs busy as the other tests do in ``make test``:
+there a vCPU that spins waiting for another one the host has descheduled burns CPU time the
+other tests need. ``--busy 0``: an idle host.
 
     .venv/bin/python benchmarks/tier_threads.py [--rounds 2] [--busy 2]
 
@@ -31,14 +31,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ONE = """
 import json, resource, sys
-from iolab.nvmelab import vm
 from support import nvme_tier
-spec = nvme_tier.spec().model_copy(update={"tcg_thread": sys.argv[1]})
-said = []
-result = vm.run(nvme_tier.ARGV, spec, cwd=nvme_tier.REPO, env=nvme_tier.ENV, out=said.append)
+got = nvme_tier.tier(nvme_tier.spec().model_copy(update={"tcg_thread": sys.argv[1]}))
+if "skip" in got:
+    sys.exit(got["skip"])
 used = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"rc": result.returncode, "wall_s": result.wall_s, "accel": result.accel,
-                  "cpu_s": used.ru_utime + used.ru_stime, "last": said[-1] if said else ""}))
+print(json.dumps({"rc": got["returncode"], "wall_s": got["wall_s"], "accel": got["accel"],
+                  "cpu_s": used.ru_utime + used.ru_stime, "last": "".join(got["said"].splitlines()[-1:])}))
 """
 
 

@@ -68,13 +68,14 @@ def spec():
     )
 
 
-def tier() -> dict:
-    """One boot of the lab running the tier: its result as RESULT.json holds it."""
+def tier(lab=None) -> dict:
+    """One boot of the lab running the tier (in ``lab``, a LabSpec; None: ``spec()``): its
+    result as RESULT.json holds it."""
     from iolab.nvmelab import vm as nvmelab
 
     lines: list[str] = []
     try:
-        result = nvmelab.run(ARGV, spec(), cwd=REPO, env=ENV, out=lines.append)
+        result = nvmelab.run(ARGV, lab or spec(), cwd=REPO, env=ENV, out=lines.append)
     except nvmelab.QemuCannotStart as exc:
         return {"skip": str(exc)}
     return {
@@ -107,13 +108,13 @@ def boot_in_background(config, collected) -> None:
         return
     out = result_path(config)
     out.with_suffix(".started").write_text(str(os.getpid()))
-    timer = threading.Timer(QUIET_WAIT_S, _boot, args=(out,))
+    timer = threading.Timer(QUIET_WAIT_S, _boot)
     timer.daemon = True
     _waiting.update(out=out, tests={t for t in QUIET_FIRST if t in collected}, timer=timer)
     if _waiting["tests"]:
         timer.start()
     else:
-        _boot(out)
+        _boot()
 
 
 def test_ended(nodeid: str) -> None:
@@ -123,16 +124,17 @@ def test_ended(nodeid: str) -> None:
     if tests and nodeid in tests:
         tests.discard(nodeid)
         if not tests:
-            _boot(_waiting["out"])
+            _boot()
 
 
-def _boot(out: Path) -> None:
+def _boot() -> None:
     """Start the program, once; when it cannot start (from the timer's thread, where an
     exception reaches no one), its result says why, so the tier's test fails with it at once."""
     with _once:
         if _background or _waiting.get("stopped"):
             return
         _waiting["timer"].cancel()
+        out = _waiting["out"]
         try:
             _background.append(
                 subprocess.Popen(

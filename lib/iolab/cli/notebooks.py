@@ -194,7 +194,8 @@ def cmd_nvmelab(args, _extra) -> int:
             print(f"iolab nvmelab: {one_line(str(exc).removeprefix('nvmelab: '))}", file=sys.stderr)
             return exc.returncode
     accel = nvmelab.accel()
-    ignored = " (--tcg-thread ignored: KVM, not TCG)" if accel != "tcg" and spec.tcg_thread == "single" else ""
+    asked = spec.tcg_thread == "single" and not spec.one_host_thread(accel)
+    ignored = " (--tcg-thread ignored: KVM, not TCG)" if asked else ""
     print(f"iolab nvmelab: booting a {nvmelab.describe(spec, accel)}{ignored}", file=sys.stderr, flush=True)
     result = nvmelab.run_notebook_job(what, output, spec) if notebook else nvmelab.run(what, spec)
     print(

@@ -202,6 +202,11 @@ class LabSpec(Settings):
         """QEMU id of each controller's root port -> its slot (the ids ``request_aer`` names)."""
         return {f"rp{i}": s for i, s in enumerate(self.slots) if s is not None}
 
+    def one_host_thread(self, mode: str) -> bool:
+        """Whether the guest's vCPUs take turns in one host thread under accelerator ``mode``
+        (``tcg_thread="single"`` under TCG; KVM runs a thread per vCPU whatever is asked)."""
+        return mode == "tcg" and self.tcg_thread == "single"
+
 
 DEFAULT_SPEC = LabSpec()  # the lab as it boots when nothing is asked (frozen: one is enough)
 
@@ -290,7 +295,7 @@ def _kvm_boots(vmlinux: Path, wait_s: float = 5.0) -> bool:
 def describe(spec: LabSpec, mode: str) -> str:
     """What ``IOLAB_NVMELAB`` says inside the guest (and every run's snapshot records)."""
     placed = "; ".join(f"controller {port[2:]} behind {s.describe()}" for port, s in spec.ports().items())
-    if mode == "tcg" and spec.tcg_thread == "single":  # parallel work in the guest gets one host CPU
+    if spec.one_host_thread(mode):  # parallel work in the guest gets one host CPU
         placed = "; ".join(filter(None, [placed, "its vCPUs in one host thread (TCG thread=single)"]))
     return (
         f"QEMU {mode.upper()} guest with {spec.controllers} emulated NVMe controller(s) of "
@@ -588,7 +593,7 @@ def _qemu_argv(
         "-machine",
         "q35",
         "-accel",
-        "tcg,thread=single" if mode == "tcg" and spec.tcg_thread == "single" else mode,
+        "tcg,thread=single" if spec.one_host_thread(mode) else mode,
         "-cpu",
         "max" if mode == "tcg" else "host",
         "-smp",
