@@ -16,6 +16,7 @@ from support.cpus import CPU
 from support.devices import LoopWatch
 from support.marks import is_root
 from support.schedule import spread_long_tests
+from support.strays import stop_strays
 
 
 @pytest.fixture
@@ -127,6 +128,21 @@ def pytest_runtest_logreport(report):
     """On the controller, the tests it waits for before the tier's boot (``support.nvme_tier``)."""
     if report.when == "teardown":
         nvme_tier.test_ended(report.nodeid)
+
+
+def pytest_sessionfinish(session):
+    """On the controller (or a run without workers): no tool the tests started may outlive
+    them (``support.strays``); any left fails the session, stopped and named."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    strays = stop_strays(session.config._tmp_path_factory.getbasetemp())
+    if strays:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.ensure_newline()
+        reporter.write_sep("=", "tools left running by the tests, now stopped (SIGKILL)", red=True)
+        for line in strays:
+            reporter.write_line(line, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config):

@@ -6,6 +6,7 @@ Each test gets its own ledger folder (IOLAB_STATE) so concurrent tests cannot re
 each other's leftovers.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -67,6 +68,14 @@ def start(script, tmp_path):
 def runs_of(tmp_path):
     root = tmp_path / "runs"
     return sorted(root.iterdir()) if root.exists() else []
+
+
+def running(pid):
+    """Whether ``pid`` is alive (not gone, not a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def gone(folder, timeout=15):
@@ -398,20 +407,54 @@ def test_a_ctrl_c_held_back_while_a_process_starts_stops_it(monkeypatch, own_led
     from support.sigint import sigint_raises
 
     started = []
-    real = ledger.record
+    real = ledger.Entry.update
 
-    def record_then_ctrl_c(kind, **details):
+    def update_then_ctrl_c(entry, **details):
         started.append(details["pid"])
-        entry = real(kind, **details)
+        real(entry, **details)
         os.kill(os.getpid(), signal.SIGINT)  # held back until the block ends
-        return entry
 
-    monkeypatch.setattr(ledger, "record", record_then_ctrl_c)
+    monkeypatch.setattr(ledger.Entry, "update", update_then_ctrl_c)
     with sigint_raises(), pytest.raises(KeyboardInterrupt):
         process.spawn(["sleep", "30"], name="sleep")
     (pid,) = started
     assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-    assert not [e for _, e in ledger.entries() if e.get("pid") == pid]  # and its ledger entry released
+    assert not list(ledger.entries())  # and its ledger entry released
+
+
+KILLED_BEFORE_ITS_PID = """
+import os, signal, subprocess
+from iolab.machine import ledger, process
+def sigkill(entry, **details):  # iolab dies after the tool started, before its pid is recorded
+    print(details["pid"], flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+ledger.Entry.update = sigkill
+process.spawn(["sh", "-c", "trap '' TERM; exec sleep 60"], name="stubborn", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+"""
+
+
+def test_a_tool_started_just_before_a_sigkill_is_still_stopped(tmp_path, own_ledger):
+    """SIGKILL cannot be held back: an iolab killed after a tool started and before its pid
+    was recorded leaves an entry without a pid. The tool outlives it when it ignores its
+    parent-death SIGTERM (fio hung in its signal handler, once in a suite), and the next
+    iolab command finds it by the token in its environment and stops it with SIGKILL."""
+    from iolab.machine import ledger
+    from iolab.runs.repair import recover
+
+    killed = subprocess.run(
+        [PY, "-c", KILLED_BEFORE_ITS_PID], capture_output=True, text=True, timeout=30, env=env_for(tmp_path)
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    pid = int(killed.stdout)
+    try:
+        time.sleep(0.2)
+        assert running(pid)  # it ignored the SIGTERM its parent's death sent
+        assert [e.get("pid") for _, e in ledger.entries()] == [None]
+        assert f"stopped stubborn (pid {pid}) left running, with 0 child(ren)" in recover()
+        assert not running(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_child_is_pinned_and_bound_to_its_parent_without_preexec_fn():

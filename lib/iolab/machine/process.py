@@ -12,8 +12,9 @@ How a child cannot outlive iolab:
 * if iolab dies without unwinding (SIGKILL), the kernel sends the child SIGTERM
   (``PR_SET_PDEATHSIG``, set by ``setpriv --pdeathsig``), and the ledger entry lets the next
   iolab command stop the rest of its process group (``iolab.machine.ledger``, ``iolab.runs.repair``);
-* signals are held back between starting the child and recording it, so no Ctrl-C can
-  land in between and leave an unrecorded child running.
+* its ledger entry is written before it starts, and signals are held back until its pid is
+  recorded, so neither a Ctrl-C nor a SIGKILL can land in between and leave an unrecorded
+  child running.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -31,6 +33,8 @@ from pathlib import Path
 from ..core import signals
 from ..core.errors import RunInterrupted, ToolMissing
 from . import ledger
+
+TOKEN = "IOLAB_PROCESS"  # in a started tool's environment: its ledger entry's token (``spawn``)
 
 
 @dataclass
@@ -93,30 +97,34 @@ def spawn(
     argv: list[str], *, name: str, cpus: list[int] | None = None, **popen_kw
 ) -> tuple[subprocess.Popen, ledger.Entry]:
     """Start ``argv`` as described in the module docstring. Returns the process and its
-    ledger entry (release it once the process has been waited for)."""
+    ledger entry (release it once the process has been waited for).
+
+    The entry is written before the process exists, with a random token the process
+    carries in its environment (``TOKEN``, inherited by its job processes): a SIGKILL
+    between its start and the record of its pid, which nothing can hold back, still
+    leaves an entry the next iolab command finds it by (``iolab.runs.repair``)."""
     proc = entry = None
     _check_executable(str(argv[0]), popen_kw)
     prefix = _prefix()
+    token = secrets.token_hex(8)
+    env = os.environ if popen_kw.get("env") is None else popen_kw["env"]
+    popen_kw["env"] = {**env, TOKEN: token}
     try:
         with signals.deferred():
+            entry = ledger.record(
+                "process", token=token, name=name, argv=argv, undo=lambda: proc is not None and stop_group(proc)
+            )
             with _born_on(cpus):
                 proc = subprocess.Popen(prefix + list(map(str, argv)), start_new_session=True, **popen_kw)
-            entry = ledger.record(
-                "process",
-                pid=proc.pid,
-                start=ledger.start_time(proc.pid),
-                name=name,
-                argv=argv,
-                undo=lambda: stop_group(proc),
-            )
+            entry.update(pid=proc.pid, start=ledger.start_time(proc.pid))
     except BaseException:
-        # the record failed, or a Ctrl-C held back by deferred() is raised as the block ends:
-        # the caller never gets the process, so it is stopped here (in a Jupyter kernel that
-        # lives on, it would otherwise run to its end)
+        # the start or its record failed, or a Ctrl-C held back by deferred() is raised as
+        # the block ends: the caller never gets the process, so it is stopped here (in a
+        # Jupyter kernel that lives on, it would otherwise run to its end)
         if proc is not None:
             stop_group(proc)
-            if entry is not None:
-                entry.release()
+        if entry is not None:
+            entry.release()
         raise
     return proc, entry
 

@@ -7,7 +7,8 @@ Every iolab command repairs first — ``runner.measure`` and ``measure_tio`` (``
 An entry is undone when its owner is dead (a pid that is gone, or reused by another
 process, per its start time in ``/proc/PID/stat``):
 
-    process   stop the process group it led (fio and its job processes), by pgid
+    process   stop the process group it led (fio and its job processes), by pgid; one whose
+              pid was never recorded, by the token in its environment
     run       finish a run folder left as ``.tmp-<id>`` as ``interrupted``
     knob      write the old value back if the /sys file still holds iolab's value
     nvme      set the NVMe feature back if the controller still has iolab's value (nvme-cli)
@@ -36,7 +37,7 @@ from ..core.errors import InputError, IolabError
 from ..core.system import read_text, selected
 from ..machine import ledger
 from ..machine.knobs import nvme_get_feature, nvme_set_feature
-from ..machine.process import signal_group
+from ..machine.process import TOKEN, signal_group
 from ..machine.target import detach_loop, loop_backing
 from .leftovers import fix_leftovers
 
@@ -87,19 +88,39 @@ def _undo_nvme(e: dict) -> str:
 
 
 def _undo_process(e: dict) -> str:
-    pgid, started = int(e["pid"]), e.get("start")
-    members = [p for p in _pids() if _pgid(p) == pgid and (started is None or (ledger.start_time(p) or 0) >= started)]
-    if not members:
-        return f"{e.get('name', 'process')} (pid {pgid}) had already ended"
+    name = e.get("name", "process")
+    if "pid" in e:
+        pgid, started = int(e["pid"]), e.get("start")
+        members = [
+            p for p in _pids() if _pgid(p) == pgid and (started is None or (ledger.start_time(p) or 0) >= started)
+        ]
+    else:  # its owner died between starting it and recording its pid: found by its token
+        members = _carrying(str(e.get("token")))
+    groups = {g for g in map(_pgid, members) if g is not None}
+    if not groups:
+        return f"{name} (pid {e['pid']}) had already ended" if "pid" in e else f"{name} had already ended"
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        signal_group(pgid, sig)
+        for g in groups:
+            signal_group(g, sig)
         for _ in range(50):
-            if not any(_pgid(p) == pgid for p in members):
-                return (
-                    f"stopped {e.get('name', 'process')} (pid {pgid}) left running, with {len(members) - 1} child(ren)"
-                )
+            if not any(_pgid(p) in groups for p in members):
+                return f"stopped {name} (pid {min(groups)}) left running, with {len(members) - 1} child(ren)"
             time.sleep(0.1)
-    return f"could not stop process group {pgid}"
+    return f"could not stop process group {min(groups)}"
+
+
+def _carrying(token: str) -> list[int]:
+    """The pids whose environment holds ``token`` as ``process.TOKEN`` (a started tool and
+    the job processes it forked)."""
+    needle = f"{TOKEN}={token}".encode()
+    found = []
+    for pid in _pids():
+        try:
+            if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(pid)
+        except OSError:  # gone, or another user's
+            continue
+    return found
 
 
 def _undo_netns(e: dict) -> str:
