@@ -43,6 +43,7 @@ from .jobcheck import (
     _FAILED,
     _OPTION,
     _SECTION,
+    PARSE_ONLY,
     Job,
     JobCheck,
     _inherit,
@@ -190,7 +191,7 @@ def _ask(fio: str, texts: list[str]) -> tuple[list[str], list[tuple[str, dict[st
     with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
         f.write("\n".join(t if t.endswith("\n") else t + "\n" for t in texts))
         f.flush()
-        done = subprocess.run([fio, "--parse-only", "--debug=parse", f.name], capture_output=True, text=True)
+        done = subprocess.run([fio, *PARSE_ONLY, f.name], capture_output=True, text=True)
     said = _said(done.stderr)
     sections: list[tuple[str, dict[str, str | None]]] = []
     for line in (done.stdout + "\n" + done.stderr).splitlines():
