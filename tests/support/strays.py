@@ -20,7 +20,7 @@ def stop_strays(base: Path) -> list[str]:
     """Stop (SIGKILL, by pid) the tools iolab started under ``base`` that still run; one
     line for each: its pid, argument list and working folder."""
     said = []
-    inside = str(base).encode()
+    inside = str(base).rstrip("/") + "/"  # not pytest-50's when base is pytest-5
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
             env = _environ(pid)
@@ -28,7 +28,9 @@ def stop_strays(base: Path) -> list[str]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:  # gone, or a kernel thread
             continue
-        if TOKEN.encode() not in env or not (cwd.startswith(str(base)) or any(inside in v for v in env.values())):
+        if TOKEN.encode() not in env or not (
+            (cwd + "/").startswith(inside) or any(inside.encode() in v + b"/" for v in env.values())
+        ):
             continue
         try:
             os.kill(pid, signal.SIGKILL)
