@@ -10,8 +10,9 @@ How a child cannot outlive iolab:
   stops the child with SIGINT (fio writes what it measured) and SIGKILL 10 s later;
 * SIGTERM and SIGHUP unwind iolab the same way (``iolab.core.signals``);
 * if iolab dies without unwinding (SIGKILL), the kernel sends the child SIGTERM
-  (``PR_SET_PDEATHSIG``, set by ``setpriv --pdeathsig``), and the ledger entry lets the next
-  iolab command stop the rest of its process group (``iolab.machine.ledger``, ``iolab.runs.repair``);
+  (``PR_SET_PDEATHSIG``, set by ``setpriv --pdeathsig``; not when iolab died before setpriv
+  set it), and the ledger entry lets the next iolab command stop what is left of its
+  process group (``iolab.machine.ledger``, ``iolab.runs.repair``);
 * its ledger entry is written before it starts, and signals are held back until its pid is
   recorded, so neither a Ctrl-C nor a SIGKILL can land in between and leave an unrecorded
   child running.
