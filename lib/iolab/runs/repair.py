@@ -98,7 +98,9 @@ def _undo_process(e: dict) -> str:
         members = _carrying(str(e.get("token")))
     groups = {g for g in map(_pgid, members) if g is not None}
     if not groups:
-        return f"{name} (pid {e['pid']}) had already ended" if "pid" in e else f"{name} had already ended"
+        if "pid" not in e:
+            return f"{name} was not running (its iolab process died as it started it)"
+        return f"{name} (pid {e['pid']}) had already ended"
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for g in groups:
             signal_group(g, sig)
