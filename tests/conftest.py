@@ -142,7 +142,8 @@ def pytest_sessionfinish(session):
         reporter.write_sep("=", "tools left running by the tests, now stopped (SIGKILL)", red=True)
         for line in strays:
             reporter.write_line(line, red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if session.exitstatus == pytest.ExitCode.OK:  # an interrupted or failed session keeps its status
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config):

@@ -463,6 +463,37 @@ def test_a_tool_started_just_before_a_sigkill_is_still_stopped(tmp_path, own_led
             os.kill(pid, signal.SIGKILL)
 
 
+KILLED_BEFORE_ITS_START = """
+import contextlib, os, signal
+from iolab.machine import process
+@contextlib.contextmanager
+def sigkill(cpus):  # iolab dies after the entry is written, before the tool is started
+    os.kill(os.getpid(), signal.SIGKILL)
+    yield
+process._born_on = sigkill
+process.spawn(["sleep", "60"], name="never")
+"""
+
+
+def test_an_entry_whose_tool_never_started_waits_then_says_so(tmp_path, own_ledger, monkeypatch):
+    """Killed after its entry was written and before the tool was started: a repair at once
+    keeps the entry (a tool between fork and exec has no token in its environment yet), one
+    after ``STARTING_S`` says in words that it was not found, and releases the entry."""
+    from iolab.machine import ledger
+    from iolab.runs import repair
+
+    killed = subprocess.run(
+        [PY, "-c", KILLED_BEFORE_ITS_START], capture_output=True, text=True, timeout=30, env=env_for(tmp_path)
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [e["name"] for _, e in ledger.entries()] == ["never"]
+    assert not [line for line in repair.recover() if "never" in line]
+    assert [e["name"] for _, e in ledger.entries()] == ["never"]  # kept for the next repair
+    monkeypatch.setattr(repair, "STARTING_S", 0.0)
+    assert "never was not found running (its iolab process died as it started it" in " ".join(repair.recover())
+    assert not list(ledger.entries())
+
+
 def test_a_child_is_pinned_and_bound_to_its_parent_without_preexec_fn():
     """spawn starts a tool through setpriv --pdeathsig, pinned by the affinity it inherits (no preexec_fn, which can
     deadlock while the samplers' threads run): the pid is the tool's, pinned from birth,

@@ -28,7 +28,7 @@ def stop_strays(base: Path) -> list[str]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:  # gone, or a kernel thread
             continue
-        if TOKEN.encode() not in env or not (
+        if env.get(TOKEN.encode()) in (None, os.environ.get(TOKEN, "").encode()) or not (
             (cwd + "/").startswith(inside) or any(inside.encode() in v + b"/" for v in env.values())
         ):
             continue

@@ -148,8 +148,9 @@ class JobCheck:
 # ---------------------------------------------------------------- fio's parse
 # A question to fio, not a run. Naming a clock source spares fio's start-up its test of the
 # CPU clock across CPUs (fio_monotonic_clocktest, gettime.c: a thread per CPU, about half of
-# a parse's CPU time on two CPUs, more with more) and changes nothing fio prints of the job:
-# its parse lines, messages and exit are the same (a job's own clocksource= still wins).
+# a parse's CPU time on two CPUs, more with more) and changes nothing of fio's reading of the
+# jobs: the option's own two parse lines come before the first section, where no job reads
+# them, and the sections, messages and exit are the same (a job's own clocksource= wins).
 PARSE_ONLY = ("--parse-only", "--debug=parse", "--clocksource=clock_gettime")
 
 
@@ -171,7 +172,7 @@ def parse_jobfile(
             done.returncode or 1,
             done.stderr,
         )
-    if not any(_SECTION.match(d) or _OPTION.match(d) for d in debug):
+    if not any(_SECTION.match(d) for d in debug):  # a debug build prints each section it reads
         return _python_jobs(Path(jobfile), fio), "python fallback", said
     sections: list[tuple[str, dict[str, str | None]]] = []
     for d in debug:

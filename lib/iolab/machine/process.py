@@ -14,8 +14,9 @@ How a child cannot outlive iolab:
   set it), and the ledger entry lets the next iolab command stop what is left of its
   process group (``iolab.machine.ledger``, ``iolab.runs.repair``);
 * its ledger entry is written before it starts, and signals are held back until its pid is
-  recorded, so neither a Ctrl-C nor a SIGKILL can land in between and leave an unrecorded
-  child running.
+  recorded, so neither a Ctrl-C nor a SIGKILL can land in between and leave a child the
+  ledger does not name (one that changes user or clears its environment, as sudo does,
+  cannot be found by its token).
 """
 
 from __future__ import annotations
@@ -101,7 +102,9 @@ def spawn(
     ledger entry (release it once the process has been waited for).
 
     The entry is written before the process exists, with a random token the process
-    carries in its environment (``TOKEN``, inherited by its job processes): a SIGKILL
+    carries in its environment (``TOKEN``; the processes it forks inherit it unless they
+    rewrite their environment, as stress-ng's workers do: its process group is what is
+    stopped): a SIGKILL
     between its start and the record of its pid, which nothing can hold back, still
     leaves an entry the next iolab command finds it by (``iolab.runs.repair``)."""
     proc = entry = None

@@ -566,8 +566,10 @@ def _socket_path(boot: Path) -> Path:
 
 
 def _guest_env(env: dict[str, str] | None, spec: LabSpec, mode: str) -> dict[str, str]:
+    from ..machine.process import TOKEN  # the host's ledger token means nothing in the guest
+
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "VIRTUAL_ENV", "PYTHONPATH")
-    base = {k: v for k, v in os.environ.items() if k in keep or k.startswith("IOLAB_")}
+    base = {k: v for k, v in os.environ.items() if k in keep or (k.startswith("IOLAB_") and k != TOKEN)}
     base.setdefault("PATH", DEFAULT_PATH)
     base.update(
         {

@@ -8,7 +8,8 @@ An entry is undone when its owner is dead (a pid that is gone, or reused by anot
 process, per its start time in ``/proc/PID/stat``):
 
     process   stop the process group it led (fio and its job processes), by pgid; one whose
-              pid was never recorded, by the token in its environment
+              pid was never recorded, by the token in its environment (an entry younger
+              than ``STARTING_S`` whose tool is not seen yet waits for the next repair)
     run       finish a run folder left as ``.tmp-<id>`` as ``interrupted``
     knob      write the old value back if the /sys file still holds iolab's value
     nvme      set the NVMe feature back if the controller still has iolab's value (nvme-cli)
@@ -24,6 +25,7 @@ default folders by their names (``iolab.runs.leftovers``).
 
 from __future__ import annotations
 
+import calendar
 import os
 import signal
 import subprocess
@@ -98,9 +100,14 @@ def _undo_process(e: dict) -> str:
         members = _carrying(str(e.get("token")))
     groups = {g for g in map(_pgid, members) if g is not None}
     if not groups:
-        if "pid" not in e:
-            return f"{name} was not running (its iolab process died as it started it)"
-        return f"{name} (pid {e['pid']}) had already ended"
+        if "pid" in e:
+            return f"{name} (pid {e['pid']}) had already ended"
+        if time.time() - _created(e) < STARTING_S:
+            raise _Later  # forked and not exec'd yet: its environment has no token until then
+        return (
+            f"{name} was not found running (its iolab process died as it started it; a tool that "
+            "changes user or clears its environment, as sudo does, cannot be found)"
+        )
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for g in groups:
             signal_group(g, sig)
@@ -109,6 +116,21 @@ def _undo_process(e: dict) -> str:
                 return f"stopped {name} (pid {min(groups)}) left running, with {len(members) - 1} child(ren)"
             time.sleep(0.1)
     return f"could not stop process group {min(groups)}"
+
+
+STARTING_S = 10.0  # an entry without a pid younger than this, whose tool is not seen, waits for the next repair
+
+
+class _Later(Exception):
+    """Put the entry back in the ledger, unsaid: the next repair looks again."""
+
+
+def _created(e: dict) -> float:
+    """When the entry was written, in seconds since the epoch (0 when it does not say)."""
+    try:
+        return calendar.timegm(time.strptime(e["created_utc"], "%Y-%m-%dT%H:%M:%SZ"))
+    except (KeyError, TypeError, ValueError):
+        return 0.0
 
 
 def _carrying(token: str) -> list[int]:
@@ -179,6 +201,9 @@ def recover(scan: bool = False) -> list[str]:
     for _, claimed, entry in sorted(todo, key=lambda t: t[0]):
         try:
             done.append(UNDO[entry["kind"]](entry))
+        except _Later:
+            os.replace(claimed, claimed.with_name(claimed.name.removeprefix(".claimed-")))
+            continue
         except (OSError, IolabError) as exc:  # IolabError: nvme-cli failed or is gone
             kept = entry["kind"] in RETRIED
             done.append(_not_undone(entry, exc, kept))
