@@ -182,3 +182,25 @@ def test_a_run_folders_writer_is_judged_by_its_start_host_and_boot_not_its_pid_a
     ledger_dir.mkdir(parents=True, exist_ok=True)
     (ledger_dir / ".claimed-x.json").write_text(json.dumps({"kind": "run", "owner_pid": 1 << 21}))
     assert not list(ledger.entries())
+
+
+def test_a_ledger_entry_iolab_cannot_read_is_set_aside_and_said_once(data, own_ledger, dead_pid):
+    """Ledger entries edited by hand or written by another version (a pid that is not a
+    number, no owner, a kind iolab does not know, not an object): `iolab cleanup` says each in
+    one line, keeps it hidden as ``.bad-<name>`` and goes on; the next command says nothing."""
+    own_ledger.mkdir(parents=True, exist_ok=True)
+    bad = {
+        "pid.json": {"kind": "process", "owner_pid": dead_pid, "created_utc": "2020-01-01T00:00:00Z", "pid": "abc"},
+        "owner.json": {"kind": "process", "pid": 1},
+        "kind.json": {"kind": "spaceship", "owner_pid": dead_pid},
+        "list.json": [1, 2],
+    }
+    for name, entry in bad.items():
+        (own_ledger / name).write_text(json.dumps(entry))
+    done = cli_here("cleanup")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("left alone a ledger entry")]
+    assert len(said) == 4 and "not what iolab writes: invalid literal" in done.stdout, done.stdout
+    assert sorted(p.name for p in own_ledger.iterdir()) == sorted(f".bad-{n}" for n in bad)
+    again = cli_here("cleanup")
+    assert again.returncode == 0 and "left alone" not in again.stdout, again.stdout

@@ -187,20 +187,26 @@ def recover(scan: bool = False) -> list[str]:
     names (``fix_leftovers``) once per ``SCAN_EVERY_S`` per process, or whenever ``scan``
     (``iolab cleanup``): a campaign repairs before each run, and over a network file system
     (the NVMe lab's 9p share) a scan of a large data folder is slow (benchmarks/README.md)."""
-    todo = []
+    todo, done = [], []
     for path, entry in ledger.entries():
-        if ledger.alive(entry["owner_pid"], entry.get("owner_start")):
+        owner = entry.get("owner_pid") if isinstance(entry, dict) else None
+        if type(owner) is int and ledger.alive(owner, entry.get("owner_start")):
             continue
         claimed = path.with_name(f".claimed-{path.name}")
         try:
             os.rename(path, claimed)  # whoever renames first undoes it
         except FileNotFoundError:
             continue
-        todo.append((ledger.ORDER.get(entry["kind"], 9), claimed, entry))
-    done = []
+        if type(owner) is not int or entry.get("kind") not in UNDO:
+            done.append(_set_aside(claimed, "it names no owner or no kind iolab knows"))
+            continue
+        todo.append((ledger.ORDER[entry["kind"]], claimed, entry))
     for _, claimed, entry in sorted(todo, key=lambda t: t[0]):
         try:
             done.append(UNDO[entry["kind"]](entry))
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
+            done.append(_set_aside(claimed, f"a field is missing or not what iolab writes: {exc}"))
+            continue
         except _Later:
             os.replace(claimed, claimed.with_name(claimed.name.removeprefix(".claimed-")))
             continue
@@ -213,6 +219,14 @@ def recover(scan: bool = False) -> list[str]:
         claimed.unlink(missing_ok=True)
     named = {str(e.get("path")) for _, e in ledger.entries()}  # repaired above, or held by a live process
     return done + (fix_leftovers(named) if _scan_due(scan) else [])
+
+
+def _set_aside(claimed: Path, why: str) -> str:
+    """A ledger entry iolab cannot act on (edited by hand, or written by another version): kept,
+    hidden, as ``.bad-<name>``, and said once."""
+    bad = claimed.with_name(".bad-" + claimed.name.removeprefix(".claimed-"))
+    os.replace(claimed, bad)
+    return f"left alone a ledger entry iolab cannot read ({why}): kept as {bad}; look at it, then remove it"
 
 
 def _scan_due(always: bool) -> bool:
