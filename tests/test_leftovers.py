@@ -184,23 +184,71 @@ def test_a_run_folders_writer_is_judged_by_its_start_host_and_boot_not_its_pid_a
     assert not list(ledger.entries())
 
 
-def test_a_ledger_entry_iolab_cannot_read_is_set_aside_and_said_once(data, own_ledger, dead_pid):
-    """Ledger entries edited by hand or written by another version (a pid that is not a
-    number, no owner, a kind iolab does not know, not an object): `iolab cleanup` says each in
-    one line, keeps it hidden as ``.bad-<name>`` and goes on; the next command says nothing."""
+def test_a_ledger_entry_iolab_cannot_read_is_set_aside_and_said_once(data, own_ledger, dead_pid, tmp_path):
+    """Ledger entries edited by hand or written by another version: `iolab cleanup` says each in
+    one line, keeps it hidden as ``.bad-<name>`` and goes on; the next command says nothing. A
+    pid of 0 (kill(2)'s own process group) or ``true`` (1, init) is never signalled, and a run
+    entry that names a finished or foreign folder never marks it."""
     own_ledger.mkdir(parents=True, exist_ok=True)
+    finished = tmp_path / "study" / "qd1-20260101T000000Z"
+    finished.mkdir(parents=True)
+    dead = {"owner_pid": dead_pid, "created_utc": "2020-01-01T00:00:00Z"}
     bad = {
-        "pid.json": {"kind": "process", "owner_pid": dead_pid, "created_utc": "2020-01-01T00:00:00Z", "pid": "abc"},
-        "owner.json": {"kind": "process", "pid": 1},
-        "kind.json": {"kind": "spaceship", "owner_pid": dead_pid},
+        "pid.json": {"kind": "process", **dead, "pid": "abc"},
+        "zero.json": {"kind": "process", **dead, "pid": 0},
+        "true.json": {"kind": "process", **dead, "pid": True},
+        "owner.json": {"kind": "process", "pid": 4321},
+        "kind.json": {"kind": "spaceship", **dead},
+        "listkind.json": {"kind": ["process"], **dead},
+        "run.json": {"kind": "run", **dead, "path": str(finished)},
         "list.json": [1, 2],
+        "text.json": "not json {",
+        "empty.json": "",
     }
     for name, entry in bad.items():
-        (own_ledger / name).write_text(json.dumps(entry))
+        (own_ledger / name).write_text(entry if isinstance(entry, str) else json.dumps(entry))
+    (own_ledger / "folder.json").mkdir()
+    mine = {"kind": "knob", "owner_pid": os.getpid(), "path": "/sys/x"}  # a live owner's, kind aside: listed
+    (own_ledger / "live.json").write_text(json.dumps({k: v for k, v in mine.items() if k != "kind"}))
     done = cli_here("cleanup")
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("left alone a ledger entry")]
-    assert len(said) == 4 and "not what iolab writes: invalid literal" in done.stdout, done.stdout
-    assert sorted(p.name for p in own_ledger.iterdir()) == sorted(f".bad-{n}" for n in bad)
+    assert len(said) == len(bad) + 1, done.stdout
+    assert "pid 0 is not a process iolab started" in done.stdout and "pid True is not" in done.stdout
+    assert "is not a run folder being written" in done.stdout and not (finished / "run.json").exists()
+    assert f"held by live iolab pid {os.getpid()}: thing /sys/x" in done.stdout
+    assert sorted(p.name for p in own_ledger.iterdir()) == sorted(
+        [f".bad-{n}" for n in [*bad, "folder.json"]] + ["live.json"]
+    )
     again = cli_here("cleanup")
     assert again.returncode == 0 and "left alone" not in again.stdout, again.stdout
+
+
+def test_a_repair_cut_short_puts_back_what_it_had_not_done(data, own_ledger, dead_pid, monkeypatch):
+    """A Ctrl-C mid-repair (in a Jupyter kernel that lives on) puts back the entries not done
+    yet; a repair whose process died with entries claimed is taken back by the next one,
+    which then undoes them."""
+    from iolab.runs import repair
+
+    own_ledger.mkdir(parents=True, exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
+    halves = []
+    for i in range(2):
+        halves.append(data / f"half{i}")
+        halves[-1].write_text("x")
+        entry = {"kind": "file", "owner_pid": dead_pid, "path": str(halves[-1])}
+        (own_ledger / f"{dead_pid}-file-{i}.json").write_text(json.dumps(entry))
+
+    def ctrl_c(entry):
+        raise KeyboardInterrupt
+
+    undo_file = repair.UNDO["file"]
+    monkeypatch.setitem(repair.UNDO, "file", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        repair.recover()
+    assert sorted(p.name for p in own_ledger.iterdir()) == [f"{dead_pid}-file-0.json", f"{dead_pid}-file-1.json"]
+    monkeypatch.setitem(repair.UNDO, "file", undo_file)
+    os.rename(own_ledger / f"{dead_pid}-file-0.json", own_ledger / f".claimed-{dead_pid}-1--{dead_pid}-file-0.json")
+    said = repair.recover()
+    assert any(line.startswith("took back a ledger entry a repair did not finish") for line in said), said
+    assert not any(h.exists() for h in halves) and not list(own_ledger.iterdir()), said

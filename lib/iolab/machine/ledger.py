@@ -128,15 +128,17 @@ def describe(entry: dict) -> str:
     )
 
 
-def entries() -> Iterator[tuple[Path, dict]]:
-    """(file, entry) of every readable ledger entry, in name order; not the hidden
-    ``.claimed-*`` ones another process is undoing (``iolab.runs.repair.recover``)."""
+def entries(unreadable: bool = False) -> Iterator[tuple[Path, Any]]:
+    """(file, entry) of every readable ledger entry, in name order; not the hidden ones
+    (``.claimed-*`` another process is undoing, ``.bad-*`` set aside: ``iolab.runs.repair``).
+    With ``unreadable``, also (file, None) for a file that is not JSON or cannot be read."""
     folder = paths.state_dir() / "ledger"
     for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []:
         try:
             yield path, json.loads(path.read_text())
         except (OSError, ValueError):
-            continue
+            if unreadable:
+                yield path, None
 
 
 # ---------------------------------------------------------------- this process, at exit

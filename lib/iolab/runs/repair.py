@@ -17,7 +17,10 @@ process, per its start time in ``/proc/PID/stat``):
     file      remove the file (a loop backing file made before its device existed, a scratch
               file's half being written)
 
-Entries are claimed by renaming them, so two processes never undo the same thing twice. An
+Entries are claimed by renaming them (``.claimed-<pid>-<start>--<name>``), so two processes
+never undo the same thing twice; a Ctrl-C puts back the claims not done, and a claim whose
+claimer died is taken back by the next repair. An entry iolab cannot act on (``_malformed``:
+edited by hand, another version's) is set aside as ``.bad-<name>`` and said once. An
 entry that cannot be undone (a full disk, a permission) is said in words; a run folder or a
 file (``RETRIED``) stays in the ledger for the next command. Leftovers no entry names (an older iolab's) are found in the
 default folders by their names (``iolab.runs.leftovers``).
@@ -33,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..core import paths
 from ..core.errors import InputError, IolabError
@@ -187,44 +191,121 @@ def recover(scan: bool = False) -> list[str]:
     names (``fix_leftovers``) once per ``SCAN_EVERY_S`` per process, or whenever ``scan``
     (``iolab cleanup``): a campaign repairs before each run, and over a network file system
     (the NVMe lab's 9p share) a scan of a large data folder is slow (benchmarks/README.md)."""
-    todo, done = [], []
-    for path, entry in ledger.entries():
+    done = _unclaim_stale()
+    todo = []
+    for path, entry in ledger.entries(unreadable=True):
         owner = entry.get("owner_pid") if isinstance(entry, dict) else None
-        if type(owner) is int and ledger.alive(owner, entry.get("owner_start")):
+        if _is_pid(owner) and ledger.alive(owner, entry.get("owner_start")):
             continue
-        claimed = path.with_name(f".claimed-{path.name}")
+        claimed = path.with_name(f"{_claim_prefix()}{path.name}")
         try:
             os.rename(path, claimed)  # whoever renames first undoes it
         except FileNotFoundError:
             continue
-        if type(owner) is not int or entry.get("kind") not in UNDO:
-            done.append(_set_aside(claimed, "it names no owner or no kind iolab knows"))
+        if why := _malformed(entry):
+            done.append(_set_aside(claimed, why))
             continue
         todo.append((ledger.ORDER[entry["kind"]], claimed, entry))
-    for _, claimed, entry in sorted(todo, key=lambda t: t[0]):
-        try:
-            done.append(UNDO[entry["kind"]](entry))
-        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
-            done.append(_set_aside(claimed, f"a field is missing or not what iolab writes: {exc}"))
-            continue
-        except _Later:
-            os.replace(claimed, claimed.with_name(claimed.name.removeprefix(".claimed-")))
-            continue
-        except (OSError, IolabError) as exc:  # IolabError: nvme-cli failed or is gone
-            kept = entry["kind"] in RETRIED
-            done.append(_not_undone(entry, exc, kept))
-            if kept:
-                os.replace(claimed, claimed.with_name(claimed.name.removeprefix(".claimed-")))
-                continue
-        claimed.unlink(missing_ok=True)
-    named = {str(e.get("path")) for _, e in ledger.entries()}  # repaired above, or held by a live process
+    todo.sort(key=lambda t: t[0])
+    try:
+        while todo:
+            _, claimed, entry = todo[0]
+            done.extend(_undo_claimed(claimed, entry))
+            todo.pop(0)
+    finally:  # a Ctrl-C mid-way: what is not done yet goes back for the next repair
+        for _, claimed, _entry in todo:
+            _unclaim(claimed)
+    named = {
+        str(e.get("path")) for _, e in ledger.entries() if isinstance(e, dict)
+    }  # repaired above, or held by a live process
     return done + (fix_leftovers(named) if _scan_due(scan) else [])
+
+
+def _undo_claimed(claimed: Path, entry: dict) -> list[str]:
+    """Undo one claimed entry; what was said. The entry is removed once undone, set aside
+    when malformed, or put back (``_Later``, ``RETRIED``)."""
+    try:
+        said = [UNDO[entry["kind"]](entry)]
+    except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
+        return [_set_aside(claimed, f"a field is missing or not what iolab writes: {exc}")]
+    except _Later:
+        _unclaim(claimed)
+        return []
+    except (OSError, IolabError) as exc:  # IolabError: nvme-cli failed or is gone
+        kept = entry["kind"] in RETRIED and not isinstance(exc, (IsADirectoryError, NotADirectoryError))
+        said = [_not_undone(entry, exc, kept)]
+        if kept:
+            _unclaim(claimed)
+            return said
+    claimed.unlink(missing_ok=True)
+    return said
+
+
+def _is_pid(value: Any) -> bool:
+    """A pid iolab could have recorded: an int above 1 (0 and negative pids name process groups
+    to kill(2), 1 is init), not a bool."""
+    return type(value) is int and value > 1
+
+
+def _malformed(entry: Any) -> str | None:
+    """Why iolab cannot act on a ledger entry, or None: what the undo of its kind would read
+    wrongly or dangerously (a pid of 0 would signal the repairing process's own group)."""
+    if not isinstance(entry, dict):
+        return "not a JSON object" if entry is not None else "not JSON, or it cannot be read"
+    kind = entry.get("kind")
+    if not isinstance(kind, str) or kind not in UNDO or not _is_pid(entry.get("owner_pid")):
+        return "it names no owner or no kind iolab knows"
+    if kind == "process" and ("pid" in entry or not isinstance(entry.get("token"), str)):
+        if not _is_pid(entry.get("pid")):
+            return f"pid {entry.get('pid')!r} is not a process iolab started"
+    if kind == "run" and not Path(str(entry.get("path"))).name.startswith(".tmp-"):
+        return f"run {entry.get('path')!r} is not a run folder being written (.tmp-<id>)"
+    return None
+
+
+CLAIM = ".claimed-"
+
+
+def _claim_prefix() -> str:
+    """``.claimed-<pid>-<start>--``: who claimed an entry, so a claim its claimer did not live to
+    finish is taken back (``_unclaim_stale``)."""
+    return f"{CLAIM}{os.getpid()}-{ledger.start_time(os.getpid())}--"
+
+
+def _unclaim(claimed: Path) -> None:
+    name = claimed.name.removeprefix(CLAIM)
+    os.replace(claimed, claimed.with_name(name.split("--", 1)[1] if "--" in name else name))
+
+
+STALE_CLAIM_S = 60.0  # a claim that names no claimer (an older iolab's) is taken back after this long
+
+
+def _unclaim_stale() -> list[str]:
+    """Put back the entries whose claimer died mid-repair (a Ctrl-C, a kill): the next repair
+    undoes them; one line said for each."""
+    folder = paths.state_dir() / "ledger"
+    said = []
+    for claimed in sorted(folder.glob(f"{CLAIM}*.json")) if folder.is_dir() else []:
+        who, sep, _ = claimed.name.removeprefix(CLAIM).partition("--")
+        pid, _, start = who.partition("-")
+        try:
+            if sep and pid.isdigit() and start.isdigit():
+                if ledger.alive(int(pid), int(start)):
+                    continue
+            elif time.time() - claimed.stat().st_ctime < STALE_CLAIM_S:
+                continue
+            _unclaim(claimed)
+        except FileNotFoundError:  # undone or taken back by another process meanwhile
+            continue
+        said.append(f"took back a ledger entry a repair did not finish (its process is gone): {claimed.name}")
+    return said
 
 
 def _set_aside(claimed: Path, why: str) -> str:
     """A ledger entry iolab cannot act on (edited by hand, or written by another version): kept,
     hidden, as ``.bad-<name>``, and said once."""
-    bad = claimed.with_name(".bad-" + claimed.name.removeprefix(".claimed-"))
+    name = claimed.name.removeprefix(CLAIM)
+    bad = claimed.with_name(".bad-" + (name.split("--", 1)[1] if "--" in name else name))
     os.replace(claimed, bad)
     return f"left alone a ledger entry iolab cannot read ({why}): kept as {bad}; look at it, then remove it"
 
@@ -269,9 +350,9 @@ def cleanup_report() -> list[str]:
     live iolab processes hold."""
     done = recover(scan=True) or ["nothing to clean up: no iolab process died holding anything"]
     return done + [
-        f"held by live iolab pid {e['owner_pid']}: {e['kind']} {ledger.describe(e)}"
+        f"held by live iolab pid {e['owner_pid']}: {e.get('kind', 'thing')} {ledger.describe(e)}"
         for _, e in ledger.entries()
-        if ledger.alive(e["owner_pid"], e.get("owner_start"))  # a dead one's that could not be put back is said above
+        if isinstance(e, dict) and _is_pid(e.get("owner_pid")) and ledger.alive(e["owner_pid"], e.get("owner_start"))
     ]
 
 
