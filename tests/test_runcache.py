@@ -248,6 +248,26 @@ def test_skipped_runs_are_warned_about_as_load_runs_does(folder):
     assert "r05 holds no report" in str(theirs[0].message)
 
 
+def test_a_run_folder_copied_beside_its_original_is_read_once_and_said(tmp_path, real_runs):
+    """A copy of a run folder (same run id) counts once: summed or counted by run, its IOs
+    would be there twice. The first folder in name order is kept, the copy skipped with a
+    warning, cached or not; a study that holds only the copy reads it."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    a, _ = real_runs
+    copy_run(a, root, "r00")
+    shutil.copytree(root / "r00", root / "r00 copy")
+    for load in (runcache.load_runs, runcache.load_cached, runcache.load_cached):  # cold, then cached
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            table = load(root)
+        assert set(table["run_folder"]) == {str((root / "r00").absolute())}, load
+        assert [str(w.message) for w in said] == [
+            f"skipping run {(root / 'r00 copy').absolute()}: it holds run r00, as {(root / 'r00').absolute()} "
+            "does (a copy?), and its rows would count twice; keep one of the two"
+        ]
+
+
 @pytest.mark.parametrize("damage", [b"not parquet at all", "truncated", b""])
 def test_a_damaged_cache_is_rebuilt(folder, derived, damage):
     cached(folder)

@@ -612,7 +612,27 @@ def _with_folders(table: pd.DataFrame, folders: list[str], owner: np.ndarray) ->
     if len(table):
         table[RUN_FOLDER] = np.asarray(folders, dtype=object)[np.sort(owner, kind="stable")]
         table[RUN_FOLDER] = table[RUN_FOLDER].astype(table["run_id"].dtype)
+        table = _one_folder_a_run(table)
     return table
+
+
+def _one_folder_a_run(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the rows of one folder for each run id: a run folder copied beside its
+    original would count its IOs twice wherever runs are summed or counted. The first folder
+    in the table's order is kept; each other is skipped with a ``RunSkipped`` warning."""
+    pairs = table[["run_id", RUN_FOLDER]].drop_duplicates()
+    if not pairs["run_id"].duplicated().any():
+        return table
+    first = dict(zip(pairs["run_id"][::-1], pairs[RUN_FOLDER][::-1]))  # the first folder wins
+    for run_id, folder in pairs[pairs["run_id"].duplicated()].itertuples(index=False):
+        warnings.warn(
+            f"skipping run {folder}: it holds run {run_id}, as {first[run_id]} does (a copy?), and its rows "
+            "would count twice; keep one of the two",
+            RunSkipped,
+            stacklevel=4,
+        )
+    keep = table[RUN_FOLDER].to_numpy() == table["run_id"].map(first).to_numpy()
+    return table[keep].reset_index(drop=True)
 
 
 def _joined(pieces: list[pd.DataFrame], owner: np.ndarray) -> pd.DataFrame:
