@@ -341,6 +341,24 @@ def test_ctrl_c_is_one_line_and_130(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("iolab run:") and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_run_stopped_by_a_signal_exits_as_the_signal_says(stop, monkeypatch, own_ledger, capsys):
+    """A run that ends in RunInterrupted because of a signal exits 128 + that signal's number, as
+    a command stopped outside a run does: 130 for Ctrl-C, 143 for SIGTERM (was 1), 129 for SIGHUP."""
+    from iolab.cli import main, measuring
+    from iolab.core import signals
+    from iolab.core.errors import RunInterrupted
+
+    cause = KeyboardInterrupt() if stop == signal.SIGINT else signals.Terminated(stop)
+
+    def stopped(args, extra):
+        raise RunInterrupted("fio (pid 1234) was stopped before it finished") from cause
+
+    monkeypatch.setattr(measuring, "cmd_run", stopped)
+    assert main(["run", "--rw=read"]) == 128 + stop
+    assert "iolab run: fio (pid 1234) was stopped before it finished" in capsys.readouterr().err
+
+
 def test_the_command_reads_notebooks_without_building_iri_grammars(tmp_path):
     """jsonschema's rfc3987-syntax parsers (a second of every notebook command) are not built
     in the iolab program, and nbformat still validates notebooks without them."""

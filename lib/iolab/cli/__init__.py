@@ -127,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         what = str(exc) if isinstance(exc, IolabError) else os_error(exc, args.command)
         what = what.removeprefix(f"{args.command}: ")  # the library's own "nvmelab: ..." prefix, once
         print(f"iolab {args.command}: {one_line(what)}", file=sys.stderr)
-        ctrl_c = type(exc.__cause__) is KeyboardInterrupt  # a run stopped by Ctrl-C (RunInterrupted)
-        return 130 if ctrl_c else 4 if isinstance(exc, NotComparable) else 1
+        stop = exc.__cause__  # a run stopped by Ctrl-C, SIGTERM or SIGHUP (RunInterrupted): as if unwound here
+        if isinstance(stop, signals.Terminated):
+            return 128 + stop.signum
+        return 130 if isinstance(stop, KeyboardInterrupt) else 4 if isinstance(exc, NotComparable) else 1
     except signals.Terminated as exc:
         print(f"iolab {args.command}: {exc}; {_after_a_stop(args.command)}", file=sys.stderr)
         return 128 + exc.signum
