@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -188,10 +187,8 @@ def _alone(text: str, fio: str) -> Parsed | FioError:
 def _ask(fio: str, texts: list[str]) -> tuple[list[str], list[tuple[str, dict[str, str | None]]], bool]:
     """(fio's other stderr lines, the sections it read in order with their options, whether
     it failed) for ``texts`` joined into one job file."""
-    with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
-        f.write("\n".join(t if t.endswith("\n") else t + "\n" for t in texts))
-        f.flush()
-        done = subprocess.run([fio, *PARSE_ONLY, f.name], capture_output=True, text=True)
+    joined = "\n".join(t if t.endswith("\n") else t + "\n" for t in texts)  # one job file, on fio's stdin
+    done = subprocess.run([fio, *PARSE_ONLY, "-"], input=joined, capture_output=True, text=True)
     said = _said(done.stderr)
     sections: list[tuple[str, dict[str, str | None]]] = []
     for line in (done.stdout + "\n" + done.stderr).splitlines():

@@ -29,7 +29,6 @@ import os
 import re
 import stat
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -155,13 +154,16 @@ PARSE_ONLY = ("--parse-only", "--debug=parse", "--clocksource=clock_gettime")
 
 
 def parse_jobfile(
-    jobfile: str | os.PathLike, fio: str | None = None, shown: str | None = None
+    jobfile: str | os.PathLike, fio: str | None = None, shown: str | None = None, *, text: str | None = None
 ) -> tuple[list[Job], str, list[str]]:
     """(jobs, "fio --debug=parse" or "python fallback", fio's other stderr lines) for a job
-    file (``shown``: how messages name it). Raises FioError with fio's words when fio
-    rejects or drops a job."""
+    file (``shown``: how messages name it), or for ``text`` given to fio on its standard
+    input (job file ``-``: no file is written, so none is left behind by a kill; an include
+    is read from the current folder). Raises FioError with fio's words when fio rejects or
+    drops a job."""
     fio = fio or fio_binary()
-    done = subprocess.run([fio, *PARSE_ONLY, str(jobfile)], capture_output=True, text=True, check=False)
+    source = "-" if text is not None else str(jobfile)
+    done = subprocess.run([fio, *PARSE_ONLY, source], input=text, capture_output=True, text=True, check=False)
     debug = [m.group(1) for line in (done.stdout + "\n" + done.stderr).splitlines() if (m := _DEBUG.match(line))]
     said = [line for line in done.stderr.splitlines() if line.strip() and not _DEBUG.match(line)]
     if done.returncode != 0 or any(marker in line for line in said for marker in _FAILED):
@@ -173,7 +175,7 @@ def parse_jobfile(
             done.stderr,
         )
     if not any(_SECTION.match(d) for d in debug):  # a debug build prints each section it reads
-        return _python_jobs(Path(jobfile), fio), "python fallback", said
+        return _python_jobs(Path(source), fio, text), "python fallback", said
     sections: list[tuple[str, dict[str, str | None]]] = []
     for d in debug:
         if m := _SECTION.match(d):
@@ -195,12 +197,13 @@ def _inherit(sections: list[tuple[str, dict[str, str | None]]]) -> list[Job]:
     return jobs
 
 
-def _python_jobs(jobfile: Path, fio: str) -> list[Job]:
-    """The fallback reading of an ini job file (comments ; #, include, ${VAR})."""
+def _python_jobs(jobfile: Path, fio: str, text: str | None = None) -> list[Job]:
+    """The fallback reading of an ini job file, or of its ``text`` (comments ; #, include,
+    ${VAR})."""
     sections: list[tuple[str, dict[str, Any]]] = []
 
-    def read(path: Path) -> None:
-        for raw in path.read_text().splitlines():
+    def read(path: Path, given: str | None = None) -> None:
+        for raw in (path.read_text() if given is None else given).splitlines():
             line = raw.strip()
             if not line or line[0] in ";#":
                 continue
@@ -215,7 +218,7 @@ def _python_jobs(jobfile: Path, fio: str) -> list[Job]:
                     re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value) if sep else True
                 )  # True: a flag, as in to_jobfile
 
-    read(jobfile)
+    read(jobfile, text)
     return _inherit([(name, normalise(opts, fio)) for name, opts in sections])
 
 
@@ -614,7 +617,7 @@ def mark_created(check: JobCheck) -> None:
 def guard_job_text(
     text: str, allow_destructive: bool = False, *, fio: str | None = None, cwd: str | os.PathLike | None = None
 ) -> JobCheck:
-    """:func:`guard_job` on job-file text (written to a temporary file that is removed)."""
+    """:func:`guard_job` on job-file text (given to fio on its standard input)."""
     return _judge(*_parse_text(text, fio or fio_binary()), allow_destructive, cwd)
 
 
@@ -625,10 +628,7 @@ def _parse_text(text: str, fio: str) -> tuple[list[Job], str, list[str]]:
     parse_ahead``). (Only iolab's own text: a user's job file may ``include`` files that
     change.) What the files it names hold is judged afresh every time."""
     if not remembered(fio, text):
-        with tempfile.NamedTemporaryFile("w", prefix="iolab-check-", suffix=".fio") as f:
-            f.write(text)
-            f.flush()
-            remember_parse(fio, text, parse_jobfile(f.name, fio, "the job iolab built"))  # a FioError: not kept
+        remember_parse(fio, text, parse_jobfile("-", fio, "the job iolab built", text=text))  # a FioError: not kept
     jobs, parsed_by, warnings = _PARSED[_parse_key(fio, text)]
     return [Job(j.name, dict(j.options)) for j in jobs], parsed_by, list(warnings)
 
