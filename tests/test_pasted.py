@@ -82,7 +82,8 @@ def test_every_seed_command_runs_or_says_why_on_a_loop_device(loopdev, tmp_path,
 def test_a_job_file_runs_as_written_from_where_it_names(tmp_path, capsys, monkeypatch):
     """``iolab run JOB.fio``: its [global] under each job, a relative filename from the folder
     iolab runs in, no defaults of iolab's (psync, fio's default engine, stays; no direct=1), the
-    CPUs of --cpus; --cpus and a taskset that differ are refused; so is a bare fio word."""
+    CPUs of --cpus; --cpus and a taskset that differ are refused; so is a bare fio word. iolab's
+    own ``--filename=`` form reads a relative path from that folder too."""
     monkeypatch.chdir(tmp_path)
     job = tmp_path / "job.fio"
     job.write_text("[global]\nrw=randread\nsize=4m\nruntime=300ms\ntime_based\n[one]\nfilename=data.bin\n")
@@ -104,6 +105,21 @@ def test_a_job_file_runs_as_written_from_where_it_names(tmp_path, capsys, monkey
     assert main(["run", "--runs-dir", str(runs), "--", "dd", "if=/dev/zero"]) == 1
     assert "expects a fio command" in one_line(capsys.readouterr().err)
     assert len(list(runs.iterdir())) == 1
+
+    own = [
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--cpus",
+        str(CPU),
+        "--rw=randread",
+        "--filename=data.bin",
+        "--runtime=300ms",
+    ]
+    assert main(own) == 0  # iolab's own form: the same file, from the same folder (it read the run folder's)
+    (again,) = set(runs.iterdir()) - {run}
+    params = json.loads((again / "params.json").read_text())
+    assert params["files"][0]["path"] == str(tmp_path / "data.bin") and not (again / "data.bin").exists()
 
 
 def test_iolab_direct_default_yields_where_o_direct_cannot_open(tmp_path, capsys):

@@ -49,6 +49,15 @@ def _fio_jobs(extra: list[str]) -> tuple[dict[str, str | bool], list[dict[str, s
     return _fio_options(extra[: starts[0]]), jobs
 
 
+def _own_form(extra: list[str]) -> tuple[dict[str, str | bool], list[dict[str, str | bool]]]:
+    """``_fio_jobs`` of iolab's own ``--option=value`` form, a relative ``--filename`` or
+    ``--directory`` read from the current folder, as in a pasted command or job file."""
+    from ..machine.pasted import anchored_paths
+
+    options, jobs = _fio_jobs(extra)
+    return anchored_paths(options, Path.cwd()), [anchored_paths(job, Path.cwd()) for job in jobs]
+
+
 def _pasted(args, extra: list[str]):
     """The fio command (``-- [sudo] [taskset -c CPUS] fio ...``) or job file (``JOB.fio``) in
     ``extra``, read as fio reads it (``iolab.machine.pasted``), with ``cpus`` (taskset's, or
@@ -108,7 +117,7 @@ def cmd_run(args, extra) -> int:
     from ..machine.target import open_target, parse_spec
 
     pasted = _pasted(args, extra)  # `-- fio ...` or JOB.fio: the job as fio reads it (iolab.machine.pasted)
-    options, jobs = ({}, pasted.jobs) if pasted else _fio_jobs(extra)
+    options, jobs = ({}, pasted.jobs) if pasted else _own_form(extra)
     for given in () if pasted else (options, *jobs):
         validate.check_fio_options(given)
     if jobs and (args.hosts or args.hosts_file):

@@ -180,16 +180,24 @@ def _anchored(jobs: list[dict[str, Any]], cwd: str | os.PathLike) -> list[dict[s
         raise InputError(f"two jobs named {_shown(twice[0])}: give each job a name of its own")
     out = []
     for job in jobs:
-        job = dict(job)
-        if isinstance(job.get("directory"), str):
-            job["directory"] = ":".join(os.path.join(cwd, d) for d in re.split(r"(?<!\\):", job["directory"]))
-        elif isinstance(job.get("filename"), str) and not job.get("filename_format"):
-            parts = re.split(r"(?<!\\):", job["filename"])
-            job["filename"] = ":".join(p if p.startswith("/") or p == "-" else os.path.join(cwd, p) for p in parts)
-        elif "filename" not in job:
+        job = anchored_paths(job, cwd)
+        if "directory" not in job and "filename" not in job:
             job["directory"] = str(cwd)
         out.append(job)
     return out
+
+
+def anchored_paths(job: dict[str, Any], cwd: str | os.PathLike) -> dict[str, Any]:
+    """``job`` with its relative ``directory`` (or, without one, ``filename``) made absolute from
+    ``cwd``, the folder the user ran iolab from: fio runs in the run folder, where a relative
+    path would name another file. fio's ``:`` separates several (``\\:`` is a colon in a name)."""
+    job = dict(job)
+    if isinstance(job.get("directory"), str):
+        job["directory"] = ":".join(os.path.join(cwd, d) for d in re.split(r"(?<!\\):", job["directory"]))
+    elif isinstance(job.get("filename"), str) and not job.get("filename_format"):
+        parts = re.split(r"(?<!\\):", job["filename"])
+        job["filename"] = ":".join(p if p.startswith("/") or p == "-" else os.path.join(cwd, p) for p in parts)
+    return job
 
 
 def opened_target(check: JobCheck):
