@@ -336,6 +336,20 @@ def test_empty_and_missing_folders(tmp_path):
     assert not (tmp_path / runcache.CACHE_NAME).exists()
 
 
+def test_a_symbolic_link_loop_beside_runs_hides_only_itself(tmp_path, real_runs):
+    """Two links that point at each other cannot be looked at (ELOOP): they are not folders,
+    and the runs beside them are read (the whole listing was given up, "holds no run folders")."""
+    from iolab.core.runfolders import runs_under
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    copy_run(real_runs[0], root, "r00")
+    (root / "a").symlink_to(root / "b")
+    (root / "b").symlink_to(root / "a")
+    assert runs_under(root) == [root / "r00"]
+    assert list(fresh(root)["run_id"].unique()) == ["r00"] and list(cached(root)["run_id"].unique()) == ["r00"]
+
+
 def test_a_single_run_folder_is_loaded_as_load_runs_does(real_runs):
     pd.testing.assert_frame_equal(cached(real_runs[0]), fresh(real_runs[0]))
     assert not (real_runs[0] / runcache.CACHE_NAME).exists()

@@ -58,12 +58,7 @@ def runs_in(root: str | os.PathLike) -> list[Path]:
     written, others) are not runs. One listing and a lookup per folder (a glob costs ten
     times as much with 100,000 runs); none when ``root`` cannot be listed."""
     root = Path(root)
-    try:
-        with os.scandir(root) as it:
-            names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
-    except OSError:  # missing, not a folder, not readable: no runs, as a glob finds none
-        return []
-    return [root / name for name in names if is_run(root / name)]
+    return [root / name for name in _visible_folders(root) if is_run(root / name)]
 
 
 def runs_under(root: str | os.PathLike) -> list[Path]:
@@ -77,12 +72,26 @@ def runs_under(root: str | os.PathLike) -> list[Path]:
 
 def _folders(root: Path) -> list[Path]:
     """The folders directly in ``root`` that are not runs and not hidden, by name."""
+    return [root / name for name in _visible_folders(root) if not is_run(root / name)]
+
+
+def _visible_folders(root: Path) -> list[str]:
+    """The names of the folders directly in ``root`` that are not hidden, sorted; none when
+    ``root`` cannot be listed (missing, not a folder, not readable: as a glob finds none). An
+    entry that cannot be looked at (a symbolic link in a loop) is not a folder: it alone is
+    passed over, not the whole listing."""
     try:
         with os.scandir(root) as it:
-            names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
+            return sorted(e.name for e in it if not e.name.startswith(".") and _is_dir(e))
     except OSError:
         return []
-    return [root / name for name in names if not is_run(root / name)]
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def not_found(missing: list[str]) -> str:
