@@ -12,7 +12,7 @@ from iolab.cli import main
 from iolab.compare import sides
 from iolab.compare.page import compare_paths, html, text
 from iolab.compare.versus import versus
-from iolab.core.errors import InputError, NotComparable
+from iolab.core.errors import InputError, NotComparable, RunSkipped
 from iolab.measure.sweep import Grid, sweep
 from iolab.report.offline import network_fetches
 from support.cpus import CPU
@@ -99,6 +99,24 @@ def test_sides_read_batch_outputs_notebooks_and_single_runs(studies, tmp_path):
     page = html(done)
     assert re.search(r"B is worse by (4\d|5\d) %", page) and "rate_iops" in page and "<script" not in page
     assert network_fetches(page) == []
+
+
+def test_a_side_s_set_up_is_read_from_the_runs_it_compares(studies, tmp_path):
+    """A run left out of a side's table (its params.json unreadable) does not describe the
+    side's set-up either: a run beside it of another pattern (rw=read) made the two sides
+    "not comparable" although the runs compared were alike."""
+    import shutil
+
+    side = tmp_path / "b"
+    shutil.copytree(studies / "b", side)
+    odd = sorted(side.glob("*/run.json"))[-1].parent
+    params = json.loads((odd / "params.json").read_text())
+    params["fio_options"]["rw"] = "read"
+    (odd / "params.json").write_bytes(b"\xff" + json.dumps(params).encode())  # unreadable, and another rw
+    with pytest.warns(RunSkipped, match="params.json is not text"):
+        loaded = sides.load_side(side)
+    assert odd not in loaded.folders and sides.setup(loaded)["fio rw"] == "randread"
+    assert not sides.not_comparable(sides.setup(sides.load_side(studies / "a")), sides.setup(loaded))
 
 
 def test_bad_sides_say_what_to_give(tmp_path, studies):

@@ -40,7 +40,7 @@ import pandas as pd
 from ..core.columns import setting_name
 from ..core.errors import InputError, RunFileError
 from ..core.runfiles import PARAMS_JSON, RUN_JSON
-from ..core.runfolders import is_run, runs_in, runs_under
+from ..core.runfolders import RUN_FOLDER, is_run, runs_in, runs_under
 from ..core.system import MACHINE_FACTS, machine_facts
 from ..read.run import RunFolder
 from ..runs import runcache
@@ -123,9 +123,11 @@ def _side(path: Path, kind: str, parts: dict[str, list[Path]]) -> Side:
                     stacklevel=3,
                 )
             table = runcache.load_runs(present) if present else pd.DataFrame()
-        folders += part_folders
-        if len(table):
+        if len(table):  # the set-up is read from the runs compared: not a skipped, failed or copied one
+            read = set(table[RUN_FOLDER])
+            parts[name] = part_folders = [f for f in part_folders if str(f.absolute()) in read]
             frames.append(table.assign(part=name))
+        folders += part_folders
     if not frames:
         raise InputError(f"{path} ({kind}) has no finished run with results: nothing to compare; {WHAT}")
     table = pd.concat(frames, ignore_index=True)
