@@ -392,3 +392,18 @@ def test_demo_takes_one_cpu_to_measure_on_and_refuses_others_before_anything_run
         assert done.returncode == 1 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "out").exists()
     assert "--cpus" in cli_here("demo", "--help").stdout
+
+
+def test_a_ledger_or_lock_folder_that_cannot_be_written_names_its_own_setting(tmp_path, monkeypatch):
+    """An OSError in the ledger's folder names IOLAB_STATE, in the locks' IOLAB_LOCKS, and
+    elsewhere the data folder's settings, as before (they cannot move the ledger)."""
+    from iolab.cli.messages import os_error
+
+    monkeypatch.setenv("IOLAB_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("IOLAB_LOCKS", str(tmp_path / "locks"))
+    denied = [
+        PermissionError(13, "Permission denied", str(tmp_path / p)) for p in ("state/ledger", "locks/cpu0", "runs")
+    ]
+    said = [os_error(exc, "run") for exc in denied]
+    assert said[0].endswith("(IOLAB_STATE=DIR)") and said[1].endswith("(IOLAB_LOCKS=DIR)"), said
+    assert said[2].endswith("(--runs-dir / --scratch-dir, or IOLAB_DATA=DIR)"), said

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import re
+from pathlib import Path
 
 from ..core.errors import printable
 
@@ -52,9 +54,27 @@ OS_ADVICE = {
 }
 
 
+def _setting_of(path: object) -> str | None:
+    """The setting that chose the folder ``path`` lies in, when it is iolab's ledger's or its
+    locks' (``IOLAB_STATE``, ``IOLAB_LOCKS``), not the data folder."""
+    from ..core import paths
+
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    for name, folder in (("IOLAB_STATE", paths.state_dir), ("IOLAB_LOCKS", paths.lock_dir)):
+        try:
+            Path(os.path.abspath(path)).relative_to(os.path.abspath(folder()))
+        except (ValueError, OSError):
+            continue
+        return f"{name}=DIR"
+    return None
+
+
 def os_error(exc: OSError, command: str) -> str:
     """'<path>: <strerror>; <what to do>' for an OSError that reached the command line."""
-    where = "--runs-dir / --scratch-dir, or IOLAB_DATA=DIR" if command == "run" else "IOLAB_DATA=DIR"
+    where = _setting_of(exc.filename) or (
+        "--runs-dir / --scratch-dir, or IOLAB_DATA=DIR" if command == "run" else "IOLAB_DATA=DIR"
+    )
     what = exc.strerror or str(exc)
     names = " -> ".join(str(n) for n in (exc.filename, exc.filename2) if n)
     advice = OS_ADVICE.get(exc.errno, "check the path and try again").format(where=where)
