@@ -180,6 +180,7 @@ def test_run_accepts_cpulist_ranges(tmp_path):
         (["--numjobs=0"], ["numjobs", ">= 1"]),
         (["--bs=1.5m"], ["bs", "size"]),
         (["rw=read"], ["unexpected argument", "--name=value"]),
+        (["--cpu", "0"], ["unexpected argument '0' after --cpu", "did you mean iolab's --cpus 0?"]),
     ],
 )
 def test_run_refuses_bad_input_before_running(tmp_path, more, words):

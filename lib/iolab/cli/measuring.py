@@ -5,6 +5,7 @@ left behind). Each command imports what it needs when it runs: ``iolab --help`` 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import shlex
 import sys
@@ -19,14 +20,17 @@ from .argtypes import finite, whole
 from .reading import print_run, print_threads
 
 
-def _fio_options(extra: list[str]) -> dict[str, str | bool]:
-    """``--rw=randread --hipri`` -> {"rw": "randread", "hipri": True}."""
+def _fio_options(extra: list[str], ours: list[str] = ()) -> dict[str, str | bool]:
+    """``--rw=randread --hipri`` -> {"rw": "randread", "hipri": True}. ``ours``: iolab run's
+    own flags, which a misspelt one (``--cpu 0``) is likely meant for."""
     opts: dict[str, str | bool] = {}
     for i, arg in enumerate(extra):
         key, eq, value = arg[2:].partition("=")
         if not arg.startswith("--") or not key:
             before = extra[i - 1] if i else ""
             spelled = f" (write {before}={arg})" if before.startswith("--") and "=" not in before else ""
+            if spelled and (meant := difflib.get_close_matches(before, ours, n=1, cutoff=0.8)):
+                raise InputError(f"unexpected argument {arg!r} after {before}: did you mean iolab's {meant[0]} {arg}?")
             raise InputError(
                 f"unexpected argument {arg!r}; fio options are written --name=value{spelled}, e.g. --iodepth=32"
             )
@@ -34,27 +38,27 @@ def _fio_options(extra: list[str]) -> dict[str, str | bool]:
     return opts
 
 
-def _fio_jobs(extra: list[str]) -> tuple[dict[str, str | bool], list[dict[str, str | bool]]]:
+def _fio_jobs(extra: list[str], ours: list[str] = ()) -> tuple[dict[str, str | bool], list[dict[str, str | bool]]]:
     """(global options, jobs) as fio reads its command line: every ``--name=`` starts a job,
     options before the first are global. One job (or none named): ([its options], []), the
     name among them. Two jobs of one name: InputError (each is a row of the table)."""
     starts = [i for i, arg in enumerate(extra) if arg.startswith("--name=")]
     if len(starts) < 2:
-        return _fio_options(extra), []
+        return _fio_options(extra, ours), []
     bounds = [*starts, len(extra)]
-    jobs = [_fio_options(extra[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+    jobs = [_fio_options(extra[lo:hi], ours) for lo, hi in zip(bounds, bounds[1:])]
     names = [str(j["name"]) for j in jobs]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise InputError(f"two jobs named {twice[0]!r}: give each --name= a name of its own")
-    return _fio_options(extra[: starts[0]]), jobs
+    return _fio_options(extra[: starts[0]], ours), jobs
 
 
-def _own_form(extra: list[str]) -> tuple[dict[str, str | bool], list[dict[str, str | bool]]]:
+def _own_form(extra: list[str], ours: list[str] = ()) -> tuple[dict[str, str | bool], list[dict[str, str | bool]]]:
     """``_fio_jobs`` of iolab's own ``--option=value`` form, a relative ``--filename`` or
     ``--directory`` read from the current folder, as in a pasted command or job file."""
     from ..machine.pasted import anchored_paths
 
-    options, jobs = _fio_jobs(extra)
+    options, jobs = _fio_jobs(extra, ours)
     return anchored_paths(options, Path.cwd()), [anchored_paths(job, Path.cwd()) for job in jobs]
 
 
@@ -117,7 +121,8 @@ def cmd_run(args, extra) -> int:
     from ..machine.target import open_target, parse_spec
 
     pasted = _pasted(args, extra)  # `-- fio ...` or JOB.fio: the job as fio reads it (iolab.machine.pasted)
-    options, jobs = ({}, pasted.jobs) if pasted else _own_form(extra)
+    ours = [f"--{name.replace('_', '-')}" for name in vars(args)]
+    options, jobs = ({}, pasted.jobs) if pasted else _own_form(extra, ours)
     for given in () if pasted else (options, *jobs):
         validate.check_fio_options(given)
     if jobs and (args.hosts or args.hosts_file):
