@@ -193,6 +193,9 @@ def test_other_json_with_jobs_is_not_fio():
             find_json(text)
     assert find_json('{"jobs": [{"jobname": "x"}]}').data["jobs"][0]["jobname"] == "x"  # fio without a version
     assert find_json('{"fio version": "fio-3.33", "jobs": []}').data["jobs"] == []
+    cut = (FIXTURES / "fio" / "json_randread.json").read_text()[:2000]
+    with pytest.raises(FioOutputError, match=r"fio's report is cut short: its JSON stops mid-document after \d+ bytes"):
+        find_json(cut)  # said as the run folder's reader says it, not "no fio JSON output found"
 
 
 # ---------------------------------------------------------------- failures that exit 0, warnings

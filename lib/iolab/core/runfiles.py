@@ -119,6 +119,15 @@ def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:
     return exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip())
 
 
+def stops_mid_document(text: str) -> bool:
+    """Whether ``text`` is JSON cut short: a file whose writer stopped mid-document."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _cut_short(text, exc)
+    return False
+
+
 def parse_json(text: str, path: str | Path, kind: type | tuple[type, ...] = dict) -> Any:
     """``text`` (the content of ``path``) as JSON of type ``kind``, or RunFileError saying
     how it is not."""

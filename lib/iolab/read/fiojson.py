@@ -107,6 +107,11 @@ def find_json(text: str) -> FioDocument:
             pos = end
             continue
         pos = start + 1
+    if found is None and whole[:1] == "{" and runfiles.stops_mid_document(whole):
+        raise FioOutputError(
+            f"fio's report is cut short: its JSON stops mid-document after {len(whole.encode())} bytes "
+            "(was fio stopped while writing it?); run the job again, or give a whole report"
+        )
     if found is None:
         lines = [runfiles.quote(line, 60) for line in text.splitlines() if line.strip()][:3]
         hint = f" It begins: {' | '.join(lines)}" if lines else " It is empty."
