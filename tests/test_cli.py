@@ -183,9 +183,14 @@ def test_run_accepts_cpulist_ranges(tmp_path):
         (["--cpu", "0"], ["unexpected argument '0' after --cpu", "did you mean iolab's --cpus 0?"]),
     ],
 )
-def test_run_refuses_bad_input_before_running(tmp_path, more, words):
+def test_run_refuses_bad_input_before_running(tmp_path, more, words, capsys):
+    """In-process (``main``): the command line's own path is the subprocess tests' above."""
+    from iolab.cli import main
+
     absent = str((os.cpu_count() or 1) + 64)
-    out = cli(*run_args(tmp_path, *[m.format(absent=absent) for m in more]))
+    code = main([str(a) for a in run_args(tmp_path, *[m.format(absent=absent) for m in more])])
+    said = capsys.readouterr()
+    out = subprocess.CompletedProcess([], code, said.out, said.err)
     one_line(out, "iolab run:", *[w.format(absent=absent) for w in words])
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir())  # nothing ran
 
