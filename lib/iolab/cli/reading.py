@@ -120,7 +120,7 @@ def cmd_table(args, _extra) -> int:
         have = ", ".join(f"{n} {s}" for s, n in counts.most_common())
         raise InputError(
             f"{root} holds no {status + ' ' if status else ''}run that can be read (it has {have})"
-            + ("; --status all shows every run" if status else "; the lines above say why")
+            + ("; the lines above say why" if skipped or not status else "; --status all shows every run")
         )
     if args.format == "parquet":
         write_parquet(table, claim_output(out, force=args.force, flag="--output"))
