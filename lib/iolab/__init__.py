@@ -10,6 +10,20 @@ folders are the layers (docs/how-it-works.md and tests/test_layers.py): a shared
 from .core.version import __version__  # noqa: F401 (iolab.__version__)
 
 
+def _command() -> int:
+    """The ``iolab`` program (``[project.scripts]``): ``iolab.cli.main``, and a Ctrl-C while the
+    command line loads (its first tenth of a second) said in one line, exit 130, rather than as
+    Python's traceback: iolab's own handling starts once it has loaded."""
+    import sys
+
+    try:
+        from .cli import main
+    except KeyboardInterrupt:
+        print("iolab: interrupted (Ctrl-C) while starting; nothing was run", file=sys.stderr)
+        return 130
+    return main()
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext iolab`` (each notebook's first import cell): the kit's errors as one short
     block (``%tb`` shows the traceback), DataFrames as the write-ups show them, and in a live

@@ -1,7 +1,7 @@
-"""``python -m iolab ARGS``: the ``iolab`` command, as ``python -m iolab.cli`` runs it."""
+"""``python -m iolab ARGS``: the ``iolab`` command, as the ``iolab`` program runs it."""
 
 import sys
 
-from .cli import main
+from . import _command
 
-sys.exit(main())
+sys.exit(_command())
