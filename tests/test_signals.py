@@ -475,9 +475,15 @@ process.spawn(["sleep", "60"], name="never")
 """
 
 
+def killed_pid(ledger) -> int:
+    """The owner of the one ledger entry."""
+    ((_, entry),) = ledger.entries()
+    return entry["owner_pid"]
+
+
 def test_an_entry_whose_tool_never_started_waits_then_says_so(tmp_path, own_ledger, monkeypatch):
     """Killed after its entry was written and before the tool was started: a repair at once
-    keeps the entry (a tool between fork and exec has no token in its environment yet), one
+    keeps the entry and says so (a tool between fork and exec has no token in its environment yet), one
     after ``STARTING_S`` says in words that it was not found, and releases the entry."""
     from iolab.machine import ledger
     from iolab.runs import repair
@@ -487,7 +493,10 @@ def test_an_entry_whose_tool_never_started_waits_then_says_so(tmp_path, own_ledg
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert [e["name"] for _, e in ledger.entries()] == ["never"]
-    assert not [line for line in repair.recover() if "never" in line]
+    assert [line for line in repair.recover() if "never" in line] == [
+        f"never that iolab pid {killed_pid(ledger)} was starting as it died is not seen yet: looked for again "
+        "at the next repair (`iolab cleanup`)"
+    ]
     assert [e["name"] for _, e in ledger.entries()] == ["never"]  # kept for the next repair
     monkeypatch.setattr(repair, "STARTING_S", 0.0)
     assert "never was not found running (its iolab process died as it started it" in " ".join(repair.recover())

@@ -230,7 +230,10 @@ def _undo_claimed(claimed: Path, entry: dict) -> list[str]:
         return [_set_aside(claimed, f"a field is missing or not what iolab writes: {exc}")]
     except _Later:
         _unclaim(claimed)
-        return []
+        return [
+            f"{entry.get('name', 'a tool')} that iolab pid {entry['owner_pid']} was starting as it died is not "
+            "seen yet: looked for again at the next repair (`iolab cleanup`)"
+        ]
     except (OSError, IolabError) as exc:  # IolabError: nvme-cli failed or is gone
         kept = entry["kind"] in RETRIED and not isinstance(exc, (IsADirectoryError, NotADirectoryError))
         said = [_not_undone(entry, exc, kept)]
