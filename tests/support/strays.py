@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from iolab.machine.process import TOKEN
+from iolab.machine.process import TOKEN, token_of
 
 
 def _environ(pid: int) -> dict[bytes, bytes]:
@@ -28,7 +28,7 @@ def stop_strays(base: Path) -> list[str]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:  # gone, or a kernel thread
             continue
-        if env.get(TOKEN.encode()) in (None, os.environ.get(TOKEN, "").encode()) or not (
+        if token_of(pid) in (None, os.environ.get(TOKEN)) or not (
             (cwd + "/").startswith(inside) or any(inside.encode() in v + b"/" for v in env.values())
         ):
             continue

@@ -28,6 +28,7 @@ outlives it; only a process that dies without exiting (SIGKILL) needs ``iolab.ru
 from __future__ import annotations
 
 import atexit
+import calendar
 import json
 import os
 import secrets
@@ -41,6 +42,7 @@ from ..core import paths
 from ..core.atomic import write_atomic
 from ..core.errors import IolabError
 
+STAMP = "%Y-%m-%dT%H:%M:%SZ"  # an entry's created_utc
 ORDER = {"process": 0, "run": 1, "knob": 2, "nvme": 2, "netns": 3, "loop": 3, "file": 4}
 
 
@@ -86,7 +88,7 @@ class Entry:
             "kind": kind,
             "owner_pid": pid,
             "owner_start": start_time(pid),
-            "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_utc": time.strftime(STAMP, time.gmtime()),
             **details,
         }
         self.path = _dir() / f"{pid}-{kind}-{secrets.token_hex(4)}.json"
@@ -114,6 +116,15 @@ def record(kind: str, *, undo: Callable[[], object], **details: Any) -> Entry:
     ``undo()`` puts it back from this process: called by ``Entry.put_back``, and at exit
     for an entry still held then."""
     return Entry(kind, details, undo)
+
+
+def created(entry: dict) -> float:
+    """When ``entry`` was written (its ``created_utc``), in seconds since the epoch; 0 when it
+    does not say."""
+    try:
+        return calendar.timegm(time.strptime(entry["created_utc"], STAMP))
+    except (KeyError, TypeError, ValueError):
+        return 0.0
 
 
 def describe(entry: dict) -> str:

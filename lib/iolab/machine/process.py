@@ -39,6 +39,17 @@ from . import ledger
 TOKEN = "IOLAB_PROCESS"  # in a started tool's environment: its ledger entry's token (``spawn``)
 
 
+def token_of(pid: int) -> str | None:
+    """The ledger token (``TOKEN``) in process ``pid``'s environment, or None (none, gone, or
+    another user's)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    prefix = f"{TOKEN}=".encode()
+    return next((item[len(prefix) :].decode(errors="replace") for item in environ if item.startswith(prefix)), None)
+
+
 @dataclass
 class Finished:
     argv: list[str]

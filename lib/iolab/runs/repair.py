@@ -28,7 +28,6 @@ default folders by their names (``iolab.runs.leftovers``).
 
 from __future__ import annotations
 
-import calendar
 import os
 import signal
 import subprocess
@@ -43,7 +42,7 @@ from ..core.errors import InputError, IolabError
 from ..core.system import read_text, selected
 from ..machine import ledger
 from ..machine.knobs import nvme_get_feature, nvme_set_feature
-from ..machine.process import TOKEN, signal_group
+from ..machine.process import signal_group, token_of
 from ..machine.target import detach_loop, loop_backing
 from .leftovers import fix_leftovers
 
@@ -106,7 +105,7 @@ def _undo_process(e: dict) -> str:
     if not groups:
         if "pid" in e:
             return f"{name} (pid {e['pid']}) had already ended"
-        if time.time() - _created(e) < STARTING_S:
+        if time.time() - ledger.created(e) < STARTING_S:
             raise _Later  # forked and not exec'd yet: its environment has no token until then
         return (
             f"{name} was not found running (its iolab process died as it started it; a tool that "
@@ -129,26 +128,10 @@ class _Later(Exception):
     """Put the entry back in the ledger, unsaid: the next repair looks again."""
 
 
-def _created(e: dict) -> float:
-    """When the entry was written, in seconds since the epoch (0 when it does not say)."""
-    try:
-        return calendar.timegm(time.strptime(e["created_utc"], "%Y-%m-%dT%H:%M:%SZ"))
-    except (KeyError, TypeError, ValueError):
-        return 0.0
-
-
 def _carrying(token: str) -> list[int]:
-    """The pids whose environment holds ``token`` as ``process.TOKEN`` (a started tool and
-    the job processes it forked)."""
-    needle = f"{TOKEN}={token}".encode()
-    found = []
-    for pid in _pids():
-        try:
-            if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-                found.append(pid)
-        except OSError:  # gone, or another user's
-            continue
-    return found
+    """The pids whose environment holds ``token`` (``process.token_of``): a started tool and
+    the job processes it forked."""
+    return [pid for pid in _pids() if token_of(pid) == token]
 
 
 def _undo_netns(e: dict) -> str:
@@ -194,8 +177,7 @@ def recover(scan: bool = False) -> list[str]:
     done = _unclaim_stale()
     todo = []
     for path, entry in ledger.entries(unreadable=True):
-        owner = entry.get("owner_pid") if isinstance(entry, dict) else None
-        if _is_pid(owner) and ledger.alive(owner, entry.get("owner_start")):
+        if _owner_alive(entry):
             continue
         claimed = path.with_name(f"{_claim_prefix()}{path.name}")
         try:
@@ -244,6 +226,12 @@ def _undo_claimed(claimed: Path, entry: dict) -> list[str]:
     return said
 
 
+def _owner_alive(entry: Any) -> bool:
+    """Whether the iolab process that wrote ``entry`` still runs (a malformed entry's: no)."""
+    owner = entry.get("owner_pid") if isinstance(entry, dict) else None
+    return _is_pid(owner) and ledger.alive(owner, entry.get("owner_start"))
+
+
 def _is_pid(value: Any) -> bool:
     """A pid iolab could have recorded: an int above 1 (0 and negative pids name process groups
     to kill(2), 1 is init), not a bool."""
@@ -258,9 +246,9 @@ def _malformed(entry: Any) -> str | None:
     kind = entry.get("kind")
     if not isinstance(kind, str) or kind not in UNDO or not _is_pid(entry.get("owner_pid")):
         return "it names no owner or no kind iolab knows"
-    if kind == "process" and ("pid" in entry or not isinstance(entry.get("token"), str)):
-        if not _is_pid(entry.get("pid")):
-            return f"pid {entry.get('pid')!r} is not a process iolab started"
+    started = "pid" not in entry and isinstance(entry.get("token"), str)  # its pid never recorded
+    if kind == "process" and not (started or _is_pid(entry.get("pid"))):
+        return f"pid {entry.get('pid')!r} is not a process iolab started"
     if kind == "run" and not Path(str(entry.get("path"))).name.startswith(".tmp-"):
         return f"run {entry.get('path')!r} is not a run folder being written (.tmp-<id>)"
     return None
@@ -275,9 +263,15 @@ def _claim_prefix() -> str:
     return f"{CLAIM}{os.getpid()}-{ledger.start_time(os.getpid())}--"
 
 
-def _unclaim(claimed: Path) -> None:
+def _unclaimed_name(claimed: Path) -> str:
+    """The entry's own file name, without its claim (``_claim_prefix``, or an older iolab's
+    bare ``.claimed-``)."""
     name = claimed.name.removeprefix(CLAIM)
-    os.replace(claimed, claimed.with_name(name.split("--", 1)[1] if "--" in name else name))
+    return name.split("--", 1)[1] if "--" in name else name
+
+
+def _unclaim(claimed: Path) -> None:
+    os.replace(claimed, claimed.with_name(_unclaimed_name(claimed)))
 
 
 STALE_CLAIM_S = 60.0  # a claim that names no claimer (an older iolab's) is taken back after this long
@@ -307,8 +301,7 @@ def _unclaim_stale() -> list[str]:
 def _set_aside(claimed: Path, why: str) -> str:
     """A ledger entry iolab cannot act on (edited by hand, or written by another version): kept,
     hidden, as ``.bad-<name>``, and said once."""
-    name = claimed.name.removeprefix(CLAIM)
-    bad = claimed.with_name(".bad-" + (name.split("--", 1)[1] if "--" in name else name))
+    bad = claimed.with_name(".bad-" + _unclaimed_name(claimed))
     os.replace(claimed, bad)
     return f"left alone a ledger entry iolab cannot read ({why}): kept as {bad}; look at it, then remove it"
 
@@ -355,7 +348,7 @@ def cleanup_report() -> list[str]:
     return done + [
         f"held by live iolab pid {e['owner_pid']}: {e.get('kind', 'thing')} {ledger.describe(e)}"
         for _, e in ledger.entries()
-        if isinstance(e, dict) and _is_pid(e.get("owner_pid")) and ledger.alive(e["owner_pid"], e.get("owner_start"))
+        if _owner_alive(e)
     ]
 
 
